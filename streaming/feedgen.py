@@ -1,0 +1,281 @@
+"""Deterministic generation of replayable feeds: folders of CSV files, one file per micro-batch.
+
+A feed is replayed in file-name order (``batch-0000.csv``, ``batch-0001.csv``, ...).
+Batch ``i`` arrives at ``start + i * batch_interval``; each of its events has
+``event_time = arrival - lag``. The lag is uniform in ``0..max_lag_seconds``
+(ordinary out-of-order events) plus ``late_delay_seconds`` for the
+``late_share`` of events drawn as very late. A ``malformed_share`` of rows is
+written broken (an unparsable ``event_time`` or an empty ``key``) so that a
+query's count of malformed rows can be checked.
+
+Everything is drawn from ``random.Random(spec.seed)``: the same spec writes
+byte-identical files. Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Final
+
+__all__ = [
+    "BAD_EVENT_TIME",
+    "TIME_FORMAT",
+    "Event",
+    "FeedSpec",
+    "batch_file_name",
+    "generate_events",
+    "regenerate_samples",
+    "sample_specs",
+    "write_feed",
+]
+
+TIME_FORMAT: Final = "%Y-%m-%d %H:%M:%S"
+BAD_EVENT_TIME: Final = "not-a-time"
+MAX_BATCHES: Final = 10_000
+
+
+def _fail(name: str, value: object, message: str) -> ValueError:
+    return ValueError(f"{name}: {value!r} {message}")
+
+
+def _check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(name, value, "must be a whole number")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+        raise _fail(name, value, f"must be {bound}")
+
+
+def _check_share(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise _fail(name, value, "must be a number between 0 and 1")
+
+
+def _check_keys(name: str, value: tuple[object, ...]) -> None:
+    if not value:
+        raise _fail(name, value, "must name at least one key")
+    if not all(isinstance(key, str) and key for key in value):
+        raise _fail(name, value, "must all be non-empty strings")
+    if len(set(value)) != len(value):
+        raise _fail(name, value, "must not repeat a key")
+
+
+def _check_range(name: str, value: object) -> None:
+    numbers = isinstance(value, tuple) and len(value) == 2 and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
+    )
+    if not numbers or value[0] > value[1]:
+        raise _fail(name, value, "must be a (low, high) pair of finite numbers with low <= high")
+
+
+@dataclass(frozen=True)
+class FeedSpec:
+    """Everything that determines a feed; two equal specs write byte-identical feeds.
+
+    ``start`` is the arrival time of the first batch, in UTC (naive, or aware
+    and then converted to naive UTC), in whole seconds. ``late_keys`` restricts
+    very late events to those keys (a flaky device); empty means any key.
+    ``value_column``, if set, adds a column of numbers drawn uniformly from
+    ``value_range`` and written with ``value_decimals`` decimals.
+    """
+
+    start: datetime
+    batches: int
+    batch_interval_seconds: int
+    events_per_batch: int
+    keys: tuple[str, ...]
+    max_lag_seconds: int
+    late_share: float
+    late_delay_seconds: int
+    seed: int
+    malformed_share: float = 0.0
+    late_keys: tuple[str, ...] = ()
+    value_column: str | None = None
+    value_range: tuple[float, float] = (0.0, 1.0)
+    value_decimals: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.start, datetime):
+            raise _fail("start", self.start, "must be a datetime")
+        if self.start.tzinfo is not None:
+            object.__setattr__(self, "start", self.start.astimezone(timezone.utc).replace(tzinfo=None))
+        if self.start.microsecond:
+            raise _fail("start", self.start, "must be in whole seconds")
+        _check_int("batches", self.batches, 1, MAX_BATCHES)
+        _check_int("batch_interval_seconds", self.batch_interval_seconds, 1)
+        _check_int("events_per_batch", self.events_per_batch, 1)
+        for name in ("keys", "late_keys"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, (tuple, list)):
+                raise _fail(name, value, "must be a tuple of strings")
+            object.__setattr__(self, name, tuple(value))
+        _check_keys("keys", self.keys)
+        if self.late_keys:
+            _check_keys("late_keys", self.late_keys)
+            unknown = sorted(set(self.late_keys) - set(self.keys))
+            if unknown:
+                raise _fail("late_keys", self.late_keys, f"names keys not in keys: {', '.join(unknown)}")
+        _check_int("max_lag_seconds", self.max_lag_seconds, 0)
+        _check_share("late_share", self.late_share)
+        _check_int("late_delay_seconds", self.late_delay_seconds, 0)
+        _check_share("malformed_share", self.malformed_share)
+        _check_int("seed", self.seed, 0)
+        if self.value_column is not None and (
+            not isinstance(self.value_column, str)
+            or not self.value_column.isidentifier()
+            or self.value_column in ("event_time", "key")
+        ):
+            raise _fail("value_column", self.value_column, "must be an identifier other than event_time and key")
+        _check_range("value_range", self.value_range)
+        _check_int("value_decimals", self.value_decimals, 0, 6)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The header row of every batch file."""
+        return ("event_time", "key") if self.value_column is None else ("event_time", "key", self.value_column)
+
+    def arrival(self, batch: int) -> datetime:
+        """When batch ``batch`` arrives."""
+        return self.start + timedelta(seconds=batch * self.batch_interval_seconds)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One generated row.
+
+    ``event_time`` is ``None`` when the row was written with an unparsable time
+    (``raw_event_time`` holds what was written) and ``key`` is ``None`` when the
+    key was written empty. ``late`` marks a well-formed event drawn as very late.
+    ``value`` is ``None`` when the spec has no value column.
+    """
+
+    batch: int
+    arrival: datetime
+    event_time: datetime | None
+    key: str | None
+    raw_event_time: str
+    value: float | None
+    late: bool
+
+    @property
+    def malformed(self) -> bool:
+        """Whether the row cannot be parsed into an event time and key."""
+        return self.event_time is None or self.key is None
+
+    def row(self, value_decimals: int) -> list[str]:
+        """The CSV fields of this event, the value written with ``value_decimals`` decimals."""
+        fields = [self.raw_event_time, self.key or ""]
+        if self.value is not None:
+            fields.append(f"{self.value:.{value_decimals}f}")
+        return fields
+
+
+def generate_events(spec: FeedSpec) -> list[Event]:
+    """All events of the feed ``spec`` describes, batch by batch in row order.
+
+    Every event takes the same draws whatever the shares are, so changing one
+    share does not reshuffle the rest of the feed.
+    """
+    rng = random.Random(spec.seed)
+    late_keys = frozenset(spec.late_keys or spec.keys)
+    low, high = spec.value_range
+    events: list[Event] = []
+    for batch in range(spec.batches):
+        arrival = spec.arrival(batch)
+        for _ in range(spec.events_per_batch):
+            key = rng.choice(spec.keys)
+            lag = rng.randint(0, spec.max_lag_seconds)
+            late = key in late_keys and rng.random() < spec.late_share
+            value = round(rng.uniform(low, high), spec.value_decimals)
+            malformed = rng.random() < spec.malformed_share
+            bad_time = rng.random() < 0.5
+            event_time = arrival - timedelta(seconds=lag + (spec.late_delay_seconds if late else 0))
+            time_ok = not (malformed and bad_time)
+            events.append(
+                Event(
+                    batch=batch,
+                    arrival=arrival,
+                    event_time=event_time if time_ok else None,
+                    key=None if malformed and not bad_time else key,
+                    raw_event_time=event_time.strftime(TIME_FORMAT) if time_ok else BAD_EVENT_TIME,
+                    value=value if spec.value_column is not None else None,
+                    late=late and time_ok,
+                )
+            )
+    return events
+
+
+def batch_file_name(batch: int) -> str:
+    """The file name of batch ``batch``; names sort in batch order."""
+    return f"batch-{batch:04d}.csv"
+
+
+def write_feed(spec: FeedSpec, folder: Path, *, overwrite: bool = False) -> list[Path]:
+    """Write the feed ``spec`` describes into ``folder`` and return the batch files in order.
+
+    The folder is created if missing. If it already holds ``batch-*.csv`` files
+    this raises :class:`FileExistsError`, unless ``overwrite`` is true, in which
+    case those files are removed first. Other files (a README) are left alone.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    existing = sorted(folder.glob("batch-*.csv"))
+    if existing and not overwrite:
+        raise FileExistsError(f"{folder} already holds {len(existing)} batch files; pass overwrite=True to replace them")
+    for path in existing:
+        path.unlink()
+    rows: list[list[list[str]]] = [[] for _ in range(spec.batches)]
+    for event in generate_events(spec):
+        rows[event.batch].append(event.row(spec.value_decimals))
+    paths = []
+    for batch, batch_rows in enumerate(rows):
+        path = folder / batch_file_name(batch)
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(spec.columns)
+            writer.writerows(batch_rows)
+        paths.append(path)
+    return paths
+
+
+def sample_specs() -> dict[str, FeedSpec]:
+    """The specs of the generated feeds shipped in ``sample_feeds/``, by folder name."""
+    return {
+        "web_clicks": FeedSpec(
+            start=datetime(2024, 3, 4, 9, 0, 0),
+            batches=40,
+            batch_interval_seconds=10,
+            events_per_batch=50,
+            keys=("home", "search", "product", "checkout"),
+            max_lag_seconds=15,
+            late_share=0.03,
+            late_delay_seconds=240,
+            malformed_share=0.005,
+            seed=20240304,
+        ),
+        "sensor_readings": FeedSpec(
+            start=datetime(2024, 3, 4, 6, 0, 0),
+            batches=30,
+            batch_interval_seconds=10,
+            events_per_batch=10,
+            keys=("sensor-1", "sensor-2", "sensor-3", "sensor-4", "sensor-5"),
+            max_lag_seconds=2,
+            late_share=0.1,
+            late_delay_seconds=300,
+            late_keys=("sensor-5",),
+            value_column="temperature",
+            value_range=(18.0, 24.0),
+            value_decimals=1,
+            seed=7,
+        ),
+    }
+
+
+def regenerate_samples(root: Path) -> dict[str, list[Path]]:
+    """Rewrite every generated sample feed under ``root`` from :func:`sample_specs`."""
+    return {name: write_feed(spec, Path(root) / name, overwrite=True) for name, spec in sample_specs().items()}

@@ -1,0 +1,189 @@
+"""Query progress: folded from Spark's progress events into tidy pandas frames.
+
+Spark keeps only the last 100 progress events of a query
+(``spark.sql.streaming.numRecentProgressUpdates``); :class:`ProgressLog` keeps a
+compact summary of every batch for the whole run. :class:`ProgressListener`
+feeds the logs from Spark's listener bus. Everything else here is a pure
+function of progress dicts (``json.loads(progress.json)``), tested with canned
+ones.
+
+Timestamps are UTC-naive ``pandas.Timestamp``; a watermark of the epoch (Spark's
+"no watermark yet") becomes ``NaT``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+from pyspark.sql.streaming import StreamingQueryListener
+
+__all__ = [
+    "ProgressListener",
+    "ProgressLog",
+    "breakdown_frame",
+    "progress_frame",
+    "summarize",
+    "PROGRESS_COLUMNS",
+]
+
+PROGRESS_COLUMNS = [
+    "batch_id",
+    "timestamp",
+    "num_input_rows",
+    "input_rows_per_second",
+    "processed_rows_per_second",
+    "batch_duration_ms",
+    "watermark",
+    "max_event_time",
+    "watermark_gap_seconds",
+    "rows_dropped_by_watermark",
+    "cumulative_rows_dropped",
+    "state_rows_total",
+    "state_rows_updated",
+    "state_rows_removed",
+    "state_memory_bytes",
+    "malformed_rows",
+]
+
+_EPOCH = pd.Timestamp(0)
+
+
+def _time(text: str | None) -> pd.Timestamp:
+    if not text:
+        return pd.NaT
+    stamp = pd.Timestamp(text).tz_convert(None) if pd.Timestamp(text).tzinfo else pd.Timestamp(text)
+    return pd.NaT if stamp == _EPOCH else stamp
+
+
+def _observed(progress: Mapping[str, Any], metric: str) -> int:
+    total = 0
+    for metrics in (progress.get("observedMetrics") or {}).values():
+        total += int(metrics.get(metric) or 0)
+    return total
+
+
+def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
+    """One batch's progress as a flat row (see ``PROGRESS_COLUMNS``, less the cumulative ones) plus its ``durations``."""
+    operators = progress.get("stateOperators") or []
+    event_time = progress.get("eventTime") or {}
+    durations = {phase: int(ms) for phase, ms in (progress.get("durationMs") or {}).items()}
+    timestamp = _time(progress.get("timestamp"))
+    watermark = _time(event_time.get("watermark"))
+    return {
+        "batch_id": int(progress["batchId"]),
+        "timestamp": timestamp,
+        "num_input_rows": int(progress.get("numInputRows") or 0),
+        "input_rows_per_second": float(progress.get("inputRowsPerSecond") or 0.0),
+        "processed_rows_per_second": float(progress.get("processedRowsPerSecond") or 0.0),
+        "batch_duration_ms": int(durations.get("triggerExecution", progress.get("batchDuration") or 0)),
+        "watermark": watermark,
+        "max_event_time": _time(event_time.get("max")),
+        "watermark_gap_seconds": (timestamp - watermark).total_seconds() if watermark is not pd.NaT else float("nan"),
+        "rows_dropped_by_watermark": sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators),
+        "state_rows_total": sum(int(op.get("numRowsTotal") or 0) for op in operators),
+        "state_rows_updated": sum(int(op.get("numRowsUpdated") or 0) for op in operators),
+        "state_rows_removed": sum(int(op.get("numRowsRemoved") or 0) for op in operators),
+        "state_memory_bytes": sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
+        "malformed_rows": _observed(progress, "malformed_rows"),
+        "durations": durations,
+    }
+
+
+def progress_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per batch in batch order, with ``cumulative_rows_dropped``; later summaries of a batch id win."""
+    latest = {row["batch_id"]: row for row in summaries}
+    rows = [latest[batch] for batch in sorted(latest)]
+    frame = pd.DataFrame([{k: v for k, v in row.items() if k != "durations"} for row in rows])
+    if frame.empty:
+        return pd.DataFrame({column: pd.Series(dtype="float64") for column in PROGRESS_COLUMNS})
+    frame["cumulative_rows_dropped"] = frame["rows_dropped_by_watermark"].cumsum()
+    for column in ("timestamp", "watermark", "max_event_time"):
+        frame[column] = pd.to_datetime(frame[column])
+    return frame[PROGRESS_COLUMNS]
+
+
+def breakdown_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Long frame ``batch_id, phase, ms`` of each batch's ``durationMs`` breakdown, without the ``triggerExecution`` total."""
+    latest = {row["batch_id"]: row for row in summaries}
+    records = [
+        {"batch_id": batch, "phase": phase, "ms": ms}
+        for batch in sorted(latest)
+        for phase, ms in latest[batch]["durations"].items()
+        if phase != "triggerExecution"
+    ]
+    return pd.DataFrame(records, columns=["batch_id", "phase", "ms"])
+
+
+class ProgressLog:
+    """Every batch's summary for one query run, plus the latest raw progress. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._summaries: dict[int, dict[str, Any]] = {}
+        self._latest: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def add(self, progress: Mapping[str, Any]) -> None:
+        summary = summarize(progress)
+        with self._lock:
+            self._summaries[summary["batch_id"]] = summary
+            self._latest = dict(progress)
+
+    @property
+    def latest(self) -> dict[str, Any] | None:
+        with self._lock:
+            return self._latest
+
+    @property
+    def last_batch_id(self) -> int:
+        with self._lock:
+            return max(self._summaries, default=-1)
+
+    def summaries(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [self._summaries[batch] for batch in sorted(self._summaries)]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._summaries)
+
+
+class ProgressListener(StreamingQueryListener):
+    """Routes each progress event to the :class:`ProgressLog` registered under its query name.
+
+    Logs are registered by name before the query starts, so no event is missed.
+
+    Spark calls it on a py4j thread about 80 ms after a batch ends; events of
+    runs not registered are ignored.
+    """
+
+    def __init__(self) -> None:
+        self._logs: dict[str, ProgressLog] = {}
+        self._lock = threading.Lock()
+
+    def register(self, name: str, log: ProgressLog) -> None:
+        with self._lock:
+            self._logs[name] = log
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._logs.pop(name, None)
+
+    def onQueryStarted(self, event) -> None:  # noqa: N802 - Spark's name
+        pass
+
+    def onQueryProgress(self, event) -> None:  # noqa: N802
+        progress = json.loads(event.progress.json)
+        with self._lock:
+            log = self._logs.get(progress.get("name") or "")
+        if log is not None:
+            log.add(progress)
+
+    def onQueryIdle(self, event) -> None:  # noqa: N802
+        pass
+
+    def onQueryTerminated(self, event) -> None:  # noqa: N802
+        pass

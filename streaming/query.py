@@ -1,0 +1,182 @@
+"""The query builder: a :class:`~streaming.config.QueryConfig` in, a started streaming query out.
+
+:func:`build_frame` turns a config into the streaming DataFrame of the result
+table (``window_start``/``window_end`` as epoch microseconds, ``key``,
+``count``); :func:`start_run` starts it with a ``foreachBatch`` sink that folds
+every batch into a :class:`~streaming.results.ResultTable` and returns a
+:class:`Run` that owns the query, its feeder and its working folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from .config import QueryConfig
+from .durations import format_duration
+from .progress import ProgressListener, ProgressLog
+from .results import ResultTable
+from .sources import FeedReplayer, input_frame
+
+__all__ = ["Run", "RunStatus", "build_frame", "start_run", "INPUT_METRICS"]
+
+RunStatus = Literal["active", "finished", "stopped", "failed"]
+INPUT_METRICS = "input"
+
+
+def build_frame(spark, config: QueryConfig, staging: Path, now_ms: int):
+    """``(frame, feeder)``: the result-table DataFrame for ``config`` and the source's feeder (or ``None``).
+
+    Malformed rows (unparsable ``event_time`` or missing ``key``) are counted in
+    the observed metrics ``input.malformed_rows`` and left out; they never reach
+    the aggregation.
+    """
+    from pyspark.sql import functions as F
+
+    frame, feeder = input_frame(spark, config.source, staging, now_ms)
+    malformed = F.col("event_time").isNull() | F.col("key").isNull()
+    frame = frame.observe(
+        INPUT_METRICS,
+        F.count(F.lit(1)).alias("input_rows"),
+        F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias("malformed_rows"),
+    ).where(~malformed)
+    if config.watermark_ms is not None:
+        frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
+    if config.aggregation == "none":
+        return frame.select(F.unix_micros("event_time").alias("event_time"), "key"), feeder
+    window = F.window("event_time", format_duration(config.window_ms), format_duration(config.slide_ms))
+    counts = frame.groupBy(window.alias("window"), "key").count()
+    return (
+        counts.select(
+            F.unix_micros(F.col("window.start")).alias("window_start"),
+            F.unix_micros(F.col("window.end")).alias("window_end"),
+            "key",
+            "count",
+        ),
+        feeder,
+    )
+
+
+@dataclass
+class Run:
+    """One started query with everything it owns. ``table`` and ``log`` are safe to read from any thread."""
+
+    name: str
+    config: QueryConfig
+    query: Any
+    table: ResultTable
+    log: ProgressLog
+    feeder: Any
+    workdir: Path
+    started_at: pd.Timestamp
+    stopped_by_user: bool = field(default=False)
+
+    @property
+    def status(self) -> RunStatus:
+        if self.query.isActive:
+            return "active"
+        if self.query.exception() is not None:
+            return "failed"
+        return "stopped" if self.stopped_by_user else "finished"
+
+    @property
+    def error(self) -> str | None:
+        """The exception that ended the query, as Spark reports it, or ``None``."""
+        if self.query.isActive:
+            return None
+        exception = self.query.exception()
+        return None if exception is None else str(exception)
+
+    def stop(self) -> None:
+        """Stop the query and its feeder and delete the working folder. Idempotent."""
+        if self.query.isActive:
+            self.stopped_by_user = True
+        if self.feeder is not None:
+            self.feeder.stop()
+        self.query.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def await_idle(self, timeout: float = 300.0) -> None:
+        """Block until every fed row is processed and the progress of the last batch has been logged.
+
+        A stepped feed is handed over one file at a time, each once Spark has run
+        every batch it has, including a batch run only because the watermark
+        advanced; other feeders are waited for, then Spark is drained likewise.
+        Raises ``TimeoutError`` after ``timeout`` seconds, or the query's exception.
+        """
+        deadline = time.monotonic() + timeout
+        if isinstance(self.feeder, FeedReplayer) and self.feeder.stepped:
+            while self.feeder.stage_next():
+                self.query.processAllAvailable()
+        elif self.feeder is not None and not self.feeder.done.wait(timeout):
+            raise TimeoutError(f"{self.name}: feeder still running after {timeout} s")
+        self.query.processAllAvailable()
+        last = self.query.lastProgress
+        target = -1 if last is None else int(last["batchId"])
+        while self.log.last_batch_id < target:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name}: progress of batch {target} not received after {timeout} s")
+            time.sleep(0.02)
+
+
+def _trigger(config: QueryConfig) -> dict[str, Any]:
+    if config.trigger == "processing_time":
+        return {"processingTime": config.trigger_interval}
+    if config.trigger == "available_now":
+        return {"availableNow": True}
+    return {}
+
+
+def start_run(
+    spark,
+    config: QueryConfig,
+    name: str,
+    listener: ProgressListener,
+    *,
+    root: Path | None = None,
+    max_rows: int | None = None,
+) -> Run:
+    """Start ``config`` as a query called ``name`` and return its :class:`Run`.
+
+    An available-now query on a feed is handed every file at once: it processes
+    what is there when it starts. Its working folder (staged feed files and checkpoint) is made under ``root``
+    (the system temp folder by default) and deleted by :meth:`Run.stop`.
+    ``max_rows`` bounds the result table held in memory (``None``: unbounded).
+    """
+    workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
+    frame, feeder = build_frame(spark, config, workdir / "staging", int(time.time() * 1000))
+    table = ResultTable(config.output_mode, config.aggregation, max_rows)
+    log = ProgressLog()
+
+    def fold(batch, batch_id: int) -> None:
+        table.apply(batch_id, [tuple(row) for row in batch.collect()])
+
+    writer = (
+        frame.writeStream.queryName(name)
+        .outputMode(config.output_mode)
+        .option("checkpointLocation", str(workdir / "checkpoint"))
+        .foreachBatch(fold)
+    )
+    trigger = _trigger(config)
+    if trigger:
+        writer = writer.trigger(**trigger)
+    listener.register(name, log)
+    if isinstance(feeder, FeedReplayer) and config.trigger == "available_now":
+        feeder.stage_all()
+    if feeder is not None:
+        feeder.start()
+    try:
+        query = writer.start()
+    except Exception:
+        listener.unregister(name)
+        if feeder is not None:
+            feeder.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return Run(name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None))

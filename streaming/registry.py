@@ -1,0 +1,92 @@
+"""The queries running on the shared session, by name.
+
+One :class:`QueryRegistry` per SparkSession: the app keeps it in
+``st.cache_resource`` so every browser tab sees the same queries. Starting a
+name that is already active is refused, so a rerun never starts a duplicate.
+All methods are thread-safe.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from pathlib import Path
+
+from .config import QueryConfig
+from .progress import ProgressListener
+from .query import Run, start_run
+
+__all__ = ["DuplicateQueryError", "QueryRegistry", "DEFAULT_MAX_ROWS"]
+
+DEFAULT_MAX_ROWS = 20_000
+
+
+class DuplicateQueryError(RuntimeError):
+    """A query of that name is already active."""
+
+
+class QueryRegistry:
+    """Starts, lists and stops the runs on ``spark``; registers one progress listener on it."""
+
+    def __init__(self, spark, *, root: Path | None = None) -> None:
+        self.spark = spark
+        self.root = root
+        self.listener = ProgressListener()
+        spark.streams.addListener(self.listener)
+        self._runs: dict[str, Run] = {}
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def _free_name(self) -> str:
+        while True:
+            name = f"query_{next(self._numbers)}"
+            if name not in self._runs:
+                return name
+
+    def start(self, config: QueryConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> Run:
+        """Start ``config`` as ``name`` (``query_N`` when ``None``). Raises :class:`DuplicateQueryError` if it is active."""
+        with self._lock:
+            if name is None:
+                name = self._free_name()
+            if not name.isidentifier():
+                raise ValueError(f"name: {name!r} must be letters, digits and underscores, not starting with a digit")
+            previous = self._runs.get(name)
+            if previous is not None and previous.status == "active":
+                raise DuplicateQueryError(f"name: {name!r} is already running; stop it first or choose another name")
+            if previous is not None:
+                previous.stop()
+            run = start_run(self.spark, config, name, self.listener, root=self.root, max_rows=max_rows)
+            self._runs[name] = run
+            return run
+
+    def get(self, name: str) -> Run | None:
+        with self._lock:
+            return self._runs.get(name)
+
+    def runs(self) -> list[Run]:
+        """Every run started here, oldest first, including stopped and failed ones."""
+        with self._lock:
+            return sorted(self._runs.values(), key=lambda run: run.started_at)
+
+    def others(self) -> list:
+        """Active queries on the session that were not started through this registry."""
+        with self._lock:
+            own = {run.query.id for run in self._runs.values()}
+        return [query for query in self.spark.streams.active if query.id not in own]
+
+    def stop(self, name: str) -> None:
+        run = self.get(name)
+        if run is not None:
+            run.stop()
+
+    def remove(self, name: str) -> None:
+        """Stop ``name`` and forget it."""
+        with self._lock:
+            run = self._runs.pop(name, None)
+        if run is not None:
+            run.stop()
+            self.listener.unregister(name)
+
+    def stop_all(self) -> None:
+        for run in self.runs():
+            run.stop()

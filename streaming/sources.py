@@ -1,0 +1,260 @@
+"""Streaming DataFrames for each source kind, all with the same two columns.
+
+Every source yields ``event_time`` (timestamp, null when unparsable) and
+``key`` (string, null when missing); the query builder counts and filters the
+malformed rows. Feed and socket sources need a helper that hands data to Spark
+(:class:`FeedReplayer`, :class:`LineServer`); :func:`input_frame` returns it so
+the caller can stop it together with the query.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+from .config import FeedSource, GeneratorSource, RateMicroBatchSource, RateSource, SocketSource, Source
+
+__all__ = ["FeedReplayer", "LineServer", "feed_files", "feed_header", "input_frame", "TIME_FORMAT"]
+
+TIME_FORMAT = "yyyy-MM-dd HH:mm:ss"
+
+
+def feed_files(folder: Path) -> list[Path]:
+    """The feed's CSV files in replay order (file-name order)."""
+    return sorted(Path(folder).glob("*.csv"))
+
+
+def feed_header(folder: Path) -> list[str]:
+    """Column names of the feed, read from its first file; must include ``event_time`` and ``key``."""
+    first = feed_files(folder)[0]
+    with first.open(newline="") as handle:
+        header = [name.strip() for name in next(csv.reader(handle), [])]
+    missing = {"event_time", "key"} - set(header)
+    if missing:
+        raise ValueError(f"source.path: {str(folder)!r} header {header} lacks {sorted(missing)}")
+    return header
+
+
+class FeedReplayer:
+    """Hands a feed's files to Spark's file source one at a time, in file-name order.
+
+    Each file is written atomically into ``staging`` with a strictly increasing
+    modification time, so with ``maxFilesPerTrigger=1`` each file is exactly one
+    micro-batch. With ``seconds_per_file > 0``, :meth:`start` runs a daemon
+    thread that stages one file per interval; with ``0`` the caller steps it
+    with :meth:`stage_next` (the runner does, waiting for the query to go idle
+    between files, as a paced stream would) or stages everything with
+    :meth:`stage_all`.
+    """
+
+    def __init__(self, files: list[Path], staging: Path, seconds_per_file: float) -> None:
+        self.files = list(files)
+        self.staging = Path(staging)
+        self.seconds_per_file = seconds_per_file
+        self.staged = 0
+        self.done = threading.Event()
+        self._stop = threading.Event()
+        self._base_mtime = time.time()
+        self._thread: threading.Thread | None = None
+        self.staging.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def stepped(self) -> bool:
+        """True when the caller, not a thread, decides when the next file is staged."""
+        return self.seconds_per_file == 0
+
+    def stage_next(self) -> bool:
+        """Stage the next file; ``False`` when every file is staged already."""
+        index = self.staged
+        if index >= len(self.files):
+            self.done.set()
+            return False
+        source = self.files[index]
+        target = self.staging / f"{index:06d}-{source.name}"
+        partial = self.staging / f".{target.name}.partial"
+        shutil.copyfile(source, partial)
+        mtime = self._base_mtime + index
+        os.utime(partial, (mtime, mtime))
+        os.replace(partial, target)
+        self.staged = index + 1
+        if self.staged == len(self.files):
+            self.done.set()
+        return True
+
+    def stage_all(self) -> None:
+        while self.stage_next():
+            pass
+
+    def _run(self) -> None:
+        while self.stage_next():
+            if self._stop.wait(self.seconds_per_file):
+                return
+
+    def start(self) -> None:
+        if not self.stepped:
+            self._thread = threading.Thread(target=self._run, name="feed-replayer", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+class LineServer:
+    """A TCP server on 127.0.0.1 that sends a feed's data lines to one client, ``lines_per_second`` at a time.
+
+    Spark's socket source connects once and reads lines; the server sends the
+    feed's rows (without headers) in file order and then keeps the connection
+    open until :meth:`stop`.
+    """
+
+    def __init__(self, files: list[Path], lines_per_second: float) -> None:
+        self.files = list(files)
+        self.interval = 1.0 / lines_per_second
+        self.sent = 0
+        self.done = threading.Event()
+        self._stop = threading.Event()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self._server.settimeout(0.5)
+        self.port: int = self._server.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, name="line-server", daemon=True)
+
+    def _lines(self):
+        for path in self.files:
+            with path.open(newline="") as handle:
+                next(handle, None)
+                for line in handle:
+                    if line.strip():
+                        yield line.rstrip("\r\n") + "\n"
+
+    def _serve(self) -> None:
+        connection = None
+        while connection is None and not self._stop.is_set():
+            try:
+                connection, _ = self._server.accept()
+            except TimeoutError:
+                continue
+        if connection is None:
+            return
+        with connection:
+            for line in self._lines():
+                if self._stop.wait(self.interval):
+                    return
+                try:
+                    connection.sendall(line.encode())
+                except OSError:
+                    return
+                self.sent += 1
+            self.done.set()
+            self._stop.wait()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._server.close()
+
+
+def _feed_frame(spark, source: FeedSource, staging: Path):
+    from pyspark.sql import functions as F
+
+    header = feed_header(source.path)
+    schema = ", ".join(f"`{name}` string" for name in header)
+    replayer = FeedReplayer(feed_files(source.path), staging, source.seconds_per_file)
+    raw = (
+        spark.readStream.schema(schema)
+        .option("header", True)
+        .option("maxFilesPerTrigger", 1)
+        .option("mode", "PERMISSIVE")
+        .csv(str(staging))
+    )
+    frame = raw.select(
+        F.try_to_timestamp(F.trim("event_time"), F.lit(TIME_FORMAT)).alias("event_time"),
+        F.nullif(F.trim("key"), F.lit("")).alias("key"),
+    )
+    return frame, replayer
+
+
+def _socket_frame(spark, source: SocketSource):
+    from pyspark.sql import functions as F
+
+    header = feed_header(source.path)
+    server = LineServer(feed_files(source.path), source.lines_per_second)
+    fields = F.split(F.col("value"), ",")
+    frame = (
+        spark.readStream.format("socket")
+        .option("host", "127.0.0.1")
+        .option("port", server.port)
+        .load()
+        .select(
+            F.try_to_timestamp(F.trim(F.try_element_at(fields, F.lit(header.index("event_time") + 1))), F.lit(TIME_FORMAT)).alias("event_time"),
+            F.nullif(F.trim(F.try_element_at(fields, F.lit(header.index("key") + 1))), F.lit("")).alias("key"),
+        )
+    )
+    return frame, server
+
+
+def _key_column(value, keys: int, salt: int = 0):
+    from pyspark.sql import functions as F
+
+    bucket = F.pmod(F.xxhash64(F.lit(salt), value), F.lit(keys)) if salt else F.pmod(value, F.lit(keys))
+    return F.concat(F.lit("key-"), bucket.cast("string")).alias("key")
+
+
+def _generator_frame(spark, source: GeneratorSource):
+    from pyspark.sql import functions as F
+
+    rate = spark.readStream.format("rate").option("rowsPerSecond", source.events_per_second).load()
+    value = F.col("value")
+    lag_ms = F.pmod(F.xxhash64(F.lit(source.seed), value), F.lit(source.max_lag_ms + 1))
+    is_late = F.pmod(F.xxhash64(F.lit(source.seed + 1), value), F.lit(1_000_000)) < F.lit(int(source.late_share * 1_000_000))
+    extra_ms = F.when(is_late, F.lit(source.late_delay_ms)).otherwise(F.lit(0))
+    event_ms = F.unix_millis(F.col("timestamp")) - lag_ms - extra_ms
+    return rate.select(F.timestamp_millis(event_ms).alias("event_time"), _key_column(value, source.keys, salt=source.seed + 2)), None
+
+
+def _rate_frame(spark, source: RateSource):
+    from pyspark.sql import functions as F
+
+    rate = spark.readStream.format("rate").option("rowsPerSecond", source.rows_per_second).load()
+    return rate.select(F.col("timestamp").alias("event_time"), _key_column(F.col("value"), source.keys)), None
+
+
+def _rate_micro_batch_frame(spark, source: RateMicroBatchSource, start_ms: int):
+    from pyspark.sql import functions as F
+
+    rate = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", source.rows_per_batch)
+        .option("advanceMillisPerBatch", source.advance_ms)
+        .option("startTimestamp", start_ms)
+        .load()
+    )
+    return rate.select(F.col("timestamp").alias("event_time"), _key_column(F.col("value"), source.keys)), None
+
+
+def input_frame(spark, source: Source, staging: Path, now_ms: int):
+    """``(frame, feeder)``: the source's streaming DataFrame and the helper that feeds it (or ``None``).
+
+    ``staging`` is a private folder for the feed source's staged files; ``now_ms``
+    is the start of event time for ``rate-micro-batch``.
+    """
+    if isinstance(source, FeedSource):
+        return _feed_frame(spark, source, staging)
+    if isinstance(source, SocketSource):
+        return _socket_frame(spark, source)
+    if isinstance(source, GeneratorSource):
+        return _generator_frame(spark, source)
+    if isinstance(source, RateSource):
+        return _rate_frame(spark, source)
+    if isinstance(source, RateMicroBatchSource):
+        return _rate_micro_batch_frame(spark, source, now_ms)
+    raise TypeError(f"source: unsupported source {source!r}")

@@ -1,0 +1,60 @@
+"""Shared fixtures: one real local SparkSession and one query registry for the whole test run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_FEEDS = ROOT / "sample_feeds"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from streaming.session import get_session
+
+    session = get_session()
+    yield session
+    for query in session.streams.active:
+        query.stop()
+
+
+@pytest.fixture(scope="session")
+def registry(spark):
+    """The registry every Spark test starts its queries through; stops them all at the end."""
+    from streaming.registry import QueryRegistry
+
+    shared = QueryRegistry(spark)
+    yield shared
+    shared.stop_all()
+
+
+@pytest.fixture
+def write_feed(tmp_path):
+    """Factory: ``write_feed([[("2016-05-10 12:07:00", "dog"), ...], ...])`` writes one CSV per batch and returns the folder."""
+
+    def write(batches: list[list[tuple[str, str]]], name: str = "feed") -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        for index, rows in enumerate(batches):
+            lines = ["event_time,key"] + [f"{event_time},{key}" for event_time, key in rows]
+            (folder / f"batch-{index:04d}.csv").write_text("\n".join(lines) + "\n")
+        return folder
+
+    return write
+
+
+GUIDE_BATCHES = [
+    [("2016-05-10 12:07:00", "dog"), ("2016-05-10 12:08:00", "owl")],
+    [("2016-05-10 12:14:00", "dog"), ("2016-05-10 12:09:00", "cat")],
+    [("2016-05-10 12:15:00", "cat"), ("2016-05-10 12:08:00", "dog"), ("2016-05-10 12:13:00", "owl"), ("2016-05-10 12:21:00", "owl")],
+    [("2016-05-10 12:17:00", "owl"), ("2016-05-10 12:04:00", "donkey")],
+]
