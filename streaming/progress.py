@@ -66,8 +66,20 @@ def _observed(progress: Mapping[str, Any], metric: str) -> int:
     return total
 
 
+def _offsets(progress: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``(startOffset, endOffset)`` of the first source, as JSON text (``None`` when absent)."""
+    sources = progress.get("sources") or [{}]
+    start, end = sources[0].get("startOffset"), sources[0].get("endOffset")
+    return (None if start is None else json.dumps(start), None if end is None else json.dumps(end))
+
+
 def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
-    """One batch's progress as a flat row (see ``PROGRESS_COLUMNS``, less the cumulative ones) plus its ``durations``."""
+    """One batch's progress as a flat row (see ``PROGRESS_COLUMNS``, less the cumulative ones).
+
+    Also carries ``durations`` (the ``durationMs`` breakdown) and
+    ``source_offsets`` (the first source's start and end offsets as JSON text:
+    for a feed, ``{"logOffset": i}`` ends the batch that read file ``i``).
+    """
     operators = progress.get("stateOperators") or []
     event_time = progress.get("eventTime") or {}
     durations = {phase: int(ms) for phase, ms in (progress.get("durationMs") or {}).items()}
@@ -89,6 +101,7 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
         "state_rows_removed": sum(int(op.get("numRowsRemoved") or 0) for op in operators),
         "state_memory_bytes": sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
         "malformed_rows": _observed(progress, "malformed_rows"),
+        "source_offsets": _offsets(progress),
         "durations": durations,
     }
 
@@ -97,7 +110,7 @@ def progress_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per batch in batch order, with ``cumulative_rows_dropped``; later summaries of a batch id win."""
     latest = {row["batch_id"]: row for row in summaries}
     rows = [latest[batch] for batch in sorted(latest)]
-    frame = pd.DataFrame([{k: v for k, v in row.items() if k != "durations"} for row in rows])
+    frame = pd.DataFrame([{k: v for k, v in row.items() if k not in ("durations", "source_offsets")} for row in rows])
     if frame.empty:
         return pd.DataFrame({column: pd.Series(dtype="float64") for column in PROGRESS_COLUMNS})
     frame["cumulative_rows_dropped"] = frame["rows_dropped_by_watermark"].cumsum()
