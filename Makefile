@@ -1,0 +1,26 @@
+# Two entry points: `make run` serves the dashboard, `make test` runs the suite.
+# Both create .venv from the pinned requirements.txt first (once, and again when it changes).
+
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed-requirements
+
+.PHONY: run test bench java
+
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements.txt
+	cp requirements.txt $(STAMP)
+
+java:
+	@command -v java >/dev/null 2>&1 || { echo "Java 17 is required by Spark and was not found on PATH (install e.g. openjdk-17-jre-headless, or set JAVA_HOME)." >&2; exit 1; }
+
+run: $(STAMP) java
+	$(VENV)/bin/streamlit run app.py
+
+test: $(STAMP) java
+	$(VENV)/bin/python -m pytest
+
+bench: $(STAMP) java
+	$(VENV)/bin/python -m streaming.bench $(BENCH_ARGS)
