@@ -237,7 +237,7 @@ class QueryConfig:
             )
         if self.output_mode == "complete" and not aggregating:
             raise ConfigError("output_mode", "complete", "needs an aggregation: Spark keeps the whole result table only for aggregations")
-        if self.trigger == "available_now" and isinstance(self.source, (SocketSource, RateSource)):
+        if self.trigger == "available_now" and isinstance(self.source, (SocketSource, RateSource, GeneratorSource)):
             raise ConfigError("trigger", "available_now", f"cannot run on the {self.source.kind} source: it has no end to reach")
 
     @property

@@ -9,6 +9,7 @@ Spark accepts interval strings like ``"10 minutes"``; people type ``"10m"`` or
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 __all__ = ["DurationError", "parse_duration", "format_duration"]
 
@@ -64,7 +65,7 @@ def parse_duration(text: str, *, field: str = "duration") -> int:
         raise DurationError(f"{field}: empty duration; write e.g. '5 minutes' or '30s'")
     if stripped.startswith("-"):
         raise DurationError(f"{field}: {text!r} is negative; durations must be 0 or more")
-    total = 0.0
+    total = Decimal(0)
     position = 0
     while position < len(stripped):
         match = _PART.match(stripped, position)
@@ -73,9 +74,9 @@ def parse_duration(text: str, *, field: str = "duration") -> int:
         number, unit = match.groups()
         if unit not in _UNIT_MS:
             raise DurationError(f"{field}: unknown unit {unit!r} in {text!r}; use ms, s, m, h or d")
-        total += float(number) * _UNIT_MS[unit]
+        total += Decimal(number) * _UNIT_MS[unit]
         position = match.end()
-    if total != int(total):
+    if total != total.to_integral_value():
         raise DurationError(f"{field}: {text!r} is not a whole number of milliseconds")
     return int(total)
 

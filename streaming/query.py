@@ -19,7 +19,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from .config import QueryConfig
-from .durations import format_duration
+from .durations import format_duration, parse_duration
 from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .sources import FeedReplayer, input_frame
@@ -127,7 +127,8 @@ class Run:
 
 def _trigger(config: QueryConfig) -> dict[str, Any]:
     if config.trigger == "processing_time":
-        return {"processingTime": config.trigger_interval}
+        # canonical form: Spark's interval parser refuses units parse_duration accepts, such as "ms"
+        return {"processingTime": format_duration(parse_duration(config.trigger_interval, field="trigger_interval"))}
     if config.trigger == "available_now":
         return {"availableNow": True}
     return {}
@@ -150,7 +151,11 @@ def start_run(
     ``max_rows`` bounds the result table held in memory (``None``: unbounded).
     """
     workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
-    frame, feeder = build_frame(spark, config, workdir / "staging", int(time.time() * 1000))
+    try:
+        frame, feeder = build_frame(spark, config, workdir / "staging", int(time.time() * 1000))
+    except Exception:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
     table = ResultTable(config.output_mode, config.aggregation, max_rows)
     log = ProgressLog()
 
@@ -163,15 +168,15 @@ def start_run(
         .option("checkpointLocation", str(workdir / "checkpoint"))
         .foreachBatch(fold)
     )
-    trigger = _trigger(config)
-    if trigger:
-        writer = writer.trigger(**trigger)
     listener.register(name, log)
     if isinstance(feeder, FeedReplayer) and config.trigger == "available_now":
         feeder.stage_all()
     if feeder is not None:
         feeder.start()
     try:
+        trigger = _trigger(config)
+        if trigger:
+            writer = writer.trigger(**trigger)
         query = writer.start()
     except Exception:
         listener.unregister(name)

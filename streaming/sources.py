@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .config import FeedSource, GeneratorSource, RateMicroBatchSource, RateSource, SocketSource, Source
 
-__all__ = ["FeedReplayer", "LineServer", "feed_files", "feed_header", "input_frame", "TIME_FORMAT"]
+__all__ = ["FeedReplayer", "LineServer", "feed_files", "feed_header", "generator_columns", "input_frame", "TIME_FORMAT"]
 
 TIME_FORMAT = "yyyy-MM-dd HH:mm:ss"
 
@@ -209,16 +209,26 @@ def _key_column(value, keys: int, salt: int = 0):
     return F.concat(F.lit("key-"), bucket.cast("string")).alias("key")
 
 
-def _generator_frame(spark, source: GeneratorSource):
+def generator_columns(source: GeneratorSource, value=None, timestamp=None) -> list:
+    """``[event_time, key]`` columns of the generator, computed from the rate source's ``value`` and ``timestamp``.
+
+    A pure function of ``value`` for a given seed, so it applies to a static
+    DataFrame as well as to the stream (that is how its determinism is tested).
+    """
     from pyspark.sql import functions as F
 
-    rate = spark.readStream.format("rate").option("rowsPerSecond", source.events_per_second).load()
-    value = F.col("value")
+    value = F.col("value") if value is None else value
+    timestamp = F.col("timestamp") if timestamp is None else timestamp
     lag_ms = F.pmod(F.xxhash64(F.lit(source.seed), value), F.lit(source.max_lag_ms + 1))
     is_late = F.pmod(F.xxhash64(F.lit(source.seed + 1), value), F.lit(1_000_000)) < F.lit(int(source.late_share * 1_000_000))
     extra_ms = F.when(is_late, F.lit(source.late_delay_ms)).otherwise(F.lit(0))
-    event_ms = F.unix_millis(F.col("timestamp")) - lag_ms - extra_ms
-    return rate.select(F.timestamp_millis(event_ms).alias("event_time"), _key_column(value, source.keys, salt=source.seed + 2)), None
+    event_ms = F.unix_millis(timestamp) - lag_ms - extra_ms
+    return [F.timestamp_millis(event_ms).alias("event_time"), _key_column(value, source.keys, salt=source.seed + 2)]
+
+
+def _generator_frame(spark, source: GeneratorSource):
+    rate = spark.readStream.format("rate").option("rowsPerSecond", source.events_per_second).load()
+    return rate.select(*generator_columns(source)), None
 
 
 def _rate_frame(spark, source: RateSource):

@@ -1,0 +1,176 @@
+"""Folding micro-batch output into the result table (no Spark)."""
+
+from __future__ import annotations
+
+import threading
+
+import pandas as pd
+import pytest
+
+from streaming.results import RAW_COLUMNS, WINDOW_COLUMNS, ResultTable
+
+MINUTE_US = 60_000_000
+T0 = int(pd.Timestamp("2016-05-10 12:00:00").value // 1_000)  # epoch microseconds
+
+
+def w(minute: int, length: int = 10) -> tuple[int, int]:
+    """``(start_us, end_us)`` of the window starting ``minute`` minutes after 12:00."""
+    return T0 + minute * MINUTE_US, T0 + (minute + length) * MINUTE_US
+
+
+def row(minute: int, key: str, count: int) -> tuple[int, int, str, int]:
+    return (*w(minute), key, count)
+
+
+def contents(table: ResultTable) -> list[tuple[str, str, str, int]]:
+    frame = table.frame()
+    return [
+        (r.window_start.strftime("%H:%M"), r.window_end.strftime("%H:%M"), r.key, int(r.count)) for r in frame.itertuples(index=False)
+    ]
+
+
+def test_update_upserts_changed_windows() -> None:
+    table = ResultTable("update")
+    table.apply(0, [row(0, "dog", 1), row(0, "owl", 1)])
+    table.apply(1, [row(0, "dog", 2), row(5, "dog", 1)])
+    assert contents(table) == [("12:00", "12:10", "dog", 2), ("12:00", "12:10", "owl", 1), ("12:05", "12:15", "dog", 1)]
+    assert len(table) == 3
+    assert table.last_batch_id == 1 and table.batches_applied == 2
+
+
+def test_update_empty_batch_keeps_table() -> None:
+    table = ResultTable("update")
+    table.apply(0, [row(0, "dog", 1)])
+    table.apply(1, [])
+    assert contents(table) == [("12:00", "12:10", "dog", 1)]
+    assert table.batches_applied == 2
+
+
+def test_complete_replaces_whole_table() -> None:
+    table = ResultTable("complete")
+    table.apply(0, [row(0, "dog", 1), row(0, "owl", 1)])
+    table.apply(1, [row(0, "dog", 2), row(5, "cat", 1)])
+    assert contents(table) == [("12:00", "12:10", "dog", 2), ("12:05", "12:15", "cat", 1)]
+
+
+def test_complete_reapplied_batch_replaces_again() -> None:
+    table = ResultTable("complete")
+    table.apply(3, [row(0, "dog", 1)])
+    table.apply(3, [row(0, "dog", 5)])
+    assert contents(table) == [("12:00", "12:10", "dog", 5)]
+    assert table.last_batch_id == 3
+
+
+def test_append_adds_finalized_rows() -> None:
+    table = ResultTable("append")
+    table.apply(0, [])
+    table.apply(1, [row(0, "dog", 2)])
+    table.apply(2, [row(5, "dog", 3), row(5, "owl", 1)])
+    assert contents(table) == [("12:00", "12:10", "dog", 2), ("12:05", "12:15", "dog", 3), ("12:05", "12:15", "owl", 1)]
+
+
+@pytest.mark.parametrize("mode", ["update", "append"])
+def test_repeated_batch_id_is_ignored(mode: str) -> None:
+    table = ResultTable(mode)
+    table.apply(0, [row(0, "dog", 1)])
+    table.apply(1, [row(5, "owl", 1)])
+    table.apply(1, [row(5, "owl", 99), row(10, "cat", 1)])  # replay of batch 1 after a restart
+    table.apply(0, [row(0, "dog", 42)])  # an older batch id too
+    assert contents(table) == [("12:00", "12:10", "dog", 1), ("12:05", "12:15", "owl", 1)]
+    assert table.batches_applied == 2
+    assert table.last_batch_id == 1
+
+
+def test_max_rows_evicts_oldest_windows_and_counts() -> None:
+    table = ResultTable("update", max_rows=3)
+    table.apply(0, [row(10, "dog", 1), row(0, "owl", 1), row(0, "cat", 1)])
+    assert table.evicted_rows == 0
+    table.apply(1, [row(5, "dog", 1), row(15, "dog", 1)])
+    # five windows, three kept: the two of 12:00-12:10 (ending first) are gone
+    assert contents(table) == [("12:05", "12:15", "dog", 1), ("12:10", "12:20", "dog", 1), ("12:15", "12:25", "dog", 1)]
+    assert table.evicted_rows == 2
+    table.apply(2, [row(20, "owl", 4)])
+    assert contents(table)[0] == ("12:10", "12:20", "dog", 1)
+    assert len(table) == 3
+    assert table.evicted_rows == 3
+
+
+def test_max_rows_upsert_of_kept_window_evicts_nothing() -> None:
+    table = ResultTable("update", max_rows=2)
+    table.apply(0, [row(0, "dog", 1), row(5, "dog", 1)])
+    table.apply(1, [row(0, "dog", 2)])
+    assert table.evicted_rows == 0
+    assert contents(table) == [("12:00", "12:10", "dog", 2), ("12:05", "12:15", "dog", 1)]
+
+
+def test_max_rows_in_complete_mode_counts_each_replacement() -> None:
+    table = ResultTable("complete", max_rows=1)
+    table.apply(0, [row(0, "dog", 1), row(5, "dog", 1)])
+    table.apply(1, [row(0, "dog", 2), row(5, "dog", 2)])
+    assert contents(table) == [("12:05", "12:15", "dog", 2)]
+    assert table.evicted_rows == 2
+
+
+def test_max_rows_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_rows: 0"):
+        ResultTable("update", max_rows=0)
+
+
+def test_raw_mode_bounded() -> None:
+    table = ResultTable("append", aggregation="none", max_rows=3)
+    table.apply(0, [(T0 + 2, "b"), (T0 + 1, "a")])
+    assert table.evicted_rows == 0
+    table.apply(1, [(T0 + 3, "c"), (T0 + 4, "d")])
+    assert len(table) == 3
+    assert table.evicted_rows == 1
+    table.apply(2, [(T0 + i, f"x{i}") for i in range(10, 15)])
+    assert len(table) == 3
+    assert table.evicted_rows == 6
+    frame = table.frame()
+    assert list(frame.columns) == RAW_COLUMNS
+    assert frame["key"].tolist() == ["x12", "x13", "x14"]
+    assert frame["event_time"].iloc[0] == pd.Timestamp("2016-05-10 12:00:00.000012")
+
+
+def test_raw_mode_unbounded_sorted_by_time() -> None:
+    table = ResultTable("update", aggregation="none")
+    table.apply(0, [(T0 + MINUTE_US, "late"), (T0, "early")])
+    table.apply(0, [(T0, "again")])  # repeated batch id ignored
+    frame = table.frame()
+    assert frame["key"].tolist() == ["early", "late"]
+    assert table.evicted_rows == 0
+
+
+def test_frame_types_and_empty() -> None:
+    empty = ResultTable("update").frame()
+    assert list(empty.columns) == WINDOW_COLUMNS and empty.empty
+    table = ResultTable("update")
+    table.apply(0, [row(0, "dog", 2)])
+    frame = table.frame()
+    assert list(frame.columns) == WINDOW_COLUMNS
+    assert pd.api.types.is_datetime64_dtype(frame["window_start"])
+    assert frame["window_start"].iloc[0] == pd.Timestamp("2016-05-10 12:00:00")
+    assert frame["window_end"].iloc[0] == pd.Timestamp("2016-05-10 12:10:00")
+    assert frame["count"].dtype == "int64"
+    assert list(ResultTable("append", aggregation="none").frame().columns) == RAW_COLUMNS
+
+
+def test_concurrent_apply_and_frame() -> None:
+    table = ResultTable("update", max_rows=50)
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for batch in range(200):
+                table.apply(batch, [row(batch, "k", batch)])
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while thread.is_alive():
+        assert len(table.frame()) <= 50
+    thread.join()
+    assert not errors
+    assert len(table) == 50
+    assert table.evicted_rows == 150

@@ -1,0 +1,286 @@
+"""The headless runner on real Spark: the guide's watermark example, and agreement with plain PySpark.
+
+Every replay stages one file at a time and waits for Spark to go idle in
+between, so the batches Spark runs only because the watermark advanced run
+between files. The "plain" query below does the same by hand with nothing of
+``streaming`` but the feed: a file-source stream written to Spark's memory
+sink, so the runner's result table must equal what Spark itself produced.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from conftest import GUIDE_BATCHES, SAMPLE_FEEDS
+from streaming.exact import exact_counts
+from streaming.runner import Replay, replay
+
+GUIDE = {"window": "10 minutes", "slide": "5 minutes", "watermark": "10 minutes"}
+STAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
+
+
+def rec(start: str, end: str, key: str, count: int) -> dict:
+    day = "2016-05-10"
+    return {"window_start": f"{day} {start}:00", "window_end": f"{day} {end}:00", "key": key, "count": count}
+
+
+GUIDE_APPEND = [rec("12:00", "12:10", "cat", 1), rec("12:00", "12:10", "dog", 2), rec("12:00", "12:10", "owl", 1)]
+GUIDE_UPDATE = GUIDE_APPEND + [
+    rec("12:05", "12:15", "cat", 1),
+    rec("12:05", "12:15", "dog", 3),
+    rec("12:05", "12:15", "owl", 2),
+    rec("12:10", "12:20", "cat", 1),
+    rec("12:10", "12:20", "dog", 1),
+    rec("12:10", "12:20", "owl", 2),
+    rec("12:15", "12:25", "cat", 1),
+    rec("12:15", "12:25", "owl", 2),
+    rec("12:20", "12:30", "owl", 1),
+]
+# complete mode keeps every window and drops nothing: the donkey is counted
+GUIDE_COMPLETE = sorted(
+    GUIDE_UPDATE + [rec("11:55", "12:05", "donkey", 1), rec("12:00", "12:10", "donkey", 1)],
+    key=lambda r: (r["window_start"], r["window_end"], r["key"]),
+)
+
+
+def records(frame) -> list[dict]:
+    """``exact_counts``-style frame as ``result_records()``-style dicts."""
+    return [
+        {
+            "window_start": r.window_start.strftime("%Y-%m-%d %H:%M:%S"),
+            "window_end": r.window_end.strftime("%Y-%m-%d %H:%M:%S"),
+            "key": r.key,
+            "count": int(r.count),
+        }
+        for r in frame.itertuples(index=False)
+    ]
+
+
+def feed_rows(files: list[Path]) -> tuple[int, int]:
+    """``(data rows, malformed rows)`` of ``files``, counted in Python: a bad time or an empty key is malformed."""
+    total = malformed = 0
+    for path in files:
+        with path.open(newline="") as handle:
+            for row in csv.DictReader(handle):
+                total += 1
+                try:
+                    datetime.strptime((row.get("event_time") or "").strip(), "%Y-%m-%d %H:%M:%S")
+                except ValueError:
+                    malformed += 1
+                    continue
+                if not (row.get("key") or "").strip():
+                    malformed += 1
+    return total, malformed
+
+
+# -- the guide example ------------------------------------------------------------------
+
+_GUIDE_REPLAYS: dict[str, Replay] = {}
+
+
+def guide_replay(registry, folder: Path, mode: str) -> Replay:
+    """The runner's replay of the guide example (written in ``folder``) in ``mode``: run once, then reused."""
+    if mode not in _GUIDE_REPLAYS:
+        _GUIDE_REPLAYS[mode] = replay(registry, folder, output_mode=mode, timeout=300, **GUIDE)
+    return _GUIDE_REPLAYS[mode]
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected", "dropped"),
+    [("append", GUIDE_APPEND, 2), ("update", GUIDE_UPDATE, 2), ("complete", GUIDE_COMPLETE, 0)],
+)
+def test_guide_example(spark, registry, write_feed, tmp_path, mode: str, expected: list[dict], dropped: int) -> None:
+    folder = write_feed(GUIDE_BATCHES)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        plain = pool.submit(plain_spark, spark, sorted(folder.glob("*.csv")), tmp_path, mode=mode, **GUIDE)
+        outcome = guide_replay(registry, folder, mode)
+        plain_rows = plain.result(timeout=300)
+    # Spark counts the dropped donkey once per window it expands into (11:55 and 12:00): 2 rows
+    assert outcome.rows_dropped_by_watermark == dropped
+    assert outcome.final_watermark.strftime("%Y-%m-%d %H:%M:%S") == "2016-05-10 12:11:00"
+    assert outcome.result_records() == expected
+    assert outcome.input_rows == 10
+    assert outcome.malformed_rows == 0
+    # every file became its own batch: the per-batch input rows, without the no-data batches, are the files' sizes
+    data_batches = [int(n) for n in outcome.progress["num_input_rows"] if n > 0]
+    assert data_batches == [len(rows) for rows in GUIDE_BATCHES]
+    # plain PySpark on the same files agrees
+    assert plain_rows == expected
+    if mode == "complete":
+        # complete mode drops nothing: it is the exact batch answer
+        assert outcome.result_records() == records(exact_counts(spark, folder, GUIDE["window"], GUIDE["slide"]))
+
+
+def test_sample_guide_words_is_the_guide_example(write_feed) -> None:
+    written = write_feed(GUIDE_BATCHES)
+    shipped = sorted((SAMPLE_FEEDS / "guide_words").glob("*.csv"))
+    assert [p.name for p in shipped] == [p.name for p in sorted(written.glob("*.csv"))]
+    for ours, theirs in zip(sorted(written.glob("*.csv")), shipped):
+        assert ours.read_text() == theirs.read_text()
+
+
+# -- the JSON report ---------------------------------------------------------------------
+
+
+def test_to_json_shape(registry, write_feed) -> None:
+    outcome = guide_replay(registry, write_feed(GUIDE_BATCHES), "update")
+    report = json.loads(json.dumps(outcome.to_json()))  # JSON-serializable as it is
+    assert {"result", "rows_dropped_by_watermark", "final_watermark", "batches"} <= set(report)
+    assert report["result"] == GUIDE_UPDATE
+    assert report["rows_dropped_by_watermark"] == 2
+    assert report["final_watermark"] == "2016-05-10 12:11:00"
+    assert report["input_rows"] == 10 and report["malformed_rows"] == 0
+    batches = report["batches"]
+    assert [b["batch_id"] for b in batches] == list(range(len(batches)))
+    for batch in batches:
+        assert {"batch_id", "input_rows", "watermark", "rows_dropped_by_watermark", "state_rows", "duration_ms"} <= set(batch)
+        assert all(isinstance(batch[k], int) for k in ("input_rows", "rows_dropped_by_watermark", "state_rows", "duration_ms"))
+        assert batch["duration_ms"] >= 0
+        assert batch["watermark"] is None or STAMP.match(batch["watermark"])
+    assert batches[0]["watermark"] is None  # Spark's epoch "no watermark yet"
+    assert sum(b["input_rows"] for b in batches) == 10
+    assert sum(b["rows_dropped_by_watermark"] for b in batches) == 2
+    assert max(b["watermark"] for b in batches if b["watermark"]) == "2016-05-10 12:11:00"
+    assert batches[-1]["state_rows"] > 0
+    for row in report["result"]:
+        assert STAMP.match(row["window_start"]) and STAMP.match(row["window_end"])
+
+
+# -- malformed rows ----------------------------------------------------------------------
+
+
+def test_malformed_rows_are_counted_not_fatal(registry, tmp_path) -> None:
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "batch-0000.csv").write_text(
+        "event_time,key\n"
+        "2016-05-10 12:01:00,dog\n"
+        "not-a-time,dog\n"
+        "2016-05-10 12:02:00,\n"
+        ",owl\n"
+        "2016-13-45 99:99:99,cat\n"
+    )
+    (folder / "batch-0001.csv").write_text(
+        "event_time,key\n"
+        "2016-05-10 12:03:00\n"  # missing the key column altogether
+        "2016-05-10 12:04:00,cat\n"
+        "2016-05-10 12:05:00,   \n"  # a blank key
+    )
+    assert feed_rows(sorted(folder.glob("*.csv"))) == (8, 6)
+    outcome = replay(registry, folder, window="10 minutes", watermark="10 minutes", output_mode="update", timeout=300)
+    assert outcome.input_rows == 8
+    assert outcome.malformed_rows == 6
+    assert outcome.result_records() == [rec("12:00", "12:10", "cat", 1), rec("12:00", "12:10", "dog", 1)]
+    report = outcome.to_json()
+    assert report["malformed_rows"] == 6
+    assert [b["malformed_rows"] for b in report["batches"] if b["input_rows"]] == [4, 2]
+
+
+# -- agreement with plain PySpark ----------------------------------------------------------
+
+FEEDS = {
+    # name: (number of leading files used, window, slide, watermark); the guide example is compared above
+    "web_clicks": (8, "20 seconds", None, "30 seconds"),
+    "sensor_readings": (8, "1 minute", "30 seconds", "1 minute"),
+}
+
+
+def feed_folder(name: str, tmp_path: Path) -> Path:
+    count = FEEDS[name][0]
+    folder = tmp_path / name
+    folder.mkdir()
+    for path in sorted((SAMPLE_FEEDS / name).glob("*.csv"))[:count]:
+        shutil.copyfile(path, folder / path.name)
+    return folder
+
+
+def plain_spark(spark, files: list[Path], workdir: Path, *, window: str, slide: str | None, watermark: str, mode: str) -> list[dict]:
+    """The same windowed count in plain PySpark, written to the memory sink, fed one file at a time."""
+    from pyspark.sql import functions as F
+
+    with files[0].open(newline="") as handle:
+        header = next(csv.reader(handle))
+    name = f"plain_{uuid.uuid4().hex[:12]}"
+    staging = workdir / name
+    staging.mkdir()
+    counts = (
+        spark.readStream.schema(", ".join(f"`{column}` string" for column in header))
+        .option("header", True)
+        .option("maxFilesPerTrigger", 1)
+        .csv(str(staging))
+        .select(F.try_to_timestamp(F.col("event_time"), F.lit("yyyy-MM-dd HH:mm:ss")).alias("event_time"), F.col("key"))
+        .where(F.col("event_time").isNotNull() & F.col("key").isNotNull())
+        .withWatermark("event_time", watermark)
+        .groupBy(F.window("event_time", window, slide or window), F.col("key"))
+        .count()
+    )
+    query = (
+        counts.writeStream.format("memory")
+        .queryName(name)
+        .outputMode(mode)
+        .option("checkpointLocation", str(workdir / f"{name}-checkpoint"))
+        .start()
+    )
+    try:
+        base = time.time()
+        for index, path in enumerate(files):
+            partial = staging / f".{path.name}.partial"
+            shutil.copyfile(path, partial)
+            os.utime(partial, (base + index, base + index))
+            os.replace(partial, staging / path.name)
+            query.processAllAvailable()
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    fmt = "yyyy-MM-dd HH:mm:ss"
+    table = spark.table(name).select(
+        F.date_format("window.start", fmt).alias("window_start"),
+        F.date_format("window.end", fmt).alias("window_end"),
+        "key",
+        F.col("count").cast("long").alias("count"),
+    )
+    if mode == "update":
+        # every change of a window was appended; counts only grow, so the largest is the latest
+        table = table.groupBy("window_start", "window_end", "key").agg(F.max("count").alias("count"))
+    rows = [row.asDict() for row in table.collect()]
+    spark.catalog.dropTempView(name)
+    return sorted(rows, key=lambda r: (r["window_start"], r["window_end"], r["key"]))
+
+
+@pytest.mark.parametrize("mode", ["append", "update", "complete"])
+@pytest.mark.parametrize("feed", list(FEEDS))
+def test_runner_equals_plain_pyspark(spark, registry, tmp_path, feed: str, mode: str) -> None:
+    _, window, slide, watermark = FEEDS[feed]
+    folder = feed_folder(feed, tmp_path)
+    files = sorted(folder.glob("*.csv"))
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the two independent queries share the session's cores
+        future = pool.submit(plain_spark, spark, files, tmp_path, window=window, slide=slide, watermark=watermark, mode=mode)
+        outcome: Replay = replay(registry, folder, window=window, slide=slide, watermark=watermark, output_mode=mode, timeout=300)
+        plain = future.result(timeout=300)
+
+    assert plain, "plain Spark produced no rows: the comparison would prove nothing"
+    assert len({(r["window_start"], r["window_end"], r["key"]) for r in plain}) == len(plain), "plain rows repeat a window"
+    assert outcome.result_records() == plain
+
+    total, malformed = feed_rows(files)
+    assert outcome.input_rows == total
+    assert outcome.malformed_rows == malformed
+    if feed == "web_clicks":
+        assert malformed > 0, "web_clicks' first files hold malformed rows"
+    if mode == "complete":
+        # complete mode drops nothing: the result is the exact batch answer
+        assert outcome.rows_dropped_by_watermark == 0
+        assert outcome.result_records() == records(exact_counts(spark, folder, window, slide))
+    else:
+        assert outcome.rows_dropped_by_watermark > 0, "the setting should make some rows late"

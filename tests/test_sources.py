@@ -1,0 +1,238 @@
+"""Every source kind starts through the registry, produces rows and stops (real Spark)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+import uuid
+from collections.abc import Callable
+
+import pandas as pd
+import pytest
+
+from conftest import GUIDE_BATCHES, SAMPLE_FEEDS
+from streaming.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from streaming.query import Run
+from streaming.sources import FeedReplayer, LineServer, feed_files, feed_header, generator_columns
+
+GUIDE = SAMPLE_FEEDS / "guide_words"
+BASE_MS = 1_700_000_000_000
+
+
+def wait_for(run: Run, condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail after ``timeout`` seconds, or at once if the query failed."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if run.status == "failed":
+            pytest.fail(f"{run.name} failed while waiting for {what}: {run.error}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"{run.name}: no {what} after {timeout} s (status {run.status}, {len(run.log)} batches)")
+        time.sleep(0.1)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def total_count(run: Run) -> int:
+    frame = run.table.frame()
+    return int(frame["count"].sum()) if len(frame) else 0
+
+
+# -- the generator's columns, on a static frame ----------------------------------------------
+
+
+def generated(spark, source: GeneratorSource, n: int = 2_000) -> list[tuple[int, int, str]]:
+    """``(value, lag_ms, key)`` for values ``0..n-1`` arriving at ``BASE_MS``, in value order."""
+    from pyspark.sql import functions as F
+
+    rate_like = spark.range(n).select(F.col("id").alias("value"), F.timestamp_millis(F.lit(BASE_MS)).alias("timestamp"))
+    rows = (
+        rate_like.select("value", *generator_columns(source))
+        .select("value", (F.lit(BASE_MS) - F.unix_millis("event_time")).alias("lag_ms"), "key")
+        .orderBy("value")
+        .collect()
+    )
+    return [(row.value, row.lag_ms, row.key) for row in rows]
+
+
+def test_generator_is_deterministic_for_a_seed(spark) -> None:
+    source = GeneratorSource(keys=5, max_lag="20 seconds", late_share=0.1, late_delay="2 minutes", seed=11)
+    first = generated(spark, source)
+    second = generated(spark, GeneratorSource(keys=5, max_lag="20 seconds", late_share=0.1, late_delay="2 minutes", seed=11))
+    assert first == second
+    assert [value for value, _, _ in first] == list(range(2_000))
+
+    lags = [lag for _, lag, _ in first]
+    on_time = [lag for lag in lags if lag <= 20_000]
+    late = [lag for lag in lags if lag > 20_000]
+    assert all(0 <= lag <= 20_000 for lag in on_time)
+    assert all(120_000 <= lag <= 140_000 for lag in late)
+    assert 100 <= len(late) <= 300  # ~10 % of 2000
+    assert len(set(on_time)) > 500  # spread over the lag range, not one constant
+    assert {key for _, _, key in first} == {f"key-{i}" for i in range(5)}
+
+
+def test_generator_seed_changes_the_sequence(spark) -> None:
+    a = generated(spark, GeneratorSource(seed=1), n=200)
+    b = generated(spark, GeneratorSource(seed=2), n=200)
+    assert [lag for _, lag, _ in a] != [lag for _, lag, _ in b]
+    assert [key for _, _, key in a] != [key for _, _, key in b]
+
+
+def test_generator_without_lateness(spark) -> None:
+    rows = generated(spark, GeneratorSource(keys=1, max_lag="0", late_share=0.0), n=50)
+    assert {lag for _, lag, _ in rows} == {0}
+    assert {key for _, _, key in rows} == {"key-0"}
+
+
+# -- feeders without Spark --------------------------------------------------------------------
+
+
+def test_feed_replayer_stages_in_order_with_increasing_mtimes(tmp_path) -> None:
+    files = feed_files(GUIDE)
+    replayer = FeedReplayer(files, tmp_path / "staging", seconds_per_file=0)
+    assert replayer.stepped
+    staged = []
+    while replayer.stage_next():
+        staged.append(sorted((tmp_path / "staging").iterdir())[-1])
+    assert replayer.done.is_set()
+    assert [p.name for p in staged] == [f"{i:06d}-{f.name}" for i, f in enumerate(files)]
+    assert [p.read_bytes() for p in staged] == [f.read_bytes() for f in files]
+    mtimes = [p.stat().st_mtime for p in staged]
+    assert mtimes == sorted(mtimes) and len(set(mtimes)) == len(mtimes)
+    assert not list((tmp_path / "staging").glob(".*"))
+
+
+def test_feed_header_requires_event_time_and_key(tmp_path) -> None:
+    assert feed_header(SAMPLE_FEEDS / "sensor_readings") == ["event_time", "key", "temperature"]
+    (tmp_path / "a.csv").write_text("time,word\n2016-05-10 12:00:00,dog\n")
+    with pytest.raises(ValueError, match=r"lacks \['event_time', 'key'\]"):
+        feed_header(tmp_path)
+
+
+def test_line_server_sends_data_lines(tmp_path) -> None:
+    import socket
+
+    server = LineServer(feed_files(GUIDE), lines_per_second=1_000)
+    server.start()
+    received = b""
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+            client.settimeout(10)
+            while received.count(b"\n") < 10:
+                chunk = client.recv(4096)
+                assert chunk, "server closed the connection early"
+                received += chunk
+        assert server.done.wait(10)
+    finally:
+        server.stop()
+    lines = received.decode().splitlines()
+    assert lines == [f"{t},{k}" for batch in GUIDE_BATCHES for t, k in batch]
+    assert server.sent == 10
+
+
+# -- each source through the registry -----------------------------------------------------------
+
+
+def run_until_counted(registry, config: QueryConfig, keys: set[str], timeout: float = 120.0) -> Run:
+    name = unique(f"src_{config.source.kind.replace('-', '_')}")
+    run = registry.start(config, name)
+    try:
+        assert run.status == "active"
+        wait_for(run, lambda: total_count(run) > 0, timeout, "counted rows")
+        wait_for(run, lambda: any(s["num_input_rows"] > 0 for s in run.log.summaries()), timeout, "progress with input rows")
+        assert set(run.table.frame()["key"]) <= keys
+    finally:
+        registry.remove(name)
+    assert not run.query.isActive
+    assert run.status == "stopped"
+    assert not run.workdir.exists()
+    assert registry.get(name) is None
+    return run
+
+
+def test_rate_source(registry) -> None:
+    config = QueryConfig(RateSource(rows_per_second=20, keys=3), window="10 seconds", watermark="10 seconds",
+                         trigger="processing_time", trigger_interval="1 second")
+    run_until_counted(registry, config, {"key-0", "key-1", "key-2"})
+
+
+def test_generator_source(registry) -> None:
+    config = QueryConfig(GeneratorSource(events_per_second=20, keys=3, max_lag="2 seconds", late_share=0.1, late_delay="1 minute"),
+                         window="10 seconds", watermark="30 seconds", trigger="processing_time", trigger_interval="1 second")
+    run_until_counted(registry, config, {"key-0", "key-1", "key-2"})
+
+
+def test_rate_micro_batch_source(registry) -> None:
+    config = QueryConfig(RateMicroBatchSource(rows_per_batch=6, advance="1 second", keys=2), window="5 seconds",
+                         watermark="5 seconds", trigger="processing_time", trigger_interval="500 ms")
+    run = run_until_counted(registry, config, {"key-0", "key-1"})
+    inputs = [s["num_input_rows"] for s in run.log.summaries()]
+    assert 6 in inputs
+    assert set(inputs) <= {0, 6}  # exactly rows_per_batch per data batch
+
+
+def test_socket_source(registry) -> None:
+    config = QueryConfig(SocketSource(GUIDE, lines_per_second=200), window="1 hour", watermark=None)
+    name = unique("src_socket")
+    run = registry.start(config, name)
+    try:
+        # every line of the feed arrives and is counted, in one window of 12:00-13:00
+        wait_for(run, lambda: total_count(run) == 10, 120, "all 10 lines counted")
+        frame = run.table.frame()
+        assert dict(zip(frame["key"], frame["count"])) == {"cat": 2, "dog": 3, "donkey": 1, "owl": 4}
+        assert isinstance(run.feeder, LineServer) and run.feeder.done.is_set()
+    finally:
+        registry.remove(name)
+    assert run.status == "stopped"
+    assert not run.query.isActive
+
+
+def test_available_now_on_a_feed_finishes_by_itself(registry) -> None:
+    config = QueryConfig(FeedSource(GUIDE, seconds_per_file=0), window="10 minutes", slide="5 minutes",
+                         watermark="10 minutes", output_mode="update", trigger="available_now")
+    name = unique("src_available_now")
+    run = registry.start(config, name)
+    try:
+        assert run.query.awaitTermination(180), "an available-now query should end by itself"
+        assert run.status == "finished"
+        assert run.error is None
+        wait_for(run, lambda: sum(s["num_input_rows"] for s in run.log.summaries()) == 10, 30, "progress of every row")
+        summaries = run.log.summaries()
+        assert [s["num_input_rows"] for s in summaries if s["num_input_rows"]] == [2, 2, 4, 2]  # one file per batch
+        assert max(s["watermark"] for s in summaries if s["watermark"] is not pd.NaT) == pd.Timestamp("2016-05-10 12:11:00")
+        frame = run.table.frame()
+        dog = frame[(frame["key"] == "dog") & (frame["window_start"] == pd.Timestamp("2016-05-10 12:05:00"))]
+        assert dog["count"].tolist() == [3]
+        # No watermark-only batch runs between the files here, and Spark filters late rows against the
+        # previous batch's watermark (12:04 for the last file), so unlike a paced replay the donkey is counted.
+    finally:
+        registry.remove(name)
+    assert run.status == "finished"  # stopping a finished run does not make it "stopped"
+
+
+def test_duplicate_name_refused_while_active(registry) -> None:
+    from streaming.registry import DuplicateQueryError
+
+    config = QueryConfig(RateMicroBatchSource(rows_per_batch=1), trigger="processing_time", trigger_interval="1 second")
+    name = unique("src_dup")
+    run = registry.start(config, name)
+    try:
+        with pytest.raises(DuplicateQueryError, match=name):
+            registry.start(config, name)
+        assert registry.get(name) is run
+    finally:
+        registry.remove(name)
+    assert run.status == "stopped"
+
+
+def test_failed_start_leaves_nothing_behind(registry, tmp_path) -> None:
+    import tempfile
+
+    (tmp_path / "batch-0000.csv").write_text("event_time,word\n2016-05-10 12:07:00,dog\n")
+    name = unique("src_broken")
+    with pytest.raises(ValueError, match=r"source.path: .* lacks \['key'\]"):
+        registry.start(QueryConfig(FeedSource(tmp_path, seconds_per_file=0)), name)
+    assert registry.get(name) is None
+    assert not list(Path(tempfile.gettempdir()).glob(f"streaming-lab-{name}-*"))
