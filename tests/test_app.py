@@ -1,0 +1,253 @@
+"""The dashboard under ``streamlit.testing.v1.AppTest``, on the real local Spark session.
+
+``st.cache_resource`` outlives an ``AppTest``: every test here shares the app's
+one SparkSession and QueryRegistry (``lab.get_registry()``), and the
+conftest's ``spark`` fixture gets the same session through ``getOrCreate``.
+The app's registry and the conftest's ``registry`` each have their own
+listener; they never share a query name. Every query a test starts is removed
+in ``finally``. Fragments do not tick under AppTest, so a test that waits for
+data calls ``at.run()`` in a polling loop with a deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import lab
+from streaming.config import ConfigError, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+LIVE = "pages/1_Live_query.py"
+QUERIES = "pages/2_Queries.py"
+TIMEOUT = 120  # the first run starts Spark
+WAIT_FOR_DATA = 180.0  # generous: the machine is shared, a first batch can take a minute under load
+
+# A cheap query for tests that only need something active: one row a second, a batch every 10 s.
+IDLE_CONFIG = QueryConfig(RateSource(rows_per_second=1, keys=2), watermark=None, trigger="processing_time", trigger_interval="10 seconds")
+
+
+def _app() -> AppTest:
+    return AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+
+
+def _page(path: str) -> AppTest:
+    at = _app().run()
+    assert not at.exception, at.exception
+    return at.switch_page(path).run()
+
+
+def _wait_until(at: AppTest, condition: Callable[[AppTest], bool], timeout: float) -> bool:
+    """Rerun the page until ``condition(at)`` holds; ``False`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if condition(at):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def _has_results_and_progress(at: AppTest) -> bool:
+    return len(at.dataframe) == 1 and len(at.dataframe[0].value) > 0 and int(_metric(at, "Batches")) >= 1
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [error.value for error in at.error]
+
+
+def _button_keys(at: AppTest) -> set[str]:
+    return {button.key for button in at.button}
+
+
+def _metric(at: AppTest, label: str) -> str:
+    return next(metric.value for metric in at.metric if metric.label == label)
+
+
+@pytest.fixture(scope="module")
+def app_registry() -> Iterator:
+    """The app's cached registry (the one AppTest pages use); any run a test left behind is removed."""
+    registry = lab.get_registry()
+    before = {run.name for run in registry.runs()}
+    yield registry
+    for run in registry.runs():
+        if run.name not in before:
+            registry.remove(run.name)
+
+
+# --- pure helpers -------------------------------------------------------------------
+
+
+def test_feed_names_are_the_sample_feed_folders() -> None:
+    assert lab.feed_names() == ["guide_words", "sensor_readings", "web_clicks"]
+
+
+def test_build_config_for_every_source_kind() -> None:
+    query = {"window": "10 minutes", "slide": "5 minutes", "watermark": "10 minutes", "output_mode": "append", "trigger": "default", "trigger_interval": None}
+    feed = lab.build_config("feed", {"feed": "guide_words", "seconds_per_file": 0.5}, query)
+    assert isinstance(feed.source, FeedSource) and feed.source.path == lab.SAMPLE_FEEDS / "guide_words"
+    assert (feed.window_ms, feed.slide_ms, feed.output_mode) == (600_000, 300_000, "append")
+    socket = lab.build_config("socket", {"feed": "web_clicks", "lines_per_second": 5.0}, query)
+    assert isinstance(socket.source, SocketSource) and socket.source.lines_per_second == 5.0
+    generator = lab.build_config("generator", {"events_per_second": 5, "keys": 2, "max_lag": "5s", "late_share": 0.1, "late_delay": "1 minute", "seed": 3}, query)
+    assert isinstance(generator.source, GeneratorSource) and generator.source.late_delay_ms == 60_000
+    assert lab.build_config("rate", {"rows_per_second": 3, "keys": 2}, query).source.kind == "rate"
+    assert lab.build_config("rate-micro-batch", {"rows_per_batch": 3, "advance": "2s", "keys": 2}, query).source.kind == "rate-micro-batch"
+
+
+@pytest.mark.parametrize("feed", ["../streaming", "/etc", "missing"])
+def test_a_feed_must_be_one_of_the_sample_feeds(feed: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        lab.build_source("feed", {"feed": feed, "seconds_per_file": 1.0})
+    assert err.value.field == "source.path" and feed in str(err.value)
+
+
+def test_check_name() -> None:
+    assert lab.check_name("  ") is None
+    assert lab.check_name(" clicks_1 ") == "clicks_1"
+    with pytest.raises(ConfigError, match="name: '1st'"):
+        lab.check_name("1st")
+
+
+def test_source_summary_shortens_the_feed_path() -> None:
+    summary = lab.source_summary({"source.path": "/somewhere/sample_feeds/web_clicks", "source.seconds_per_file": "2.0", "source.kind": "feed", "window": "1 minute"})
+    assert summary == "feed: path=web_clicks, seconds_per_file=2.0"
+
+
+# --- pages --------------------------------------------------------------------------
+
+
+def test_home_page() -> None:
+    at = _app().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Streaming Lab"
+    assert [link.value for link in at.page_link] == [
+        "Live query: configure, start and watch a query",
+        "Queries: everything running on the shared Spark session",
+    ]
+
+
+@pytest.mark.parametrize(("path", "title"), [(LIVE, "Live query"), (QUERIES, "Queries")])
+def test_every_page_renders(path: str, title: str) -> None:
+    at = _page(path)
+    assert not at.exception, at.exception
+    assert at.title[0].value == title
+    assert not _errors(at)
+
+
+def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
+    name = "t_app_live_feed"
+    at = _page(LIVE)
+    at.selectbox(key="lab_source").set_value("feed")
+    at.selectbox(key="lab_feed").set_value("web_clicks")
+    at.number_input(key="lab_seconds_per_file").set_value(0.5)
+    at.text_input(key="lab_name").set_value(name)
+    try:
+        at.button(key="lab_start").click().run()
+        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        assert at.selectbox(key="lab_selected").value == name
+        assert app_registry.get(name) is not None
+        # The table is folded inside the batch; its progress event arrives a little later: wait for both.
+        assert _wait_until(at, _has_results_and_progress, WAIT_FOR_DATA), "no result rows or no progress"
+        table = at.dataframe[0].value
+        assert list(table.columns) == ["window_start", "window_end", "key", "count"]
+        assert _metric(at, "Status") == "active"
+        charts = at.get("plotly_chart")
+        assert len(charts) == 7
+        assert str(table["key"].iloc[0]) in charts[0].proto.spec  # the result-table figure has a line per key
+        at.button(key="lab_stop").click().run()
+        assert not at.exception, at.exception
+        assert app_registry.get(name).status == "stopped"
+        assert _metric(at, "Status") == "stopped"
+    finally:
+        app_registry.remove(name)
+
+
+def test_slide_longer_than_window_is_refused_before_spark(app_registry) -> None:
+    at = _page(LIVE)
+    runs = len(app_registry.runs())
+    at.text_input(key="lab_window").set_value("1 minute")
+    at.radio(key="lab_window_kind").set_value("sliding").run()
+    at.text_input(key="lab_slide").set_value("5 minutes").run()
+    assert not at.exception, at.exception
+    [message] = _errors(at)
+    assert "slide" in message and "'5 minutes'" in message
+    assert "lab_start" not in _button_keys(at)
+    assert len(app_registry.runs()) == runs
+
+
+def test_append_without_watermark_is_refused_naming_output_mode(app_registry) -> None:
+    at = _page(LIVE)
+    runs = len(app_registry.runs())
+    at.checkbox(key="lab_use_watermark").uncheck()
+    at.selectbox(key="lab_output_mode").set_value("append").run()
+    assert not at.exception, at.exception
+    [message] = _errors(at)
+    assert "output_mode" in message and "append" in message and "watermark" in message
+    assert "lab_start" not in _button_keys(at)
+    assert len(app_registry.runs()) == runs
+
+
+def test_a_bad_query_name_is_refused(app_registry) -> None:
+    at = _page(LIVE)
+    at.text_input(key="lab_name").set_value("2 words").run()
+    [message] = _errors(at)
+    assert message.startswith("Cannot run this configuration: name: '2 words'")
+    assert "lab_start" not in _button_keys(at)
+
+
+def test_queries_page_lists_runs_and_other_queries_and_stops_them(app_registry, registry) -> None:
+    """A run of the app's registry and a query started elsewhere on the session (the test registry)."""
+    mine, other = "t_app_listed", "t_app_other"
+    try:
+        app_registry.start(IDLE_CONFIG, mine)
+        foreign = registry.start(IDLE_CONFIG, other)
+        at = _page(QUERIES)
+        assert not at.exception, at.exception
+        listed = at.dataframe[0].value
+        row = listed[listed["name"] == mine].iloc[0]
+        assert (row["status"], row["source"], row["trigger"], row["watermark"]) == ("active", "rate: rows_per_second=1, keys=2", "processing_time 10 seconds", "none")
+        assert other not in set(listed["name"])
+        assert f"lab_stop_other_{foreign.query.id}" in _button_keys(at)
+        assert any(other in markdown.value for markdown in at.markdown)
+
+        at.button(key=f"lab_watch_{mine}").click().run()
+        assert not at.exception, at.exception
+        assert at.title[0].value == "Live query" and at.selectbox(key="lab_selected").value == mine
+        at.switch_page(QUERIES).run()
+
+        at.button(key=f"lab_stop_run_{mine}").click().run()
+        assert not at.exception, at.exception
+        assert app_registry.get(mine).status == "stopped"
+        listed = at.dataframe[0].value
+        assert listed.loc[listed["name"] == mine, "status"].item() == "stopped"
+        assert f"lab_remove_run_{mine}" in _button_keys(at)
+
+        at.button(key=f"lab_stop_other_{foreign.query.id}").click().run()
+        assert not at.exception, at.exception
+        assert not foreign.query.isActive
+        assert f"lab_stop_other_{foreign.query.id}" not in _button_keys(at)
+    finally:
+        app_registry.remove(mine)
+        registry.remove(other)
+
+
+def test_live_page_refuses_a_name_already_running(app_registry) -> None:
+    name = "t_app_duplicate"
+    try:
+        app_registry.start(IDLE_CONFIG, name)
+        at = _page(LIVE)
+        at.selectbox(key="lab_source").set_value("rate")
+        at.text_input(key="lab_name").set_value(name)
+        at.button(key="lab_start").click().run()
+        assert not at.exception, at.exception
+        assert any("already running" in message and name in message for message in _errors(at))
+        assert len([run for run in app_registry.runs() if run.name == name]) == 1
+    finally:
+        app_registry.remove(name)

@@ -1,0 +1,239 @@
+"""Unit tests of streaming.charts on canned frames: no Spark, no Streamlit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from streaming import charts
+from streaming.progress import breakdown_frame, progress_frame, summarize
+from streaming.results import ResultTable
+
+T = pd.Timestamp
+
+
+def _progress(batch_id: int, *, dropped: int = 0, watermark: str = "1970-01-01T00:00:00.000Z", rows: int = 10,
+              state_total: int = 0, state_updated: int = 0, memory: int = 0, durations: dict[str, int] | None = None) -> dict:
+    """A progress event as ``json.loads(progress.json)`` gives it, with one state operator."""
+    return {
+        "batchId": batch_id,
+        "timestamp": f"2016-05-10T12:{10 + batch_id:02d}:00.000Z",
+        "numInputRows": rows,
+        "inputRowsPerSecond": rows / 2,
+        "processedRowsPerSecond": rows * 2.0,
+        "durationMs": durations if durations is not None else {"addBatch": 100 + batch_id, "getBatch": 5, "triggerExecution": 130 + batch_id},
+        "eventTime": {"watermark": watermark, "max": "2016-05-10T12:20:00.000Z"},
+        "stateOperators": [
+            {"numRowsTotal": state_total, "numRowsUpdated": state_updated, "numRowsRemoved": 0,
+             "memoryUsedBytes": memory, "numRowsDroppedByWatermark": dropped}
+        ],
+        "observedMetrics": {"input": {"input_rows": rows, "malformed_rows": 1}},
+    }
+
+
+@pytest.fixture
+def summaries() -> list[dict]:
+    return [
+        summarize(_progress(0, dropped=0, rows=4, state_total=3, state_updated=3, memory=1000)),
+        summarize(_progress(1, dropped=2, rows=6, state_total=5, state_updated=2, memory=1500, watermark="2016-05-10T12:04:00.000Z")),
+        summarize(_progress(2, dropped=3, rows=8, state_total=4, state_updated=1, memory=1800, watermark="2016-05-10T12:11:00.000Z")),
+    ]
+
+
+@pytest.fixture
+def progress(summaries: list[dict]) -> pd.DataFrame:
+    return progress_frame(summaries)
+
+
+@pytest.fixture
+def table() -> pd.DataFrame:
+    """The guide's 10-minute windows sliding every 5 minutes, as ``ResultTable.frame()`` gives them."""
+    result = ResultTable("update")
+    micros = lambda text: int(T(text).value // 1000)  # noqa: E731 - local shorthand
+    result.apply(0, [
+        (micros("2016-05-10 12:00"), micros("2016-05-10 12:10"), "dog", 3),
+        (micros("2016-05-10 12:05"), micros("2016-05-10 12:15"), "dog", 2),
+        (micros("2016-05-10 12:00"), micros("2016-05-10 12:10"), "owl", 1),
+        (micros("2016-05-10 12:10"), micros("2016-05-10 12:20"), "cat", 4),
+    ])
+    return result.frame()
+
+
+def _trace(figure: go.Figure, name: str):
+    matches = [trace for trace in figure.data if trace.name == name]
+    assert len(matches) == 1, f"expected one trace {name!r}, got {[t.name for t in figure.data]}"
+    return matches[0]
+
+
+# --- colours --------------------------------------------------------------------------
+
+
+def test_key_colors_depend_on_the_key_set_not_its_order() -> None:
+    assert charts.key_colors(["owl", "dog", "cat", "dog"]) == charts.key_colors(["cat", "dog", "owl"])
+    colors = charts.key_colors(["owl", "dog", "cat"])
+    assert list(colors) == ["cat", "dog", "owl"]
+    assert colors["cat"] == charts.PALETTE[0] and colors["owl"] == charts.PALETTE[2]
+    assert len(set(colors.values())) == 3
+
+
+def test_key_colors_cycle_through_a_short_palette() -> None:
+    colors = charts.key_colors(["a", "b", "c"], palette=("red", "blue"))
+    assert colors == {"a": "red", "b": "blue", "c": "red"}
+
+
+def test_key_colours_are_the_same_across_figures(table: pd.DataFrame) -> None:
+    colors = charts.key_colors(table["key"])
+    full = charts.windowed_counts_figure(table, colors=colors)
+    only_owl_and_cat = charts.windowed_counts_figure(table[table["key"] != "dog"].iloc[::-1], colors=colors)
+    for key in ("owl", "cat"):
+        assert _trace(full, key).line.color == _trace(only_owl_and_cat, key).line.color == colors[key]
+    shuffled = charts.windowed_counts_figure(table.sample(frac=1, random_state=3))
+    assert {t.name: t.line.color for t in shuffled.data} == {t.name: t.line.color for t in full.data}
+
+
+def test_phase_colours_follow_key_colors(summaries: list[dict]) -> None:
+    figure = charts.batch_duration_figure(breakdown_frame(summaries))
+    expected = charts.key_colors(["addBatch", "getBatch"])
+    assert {t.name: t.marker.color for t in figure.data} == expected
+
+
+# --- result table -------------------------------------------------------------------
+
+
+def test_windowed_counts_one_line_per_key_at_window_midpoints(table: pd.DataFrame) -> None:
+    figure = charts.windowed_counts_figure(table)
+    assert sorted(trace.name for trace in figure.data) == ["cat", "dog", "owl"]
+    dog = _trace(figure, "dog")
+    assert list(pd.to_datetime(dog.x)) == [T("2016-05-10 12:05"), T("2016-05-10 12:10")]
+    assert list(dog.y) == [3, 2]
+    assert list(dog.customdata) == ["[12:00:00, 12:10:00)", "[12:05:00, 12:15:00)"]
+
+
+def _tumbling(starts_by_key: dict[str, list[str]], minutes: int = 10) -> pd.DataFrame:
+    rows = [(T(start), T(start) + pd.Timedelta(minutes=minutes), key, 1) for key, starts in starts_by_key.items() for start in starts]
+    return pd.DataFrame(rows, columns=["window_start", "window_end", "key", "count"])
+
+
+def test_a_line_breaks_where_windows_are_missing() -> None:
+    table = _tumbling({"dog": ["2016-05-10 12:00", "2016-05-10 12:10", "2016-05-10 12:30"]})
+    dog = _trace(charts.windowed_counts_figure(table), "dog")
+    assert list(dog.y) == [1, 1, None, 1]  # [12:20, 12:30) is missing: no line across it
+    assert not dog.connectgaps
+
+
+def test_sliding_windows_connect_at_the_slide(table: pd.DataFrame) -> None:
+    dog = _trace(charts.windowed_counts_figure(table), "dog")  # [12:00, 12:10) and [12:05, 12:15): 5 minutes apart
+    assert None not in list(dog.y)
+    one_minute = _trace(charts.windowed_counts_figure(table, slide=pd.Timedelta(minutes=1)), "dog")
+    assert list(one_minute.y) == [3, None, 2]
+
+
+def test_watermark_is_a_vertical_line_at_its_time(table: pd.DataFrame) -> None:
+    watermark = T("2016-05-10 12:11")
+    figure = charts.windowed_counts_figure(table, watermark=watermark)
+    lines = [shape for shape in figure.layout.shapes if shape.type == "line"]
+    assert len(lines) == 1
+    assert T(lines[0].x0) == T(lines[0].x1) == watermark
+    assert (lines[0].xref, lines[0].yref, lines[0].y0, lines[0].y1) == ("x", "paper", 0, 1)
+    assert any("12:11:00" in note.text for note in figure.layout.annotations)
+
+
+def test_no_watermark_no_line(table: pd.DataFrame) -> None:
+    assert not charts.windowed_counts_figure(table, watermark=None).layout.shapes
+    assert not charts.windowed_counts_figure(table, watermark=pd.NaT).layout.shapes
+
+
+@pytest.mark.parametrize(("mode", "phrase"), [("update", "latest count"), ("append", "finalized windows"), ("complete", "whole result table")])
+def test_title_says_what_the_output_mode_puts_in_the_table(table: pd.DataFrame, mode: str, phrase: str) -> None:
+    figure = charts.windowed_counts_figure(table, output_mode=mode)
+    assert f"({mode} mode)" in figure.layout.title.text
+    assert phrase in figure.layout.title.subtitle.text
+
+
+def test_current_watermark_is_the_latest_set_one(progress: pd.DataFrame) -> None:
+    assert charts.current_watermark(progress) == T("2016-05-10 12:11")
+    assert charts.current_watermark(progress.iloc[:1]) is None  # the epoch means "no watermark yet"
+    assert charts.current_watermark(progress_frame([])) is None
+
+
+# --- per-batch figures --------------------------------------------------------------
+
+
+def test_drops_bars_per_batch_and_cumulative_line(progress: pd.DataFrame) -> None:
+    figure = charts.drops_figure(progress)
+    bars, line = _trace(figure, "dropped in batch"), _trace(figure, "cumulative")
+    assert isinstance(bars, go.Bar) and list(bars.y) == [0, 2, 3]
+    assert isinstance(line, go.Scatter) and list(line.y) == [0, 2, 5]
+    assert list(bars.x) == [0, 1, 2]
+    assert line.yaxis == "y2" and bars.yaxis == "y"
+
+
+def test_state_rows_and_memory(progress: pd.DataFrame) -> None:
+    figure = charts.state_figure(progress)
+    assert list(_trace(figure, "rows total").y) == [3, 5, 4]
+    assert list(_trace(figure, "rows updated").y) == [3, 2, 1]
+    memory = _trace(figure, "memory (bytes)")
+    assert list(memory.y) == [1000, 1500, 1800] and memory.yaxis == "y2"
+
+
+def test_rates_and_input_rows(progress: pd.DataFrame) -> None:
+    rates = charts.rates_figure(progress)
+    assert list(_trace(rates, "input rows/s").y) == [2.0, 3.0, 4.0]
+    assert list(_trace(rates, "processed rows/s").y) == [8.0, 12.0, 16.0]
+    assert list(_trace(charts.input_rows_figure(progress), "input rows").y) == [4, 6, 8]
+
+
+def test_batch_duration_stacks_phases_and_draws_the_total(summaries: list[dict], progress: pd.DataFrame) -> None:
+    figure = charts.batch_duration_figure(breakdown_frame(summaries), progress)
+    assert figure.layout.barmode == "stack"
+    assert list(_trace(figure, "addBatch").y) == [100, 101, 102]
+    assert list(_trace(figure, "getBatch").y) == [5, 5, 5]
+    assert list(_trace(figure, "total (triggerExecution)").y) == [130, 131, 132]
+    assert "triggerExecution" not in {t.name for t in figure.data}
+
+
+def test_watermark_gap(progress: pd.DataFrame) -> None:
+    gap = _trace(charts.watermark_gap_figure(progress), "gap")
+    assert pd.isna(gap.y[0])  # batch 0 had no watermark yet
+    # batch 1 at 12:11, watermark 12:04 -> 7 minutes; batch 2 at 12:12, watermark 12:11 -> 1 minute
+    assert list(gap.y[1:]) == [420.0, 60.0]
+
+
+def test_watermark_gap_without_any_watermark_says_so(progress: pd.DataFrame) -> None:
+    figure = charts.watermark_gap_figure(progress.iloc[:1])
+    assert not figure.data
+    assert "no watermark yet" in figure.layout.annotations[0].text.lower()
+
+
+# --- empty frames ---------------------------------------------------------------------
+
+EMPTY_BUILDERS: dict[str, Callable[[], go.Figure]] = {
+    "windowed_counts": lambda: charts.windowed_counts_figure(ResultTable("append").frame(), watermark=T("2016-05-10 12:11"), output_mode="append"),
+    "windowed_counts_no_columns": lambda: charts.windowed_counts_figure(pd.DataFrame()),
+    "drops": lambda: charts.drops_figure(progress_frame([])),
+    "state": lambda: charts.state_figure(progress_frame([])),
+    "rates": lambda: charts.rates_figure(progress_frame([])),
+    "input_rows": lambda: charts.input_rows_figure(progress_frame([])),
+    "batch_duration": lambda: charts.batch_duration_figure(breakdown_frame([]), progress_frame([])),
+    "watermark_gap": lambda: charts.watermark_gap_figure(progress_frame([])),
+}
+
+
+@pytest.mark.parametrize("name", list(EMPTY_BUILDERS))
+def test_empty_frames_give_a_valid_figure_saying_no_batches_yet(name: str) -> None:
+    figure = EMPTY_BUILDERS[name]()
+    assert isinstance(figure, go.Figure)
+    assert not figure.data
+    assert any("no batches yet" in note.text.lower() for note in figure.layout.annotations)
+    assert figure.layout.title.text
+    go.Figure(figure.to_dict())  # round-trips through Plotly's validation
+    assert figure.to_json()
+
+
+def test_empty_result_table_still_names_the_output_mode() -> None:
+    figure = EMPTY_BUILDERS["windowed_counts"]()
+    assert "(append mode)" in figure.layout.title.text
+    assert "finalized" in figure.layout.annotations[0].text
