@@ -1,0 +1,59 @@
+"""Smoke tests of the benchmark's pure helpers (no Spark, nothing timed)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from streaming.bench import CHILD_MARKER, FINAL_KEYS, Throughput, final_block, parse_child_result, parser, percentile, ratio, throughput
+
+
+def _progress(batch_id: int, stamp: str, rows: int, ms: int) -> dict:
+    return {"batchId": batch_id, "timestamp": stamp, "numInputRows": rows, "durationMs": {"triggerExecution": ms, "addBatch": ms - 1}}
+
+
+def test_throughput_counts_batches_started_after_the_warm_up_once_each():
+    since = 1_704_110_410.0  # 2024-01-01T12:00:10Z
+    progresses = [
+        _progress(0, "2024-01-01T12:00:05.000Z", 1_000, 900),
+        _progress(1, "2024-01-01T12:00:10.000Z", 2_000, 500),
+        _progress(2, "2024-01-01T12:00:10.500Z", 2_000, 500),
+        _progress(2, "2024-01-01T12:00:10.500Z", 2_000, 500),
+    ]
+    sample = throughput(progresses, since)
+    assert (sample.rows, sample.trigger_ms, sample.batches) == (4_000, 1_000, 2)
+    assert sample.rows_per_s == pytest.approx(4_000)
+    assert sample.wall_s == pytest.approx(1.0)
+
+
+def test_throughput_of_nothing_is_nan_and_sums_add():
+    assert math.isnan(throughput([], 0).rows_per_s)
+    total = Throughput(10, 1_000, 1) + Throughput(30, 1_000, 2)
+    assert (total.rows, total.batches, total.rows_per_s) == (40, 3, 20)
+
+
+def test_percentile_interpolates_and_ratio_guards():
+    assert percentile([1, 2, 3, 4, 5], 50) == 3
+    assert percentile(list(range(1, 101)), 95) == pytest.approx(95.05)
+    assert math.isnan(percentile([], 95))
+    assert ratio(3, 2) == 1.5
+    assert math.isnan(ratio(1, 0)) and math.isnan(ratio(math.nan, 1))
+
+
+def test_child_result_is_found_among_other_output():
+    text = f"some log line\n{CHILD_MARKER}{{\"cold_start_s\": 12.5, \"getorcreate_s\": 4.0}}\n"
+    assert parse_child_result(text) == {"cold_start_s": 12.5, "getorcreate_s": 4.0}
+    assert parse_child_result("nothing here\n") is None
+
+
+def test_final_block_lists_every_key_in_order_then_extras():
+    lines = final_block({"overhead_ratio": 0.97123, "cold_start_s": None, "extra": 3}).splitlines()
+    assert [line.split(":")[0] for line in lines] == list(FINAL_KEYS) + ["extra"]
+    assert "overhead_ratio: 0.971" in lines and "cold_start_s: n/a" in lines
+
+
+def test_defaults_and_hidden_options():
+    args = parser().parse_args([])
+    assert (args.minutes, args.skip_cold_start, args.short_seconds, args.polls) == (3.0, False, 60.0, 50)
+    assert "--short-seconds" not in parser().format_help()
