@@ -1,0 +1,625 @@
+"""Export a :class:`~streaming.config.QueryConfig` as self-contained PySpark code.
+
+:func:`pyspark_code` returns the source of a Python program that builds the same
+query as :func:`streaming.query.build_frame` -- source, malformed-row filter,
+watermark, window, aggregation, output mode, trigger -- on its own
+SparkSession, ready to paste into a notebook or to run with ``python`` or
+``spark-submit``. It imports only ``pyspark`` and the standard library.
+
+* A **feed** source is replayed the way :mod:`streaming.runner` does it: the
+  feed's files are copied in name order, one at a time, into a temporary
+  staging folder with increasing modification times (``maxFilesPerTrigger=1``:
+  one file, one micro-batch), and the program waits with
+  ``processAllAvailable()`` after each. A ``foreachBatch`` sink folds the output
+  into the result table as the output mode defines it, and at the end the
+  program prints it as one line ``RESULT <json>``: the records of
+  :meth:`streaming.runner.Replay.result_records`.
+* The unbounded sources (generator, rate, rate-micro-batch, socket) get the same
+  query with a console sink and ``awaitTermination()``.
+
+Every value taken from the configuration is written as a Python literal
+(``ascii()``, so the program is pure ASCII and a path can never leave its
+string), never spliced into code or comments as raw text.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from .durations import format_duration, parse_duration
+from .sources import TIME_FORMAT, feed_header
+
+__all__ = ["pyspark_code", "RESULT_PREFIX"]
+
+RESULT_PREFIX = "RESULT "
+"""The exported feed program prints its result table on one line starting with this."""
+
+
+def _lit(value: object) -> str:
+    """``value`` as a Python literal that evaluates back to it."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value))
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else f"float({ascii(repr(value))})"
+    if isinstance(value, Path):
+        return ascii(str(value))
+    if isinstance(value, str):
+        return ascii(value)
+    raise TypeError(f"cannot export {value!r} as a literal")
+
+
+def _rule(title: str) -> str:
+    """A section comment padded to a fixed width."""
+    return f"# --- {title} ".ljust(88, "-")
+
+
+def _block(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- header
+
+_SOURCE_NAMES = {
+    "generator": "synthetic out-of-order and late events, made from Spark's rate source",
+    "rate": "Spark's rate source",
+    "rate-micro-batch": "Spark's rate-micro-batch source",
+    "socket": "lines from a TCP socket; start a line server first (see below)",
+}
+
+
+def _header(config: QueryConfig) -> str:
+    source = config.source
+    what = "windowed count per key over event time" if config.aggregation == "count" else "events passed through unaggregated"
+    if isinstance(source, FeedSource):
+        how = [
+            "The feed folder is replayed one file per micro-batch, as the Streaming Lab",
+            "runner does; the final result table is printed as one line",
+            f"`{RESULT_PREFIX}[...]` (JSON, times in UTC).",
+        ]
+    else:
+        how = [
+            f"Source: {_SOURCE_NAMES[source.kind]}.",
+            "It is unbounded: results go to the console until you stop it with Ctrl-C.",
+        ]
+    return _block(
+        '"""Streaming Lab export: ' + what + ".",
+        "",
+        *how,
+        "",
+        "Run with `python this_file.py` or `spark-submit this_file.py`, or paste it into a",
+        "notebook. Needs PySpark 3.5 or later.",
+        '"""',
+    )
+
+
+def _imports(config: QueryConfig) -> str:
+    if isinstance(config.source, FeedSource):
+        modules = ["csv", "json", "os", "pathlib", "shutil", "tempfile", "time"]
+        extra = ["from datetime import datetime, timedelta", ""]
+        types = ["from pyspark.sql.types import StringType, StructField, StructType"]
+    else:
+        modules = ["os", "time"] if isinstance(config.source, RateMicroBatchSource) else ["os"]
+        extra = [""]
+        types = []
+    return _block(
+        *(f"import {name}" for name in modules),
+        *extra,
+        "from pyspark.sql import SparkSession",
+        "from pyspark.sql import functions as F",
+        *types,
+    )
+
+
+def _settings(config: QueryConfig) -> str:
+    lines = [_rule('The query, as configured in Streaming Lab')]
+    source = config.source
+    if isinstance(source, FeedSource):
+        lines += [
+            f"FEED = pathlib.Path({_lit(source.path.resolve())})  # folder of CSV files with event_time and key columns",
+            f"SECONDS_PER_FILE = {_lit(source.seconds_per_file)}  # pause between files (0: as soon as Spark is idle)",
+            f"TIME_FORMAT = {_lit(TIME_FORMAT)}  # how event_time is written in the files (read as UTC)",
+        ]
+    elif isinstance(source, GeneratorSource):
+        lines += [
+            f"EVENTS_PER_SECOND = {_lit(source.events_per_second)}",
+            f"KEYS = {_lit(source.keys)}  # events are spread over key-0 .. key-{source.keys - 1}",
+            f"MAX_LAG_MS = {_lit(source.max_lag_ms)}  # event time lags arrival by 0 .. MAX_LAG_MS (out-of-order events)",
+            f"LATE_SHARE = {_lit(source.late_share)}  # share of events that are very late ...",
+            f"LATE_DELAY_MS = {_lit(source.late_delay_ms)}  # ... by this much more",
+            f"SEED = {_lit(source.seed)}  # same seed, same events",
+        ]
+    elif isinstance(source, RateSource):
+        lines += [
+            f"ROWS_PER_SECOND = {_lit(source.rows_per_second)}",
+            f"KEYS = {_lit(source.keys)}  # rows are spread over key-0 .. key-{source.keys - 1}",
+        ]
+    elif isinstance(source, RateMicroBatchSource):
+        lines += [
+            f"ROWS_PER_BATCH = {_lit(source.rows_per_batch)}",
+            f"ADVANCE_MS = {_lit(source.advance_ms)}  # event time advances this much per micro-batch",
+            f"KEYS = {_lit(source.keys)}  # rows are spread over key-0 .. key-{source.keys - 1}",
+        ]
+    elif isinstance(source, SocketSource):
+        header = feed_header(source.path)
+        lines += [
+            "# The socket source reads text lines from a TCP server; Spark connects to it as a client.",
+            "# Start a line server before running this, e.g. in a terminal:",
+            "#     nc -lk 9999",
+            "# and type or paste CSV lines such as `2024-03-04 09:00:01,home` into it, or pipe a",
+            "# feed's data lines in:  tail -q -n +2 FEED_FOLDER/*.csv | nc -lk 9999",
+            f"HOST = {_lit('127.0.0.1')}",
+            f"PORT = {_lit(9999)}",
+            f"EVENT_TIME_FIELD = {_lit(header.index('event_time') + 1)}  # 1-based position of event_time in a line",
+            f"KEY_FIELD = {_lit(header.index('key') + 1)}  # 1-based position of key in a line",
+            f"TIME_FORMAT = {_lit(TIME_FORMAT)}  # how event_time is written (read as UTC)",
+            f"FEED = {_lit(str(source.path.resolve()))}  # the feed this query was configured with",
+        ]
+    else:  # pragma: no cover - QueryConfig refuses other sources
+        raise TypeError(f"source: unsupported source {source!r}")
+    if config.aggregation == "count":
+        lines.append(f"WINDOW = {_lit(format_duration(config.window_ms))}  # window length")
+        if config.slide is not None:
+            lines.append(f"SLIDE = {_lit(format_duration(config.slide_ms))}  # a new window starts every SLIDE")
+    if config.watermark_ms is not None:
+        lines.append(f"WATERMARK = {_lit(format_duration(config.watermark_ms))}  # allowed lateness behind the max event time")
+    lines.append(f"OUTPUT_MODE = {_lit(config.output_mode)}")
+    if config.trigger == "processing_time":
+        interval = format_duration(parse_duration(config.trigger_interval or "0"))
+        lines.append(f"TRIGGER_INTERVAL = {_lit(interval)}  # start a micro-batch this often")
+    return _block(*lines)
+
+
+def _session() -> str:
+    return _block(
+        _rule('The SparkSession'),
+        "# Event times are read and shown in UTC, and a small machine needs few shuffle",
+        "# partitions (the default 200 makes every micro-batch of a windowed count slow).",
+        "spark = (",
+        "    SparkSession.builder.appName('streaming-lab-export')",
+        "    .config('spark.sql.session.timeZone', 'UTC')",
+        "    .config('spark.sql.shuffle.partitions', str(os.cpu_count() or 1))",
+        "    .config('spark.ui.showConsoleProgress', 'false')",
+        "    .getOrCreate()",
+        ")",
+        "# Set again in case getOrCreate() returned a session that already existed (a notebook's).",
+        "spark.conf.set('spark.sql.session.timeZone', 'UTC')",
+        "spark.conf.set('spark.sql.shuffle.partitions', str(os.cpu_count() or 1))",
+        "try:",
+        "    spark.sparkContext.setLogLevel('WARN')",
+        "except Exception:  # Spark Connect sessions have no SparkContext",
+        "    pass",
+    )
+
+
+# --------------------------------------------------------------------------- sources
+
+def _source(config: QueryConfig) -> str:
+    source = config.source
+    if isinstance(source, FeedSource):
+        return _block(
+            _rule('Source: the feed, replayed one file per micro-batch'),
+            "# Spark's file source picks up files that appear in a folder. The feed's files are",
+            "# copied, in name order, one at a time into a private staging folder, each with a",
+            "# later modification time than the one before; with maxFilesPerTrigger=1 every file",
+            "# becomes exactly one micro-batch.",
+            "FILES = sorted(FEED.glob('*.csv'))",
+            "if not FILES:",
+            "    raise SystemExit(f'{FEED}: no .csv files')",
+            "with FILES[0].open(newline='') as handle:",
+            "    HEADER = [name.strip() for name in next(csv.reader(handle), [])]",
+            "if not {'event_time', 'key'} <= set(HEADER):",
+            "    raise SystemExit(f'{FEED}: header {HEADER} lacks event_time or key')",
+            "",
+            "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-'))",
+            "STAGING = WORKDIR / 'staging'",
+            "CHECKPOINT = WORKDIR / 'checkpoint'  # where Spark keeps offsets and window state",
+            "STAGING.mkdir()",
+            "BASE_MTIME = time.time()",
+            "",
+            "",
+            "def stage(index):",
+            '    """Copy file `index` into the staging folder atomically, with a strictly increasing mtime."""',
+            "    source = FILES[index]",
+            "    target = STAGING / f'{index:06d}-{source.name}'",
+            "    partial = STAGING / f'.{target.name}.partial'  # names starting with '.' are ignored by Spark",
+            "    shutil.copyfile(source, partial)",
+            "    mtime = BASE_MTIME + index",
+            "    os.utime(partial, (mtime, mtime))",
+            "    os.replace(partial, target)",
+            "",
+            "",
+            "# Every column is read as a string and parsed here, so a malformed value becomes null",
+            "# instead of failing the query.",
+            "raw = (",
+            "    spark.readStream.schema(StructType([StructField(name, StringType()) for name in HEADER]))",
+            "    .option('header', True)",
+            "    .option('maxFilesPerTrigger', 1)",
+            "    .option('mode', 'PERMISSIVE')",
+            "    .csv(str(STAGING))",
+            ")",
+            "events = raw.select(",
+            "    F.try_to_timestamp(F.trim('event_time'), F.lit(TIME_FORMAT)).alias('event_time'),",
+            "    F.nullif(F.trim('key'), F.lit('')).alias('key'),",
+            ")",
+        )
+    if isinstance(source, SocketSource):
+        return _block(
+            _rule('Source: lines from a TCP socket'),
+            "# Each line is one event, `event_time,key` (comma-separated); the socket source is",
+            "# for experiments only: it keeps no offsets, so a restarted query cannot replay.",
+            "lines = spark.readStream.format('socket').option('host', HOST).option('port', PORT).load()",
+            "fields = F.split(F.col('value'), ',')",
+            "events = lines.select(",
+            "    F.try_to_timestamp(F.trim(F.try_element_at(fields, F.lit(EVENT_TIME_FIELD))), F.lit(TIME_FORMAT)).alias('event_time'),",
+            "    F.nullif(F.trim(F.try_element_at(fields, F.lit(KEY_FIELD))), F.lit('')).alias('key'),",
+            ")",
+        )
+    if isinstance(source, GeneratorSource):
+        return _block(
+            _rule("Source: synthetic events from Spark's rate source"),
+            "# The rate source emits rows (timestamp, value) with value = 0, 1, 2, ... as they",
+            "# arrive. Each event's event time lags its arrival by a pseudo-random amount derived",
+            "# from its value (out-of-order events); a LATE_SHARE of events lags by LATE_DELAY_MS",
+            "# more (very late events, which a short watermark drops).",
+            "rate = spark.readStream.format('rate').option('rowsPerSecond', EVENTS_PER_SECOND).load()",
+            "value = F.col('value')",
+            "lag_ms = F.pmod(F.xxhash64(F.lit(SEED), value), F.lit(MAX_LAG_MS + 1))",
+            "is_late = F.pmod(F.xxhash64(F.lit(SEED + 1), value), F.lit(1_000_000)) < F.lit(int(LATE_SHARE * 1_000_000))",
+            "extra_ms = F.when(is_late, F.lit(LATE_DELAY_MS)).otherwise(F.lit(0))",
+            "event_ms = F.unix_millis(F.col('timestamp')) - lag_ms - extra_ms",
+            "events = rate.select(",
+            "    F.timestamp_millis(event_ms).alias('event_time'),",
+            "    F.concat(F.lit('key-'), F.pmod(F.xxhash64(F.lit(SEED + 2), value), F.lit(KEYS)).cast('string')).alias('key'),",
+            ")",
+        )
+    if isinstance(source, RateSource):
+        return _block(
+            _rule("Source: Spark's rate source"),
+            "# Rows (timestamp, value) arrive at ROWS_PER_SECOND; the event time is the arrival",
+            "# time, so events are in order and never late.",
+            "rate = spark.readStream.format('rate').option('rowsPerSecond', ROWS_PER_SECOND).load()",
+            "events = rate.select(",
+            "    F.col('timestamp').alias('event_time'),",
+            "    F.concat(F.lit('key-'), F.pmod(F.col('value'), F.lit(KEYS)).cast('string')).alias('key'),",
+            ")",
+        )
+    if isinstance(source, RateMicroBatchSource):
+        return _block(
+            _rule("Source: Spark's rate-micro-batch source"),
+            "# Every micro-batch gets ROWS_PER_BATCH rows, and event time advances ADVANCE_MS per",
+            "# batch from now, however long a batch takes.",
+            "rate = (",
+            "    spark.readStream.format('rate-micro-batch')",
+            "    .option('rowsPerBatch', ROWS_PER_BATCH)",
+            "    .option('advanceMillisPerBatch', ADVANCE_MS)",
+            "    .option('startTimestamp', int(time.time() * 1000))",
+            "    .load()",
+            ")",
+            "events = rate.select(",
+            "    F.col('timestamp').alias('event_time'),",
+            "    F.concat(F.lit('key-'), F.pmod(F.col('value'), F.lit(KEYS)).cast('string')).alias('key'),",
+            ")",
+        )
+    raise TypeError(f"source: unsupported source {source!r}")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- query
+
+_MODE_COMMENTS = {
+    "append": [
+        "# Output mode append: a row is emitted once, when it is final. For a windowed count",
+        "# that is when the watermark passes the window's end; until then nothing of the",
+        "# window is output, and afterwards it never changes.",
+    ],
+    "update": [
+        "# Output mode update: every trigger emits only the rows whose value changed in that",
+        "# batch; the result table is the latest value of every window and key.",
+    ],
+    "complete": [
+        "# Output mode complete: every trigger emits the whole result table (all windows ever",
+        "# seen that are still in state), so the output replaces what was there before.",
+    ],
+}
+
+
+def _query(config: QueryConfig, *, for_console: bool) -> str:
+    lines = [
+        _rule('The query'),
+        "# Rows whose event_time could not be parsed or whose key is empty are counted (the",
+        "# observed metrics 'input' in each batch's progress) and left out.",
+        "malformed = F.col('event_time').isNull() | F.col('key').isNull()",
+        "events = events.observe(",
+        "    'input',",
+        "    F.count(F.lit(1)).alias('input_rows'),",
+        "    F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias('malformed_rows'),",
+        ").where(~malformed)",
+        "",
+    ]
+    if config.watermark_ms is not None and config.aggregation == "count":
+        lines += [
+            "# Watermark: Spark tracks the maximum event time seen so far; the watermark trails it",
+            "# by WATERMARK and moves forward between micro-batches (a batch is judged by the",
+            "# watermark left by the batches before it). Once the watermark passes a window's end,",
+            "# the window is final: Spark emits it (append mode), frees its state, and drops",
+            "# any later event for it as too late.",
+            "events = events.withWatermark('event_time', WATERMARK)",
+            "",
+        ]
+    elif config.watermark_ms is not None:
+        lines += [
+            "# Watermark: Spark tracks the maximum event time seen so far; the watermark trails it",
+            "# by WATERMARK. Without an aggregation (no state) it drops nothing here.",
+            "events = events.withWatermark('event_time', WATERMARK)",
+            "",
+        ]
+    elif config.aggregation == "count":
+        lines += [
+            "# No watermark: no event is ever too late, so no window is ever final and Spark",
+            "# keeps the state of every window forever.",
+            "",
+        ]
+    if config.aggregation == "count":
+        if config.slide is not None:
+            lines += [
+                "# Window: windows of WINDOW starting every SLIDE, each [start, end) -- start inclusive,",
+                "# end exclusive. Sliding windows overlap, so an event is counted in every window",
+                "# that contains its event time.",
+                "window = F.window('event_time', WINDOW, SLIDE)",
+            ]
+        else:
+            lines += [
+                "# Window: tumbling windows of WINDOW, each [start, end) -- start inclusive, end",
+                "# exclusive; every event falls in exactly one.",
+                "window = F.window('event_time', WINDOW)",
+            ]
+        lines.append("counts = events.groupBy(window.alias('window'), 'key').count()")
+        if for_console:
+            lines += [
+                "result = counts.select(",
+                "    F.col('window.start').alias('window_start'),",
+                "    F.col('window.end').alias('window_end'),",
+                "    'key',",
+                "    'count',",
+                ")",
+            ]
+        else:
+            lines += [
+                "# Times leave Spark as microseconds since the epoch (UTC), independent of the",
+                "# Python process's time zone.",
+                "result = counts.select(",
+                "    F.unix_micros(F.col('window.start')).alias('window_start'),",
+                "    F.unix_micros(F.col('window.end')).alias('window_end'),",
+                "    'key',",
+                "    'count',",
+                ")",
+            ]
+    else:
+        lines.append("# No aggregation: every valid event passes through as it arrives.")
+        if for_console:
+            lines.append("result = events.select('event_time', 'key')")
+        else:
+            lines.append("result = events.select(F.unix_micros('event_time').alias('event_time'), 'key')")
+    lines.append("")
+    lines += _MODE_COMMENTS[config.output_mode]
+    return _block(*lines)
+
+
+def _trigger_lines(config: QueryConfig, indent: str = "    ") -> list[str]:
+    if config.trigger == "processing_time":
+        return [
+            f"{indent}# Trigger: start a micro-batch every TRIGGER_INTERVAL (or as soon as the previous",
+            f"{indent}# one ends, if it took longer).",
+            f"{indent}.trigger(processingTime=TRIGGER_INTERVAL)",
+        ]
+    if config.trigger == "available_now":
+        return [
+            f"{indent}# Trigger: process everything available at the start, in micro-batches, then stop.",
+            f"{indent}.trigger(availableNow=True)",
+        ]
+    return [f"{indent}# Default trigger: the next micro-batch starts as soon as the previous one ends."]
+
+
+# --------------------------------------------------------------------------- sinks
+
+def _feed_sink(config: QueryConfig) -> str:
+    if config.aggregation == "none":
+        fold = [
+            "table = []  # (event_time_us, key) rows, in arrival order",
+            "last_batch_id = -1",
+            "",
+            "",
+            "def fold(batch, batch_id):",
+            '    """foreachBatch: append the batch\'s rows (a batch re-run after a restart is skipped)."""',
+            "    global last_batch_id",
+            "    if batch_id <= last_batch_id:",
+            "        return",
+            "    last_batch_id = batch_id",
+            "    table.extend((int(event_time), str(key)) for event_time, key in batch.collect())",
+        ]
+    else:
+        body = {
+            "update": [
+                "    if batch_id <= last_batch_id:  # a batch re-run after a restart: already folded",
+                "        return",
+            ],
+            "append": [
+                "    if batch_id <= last_batch_id:  # a batch re-run after a restart: already folded",
+                "        return",
+            ],
+            "complete": [
+                "    # complete: the batch is the whole result table",
+                "    table.clear()",
+            ],
+        }[config.output_mode]
+        comment = {
+            "update": ["    # update: a row replaces the previous value of its window and key"],
+            "append": ["    # append: rows are final; each window and key arrives once"],
+            "complete": [],
+        }[config.output_mode]
+        fold = [
+            "table = {}  # (window_start_us, window_end_us, key) -> count",
+            "last_batch_id = -1",
+            "",
+            "",
+            "def fold(batch, batch_id):",
+            '    """foreachBatch: fold one micro-batch\'s output into `table`, as the output mode defines."""',
+            "    global last_batch_id",
+            *body,
+            "    last_batch_id = max(last_batch_id, batch_id)",
+            *comment,
+            "    for start, end, key, count in batch.collect():",
+            "        table[(int(start), int(end), str(key))] = int(count)",
+        ]
+    writer = [
+        "",
+        "",
+        "writer = (",
+        "    result.writeStream.queryName('streaming_lab_export')",
+        "    .outputMode(OUTPUT_MODE)",
+        "    .option('checkpointLocation', str(CHECKPOINT))",
+        "    .foreachBatch(fold)",
+        *_trigger_lines(config),
+        ")",
+    ]
+    return _block(
+        _rule('Sink: foreachBatch, folded into the result table'),
+        *fold,
+        *writer,
+    )
+
+
+def _feed_run(config: QueryConfig) -> str:
+    lines = [
+        _rule('Run'),
+        "observed = {}  # batch id -> the 'input' observed metrics of that batch",
+        "",
+        "",
+        "def note_progress(query):",
+        "    for progress in query.recentProgress:",
+        "        # a dict before Spark 4, a StreamingQueryProgress (with .json) since",
+        "        progress = json.loads(progress.json) if hasattr(progress, 'json') else progress",
+        "        metrics = (progress.get('observedMetrics') or {}).get('input') or {}",
+        "        observed[progress['batchId']] = metrics",
+        "",
+        "",
+    ]
+    if config.trigger == "available_now":
+        lines += [
+            "# Available-now: every file is staged before the query starts; it processes them,",
+            "# one file per micro-batch, and stops by itself.",
+            "for index in range(len(FILES)):",
+            "    stage(index)",
+            "query = writer.start()",
+            "try:",
+            "    query.awaitTermination()",
+            "    note_progress(query)",
+            "finally:",
+            "    query.stop()",
+            "    shutil.rmtree(WORKDIR, ignore_errors=True)",
+        ]
+    else:
+        lines += [
+            "# One file at a time: stage it, then wait until Spark has processed everything",
+            "# available -- including the extra micro-batch Spark runs only because the watermark",
+            "# advanced -- so every run gives the same batches and the same result.",
+            "query = writer.start()",
+            "try:",
+            "    for index in range(len(FILES)):",
+            "        stage(index)",
+            "        query.processAllAvailable()",
+            "        note_progress(query)",
+            "        if SECONDS_PER_FILE:",
+            "            time.sleep(SECONDS_PER_FILE)",
+            "    query.processAllAvailable()",
+            "    note_progress(query)",
+            "finally:",
+            "    query.stop()",
+            "    shutil.rmtree(WORKDIR, ignore_errors=True)",
+        ]
+    lines += [
+        "",
+        "",
+        "def stamp(micros):",
+        "    return (datetime(1970, 1, 1) + timedelta(microseconds=micros)).strftime('%Y-%m-%d %H:%M:%S')",
+        "",
+        "",
+    ]
+    if config.aggregation == "none":
+        lines += [
+            "records = [{'event_time': stamp(t), 'key': k} for t, k in sorted(table)]",
+            "for record in records:",
+            "    print(f\"{record['event_time']}  {record['key']}\")",
+        ]
+    else:
+        lines += [
+            "records = [",
+            "    {'window_start': stamp(start), 'window_end': stamp(end), 'key': key, 'count': count}",
+            "    for (start, end, key), count in sorted(table.items())",
+            "]",
+            "for record in records:",
+            "    print(f\"{record['window_start']} - {record['window_end']}  {record['key']:<20} {record['count']:>8}\")",
+        ]
+    lines += [
+        "input_rows = sum(int(m.get('input_rows') or 0) for m in observed.values())",
+        "malformed_rows = sum(int(m.get('malformed_rows') or 0) for m in observed.values())",
+        "print(f'{len(records)} result rows from {len(FILES)} files, {input_rows} input rows, {malformed_rows} malformed rows left out')",
+        f"print({_lit(RESULT_PREFIX)} + json.dumps(records))",
+    ]
+    return _block(*lines)
+
+
+def _console_run(config: QueryConfig) -> str:
+    return _block(
+        _rule('Sink: the console'),
+        "# Each micro-batch's output rows are printed (times in UTC).",
+        "writer = (",
+        "    result.writeStream.queryName('streaming_lab_export')",
+        "    .outputMode(OUTPUT_MODE)",
+        "    .format('console')",
+        "    .option('truncate', False)",
+        "    .option('numRows', 100)",
+        *_trigger_lines(config),
+        ")",
+        "",
+        _rule('Run'),
+        "query = writer.start()",
+        "try:",
+        "    query.awaitTermination()",
+        "except KeyboardInterrupt:",
+        "    pass",
+        "finally:",
+        "    query.stop()",
+    )
+
+
+# --------------------------------------------------------------------------- API
+
+def pyspark_code(config: QueryConfig) -> str:
+    """Self-contained PySpark code (a Python program) that runs ``config``.
+
+    For a feed source the program replays the feed as :func:`streaming.runner.replay`
+    does and prints the final result table as one line ``RESULT <json>``, the
+    records of :meth:`~streaming.runner.Replay.result_records`
+    (``{"event_time", "key"}`` records for ``aggregation="none"``). For the other
+    sources it runs the query with a console sink until stopped. The code is
+    checked with :func:`compile` before it is returned.
+    """
+    if not isinstance(config, QueryConfig):
+        raise TypeError(f"config: expected a QueryConfig, got {config!r}")
+    is_feed = isinstance(config.source, FeedSource)
+    parts = [
+        _header(config),
+        _imports(config),
+        _settings(config),
+        _session(),
+        _source(config),
+        _query(config, for_console=not is_feed),
+    ]
+    parts += [_feed_sink(config), _feed_run(config)] if is_feed else [_console_run(config)]
+    code = "\n".join(parts)
+    compile(code, "<export>", "exec")
+    return code

@@ -1,0 +1,300 @@
+"""Tests of the PySpark code export: it compiles, embeds values as literals only, and reproduces the replay."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import GUIDE_BATCHES, SAMPLE_FEEDS
+from streaming.config import (
+    ConfigError,
+    FeedSource,
+    GeneratorSource,
+    QueryConfig,
+    RateMicroBatchSource,
+    RateSource,
+    SocketSource,
+)
+from streaming.export import RESULT_PREFIX, pyspark_code
+
+WEB_CLICKS = SAMPLE_FEEDS / "web_clicks"
+# Quotes, a newline, a backslash, triple quotes and non-ASCII: every way out of a literal.
+NASTY_NAME = "feed'); import os #\n\"\"\" \\ '''; __import__('pathlib').Path('PWNED').touch() # \u00e9"
+
+
+def _sources(feed: Path) -> list:
+    return [
+        FeedSource(feed, seconds_per_file=0),
+        FeedSource(feed, seconds_per_file=1.5),
+        GeneratorSource(events_per_second=20, keys=3, max_lag="5 seconds", late_share=0.1, late_delay="1 minute", seed=11),
+        RateSource(rows_per_second=10, keys=2),
+        RateMicroBatchSource(rows_per_batch=10, advance="2 seconds", keys=5),
+        SocketSource(feed, lines_per_second=5),
+    ]
+
+
+def _matrix(feed: Path) -> list[QueryConfig]:
+    """Every valid combination of source, output mode, trigger, aggregation, window shape and watermark."""
+    configs = []
+    for source, mode, trigger, aggregation, slide, watermark in itertools.product(
+        _sources(feed),
+        ("append", "update", "complete"),
+        ("default", "processing_time", "available_now"),
+        ("count", "none"),
+        (None, "30 seconds"),
+        (None, "1 minute"),
+    ):
+        try:
+            configs.append(
+                QueryConfig(
+                    source=source,
+                    window="1 minute",
+                    slide=slide,
+                    watermark=watermark,
+                    output_mode=mode,
+                    trigger=trigger,
+                    trigger_interval="5s" if trigger == "processing_time" else None,
+                    aggregation=aggregation,
+                )
+            )
+        except ConfigError:
+            continue  # a combination Spark refuses: refused before export
+    return configs
+
+
+def _imported_modules(tree: ast.AST) -> set[str]:
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            modules.add((node.module or "").split(".")[0])
+    return modules
+
+
+def _calls(tree: ast.AST) -> set[str]:
+    """Names of every attribute or function called, e.g. {'trigger', 'format', 'print'}."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            names.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    return names
+
+
+def _assigned_constant(tree: ast.Module, name: str) -> object:
+    """The literal assigned to module-level ``name`` (unwrapping ``pathlib.Path(<literal>)``)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            value = node.value
+            if isinstance(value, ast.Call):
+                assert len(value.args) == 1 and not value.keywords
+                value = value.args[0]
+            assert isinstance(value, ast.Constant), ast.dump(node)
+            return value.value
+    raise AssertionError(f"{name} is not assigned")
+
+
+def test_every_combination_compiles_with_only_pyspark_and_stdlib(write_feed):
+    feed = write_feed(GUIDE_BATCHES)
+    configs = _matrix(feed)
+    assert len(configs) > 150
+    kinds = set()
+    for config in configs:
+        code = pyspark_code(config)
+        compile(code, "<export>", "exec")
+        assert code.isascii()
+        tree = ast.parse(code)
+        assert _imported_modules(tree) <= {"pyspark"} | set(sys.stdlib_module_names), config
+        calls = _calls(tree)
+        is_feed = config.source.kind == "feed"
+        kinds.add((config.source.kind, config.trigger, config.output_mode, config.aggregation))
+        # the essentials of the query, each there exactly when configured
+        assert {"getOrCreate", "outputMode", "start"} <= calls
+        assert ("withWatermark" in calls) == (config.watermark is not None)
+        assert ("window" in calls) == (config.aggregation == "count")
+        assert ("trigger" in calls) == (config.trigger != "default")
+        assert ("processAllAvailable" in calls) == (is_feed and config.trigger != "available_now")
+        assert ("foreachBatch" in calls) == is_feed
+        assert ("awaitTermination" in calls) == (not is_feed or config.trigger == "available_now")
+        assert _assigned_constant(tree, "OUTPUT_MODE") == config.output_mode
+        if config.trigger == "processing_time":
+            assert _assigned_constant(tree, "TRIGGER_INTERVAL") == "5 seconds"
+        if config.watermark is not None:
+            assert _assigned_constant(tree, "WATERMARK") == "1 minute"
+        if config.slide is not None and config.aggregation == "count":
+            assert _assigned_constant(tree, "SLIDE") == "30 seconds"
+        if is_feed:
+            assert _assigned_constant(tree, "FEED") == str(feed.resolve())
+            assert f"print({RESULT_PREFIX!r} + json.dumps(records))" in code
+        else:
+            assert ".format('console')" in code and ".option('truncate', False)" in code
+    assert {kind for kind, *_ in kinds} == {"feed", "generator", "rate", "rate-micro-batch", "socket"}
+    assert {trigger for _, trigger, *_ in kinds} == {"default", "processing_time", "available_now"}
+
+
+def test_socket_export_explains_the_line_server(write_feed):
+    code = pyspark_code(QueryConfig(SocketSource(write_feed(GUIDE_BATCHES)), output_mode="complete"))
+    tree = ast.parse(code)
+    assert "nc -lk 9999" in code
+    assert _assigned_constant(tree, "HOST") == "127.0.0.1"
+    assert _assigned_constant(tree, "PORT") == 9999
+    assert _assigned_constant(tree, "EVENT_TIME_FIELD") == 1 and _assigned_constant(tree, "KEY_FIELD") == 2
+    assert ".option('host', HOST).option('port', PORT)" in code
+
+
+def test_generator_export_has_the_configured_values():
+    source = GeneratorSource(events_per_second=123, keys=9, max_lag="7 seconds", late_share=0.25, late_delay="3 minutes", seed=42)
+    tree = ast.parse(pyspark_code(QueryConfig(source, trigger="processing_time", trigger_interval="1 minute 30 seconds")))
+    assert [_assigned_constant(tree, name) for name in ("EVENTS_PER_SECOND", "KEYS", "MAX_LAG_MS", "LATE_SHARE", "LATE_DELAY_MS", "SEED")] == [
+        123, 9, 7000, 0.25, 180_000, 42,
+    ]
+    assert _assigned_constant(tree, "TRIGGER_INTERVAL") == "90 seconds"
+
+
+def test_refuses_what_is_not_a_config():
+    with pytest.raises(TypeError, match="QueryConfig"):
+        pyspark_code({"source": "feed"})
+
+
+def test_odd_characters_in_a_feed_path_stay_a_string_literal(tmp_path):
+    folder = tmp_path / NASTY_NAME
+    folder.mkdir()
+    (folder / "batch-0000.csv").write_text("event_time,key\n2024-01-01 00:00:00,a\n")
+    for config in (
+        QueryConfig(FeedSource(folder, seconds_per_file=0)),
+        QueryConfig(SocketSource(folder, lines_per_second=1)),
+    ):
+        code = pyspark_code(config)
+        compile(code, "<export>", "exec")
+        tree = ast.parse(code)
+        assert _assigned_constant(tree, "FEED") == str(folder.resolve())
+        assert _imported_modules(tree) <= {"pyspark"} | set(sys.stdlib_module_names)
+        assert "__import__" not in _calls(tree) and "touch" not in _calls(tree)
+        # no string constant but FEED's holds any part of the name
+        holders = [node for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str) and "PWNED" in node.value]
+        assert len(holders) == 1
+
+    # Run the feed program for real up to its SparkSession (a stub pyspark stops it there):
+    # the path is a value, and nothing in it runs.
+    stub = tmp_path / "stub"
+    (stub / "pyspark" / "sql").mkdir(parents=True)
+    (stub / "pyspark" / "__init__.py").write_text("")
+    (stub / "pyspark" / "sql" / "functions.py").write_text("")
+    (stub / "pyspark" / "sql" / "types.py").write_text("StringType = StructField = StructType = None\n")
+    (stub / "pyspark" / "sql" / "__init__.py").write_text(
+        "import sys\n"
+        "class _Builder:\n"
+        "    def appName(self, name):\n"
+        "        print('FEED=' + ascii(str(sys._getframe(1).f_globals['FEED'])))\n"
+        "        raise SystemExit(0)\n"
+        "class SparkSession:\n"
+        "    builder = _Builder()\n"
+    )
+    program = tmp_path / "export_nasty.py"
+    program.write_text(pyspark_code(QueryConfig(FeedSource(folder, seconds_per_file=0))), encoding="ascii")
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(program)],
+        cwd=workdir,
+        env={**os.environ, "PYTHONPATH": str(stub)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "FEED=" + ascii(str(folder.resolve()))
+    assert not (workdir / "PWNED").exists() and not (tmp_path / "PWNED").exists()
+
+
+@pytest.mark.parametrize("kind", ["generator", "rate", "rate-micro-batch", "socket"])
+def test_unbounded_exports_define_a_valid_streaming_query(spark, write_feed, kind):
+    """The console programs' query, up to ``writer``, analyses on a real session (nothing is started)."""
+    feed = write_feed(GUIDE_BATCHES)
+    source = {"generator": GeneratorSource(), "rate": RateSource(), "rate-micro-batch": RateMicroBatchSource(), "socket": SocketSource(feed)}[kind]
+    code = pyspark_code(QueryConfig(source, window="1 minute", slide="30 seconds", output_mode="update"))
+    definitions, run = code.split("# --- Run ", 1)
+    assert "writer.start()" in run
+    namespace: dict = {"__name__": "export_test"}
+    try:
+        exec(compile(definitions, "<export>", "exec"), namespace)
+    finally:
+        spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    result = namespace["result"]
+    assert result.isStreaming
+    assert result.columns == ["window_start", "window_end", "key", "count"]
+    assert namespace["spark"] is spark
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+def _start_export(config: QueryConfig, folder: Path) -> subprocess.Popen:
+    """Write the exported program for ``config`` into ``folder`` and start it as its own process (its own JVM)."""
+    program = folder / "export_query.py"
+    program.write_text(pyspark_code(config), encoding="ascii")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    return subprocess.Popen(
+        [sys.executable, str(program)], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _finish_export(process: subprocess.Popen, timeout: float) -> tuple[list[dict], str]:
+    """Wait for the program; return the records of its ``RESULT`` line and its whole stdout."""
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    assert process.returncode == 0, stderr[-4000:]
+    marked = [line for line in stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    assert len(marked) == 1, stdout[-4000:]
+    return json.loads(marked[0][len(RESULT_PREFIX):]), stdout
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            dict(window="10 minutes", slide="5 minutes", watermark="10 minutes", output_mode="append"),
+            id="guide-append",
+        ),
+        pytest.param(
+            dict(window="1 minute", slide="30 seconds", watermark="1 minute", output_mode="update"),
+            id="web_clicks-update",
+        ),
+    ],
+)
+@pytest.mark.timeout(1200)  # a JVM start and a replay each; minutes on a loaded machine
+def test_exported_feed_program_prints_the_replay_result(registry, write_feed, tmp_path, case, request):
+    """The exported program, run as its own process, ends with the table ``replay`` ends with."""
+    from streaming.runner import replay
+
+    feed = write_feed(GUIDE_BATCHES) if request.node.callspec.id == "guide-append" else WEB_CLICKS
+    config = QueryConfig(source=FeedSource(feed, seconds_per_file=0), **case)
+    # The program runs in its own process while the replay runs here: two JVMs at once, one test's time.
+    process = _start_export(config, tmp_path)
+    try:
+        expected = replay(registry, feed, **case).result_records()
+    except BaseException:
+        process.kill()
+        process.communicate()
+        raise
+    exported, stdout = _finish_export(process, timeout=1000)
+    assert exported == expected
+    assert expected  # something was finalized / updated
+    if request.node.callspec.id == "guide-append":
+        # the programming guide's example: 12:00-12:10 is final once the watermark reaches 12:11,
+        # and the 12:04 donkey came too late for every window it belongs to
+        assert {(r["key"], r["count"]) for r in exported if r["window_start"] == "2016-05-10 12:00:00"} == {("dog", 2), ("owl", 1), ("cat", 1)}
+        assert all(r["key"] != "donkey" for r in exported)
+        assert "10 input rows, 0 malformed rows left out" in stdout
+    else:
+        assert "2000 input rows, 13 malformed rows left out" in stdout
