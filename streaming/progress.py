@@ -132,14 +132,21 @@ def breakdown_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 
 
 class ProgressLog:
-    """Every batch's summary for one query run, plus the latest raw progress. Thread-safe."""
+    """Every batch's summary for one query run, plus the latest raw progress. Thread-safe.
+
+    Once ``run_id`` is set (after the query starts), progress of any other run
+    is ignored: a name can be reused by a later run on the same session.
+    """
 
     def __init__(self) -> None:
+        self.run_id: str | None = None
         self._summaries: dict[int, dict[str, Any]] = {}
         self._latest: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
     def add(self, progress: Mapping[str, Any]) -> None:
+        if self.run_id is not None and progress.get("runId") != self.run_id:
+            return
         summary = summarize(progress)
         with self._lock:
             self._summaries[summary["batch_id"]] = summary
@@ -181,9 +188,11 @@ class ProgressListener(StreamingQueryListener):
         with self._lock:
             self._logs[name] = log
 
-    def unregister(self, name: str) -> None:
+    def unregister(self, name: str, log: ProgressLog | None = None) -> None:
+        """Forget ``name``; when ``log`` is given, only if ``name`` is still registered to that log."""
         with self._lock:
-            self._logs.pop(name, None)
+            if log is None or self._logs.get(name) is log:
+                self._logs.pop(name, None)
 
     def onQueryStarted(self, event) -> None:  # noqa: N802 - Spark's name
         pass

@@ -94,12 +94,20 @@ class Run:
         return None if exception is None else str(exception)
 
     def stop(self) -> None:
-        """Stop the query and its feeder and delete the working folder. Idempotent."""
+        """Stop the query and its feeder. Idempotent.
+
+        The working folder stays: tasks of a batch interrupted by the stop may
+        still be writing state there. :meth:`close` deletes it.
+        """
         if self.query.isActive:
             self.stopped_by_user = True
         if self.feeder is not None:
             self.feeder.stop()
         self.query.stop()
+
+    def close(self) -> None:
+        """Stop, then delete the working folder (staged files and checkpoint). Idempotent."""
+        self.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def await_idle(self, timeout: float = 300.0) -> None:
@@ -147,7 +155,7 @@ def start_run(
 
     An available-now query on a feed is handed every file at once: it processes
     what is there when it starts. Its working folder (staged feed files and checkpoint) is made under ``root``
-    (the system temp folder by default) and deleted by :meth:`Run.stop`.
+    (the system temp folder by default) and deleted by :meth:`Run.close`.
     ``max_rows`` bounds the result table held in memory (``None``: unbounded).
     """
     workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
@@ -178,6 +186,7 @@ def start_run(
         if trigger:
             writer = writer.trigger(**trigger)
         query = writer.start()
+        log.run_id = str(query.runId)
     except Exception:
         listener.unregister(name)
         if feeder is not None:

@@ -34,30 +34,41 @@ class QueryRegistry:
         self.listener = ProgressListener()
         spark.streams.addListener(self.listener)
         self._runs: dict[str, Run] = {}
+        self._starting: set[str] = set()
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
 
     def _free_name(self) -> str:
         while True:
             name = f"query_{next(self._numbers)}"
-            if name not in self._runs:
+            if name not in self._runs and name not in self._starting:
                 return name
 
     def start(self, config: QueryConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> Run:
-        """Start ``config`` as ``name`` (``query_N`` when ``None``). Raises :class:`DuplicateQueryError` if it is active."""
+        """Start ``config`` as ``name`` (``query_N`` when ``None``). Raises :class:`DuplicateQueryError` if it is active.
+
+        The name is reserved under the lock; Spark starts the query outside it,
+        so listing and reading runs never waits on a start.
+        """
         with self._lock:
             if name is None:
                 name = self._free_name()
             if not name.isidentifier():
                 raise ValueError(f"name: {name!r} must be letters, digits and underscores, not starting with a digit")
             previous = self._runs.get(name)
-            if previous is not None and previous.status == "active":
+            if name in self._starting or (previous is not None and previous.status == "active"):
                 raise DuplicateQueryError(f"name: {name!r} is already running; stop it first or choose another name")
+            self._starting.add(name)
+        try:
             if previous is not None:
-                previous.stop()
+                self._forget(name, previous)
             run = start_run(self.spark, config, name, self.listener, root=self.root, max_rows=max_rows)
-            self._runs[name] = run
+            with self._lock:
+                self._runs[name] = run
             return run
+        finally:
+            with self._lock:
+                self._starting.discard(name)
 
     def get(self, name: str) -> Run | None:
         with self._lock:
@@ -79,14 +90,18 @@ class QueryRegistry:
         if run is not None:
             run.stop()
 
+    def _forget(self, name: str, run: Run) -> None:
+        run.close()
+        self.listener.unregister(name, run.log)
+
     def remove(self, name: str) -> None:
-        """Stop ``name`` and forget it."""
+        """Stop ``name``, delete its working folder and forget it."""
         with self._lock:
             run = self._runs.pop(name, None)
         if run is not None:
-            run.stop()
-            self.listener.unregister(name)
+            self._forget(name, run)
 
     def stop_all(self) -> None:
+        """Stop every run and delete their working folders (at exit); the runs stay listed."""
         for run in self.runs():
-            run.stop()
+            run.close()
