@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from streaming import charts
+from streaming import charts, lateness, lateness_charts
 from streaming.config import (
     OUTPUT_MODES,
     ConfigError,
@@ -34,6 +34,7 @@ from streaming.config import (
     Source,
     describe,
 )
+from streaming.export import pyspark_code
 from streaming.progress import breakdown_frame, progress_frame
 from streaming.query import Run
 from streaming.registry import DuplicateQueryError, QueryRegistry
@@ -55,6 +56,7 @@ __all__ = [
     "render_others",
     "render_run_card",
     "runs_frame",
+    "show_code",
     "source_summary",
     "source_widgets",
     "start_query",
@@ -416,13 +418,45 @@ def _details(run: Run, table: pd.DataFrame) -> None:
         st.json(describe(run.config))
 
 
+def show_code(config: QueryConfig, key: str) -> None:
+    """A "Show code" panel: self-contained PySpark code for ``config``, to paste into a notebook or ``spark-submit``."""
+    with st.expander("Show code"):
+        code = pyspark_code(config)
+        st.code(code, language="python")
+        st.download_button("Download streaming_query.py", code, file_name="streaming_query.py", mime="text/x-python", key=key)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _feed_events(folder: str) -> pd.DataFrame:
+    return lateness.feed_events(Path(folder))
+
+
+def _lateness_view(run: Run, summaries: list[dict[str, Any]]) -> None:
+    """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
+    st.subheader("Why was it dropped?")
+    if not isinstance(run.config.source, FeedSource) or run.config.aggregation == "none":
+        st.caption("Event-by-event lateness is shown for replayed feeds, where the arrival of every event is known.")
+        return
+    batches = lateness.file_batches(summaries)
+    classified = lateness.classify(_feed_events(str(run.config.source.path)), batches, run.config.window_ms, run.config.slide_ms)
+    numbers = lateness.drop_summary(classified, summaries)
+    columns = st.columns(4)
+    columns[0].metric("Events so far", numbers["events_total"])
+    columns[1].metric("Not counted", numbers["not_counted"], help="In none of their windows: every window had closed")
+    columns[2].metric("Partly counted", numbers["partly_counted"], help="Sliding windows: counted in only some of their windows")
+    columns[3].metric("Spark: rows dropped", numbers["rows_dropped_by_watermark"], help="numRowsDroppedByWatermark, summed")
+    st.caption(numbers["explanation"])
+    left, right = st.columns(2)
+    left.plotly_chart(lateness_charts.arrival_figure(classified, batches), key="lab_chart_arrival")
+    right.plotly_chart(lateness_charts.lateness_figure(classified), key="lab_chart_lateness")
+
+
 @st.fragment(run_every=REFRESH_SECONDS)
 def live_view(run: Run) -> None:
     """The watched run, redrawn every ``REFRESH_SECONDS``; only reads its table and progress log.
 
-    It takes the :class:`Run`, not the registry: a tick never waits on the
-    registry's lock, which ``QueryRegistry.start`` holds while Spark starts a
-    query (seconds) for another user.
+    It takes the :class:`Run`, not the registry, so a tick never touches
+    state shared with other users.
     """
     summaries = run.log.summaries()
     progress, table = progress_frame(summaries), run.table.frame()
@@ -431,8 +465,10 @@ def live_view(run: Run) -> None:
         st.error(f"Query {run.name} failed: {run.error}")
     _result_chart(run, table, progress)
     _late_and_state(progress)
+    _lateness_view(run, summaries)
     _engine_charts(progress, breakdown_frame(summaries))
     _details(run, table)
+    show_code(run.config, key=f"lab_code_{run.name}")
 
 
 # --- queries page -----------------------------------------------------------------

@@ -159,7 +159,8 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         assert list(table.columns) == ["window_start", "window_end", "key", "count"]
         assert _metric(at, "Status") == "active"
         charts = at.get("plotly_chart")
-        assert len(charts) == 7
+        assert len(charts) == 9  # 7 engine charts, event time vs arrival, lateness histogram
+        assert int(_metric(at, "Events so far")) > 0
         assert str(table["key"].iloc[0]) in charts[0].proto.spec  # the result-table figure has a line per key
         at.button(key="lab_stop").click().run()
         assert not at.exception, at.exception
