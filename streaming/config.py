@@ -54,12 +54,19 @@ def _duration_ms(field_name: str, value: str) -> int:
         raise ConfigError(field_name, value, f"is not a duration ({err})") from None
 
 
-def _require_int(field_name: str, value: object, minimum: int, maximum: int | None = None) -> None:
+def require_int(field_name: str, value: object, minimum: int, maximum: int | None = None) -> None:
+    """Refuse ``value`` unless it is a whole number from ``minimum`` to ``maximum`` (inclusive)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(field_name, value, "must be a whole number")
     if value < minimum or (maximum is not None and value > maximum):
         bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
         raise ConfigError(field_name, value, f"must be {bound}")
+
+
+def require_share(field_name: str, value: object) -> None:
+    """Refuse ``value`` unless it is a number between 0 and 1 (inclusive)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigError(field_name, value, "must be a number between 0 and 1")
 
 
 def _require_positive(field_name: str, value: object) -> None:
@@ -107,13 +114,12 @@ class GeneratorSource:
     kind: Literal["generator"] = field(default="generator", init=False)
 
     def __post_init__(self) -> None:
-        _require_int("source.events_per_second", self.events_per_second, 1, 10_000_000)
-        _require_int("source.keys", self.keys, 1, 100_000)
+        require_int("source.events_per_second", self.events_per_second, 1, 10_000_000)
+        require_int("source.keys", self.keys, 1, 100_000)
         _duration_ms("source.max_lag", self.max_lag)
         _duration_ms("source.late_delay", self.late_delay)
-        if isinstance(self.late_share, bool) or not isinstance(self.late_share, (int, float)) or not 0 <= self.late_share <= 1:
-            raise ConfigError("source.late_share", self.late_share, "must be between 0 and 1")
-        _require_int("source.seed", self.seed, 0)
+        require_share("source.late_share", self.late_share)
+        require_int("source.seed", self.seed, 0)
 
     @property
     def max_lag_ms(self) -> int:
@@ -133,8 +139,8 @@ class RateSource:
     kind: Literal["rate"] = field(default="rate", init=False)
 
     def __post_init__(self) -> None:
-        _require_int("source.rows_per_second", self.rows_per_second, 1)
-        _require_int("source.keys", self.keys, 1, 100_000)
+        require_int("source.rows_per_second", self.rows_per_second, 1)
+        require_int("source.keys", self.keys, 1, 100_000)
 
 
 @dataclass(frozen=True)
@@ -147,10 +153,10 @@ class RateMicroBatchSource:
     kind: Literal["rate-micro-batch"] = field(default="rate-micro-batch", init=False)
 
     def __post_init__(self) -> None:
-        _require_int("source.rows_per_batch", self.rows_per_batch, 1)
+        require_int("source.rows_per_batch", self.rows_per_batch, 1)
         if _duration_ms("source.advance", self.advance) <= 0:
             raise ConfigError("source.advance", self.advance, "must be longer than 0")
-        _require_int("source.keys", self.keys, 1, 100_000)
+        require_int("source.keys", self.keys, 1, 100_000)
 
     @property
     def advance_ms(self) -> int:

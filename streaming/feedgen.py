@@ -9,7 +9,7 @@ written broken (an unparsable ``event_time`` or an empty ``key``) so that a
 query's count of malformed rows can be checked.
 
 Everything is drawn from ``random.Random(spec.seed)``: the same spec writes
-byte-identical files. Only the standard library is used.
+byte-identical files.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Final
+
+from .config import ConfigError, require_int, require_share
 
 __all__ = [
     "BAD_EVENT_TIME",
@@ -39,21 +41,8 @@ BAD_EVENT_TIME: Final = "not-a-time"
 MAX_BATCHES: Final = 10_000
 
 
-def _fail(name: str, value: object, message: str) -> ValueError:
-    return ValueError(f"{name}: {value!r} {message}")
-
-
-def _check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(name, value, "must be a whole number")
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
-        raise _fail(name, value, f"must be {bound}")
-
-
-def _check_share(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise _fail(name, value, "must be a number between 0 and 1")
+def _fail(name: str, value: object, message: str) -> ConfigError:
+    return ConfigError(name, value, message)
 
 
 def _check_keys(name: str, value: tuple[object, ...]) -> None:
@@ -106,9 +95,9 @@ class FeedSpec:
             object.__setattr__(self, "start", self.start.astimezone(timezone.utc).replace(tzinfo=None))
         if self.start.microsecond:
             raise _fail("start", self.start, "must be in whole seconds")
-        _check_int("batches", self.batches, 1, MAX_BATCHES)
-        _check_int("batch_interval_seconds", self.batch_interval_seconds, 1)
-        _check_int("events_per_batch", self.events_per_batch, 1)
+        require_int("batches", self.batches, 1, MAX_BATCHES)
+        require_int("batch_interval_seconds", self.batch_interval_seconds, 1)
+        require_int("events_per_batch", self.events_per_batch, 1)
         for name in ("keys", "late_keys"):
             value = getattr(self, name)
             if isinstance(value, str) or not isinstance(value, (tuple, list)):
@@ -120,11 +109,11 @@ class FeedSpec:
             unknown = sorted(set(self.late_keys) - set(self.keys))
             if unknown:
                 raise _fail("late_keys", self.late_keys, f"names keys not in keys: {', '.join(unknown)}")
-        _check_int("max_lag_seconds", self.max_lag_seconds, 0)
-        _check_share("late_share", self.late_share)
-        _check_int("late_delay_seconds", self.late_delay_seconds, 0)
-        _check_share("malformed_share", self.malformed_share)
-        _check_int("seed", self.seed, 0)
+        require_int("max_lag_seconds", self.max_lag_seconds, 0)
+        require_share("late_share", self.late_share)
+        require_int("late_delay_seconds", self.late_delay_seconds, 0)
+        require_share("malformed_share", self.malformed_share)
+        require_int("seed", self.seed, 0)
         if self.value_column is not None and (
             not isinstance(self.value_column, str)
             or not self.value_column.isidentifier()
@@ -132,7 +121,7 @@ class FeedSpec:
         ):
             raise _fail("value_column", self.value_column, "must be an identifier other than event_time and key")
         _check_range("value_range", self.value_range)
-        _check_int("value_decimals", self.value_decimals, 0, 6)
+        require_int("value_decimals", self.value_decimals, 0, 6)
 
     @property
     def columns(self) -> tuple[str, ...]:
