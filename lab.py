@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from streaming import charts, lateness, lateness_charts
@@ -368,22 +369,15 @@ def _evicted_note(run: Run) -> None:
         st.caption(f"The dashboard keeps at most {table.max_rows} windows of the result table in memory; none evicted so far.")
 
 
-def _result_chart(run: Run, table: pd.DataFrame, progress: pd.DataFrame) -> None:
-    figure = charts.windowed_counts_figure(
-        table,
-        watermark=charts.current_watermark(progress),
-        output_mode=run.config.output_mode,
-        colors=charts.key_colors(table.get("key", [])),
-        slide=pd.Timedelta(milliseconds=run.config.slide_ms),
-    )
+def _result_chart(run: Run, figure: go.Figure) -> None:
     st.plotly_chart(figure, key="lab_chart_counts")
     _evicted_note(run)
 
 
-def _late_and_state(progress: pd.DataFrame) -> None:
+def _late_and_state(figures: Mapping[str, go.Figure]) -> None:
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.drops_figure(progress), key="lab_chart_drops")
+        st.plotly_chart(figures["drops"], key="lab_chart_drops")
         st.caption(
             "Spark counts rows dropped by the watermark **after** window expansion and partial aggregation: "
             "a dropped row is a partially aggregated (window, key) group of a batch, not a raw event. A late event "
@@ -391,18 +385,18 @@ def _late_and_state(progress: pd.DataFrame) -> None:
             "window and key in one batch may count as one."
         )
     with right:
-        st.plotly_chart(charts.state_figure(progress), key="lab_chart_state")
+        st.plotly_chart(figures["state"], key="lab_chart_state")
 
 
-def _engine_charts(progress: pd.DataFrame, breakdown: pd.DataFrame) -> None:
+def _engine_charts(figures: Mapping[str, go.Figure]) -> None:
     st.subheader("Engine (the Spark UI's streaming tab)")
     top = st.columns(2)
-    top[0].plotly_chart(charts.rates_figure(progress), key="lab_chart_rates")
-    top[1].plotly_chart(charts.input_rows_figure(progress), key="lab_chart_input")
+    top[0].plotly_chart(figures["rates"], key="lab_chart_rates")
+    top[1].plotly_chart(figures["input"], key="lab_chart_input")
     bottom = st.columns(2)
-    bottom[0].plotly_chart(charts.batch_duration_figure(breakdown, progress), key="lab_chart_duration")
+    bottom[0].plotly_chart(figures["duration"], key="lab_chart_duration")
     with bottom[1]:
-        st.plotly_chart(charts.watermark_gap_figure(progress), key="lab_chart_gap")
+        st.plotly_chart(figures["gap"], key="lab_chart_gap")
         st.caption(
             "Batch time minus the watermark. A replayed feed's event times lie in the past, so its gap is large; "
             "it shrinks while the feed replays event time faster than real time."
@@ -463,10 +457,17 @@ def live_view(run: Run) -> None:
     _status_row(run, progress)
     if run.status == "failed":
         st.error(f"Query {run.name} failed: {run.error}")
-    _result_chart(run, table, progress)
-    _late_and_state(progress)
+    figures = charts.live_figures(
+        table,
+        progress,
+        breakdown_frame(summaries),
+        output_mode=run.config.output_mode,
+        slide=pd.Timedelta(milliseconds=run.config.slide_ms),
+    )
+    _result_chart(run, figures["counts"])
+    _late_and_state(figures)
     _lateness_view(run, summaries)
-    _engine_charts(progress, breakdown_frame(summaries))
+    _engine_charts(figures)
     _details(run, table)
     show_code(run.config, key=f"lab_code_{run.name}")
 

@@ -21,7 +21,7 @@ poll cost
     Milliseconds of one refresh of the live view, as the live page's fragment
     does it per tick (``table.frame()``, ``progress_frame`` and
     ``breakdown_frame`` of ``log.summaries()``, and the figures of
-    ``streaming.charts``: see :func:`live_figures`) after 1 minute and after
+    ``streaming.charts.live_figures``) after 1 minute and after
     ``--minutes`` of an update-mode generator query; p50 and p95. The plotly
     JSON serialization ``st.plotly_chart`` adds is timed apart and reported as
     extra lines, not in the poll cost.
@@ -285,39 +285,6 @@ def rss_mib(pid: int) -> tuple[float, float]:
 # ---------------------------------------------------------------- poll cost and memory over time
 
 
-def _charts_module():
-    """``streaming.charts`` when it exists (the live page's figure builders), else ``None``."""
-    try:
-        from . import charts
-    except ModuleNotFoundError as err:
-        if err.name != f"{__package__}.charts":
-            raise
-        return None
-    return charts
-
-
-def live_figures(charts, output_mode: str, table, progress, breakdown) -> list:
-    """The figures (and status-row numbers) the live page's fragment builds per tick.
-
-    Mirrors ``lab.live_view`` (which this package cannot import: it is Streamlit);
-    keep the two in step when the page changes.
-    """
-    watermark = charts.current_watermark(progress)
-    status = (len(table), int(progress["malformed_rows"].sum()), int(progress["rows_dropped_by_watermark"].sum()))
-    del status  # computed for the status row's cost only
-    return [
-        charts.windowed_counts_figure(
-            table, watermark=watermark, output_mode=output_mode, colors=charts.key_colors(table.get("key", []))
-        ),
-        charts.drops_figure(progress),
-        charts.state_figure(progress),
-        charts.rates_figure(progress),
-        charts.input_rows_figure(progress),
-        charts.batch_duration_figure(breakdown, progress),
-        charts.watermark_gap_figure(progress),
-    ]
-
-
 @dataclass(frozen=True)
 class Poll:
     """One refresh: building the frames, the figures, and serializing them as ``st.plotly_chart`` does (ms)."""
@@ -333,8 +300,11 @@ class Poll:
         return self.frames_ms + self.figures_ms
 
 
-def poll_once(run, charts, serialize: bool) -> Poll:
-    """One refresh of the live view's data for ``run``; figures only when ``charts`` is given."""
+def poll_once(run, serialize: bool) -> Poll:
+    """One refresh of the live view's data for ``run``: the frames and the live page's figures."""
+    import pandas as pd
+
+    from .charts import live_figures
     from .progress import breakdown_frame, progress_frame
 
     started, cpu = time.perf_counter(), time.thread_time()
@@ -343,9 +313,11 @@ def poll_once(run, charts, serialize: bool) -> Poll:
     table = run.table.frame()
     breakdown = breakdown_frame(summaries)
     framed = time.perf_counter()
-    figures = [] if charts is None else live_figures(charts, run.config.output_mode, table, progress, breakdown)
+    figures = live_figures(
+        table, progress, breakdown, output_mode=run.config.output_mode, slide=pd.Timedelta(milliseconds=run.config.slide_ms)
+    ).values()
     built, cpu = time.perf_counter(), time.thread_time() - cpu
-    if serialize and figures:
+    if serialize:
         import plotly.io
 
         for figure in figures:
@@ -412,7 +384,6 @@ def measure_live(
     polls: int,
     poll_interval: float,
     warmup_polls: int,
-    charts,
     pid: int,
 ) -> list[Mark]:
     """Run ``config`` through ``registry`` and, at each ``(label, seconds)`` mark, time ``polls`` refreshes and read RSS."""
@@ -425,9 +396,9 @@ def measure_live(
             _wait_running(run, started + at_s, note_every=30.0)
             mark = Mark(label, time.monotonic() - started)
             for _ in range(warmup_polls):
-                poll_once(run, charts, serialize=True)
+                poll_once(run, serialize=True)
             for _ in range(polls):
-                mark.polls.append(poll_once(run, charts, serialize=True))
+                mark.polls.append(poll_once(run, serialize=True))
                 time.sleep(poll_interval)
             mark.jvm_rss_mib, mark.python_rss_mib = rss_mib(pid)
             mark.table_rows = len(run.table)
@@ -688,17 +659,12 @@ def main(argv: list[str] | None = None) -> int:
     registry = None
     try:
         registry = QueryRegistry(spark)
-        charts = _charts_module()
-        figures_note = (
-            "poll = table.frame + progress_frame + breakdown_frame + the live page's figures"
-            if charts is not None
-            else "figures not built: streaming/charts.py does not exist (poll = table.frame + progress_frame + breakdown_frame)"
-        )
+        figures_note = "poll = table.frame + progress_frame + breakdown_frame + the live page's figures (charts.live_figures)"
         marks = [("1min", args.short_seconds), ("long", args.minutes * 60)]
         _note(f"live query: marks at {args.short_seconds:.0f} s and {args.minutes * 60:.0f} s")
         live = measure_live(
             registry, live_config, marks,
-            polls=args.polls, poll_interval=args.poll_interval, warmup_polls=3, charts=charts, pid=os.getpid(),
+            polls=args.polls, poll_interval=args.poll_interval, warmup_polls=3, pid=os.getpid(),
         )
         _note("overhead: noop vs dashboard")
         dashboard, noop = measure_overhead(

@@ -243,3 +243,33 @@ def watermark_gap_figure(progress: pd.DataFrame) -> go.Figure:
         return empty_figure(title, "No watermark yet: the query has none, or no batch has set it")
     figure = go.Figure(go.Scatter(x=progress["batch_id"], y=progress["watermark_gap_seconds"], name="gap", mode="lines+markers"))
     return _batch_layout(figure, title, "seconds behind batch time")
+
+
+def live_figures(
+    table: pd.DataFrame,
+    progress: pd.DataFrame,
+    breakdown: pd.DataFrame,
+    *,
+    output_mode: str,
+    slide: pd.Timedelta | None = None,
+) -> dict[str, go.Figure]:
+    """Every figure of the live view for one refresh, by name: ``counts``, ``drops``, ``state``, ``rates``, ``input``, ``duration``, ``gap``.
+
+    ``table`` is the result table, ``progress`` and ``breakdown`` come from
+    :func:`streaming.progress.progress_frame` and :func:`~streaming.progress.breakdown_frame`.
+    """
+    return {
+        "counts": windowed_counts_figure(
+            table,
+            watermark=current_watermark(progress),
+            output_mode=output_mode,
+            colors=key_colors(table.get("key", [])),
+            slide=slide,
+        ),
+        "drops": drops_figure(progress),
+        "state": state_figure(progress),
+        "rates": rates_figure(progress),
+        "input": input_rows_figure(progress),
+        "duration": batch_duration_figure(breakdown, progress),
+        "gap": watermark_gap_figure(progress),
+    }
