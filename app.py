@@ -14,9 +14,13 @@ import lab
 
 LIVE_PAGE = "pages/1_Live_query.py"
 QUERIES_PAGE = "pages/2_Queries.py"
+TUNER_PAGE = "pages/3_Watermark_tuner.py"
+COMPARE_PAGE = "pages/4_Compare.py"
 
 
-def home(live_page: str = LIVE_PAGE, queries_page: str = QUERIES_PAGE) -> None:
+def home(
+    live_page: str = LIVE_PAGE, queries_page: str = QUERIES_PAGE, tuner_page: str = TUNER_PAGE, compare_page: str = COMPARE_PAGE
+) -> None:
     """The landing page: what Streaming Lab is, and where to go."""
     lab.page_setup("Home")
     st.title("Streaming Lab")
@@ -35,6 +39,8 @@ def home(live_page: str = LIVE_PAGE, queries_page: str = QUERIES_PAGE) -> None:
     )
     st.page_link(live_page, label="Live query: configure, start and watch a query", icon=":material/play_circle:")
     st.page_link(queries_page, label="Queries: everything running on the shared Spark session", icon=":material/list:")
+    st.page_link(tuner_page, label="Watermark tuner: the smallest watermark delay that reaches a completeness target", icon=":material/tune:")
+    st.page_link(compare_page, label="Compare: 2-4 configurations side by side on the same feed", icon=":material/compare:")
     st.caption(
         "Queries run on one Spark session shared by every browser tab and keep running when you leave a page; "
         "stop them on the Queries page. All of them stop when the server exits."
@@ -46,6 +52,8 @@ navigation = st.navigation(
         st.Page(home, title="Home", icon=":material/home:", default=True),
         st.Page(LIVE_PAGE, title="Live query", icon=":material/play_circle:"),
         st.Page(QUERIES_PAGE, title="Queries", icon=":material/list:"),
+        st.Page(TUNER_PAGE, title="Watermark tuner", icon=":material/tune:"),
+        st.Page(COMPARE_PAGE, title="Compare", icon=":material/compare:"),
     ]
 )
 navigation.run()

@@ -41,6 +41,8 @@ from .tune import DEFAULT_CONCURRENT, DelayOutcome, measure, run_all
 __all__ = [
     "ComparedRun",
     "Comparison",
+    "MAX_CONFIGS",
+    "MIN_CONFIGS",
     "SUMMARY_COLUMNS",
     "compare",
     "config_label",

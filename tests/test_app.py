@@ -130,6 +130,8 @@ def test_home_page() -> None:
     assert [link.value for link in at.page_link] == [
         "Live query: configure, start and watch a query",
         "Queries: everything running on the shared Spark session",
+        "Watermark tuner: the smallest watermark delay that reaches a completeness target",
+        "Compare: 2-4 configurations side by side on the same feed",
     ]
 
 

@@ -1,0 +1,316 @@
+"""The experiment pages (Watermark tuner, Compare) and their parts in ``experiments.py``.
+
+Pure checks and the job pattern first (no Spark), then the pages under
+``streamlit.testing.v1.AppTest``: smoke renders, bad input refused before
+Spark, the job's running/failed states with the engine call replaced, and one
+real run of each page on the small ``guide_words`` feed. Fragments do not
+tick under AppTest, so a test waiting for a result calls ``at.run()`` in a
+loop capped by a deadline. Every job a test starts is joined in the
+``jobs`` fixture's teardown, so no replay outlives its test, and the app's
+registry must hold no replay afterwards (tune and compare remove their own).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import experiments
+import lab
+from streaming.config import ConfigError
+from streaming.registry import QueryRegistry
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+TUNER = "pages/3_Watermark_tuner.py"
+COMPARE = "pages/4_Compare.py"
+TIMEOUT = 180  # one script run; the first page that needs it starts Spark
+WAIT_FOR_RESULT = 300.0  # cap of the polling loops; the guide feed takes well under a minute when the machine is idle
+JOB_KEYS = (experiments.TUNE_JOB, experiments.COMPARE_JOB)
+
+
+def _page(path: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    return at.switch_page(path).run()
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [error.value for error in at.error]
+
+
+def _button_keys(at: AppTest) -> set[str]:
+    return {button.key for button in at.button}
+
+
+def _job(at: AppTest, key: str) -> experiments.Job | None:
+    return at.session_state[key] if key in at.session_state else None
+
+
+def _wait_until(at: AppTest, condition: Callable[[AppTest], bool], timeout: float = WAIT_FOR_RESULT) -> bool:
+    """Rerun the page until ``condition(at)`` holds or an error shows; ``False`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if condition(at) or at.error:
+            return condition(at)
+        time.sleep(1.0)
+    return False
+
+
+def _table_with(columns: set[str]) -> Callable[[AppTest], bool]:
+    return lambda at: any(columns <= set(frame.value.columns) for frame in at.dataframe)
+
+
+def _table(at: AppTest, columns: set[str]):
+    return next(frame.value for frame in at.dataframe if columns <= set(frame.value.columns))
+
+
+@pytest.fixture
+def jobs() -> Iterator[list[AppTest]]:
+    """AppTests whose jobs are joined at teardown; then no replay may be left in the app's registry."""
+    tests: list[AppTest] = []
+    yield tests
+    for at in tests:
+        for key in JOB_KEYS:
+            job = _job(at, key)
+            if job is not None:
+                assert job.join(WAIT_FOR_RESULT), f"{job.what} still running after {WAIT_FOR_RESULT} s"
+    registry = lab.get_registry()
+    if isinstance(registry, QueryRegistry):  # not the stand-in of ``no_spark``
+        leftovers = [run.name for run in registry.runs() if run.name.startswith("replay_")]
+        assert not leftovers, f"replays left in the registry: {leftovers}"
+
+
+@pytest.fixture
+def no_spark(monkeypatch):
+    """The pages' registry replaced by a stand-in: for tests that replace the engine call too."""
+    monkeypatch.setattr(lab, "get_registry", lambda: "registry stand-in")
+
+
+# --- pure parts ---------------------------------------------------------------------------
+
+
+def test_parse_delays_is_canonical_sorted_and_named() -> None:
+    assert experiments.parse_delays("10 minutes, 0s,, 30 seconds, 10m") == ["0 seconds", "30 seconds", "10 minutes"]
+    with pytest.raises(ConfigError) as err:
+        experiments.parse_delays("1 minute, abc")
+    assert err.value.field == "delays" and "'abc'" in str(err.value)
+    with pytest.raises(ConfigError, match="delays"):
+        experiments.parse_delays(" , ")
+    with pytest.raises(ConfigError, match="at most 8"):
+        experiments.parse_delays(", ".join(f"{n} seconds" for n in range(9)))
+
+
+def test_tune_inputs_lists_every_bad_field() -> None:
+    with pytest.raises(experiments.InputErrors) as err:
+        experiments.tune_inputs("../streaming", "1 minute", None, "abc", 1.5)
+    assert [message.split(":")[0] for message in err.value.errors] == ["source.path", "delays", "target"]
+    with pytest.raises(experiments.InputErrors) as err:
+        experiments.tune_inputs("guide_words", "1 minute", "5 minutes", "1 minute", 0.9)
+    [message] = err.value.errors
+    assert message.startswith("slide: '5 minutes'")
+    inputs = experiments.tune_inputs("guide_words", "10 minutes", "5 minutes", "10m, 0", 0.85)
+    assert inputs.delays == ["0 seconds", "10 minutes"] and inputs.target == 0.85
+    config = inputs.config("10 minutes")
+    assert (config.output_mode, config.watermark_ms, config.source.seconds_per_file) == ("update", 600_000, 0)
+    assert config.source.path == lab.SAMPLE_FEEDS / "guide_words"
+
+
+def test_compare_inputs_name_the_config_number_and_field() -> None:
+    good = {"window": "10 minutes", "slide": None, "watermark": "10 minutes", "output_mode": "append"}
+    bad_slide = {**good, "window": "1 minute", "slide": "5 minutes"}
+    append_without_watermark = {**good, "watermark": None}
+    with pytest.raises(experiments.InputErrors) as err:
+        experiments.compare_inputs("guide_words", [good, bad_slide, append_without_watermark])
+    assert [message.split(":")[:2] for message in err.value.errors] == [["Config 2", " slide"], ["Config 3", " output_mode"]]
+    inputs = experiments.compare_inputs("guide_words", [good, {**good, "output_mode": "update"}])
+    assert inputs.labels == ["1: append · 10 minutes · wm 10 minutes", "2: update · 10 minutes · wm 10 minutes"]
+    assert all(config.source.seconds_per_file == 0 for config in inputs.configs)
+    with pytest.raises(experiments.InputErrors, match="compare needs 2 to 4"):
+        experiments.compare_inputs("guide_words", [good])
+
+
+def test_percent() -> None:
+    assert [experiments.percent(value) for value in (0.99, 0.995, 0.85, 1.0)] == ["99%", "99.5%", "85%", "100%"]
+
+
+def test_job_waits_for_the_gate_then_keeps_result_or_error() -> None:
+    gate, release = threading.Lock(), threading.Event()
+    gate.acquire()
+    job = experiments.Job.start("job", None, lambda: release.wait(10) and 42, gate)
+    try:
+        time.sleep(0.2)
+        assert job.waiting and not job.done
+    finally:
+        gate.release()
+    assert not job.join(0.2) and not job.waiting
+    release.set()
+    assert job.join(10) and (job.result, job.error) == (42, None)
+    assert job.elapsed == pytest.approx(job.finished - job.started)
+
+    def fail() -> None:
+        raise RuntimeError("boom")
+
+    failed = experiments.Job.start("failing", None, fail)
+    assert failed.join(10) and isinstance(failed.error, RuntimeError) and failed.result is None
+
+
+# --- pages: smoke and bad input (no Spark) -------------------------------------------------------
+
+
+def test_home_page_links_the_experiment_pages() -> None:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    labels = [link.value for link in at.page_link]
+    assert any(label.startswith("Watermark tuner:") for label in labels)
+    assert any(label.startswith("Compare:") for label in labels)
+
+
+@pytest.mark.parametrize(("path", "title", "button"), [(TUNER, "Watermark tuner", "tune_run"), (COMPARE, "Compare", "cmp_run")])
+def test_every_experiment_page_renders(path: str, title: str, button: str) -> None:
+    at = _page(path)
+    assert not at.exception, at.exception
+    assert at.title[0].value == title
+    assert not _errors(at)
+    assert button in _button_keys(at) and not at.button(key=button).disabled
+
+
+def test_tuner_explains_completeness_and_output_delay() -> None:
+    at = _page(TUNER)
+    text = " ".join(markdown.value for markdown in at.markdown)
+    assert "Completeness" in text and "exact" in text and "append mode would wait" in text
+    assert at.text_input(key="tune_delays").value == experiments.DEFAULT_DELAYS
+    assert at.number_input(key="tune_target").value == 0.99
+
+
+def test_tuner_refuses_a_bad_delay_before_spark() -> None:
+    at = _page(TUNER)
+    at.text_input(key="tune_delays").set_value("0s, abc").run()
+    assert not at.exception, at.exception
+    [message] = _errors(at)
+    assert "delays" in message and "'abc'" in message
+    assert "tune_run" not in _button_keys(at)
+    assert _job(at, experiments.TUNE_JOB) is None
+
+
+def test_tuner_refuses_a_target_above_one() -> None:
+    at = _page(TUNER)
+    at.number_input(key="tune_target").set_value(1.5).run()
+    assert not at.exception, at.exception
+    [message] = _errors(at)
+    assert "target: 1.5" in message
+    assert "tune_run" not in _button_keys(at)
+
+
+def test_compare_refuses_a_slide_longer_than_the_window() -> None:
+    at = _page(COMPARE)
+    at.number_input(key="cmp_count").set_value(3).run()
+    at.text_input(key="cmp_window_2").set_value("1 minute")
+    at.radio(key="cmp_window_kind_2").set_value("sliding").run()
+    at.text_input(key="cmp_slide_2").set_value("5 minutes").run()
+    assert not at.exception, at.exception
+    [message] = _errors(at)
+    assert "Config 2" in message and "slide" in message and "'5 minutes'" in message
+    assert "cmp_run" not in _button_keys(at)
+    assert _job(at, experiments.COMPARE_JOB) is None
+
+
+# --- the job pattern on the page, with the engine call replaced (no Spark) ----------------------
+
+
+def test_tuner_shows_running_then_the_error_of_a_failed_sweep(monkeypatch, no_spark, jobs) -> None:
+    release = threading.Event()
+
+    def failing_tune(registry, feed_dir, **kwargs):
+        assert registry == "registry stand-in" and kwargs["delays"] == ["0 seconds", "1 minute"]
+        release.wait(60)
+        raise RuntimeError("Spark went away")
+
+    monkeypatch.setattr(experiments, "tune", failing_tune)
+    at = _page(TUNER)
+    jobs.append(at)
+    at.text_input(key="tune_delays").set_value("1 minute, 0s")
+    at.button(key="tune_run").click().run()
+    assert not at.exception, at.exception
+    assert any(info.value.startswith("Sweep of 2 delays on web_clicks: ") for info in at.info)  # running or waiting for its turn
+    assert at.button(key="tune_run").disabled
+    at.text_input(key="tune_window").set_value("2 minutes").run()  # the page stays usable while the job runs
+    assert any("Sweep of 2 delays on web_clicks: running… " in info.value for info in at.info)
+    release.set()
+    assert _job(at, experiments.TUNE_JOB).join(30)
+    at.run()
+    [message] = _errors(at)
+    assert "failed" in message and "RuntimeError: Spark went away" in message
+    assert not at.button(key="tune_run").disabled
+
+
+# --- real runs on the guide feed -----------------------------------------------------------------
+
+TUNE_TABLE = {"delay", "completeness", "peak_state_rows", "output_delay_seconds"}
+COMPARE_TABLE = {"label", "completeness", "rows_dropped_by_watermark", "mean_batch_duration_ms"}
+
+
+@pytest.mark.timeout(900)
+def test_tuner_sweeps_the_guide_feed(jobs) -> None:
+    at = _page(TUNER)
+    jobs.append(at)
+    at.selectbox(key="tune_feed").set_value("guide_words")
+    at.text_input(key="tune_window").set_value("10 minutes")
+    at.radio(key="tune_window_kind").set_value("sliding").run()
+    at.text_input(key="tune_slide").set_value("5 minutes")
+    at.text_input(key="tune_delays").set_value("10 minutes, 0s")
+    at.number_input(key="tune_target").set_value(0.85)
+    at.button(key="tune_run").click().run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert _job(at, experiments.TUNE_JOB) is not None
+
+    assert _wait_until(at, _table_with(TUNE_TABLE)), f"no result table; errors: {_errors(at)}"
+    assert not _errors(at)
+    assert [box.value for box in at.success] == ["Smallest delay reaching 85%: 10 minutes"]
+    table = _table(at, TUNE_TABLE)
+    assert list(table["delay"]) == ["0 seconds", "10 minutes"]
+    assert list(table["recommended"]) == [False, True]
+    assert table["completeness"].iloc[0] < 0.85 and table["completeness"].iloc[1] == pytest.approx(0.9)
+    assert (table["counted"].iloc[1], table["exact"].iloc[1]) == (18, 20)
+    assert table["output_delay_seconds"].iloc[1] == 660.0
+    assert len(at.get("plotly_chart")) == 2
+    assert at.selectbox(key="tune_window_delay").value == "10 minutes"
+    per_window = _table(at, {"window_start", "counted", "exact"})
+    assert int(per_window["counted"].sum()) == 18
+    code = at.code[0].value
+    assert "10 minutes" in code and "guide_words" in code and "update" in code
+
+
+@pytest.mark.timeout(900)
+def test_compare_runs_two_configs_on_the_guide_feed(jobs) -> None:
+    at = _page(COMPARE)
+    jobs.append(at)
+    at.selectbox(key="cmp_feed").set_value("guide_words")
+    for number in (1, 2):
+        at.text_input(key=f"cmp_window_{number}").set_value("10 minutes")
+        at.text_input(key=f"cmp_watermark_{number}").set_value("10 minutes")
+    at.selectbox(key="cmp_output_mode_1").set_value("append")
+    at.radio(key="cmp_window_kind_2").set_value("sliding").run()
+    at.text_input(key="cmp_slide_2").set_value("5 minutes")
+    at.selectbox(key="cmp_output_mode_2").set_value("update")
+    at.button(key="cmp_run").click().run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+
+    assert _wait_until(at, _table_with(COMPARE_TABLE)), f"no summary table; errors: {_errors(at)}"
+    assert not _errors(at)
+    summary = _table(at, COMPARE_TABLE)
+    assert list(summary["label"]) == ["1: append · 10 minutes · wm 10 minutes", "2: update · 10 minutes/5 minutes · wm 10 minutes"]
+    assert list(summary["counted"]) == [4, 18] and list(summary["exact"]) == [10, 20]
+    assert list(summary["completeness"]) == pytest.approx([0.4, 0.9])
+    assert list(summary["rows_dropped_by_watermark"]) == [1, 2]
+    assert (summary["mean_batch_duration_ms"] > 0).all()
+    [chart] = at.get("plotly_chart")
+    assert "donkey" not in chart.proto.spec and "owl" in chart.proto.spec  # the donkey is dropped in both runs
+    assert len(at.code) == 2 and "append" in at.code[0].value and "update" in at.code[1].value
