@@ -36,7 +36,6 @@ from streaming.config import (
     describe,
 )
 from streaming.export import pyspark_code
-from streaming.progress import breakdown_frame, progress_frame
 from streaming.query import Run
 from streaming.registry import DuplicateQueryError, QueryRegistry
 
@@ -425,12 +424,13 @@ def _feed_events(folder: str) -> pd.DataFrame:
     return lateness.feed_events(Path(folder))
 
 
-def _lateness_view(run: Run, summaries: list[dict[str, Any]]) -> None:
+def _lateness_view(run: Run) -> None:
     """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
     st.subheader("Why was it dropped?")
     if not isinstance(run.config.source, FeedSource) or run.config.aggregation == "none":
         st.caption("Event-by-event lateness is shown for replayed feeds, where the arrival of every event is known.")
         return
+    summaries = run.log.summaries()
     batches = lateness.file_batches(summaries)
     classified = lateness.classify(_feed_events(str(run.config.source.path)), batches, run.config.window_ms, run.config.slide_ms)
     numbers = lateness.drop_summary(classified, summaries)
@@ -452,21 +452,20 @@ def live_view(run: Run) -> None:
     It takes the :class:`Run`, not the registry, so a tick never touches
     state shared with other users.
     """
-    summaries = run.log.summaries()
-    progress, table = progress_frame(summaries), run.table.frame()
+    (progress, breakdown), table = run.log.frames(), run.table.frame()
     _status_row(run, progress)
     if run.status == "failed":
         st.error(f"Query {run.name} failed: {run.error}")
     figures = charts.live_figures(
         table,
         progress,
-        breakdown_frame(summaries),
+        breakdown,
         output_mode=run.config.output_mode,
         slide=pd.Timedelta(milliseconds=run.config.slide_ms),
     )
     _result_chart(run, figures["counts"])
     _late_and_state(figures)
-    _lateness_view(run, summaries)
+    _lateness_view(run)
     _engine_charts(figures)
     _details(run, table)
     show_code(run.config, key=f"lab_code_{run.name}")

@@ -19,8 +19,7 @@ overhead
     dashboard, noop, ... so drift in the machine's speed cancels out.
 poll cost
     Milliseconds of one refresh of the live view, as the live page's fragment
-    does it per tick (``table.frame()``, ``progress_frame`` and
-    ``breakdown_frame`` of ``log.summaries()``, and the figures of
+    does it per tick (``table.frame()``, ``log.frames()``, and the figures of
     ``streaming.charts.live_figures``) after 1 minute and after
     ``--minutes`` of an update-mode generator query; p50 and p95. The plotly
     JSON serialization ``st.plotly_chart`` adds is timed apart and reported as
@@ -305,13 +304,10 @@ def poll_once(run, serialize: bool) -> Poll:
     import pandas as pd
 
     from .charts import live_figures
-    from .progress import breakdown_frame, progress_frame
 
     started, cpu = time.perf_counter(), time.thread_time()
-    summaries = run.log.summaries()
-    progress = progress_frame(summaries)
+    progress, breakdown = run.log.frames()
     table = run.table.frame()
-    breakdown = breakdown_frame(summaries)
     framed = time.perf_counter()
     figures = live_figures(
         table, progress, breakdown, output_mode=run.config.output_mode, slide=pd.Timedelta(milliseconds=run.config.slide_ms)
@@ -659,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     registry = None
     try:
         registry = QueryRegistry(spark)
-        figures_note = "poll = table.frame + progress_frame + breakdown_frame + the live page's figures (charts.live_figures)"
+        figures_note = "poll = table.frame + log.frames + the live page's figures (charts.live_figures)"
         marks = [("1min", args.short_seconds), ("long", args.minutes * 60)]
         _note(f"live query: marks at {args.short_seconds:.0f} s and {args.minutes * 60:.0f} s")
         live = measure_live(

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 __all__ = [
     "NO_BATCHES",
@@ -114,9 +115,8 @@ def windowed_counts_figure(
         return empty_figure(title, f"{no_rows}: the result table is empty<br>({meaning})")
     palette = dict(colors) if colors is not None else key_colors(table["key"])
     step = slide if slide is not None else _window_step(table)
-    figure = go.Figure()
-    for key, rows in table.groupby("key", sort=True):
-        figure.add_trace(_key_trace(str(key), rows, palette.get(str(key)), step))
+    ordered = table.sort_values(["window_start", "window_end"], kind="stable")
+    figure = go.Figure([_key_trace(str(key), rows, palette.get(str(key)), step) for key, rows in ordered.groupby("key", sort=True)])
     figure.update_layout(
         title={"text": title, "subtitle": {"text": meaning}},
         xaxis_title="event time (window midpoint)", yaxis_title="count", legend_title="key", height=420,
@@ -135,9 +135,8 @@ def _window_step(table: pd.DataFrame) -> pd.Timedelta:
     return min([lengths.min(), *gaps[gaps > pd.Timedelta(0)]])
 
 
-def _key_trace(key: str, rows: pd.DataFrame, color: str | None, step: pd.Timedelta) -> go.Scatter:
-    """One key's windows at their midpoints; a ``None`` point breaks the line where windows are missing."""
-    rows = rows.sort_values(["window_start", "window_end"])
+def _key_trace(key: str, rows: pd.DataFrame, color: str | None, step: pd.Timedelta) -> dict[str, Any]:
+    """One key's windows (``rows``, in window order) at their midpoints; a ``None`` point breaks the line where windows are missing."""
     points: list[tuple[pd.Timestamp, int | None, str]] = []
     previous: pd.Timestamp | None = None
     for start, end, count in zip(pd.to_datetime(rows["window_start"]), pd.to_datetime(rows["window_end"]), rows["count"]):
@@ -147,11 +146,12 @@ def _key_trace(key: str, rows: pd.DataFrame, color: str | None, step: pd.Timedel
         points.append((middle, int(count), f"[{start:%H:%M:%S}, {end:%H:%M:%S})"))
         previous = start
     x, y, windows = (list(column) for column in zip(*points))
-    return go.Scatter(
-        x=x, y=y, name=key, mode="lines+markers", connectgaps=False,
-        line={"color": color}, marker={"color": color}, customdata=windows,
-        hovertemplate=f"{key}<br>window %{{customdata}}<br>count %{{y}}<extra></extra>",
-    )
+    # A plain trace dict with a datetime64 array: go.Figure validates it once, without walking Timestamps one by one.
+    return {
+        "type": "scatter", "x": np.array(x, dtype="datetime64[ns]"), "y": y, "name": key, "mode": "lines+markers",
+        "connectgaps": False, "line": {"color": color}, "marker": {"color": color}, "customdata": windows,
+        "hovertemplate": f"{key}<br>window %{{customdata}}<br>count %{{y}}<extra></extra>",
+    }
 
 
 def _batch_layout(figure: go.Figure, title: str, yaxis_title: str) -> go.Figure:
@@ -164,14 +164,17 @@ def drops_figure(progress: pd.DataFrame) -> go.Figure:
     title = "Late rows dropped by the watermark"
     if not _has_rows(progress, ("batch_id", "rows_dropped_by_watermark", "cumulative_rows_dropped")):
         return empty_figure(title)
-    figure = make_subplots(specs=[[{"secondary_y": True}]])
-    figure.add_trace(go.Bar(x=progress["batch_id"], y=progress["rows_dropped_by_watermark"], name="dropped in batch"), secondary_y=False)
-    figure.add_trace(
-        go.Scatter(x=progress["batch_id"], y=progress["cumulative_rows_dropped"], name="cumulative", mode="lines+markers"),
-        secondary_y=True,
+    batches = progress["batch_id"]
+    figure = go.Figure(
+        [
+            go.Bar(x=batches, y=progress["rows_dropped_by_watermark"], name="dropped in batch", yaxis="y"),
+            go.Scatter(x=batches, y=progress["cumulative_rows_dropped"], name="cumulative", mode="lines+markers", yaxis="y2"),
+        ],
+        layout={
+            "yaxis": {"rangemode": "tozero", "tickformat": ",d"},
+            "yaxis2": {"title": {"text": "cumulative"}, "overlaying": "y", "side": "right", "showgrid": False, "rangemode": "tozero", "tickformat": ",d"},
+        },
     )
-    figure.update_yaxes(rangemode="tozero", tickmode="auto", tickformat=",d")
-    figure.update_yaxes(title_text="cumulative", secondary_y=True, showgrid=False)
     return _batch_layout(figure, title, "dropped in batch")
 
 
@@ -180,16 +183,25 @@ def state_figure(progress: pd.DataFrame) -> go.Figure:
     title = "State: rows and memory per batch"
     if not _has_rows(progress, ("batch_id", "state_rows_total", "state_rows_updated", "state_memory_bytes")):
         return empty_figure(title)
-    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
-    for column, label in (("state_rows_total", "rows total"), ("state_rows_updated", "rows updated"), ("state_rows_removed", "rows removed")):
-        if column in progress.columns:
-            figure.add_trace(go.Scatter(x=progress["batch_id"], y=progress[column], name=label, mode="lines+markers"), row=1, col=1)
-    figure.add_trace(go.Bar(x=progress["batch_id"], y=progress["state_memory_bytes"], name="memory (bytes)"), row=2, col=1)
-    figure.update_yaxes(title_text="rows", row=1, col=1)
-    figure.update_yaxes(title_text="bytes", row=2, col=1)
-    figure.update_xaxes(title_text="batch", row=2, col=1)
-    figure.update_layout(title=title, height=420, hovermode="x unified")
-    return figure
+    batches = progress["batch_id"]
+    rows = [
+        go.Scatter(x=batches, y=progress[column], name=label, mode="lines+markers", yaxis="y")
+        for column, label in (("state_rows_total", "rows total"), ("state_rows_updated", "rows updated"), ("state_rows_removed", "rows removed"))
+        if column in progress.columns
+    ]
+    memory = go.Bar(x=batches, y=progress["state_memory_bytes"], name="memory (bytes)", xaxis="x2", yaxis="y2")
+    return go.Figure(
+        [*rows, memory],
+        layout={
+            "title": {"text": title},
+            "height": 420,
+            "hovermode": "x unified",
+            "yaxis": {"title": {"text": "rows"}, "domain": [0.54, 1.0]},
+            "yaxis2": {"title": {"text": "bytes"}, "domain": [0.0, 0.46]},
+            "xaxis": {"anchor": "y", "matches": "x2", "showticklabels": False},
+            "xaxis2": {"anchor": "y2", "title": {"text": "batch"}},
+        },
+    )
 
 
 def rates_figure(progress: pd.DataFrame) -> go.Figure:

@@ -136,20 +136,33 @@ class ProgressLog:
 
     Once ``run_id`` is set (after the query starts), progress of any other run
     is ignored: a name can be reused by a later run on the same session.
+    :meth:`frames` folds only the batches added since its last call, so a
+    refresh costs the same after hours of batches as after a minute.
     """
 
     def __init__(self) -> None:
         self.run_id: str | None = None
         self._summaries: dict[int, dict[str, Any]] = {}
+        self._order: list[int] = []
+        self._reordered = False
         self._latest: dict[str, Any] | None = None
         self._lock = threading.Lock()
+        self._frames_lock = threading.Lock()
+        self._framed = 0
+        self._progress: pd.DataFrame | None = None
+        self._breakdown: pd.DataFrame | None = None
 
     def add(self, progress: Mapping[str, Any]) -> None:
         if self.run_id is not None and progress.get("runId") != self.run_id:
             return
         summary = summarize(progress)
+        batch = summary["batch_id"]
         with self._lock:
-            self._summaries[summary["batch_id"]] = summary
+            if batch in self._summaries or (self._order and batch < self._order[-1]):
+                self._reordered = True
+            if batch not in self._summaries:
+                self._order.append(batch)
+            self._summaries[batch] = summary
             self._latest = dict(progress)
 
     @property
@@ -165,6 +178,32 @@ class ProgressLog:
     def summaries(self) -> list[dict[str, Any]]:
         with self._lock:
             return [self._summaries[batch] for batch in sorted(self._summaries)]
+
+    def _unframed(self) -> tuple[list[dict[str, Any]], bool]:
+        """The summaries not yet folded into the frames, and whether the frames must start over."""
+        with self._lock:
+            restart = self._reordered
+            if restart:
+                self._order.sort()
+                self._reordered = False
+                self._framed = 0
+            pending = [self._summaries[batch] for batch in self._order[self._framed :]]
+            self._framed = len(self._order)
+        return pending, restart
+
+    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``(progress_frame, breakdown_frame)`` of every batch so far; treat them as read-only."""
+        with self._frames_lock:
+            pending, restart = self._unframed()
+            if restart or self._progress is None:
+                self._progress, self._breakdown = progress_frame(pending), breakdown_frame(pending)
+            elif pending:
+                added = progress_frame(pending)
+                progress = pd.concat([self._progress, added], ignore_index=True)
+                progress["cumulative_rows_dropped"] = progress["rows_dropped_by_watermark"].cumsum()
+                self._progress = progress
+                self._breakdown = pd.concat([self._breakdown, breakdown_frame(pending)], ignore_index=True)
+            return self._progress, self._breakdown
 
     def __len__(self) -> int:
         with self._lock:

@@ -247,3 +247,27 @@ def test_listener_routes_by_query_name() -> None:
     listener.unregister("mine")
     listener.onQueryProgress(event(canned(2, name="mine")))
     assert mine.last_batch_id == 1
+
+
+def test_log_frames_fold_new_batches_and_equal_a_full_rebuild() -> None:
+    log = ProgressLog()
+    drops = {1: 2, 3: 1, 6: 4}
+
+    def add(batch: int) -> None:
+        log.add(canned(batch, stateOperators=[{"numRowsTotal": batch, "numRowsDroppedByWatermark": drops.get(batch, 0)}]))
+
+    def assert_matches_rebuild() -> None:
+        progress, breakdown = log.frames()
+        pd.testing.assert_frame_equal(progress, progress_frame(log.summaries()))
+        pd.testing.assert_frame_equal(breakdown, breakdown_frame(log.summaries()))
+
+    for batch in range(4):
+        add(batch)
+    assert_matches_rebuild()
+    for batch in range(4, 8):
+        add(batch)
+    assert_matches_rebuild()
+    assert list(log.frames()[0]["cumulative_rows_dropped"]) == [0, 2, 2, 3, 3, 3, 7, 7]
+    add(0)  # Spark can report batch 0 twice: the frames start over
+    assert_matches_rebuild()
+    assert len(log.frames()[0]) == 8
