@@ -1,7 +1,7 @@
 """Side-by-side comparison: 2–4 query configurations replayed on the same feed.
 
-:func:`compare` runs every config to idle on the shared session (concurrently
-by default, as :func:`streaming.tune.tune` does) and returns, per config, the
+:func:`compare` runs every config to idle on the shared session (one after
+another by default, as :func:`streaming.tune.tune` does) and returns, per config, the
 final result table, the progress frame and one summary row measured exactly as
 a watermark sweep measures a delay (:func:`streaming.tune.measure`).
 

@@ -212,6 +212,17 @@ def test_sweep_is_monotone_and_recommends_the_smallest_delay(sweep):
         assert both["emit_batch_s"].notna().all() and (both["emit_batch_s"] <= both["emit_batch_l"]).all()
 
 
+def test_concurrent_sweep_measures_the_same(registry, sweep_feed, sweep):
+    concurrent = tune(registry, sweep_feed, window="1 minute", delays=["1m", "0", "20 seconds"], target=0.99, concurrent=True)
+    assert concurrent.concurrent is True and sweep.concurrent is False
+
+    def measured(result) -> list[dict]:
+        return [{k: v for k, v in row.items() if k != "mean_batch_duration_ms"} for row in result.to_json()["delays"]]
+
+    assert measured(concurrent) == measured(sweep)
+    assert concurrent.recommended == sweep.recommended
+
+
 def test_sweep_counts_are_consistent(sweep):
     exact_total = int(sweep.exact["count"].sum())
     for outcome in sweep.outcomes:
