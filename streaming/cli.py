@@ -61,10 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     spark = get_session()
-    registry = QueryRegistry(spark)
-    outcome = replay(
-        registry, args.feed_dir, window=args.window, slide=args.slide, watermark=args.watermark, output_mode=args.output_mode
-    )
+    try:
+        outcome = replay(
+            QueryRegistry(spark), args.feed_dir, window=args.window, slide=args.slide, watermark=args.watermark, output_mode=args.output_mode
+        )
+    finally:
+        spark.stop()
     _print_replay(outcome)
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
@@ -134,10 +136,13 @@ def _tune_main(args) -> int:
     from .session import get_session
     from .tune import tune
 
-    registry = QueryRegistry(get_session())
-    outcome = tune(
-        registry, args.feed_dir, window=args.window, slide=args.slide, delays=delays, target=target, concurrent=args.concurrent
-    )
+    spark = get_session()
+    try:
+        outcome = tune(
+            QueryRegistry(spark), args.feed_dir, window=args.window, slide=args.slide, delays=delays, target=target, concurrent=args.concurrent
+        )
+    finally:
+        spark.stop()
     print(_tune_table(outcome))
     mode = "concurrently" if outcome.concurrent else "one after another"
     print(
