@@ -195,7 +195,7 @@ class ProgressLog:
         """``(progress_frame, breakdown_frame)`` of every batch so far; treat them as read-only."""
         with self._frames_lock:
             pending, restart = self._unframed()
-            if restart or self._progress is None:
+            if restart or self._progress is None or self._progress.empty:
                 self._progress, self._breakdown = progress_frame(pending), breakdown_frame(pending)
             elif pending:
                 added = progress_frame(pending)

@@ -261,9 +261,11 @@ def test_log_frames_fold_new_batches_and_equal_a_full_rebuild() -> None:
         pd.testing.assert_frame_equal(progress, progress_frame(log.summaries()))
         pd.testing.assert_frame_equal(breakdown, breakdown_frame(log.summaries()))
 
+    assert log.frames()[0].empty  # a refresh before the first batch
     for batch in range(4):
         add(batch)
     assert_matches_rebuild()
+    assert str(log.frames()[0]["watermark"].dtype) == "datetime64[ns]"
     for batch in range(4, 8):
         add(batch)
     assert_matches_rebuild()
