@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .durations import format_duration, parse_duration
-from .sources import TIME_FORMAT, feed_files, feed_header
+from .durations import parse_duration
+from .query import windowed_counts
+from .results import ResultTable
+from .sources import event_columns, feed_files, feed_schema
 
 __all__ = ["exact_counts"]
 
@@ -19,38 +21,22 @@ __all__ = ["exact_counts"]
 def exact_counts(spark, feed_dir: Path, window: str, slide: str | None = None) -> pd.DataFrame:
     """Windowed count per key over all well-formed rows of ``feed_dir`` with Spark's batch engine.
 
-    Columns ``window_start, window_end, key, count`` (UTC-naive timestamps),
+    The rows are parsed and counted by the same expressions as the streaming
+    query, and folded into a complete-mode :class:`~streaming.results.ResultTable`:
+    columns ``window_start, window_end, key, count`` (UTC-naive timestamps),
     sorted; malformed rows are left out, as the streaming query leaves them out.
     """
     from pyspark.sql import functions as F
 
-    header = feed_header(Path(feed_dir))
-    schema = ", ".join(f"`{name}` string" for name in header)
     window_ms = parse_duration(window, field="window")
     slide_ms = parse_duration(slide, field="slide") if slide is not None else window_ms
     rows = (
-        spark.read.schema(schema)
+        spark.read.schema(feed_schema(Path(feed_dir)))
         .option("header", True)
         .csv([str(path) for path in feed_files(Path(feed_dir))])
-        .select(
-            F.try_to_timestamp(F.trim("event_time"), F.lit(TIME_FORMAT)).alias("event_time"),
-            F.nullif(F.trim("key"), F.lit("")).alias("key"),
-        )
+        .select(*event_columns("event_time", "key"))
         .where(F.col("event_time").isNotNull() & F.col("key").isNotNull())
     )
-    counts = (
-        rows.groupBy(F.window("event_time", format_duration(window_ms), format_duration(slide_ms)).alias("window"), "key")
-        .count()
-        .select(
-            F.unix_micros(F.col("window.start")).alias("window_start"),
-            F.unix_micros(F.col("window.end")).alias("window_end"),
-            "key",
-            "count",
-        )
-        .collect()
-    )
-    frame = pd.DataFrame([tuple(row) for row in counts], columns=["window_start", "window_end", "key", "count"])
-    for column in ("window_start", "window_end"):
-        frame[column] = pd.to_datetime(frame[column].astype("int64"), unit="us")
-    frame["count"] = frame["count"].astype("int64")
-    return frame.sort_values(["window_start", "window_end", "key"], ignore_index=True)
+    table = ResultTable("complete")
+    table.apply(0, [tuple(row) for row in windowed_counts(rows, window_ms, slide_ms).collect()])
+    return table.frame()

@@ -24,7 +24,7 @@ from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .sources import FeedReplayer, input_frame
 
-__all__ = ["Run", "RunStatus", "build_frame", "start_run", "INPUT_METRICS"]
+__all__ = ["Run", "RunStatus", "build_frame", "start_run", "windowed_counts", "INPUT_METRICS"]
 
 RunStatus = Literal["active", "finished", "stopped", "failed"]
 INPUT_METRICS = "input"
@@ -50,16 +50,23 @@ def build_frame(spark, config: QueryConfig, staging: Path, now_ms: int):
         frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
     if config.aggregation == "none":
         return frame.select(F.unix_micros("event_time").alias("event_time"), "key"), feeder
-    window = F.window("event_time", format_duration(config.window_ms), format_duration(config.slide_ms))
-    counts = frame.groupBy(window.alias("window"), "key").count()
+    return windowed_counts(frame, config.window_ms, config.slide_ms), feeder
+
+
+def windowed_counts(frame, window_ms: int, slide_ms: int):
+    """Count per ``key`` and event-time window ``[start, end)``: ``window_start``/``window_end`` in epoch microseconds, ``key``, ``count``."""
+    from pyspark.sql import functions as F
+
+    window = F.window("event_time", format_duration(window_ms), format_duration(slide_ms))
     return (
-        counts.select(
+        frame.groupBy(window.alias("window"), "key")
+        .count()
+        .select(
             F.unix_micros(F.col("window.start")).alias("window_start"),
             F.unix_micros(F.col("window.end")).alias("window_end"),
             "key",
             "count",
-        ),
-        feeder,
+        )
     )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .config import FeedSource, GeneratorSource, RateMicroBatchSource, RateSource, SocketSource, Source
 
-__all__ = ["FeedReplayer", "LineServer", "feed_files", "feed_header", "generator_columns", "input_frame", "TIME_FORMAT"]
+__all__ = ["FeedReplayer", "LineServer", "event_columns", "feed_files", "feed_header", "feed_schema", "generator_columns", "input_frame", "TIME_FORMAT"]
 
 TIME_FORMAT = "yyyy-MM-dd HH:mm:ss"
 
@@ -163,11 +163,23 @@ class LineServer:
         self._server.close()
 
 
-def _feed_frame(spark, source: FeedSource, staging: Path):
+def feed_schema(folder: Path) -> str:
+    """The feed's columns as a Spark schema, every column a string (parsed by :func:`event_columns`)."""
+    return ", ".join(f"`{name}` string" for name in feed_header(folder))
+
+
+def event_columns(event_time, key) -> list:
+    """``event_time`` (null when it does not parse as ``TIME_FORMAT``) and ``key`` (null when empty) from raw text columns."""
     from pyspark.sql import functions as F
 
-    header = feed_header(source.path)
-    schema = ", ".join(f"`{name}` string" for name in header)
+    return [
+        F.try_to_timestamp(F.trim(event_time), F.lit(TIME_FORMAT)).alias("event_time"),
+        F.nullif(F.trim(key), F.lit("")).alias("key"),
+    ]
+
+
+def _feed_frame(spark, source: FeedSource, staging: Path):
+    schema = feed_schema(source.path)
     replayer = FeedReplayer(feed_files(source.path), staging, source.seconds_per_file)
     raw = (
         spark.readStream.schema(schema)
@@ -176,11 +188,7 @@ def _feed_frame(spark, source: FeedSource, staging: Path):
         .option("mode", "PERMISSIVE")
         .csv(str(staging))
     )
-    frame = raw.select(
-        F.try_to_timestamp(F.trim("event_time"), F.lit(TIME_FORMAT)).alias("event_time"),
-        F.nullif(F.trim("key"), F.lit("")).alias("key"),
-    )
-    return frame, replayer
+    return raw.select(*event_columns("event_time", "key")), replayer
 
 
 def _socket_frame(spark, source: SocketSource):
@@ -195,8 +203,10 @@ def _socket_frame(spark, source: SocketSource):
         .option("port", server.port)
         .load()
         .select(
-            F.try_to_timestamp(F.trim(F.try_element_at(fields, F.lit(header.index("event_time") + 1))), F.lit(TIME_FORMAT)).alias("event_time"),
-            F.nullif(F.trim(F.try_element_at(fields, F.lit(header.index("key") + 1))), F.lit("")).alias("key"),
+            *event_columns(
+                F.try_element_at(fields, F.lit(header.index("event_time") + 1)),
+                F.try_element_at(fields, F.lit(header.index("key") + 1)),
+            )
         )
     )
     return frame, server
