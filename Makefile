@@ -1,11 +1,12 @@
 # Two entry points: `make run` serves the dashboard, `make test` runs the suite.
+# `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmark.
 # Both create .venv from the pinned requirements.txt first (once, and again when it changes).
 
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test bench java
+.PHONY: run test lint bench java
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,5 +23,9 @@ run: $(STAMP) java
 test: $(STAMP) java
 	$(VENV)/bin/python -m pytest
 
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
 bench: $(STAMP) java
-	$(VENV)/bin/python -m streaming.bench $(BENCH_ARGS)
+	$(VENV)/bin/python -m benchmarks.bench $(BENCH_ARGS)

@@ -1,10 +1,15 @@
-"""Streaming Lab's engine-facing library: configure, run and observe Spark Structured Streaming queries.
+"""Streaming Lab's library: configure, run, observe and measure Spark Structured Streaming queries.
 
-No Streamlit here: a notebook or a CLI uses it the same way the dashboard does.
+Layered, each layer importing only those below it: ``engine`` (configuration,
+sources, queries, results, progress, session), ``analysis`` (exact answer,
+lateness, measures, tuning, comparison), ``charts`` (pure Plotly figures), and
+``export`` and ``cli`` on top. No Streamlit here: a notebook or the CLI uses it
+the same way the dashboard does.
 """
 
-from .config import ConfigError, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
-from .durations import DurationError, format_duration, parse_duration
+from .engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from .engine.durations import DurationError, format_duration, parse_duration
+from .engine.errors import ConfigError
 
 __all__ = [
     "ConfigError",

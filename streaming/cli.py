@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from .config import OUTPUT_MODES, ConfigError
+from .engine.config import OUTPUT_MODES
+from .engine.errors import ConfigError
 
 __all__ = ["main", "parser"]
 
@@ -38,16 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "tune":
         return _tune_main(args)
-    from .registry import QueryRegistry
-    from .runner import replay
-    from .session import get_session
+    from .engine.registry import QueryRegistry
+    from .engine.runner import replay
+    from .engine.session import get_session
 
     if not args.feed_dir.is_dir():
         print(f"error: feed_dir: {str(args.feed_dir)!r} is not a folder", file=sys.stderr)
         return 2
     try:
-        from .config import FeedSource, QueryConfig
-        from .sources import feed_header
+        from .engine.config import FeedSource, QueryConfig
 
         QueryConfig(
             FeedSource(args.feed_dir, seconds_per_file=0),
@@ -56,8 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             watermark=args.watermark,
             output_mode=args.output_mode,
         )
-        feed_header(args.feed_dir)  # ValueError naming source.path when event_time or key is missing
-    except (ConfigError, ValueError) as err:
+    except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     spark = get_session()
@@ -114,8 +113,8 @@ def _tune_table(outcome) -> str:
 
 
 def _tune_main(args) -> int:
-    from .config import FeedSource, QueryConfig
-    from .tune import canonical_delays, check_target
+    from .analysis.tune import canonical_delays, check_target
+    from .engine.config import FeedSource, QueryConfig
 
     if not args.feed_dir.is_dir():
         print(f"error: feed_dir: {str(args.feed_dir)!r} is not a folder", file=sys.stderr)
@@ -132,9 +131,9 @@ def _tune_main(args) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    from .registry import QueryRegistry
-    from .session import get_session
-    from .tune import tune
+    from .analysis.tune import tune
+    from .engine.registry import QueryRegistry
+    from .engine.session import get_session
 
     spark = get_session()
     try:

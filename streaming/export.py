@@ -1,19 +1,19 @@
-"""Export a :class:`~streaming.config.QueryConfig` as self-contained PySpark code.
+"""Export a :class:`~streaming.engine.config.QueryConfig` as self-contained PySpark code.
 
 :func:`pyspark_code` returns the source of a Python program that builds the same
-query as :func:`streaming.query.build_frame` -- source, malformed-row filter,
+query as :func:`streaming.engine.query.build_frame` -- source, malformed-row filter,
 watermark, window, aggregation, output mode, trigger -- on its own
 SparkSession, ready to paste into a notebook or to run with ``python`` or
 ``spark-submit``. It imports only ``pyspark`` and the standard library.
 
-* A **feed** source is replayed the way :mod:`streaming.runner` does it: the
+* A **feed** source is replayed the way :mod:`streaming.engine.runner` does it: the
   feed's files are copied in name order, one at a time, into a temporary
   staging folder with increasing modification times (``maxFilesPerTrigger=1``:
   one file, one micro-batch), and the program waits with
   ``processAllAvailable()`` after each. A ``foreachBatch`` sink folds the output
   into the result table as the output mode defines it, and at the end the
   program prints it as one line ``RESULT <json>``: the records of
-  :meth:`streaming.runner.Replay.result_records`.
+  :meth:`streaming.engine.runner.Replay.result_records`.
 * The unbounded sources (generator, rate, rate-micro-batch, socket) get the same
   query with a console sink and ``awaitTermination()``.
 
@@ -25,13 +25,16 @@ string), never spliced into code or comments as raw text.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
-from .durations import format_duration, parse_duration
-from .sources import TIME_FORMAT, feed_header
+from .engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from .engine.durations import format_duration, parse_duration
+from .engine.feeds import TIME_PATTERN, feed_header
 
-__all__ = ["pyspark_code", "RESULT_PREFIX"]
+__all__ = ["RESULT_PREFIX", "pyspark_code"]
 
 RESULT_PREFIX = "RESULT "
 """The exported feed program prints its result table on one line starting with this."""
@@ -44,7 +47,7 @@ def _lit(value: object) -> str:
     if isinstance(value, int):
         return repr(int(value))
     if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else f"float({ascii(repr(value))})"
+        return repr(value) if math.isfinite(value) else f"float({repr(value)!a})"
     if isinstance(value, Path):
         return ascii(str(value))
     if isinstance(value, str):
@@ -114,52 +117,59 @@ def _imports(config: QueryConfig) -> str:
     )
 
 
+def _feed_settings(source: FeedSource) -> list[str]:
+    return [
+        f"FEED = pathlib.Path({_lit(source.path.resolve())})  # folder of CSV files with event_time and key columns",
+        f"SECONDS_PER_FILE = {_lit(source.seconds_per_file)}  # pause between files (0: as soon as Spark is idle)",
+        f"TIME_FORMAT = {_lit(TIME_PATTERN)}  # how event_time is written in the files (read as UTC)",
+    ]
+
+
+def _generator_settings(source: GeneratorSource) -> list[str]:
+    return [
+        f"EVENTS_PER_SECOND = {_lit(source.events_per_second)}",
+        f"KEYS = {_lit(source.keys)}  # events are spread over key-0 .. key-{source.keys - 1}",
+        f"MAX_LAG_MS = {_lit(source.max_lag_ms)}  # event time lags arrival by 0 .. MAX_LAG_MS (out-of-order events)",
+        f"LATE_SHARE = {_lit(source.late_share)}  # share of events that are very late ...",
+        f"LATE_DELAY_MS = {_lit(source.late_delay_ms)}  # ... by this much more",
+        f"SEED = {_lit(source.seed)}  # same seed, same events",
+    ]
+
+
+def _rate_settings(source: RateSource) -> list[str]:
+    return [
+        f"ROWS_PER_SECOND = {_lit(source.rows_per_second)}",
+        f"KEYS = {_lit(source.keys)}  # rows are spread over key-0 .. key-{source.keys - 1}",
+    ]
+
+
+def _rate_micro_batch_settings(source: RateMicroBatchSource) -> list[str]:
+    return [
+        f"ROWS_PER_BATCH = {_lit(source.rows_per_batch)}",
+        f"ADVANCE_MS = {_lit(source.advance_ms)}  # event time advances this much per micro-batch",
+        f"KEYS = {_lit(source.keys)}  # rows are spread over key-0 .. key-{source.keys - 1}",
+    ]
+
+
+def _socket_settings(source: SocketSource) -> list[str]:
+    header = feed_header(source.path)
+    return [
+        "# The socket source reads text lines from a TCP server; Spark connects to it as a client.",
+        "# Start a line server before running this, e.g. in a terminal:",
+        "#     nc -lk 9999",
+        "# and type or paste CSV lines such as `2024-03-04 09:00:01,home` into it, or pipe a",
+        "# feed's data lines in:  tail -q -n +2 FEED_FOLDER/*.csv | nc -lk 9999",
+        f"HOST = {_lit('127.0.0.1')}",
+        f"PORT = {_lit(9999)}",
+        f"EVENT_TIME_FIELD = {_lit(header.index('event_time') + 1)}  # 1-based position of event_time in a line",
+        f"KEY_FIELD = {_lit(header.index('key') + 1)}  # 1-based position of key in a line",
+        f"TIME_FORMAT = {_lit(TIME_PATTERN)}  # how event_time is written (read as UTC)",
+        f"FEED = {_lit(str(source.path.resolve()))}  # the feed this query was configured with",
+    ]
+
+
 def _settings(config: QueryConfig) -> str:
-    lines = [_rule('The query, as configured in Streaming Lab')]
-    source = config.source
-    if isinstance(source, FeedSource):
-        lines += [
-            f"FEED = pathlib.Path({_lit(source.path.resolve())})  # folder of CSV files with event_time and key columns",
-            f"SECONDS_PER_FILE = {_lit(source.seconds_per_file)}  # pause between files (0: as soon as Spark is idle)",
-            f"TIME_FORMAT = {_lit(TIME_FORMAT)}  # how event_time is written in the files (read as UTC)",
-        ]
-    elif isinstance(source, GeneratorSource):
-        lines += [
-            f"EVENTS_PER_SECOND = {_lit(source.events_per_second)}",
-            f"KEYS = {_lit(source.keys)}  # events are spread over key-0 .. key-{source.keys - 1}",
-            f"MAX_LAG_MS = {_lit(source.max_lag_ms)}  # event time lags arrival by 0 .. MAX_LAG_MS (out-of-order events)",
-            f"LATE_SHARE = {_lit(source.late_share)}  # share of events that are very late ...",
-            f"LATE_DELAY_MS = {_lit(source.late_delay_ms)}  # ... by this much more",
-            f"SEED = {_lit(source.seed)}  # same seed, same events",
-        ]
-    elif isinstance(source, RateSource):
-        lines += [
-            f"ROWS_PER_SECOND = {_lit(source.rows_per_second)}",
-            f"KEYS = {_lit(source.keys)}  # rows are spread over key-0 .. key-{source.keys - 1}",
-        ]
-    elif isinstance(source, RateMicroBatchSource):
-        lines += [
-            f"ROWS_PER_BATCH = {_lit(source.rows_per_batch)}",
-            f"ADVANCE_MS = {_lit(source.advance_ms)}  # event time advances this much per micro-batch",
-            f"KEYS = {_lit(source.keys)}  # rows are spread over key-0 .. key-{source.keys - 1}",
-        ]
-    elif isinstance(source, SocketSource):
-        header = feed_header(source.path)
-        lines += [
-            "# The socket source reads text lines from a TCP server; Spark connects to it as a client.",
-            "# Start a line server before running this, e.g. in a terminal:",
-            "#     nc -lk 9999",
-            "# and type or paste CSV lines such as `2024-03-04 09:00:01,home` into it, or pipe a",
-            "# feed's data lines in:  tail -q -n +2 FEED_FOLDER/*.csv | nc -lk 9999",
-            f"HOST = {_lit('127.0.0.1')}",
-            f"PORT = {_lit(9999)}",
-            f"EVENT_TIME_FIELD = {_lit(header.index('event_time') + 1)}  # 1-based position of event_time in a line",
-            f"KEY_FIELD = {_lit(header.index('key') + 1)}  # 1-based position of key in a line",
-            f"TIME_FORMAT = {_lit(TIME_FORMAT)}  # how event_time is written (read as UTC)",
-            f"FEED = {_lit(str(source.path.resolve()))}  # the feed this query was configured with",
-        ]
-    else:  # pragma: no cover - QueryConfig refuses other sources
-        raise TypeError(f"source: unsupported source {source!r}")
+    lines = [_rule('The query, as configured in Streaming Lab'), *_CODE[type(config.source)].settings(config.source)]
     if config.aggregation == "count":
         lines.append(f"WINDOW = {_lit(format_duration(config.window_ms))}  # window length")
         if config.slide is not None:
@@ -197,114 +207,141 @@ def _session() -> str:
 
 # --------------------------------------------------------------------------- sources
 
+def _feed_source(source: FeedSource) -> str:
+    return _block(
+        _rule('Source: the feed, replayed one file per micro-batch'),
+        "# Spark's file source picks up files that appear in a folder. The feed's files are",
+        "# copied, in name order, one at a time into a private staging folder, each with a",
+        "# later modification time than the one before; with maxFilesPerTrigger=1 every file",
+        "# becomes exactly one micro-batch.",
+        "FILES = sorted(FEED.glob('*.csv'))",
+        "if not FILES:",
+        "    raise SystemExit(f'{FEED}: no .csv files')",
+        "with FILES[0].open(newline='') as handle:",
+        "    HEADER = [name.strip() for name in next(csv.reader(handle), [])]",
+        "if not {'event_time', 'key'} <= set(HEADER):",
+        "    raise SystemExit(f'{FEED}: header {HEADER} lacks event_time or key')",
+        "",
+        "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-'))",
+        "STAGING = WORKDIR / 'staging'",
+        "CHECKPOINT = WORKDIR / 'checkpoint'  # where Spark keeps offsets and window state",
+        "STAGING.mkdir()",
+        "BASE_MTIME = time.time()",
+        "",
+        "",
+        "def stage(index):",
+        '    """Copy file `index` into the staging folder atomically, with a strictly increasing mtime."""',
+        "    source = FILES[index]",
+        "    target = STAGING / f'{index:06d}-{source.name}'",
+        "    partial = STAGING / f'.{target.name}.partial'  # names starting with '.' are ignored by Spark",
+        "    shutil.copyfile(source, partial)",
+        "    mtime = BASE_MTIME + index",
+        "    os.utime(partial, (mtime, mtime))",
+        "    os.replace(partial, target)",
+        "",
+        "",
+        "# Every column is read as a string and parsed here, so a malformed value becomes null",
+        "# instead of failing the query.",
+        "raw = (",
+        "    spark.readStream.schema(StructType([StructField(name, StringType()) for name in HEADER]))",
+        "    .option('header', True)",
+        "    .option('maxFilesPerTrigger', 1)",
+        "    .option('mode', 'PERMISSIVE')",
+        "    .csv(str(STAGING))",
+        ")",
+        "events = raw.select(",
+        "    F.try_to_timestamp(F.trim('event_time'), F.lit(TIME_FORMAT)).alias('event_time'),",
+        "    F.nullif(F.trim('key'), F.lit('')).alias('key'),",
+        ")",
+    )
+
+
+def _socket_source(source: SocketSource) -> str:
+    return _block(
+        _rule('Source: lines from a TCP socket'),
+        "# Each line is one event, `event_time,key` (comma-separated); the socket source is",
+        "# for experiments only: it keeps no offsets, so a restarted query cannot replay.",
+        "lines = spark.readStream.format('socket').option('host', HOST).option('port', PORT).load()",
+        "fields = F.split(F.col('value'), ',')",
+        "events = lines.select(",
+        "    F.try_to_timestamp(F.trim(F.try_element_at(fields, F.lit(EVENT_TIME_FIELD))), F.lit(TIME_FORMAT)).alias('event_time'),",
+        "    F.nullif(F.trim(F.try_element_at(fields, F.lit(KEY_FIELD))), F.lit('')).alias('key'),",
+        ")",
+    )
+
+
+def _generator_source(source: GeneratorSource) -> str:
+    return _block(
+        _rule("Source: synthetic events from Spark's rate source"),
+        "# The rate source emits rows (timestamp, value) with value = 0, 1, 2, ... as they",
+        "# arrive. Each event's event time lags its arrival by a pseudo-random amount derived",
+        "# from its value (out-of-order events); a LATE_SHARE of events lags by LATE_DELAY_MS",
+        "# more (very late events, which a short watermark drops).",
+        "rate = spark.readStream.format('rate').option('rowsPerSecond', EVENTS_PER_SECOND).load()",
+        "value = F.col('value')",
+        "lag_ms = F.pmod(F.xxhash64(F.lit(SEED), value), F.lit(MAX_LAG_MS + 1))",
+        "is_late = F.pmod(F.xxhash64(F.lit(SEED + 1), value), F.lit(1_000_000)) < F.lit(int(LATE_SHARE * 1_000_000))",
+        "extra_ms = F.when(is_late, F.lit(LATE_DELAY_MS)).otherwise(F.lit(0))",
+        "event_ms = F.unix_millis(F.col('timestamp')) - lag_ms - extra_ms",
+        "events = rate.select(",
+        "    F.timestamp_millis(event_ms).alias('event_time'),",
+        "    F.concat(F.lit('key-'), F.pmod(F.xxhash64(F.lit(SEED + 2), value), F.lit(KEYS)).cast('string')).alias('key'),",
+        ")",
+    )
+
+
+def _rate_source(source: RateSource) -> str:
+    return _block(
+        _rule("Source: Spark's rate source"),
+        "# Rows (timestamp, value) arrive at ROWS_PER_SECOND; the event time is the arrival",
+        "# time, so events are in order and never late.",
+        "rate = spark.readStream.format('rate').option('rowsPerSecond', ROWS_PER_SECOND).load()",
+        "events = rate.select(",
+        "    F.col('timestamp').alias('event_time'),",
+        "    F.concat(F.lit('key-'), F.pmod(F.col('value'), F.lit(KEYS)).cast('string')).alias('key'),",
+        ")",
+    )
+
+
+def _rate_micro_batch_source(source: RateMicroBatchSource) -> str:
+    return _block(
+        _rule("Source: Spark's rate-micro-batch source"),
+        "# Every micro-batch gets ROWS_PER_BATCH rows, and event time advances ADVANCE_MS per",
+        "# batch from now, however long a batch takes.",
+        "rate = (",
+        "    spark.readStream.format('rate-micro-batch')",
+        "    .option('rowsPerBatch', ROWS_PER_BATCH)",
+        "    .option('advanceMillisPerBatch', ADVANCE_MS)",
+        "    .option('startTimestamp', int(time.time() * 1000))",
+        "    .load()",
+        ")",
+        "events = rate.select(",
+        "    F.col('timestamp').alias('event_time'),",
+        "    F.concat(F.lit('key-'), F.pmod(F.col('value'), F.lit(KEYS)).cast('string')).alias('key'),",
+        ")",
+    )
+
+
+@dataclass(frozen=True)
+class _SourceCode:
+    """How the exported code names, configures and reads one kind of source."""
+
+    settings: Callable[[Any], list[str]]
+    source: Callable[[Any], str]
+
+
+_CODE: dict[type, _SourceCode] = {
+    FeedSource: _SourceCode(_feed_settings, _feed_source),
+    GeneratorSource: _SourceCode(_generator_settings, _generator_source),
+    RateSource: _SourceCode(_rate_settings, _rate_source),
+    RateMicroBatchSource: _SourceCode(_rate_micro_batch_settings, _rate_micro_batch_source),
+    SocketSource: _SourceCode(_socket_settings, _socket_source),
+}
+"""One entry per kind of :data:`~streaming.engine.config.Source`."""
+
+
 def _source(config: QueryConfig) -> str:
-    source = config.source
-    if isinstance(source, FeedSource):
-        return _block(
-            _rule('Source: the feed, replayed one file per micro-batch'),
-            "# Spark's file source picks up files that appear in a folder. The feed's files are",
-            "# copied, in name order, one at a time into a private staging folder, each with a",
-            "# later modification time than the one before; with maxFilesPerTrigger=1 every file",
-            "# becomes exactly one micro-batch.",
-            "FILES = sorted(FEED.glob('*.csv'))",
-            "if not FILES:",
-            "    raise SystemExit(f'{FEED}: no .csv files')",
-            "with FILES[0].open(newline='') as handle:",
-            "    HEADER = [name.strip() for name in next(csv.reader(handle), [])]",
-            "if not {'event_time', 'key'} <= set(HEADER):",
-            "    raise SystemExit(f'{FEED}: header {HEADER} lacks event_time or key')",
-            "",
-            "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-'))",
-            "STAGING = WORKDIR / 'staging'",
-            "CHECKPOINT = WORKDIR / 'checkpoint'  # where Spark keeps offsets and window state",
-            "STAGING.mkdir()",
-            "BASE_MTIME = time.time()",
-            "",
-            "",
-            "def stage(index):",
-            '    """Copy file `index` into the staging folder atomically, with a strictly increasing mtime."""',
-            "    source = FILES[index]",
-            "    target = STAGING / f'{index:06d}-{source.name}'",
-            "    partial = STAGING / f'.{target.name}.partial'  # names starting with '.' are ignored by Spark",
-            "    shutil.copyfile(source, partial)",
-            "    mtime = BASE_MTIME + index",
-            "    os.utime(partial, (mtime, mtime))",
-            "    os.replace(partial, target)",
-            "",
-            "",
-            "# Every column is read as a string and parsed here, so a malformed value becomes null",
-            "# instead of failing the query.",
-            "raw = (",
-            "    spark.readStream.schema(StructType([StructField(name, StringType()) for name in HEADER]))",
-            "    .option('header', True)",
-            "    .option('maxFilesPerTrigger', 1)",
-            "    .option('mode', 'PERMISSIVE')",
-            "    .csv(str(STAGING))",
-            ")",
-            "events = raw.select(",
-            "    F.try_to_timestamp(F.trim('event_time'), F.lit(TIME_FORMAT)).alias('event_time'),",
-            "    F.nullif(F.trim('key'), F.lit('')).alias('key'),",
-            ")",
-        )
-    if isinstance(source, SocketSource):
-        return _block(
-            _rule('Source: lines from a TCP socket'),
-            "# Each line is one event, `event_time,key` (comma-separated); the socket source is",
-            "# for experiments only: it keeps no offsets, so a restarted query cannot replay.",
-            "lines = spark.readStream.format('socket').option('host', HOST).option('port', PORT).load()",
-            "fields = F.split(F.col('value'), ',')",
-            "events = lines.select(",
-            "    F.try_to_timestamp(F.trim(F.try_element_at(fields, F.lit(EVENT_TIME_FIELD))), F.lit(TIME_FORMAT)).alias('event_time'),",
-            "    F.nullif(F.trim(F.try_element_at(fields, F.lit(KEY_FIELD))), F.lit('')).alias('key'),",
-            ")",
-        )
-    if isinstance(source, GeneratorSource):
-        return _block(
-            _rule("Source: synthetic events from Spark's rate source"),
-            "# The rate source emits rows (timestamp, value) with value = 0, 1, 2, ... as they",
-            "# arrive. Each event's event time lags its arrival by a pseudo-random amount derived",
-            "# from its value (out-of-order events); a LATE_SHARE of events lags by LATE_DELAY_MS",
-            "# more (very late events, which a short watermark drops).",
-            "rate = spark.readStream.format('rate').option('rowsPerSecond', EVENTS_PER_SECOND).load()",
-            "value = F.col('value')",
-            "lag_ms = F.pmod(F.xxhash64(F.lit(SEED), value), F.lit(MAX_LAG_MS + 1))",
-            "is_late = F.pmod(F.xxhash64(F.lit(SEED + 1), value), F.lit(1_000_000)) < F.lit(int(LATE_SHARE * 1_000_000))",
-            "extra_ms = F.when(is_late, F.lit(LATE_DELAY_MS)).otherwise(F.lit(0))",
-            "event_ms = F.unix_millis(F.col('timestamp')) - lag_ms - extra_ms",
-            "events = rate.select(",
-            "    F.timestamp_millis(event_ms).alias('event_time'),",
-            "    F.concat(F.lit('key-'), F.pmod(F.xxhash64(F.lit(SEED + 2), value), F.lit(KEYS)).cast('string')).alias('key'),",
-            ")",
-        )
-    if isinstance(source, RateSource):
-        return _block(
-            _rule("Source: Spark's rate source"),
-            "# Rows (timestamp, value) arrive at ROWS_PER_SECOND; the event time is the arrival",
-            "# time, so events are in order and never late.",
-            "rate = spark.readStream.format('rate').option('rowsPerSecond', ROWS_PER_SECOND).load()",
-            "events = rate.select(",
-            "    F.col('timestamp').alias('event_time'),",
-            "    F.concat(F.lit('key-'), F.pmod(F.col('value'), F.lit(KEYS)).cast('string')).alias('key'),",
-            ")",
-        )
-    if isinstance(source, RateMicroBatchSource):
-        return _block(
-            _rule("Source: Spark's rate-micro-batch source"),
-            "# Every micro-batch gets ROWS_PER_BATCH rows, and event time advances ADVANCE_MS per",
-            "# batch from now, however long a batch takes.",
-            "rate = (",
-            "    spark.readStream.format('rate-micro-batch')",
-            "    .option('rowsPerBatch', ROWS_PER_BATCH)",
-            "    .option('advanceMillisPerBatch', ADVANCE_MS)",
-            "    .option('startTimestamp', int(time.time() * 1000))",
-            "    .load()",
-            ")",
-            "events = rate.select(",
-            "    F.col('timestamp').alias('event_time'),",
-            "    F.concat(F.lit('key-'), F.pmod(F.col('value'), F.lit(KEYS)).cast('string')).alias('key'),",
-            ")",
-        )
-    raise TypeError(f"source: unsupported source {source!r}")  # pragma: no cover
+    return _CODE[type(config.source)].source(config.source)
 
 
 # --------------------------------------------------------------------------- query
@@ -601,9 +638,9 @@ def _console_run(config: QueryConfig) -> str:
 def pyspark_code(config: QueryConfig) -> str:
     """Self-contained PySpark code (a Python program) that runs ``config``.
 
-    For a feed source the program replays the feed as :func:`streaming.runner.replay`
+    For a feed source the program replays the feed as :func:`streaming.engine.runner.replay`
     does and prints the final result table as one line ``RESULT <json>``, the
-    records of :meth:`~streaming.runner.Replay.result_records`
+    records of :meth:`~streaming.engine.runner.Replay.result_records`
     (``{"event_time", "key"}`` records for ``aggregation="none"``). For the other
     sources it runs the query with a console sink until stopped. The code is
     checked with :func:`compile` before it is returned.

@@ -18,25 +18,24 @@ import csv
 import math
 import random
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
-from .config import ConfigError, require_int, require_share
+from .engine.config import require_int, require_share
+from .engine.errors import ConfigError
+from .engine.feeds import TIME_FORMAT, batch_file_name
 
 __all__ = [
     "BAD_EVENT_TIME",
-    "TIME_FORMAT",
     "Event",
     "FeedSpec",
-    "batch_file_name",
     "generate_events",
     "regenerate_samples",
     "sample_specs",
     "write_feed",
 ]
 
-TIME_FORMAT: Final = "%Y-%m-%d %H:%M:%S"
 BAD_EVENT_TIME: Final = "not-a-time"
 MAX_BATCHES: Final = 10_000
 
@@ -58,7 +57,7 @@ def _check_range(name: str, value: object) -> None:
     numbers = isinstance(value, tuple) and len(value) == 2 and all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
     )
-    if not numbers or value[0] > value[1]:
+    if not numbers or not isinstance(value, tuple) or value[0] > value[1]:
         raise _fail(name, value, "must be a (low, high) pair of finite numbers with low <= high")
 
 
@@ -92,7 +91,7 @@ class FeedSpec:
         if not isinstance(self.start, datetime):
             raise _fail("start", self.start, "must be a datetime")
         if self.start.tzinfo is not None:
-            object.__setattr__(self, "start", self.start.astimezone(timezone.utc).replace(tzinfo=None))
+            object.__setattr__(self, "start", self.start.astimezone(UTC).replace(tzinfo=None))
         if self.start.microsecond:
             raise _fail("start", self.start, "must be in whole seconds")
         require_int("batches", self.batches, 1, MAX_BATCHES)
@@ -197,11 +196,6 @@ def generate_events(spec: FeedSpec) -> list[Event]:
                 )
             )
     return events
-
-
-def batch_file_name(batch: int) -> str:
-    """The file name of batch ``batch``; names sort in batch order."""
-    return f"batch-{batch:04d}.csv"
 
 
 def write_feed(spec: FeedSpec, folder: Path, *, overwrite: bool = False) -> list[Path]:

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StandaloneCluster", "spark_home", "free_port"]
+__all__ = ["StandaloneCluster", "free_port", "spark_home"]
 
 
 def spark_home() -> Path:
@@ -29,7 +29,7 @@ def spark_home() -> Path:
         from pyspark.find_spark_home import _find_spark_home
 
         home = Path(_find_spark_home())
-    except Exception:  # pragma: no cover - fall back to the package folder
+    except Exception:  # noqa: BLE001 - any failure: fall back to the package folder
         import pyspark
 
         home = Path(pyspark.__file__).resolve().parent

@@ -9,9 +9,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE_FEEDS = ROOT / "sample_feeds"
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -19,7 +16,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 @pytest.fixture(scope="session")
 def spark():
-    from streaming.session import get_session
+    from streaming.engine.session import get_session
 
     session = get_session()
     yield session
@@ -30,7 +27,7 @@ def spark():
 @pytest.fixture(scope="session")
 def registry(spark):
     """The registry every Spark test starts its queries through; stops them all at the end."""
-    from streaming.registry import QueryRegistry
+    from streaming.engine.registry import QueryRegistry
 
     shared = QueryRegistry(spark)
     yield shared

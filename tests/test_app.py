@@ -1,7 +1,7 @@
 """The dashboard under ``streamlit.testing.v1.AppTest``, on the real local Spark session.
 
 ``st.cache_resource`` outlives an ``AppTest``: every test here shares the app's
-one SparkSession and QueryRegistry (``lab.get_registry()``), and the
+one SparkSession and QueryRegistry (``shared.get_registry()``), and the
 conftest's ``spark`` fixture gets the same session through ``getOrCreate``.
 The app's registry and the conftest's ``registry`` each have their own
 listener; they never share a query name. Every query a test starts is removed
@@ -18,13 +18,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import lab
-from streaming.config import ConfigError, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
+from dashboard import live, queries, shared
+from streaming.engine.config import FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
+from streaming.engine.errors import ConfigError
+from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
-LIVE = "pages/1_Live_query.py"
-QUERIES = "pages/2_Queries.py"
+LIVE = shared.LIVE_PAGE
+QUERIES = shared.QUERIES_PAGE
 TIMEOUT = 120  # the first run starts Spark
 WAIT_FOR_DATA = 180.0  # generous: the machine is shared, a first batch can take a minute under load
 
@@ -37,8 +39,10 @@ def _app() -> AppTest:
 
 
 def _page(path: str) -> AppTest:
+    """``path`` opened through the app, once the shared session is ready (so Start is enabled)."""
     at = _app().run()
     assert not at.exception, at.exception
+    shared.session_starter().wait(TIMEOUT)
     return at.switch_page(path).run()
 
 
@@ -73,7 +77,7 @@ def _metric(at: AppTest, label: str) -> str:
 @pytest.fixture(scope="module")
 def app_registry() -> Iterator:
     """The app's cached registry (the one AppTest pages use); any run a test left behind is removed."""
-    registry = lab.get_registry()
+    registry = shared.get_registry()
     before = {run.name for run in registry.runs()}
     yield registry
     for run in registry.runs():
@@ -85,38 +89,38 @@ def app_registry() -> Iterator:
 
 
 def test_feed_names_are_the_sample_feed_folders() -> None:
-    assert lab.feed_names() == ["guide_words", "sensor_readings", "web_clicks"]
+    assert feed_names() == ["guide_words", "sensor_readings", "web_clicks"]
 
 
 def test_build_config_for_every_source_kind() -> None:
     query = {"window": "10 minutes", "slide": "5 minutes", "watermark": "10 minutes", "output_mode": "append", "trigger": "default", "trigger_interval": None}
-    feed = lab.build_config("feed", {"feed": "guide_words", "seconds_per_file": 0.5}, query)
-    assert isinstance(feed.source, FeedSource) and feed.source.path == lab.SAMPLE_FEEDS / "guide_words"
+    feed = live.build_config("feed", {"feed": "guide_words", "seconds_per_file": 0.5}, query)
+    assert isinstance(feed.source, FeedSource) and feed.source.path == SAMPLE_FEEDS / "guide_words"
     assert (feed.window_ms, feed.slide_ms, feed.output_mode) == (600_000, 300_000, "append")
-    socket = lab.build_config("socket", {"feed": "web_clicks", "lines_per_second": 5.0}, query)
+    socket = live.build_config("socket", {"feed": "web_clicks", "lines_per_second": 5.0}, query)
     assert isinstance(socket.source, SocketSource) and socket.source.lines_per_second == 5.0
-    generator = lab.build_config("generator", {"events_per_second": 5, "keys": 2, "max_lag": "5s", "late_share": 0.1, "late_delay": "1 minute", "seed": 3}, query)
+    generator = live.build_config("generator", {"events_per_second": 5, "keys": 2, "max_lag": "5s", "late_share": 0.1, "late_delay": "1 minute", "seed": 3}, query)
     assert isinstance(generator.source, GeneratorSource) and generator.source.late_delay_ms == 60_000
-    assert lab.build_config("rate", {"rows_per_second": 3, "keys": 2}, query).source.kind == "rate"
-    assert lab.build_config("rate-micro-batch", {"rows_per_batch": 3, "advance": "2s", "keys": 2}, query).source.kind == "rate-micro-batch"
+    assert live.build_config("rate", {"rows_per_second": 3, "keys": 2}, query).source.kind == "rate"
+    assert live.build_config("rate-micro-batch", {"rows_per_batch": 3, "advance": "2s", "keys": 2}, query).source.kind == "rate-micro-batch"
 
 
 @pytest.mark.parametrize("feed", ["../streaming", "/etc", "missing"])
 def test_a_feed_must_be_one_of_the_sample_feeds(feed: str) -> None:
     with pytest.raises(ConfigError) as err:
-        lab.build_source("feed", {"feed": feed, "seconds_per_file": 1.0})
+        live.build_source("feed", {"feed": feed, "seconds_per_file": 1.0})
     assert err.value.field == "source.path" and feed in str(err.value)
 
 
 def test_check_name() -> None:
-    assert lab.check_name("  ") is None
-    assert lab.check_name(" clicks_1 ") == "clicks_1"
+    assert live.check_name("  ") is None
+    assert live.check_name(" clicks_1 ") == "clicks_1"
     with pytest.raises(ConfigError, match="name: '1st'"):
-        lab.check_name("1st")
+        live.check_name("1st")
 
 
 def test_source_summary_shortens_the_feed_path() -> None:
-    summary = lab.source_summary({"source.path": "/somewhere/sample_feeds/web_clicks", "source.seconds_per_file": "2.0", "source.kind": "feed", "window": "1 minute"})
+    summary = queries.source_summary({"source.path": "/somewhere/sample_feeds/web_clicks", "source.seconds_per_file": "2.0", "source.kind": "feed", "window": "1 minute"})
     assert summary == "feed: path=web_clicks, seconds_per_file=2.0"
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from streaming.bench import CHILD_MARKER, FINAL_KEYS, Throughput, final_block, parse_child_result, parser, percentile, ratio, throughput
+from benchmarks.bench import CHILD_MARKER, FINAL_KEYS, Throughput, final_block, parse_child_result, parser, percentile, ratio, throughput
 
 
 def _progress(batch_id: int, stamp: str, rows: int, ms: int) -> dict:
@@ -57,3 +57,17 @@ def test_defaults_and_hidden_options():
     args = parser().parse_args([])
     assert (args.minutes, args.skip_cold_start, args.short_seconds, args.polls) == (3.0, False, 60.0, 50)
     assert "--short-seconds" not in parser().format_help()
+
+
+def test_rss_trend_is_the_slope_over_the_last_30_minutes():
+    from benchmarks.bench import RssSample, rss_trend
+
+    growing_then_flat = [RssSample(m, 900 + 20 * m if m < 30 else 1500.0, 150.0) for m in range(1, 61)]
+    trend = rss_trend(growing_then_flat)
+    assert trend["span_minutes"] == 30
+    assert trend["jvm_mib_per_min"] == pytest.approx(0.0) and trend["jvm_change"] == pytest.approx(0.0)
+    leaking = [RssSample(m, 1000 + 10 * m, 150.0) for m in range(1, 11)]
+    trend = rss_trend(leaking)
+    assert trend["jvm_mib_per_min"] == pytest.approx(10.0)
+    assert trend["jvm_change"] == pytest.approx(10 * 9 / 1055)
+    assert math.isnan(rss_trend(leaking[:2])["jvm_change"])

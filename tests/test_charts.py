@@ -1,16 +1,18 @@
-"""Unit tests of streaming.charts on canned frames: no Spark, no Streamlit."""
+"""Unit tests of streaming.charts.live and .common on canned frames: no Spark, no Streamlit."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from streaming import charts
-from streaming.progress import breakdown_frame, progress_frame, summarize
-from streaming.results import ResultTable
+from streaming.charts import common, live
+from streaming.engine.progress import breakdown_frame, progress_frame, summarize
+from streaming.engine.results import ResultTable
 
 T = pd.Timestamp
 
@@ -72,31 +74,31 @@ def _trace(figure: go.Figure, name: str):
 
 
 def test_key_colors_depend_on_the_key_set_not_its_order() -> None:
-    assert charts.key_colors(["owl", "dog", "cat", "dog"]) == charts.key_colors(["cat", "dog", "owl"])
-    colors = charts.key_colors(["owl", "dog", "cat"])
+    assert common.key_colors(["owl", "dog", "cat", "dog"]) == common.key_colors(["cat", "dog", "owl"])
+    colors = common.key_colors(["owl", "dog", "cat"])
     assert list(colors) == ["cat", "dog", "owl"]
-    assert colors["cat"] == charts.PALETTE[0] and colors["owl"] == charts.PALETTE[2]
+    assert colors["cat"] == common.PALETTE[0] and colors["owl"] == common.PALETTE[2]
     assert len(set(colors.values())) == 3
 
 
 def test_key_colors_cycle_through_a_short_palette() -> None:
-    colors = charts.key_colors(["a", "b", "c"], palette=("red", "blue"))
+    colors = common.key_colors(["a", "b", "c"], palette=("red", "blue"))
     assert colors == {"a": "red", "b": "blue", "c": "red"}
 
 
 def test_key_colours_are_the_same_across_figures(table: pd.DataFrame) -> None:
-    colors = charts.key_colors(table["key"])
-    full = charts.windowed_counts_figure(table, colors=colors)
-    only_owl_and_cat = charts.windowed_counts_figure(table[table["key"] != "dog"].iloc[::-1], colors=colors)
+    colors = common.key_colors(table["key"])
+    full = live.windowed_counts_figure(table, colors=colors)
+    only_owl_and_cat = live.windowed_counts_figure(table[table["key"] != "dog"].iloc[::-1], colors=colors)
     for key in ("owl", "cat"):
         assert _trace(full, key).line.color == _trace(only_owl_and_cat, key).line.color == colors[key]
-    shuffled = charts.windowed_counts_figure(table.sample(frac=1, random_state=3))
+    shuffled = live.windowed_counts_figure(table.sample(frac=1, random_state=3))
     assert {t.name: t.line.color for t in shuffled.data} == {t.name: t.line.color for t in full.data}
 
 
 def test_phase_colours_follow_key_colors(summaries: list[dict]) -> None:
-    figure = charts.batch_duration_figure(breakdown_frame(summaries))
-    expected = charts.key_colors(["addBatch", "getBatch"])
+    figure = live.batch_duration_figure(breakdown_frame(summaries))
+    expected = common.key_colors(["addBatch", "getBatch"])
     assert {t.name: t.marker.color for t in figure.data} == expected
 
 
@@ -104,7 +106,7 @@ def test_phase_colours_follow_key_colors(summaries: list[dict]) -> None:
 
 
 def test_windowed_counts_one_line_per_key_at_window_midpoints(table: pd.DataFrame) -> None:
-    figure = charts.windowed_counts_figure(table)
+    figure = live.windowed_counts_figure(table)
     assert sorted(trace.name for trace in figure.data) == ["cat", "dog", "owl"]
     dog = _trace(figure, "dog")
     assert list(pd.to_datetime(dog.x)) == [T("2016-05-10 12:05"), T("2016-05-10 12:10")]
@@ -119,21 +121,21 @@ def _tumbling(starts_by_key: dict[str, list[str]], minutes: int = 10) -> pd.Data
 
 def test_a_line_breaks_where_windows_are_missing() -> None:
     table = _tumbling({"dog": ["2016-05-10 12:00", "2016-05-10 12:10", "2016-05-10 12:30"]})
-    dog = _trace(charts.windowed_counts_figure(table), "dog")
-    assert list(dog.y) == [1, 1, None, 1]  # [12:20, 12:30) is missing: no line across it
+    dog = _trace(live.windowed_counts_figure(table), "dog")
+    assert [None if math.isnan(y) else y for y in dog.y] == [1, 1, None, 1]  # [12:20, 12:30) is missing: no line across it
     assert not dog.connectgaps
 
 
 def test_sliding_windows_connect_at_the_slide(table: pd.DataFrame) -> None:
-    dog = _trace(charts.windowed_counts_figure(table), "dog")  # [12:00, 12:10) and [12:05, 12:15): 5 minutes apart
-    assert None not in list(dog.y)
-    one_minute = _trace(charts.windowed_counts_figure(table, slide=pd.Timedelta(minutes=1)), "dog")
-    assert list(one_minute.y) == [3, None, 2]
+    dog = _trace(live.windowed_counts_figure(table), "dog")  # [12:00, 12:10) and [12:05, 12:15): 5 minutes apart
+    assert not any(math.isnan(y) for y in dog.y)
+    one_minute = _trace(live.windowed_counts_figure(table, slide=pd.Timedelta(minutes=1)), "dog")
+    assert [None if math.isnan(y) else y for y in one_minute.y] == [3, None, 2]
 
 
 def test_watermark_is_a_vertical_line_at_its_time(table: pd.DataFrame) -> None:
     watermark = T("2016-05-10 12:11")
-    figure = charts.windowed_counts_figure(table, watermark=watermark)
+    figure = live.windowed_counts_figure(table, watermark=watermark)
     lines = [shape for shape in figure.layout.shapes if shape.type == "line"]
     assert len(lines) == 1
     assert T(lines[0].x0) == T(lines[0].x1) == watermark
@@ -142,28 +144,28 @@ def test_watermark_is_a_vertical_line_at_its_time(table: pd.DataFrame) -> None:
 
 
 def test_no_watermark_no_line(table: pd.DataFrame) -> None:
-    assert not charts.windowed_counts_figure(table, watermark=None).layout.shapes
-    assert not charts.windowed_counts_figure(table, watermark=pd.NaT).layout.shapes
+    assert not live.windowed_counts_figure(table, watermark=None).layout.shapes
+    assert not live.windowed_counts_figure(table, watermark=pd.NaT).layout.shapes
 
 
 @pytest.mark.parametrize(("mode", "phrase"), [("update", "latest count"), ("append", "finalized windows"), ("complete", "whole result table")])
 def test_title_says_what_the_output_mode_puts_in_the_table(table: pd.DataFrame, mode: str, phrase: str) -> None:
-    figure = charts.windowed_counts_figure(table, output_mode=mode)
+    figure = live.windowed_counts_figure(table, output_mode=mode)
     assert f"({mode} mode)" in figure.layout.title.text
     assert phrase in figure.layout.title.subtitle.text
 
 
 def test_current_watermark_is_the_latest_set_one(progress: pd.DataFrame) -> None:
-    assert charts.current_watermark(progress) == T("2016-05-10 12:11")
-    assert charts.current_watermark(progress.iloc[:1]) is None  # the epoch means "no watermark yet"
-    assert charts.current_watermark(progress_frame([])) is None
+    assert common.current_watermark(progress) == T("2016-05-10 12:11")
+    assert common.current_watermark(progress.iloc[:1]) is None  # the epoch means "no watermark yet"
+    assert common.current_watermark(progress_frame([])) is None
 
 
 # --- per-batch figures --------------------------------------------------------------
 
 
 def test_drops_bars_per_batch_and_cumulative_line(progress: pd.DataFrame) -> None:
-    figure = charts.drops_figure(progress)
+    figure = live.drops_figure(progress)
     bars, line = _trace(figure, "dropped in batch"), _trace(figure, "cumulative")
     assert isinstance(bars, go.Bar) and list(bars.y) == [0, 2, 3]
     assert isinstance(line, go.Scatter) and list(line.y) == [0, 2, 5]
@@ -172,7 +174,7 @@ def test_drops_bars_per_batch_and_cumulative_line(progress: pd.DataFrame) -> Non
 
 
 def test_state_rows_and_memory(progress: pd.DataFrame) -> None:
-    figure = charts.state_figure(progress)
+    figure = live.state_figure(progress)
     assert list(_trace(figure, "rows total").y) == [3, 5, 4]
     assert list(_trace(figure, "rows updated").y) == [3, 2, 1]
     memory = _trace(figure, "memory (bytes)")
@@ -180,14 +182,14 @@ def test_state_rows_and_memory(progress: pd.DataFrame) -> None:
 
 
 def test_rates_and_input_rows(progress: pd.DataFrame) -> None:
-    rates = charts.rates_figure(progress)
+    rates = live.rates_figure(progress)
     assert list(_trace(rates, "input rows/s").y) == [2.0, 3.0, 4.0]
     assert list(_trace(rates, "processed rows/s").y) == [8.0, 12.0, 16.0]
-    assert list(_trace(charts.input_rows_figure(progress), "input rows").y) == [4, 6, 8]
+    assert list(_trace(live.input_rows_figure(progress), "input rows").y) == [4, 6, 8]
 
 
 def test_batch_duration_stacks_phases_and_draws_the_total(summaries: list[dict], progress: pd.DataFrame) -> None:
-    figure = charts.batch_duration_figure(breakdown_frame(summaries), progress)
+    figure = live.batch_duration_figure(breakdown_frame(summaries), progress)
     assert figure.layout.barmode == "stack"
     assert list(_trace(figure, "addBatch").y) == [100, 101, 102]
     assert list(_trace(figure, "getBatch").y) == [5, 5, 5]
@@ -196,14 +198,14 @@ def test_batch_duration_stacks_phases_and_draws_the_total(summaries: list[dict],
 
 
 def test_watermark_gap(progress: pd.DataFrame) -> None:
-    gap = _trace(charts.watermark_gap_figure(progress), "gap")
+    gap = _trace(live.watermark_gap_figure(progress), "gap")
     assert pd.isna(gap.y[0])  # batch 0 had no watermark yet
     # batch 1 at 12:11, watermark 12:04 -> 7 minutes; batch 2 at 12:12, watermark 12:11 -> 1 minute
     assert list(gap.y[1:]) == [420.0, 60.0]
 
 
 def test_watermark_gap_without_any_watermark_says_so(progress: pd.DataFrame) -> None:
-    figure = charts.watermark_gap_figure(progress.iloc[:1])
+    figure = live.watermark_gap_figure(progress.iloc[:1])
     assert not figure.data
     assert "no watermark yet" in figure.layout.annotations[0].text.lower()
 
@@ -211,14 +213,14 @@ def test_watermark_gap_without_any_watermark_says_so(progress: pd.DataFrame) -> 
 # --- empty frames ---------------------------------------------------------------------
 
 EMPTY_BUILDERS: dict[str, Callable[[], go.Figure]] = {
-    "windowed_counts": lambda: charts.windowed_counts_figure(ResultTable("append").frame(), watermark=T("2016-05-10 12:11"), output_mode="append"),
-    "windowed_counts_no_columns": lambda: charts.windowed_counts_figure(pd.DataFrame()),
-    "drops": lambda: charts.drops_figure(progress_frame([])),
-    "state": lambda: charts.state_figure(progress_frame([])),
-    "rates": lambda: charts.rates_figure(progress_frame([])),
-    "input_rows": lambda: charts.input_rows_figure(progress_frame([])),
-    "batch_duration": lambda: charts.batch_duration_figure(breakdown_frame([]), progress_frame([])),
-    "watermark_gap": lambda: charts.watermark_gap_figure(progress_frame([])),
+    "windowed_counts": lambda: live.windowed_counts_figure(ResultTable("append").frame(), watermark=T("2016-05-10 12:11"), output_mode="append"),
+    "windowed_counts_no_columns": lambda: live.windowed_counts_figure(pd.DataFrame()),
+    "drops": lambda: live.drops_figure(progress_frame([])),
+    "state": lambda: live.state_figure(progress_frame([])),
+    "rates": lambda: live.rates_figure(progress_frame([])),
+    "input_rows": lambda: live.input_rows_figure(progress_frame([])),
+    "batch_duration": lambda: live.batch_duration_figure(breakdown_frame([]), progress_frame([])),
+    "watermark_gap": lambda: live.watermark_gap_figure(progress_frame([])),
 }
 
 
@@ -237,3 +239,51 @@ def test_empty_result_table_still_names_the_output_mode() -> None:
     figure = EMPTY_BUILDERS["windowed_counts"]()
     assert "(append mode)" in figure.layout.title.text
     assert "finalized" in figure.layout.annotations[0].text
+
+
+# --- long histories ---------------------------------------------------------------------
+
+
+def test_downsample_keeps_every_extreme_and_the_ends() -> None:
+    from streaming.charts.common import downsample
+
+    values = np.zeros(10_000)
+    values[1234], values[8765] = 500.0, -7.0
+    frame = pd.DataFrame({"batch_id": np.arange(10_000), "value": values, "other": np.arange(10_000) % 13})
+    thinned = downsample(frame, ["value", "other"], max_points=400)
+    assert len(thinned) <= 400 + 2
+    assert {0, 1234, 8765, 9999} <= set(thinned["batch_id"])
+    assert thinned["batch_id"].is_monotonic_increasing
+    assert thinned["other"].max() == 12 and thinned["other"].min() == 0
+    assert downsample(frame.head(300), ["value"], max_points=400) is not None and len(downsample(frame.head(300), ["value"], max_points=400)) == 300
+
+
+def test_long_histories_are_drawn_downsampled_and_say_so() -> None:
+    events = [_progress(batch, rows=batch % 7, dropped=5000 if batch == 2222 else 0) for batch in range(3000)]
+    for event in events:
+        event["timestamp"] = "2016-05-10T12:00:00.000Z"
+    figure = live.drops_figure(progress_frame([summarize(event) for event in events]))
+    bars = _trace(figure, "dropped in batch")
+    assert len(bars.x) < 1000 and 2222 in list(bars.x) and max(bars.y) == 5000
+    assert "of 3,000 batches drawn" in figure.layout.title.subtitle.text
+
+
+def test_only_the_latest_windows_are_drawn_in_a_long_result_table() -> None:
+    starts = pd.date_range("2024-01-01", periods=1000, freq="10s")
+    table = pd.DataFrame({"window_start": starts, "window_end": starts + pd.Timedelta(seconds=10), "key": "a", "count": 1})
+    figure = live.windowed_counts_figure(table, max_windows=200)
+    [trace] = figure.data
+    assert len(trace.x) == 200 and pd.Timestamp(trace.x[-1]) == starts[-1] + pd.Timedelta(seconds=5)
+    assert "latest 200 of 1,000 window starts" in figure.layout.title.subtitle.text
+
+
+def test_every_live_figure_passes_plotly_validation(summaries: list[dict], table: pd.DataFrame) -> None:
+    """The live figures are built without validation for speed; rebuilt with it, none may be refused."""
+    progress = progress_frame(summaries)
+    figures = live.live_figures(table, progress, breakdown_frame(summaries), output_mode="update", slide=pd.Timedelta(minutes=5))
+    long_history = progress_frame([summarize({**_progress(batch), "timestamp": "2016-05-10T12:00:00.000Z"}) for batch in range(1500)])
+    figures["long_state"] = live.state_figure(long_history)
+    figures["long_duration"] = live.batch_duration_figure(breakdown_frame([summarize(_progress(batch % 40)) for batch in range(40)]), long_history)
+    for name, figure in figures.items():
+        rebuilt = go.Figure(figure.to_dict())  # validation on: raises on any invalid property
+        assert len(rebuilt.data) == len(figure.data), name

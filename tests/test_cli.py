@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import GUIDE_BATCHES, ROOT
+
 from streaming.cli import main
-from streaming.runner import replay
+from streaming.engine.runner import replay
 
 GUIDE_ARGS = ["--window", "10 minutes", "--slide", "5 minutes", "--watermark", "10 minutes"]
 

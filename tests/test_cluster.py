@@ -12,10 +12,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from cluster import StandaloneCluster
 from conftest import GUIDE_BATCHES, ROOT
 
@@ -55,7 +53,7 @@ def _apps(state: dict) -> list[dict]:
 
 
 def test_guide_replay_on_standalone_cluster_matches_local(standalone_cluster, write_feed, registry, tmp_path):
-    from streaming.runner import replay
+    from streaming.engine.runner import replay
 
     feed = write_feed(GUIDE_BATCHES)
     assert not _apps(standalone_cluster.state()), "the fresh master already lists an application"

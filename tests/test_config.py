@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_FEEDS
-from streaming.config import (
+from streaming.engine.config import (
     ConfigError,
     FeedSource,
     GeneratorSource,
@@ -17,7 +16,8 @@ from streaming.config import (
     SocketSource,
     describe,
 )
-from streaming.session import session_settings
+from streaming.engine.feeds import SAMPLE_FEEDS
+from streaming.engine.session import session_settings
 
 GUIDE = SAMPLE_FEEDS / "guide_words"
 
@@ -269,7 +269,7 @@ def test_session_settings_do_not_read_the_process_environment(monkeypatch: pytes
 
 @pytest.mark.parametrize(("interval", "spark_form"), [("500 ms", "500 milliseconds"), ("2s", "2 seconds"), ("1m", "1 minute")])
 def test_processing_time_interval_reaches_spark_in_canonical_form(interval: str, spark_form: str) -> None:
-    from streaming.query import _trigger
+    from streaming.engine.query import _trigger
 
     config = QueryConfig(feed(), trigger="processing_time", trigger_interval=interval)
     assert _trigger(config) == {"processingTime": spark_form}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.durations import DurationError, format_duration, parse_duration
+from streaming.engine.durations import DurationError, format_duration, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_parse_duration_refuses_with_field_and_text(text: str, fragment: str) ->
 
 @pytest.mark.parametrize("value", [None, 5, 5.0, b"5 minutes"])
 def test_parse_duration_refuses_non_strings(value: object) -> None:
-    with pytest.raises(DurationError, match=r"^slide: expected a duration string"):
+    with pytest.raises(DurationError, match=r"^slide: .* is not a duration: expected a duration string"):
         parse_duration(value, field="slide")  # type: ignore[arg-type]
 
 

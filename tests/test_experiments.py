@@ -1,4 +1,4 @@
-"""The experiment pages (Watermark tuner, Compare) and their parts in ``experiments.py``.
+"""The experiment pages (Watermark tuner, Compare) and their parts: ``dashboard.jobs``, ``.tuner`` and ``.compare``.
 
 Pure checks and the job pattern first (no Spark), then the pages under
 ``streamlit.testing.v1.AppTest``: smoke renders, bad input refused before
@@ -20,23 +20,26 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import experiments
-import lab
-from streaming.config import ConfigError
-from streaming.registry import QueryRegistry
+from dashboard import compare, shared, tuner
+from dashboard import jobs as background
+from streaming.engine.errors import ConfigError
+from streaming.engine.feeds import SAMPLE_FEEDS
+from streaming.engine.registry import QueryRegistry
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
-TUNER = "pages/3_Watermark_tuner.py"
-COMPARE = "pages/4_Compare.py"
+TUNER = shared.TUNER_PAGE
+COMPARE = shared.COMPARE_PAGE
 TIMEOUT = 180  # one script run; the first page that needs it starts Spark
 WAIT_FOR_RESULT = 300.0  # cap of the polling loops; the guide feed takes well under a minute when the machine is idle
-JOB_KEYS = (experiments.TUNE_JOB, experiments.COMPARE_JOB)
+JOB_KEYS = (tuner.TUNE_JOB, compare.COMPARE_JOB)
 
 
 def _page(path: str) -> AppTest:
+    """``path`` opened through the app, once the shared session is ready (so the Run buttons are enabled)."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
+    shared.session_starter().wait(TIMEOUT)
     return at.switch_page(path).run()
 
 
@@ -48,7 +51,7 @@ def _button_keys(at: AppTest) -> set[str]:
     return {button.key for button in at.button}
 
 
-def _job(at: AppTest, key: str) -> experiments.Job | None:
+def _job(at: AppTest, key: str) -> background.Job | None:
     return at.session_state[key] if key in at.session_state else None
 
 
@@ -82,7 +85,7 @@ def jobs() -> Iterator[list[AppTest]]:
             job = _job(at, key)
             if job is not None:
                 assert job.join(WAIT_FOR_RESULT), f"{job.what} still running after {WAIT_FOR_RESULT} s"
-    registry = lab.get_registry()
+    registry = shared.get_registry()
     if isinstance(registry, QueryRegistry):  # not the stand-in of ``no_spark``
         leftovers = [run.name for run in registry.runs() if run.name.startswith("replay_")]
         assert not leftovers, f"replays left in the registry: {leftovers}"
@@ -91,60 +94,60 @@ def jobs() -> Iterator[list[AppTest]]:
 @pytest.fixture
 def no_spark(monkeypatch):
     """The pages' registry replaced by a stand-in: for tests that replace the engine call too."""
-    monkeypatch.setattr(lab, "get_registry", lambda: "registry stand-in")
+    monkeypatch.setattr(shared, "get_registry", lambda: "registry stand-in")
 
 
 # --- pure parts ---------------------------------------------------------------------------
 
 
 def test_parse_delays_is_canonical_sorted_and_named() -> None:
-    assert experiments.parse_delays("10 minutes, 0s,, 30 seconds, 10m") == ["0 seconds", "30 seconds", "10 minutes"]
+    assert tuner.parse_delays("10 minutes, 0s,, 30 seconds, 10m") == ["0 seconds", "30 seconds", "10 minutes"]
     with pytest.raises(ConfigError) as err:
-        experiments.parse_delays("1 minute, abc")
+        tuner.parse_delays("1 minute, abc")
     assert err.value.field == "delays" and "'abc'" in str(err.value)
     with pytest.raises(ConfigError, match="delays"):
-        experiments.parse_delays(" , ")
+        tuner.parse_delays(" , ")
     with pytest.raises(ConfigError, match="at most 8"):
-        experiments.parse_delays(", ".join(f"{n} seconds" for n in range(9)))
+        tuner.parse_delays(", ".join(f"{n} seconds" for n in range(9)))
 
 
 def test_tune_inputs_lists_every_bad_field() -> None:
-    with pytest.raises(experiments.InputErrors) as err:
-        experiments.tune_inputs("../streaming", "1 minute", None, "abc", 1.5)
-    assert [message.split(":")[0] for message in err.value.errors] == ["source.path", "delays", "target"]
-    with pytest.raises(experiments.InputErrors) as err:
-        experiments.tune_inputs("guide_words", "1 minute", "5 minutes", "1 minute", 0.9)
-    [message] = err.value.errors
-    assert message.startswith("slide: '5 minutes'")
-    inputs = experiments.tune_inputs("guide_words", "10 minutes", "5 minutes", "10m, 0", 0.85)
+    with pytest.raises(shared.InputErrors) as err:
+        tuner.tune_inputs("../streaming", "1 minute", None, "abc", 1.5)
+    assert [error.field for error in err.value.errors] == ["source.path", "delays", "target"]
+    with pytest.raises(shared.InputErrors) as err:
+        tuner.tune_inputs("guide_words", "1 minute", "5 minutes", "1 minute", 0.9)
+    [error] = err.value.errors
+    assert str(error).startswith("slide: '5 minutes'")
+    inputs = tuner.tune_inputs("guide_words", "10 minutes", "5 minutes", "10m, 0", 0.85)
     assert inputs.delays == ["0 seconds", "10 minutes"] and inputs.target == 0.85
     config = inputs.config("10 minutes")
     assert (config.output_mode, config.watermark_ms, config.source.seconds_per_file) == ("update", 600_000, 0)
-    assert config.source.path == lab.SAMPLE_FEEDS / "guide_words"
+    assert config.source.path == SAMPLE_FEEDS / "guide_words"
 
 
 def test_compare_inputs_name_the_config_number_and_field() -> None:
     good = {"window": "10 minutes", "slide": None, "watermark": "10 minutes", "output_mode": "append"}
     bad_slide = {**good, "window": "1 minute", "slide": "5 minutes"}
     append_without_watermark = {**good, "watermark": None}
-    with pytest.raises(experiments.InputErrors) as err:
-        experiments.compare_inputs("guide_words", [good, bad_slide, append_without_watermark])
-    assert [message.split(":")[:2] for message in err.value.errors] == [["Config 2", " slide"], ["Config 3", " output_mode"]]
-    inputs = experiments.compare_inputs("guide_words", [good, {**good, "output_mode": "update"}])
+    with pytest.raises(shared.InputErrors) as err:
+        compare.compare_inputs("guide_words", [good, bad_slide, append_without_watermark])
+    assert [str(error).split(":")[:2] for error in err.value.errors] == [["Config 2", " slide"], ["Config 3", " output_mode"]]
+    inputs = compare.compare_inputs("guide_words", [good, {**good, "output_mode": "update"}])
     assert inputs.labels == ["1: append · 10 minutes · wm 10 minutes", "2: update · 10 minutes · wm 10 minutes"]
     assert all(config.source.seconds_per_file == 0 for config in inputs.configs)
-    with pytest.raises(experiments.InputErrors, match="compare needs 2 to 4"):
-        experiments.compare_inputs("guide_words", [good])
+    with pytest.raises(shared.InputErrors, match="compare needs 2 to 4"):
+        compare.compare_inputs("guide_words", [good])
 
 
 def test_percent() -> None:
-    assert [experiments.percent(value) for value in (0.99, 0.995, 0.85, 1.0)] == ["99%", "99.5%", "85%", "100%"]
+    assert [shared.percent(value) for value in (0.99, 0.995, 0.85, 1.0)] == ["99%", "99.5%", "85%", "100%"]
 
 
 def test_job_waits_for_the_gate_then_keeps_result_or_error() -> None:
     gate, release = threading.Lock(), threading.Event()
     gate.acquire()
-    job = experiments.Job.start("job", None, lambda: release.wait(10) and 42, gate)
+    job = background.Job.start("job", None, lambda: release.wait(10) and 42, gate)
     try:
         time.sleep(0.2)
         assert job.waiting and not job.done
@@ -158,7 +161,7 @@ def test_job_waits_for_the_gate_then_keeps_result_or_error() -> None:
     def fail() -> None:
         raise RuntimeError("boom")
 
-    failed = experiments.Job.start("failing", None, fail)
+    failed = background.Job.start("failing", None, fail)
     assert failed.join(10) and isinstance(failed.error, RuntimeError) and failed.result is None
 
 
@@ -186,7 +189,7 @@ def test_tuner_explains_completeness_and_output_delay() -> None:
     at = _page(TUNER)
     text = " ".join(markdown.value for markdown in at.markdown)
     assert "Completeness" in text and "exact" in text and "append mode would wait" in text
-    assert at.text_input(key="tune_delays").value == experiments.DEFAULT_DELAYS
+    assert at.text_input(key="tune_delays").value == tuner.DEFAULT_DELAYS
     assert at.number_input(key="tune_target").value == 0.99
 
 
@@ -197,7 +200,7 @@ def test_tuner_refuses_a_bad_delay_before_spark() -> None:
     [message] = _errors(at)
     assert "delays" in message and "'abc'" in message
     assert "tune_run" not in _button_keys(at)
-    assert _job(at, experiments.TUNE_JOB) is None
+    assert _job(at, tuner.TUNE_JOB) is None
 
 
 def test_tuner_refuses_a_target_above_one() -> None:
@@ -212,14 +215,14 @@ def test_tuner_refuses_a_target_above_one() -> None:
 def test_compare_refuses_a_slide_longer_than_the_window() -> None:
     at = _page(COMPARE)
     at.number_input(key="cmp_count").set_value(3).run()
-    at.text_input(key="cmp_window_2").set_value("1 minute")
-    at.radio(key="cmp_window_kind_2").set_value("sliding").run()
-    at.text_input(key="cmp_slide_2").set_value("5 minutes").run()
+    at.text_input(key="cmp_2_window").set_value("1 minute")
+    at.radio(key="cmp_2_window_kind").set_value("sliding").run()
+    at.text_input(key="cmp_2_slide").set_value("5 minutes").run()
     assert not at.exception, at.exception
     [message] = _errors(at)
     assert "Config 2" in message and "slide" in message and "'5 minutes'" in message
     assert "cmp_run" not in _button_keys(at)
-    assert _job(at, experiments.COMPARE_JOB) is None
+    assert _job(at, compare.COMPARE_JOB) is None
 
 
 # --- the job pattern on the page, with the engine call replaced (no Spark) ----------------------
@@ -233,7 +236,7 @@ def test_tuner_shows_running_then_the_error_of_a_failed_sweep(monkeypatch, no_sp
         release.wait(60)
         raise RuntimeError("Spark went away")
 
-    monkeypatch.setattr(experiments, "tune", failing_tune)
+    monkeypatch.setattr(tuner, "tune", failing_tune)
     at = _page(TUNER)
     jobs.append(at)
     at.text_input(key="tune_delays").set_value("1 minute, 0s")
@@ -244,7 +247,7 @@ def test_tuner_shows_running_then_the_error_of_a_failed_sweep(monkeypatch, no_sp
     at.text_input(key="tune_window").set_value("2 minutes").run()  # the page stays usable while the job runs
     assert any("Sweep of 2 delays on web_clicks: running… " in info.value for info in at.info)
     release.set()
-    assert _job(at, experiments.TUNE_JOB).join(30)
+    assert _job(at, tuner.TUNE_JOB).join(30)
     at.run()
     [message] = _errors(at)
     assert "failed" in message and "RuntimeError: Spark went away" in message
@@ -269,7 +272,7 @@ def test_tuner_sweeps_the_guide_feed(jobs) -> None:
     at.number_input(key="tune_target").set_value(0.85)
     at.button(key="tune_run").click().run()
     assert not at.exception and not _errors(at), (at.exception, _errors(at))
-    assert _job(at, experiments.TUNE_JOB) is not None
+    assert _job(at, tuner.TUNE_JOB) is not None
 
     assert _wait_until(at, _table_with(TUNE_TABLE)), f"no result table; errors: {_errors(at)}"
     assert not _errors(at)
@@ -294,11 +297,11 @@ def test_compare_runs_two_configs_on_the_guide_feed(jobs) -> None:
     jobs.append(at)
     at.selectbox(key="cmp_feed").set_value("guide_words")
     for number in (1, 2):
-        at.text_input(key=f"cmp_window_{number}").set_value("10 minutes")
-        at.text_input(key=f"cmp_watermark_{number}").set_value("10 minutes")
+        at.text_input(key=f"cmp_{number}_window").set_value("10 minutes")
+        at.text_input(key=f"cmp_{number}_watermark").set_value("10 minutes")
     at.selectbox(key="cmp_output_mode_1").set_value("append")
-    at.radio(key="cmp_window_kind_2").set_value("sliding").run()
-    at.text_input(key="cmp_slide_2").set_value("5 minutes")
+    at.radio(key="cmp_2_window_kind").set_value("sliding").run()
+    at.text_input(key="cmp_2_slide").set_value("5 minutes")
     at.selectbox(key="cmp_output_mode_2").set_value("update")
     at.button(key="cmp_run").click().run()
     assert not at.exception and not _errors(at), (at.exception, _errors(at))

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import GUIDE_BATCHES
 
-from conftest import GUIDE_BATCHES, SAMPLE_FEEDS
-from streaming.config import (
+from streaming.engine.config import (
     ConfigError,
     FeedSource,
     GeneratorSource,
@@ -22,6 +22,7 @@ from streaming.config import (
     RateSource,
     SocketSource,
 )
+from streaming.engine.feeds import SAMPLE_FEEDS
 from streaming.export import RESULT_PREFIX, pyspark_code
 
 WEB_CLICKS = SAMPLE_FEEDS / "web_clicks"
@@ -275,7 +276,7 @@ def _finish_export(process: subprocess.Popen, timeout: float) -> tuple[list[dict
 @pytest.mark.timeout(1200)  # a JVM start and a replay each; minutes on a loaded machine
 def test_exported_feed_program_prints_the_replay_result(registry, write_feed, tmp_path, case, request):
     """The exported program, run as its own process, ends with the table ``replay`` ends with."""
-    from streaming.runner import replay
+    from streaming.engine.runner import replay
 
     feed = write_feed(GUIDE_BATCHES) if request.node.callspec.id == "guide-append" else WEB_CLICKS
     config = QueryConfig(source=FeedSource(feed, seconds_per_file=0), **case)

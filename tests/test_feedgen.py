@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from streaming.engine.feeds import TIME_FORMAT
 from streaming.feedgen import (
     BAD_EVENT_TIME,
-    TIME_FORMAT,
     FeedSpec,
     generate_events,
     regenerate_samples,

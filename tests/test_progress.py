@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from streaming.progress import (
+from streaming.engine.progress import (
     PROGRESS_COLUMNS,
     ProgressListener,
     ProgressLog,

@@ -21,10 +21,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from conftest import GUIDE_BATCHES
 
-from conftest import GUIDE_BATCHES, SAMPLE_FEEDS
-from streaming.exact import exact_counts
-from streaming.runner import Replay, replay
+from streaming.analysis.exact import exact_counts
+from streaming.engine.feeds import SAMPLE_FEEDS
+from streaming.engine.runner import Replay, replay
 
 GUIDE = {"window": "10 minutes", "slide": "5 minutes", "watermark": "10 minutes"}
 STAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import GUIDE_BATCHES
 
-from conftest import GUIDE_BATCHES, SAMPLE_FEEDS
-from streaming.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
-from streaming.query import Run
-from streaming.sources import FeedReplayer, LineServer, feed_files, feed_header, generator_columns
+from streaming.engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from streaming.engine.feeds import SAMPLE_FEEDS, feed_files, feed_header
+from streaming.engine.query import Run
+from streaming.engine.sources import FeedReplayer, LineServer, generator_columns
 
 GUIDE = SAMPLE_FEEDS / "guide_words"
 BASE_MS = 1_700_000_000_000
@@ -213,7 +214,7 @@ def test_available_now_on_a_feed_finishes_by_itself(registry) -> None:
 
 
 def test_duplicate_name_refused_while_active(registry) -> None:
-    from streaming.registry import DuplicateQueryError
+    from streaming.engine.registry import DuplicateQueryError
 
     config = QueryConfig(RateMicroBatchSource(rows_per_batch=1), trigger="processing_time", trigger_interval="1 second")
     name = unique("src_dup")

@@ -13,23 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 
-from streaming.config import ConfigError, FeedSource, QueryConfig
-from streaming.progress import progress_frame
-from streaming.tune import (
-    DEFAULT_CONCURRENT,
-    canonical_delays,
-    check_target,
-    counted_windows,
-    emission_frame,
-    output_delay,
-    recommend,
-    state_stats,
-    tune,
-)
-from streaming.tune_charts import completeness_vs_output_delay, completeness_vs_state, tune_frame
-
-from conftest import ROOT, SAMPLE_FEEDS
+from streaming.analysis.measure import counted_windows, emission_frame, output_delay, state_stats
+from streaming.analysis.tune import DEFAULT_CONCURRENT, canonical_delays, check_target, recommend, tune
+from streaming.charts.tuner import completeness_vs_output_delay, completeness_vs_state, tune_frame
+from streaming.engine.config import ConfigError, FeedSource, QueryConfig
+from streaming.engine.feeds import SAMPLE_FEEDS
+from streaming.engine.progress import progress_frame
 
 GUIDE = SAMPLE_FEEDS / "guide_words"
 T = pd.Timestamp

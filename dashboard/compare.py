@@ -1,0 +1,118 @@
+"""Parts of the Compare page: 2-4 configurations on one feed, checked before Spark sees them, and their results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from streaming.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, Comparison, compare, config_label
+from streaming.charts.compare import comparison_counts
+from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig
+from streaming.engine.errors import ConfigError
+from streaming.engine.registry import QueryRegistry
+
+from .jobs import Job, start_job
+from .shared import InputErrors, feed_source, show_code, watermark_widget, window_widgets
+
+__all__ = ["COMPARE_JOB", "SLOT_DEFAULTS", "CompareInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "start_compare"]
+
+COMPARE_JOB = "exp_compare_job"
+
+
+@dataclass(frozen=True)
+class CompareInputs:
+    feed: str
+    source: FeedSource
+    configs: list[QueryConfig]
+    labels: list[str]
+
+
+def compare_inputs(feed: str, slots: Sequence[Mapping[str, Any]]) -> CompareInputs:
+    """The comparison's validated configs, one per slot (``window, slide, watermark, output_mode``).
+
+    :class:`InputErrors` lists every bad slot as ``Config N: field: 'value' ...``.
+    """
+    try:
+        source = feed_source(feed)
+    except ConfigError as err:
+        raise InputErrors([err]) from None
+    if not MIN_CONFIGS <= len(slots) <= MAX_CONFIGS:
+        raise InputErrors([ConfigError("configs", len(slots), f"given; compare needs {MIN_CONFIGS} to {MAX_CONFIGS}")])
+    errors: list[ConfigError] = []
+    configs: list[QueryConfig] = []
+    for number, slot in enumerate(slots, start=1):
+        try:
+            configs.append(QueryConfig(source, trigger="default", **slot))
+        except ConfigError as err:
+            errors.append(ConfigError(f"Config {number}: {err.field}", err.value, err.reason))
+    if errors:
+        raise InputErrors(errors)
+    labels = [f"{number}: {config_label(config)}" for number, config in enumerate(configs, start=1)]
+    return CompareInputs(feed, source, configs, labels)
+
+
+def start_compare(registry: QueryRegistry, inputs: CompareInputs, key: str = COMPARE_JOB) -> None:
+    """Start the comparison of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
+
+    def work() -> Comparison:
+        return compare(registry, inputs.source.path, inputs.configs, labels=inputs.labels)
+
+    start_job(key, f"Comparison of {len(inputs.configs)} configs on {inputs.feed}", inputs, work)
+
+
+# Defaults of the comparison slots, for the web_clicks feed: a short and a long watermark, sliding append, no watermark.
+SLOT_DEFAULTS: tuple[dict[str, Any], ...] = (
+    {"window": "1 minute", "slide": None, "watermark": "30 seconds", "output_mode": "update"},
+    {"window": "1 minute", "slide": None, "watermark": "5 minutes", "output_mode": "update"},
+    {"window": "1 minute", "slide": "30 seconds", "watermark": "30 seconds", "output_mode": "append"},
+    {"window": "1 minute", "slide": None, "watermark": None, "output_mode": "complete"},
+)
+
+
+def compare_slot_widgets(number: int, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """One configuration's window, slide, watermark and output mode; keys end in ``_{number}``."""
+    st.markdown(f"**Config {number}**")
+    window, slide = window_widgets(f"cmp_{number}", defaults["window"], defaults["slide"])
+    watermark = watermark_widget(f"cmp_{number}", defaults["watermark"])
+    modes = list(OUTPUT_MODES)
+    output_mode = st.selectbox("Output mode", modes, index=modes.index(defaults["output_mode"]), key=f"cmp_output_mode_{number}")
+    return {"window": window, "slide": slide, "watermark": watermark, "output_mode": output_mode}
+
+
+COMPARE_COLUMNS: Mapping[str, Any] = {
+    "label": st.column_config.TextColumn("config"),
+    "completeness": st.column_config.NumberColumn("completeness", format="percent"),
+    "completeness_finalized": st.column_config.NumberColumn("completeness (finalized windows)", format="percent",
+                                                            help="Over the windows ending at or before the final watermark: what append mode has emitted"),
+    "counted": st.column_config.NumberColumn("counted"),
+    "exact": st.column_config.NumberColumn("exact"),
+    "rows_dropped_by_watermark": st.column_config.NumberColumn("dropped (Spark)"),
+    "lost_pairs": st.column_config.NumberColumn("lost (exact)"),
+    "peak_state_rows": st.column_config.NumberColumn("peak state rows"),
+    "output_delay_seconds": st.column_config.NumberColumn("output delay (s)", format="%.0f"),
+    "max_output_delay_seconds": st.column_config.NumberColumn("max output delay (s)", format="%.0f"),
+    "output_delay_batches": st.column_config.NumberColumn("output delay (batches)", format="%.1f"),
+    "windows_never_emitted": st.column_config.NumberColumn("never emitted"),
+    "mean_batch_duration_ms": st.column_config.NumberColumn("mean batch (ms)", format="%.0f"),
+    "batches": st.column_config.NumberColumn("batches"),
+}
+"""The summary columns shown, in order; window, slide, watermark and output mode are in the label."""
+
+
+def compare_results(job: Job) -> None:
+    """The finished comparison: one summary row per config, the counts side by side, the code of each config."""
+    comparison: Comparison = job.result
+    st.caption(f"{job.inputs.feed}: {len(comparison.runs)} configs in {comparison.wall_seconds:.0f} s "
+               f"{'(run concurrently: batch durations are measured while they share the cores)' if comparison.concurrent else ''}")
+    summary = comparison.summary()
+    st.dataframe(summary[[name for name in COMPARE_COLUMNS if name in summary.columns]], hide_index=True, column_config=dict(COMPARE_COLUMNS))
+    st.plotly_chart(comparison_counts(comparison), key="cmp_chart_counts")
+    st.caption("Same event-time axis and the same colour per key in every panel; a legend entry toggles its key everywhere.")
+    columns = st.columns(len(comparison.runs))
+    for number, (column, run) in enumerate(zip(columns, comparison.runs), start=1):
+        with column:
+            st.markdown(f"**{run.label}**")
+            show_code(run.config, key=f"cmp_code_{number}")

@@ -1,0 +1,139 @@
+"""Background jobs of the experiment pages (Watermark tuner, Compare): start, watch, and take turns.
+
+An experiment replays a whole feed several times (:func:`streaming.analysis.tune.tune`,
+:func:`streaming.analysis.compare.compare`) and takes minutes, so it never runs in the
+script thread:
+
+- **Start.** A page's button calls :func:`start_job` with inputs already
+  validated (each page's ``*_inputs`` raises :class:`~dashboard.shared.InputErrors`
+  naming field and value before anything touches Spark) and work that closes
+  over the shared registry, fetched in the script thread. It creates a
+  :class:`Job` (one daemon thread running the work), keeps it in
+  ``st.session_state`` under the page's key (each browser session has its own
+  job; a rerun, a page switch or a widget change never loses it) and reruns the
+  page, which then draws its button disabled until the job is done.
+- **Watch.** :func:`job_view` draws the job: while it runs, the fragment
+  :func:`job_progress` ticks every ``REFRESH_SECONDS`` showing the elapsed
+  seconds (the rest of the page stays responsive) and, once the job is done,
+  asks for one full rerun; that run draws the result (or the error) outside
+  the fragment, so a finished job stops ticking.
+- **Share.** Experiments of all sessions take turns: a job waits for the one
+  server-wide gate (``st.cache_resource``) before it starts its queries, and
+  says so meanwhile, so two sweeps never compete for the shared session's
+  cores (which would skew the batch durations they measure).
+
+The thread touches no Streamlit API; it only calls the engine. The engine's
+functions stop and remove their own queries, whether they succeed or fail.
+A job cannot be cancelled; it ends when its replays end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from .shared import REFRESH_SECONDS
+
+__all__ = ["Job", "current_job", "job_progress", "job_view", "start_job"]
+
+
+@dataclass(eq=False)
+class Job:
+    """One experiment running in a background thread; read by the script thread, written by the worker.
+
+    ``result`` or ``error`` is set before ``done`` turns true, and neither
+    changes afterwards.
+    """
+
+    what: str
+    inputs: Any
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    waiting: bool = True
+    result: Any = None
+    error: BaseException | None = None
+    _done: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    @classmethod
+    def start(cls, what: str, inputs: Any, work: Callable[[], Any], gate: threading.Lock | None = None) -> Job:
+        """A job running ``work()`` in a new daemon thread, after acquiring ``gate`` when given."""
+        job = cls(what, inputs)
+        job._thread = threading.Thread(target=job._run, args=(work, gate), name=f"experiment-{what}", daemon=True)
+        job._thread.start()
+        return job
+
+    def _run(self, work: Callable[[], Any], gate: threading.Lock | None) -> None:
+        try:
+            if gate is None:
+                self.waiting = False
+                self.result = work()
+            else:
+                with gate:
+                    self.waiting = False
+                    self.result = work()
+        except BaseException as err:  # noqa: BLE001 - shown on the page; the thread must not die silently
+            self.error = err
+        finally:
+            self.finished = time.monotonic()
+            self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the job started, until it finished."""
+        return (self.finished if self.finished is not None else time.monotonic()) - self.started
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the job; ``True`` when it is done."""
+        return self._done.wait(timeout)
+
+
+@st.cache_resource(show_spinner=False)
+def _experiment_gate() -> threading.Lock:
+    """The server-wide turn of experiments: one sweep or comparison at a time on the shared session."""
+    return threading.Lock()
+
+
+def current_job(key: str) -> Job | None:
+    """The job this browser session keeps under ``key``, if any."""
+    job = st.session_state.get(key)
+    return job if isinstance(job, Job) else None
+
+
+def start_job(key: str, what: str, inputs: Any, work: Callable[[], Any]) -> None:
+    """Start ``work`` as this session's job under ``key``, then rerun: the page redraws with its button disabled."""
+    st.session_state[key] = Job.start(what, inputs, work, _experiment_gate())
+    st.rerun()
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def job_progress(job: Job) -> None:
+    """Elapsed seconds of a running ``job``, every ``REFRESH_SECONDS``; one full rerun once it is done."""
+    if job.done:
+        st.rerun()
+    if job.waiting:
+        st.info(f"{job.what}: waiting for another experiment on the shared Spark session to finish… ({job.elapsed:.0f} s)", icon=":material/hourglass_empty:")
+    else:
+        st.info(f"{job.what}: running… {job.elapsed:.0f} s", icon=":material/hourglass_top:")
+    st.caption("The replays run in the background; you may change the inputs or leave the page and come back.")
+
+
+def job_view(job: Job | None, render: Callable[[Job], None], idle_text: str) -> None:
+    """``idle_text`` without a job, the progress fragment while it runs, then ``render(job)`` or its error."""
+    if job is None:
+        st.info(idle_text)
+    elif not job.done:
+        job_progress(job)
+    elif job.error is not None:
+        st.error(f"{job.what} failed after {job.elapsed:.0f} s: {type(job.error).__name__}: {job.error}")
+    else:
+        render(job)

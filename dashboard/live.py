@@ -1,0 +1,368 @@
+"""Parts of the Live query page: the new-query form, the query picker and the live view of one run.
+
+Every source kind is one entry of :data:`SOURCES`: its label, its widgets and
+how their values become a :data:`~streaming.engine.config.Source`. The pure
+helpers (:func:`build_source`, :func:`build_config`, :func:`check_name`) are
+tested without a browser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from streaming.analysis import lateness
+from streaming.charts import lateness as lateness_charts
+from streaming.charts.common import current_watermark
+from streaming.charts.live import live_figures
+from streaming.engine.config import (
+    OUTPUT_MODES,
+    TRIGGER_KINDS,
+    FeedSource,
+    GeneratorSource,
+    QueryConfig,
+    RateMicroBatchSource,
+    RateSource,
+    SocketSource,
+    Source,
+    describe,
+)
+from streaming.engine.errors import ConfigError
+from streaming.engine.feeds import SAMPLE_FEEDS, feed_events
+from streaming.engine.query import Run
+from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+
+from .shared import REFRESH_SECONDS, feed_select, feed_source, show_code, watermark_widget, window_widgets
+
+__all__ = [
+    "SOURCES",
+    "await_first_batch",
+    "build_config",
+    "build_source",
+    "check_name",
+    "live_view",
+    "query_selector",
+    "query_widgets",
+    "source_widgets",
+    "start_query",
+    "stop_button",
+]
+
+TRIGGER_LABELS: Mapping[str, str] = {
+    "default": "Default (next batch as soon as the last one ends)",
+    "processing_time": "Processing time (fixed interval)",
+    "available_now": "Available now (process what is there, then stop)",
+}
+
+# Session-state keys: the watched query, and a query to watch after the next rerun.
+SELECTED_KEY = "lab_selected"
+WATCHED_KEY = "lab_watched"
+PENDING_KEY = "lab_pending"
+
+
+# --- sources: one entry per kind ---------------------------------------------
+
+
+def _feed_widgets(feeds: Sequence[str]) -> dict[str, Any]:
+    return {
+        "feed": feed_select(feeds, "lab_feed"),
+        "seconds_per_file": st.number_input("Seconds per file", min_value=0.0, value=2.0, step=0.5, key="lab_seconds_per_file"),
+    }
+
+
+def _socket_widgets(feeds: Sequence[str]) -> dict[str, Any]:
+    return {
+        "feed": feed_select(feeds, "lab_socket_feed"),
+        "lines_per_second": st.number_input("Lines per second", min_value=0.1, value=20.0, step=5.0, key="lab_lines_per_second"),
+    }
+
+
+def _generator_widgets(feeds: Sequence[str]) -> dict[str, Any]:
+    return {
+        "events_per_second": st.number_input("Events per second", min_value=1, max_value=100_000, value=50, step=10, key="lab_gen_rate"),
+        "keys": st.number_input("Keys", min_value=1, max_value=1000, value=4, step=1, key="lab_gen_keys"),
+        "max_lag": st.text_input("Max lag (out of order)", value="20 seconds", key="lab_gen_max_lag"),
+        "late_share": st.number_input("Late share", min_value=0.0, max_value=1.0, value=0.05, step=0.01, key="lab_gen_late_share"),
+        "late_delay": st.text_input("Late delay", value="2 minutes", key="lab_gen_late_delay"),
+        "seed": st.number_input("Seed", min_value=0, value=7, step=1, key="lab_gen_seed"),
+    }
+
+
+def _rate_widgets(feeds: Sequence[str]) -> dict[str, Any]:
+    return {
+        "rows_per_second": st.number_input("Rows per second", min_value=1, max_value=1_000_000, value=100, step=10, key="lab_rate_rows"),
+        "keys": st.number_input("Keys", min_value=1, max_value=1000, value=4, step=1, key="lab_rate_keys"),
+    }
+
+
+def _rate_micro_batch_widgets(feeds: Sequence[str]) -> dict[str, Any]:
+    return {
+        "rows_per_batch": st.number_input("Rows per batch", min_value=1, max_value=1_000_000, value=100, step=10, key="lab_rmb_rows"),
+        "advance": st.text_input("Event time advance per batch", value="1 second", key="lab_rmb_advance"),
+        "keys": st.number_input("Keys", min_value=1, max_value=1000, value=4, step=1, key="lab_rmb_keys"),
+    }
+
+
+def _replayed_feed(params: Mapping[str, Any], root: Path) -> Source:
+    return feed_source(params["feed"], params["seconds_per_file"], root)
+
+
+def _socket_feed(params: Mapping[str, Any], root: Path) -> Source:
+    folder = feed_source(params["feed"], 0.0, root).path
+    return SocketSource(folder, lines_per_second=params["lines_per_second"])
+
+
+def _from_params(kind: Callable[..., Source], params: Mapping[str, Any], root: Path) -> Source:
+    return kind(**params)
+
+
+@dataclass(frozen=True)
+class SourceChoice:
+    """One source kind of the form: its label, its widgets, and how their values become a source."""
+
+    label: str
+    widgets: Callable[[Sequence[str]], dict[str, Any]]
+    build: Callable[[Mapping[str, Any], Path], Source]
+
+
+SOURCES: Mapping[str, SourceChoice] = {
+    "feed": SourceChoice("Replayed sample feed", _feed_widgets, _replayed_feed),
+    "generator": SourceChoice("Generator (out-of-order and late events)", _generator_widgets, partial(_from_params, GeneratorSource)),
+    "rate": SourceChoice("Spark rate source", _rate_widgets, partial(_from_params, RateSource)),
+    "rate-micro-batch": SourceChoice("Spark rate-micro-batch source", _rate_micro_batch_widgets, partial(_from_params, RateMicroBatchSource)),
+    "socket": SourceChoice("Socket (sample feed sent line by line)", _socket_widgets, _socket_feed),
+}
+
+
+# --- configuration: pure ----------------------------------------------------------
+
+
+def build_source(kind: str, params: Mapping[str, Any], root: Path = SAMPLE_FEEDS) -> Source:
+    """The source configuration for ``kind`` from the widget values ``params``; raises :class:`ConfigError`."""
+    choice = SOURCES.get(kind)
+    if choice is None:
+        raise ConfigError("source", kind, f"is not a source kind ({', '.join(SOURCES)})")
+    return choice.build(params, root)
+
+
+def build_config(kind: str, source_params: Mapping[str, Any], query_params: Mapping[str, Any], root: Path = SAMPLE_FEEDS) -> QueryConfig:
+    """The validated query configuration from the form's values; raises :class:`ConfigError` naming field and value."""
+    return QueryConfig(build_source(kind, source_params, root), **query_params)
+
+
+def check_name(name: str) -> str | None:
+    """``name`` stripped, ``None`` when empty (the registry picks ``query_N``); raises :class:`ConfigError` if Spark would refuse it."""
+    stripped = name.strip()
+    if not stripped:
+        return None
+    if not stripped.isidentifier():
+        raise ConfigError("name", stripped, "must be letters, digits and underscores, not starting with a digit")
+    return stripped
+
+
+# --- configuration: widgets -------------------------------------------------------
+
+
+def source_widgets(feeds: Sequence[str], sources: Mapping[str, SourceChoice] = SOURCES) -> tuple[str, dict[str, Any]]:
+    """The source picker and its settings: ``(kind, params)`` for :func:`build_source`."""
+    kind: str = st.selectbox("Source", list(sources), format_func=lambda name: sources[name].label, key="lab_source")
+    return kind, sources[kind].widgets(feeds)
+
+
+def query_widgets(output_modes: Sequence[str] = OUTPUT_MODES, triggers: Mapping[str, str] = TRIGGER_LABELS) -> dict[str, Any]:
+    """Window, watermark, output mode and trigger: the keyword arguments of :class:`QueryConfig` besides the source."""
+    window, slide = window_widgets("lab")
+    watermark = watermark_widget("lab")
+    output_mode = st.selectbox(
+        "Output mode", list(output_modes), index=list(output_modes).index("update"), key="lab_output_mode",
+        help="update: changed rows; append: finalized rows; complete: the whole table",
+    )
+    trigger = st.selectbox("Trigger", list(TRIGGER_KINDS), format_func=lambda kind: triggers.get(kind, kind), key="lab_trigger")
+    interval = st.text_input("Trigger interval", value="5 seconds", key="lab_trigger_interval") if trigger == "processing_time" else None
+    return {
+        "window": window,
+        "slide": slide,
+        "watermark": watermark,
+        "output_mode": output_mode,
+        "trigger": trigger,
+        "trigger_interval": interval,
+    }
+
+
+def start_query(registry: QueryRegistry, config: QueryConfig, name: str | None, pending_key: str = PENDING_KEY) -> None:
+    """Start ``config`` as ``name`` and watch it (after a rerun); shows ``st.error`` when the name is taken or Spark refuses."""
+    from pyspark.errors import PySparkException
+
+    try:
+        run = registry.start(config, name)
+    except (DuplicateQueryError, ConfigError) as err:
+        st.error(str(err))
+        return
+    except PySparkException as err:
+        st.error(f"Spark refused to start the query: {err}")
+        return
+    st.session_state[pending_key] = run.name
+    st.rerun()
+
+
+# --- live view ------------------------------------------------------------------
+
+
+def query_selector(registry: QueryRegistry, keys: tuple[str, str, str] = (SELECTED_KEY, WATCHED_KEY, PENDING_KEY)) -> str | None:
+    """Pick the watched query among the registry's runs; the choice is kept in ``st.session_state``.
+
+    ``keys`` are the selectbox's key, the last watched name (kept when the
+    selectbox's options change) and a name to switch to (set by Start or Watch).
+    """
+    selected_key, watched_key, pending_key = keys
+    names = [run.name for run in registry.runs()]
+    if not names:
+        st.info("No query yet: configure one in the sidebar and press **Start query**.")
+        return None
+    state = st.session_state
+    pending = state.pop(pending_key, None)
+    if pending in names:
+        state[selected_key] = pending
+    elif state.get(selected_key) not in names:
+        state[selected_key] = state.get(watched_key) if state.get(watched_key) in names else names[-1]
+    choice = st.selectbox("Watching query", names, key=selected_key)
+    state[watched_key] = choice
+    return choice
+
+
+def stop_button(run: Run) -> None:
+    """A Stop button for ``run``, enabled while it is active."""
+    if st.button("Stop query", key="lab_stop", disabled=run.status != "active"):
+        run.stop()
+        st.rerun()
+
+
+def _watermark_text(watermark: pd.Timestamp | None) -> str:
+    return "none yet" if watermark is None else f"{watermark:%H:%M:%S}"
+
+
+def _status_row(run: Run, progress: pd.DataFrame) -> None:
+    watermark = current_watermark(progress)
+    columns = st.columns(6)
+    columns[0].metric("Status", run.status)
+    columns[1].metric("Batches", len(run.log))
+    columns[2].metric("Watermark", _watermark_text(watermark), help=None if watermark is None else f"{watermark} UTC")
+    columns[3].metric("Malformed rows", int(progress["malformed_rows"].sum()))
+    columns[4].metric("Dropped (groups)", int(progress["rows_dropped_by_watermark"].sum()))
+    columns[5].metric("Result rows", len(run.table))
+
+
+def _evicted_note(run: Run) -> None:
+    table = run.table
+    if table.max_rows is None:
+        return
+    if table.evicted_rows:
+        st.warning(f"{table.evicted_rows} oldest rows were evicted: the dashboard keeps at most {table.max_rows} windows of the result table in memory.")
+    else:
+        st.caption(f"The dashboard keeps at most {table.max_rows} windows of the result table in memory; none evicted so far.")
+
+
+def _late_and_state(figures: Mapping[str, go.Figure]) -> None:
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(figures["drops"], key="lab_chart_drops")
+        st.caption(
+            "Spark counts rows dropped by the watermark **after** window expansion and partial aggregation: "
+            "a dropped row is a partially aggregated (window, key) group of a batch, not a raw event. A late event "
+            "counts once per window it falls into (several with sliding windows), and late events of the same "
+            "window and key in one batch may count as one."
+        )
+    with right:
+        st.plotly_chart(figures["state"], key="lab_chart_state")
+
+
+def _engine_charts(figures: Mapping[str, go.Figure]) -> None:
+    st.subheader("Engine (the Spark UI's streaming tab)")
+    top = st.columns(2)
+    top[0].plotly_chart(figures["rates"], key="lab_chart_rates")
+    top[1].plotly_chart(figures["input"], key="lab_chart_input")
+    bottom = st.columns(2)
+    bottom[0].plotly_chart(figures["duration"], key="lab_chart_duration")
+    with bottom[1]:
+        st.plotly_chart(figures["gap"], key="lab_chart_gap")
+        st.caption(
+            "Batch time minus the watermark. A replayed feed's event times lie in the past, so its gap is large; "
+            "it shrinks while the feed replays event time faster than real time."
+        )
+
+
+def _details(run: Run, table: pd.DataFrame) -> None:
+    with st.expander(f"Result table ({len(table)} rows)"):
+        st.dataframe(table, hide_index=True)
+    with st.expander("Latest progress (JSON)"):
+        st.json(run.log.latest or {}, expanded=False)
+    with st.expander("Configuration"):
+        st.json(describe(run.config))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _feed_events(folder: str) -> pd.DataFrame:
+    return feed_events(Path(folder))
+
+
+def _lateness_view(run: Run) -> None:
+    """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
+    st.subheader("Why was it dropped?")
+    if not isinstance(run.config.source, FeedSource) or run.config.aggregation == "none":
+        st.caption("Event-by-event lateness is shown for replayed feeds, where the arrival of every event is known.")
+        return
+    summaries = run.log.summaries()
+    batches = lateness.file_batches(summaries)
+    classified = lateness.classify(_feed_events(str(run.config.source.path)), batches, run.config.window_ms, run.config.slide_ms)
+    numbers = lateness.drop_summary(classified, summaries)
+    columns = st.columns(4)
+    columns[0].metric("Events so far", numbers["events_total"])
+    columns[1].metric("Not counted", numbers["not_counted"], help="In none of their windows: every window had closed")
+    columns[2].metric("Partly counted", numbers["partly_counted"], help="Sliding windows: counted in only some of their windows")
+    columns[3].metric("Spark: rows dropped", numbers["rows_dropped_by_watermark"], help="numRowsDroppedByWatermark, summed")
+    st.caption(numbers["explanation"])
+    left, right = st.columns(2)
+    left.plotly_chart(lateness_charts.arrival_figure(classified, batches), key="lab_chart_arrival")
+    right.plotly_chart(lateness_charts.lateness_figure(classified), key="lab_chart_lateness")
+
+
+FIRST_BATCH_POLL_SECONDS = 0.25
+
+
+@st.fragment(run_every=FIRST_BATCH_POLL_SECONDS)
+def await_first_batch(run: Run) -> None:
+    """Until ``run`` folds its first batch, look four times a second; then rerun the page so its charts draw at once.
+
+    The live view redraws every ``REFRESH_SECONDS``; without this, the first
+    chart of a new query would wait up to that long after its data arrived.
+    """
+    if run.table.batches_applied > 0 or run.status != "active":
+        st.rerun()
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def live_view(run: Run) -> None:
+    """The watched run, redrawn every ``REFRESH_SECONDS``; only reads its table and progress log.
+
+    It takes the :class:`Run`, not the registry, so a tick never touches
+    state shared with other users.
+    """
+    (progress, breakdown), table = run.log.frames(), run.table.frame()
+    _status_row(run, progress)
+    if run.status == "failed":
+        st.error(f"Query {run.name} failed: {run.error}")
+    figures = live_figures(table, progress, breakdown, output_mode=run.config.output_mode, slide=pd.Timedelta(milliseconds=run.config.slide_ms))
+    st.plotly_chart(figures["counts"], key="lab_chart_counts")
+    _evicted_note(run)
+    _late_and_state(figures)
+    _lateness_view(run)
+    _engine_charts(figures)
+    _details(run, table)
+    show_code(run.config, key=f"lab_code_{run.name}")

@@ -1,0 +1,39 @@
+"""Compare: 2-4 query configurations replayed side by side on the same sample feed."""
+
+import streamlit as st
+
+from dashboard import compare
+from dashboard.jobs import current_job, job_view
+from dashboard.shared import InputErrors, feed_select, get_registry, session_starter, session_status, wait_for_session
+from streaming.engine.feeds import feed_names
+
+st.title("Compare")
+st.caption(
+    "Replays the same feed under each configuration and measures every run against the exact answer for its own "
+    "window and slide. Append runs hold only finalized windows: compare them on *completeness (finalized windows)*."
+)
+starter = session_starter()
+ready = session_status(starter)
+feed_column, count_column = st.columns([2, 1])
+with feed_column:
+    feed = feed_select(feed_names(), "cmp_feed")
+with count_column:
+    count = st.number_input("Configurations", min_value=2, max_value=4, value=2, step=1, key="cmp_count")
+slots = []
+for number, column in enumerate(st.columns(int(count)), start=1):
+    with column, st.container(border=True):
+        slots.append(compare.compare_slot_widgets(number, compare.SLOT_DEFAULTS[number - 1]))
+try:
+    inputs = compare.compare_inputs(feed, slots)
+except InputErrors as err:
+    for error in err.errors:
+        st.error(f"Cannot run this comparison: {error}")
+    st.stop()
+
+job = current_job(compare.COMPARE_JOB)
+running = job is not None and not job.done
+if st.button("Run comparison", key="cmp_run", type="primary", disabled=running or not ready, help="Runs in the background"):
+    compare.start_compare(get_registry(), inputs)
+if not ready and starter.status == "starting":
+    wait_for_session(starter)
+job_view(job, compare.compare_results, "Set up the configurations and press **Run comparison**.")

@@ -1,0 +1,28 @@
+"""Home: what Streaming Lab is, and where to go."""
+
+import streamlit as st
+
+from dashboard.shared import COMPARE_PAGE, LIVE_PAGE, QUERIES_PAGE, TUNER_PAGE
+
+st.title("Streaming Lab")
+st.markdown(
+    "Run **Spark Structured Streaming** queries live and watch what the engine does. Each query is a "
+    "windowed count per key over event time; as micro-batches arrive you see the **result table** change, "
+    "the **watermark** advance, late data being **dropped**, and the **state** Spark keeps for open windows."
+)
+st.markdown(
+    "- Choose a source: a replayed sample feed, a generator of out-of-order and late events, Spark's `rate` "
+    "and `rate-micro-batch` sources, or a socket.\n"
+    "- Choose tumbling or sliding windows, a watermark (or none), the **output mode** "
+    "(append, update, complete) and the **trigger** (default, processing time, available now).\n"
+    "- Compare what the result table holds under each output mode, and read the numbers of the "
+    "Spark UI's streaming tab: input and process rates, batch durations, the watermark gap."
+)
+st.page_link(LIVE_PAGE, label="Live query: configure, start and watch a query", icon=":material/play_circle:")
+st.page_link(QUERIES_PAGE, label="Queries: everything running on the shared Spark session", icon=":material/list:")
+st.page_link(TUNER_PAGE, label="Watermark tuner: the smallest watermark delay that reaches a completeness target", icon=":material/tune:")
+st.page_link(COMPARE_PAGE, label="Compare: 2-4 configurations side by side on the same feed", icon=":material/compare:")
+st.caption(
+    "Queries run on one Spark session shared by every browser tab and keep running when you leave a page; "
+    "stop them on the Queries page. All of them stop when the server exits."
+)

@@ -1,0 +1,42 @@
+"""Live query: configure and start a Structured Streaming query, then watch its result table and progress."""
+
+import streamlit as st
+
+from dashboard import live
+from dashboard.shared import get_registry, session_starter, session_status, wait_for_session
+from streaming.engine.errors import ConfigError
+from streaming.engine.feeds import feed_names
+
+st.title("Live query")
+st.caption(
+    "A windowed count per key over event time. The charts redraw every couple of seconds from the query's "
+    "result table and its progress events; starting and stopping never waits on a batch."
+)
+starter = session_starter()
+ready = session_status(starter)
+if ready:
+    registry = get_registry()
+    watched = live.query_selector(registry)
+    run = None if watched is None else registry.get(watched)
+    if run is not None:
+        live.stop_button(run)
+        live.live_view(run)
+        if run.status == "active" and run.table.batches_applied == 0:
+            live.await_first_batch(run)
+elif starter.status == "starting":
+    st.info("Spark is starting in the background; the form is ready, and Start is enabled as soon as Spark is.")
+    wait_for_session(starter)
+
+with st.sidebar:
+    st.header("New query")
+    kind, source_params = live.source_widgets(feed_names())
+    query_params = live.query_widgets()
+    name_text = st.text_input("Query name", value="", key="lab_name", placeholder="empty: query_N")
+    try:
+        config = live.build_config(kind, source_params, query_params)
+        name = live.check_name(name_text)
+    except ConfigError as err:
+        st.error(f"Cannot run this configuration: {err}")
+        st.stop()
+    if st.button("Start query", key="lab_start", type="primary", disabled=not ready):
+        live.start_query(get_registry(), config, name)

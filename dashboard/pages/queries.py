@@ -1,0 +1,15 @@
+"""Queries: every query of the shared registry, and other active queries on the Spark session."""
+
+import streamlit as st
+
+from dashboard.queries import queries_view
+from dashboard.shared import get_registry, session_starter, session_status, wait_for_session
+
+st.title("Queries")
+st.caption("Every browser tab sees the same queries: they run on one Spark session in the server process.")
+starter = session_starter()
+if session_status(starter):
+    queries_view(get_registry())
+elif starter.status == "starting":
+    st.info("Spark is starting in the background; the queries show once it is ready.")
+    wait_for_session(starter)

@@ -1,0 +1,165 @@
+"""What every page shares: the Spark session and query registry, the page frame, and the widgets several pages use.
+
+Shared resources (one per server process, every browser tab sees them) are
+kept by ``st.cache_resource`` and never replaced per user:
+:func:`session_starter` (the background start of the SparkSession),
+:func:`get_registry` (the one :class:`QueryRegistry`; an ``atexit`` handler
+stops its queries when the server exits).
+
+The pure helpers (:func:`feed_source`, :func:`percent`, :class:`InputErrors`)
+are tested without a browser; the ``*_widgets`` functions draw parts of pages.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+from streaming.engine.config import FeedSource, QueryConfig
+from streaming.engine.errors import ConfigError
+from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
+from streaming.engine.registry import QueryRegistry
+from streaming.engine.session import SessionStarter
+from streaming.export import pyspark_code
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "COMPARE_PAGE",
+    "LIVE_PAGE",
+    "QUERIES_PAGE",
+    "REFRESH_SECONDS",
+    "TUNER_PAGE",
+    "InputErrors",
+    "feed_select",
+    "feed_source",
+    "get_registry",
+    "get_spark",
+    "percent",
+    "session_starter",
+    "session_status",
+    "show_code",
+    "watermark_widget",
+    "window_widgets",
+]
+
+LOG = logging.getLogger(__name__)
+REFRESH_SECONDS = 2.0
+SESSION_TIMEOUT_SECONDS = 300.0
+DEFAULT_FEED = "web_clicks"
+
+LIVE_PAGE = "dashboard/pages/live_query.py"
+QUERIES_PAGE = "dashboard/pages/queries.py"
+TUNER_PAGE = "dashboard/pages/tuner.py"
+COMPARE_PAGE = "dashboard/pages/compare.py"
+
+
+# --- shared resources -------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def session_starter() -> SessionStarter:
+    """The background start of this server's SparkSession, begun on the first page view of any page."""
+    return SessionStarter().start()
+
+
+def get_spark() -> SparkSession:
+    """The one SparkSession of this server process; waits while it starts (Start buttons wait on :func:`session_status` first)."""
+    return session_starter().wait(SESSION_TIMEOUT_SECONDS)
+
+
+def _stop_all_at_exit(registry: QueryRegistry, log: logging.Logger = LOG) -> None:
+    try:
+        registry.stop_all()
+    except Exception as err:  # noqa: BLE001 - at exit the JVM may already be gone; nothing left to do
+        log.warning("stopping queries at exit failed: %s", err)
+
+
+@st.cache_resource(show_spinner="Starting Spark...")
+def get_registry() -> QueryRegistry:
+    """The one QueryRegistry of this server process, shared by every session; its queries stop at exit."""
+    registry = QueryRegistry(get_spark())
+    atexit.register(_stop_all_at_exit, registry)
+    return registry
+
+
+def session_status(starter: SessionStarter) -> bool:
+    """The session's state in the sidebar (starting, ready, failed with the reason); ``True`` once it is ready."""
+    status = starter.status
+    with st.sidebar:
+        if status == "ready":
+            st.caption(f":material/check_circle: Spark is ready (started in {starter.seconds or 0:.0f} s)")
+        elif status == "starting":
+            st.caption(":material/hourglass_top: Spark is starting… Start is enabled once it is ready.")
+        else:
+            st.error(f"Spark could not start: {starter.error}")
+    return status == "ready"
+
+
+@st.fragment(run_every=1.0)
+def wait_for_session(starter: SessionStarter) -> None:
+    """While the session starts, check every second and rerun the page once it is ready (or failed)."""
+    if starter.status != "starting":
+        st.rerun()
+
+
+# --- choices and checks: pure -------------------------------------------------------
+
+
+class InputErrors(ValueError):
+    """Every problem of a form's values: ``errors`` are the :class:`ConfigError` of each, naming field and value."""
+
+    def __init__(self, errors: Sequence[ConfigError]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(str(error) for error in self.errors))
+
+
+def feed_source(name: str, seconds_per_file: float = 0.0, root: Path = SAMPLE_FEEDS) -> FeedSource:
+    """The replay of the sample feed ``name``: only names :func:`feed_names` lists, never a free path."""
+    names = feed_names(root)
+    if name not in names:
+        raise ConfigError("source.path", name, f"is not one of the sample feeds {names}")
+    return FeedSource(root / name, seconds_per_file=seconds_per_file)
+
+
+def percent(share: float) -> str:
+    """``0.99`` → ``"99%"``, ``0.995`` → ``"99.5%"``."""
+    return f"{round(share * 100, 4):g}%"
+
+
+# --- widgets several pages use ----------------------------------------------------------
+
+
+def feed_select(feeds: Sequence[str], key: str) -> str:
+    """The sample feed picker (``web_clicks`` first when present)."""
+    index = list(feeds).index(DEFAULT_FEED) if DEFAULT_FEED in feeds else 0
+    return st.selectbox("Sample feed", feeds, index=index, key=key, help="A folder under sample_feeds/, replayed one CSV file per micro-batch")
+
+
+def window_widgets(prefix: str, window: str = "1 minute", slide: str | None = None) -> tuple[str, str | None]:
+    """Window length and, for sliding windows, the slide: ``(window, slide)`` with ``slide=None`` for tumbling."""
+    length = st.text_input("Window length", value=window, key=f"{prefix}_window")
+    kinds = ["tumbling", "sliding"]
+    sliding = st.radio("Windows", kinds, index=1 if slide else 0, horizontal=True, key=f"{prefix}_window_kind") == "sliding"
+    chosen = st.text_input("Slide", value=slide or "30 seconds", key=f"{prefix}_slide") if sliding else None
+    return length, chosen
+
+
+def watermark_widget(prefix: str, delay: str | None = "30 seconds") -> str | None:
+    """A watermark checkbox and its delay: the delay, or ``None`` for no watermark."""
+    use = st.checkbox("Watermark", value=delay is not None, key=f"{prefix}_use_watermark", help="How late an event may be, behind the latest event time seen")
+    return st.text_input("Watermark delay", value=delay or "30 seconds", key=f"{prefix}_watermark") if use else None
+
+
+def show_code(config: QueryConfig, key: str) -> None:
+    """A "Show code" panel: self-contained PySpark code for ``config``, to paste into a notebook or ``spark-submit``."""
+    with st.expander("Show code"):
+        code = pyspark_code(config)
+        st.code(code, language="python")
+        st.download_button("Download streaming_query.py", code, file_name="streaming_query.py", mime="text/x-python", key=key)

@@ -1,0 +1,179 @@
+"""Parts of the Watermark tuner page: the sweep's inputs, checked before Spark sees them, and its results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from streaming.analysis.tune import TuneResult, canonical_delays, check_target, tune
+from streaming.charts import tuner as tuner_charts
+from streaming.engine.config import FeedSource, QueryConfig
+from streaming.engine.errors import ConfigError
+from streaming.engine.registry import QueryRegistry
+
+from .jobs import Job, start_job
+from .shared import InputErrors, feed_select, feed_source, percent, show_code, window_widgets
+
+__all__ = [
+    "COMPLETENESS_TEXT",
+    "DEFAULT_DELAYS",
+    "TUNE_JOB",
+    "TuneInputs",
+    "parse_delays",
+    "recommendation_text",
+    "start_tune",
+    "tune_inputs",
+    "tune_results",
+    "tune_widgets",
+]
+
+TUNE_JOB = "exp_tune_job"
+DEFAULT_DELAYS = "0 seconds, 30 seconds, 1 minute, 2 minutes, 5 minutes, 10 minutes"
+DEFAULT_TARGET = 0.99
+MAX_DELAYS = 8
+"""A sweep runs one query per delay: at most this many."""
+T = TypeVar("T")
+
+COMPLETENESS_TEXT = (
+    "**Completeness** is the share of the exact answer a run's final result table holds: the sum of the "
+    "counts in the update-mode result table ÷ the sum of the counts of the exact batch answer over the "
+    "whole feed (no watermark), overall and per window. **Output delay** is what append mode would wait: "
+    "how long after a window's end (in event time, and in micro-batches) the watermark passes it and an "
+    "append-mode run would emit it."
+)
+
+
+def parse_delays(text: str, limit: int = MAX_DELAYS) -> list[str]:
+    """Comma-separated durations as canonical strings, smallest first; :class:`ConfigError` on ``delays``."""
+    items = [item.strip() for item in str(text).split(",") if item.strip()]
+    delays = canonical_delays(items)
+    if len(delays) > limit:
+        raise ConfigError("delays", text, f"lists {len(delays)} delays; a sweep runs at most {limit} (one query each)")
+    return delays
+
+
+@dataclass(frozen=True)
+class TuneInputs:
+    feed: str
+    source: FeedSource
+    window: str
+    slide: str | None
+    delays: list[str]
+    target: float
+
+    def config(self, delay: str) -> QueryConfig:
+        """The update-mode query the sweep runs for ``delay``; the recommended one for the code panel."""
+        return QueryConfig(self.source, window=self.window, slide=self.slide, watermark=delay, output_mode="update")
+
+
+def tune_inputs(feed: str, window: str, slide: str | None, delays: str, target: object) -> TuneInputs:
+    """The sweep's validated inputs; :class:`InputErrors` lists every bad field, named with its value."""
+    errors: list[ConfigError] = []
+
+    def attempt(check: Callable[[], T]) -> T | None:
+        try:
+            return check()
+        except ConfigError as err:
+            errors.append(err)
+            return None
+
+    source = attempt(lambda: feed_source(feed))
+    parsed = attempt(lambda: parse_delays(delays))
+    goal = attempt(lambda: check_target(target))
+    if source is not None:  # window and slide, checked the way the sweep's queries will be built
+        attempt(lambda: QueryConfig(source, window=window, slide=slide, watermark=None, output_mode="update"))
+    if errors or source is None or parsed is None or goal is None:
+        raise InputErrors(errors)
+    return TuneInputs(feed, source, window, slide, parsed, goal)
+
+
+def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB) -> None:
+    """Start the sweep of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
+
+    def work() -> TuneResult:
+        return tune(registry, inputs.source.path, window=inputs.window, slide=inputs.slide, delays=inputs.delays, target=inputs.target)
+
+    start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work)
+
+
+def tune_widgets(feeds: Sequence[str]) -> dict[str, Any]:
+    """Feed, window (and slide), delays and target: the keyword arguments of :func:`tune_inputs`."""
+    columns = st.columns([2, 3, 5, 2])
+    with columns[0]:
+        feed = feed_select(feeds, "tune_feed")
+    with columns[1]:
+        window, slide = window_widgets("tune")
+    with columns[2]:
+        delays = st.text_input("Watermark delays (comma-separated)", value=DEFAULT_DELAYS, key="tune_delays",
+                               help=f"One replay per delay, at most {MAX_DELAYS}, e.g. '0s, 30 seconds, 2m'")
+    with columns[3]:
+        target = st.number_input("Completeness target", value=DEFAULT_TARGET, step=0.01, format="%.3f", key="tune_target",
+                                 help="Greater than 0 and at most 1: the smallest delay reaching it is recommended")
+    return {"feed": feed, "window": window, "slide": slide, "delays": delays, "target": target}
+
+
+TUNE_COLUMNS: Mapping[str, Any] = {
+    "delay": st.column_config.TextColumn("delay"),
+    "completeness": st.column_config.NumberColumn("completeness", format="percent"),
+    "counted": st.column_config.NumberColumn("counted", help="Sum of the counts in the final result table"),
+    "exact": st.column_config.NumberColumn("exact", help="Sum of the counts of the exact answer"),
+    "rows_dropped_by_watermark": st.column_config.NumberColumn("dropped (Spark)", help="numRowsDroppedByWatermark, summed: partially aggregated groups, not events"),
+    "lost_pairs": st.column_config.NumberColumn("lost (exact)", help="exact − counted: (event, window) pairs the watermark threw away"),
+    "peak_state_rows": st.column_config.NumberColumn("peak state rows"),
+    "mean_state_rows": st.column_config.NumberColumn("mean state rows", format="%.1f"),
+    "peak_state_memory_bytes": st.column_config.NumberColumn("peak state memory", format="bytes"),
+    "mean_state_memory_bytes": st.column_config.NumberColumn("mean state memory", format="bytes"),
+    "output_delay_seconds": st.column_config.NumberColumn("output delay (s)", format="%.0f", help="Mean over emitted windows, event time"),
+    "output_delay_batches": st.column_config.NumberColumn("output delay (batches)", format="%.1f", help="Mean over emitted windows"),
+    "windows_never_emitted": st.column_config.NumberColumn("never emitted", help="Windows the final watermark never passed"),
+    "batches": st.column_config.NumberColumn("batches"),
+    "recommended": st.column_config.CheckboxColumn("recommended"),
+}
+
+
+def recommendation_text(result: TuneResult) -> str:
+    """``"Smallest delay reaching 99%: 5 minutes"``, or which delay came closest when none reaches the target."""
+    goal = percent(result.target)
+    if result.recommended is not None:
+        return f"Smallest delay reaching {goal}: {result.recommended}"
+    best = max(result.outcomes, key=lambda outcome: outcome.completeness)
+    return f"No delay reaches {goal}: the most complete is {best.delay} at {percent(best.completeness)}"
+
+
+def _per_window(result: TuneResult) -> None:
+    delays = [outcome.delay for outcome in result.outcomes]
+    with st.expander("Per-window completeness"):
+        index = delays.index(result.recommended) if result.recommended in delays else len(delays) - 1
+        delay = st.selectbox("Watermark delay", delays, index=index, key="tune_window_delay")
+        outcome = result.outcomes[delays.index(delay)]
+        st.dataframe(
+            outcome.per_window, hide_index=True,
+            column_config={"completeness": st.column_config.NumberColumn("completeness", format="percent")},
+        )
+
+
+def tune_results(job: Job) -> None:
+    """The finished sweep: recommendation, one row per delay, the two trade-offs, per-window completeness, code."""
+    inputs: TuneInputs = job.inputs
+    result: TuneResult = job.result
+    shape = inputs.window if inputs.slide is None else f"{inputs.window} sliding every {inputs.slide}"
+    st.caption(
+        f"{inputs.feed}, windows of {shape}, {len(result.outcomes)} delays, target {percent(result.target)}: "
+        f"{result.wall_seconds:.0f} s {'(delays run concurrently)' if result.concurrent else '(one delay at a time)'}."
+    )
+    text = recommendation_text(result)
+    (st.success if result.recommended is not None else st.warning)(text)
+    frame = tuner_charts.tune_frame(result)
+    st.dataframe(frame[[name for name in TUNE_COLUMNS if name in frame.columns]], hide_index=True, column_config=dict(TUNE_COLUMNS))
+    left, right = st.columns(2)
+    left.plotly_chart(tuner_charts.completeness_vs_state(result), key="tune_chart_state")
+    right.plotly_chart(tuner_charts.completeness_vs_output_delay(result), key="tune_chart_delay")
+    _per_window(result)
+    if result.recommended is None:
+        st.caption("No recommended configuration to export: add longer delays or lower the target.")
+        return
+    st.markdown(f"**Recommended query** (update mode, watermark {result.recommended})")
+    show_code(inputs.config(result.recommended), key="tune_code")

@@ -1,0 +1,1 @@
+"""Pure Plotly figures, one module per page family (``live``, ``lateness``, ``tuner``, ``compare``) and ``common``."""

@@ -1,0 +1,79 @@
+"""What every figure of the product shares: colours per key, the empty figure, and the downsampling of long histories.
+
+Pure functions, no Streamlit and no Spark. Colours: :func:`key_colors` maps a
+list of keys (or phases) to colours by their sorted position, so the same key
+list gives every figure the same colours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.colors
+import plotly.graph_objects as go
+
+__all__ = ["MAX_POINTS", "NO_BATCHES", "PALETTE", "WATERMARK_COLOR", "current_watermark", "downsample", "empty_figure", "has_rows", "key_colors"]
+
+NO_BATCHES = "No batches yet"
+PALETTE: tuple[str, ...] = tuple(plotly.colors.qualitative.Plotly) + tuple(plotly.colors.qualitative.Dark24)
+WATERMARK_COLOR = "#d62728"
+MAX_POINTS = 600
+"""A history longer than this many rows is drawn downsampled (:func:`downsample`)."""
+
+def key_colors(keys: Iterable[object], palette: Sequence[str] = PALETTE) -> dict[str, str]:
+    """Colour of each distinct key, by its position in the sorted key list (cycling through ``palette``).
+
+    The order of ``keys`` and repeated keys do not matter: the same set of keys
+    always gets the same colours.
+    """
+    ordered = sorted({str(key) for key in keys})
+    return {key: palette[index % len(palette)] for index, key in enumerate(ordered)}
+
+
+def empty_figure(title: str, message: str = NO_BATCHES) -> go.Figure:
+    """A valid figure without data: ``title`` and a centred ``message`` annotation."""
+    figure = go.Figure()
+    figure.update_layout(title=title, xaxis={"visible": False}, yaxis={"visible": False}, height=320)
+    figure.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font={"size": 15})
+    return figure
+
+
+def has_rows(frame: pd.DataFrame, columns: Iterable[str]) -> bool:
+    """True when ``frame`` has rows and every one of ``columns``."""
+    return not frame.empty and all(column in frame.columns for column in columns)
+
+
+def current_watermark(progress: pd.DataFrame) -> pd.Timestamp | None:
+    """The watermark of the latest batch that has one, or ``None`` (no watermark, or none set yet)."""
+    if "watermark" not in progress.columns:
+        return None
+    marks = pd.to_datetime(progress["watermark"]).dropna()
+    return None if marks.empty else pd.Timestamp(marks.iloc[-1])
+
+
+def downsample(frame: pd.DataFrame, columns: Sequence[str], max_points: int = MAX_POINTS) -> pd.DataFrame:
+    """The rows of ``frame`` (in its order) thinned to about ``max_points``, keeping every extreme.
+
+    The rows are cut into equal runs of consecutive rows; from each run the
+    rows holding the minimum and the maximum of each of ``columns`` are kept,
+    and the first and last row of the frame. A spike (a slow batch, a burst of
+    dropped rows) therefore survives, whatever its length; a frame of at most
+    ``max_points`` rows is returned as it is. NaN counts as the smallest value.
+    """
+    rows = len(frame)
+    if rows <= max_points or not columns:
+        return frame
+    buckets = max(1, max_points // (2 * len(columns)))
+    bucket = (np.arange(rows) * buckets) // rows
+    keep = np.zeros(rows, dtype=bool)
+    keep[[0, -1]] = True
+    bounds = np.flatnonzero(np.diff(bucket)) + 1
+    firsts, lasts = np.r_[0, bounds], np.r_[bounds - 1, rows - 1]
+    for column in columns:
+        values = np.nan_to_num(frame[column].to_numpy(dtype="float64"), nan=-np.inf)
+        order = np.lexsort((values, bucket))
+        keep[order[firsts]] = True
+        keep[order[lasts]] = True
+    return frame.iloc[np.flatnonzero(keep)]

@@ -1,0 +1,319 @@
+"""Plotly figures of a streaming query: the result table and the Spark UI's streaming tab.
+
+Pure functions: pandas frames in (``ResultTable.frame()``, ``progress_frame``,
+``breakdown_frame``), ``plotly.graph_objects.Figure`` out; no Streamlit, no
+Spark. Every builder accepts an empty frame and returns a valid figure with a
+"no batches yet" annotation, so a page can draw before the first batch.
+Colours come from :func:`streaming.charts.common.key_colors`; pass its result
+as ``colors`` to keep them fixed across figures.
+
+The live view redraws these every two seconds, so each is built in one go from
+numpy arrays and without plotly's property validation (``_validate=False``),
+which costs more than everything else of a refresh together. The tests build
+every figure again with validation on, so an invalid property still fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .common import NO_BATCHES, WATERMARK_COLOR, current_watermark, downsample, empty_figure, has_rows, key_colors
+
+__all__ = [
+    "OUTPUT_MODE_SEMANTICS",
+    "batch_duration_figure",
+    "drops_figure",
+    "input_rows_figure",
+    "live_figures",
+    "rates_figure",
+    "state_figure",
+    "watermark_gap_figure",
+    "windowed_counts_figure",
+]
+
+MAX_WINDOWS_IN_VIEW = 200
+"""The result-table chart draws the latest this many window starts; the page's table holds them all."""
+
+OUTPUT_MODE_SEMANTICS: Mapping[str, str] = MappingProxyType({
+    "update": "update mode: the latest count of each window; a window's row changes until the watermark passes its end",
+    "append": "append mode: finalized windows only; a window appears once the watermark passes its end and never changes",
+    "complete": "complete mode: the whole result table, every window since the start, rewritten each trigger",
+})
+
+
+def _watermark_marks(watermark: pd.Timestamp, color: str = WATERMARK_COLOR) -> dict[str, list[dict[str, Any]]]:
+    """The watermark as layout entries: a dashed vertical line across the time axis and its label on top."""
+    return {
+        "shapes": [{
+            "type": "line", "x0": watermark, "x1": watermark, "y0": 0, "y1": 1, "xref": "x", "yref": "paper",
+            "line": {"color": color, "width": 2, "dash": "dash"}, "name": "watermark",
+        }],
+        "annotations": [{
+            "x": watermark, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
+            "text": f"watermark {watermark:%Y-%m-%d %H:%M:%S}", "font": {"color": color},
+        }],
+    }
+
+
+def windowed_counts_figure(
+    table: pd.DataFrame,
+    *,
+    watermark: pd.Timestamp | None = None,
+    output_mode: str = "update",
+    colors: Mapping[str, str] | None = None,
+    slide: pd.Timedelta | None = None,
+    semantics: Mapping[str, str] = OUTPUT_MODE_SEMANTICS,
+    no_rows: str = NO_BATCHES,
+    max_windows: int | None = MAX_WINDOWS_IN_VIEW,
+) -> go.Figure:
+    """Count per key over event time: one line per key through the midpoints of its windows.
+
+    Midpoints keep sliding (overlapping) windows legible; the hover names the
+    window ``[start, end)``. A key's line is broken where windows are missing
+    (next start more than ``slide`` after the last; ``slide`` is inferred from
+    the table when ``None``), so no trend is drawn across windows that are not
+    in the table. ``watermark`` (when given) is drawn as a vertical line; the
+    subtitle says what ``output_mode`` puts in the table. Only the latest
+    ``max_windows`` window starts are drawn (``None``: all), and the subtitle
+    says so when that leaves windows out: a long run's result table stays in
+    the page's table, the chart shows where the stream is.
+    """
+    title = f"Result table: count per key and window ({output_mode} mode)"
+    meaning = semantics.get(output_mode, output_mode)
+    if not has_rows(table, ("window_start", "window_end", "key", "count")):
+        return empty_figure(title, f"{no_rows}: the result table is empty<br>({meaning})")
+    palette = dict(colors) if colors is not None else key_colors(table["key"])
+    step = slide if slide is not None else _window_step(table)
+    shown, total = _latest_windows(table, max_windows)
+    if shown is not table:
+        meaning = f"{meaning}. Showing the latest {max_windows} of {total:,} window starts; the result table below has them all"
+    ordered = shown if _in_window_order(shown) else shown.sort_values(["window_start", "window_end"], kind="stable")
+    layout: dict[str, Any] = {
+        "title": {"text": title, "subtitle": {"text": meaning}},
+        "xaxis": {"title": {"text": "event time (window midpoint)"}}, "yaxis": {"title": {"text": "count"}},
+        "legend": {"title": {"text": "key"}}, "height": 420, "hovermode": "closest",
+    }
+    if watermark is not None and not pd.isna(watermark):
+        layout.update(_watermark_marks(pd.Timestamp(watermark)))
+    keys = ordered["key"].astype(str).to_numpy()
+    order = np.argsort(keys, kind="stable")  # by key, window order kept within each key
+    starts = ordered["window_start"].to_numpy("datetime64[ns]")[order]
+    ends = ordered["window_end"].to_numpy("datetime64[ns]")[order]
+    counts = ordered["count"].to_numpy(dtype="float64")[order]
+    labels = np.char.add(np.char.add(np.char.add("[", _clock(starts)), np.char.add(", ", _clock(ends))), ")")
+    names, firsts = np.unique(keys[order], return_index=True)
+    bounds = [*firsts[1:], len(order)]
+    traces = [
+        _key_trace(str(name), starts[first:last], ends[first:last], counts[first:last], labels[first:last], palette.get(str(name)), step)
+        for name, first, last in zip(names, firsts, bounds)
+    ]
+    return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+def _in_window_order(table: pd.DataFrame) -> bool:
+    """True when the rows are sorted by window start, then end (as ``ResultTable.frame`` gives them)."""
+    starts = np.diff(table["window_start"].to_numpy("datetime64[ns]"))
+    ends = np.diff(table["window_end"].to_numpy("datetime64[ns]"))
+    zero = np.timedelta64(0, "ns")
+    return bool(np.all((starts > zero) | ((starts == zero) & (ends >= zero))))
+
+
+def _latest_windows(table: pd.DataFrame, max_windows: int | None) -> tuple[pd.DataFrame, int]:
+    """``(rows of the latest max_windows window starts, number of distinct starts)``; ``table`` itself when all fit."""
+    starts = table["window_start"].to_numpy("datetime64[ns]")
+    distinct = np.unique(starts)
+    if max_windows is None or len(distinct) <= max_windows:
+        return table, len(distinct)
+    return table[starts >= distinct[-max_windows]], len(distinct)
+
+
+def _window_step(table: pd.DataFrame) -> pd.Timedelta:
+    """How far consecutive windows start apart: the window length, or less when windows overlap (sliding)."""
+    starts = pd.Series(pd.to_datetime(table["window_start"]).drop_duplicates().sort_values())
+    lengths = pd.to_datetime(table["window_end"]) - pd.to_datetime(table["window_start"])
+    gaps = starts.diff().dropna()
+    return min([lengths.min(), *gaps[gaps > pd.Timedelta(0)]])
+
+
+def _clock(stamps: np.ndarray) -> np.ndarray:
+    """``HH:MM:SS`` of each ``datetime64[ns]`` in ``stamps``, vectorised."""
+    return np.datetime_as_string(stamps.astype("datetime64[s]"), unit="s").astype("<U19").view("<U1").reshape(-1, 19)[:, 11:].view("<U8").ravel()
+
+
+def _key_trace(
+    key: str, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, windows: np.ndarray, color: str | None, step: pd.Timedelta
+) -> dict[str, Any]:
+    """One key's windows (in window order) at their midpoints; a NaN point breaks the line where windows are missing."""
+    middle = starts + (ends - starts) // 2
+    breaks = np.flatnonzero(np.diff(starts) > np.timedelta64(step.value, "ns")) + 1
+    if len(breaks):
+        middle = np.insert(middle, breaks, middle[breaks] - np.timedelta64(step.value // 2, "ns"))
+        counts = np.insert(counts, breaks, np.nan)
+        windows = np.insert(windows, breaks, "")
+    # Numpy arrays throughout: the figure is serialized without walking them value by value.
+    return {
+        "type": "scatter", "x": middle, "y": counts, "name": key, "mode": "lines+markers",
+        "connectgaps": False, "line": {"color": color}, "marker": {"color": color}, "customdata": windows,
+        "hovertemplate": f"{key}<br>window %{{customdata}}<br>count %{{y}}<extra></extra>",
+    }
+
+
+def _history(progress: pd.DataFrame, columns: Sequence[str]) -> tuple[pd.DataFrame, str | None]:
+    """``progress`` downsampled on ``columns`` (:func:`~streaming.charts.common.downsample`), and a subtitle saying so when it was."""
+    shown = downsample(progress, columns)
+    if len(shown) == len(progress):
+        return progress, None
+    return shown, f"{len(shown):,} of {len(progress):,} batches drawn; the highest and lowest of every stretch are kept"
+
+
+def _batch_figure(title: str, yaxis_title: str, note: str | None, traces: list[dict[str, Any]], **layout: Any) -> go.Figure:
+    """One figure over batches, built in one go and unvalidated (see the module docstring)."""
+    heading: dict[str, Any] = {"text": title} if note is None else {"text": title, "subtitle": {"text": note}}
+    base: dict[str, Any] = {"title": heading, "xaxis": {"title": {"text": "batch"}}, "yaxis": {"title": {"text": yaxis_title}}, "height": 320, "hovermode": "x unified"}
+    for name, value in layout.items():
+        base[name] = {**base[name], **value} if isinstance(value, dict) and isinstance(base.get(name), dict) else value
+    return go.Figure(data=traces, layout=base, _validate=False)
+
+
+def _line(x: pd.Series, y: pd.Series, name: str, **style: Any) -> dict[str, Any]:
+    return {"type": "scatter", "x": x.to_numpy(), "y": y.to_numpy(), "name": name, "mode": "lines+markers", **style}
+
+
+def _bars(x: pd.Series, y: pd.Series, name: str, **style: Any) -> dict[str, Any]:
+    return {"type": "bar", "x": x.to_numpy(), "y": y.to_numpy(), "name": name, **style}
+
+
+def drops_figure(progress: pd.DataFrame) -> go.Figure:
+    """Rows dropped by the watermark: bars per batch, the running total as a line on the right axis."""
+    title = "Late rows dropped by the watermark"
+    if not has_rows(progress, ("batch_id", "rows_dropped_by_watermark", "cumulative_rows_dropped")):
+        return empty_figure(title)
+    progress, note = _history(progress, ("rows_dropped_by_watermark",))
+    batches = progress["batch_id"]
+    traces = [
+        _bars(batches, progress["rows_dropped_by_watermark"], "dropped in batch", yaxis="y"),
+        _line(batches, progress["cumulative_rows_dropped"], "cumulative", yaxis="y2"),
+    ]
+    return _batch_figure(
+        title, "dropped in batch", note, traces,
+        yaxis={"rangemode": "tozero", "tickformat": ",d"},
+        yaxis2={"title": {"text": "cumulative"}, "overlaying": "y", "side": "right", "showgrid": False, "rangemode": "tozero", "tickformat": ",d"},
+    )
+
+
+def state_figure(progress: pd.DataFrame) -> go.Figure:
+    """State store per batch: rows total / updated / removed (top) and memory used (bottom)."""
+    title = "State: rows and memory per batch"
+    if not has_rows(progress, ("batch_id", "state_rows_total", "state_rows_updated", "state_memory_bytes")):
+        return empty_figure(title)
+    progress, note = _history(progress, ("state_rows_total", "state_rows_updated", "state_memory_bytes"))
+    batches = progress["batch_id"]
+    rows = [
+        _line(batches, progress[column], label, yaxis="y")
+        for column, label in (("state_rows_total", "rows total"), ("state_rows_updated", "rows updated"), ("state_rows_removed", "rows removed"))
+        if column in progress.columns
+    ]
+    memory = _bars(batches, progress["state_memory_bytes"], "memory (bytes)", xaxis="x2", yaxis="y2")
+    return _batch_figure(
+        title, "rows", note, [*rows, memory],
+        height=420,
+        yaxis={"domain": [0.54, 1.0]},
+        yaxis2={"title": {"text": "bytes"}, "domain": [0.0, 0.46]},
+        xaxis={"anchor": "y", "matches": "x2", "showticklabels": False, "title": {"text": ""}},
+        xaxis2={"anchor": "y2", "title": {"text": "batch"}},
+    )
+
+
+def rates_figure(progress: pd.DataFrame) -> go.Figure:
+    """Input rate vs process rate (rows/s), as in the Spark UI's streaming tab."""
+    title = "Input rate vs process rate"
+    if not has_rows(progress, ("batch_id", "input_rows_per_second", "processed_rows_per_second")):
+        return empty_figure(title)
+    progress, note = _history(progress, ("input_rows_per_second", "processed_rows_per_second"))
+    traces = [
+        _line(progress["batch_id"], progress["input_rows_per_second"], "input rows/s"),
+        _line(progress["batch_id"], progress["processed_rows_per_second"], "processed rows/s"),
+    ]
+    return _batch_figure(title, "rows per second", note, traces)
+
+
+def input_rows_figure(progress: pd.DataFrame) -> go.Figure:
+    """Input rows per batch."""
+    title = "Input rows per batch"
+    if not has_rows(progress, ("batch_id", "num_input_rows")):
+        return empty_figure(title)
+    progress, note = _history(progress, ("num_input_rows",))
+    return _batch_figure(title, "rows", note, [_bars(progress["batch_id"], progress["num_input_rows"], "input rows")])
+
+
+def batch_duration_figure(
+    breakdown: pd.DataFrame,
+    progress: pd.DataFrame | None = None,
+    *,
+    colors: Mapping[str, str] | None = None,
+) -> go.Figure:
+    """Batch duration: the ``durationMs`` phases of each batch as stacked bars, the total as a line when ``progress`` is given."""
+    title = "Batch duration and its breakdown"
+    if not has_rows(breakdown, ("batch_id", "phase", "ms")):
+        return empty_figure(title)
+    palette = dict(colors) if colors is not None else key_colors(breakdown["phase"])
+    note = None
+    with_total = progress is not None and has_rows(progress, ("batch_id", "batch_duration_ms"))
+    if progress is not None and with_total:
+        progress, note = _history(progress, ("batch_duration_ms",))
+        if note is not None:
+            breakdown = breakdown[breakdown["batch_id"].isin(progress["batch_id"])]
+    traces = [
+        _bars(rows["batch_id"], rows["ms"], str(phase), marker={"color": palette.get(str(phase))})
+        for phase, rows in breakdown.groupby("phase", sort=True)
+    ]
+    if progress is not None and with_total:
+        traces.append(_line(progress["batch_id"], progress["batch_duration_ms"], "total (triggerExecution)", line={"color": "black"}))
+    return _batch_figure(title, "milliseconds", note, traces, barmode="stack")
+
+
+def watermark_gap_figure(progress: pd.DataFrame) -> go.Figure:
+    """Global watermark gap per batch: seconds between the batch's trigger time and the watermark."""
+    title = "Global watermark gap"
+    if not has_rows(progress, ("batch_id", "watermark_gap_seconds")):
+        return empty_figure(title)
+    if progress["watermark_gap_seconds"].isna().all():
+        return empty_figure(title, "No watermark yet: the query has none, or no batch has set it")
+    progress, note = _history(progress, ("watermark_gap_seconds",))
+    return _batch_figure(title, "seconds behind batch time", note, [_line(progress["batch_id"], progress["watermark_gap_seconds"], "gap")])
+
+
+def live_figures(
+    table: pd.DataFrame,
+    progress: pd.DataFrame,
+    breakdown: pd.DataFrame,
+    *,
+    output_mode: str,
+    slide: pd.Timedelta | None = None,
+) -> dict[str, go.Figure]:
+    """Every figure of the live view for one refresh, by name: ``counts``, ``drops``, ``state``, ``rates``, ``input``, ``duration``, ``gap``.
+
+    ``table`` is the result table, ``progress`` and ``breakdown`` come from
+    :func:`streaming.engine.progress.progress_frame` and :func:`~streaming.engine.progress.breakdown_frame`.
+    """
+    return {
+        "counts": windowed_counts_figure(
+            table,
+            watermark=current_watermark(progress),
+            output_mode=output_mode,
+            colors=key_colors(table.get("key", [])),
+            slide=slide,
+        ),
+        "drops": drops_figure(progress),
+        "state": state_figure(progress),
+        "rates": rates_figure(progress),
+        "input": input_rows_figure(progress),
+        "duration": batch_duration_figure(breakdown, progress),
+        "gap": watermark_gap_figure(progress),
+    }

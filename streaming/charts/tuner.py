@@ -1,0 +1,94 @@
+"""Plotly figures of the watermark tuner. Pure: data in, ``go.Figure`` out.
+
+- :func:`completeness_vs_state`: completeness against peak state rows, one
+  point per delay labelled with it, the target as a horizontal line;
+- :func:`completeness_vs_output_delay`: completeness against the mean append
+  output delay (event-time seconds), same labels and target line.
+
+Both take a :class:`~streaming.analysis.tune.TuneResult` or its ``to_json()`` dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from .common import empty_figure
+
+__all__ = [
+    "RECOMMENDED_COLOR",
+    "TARGET_COLOR",
+    "completeness_vs_output_delay",
+    "completeness_vs_state",
+    "tune_frame",
+]
+
+POINT_COLOR = "#1f77b4"
+RECOMMENDED_COLOR = "#2ca02c"
+TARGET_COLOR = "#d62728"
+
+
+def _tune_json(tuning: Any) -> Mapping[str, Any]:
+    return tuning.to_json() if hasattr(tuning, "to_json") else tuning
+
+
+def tune_frame(tuning: Any) -> pd.DataFrame:
+    """One row per delay (the ``delays`` entries of the JSON) plus a boolean ``recommended`` column."""
+    data = _tune_json(tuning)
+    frame = pd.DataFrame(list(data.get("delays") or []))
+    if frame.empty:
+        return frame
+    frame["recommended"] = frame["delay"] == data.get("recommended")
+    return frame
+
+
+def _tradeoff(tuning: Any, x: str, x_title: str, title: str) -> go.Figure:
+    data = _tune_json(tuning)
+    frame = tune_frame(data)
+    if frame.empty or x not in frame.columns:
+        return empty_figure(title, "No delays measured yet")
+    frame = frame[frame[x].notna()]
+    if frame.empty:
+        return empty_figure(title, f"No delay has a {x_title}")
+    colors = [RECOMMENDED_COLOR if flag else POINT_COLOR for flag in frame["recommended"]]
+    figure = go.Figure(
+        go.Scatter(
+            x=frame[x],
+            y=frame["completeness"],
+            mode="markers+text+lines",
+            text=frame["delay"],
+            textposition="top center",
+            marker={"color": colors, "size": 11},
+            line={"color": POINT_COLOR, "width": 1, "dash": "dot"},
+            name="watermark delay",
+            customdata=frame[["delay"]].to_numpy(),
+            hovertemplate=f"delay %{{customdata[0]}}<br>{x_title} %{{x}}<br>completeness %{{y:.2%}}<extra></extra>",
+        )
+    )
+    target = data.get("target")
+    if target is not None:
+        figure.add_hline(
+            y=target, line={"color": TARGET_COLOR, "dash": "dash"},
+            annotation_text=f"target {target:.0%}" if float(target * 100).is_integer() else f"target {target:.2%}",
+            annotation_position="bottom right",
+        )
+    recommended = data.get("recommended")
+    subtitle = f"recommended: {recommended}" if recommended else "no delay reaches the target"
+    figure.update_layout(
+        title={"text": title, "subtitle": {"text": subtitle}},
+        xaxis_title=x_title, yaxis_title="completeness", yaxis_tickformat=".0%", showlegend=False, height=420,
+    )
+    return figure
+
+
+def completeness_vs_state(tuning: Any) -> go.Figure:
+    """Completeness against peak state rows, a point per delay (labelled), the target as a dashed line."""
+    return _tradeoff(tuning, "peak_state_rows", "peak state rows", "Completeness vs state kept")
+
+
+def completeness_vs_output_delay(tuning: Any) -> go.Figure:
+    """Completeness against the mean append-mode output delay in event-time seconds, a point per delay."""
+    return _tradeoff(tuning, "output_delay_seconds", "mean output delay (s, event time)", "Completeness vs output delay")

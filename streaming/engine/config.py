@@ -1,0 +1,269 @@
+"""The query configuration: one immutable, validated object per streaming query.
+
+Every field is checked in ``__post_init__`` where it is received, so a
+:class:`QueryConfig` that exists is one Spark will accept. Errors are
+:class:`ConfigError` and name the field and the value, e.g.
+``slide: '10 minutes' is longer than window '5 minutes'``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from .durations import format_duration, parse_duration
+from .errors import ConfigError
+from .feeds import feed_header
+
+__all__ = [
+    "Aggregation",
+    "ConfigError",
+    "FeedSource",
+    "GeneratorSource",
+    "OutputMode",
+    "QueryConfig",
+    "RateMicroBatchSource",
+    "RateSource",
+    "SocketSource",
+    "Source",
+    "TriggerKind",
+    "describe",
+]
+
+OutputMode = Literal["append", "update", "complete"]
+TriggerKind = Literal["default", "processing_time", "available_now"]
+Aggregation = Literal["count", "none"]
+
+OUTPUT_MODES: tuple[str, ...] = get_args(OutputMode)
+TRIGGER_KINDS: tuple[str, ...] = get_args(TriggerKind)
+AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
+
+
+def _duration_ms(field_name: str, value: str) -> int:
+    return parse_duration(value, field=field_name)
+
+
+def require_int(field_name: str, value: object, minimum: int, maximum: int | None = None) -> None:
+    """Refuse ``value`` unless it is a whole number from ``minimum`` to ``maximum`` (inclusive)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(field_name, value, "must be a whole number")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+        raise ConfigError(field_name, value, f"must be {bound}")
+
+
+def require_share(field_name: str, value: object) -> None:
+    """Refuse ``value`` unless it is a number between 0 and 1 (inclusive)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigError(field_name, value, "must be a number between 0 and 1")
+
+
+def _require_positive(field_name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(field_name, value, "must be a number greater than 0")
+
+
+@dataclass(frozen=True)
+class FeedSource:
+    """Replay a feed folder: CSV files with ``event_time`` and ``key`` columns, one file per micro-batch.
+
+    Files are handed to Spark in file-name order, one every ``seconds_per_file``
+    seconds (0 hands them all over at once; each still becomes its own batch).
+    """
+
+    path: Path
+    seconds_per_file: float = 2.0
+    kind: Literal["feed"] = field(default="feed", init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+        if not self.path.is_dir():
+            raise ConfigError("source.path", str(self.path), "is not a folder")
+        feed_header(self.path)
+        if isinstance(self.seconds_per_file, bool) or not isinstance(self.seconds_per_file, (int, float)) or self.seconds_per_file < 0:
+            raise ConfigError("source.seconds_per_file", self.seconds_per_file, "must be 0 or more")
+
+
+@dataclass(frozen=True)
+class GeneratorSource:
+    """Synthetic events from Spark's ``rate`` source, deterministic for a given seed.
+
+    Event ``n`` arrives at the rate source's timestamp; its event time lags that
+    by a pseudo-random amount up to ``max_lag`` (out-of-order events), and a
+    ``late_share`` of events lag by ``late_delay`` more (very late events).
+    """
+
+    events_per_second: int = 50
+    keys: int = 4
+    max_lag: str = "20 seconds"
+    late_share: float = 0.05
+    late_delay: str = "2 minutes"
+    seed: int = 7
+    kind: Literal["generator"] = field(default="generator", init=False)
+
+    def __post_init__(self) -> None:
+        require_int("source.events_per_second", self.events_per_second, 1, 10_000_000)
+        require_int("source.keys", self.keys, 1, 100_000)
+        _duration_ms("source.max_lag", self.max_lag)
+        _duration_ms("source.late_delay", self.late_delay)
+        require_share("source.late_share", self.late_share)
+        require_int("source.seed", self.seed, 0)
+
+    @property
+    def max_lag_ms(self) -> int:
+        return parse_duration(self.max_lag)
+
+    @property
+    def late_delay_ms(self) -> int:
+        return parse_duration(self.late_delay)
+
+
+@dataclass(frozen=True)
+class RateSource:
+    """Spark's ``rate`` source: ``rows_per_second`` rows stamped with the processing time."""
+
+    rows_per_second: int = 100
+    keys: int = 4
+    kind: Literal["rate"] = field(default="rate", init=False)
+
+    def __post_init__(self) -> None:
+        require_int("source.rows_per_second", self.rows_per_second, 1)
+        require_int("source.keys", self.keys, 1, 100_000)
+
+
+@dataclass(frozen=True)
+class RateMicroBatchSource:
+    """Spark's ``rate-micro-batch`` source: ``rows_per_batch`` rows per batch, event time advancing ``advance`` per batch."""
+
+    rows_per_batch: int = 100
+    advance: str = "1 second"
+    keys: int = 4
+    kind: Literal["rate-micro-batch"] = field(default="rate-micro-batch", init=False)
+
+    def __post_init__(self) -> None:
+        require_int("source.rows_per_batch", self.rows_per_batch, 1)
+        if _duration_ms("source.advance", self.advance) <= 0:
+            raise ConfigError("source.advance", self.advance, "must be longer than 0")
+        require_int("source.keys", self.keys, 1, 100_000)
+
+    @property
+    def advance_ms(self) -> int:
+        return parse_duration(self.advance)
+
+
+@dataclass(frozen=True)
+class SocketSource:
+    """Spark's ``socket`` source, fed from a feed folder by a line server the app starts on 127.0.0.1."""
+
+    path: Path
+    lines_per_second: float = 20.0
+    kind: Literal["socket"] = field(default="socket", init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+        if not self.path.is_dir():
+            raise ConfigError("source.path", str(self.path), "is not a folder")
+        feed_header(self.path)
+        _require_positive("source.lines_per_second", self.lines_per_second)
+
+
+Source = FeedSource | GeneratorSource | RateSource | RateMicroBatchSource | SocketSource
+_SOURCE_TYPES = (FeedSource, GeneratorSource, RateSource, RateMicroBatchSource, SocketSource)
+
+
+@dataclass(frozen=True)
+class QueryConfig:
+    """A windowed count per key over event time.
+
+    ``window`` is the window length; ``slide`` (``None`` for tumbling) how far
+    consecutive windows start apart. Windows are ``[start, end)``: start
+    inclusive, end exclusive. ``watermark`` is the delay behind the maximum event
+    time seen (``None`` for no watermark). ``aggregation="none"`` passes rows
+    through unaggregated. ``trigger_interval`` is required for the
+    ``processing_time`` trigger and refused for the others.
+    """
+
+    source: Source
+    window: str = "1 minute"
+    slide: str | None = None
+    watermark: str | None = "30 seconds"
+    output_mode: OutputMode = "update"
+    trigger: TriggerKind = "default"
+    trigger_interval: str | None = None
+    aggregation: Aggregation = "count"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, _SOURCE_TYPES):
+            raise ConfigError("source", self.source, "is not a source configuration")
+        window_ms = _duration_ms("window", self.window)
+        if window_ms <= 0:
+            raise ConfigError("window", self.window, "must be longer than 0")
+        if self.slide is not None:
+            slide_ms = _duration_ms("slide", self.slide)
+            if slide_ms <= 0:
+                raise ConfigError("slide", self.slide, "must be longer than 0")
+            if slide_ms > window_ms:
+                raise ConfigError("slide", self.slide, f"is longer than window {self.window!r}; the slide must be at most the window")
+        if self.watermark is not None:
+            _duration_ms("watermark", self.watermark)
+        if self.output_mode not in OUTPUT_MODES:
+            raise ConfigError("output_mode", self.output_mode, f"is not one of {', '.join(OUTPUT_MODES)}")
+        if self.aggregation not in AGGREGATIONS:
+            raise ConfigError("aggregation", self.aggregation, f"is not one of {', '.join(AGGREGATIONS)}")
+        if self.trigger not in TRIGGER_KINDS:
+            raise ConfigError("trigger", self.trigger, f"is not one of {', '.join(TRIGGER_KINDS)}")
+        if self.trigger == "processing_time":
+            if self.trigger_interval is None:
+                raise ConfigError("trigger_interval", None, "is required for the processing_time trigger")
+            if _duration_ms("trigger_interval", self.trigger_interval) <= 0:
+                raise ConfigError("trigger_interval", self.trigger_interval, "must be longer than 0")
+        elif self.trigger_interval is not None:
+            raise ConfigError("trigger_interval", self.trigger_interval, f"applies only to the processing_time trigger, not {self.trigger!r}")
+        self._check_spark_rules()
+
+    def _check_spark_rules(self) -> None:
+        """Combinations Spark's analyzer refuses, refused here first with the reason."""
+        aggregating = self.aggregation != "none"
+        if self.output_mode == "append" and aggregating and self.watermark is None:
+            raise ConfigError(
+                "output_mode",
+                "append",
+                "needs a watermark on an aggregation: without one Spark can never finalize a window",
+            )
+        if self.output_mode == "complete" and not aggregating:
+            raise ConfigError("output_mode", "complete", "needs an aggregation: Spark keeps the whole result table only for aggregations")
+        if self.trigger == "available_now" and isinstance(self.source, (SocketSource, RateSource, GeneratorSource)):
+            raise ConfigError("trigger", "available_now", f"cannot run on the {self.source.kind} source: it has no end to reach")
+
+    @property
+    def window_ms(self) -> int:
+        return parse_duration(self.window)
+
+    @property
+    def slide_ms(self) -> int:
+        return parse_duration(self.slide) if self.slide is not None else self.window_ms
+
+    @property
+    def watermark_ms(self) -> int | None:
+        return parse_duration(self.watermark) if self.watermark is not None else None
+
+    def with_changes(self, **changes: Any) -> QueryConfig:
+        """A copy with ``changes`` applied and validated again."""
+        return replace(self, **changes)
+
+
+def describe(config: QueryConfig) -> dict[str, object]:
+    """A flat, JSON-friendly description of ``config`` for tables and the Queries page."""
+    source = {f"source.{f.name}": str(getattr(config.source, f.name)) for f in fields(config.source)}
+    window = f"{format_duration(config.window_ms)}" + (
+        f" sliding every {format_duration(config.slide_ms)}" if config.slide is not None else " tumbling"
+    )
+    return {
+        **source,
+        "window": window,
+        "watermark": format_duration(config.watermark_ms) if config.watermark_ms is not None else "none",
+        "output_mode": config.output_mode,
+        "trigger": config.trigger if config.trigger_interval is None else f"{config.trigger} {config.trigger_interval}",
+        "aggregation": config.aggregation,
+    }

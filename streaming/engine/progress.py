@@ -1,0 +1,301 @@
+"""Query progress: folded from Spark's progress events into tidy pandas frames.
+
+Spark keeps only the last 100 progress events of a query
+(``spark.sql.streaming.numRecentProgressUpdates``); :class:`ProgressLog` keeps a
+compact summary of every batch for the whole run. :class:`ProgressListener`
+feeds the logs from Spark's listener bus. Everything else here is a pure
+function of progress dicts (``json.loads(progress.json)``), tested with canned
+ones.
+
+Timestamps are UTC-naive ``pandas.Timestamp``; a watermark of the epoch (Spark's
+"no watermark yet") becomes ``NaT``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark.sql.streaming import StreamingQueryListener
+
+__all__ = [
+    "PROGRESS_COLUMNS",
+    "ProgressListener",
+    "ProgressLog",
+    "breakdown_frame",
+    "progress_frame",
+    "summarize",
+]
+
+PROGRESS_COLUMNS = [
+    "batch_id",
+    "timestamp",
+    "num_input_rows",
+    "input_rows_per_second",
+    "processed_rows_per_second",
+    "batch_duration_ms",
+    "watermark",
+    "max_event_time",
+    "watermark_gap_seconds",
+    "rows_dropped_by_watermark",
+    "cumulative_rows_dropped",
+    "state_rows_total",
+    "state_rows_updated",
+    "state_rows_removed",
+    "state_memory_bytes",
+    "malformed_rows",
+]
+
+_EPOCH = pd.Timestamp(0)
+
+
+def _time(text: str | None) -> pd.Timestamp:
+    if not text:
+        return pd.NaT
+    stamp = pd.Timestamp(text).tz_convert(None) if pd.Timestamp(text).tzinfo else pd.Timestamp(text)
+    return pd.NaT if stamp == _EPOCH else stamp
+
+
+def _observed(progress: Mapping[str, Any], metric: str) -> int:
+    total = 0
+    for metrics in (progress.get("observedMetrics") or {}).values():
+        total += int(metrics.get(metric) or 0)
+    return total
+
+
+def _offsets(progress: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``(startOffset, endOffset)`` of the first source, as JSON text (``None`` when absent)."""
+    sources = progress.get("sources") or [{}]
+    start, end = sources[0].get("startOffset"), sources[0].get("endOffset")
+    return (None if start is None else json.dumps(start), None if end is None else json.dumps(end))
+
+
+def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
+    """One batch's progress as a flat row (see ``PROGRESS_COLUMNS``, less the cumulative ones).
+
+    Also carries ``durations`` (the ``durationMs`` breakdown) and
+    ``source_offsets`` (the first source's start and end offsets as JSON text:
+    for a feed, ``{"logOffset": i}`` ends the batch that read file ``i``).
+    """
+    operators = progress.get("stateOperators") or []
+    event_time = progress.get("eventTime") or {}
+    durations = {phase: int(ms) for phase, ms in (progress.get("durationMs") or {}).items()}
+    timestamp = _time(progress.get("timestamp"))
+    watermark = _time(event_time.get("watermark"))
+    return {
+        "batch_id": int(progress["batchId"]),
+        "timestamp": timestamp,
+        "num_input_rows": int(progress.get("numInputRows") or 0),
+        "input_rows_per_second": float(progress.get("inputRowsPerSecond") or 0.0),
+        "processed_rows_per_second": float(progress.get("processedRowsPerSecond") or 0.0),
+        "batch_duration_ms": int(durations.get("triggerExecution", progress.get("batchDuration") or 0)),
+        "watermark": watermark,
+        "max_event_time": _time(event_time.get("max")),
+        "watermark_gap_seconds": (timestamp - watermark).total_seconds() if watermark is not pd.NaT else float("nan"),
+        "rows_dropped_by_watermark": sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators),
+        "state_rows_total": sum(int(op.get("numRowsTotal") or 0) for op in operators),
+        "state_rows_updated": sum(int(op.get("numRowsUpdated") or 0) for op in operators),
+        "state_rows_removed": sum(int(op.get("numRowsRemoved") or 0) for op in operators),
+        "state_memory_bytes": sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
+        "malformed_rows": _observed(progress, "malformed_rows"),
+        "source_offsets": _offsets(progress),
+        "durations": durations,
+    }
+
+
+def progress_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per batch in batch order, with ``cumulative_rows_dropped``; later summaries of a batch id win."""
+    latest = {row["batch_id"]: row for row in summaries}
+    rows = [latest[batch] for batch in sorted(latest)]
+    frame = pd.DataFrame([{k: v for k, v in row.items() if k not in ("durations", "source_offsets")} for row in rows])
+    if frame.empty:
+        return pd.DataFrame({column: pd.Series(dtype="float64") for column in PROGRESS_COLUMNS})
+    frame["cumulative_rows_dropped"] = frame["rows_dropped_by_watermark"].cumsum()
+    for column in ("timestamp", "watermark", "max_event_time"):
+        frame[column] = pd.to_datetime(frame[column])
+    return frame[PROGRESS_COLUMNS]
+
+
+def breakdown_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Long frame ``batch_id, phase, ms`` of each batch's ``durationMs`` breakdown, without the ``triggerExecution`` total."""
+    latest = {row["batch_id"]: row for row in summaries}
+    records = [
+        {"batch_id": batch, "phase": phase, "ms": ms}
+        for batch in sorted(latest)
+        for phase, ms in latest[batch]["durations"].items()
+        if phase != "triggerExecution"
+    ]
+    return pd.DataFrame(records, columns=["batch_id", "phase", "ms"])
+
+
+_INT_COLUMNS = (
+    "batch_id", "num_input_rows", "batch_duration_ms", "rows_dropped_by_watermark",
+    "state_rows_total", "state_rows_updated", "state_rows_removed", "state_memory_bytes", "malformed_rows",
+)
+_FLOAT_COLUMNS = ("input_rows_per_second", "processed_rows_per_second", "watermark_gap_seconds")
+_TIME_COLUMNS = ("timestamp", "watermark", "max_event_time")
+_NAT = np.datetime64("NaT", "ns")
+
+
+class _Columns:
+    """Growable numpy columns (capacity doubles): appending a row is O(1), a frame of all rows one copy."""
+
+    def __init__(self, dtypes: Mapping[str, str]) -> None:
+        self.size = 0
+        self._arrays = {name: np.empty(64, dtype=dtype) for name, dtype in dtypes.items()}
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        if self.size == len(next(iter(self._arrays.values()))):
+            self._arrays = {name: np.resize(array, 2 * len(array)) for name, array in self._arrays.items()}
+        for name, array in self._arrays.items():
+            array[self.size] = row[name]
+        self.size += 1
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({name: array[: self.size] for name, array in self._arrays.items()})
+
+
+def _progress_columns() -> _Columns:
+    dtypes = dict.fromkeys(_INT_COLUMNS, "int64") | dict.fromkeys(_FLOAT_COLUMNS, "float64") | dict.fromkeys(_TIME_COLUMNS, "datetime64[ns]")
+    return _Columns(dtypes)
+
+
+def _progress_row(summary: Mapping[str, Any]) -> dict[str, Any]:
+    row = dict(summary)
+    for name in _TIME_COLUMNS:
+        stamp = summary[name]
+        row[name] = _NAT if pd.isna(stamp) else np.datetime64(pd.Timestamp(stamp).value, "ns")
+    return row
+
+
+class ProgressLog:
+    """Every batch's summary for one query run, plus the latest raw progress. Thread-safe.
+
+    Once ``run_id`` is set (after the query starts), progress of any other run
+    is ignored: a name can be reused by a later run on the same session.
+    :meth:`frames` appends only the batches added since its last call to
+    growable columns, so a refresh costs about the same after hours of
+    batches as after a minute.
+    """
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self._summaries: dict[int, dict[str, Any]] = {}
+        self._order: list[int] = []
+        self._reordered = False
+        self._latest: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        self._frames_lock = threading.Lock()
+        self._framed = 0
+        self._progress_columns = _progress_columns()
+        self._breakdown_columns = _Columns({"batch_id": "int64", "phase": "object", "ms": "int64"})
+        self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
+
+    def add(self, progress: Mapping[str, Any]) -> None:
+        if self.run_id is not None and progress.get("runId") != self.run_id:
+            return
+        summary = summarize(progress)
+        batch = summary["batch_id"]
+        with self._lock:
+            if batch in self._summaries or (self._order and batch < self._order[-1]):
+                self._reordered = True
+            if batch not in self._summaries:
+                self._order.append(batch)
+            self._summaries[batch] = summary
+            self._latest = dict(progress)
+
+    @property
+    def latest(self) -> dict[str, Any] | None:
+        with self._lock:
+            return self._latest
+
+    @property
+    def last_batch_id(self) -> int:
+        with self._lock:
+            return max(self._summaries, default=-1)
+
+    def summaries(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [self._summaries[batch] for batch in sorted(self._summaries)]
+
+    def _unframed(self) -> tuple[list[dict[str, Any]], bool]:
+        """The summaries not yet appended to the columns, and whether the columns must start over."""
+        with self._lock:
+            restart = self._reordered
+            if restart:
+                self._order.sort()
+                self._reordered = False
+                self._framed = 0
+            pending = [self._summaries[batch] for batch in self._order[self._framed :]]
+            self._framed = len(self._order)
+        return pending, restart
+
+    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``(progress_frame, breakdown_frame)`` of every batch so far; treat them as read-only."""
+        with self._frames_lock:
+            pending, restart = self._unframed()
+            if restart:
+                self._progress_columns = _progress_columns()
+                self._breakdown_columns = _Columns({"batch_id": "int64", "phase": "object", "ms": "int64"})
+            if self._frames is not None and not pending and not restart:
+                return self._frames
+            for summary in pending:
+                self._progress_columns.append(_progress_row(summary))
+                for phase, ms in summary["durations"].items():
+                    if phase != "triggerExecution":
+                        self._breakdown_columns.append({"batch_id": summary["batch_id"], "phase": phase, "ms": ms})
+            if self._progress_columns.size == 0:
+                self._frames = (progress_frame([]), breakdown_frame([]))
+                return self._frames
+            progress = self._progress_columns.frame()
+            progress["cumulative_rows_dropped"] = progress["rows_dropped_by_watermark"].cumsum()
+            self._frames = (progress[PROGRESS_COLUMNS], self._breakdown_columns.frame())
+            return self._frames
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._summaries)
+
+
+class ProgressListener(StreamingQueryListener):
+    """Routes each progress event to the :class:`ProgressLog` registered under its query name.
+
+    Logs are registered by name before the query starts, so no event is missed.
+
+    Spark calls it on a py4j thread about 80 ms after a batch ends; events of
+    runs not registered are ignored.
+    """
+
+    def __init__(self) -> None:
+        self._logs: dict[str, ProgressLog] = {}
+        self._lock = threading.Lock()
+
+    def register(self, name: str, log: ProgressLog) -> None:
+        with self._lock:
+            self._logs[name] = log
+
+    def unregister(self, name: str, log: ProgressLog | None = None) -> None:
+        """Forget ``name``; when ``log`` is given, only if ``name`` is still registered to that log."""
+        with self._lock:
+            if log is None or self._logs.get(name) is log:
+                self._logs.pop(name, None)
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        progress = json.loads(event.progress.json)
+        with self._lock:
+            log = self._logs.get(progress.get("name") or "")
+        if log is not None:
+            log.add(progress)
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        pass

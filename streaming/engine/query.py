@@ -1,0 +1,209 @@
+"""The query builder: a :class:`~streaming.engine.config.QueryConfig` in, a started streaming query out.
+
+:func:`build_frame` turns a config into the streaming DataFrame of the result
+table (``window_start``/``window_end`` as epoch microseconds, ``key``,
+``count``); :func:`start_run` starts it with a ``foreachBatch`` sink that folds
+every batch into a :class:`~streaming.engine.results.ResultTable` and returns a
+:class:`Run` that owns the query, its feeder and its working folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+
+from .config import QueryConfig
+from .durations import format_duration, parse_duration
+from .progress import ProgressListener, ProgressLog
+from .results import ResultTable
+from .sources import FeedReplayer, input_frame
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from .sources import Feeder
+
+__all__ = ["INPUT_METRICS", "Run", "RunStatus", "build_frame", "start_run", "windowed_counts"]
+
+RunStatus = Literal["active", "finished", "stopped", "failed"]
+INPUT_METRICS = "input"
+
+
+def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:
+    """``(frame, feeder)``: the result-table DataFrame for ``config`` and the source's feeder (or ``None``).
+
+    Malformed rows (unparsable ``event_time`` or missing ``key``) are counted in
+    the observed metrics ``input.malformed_rows`` and left out; they never reach
+    the aggregation.
+    """
+    from pyspark.sql import functions as F
+
+    frame, feeder = input_frame(spark, config.source, staging, now_ms)
+    malformed = F.col("event_time").isNull() | F.col("key").isNull()
+    frame = frame.observe(
+        INPUT_METRICS,
+        F.count(F.lit(1)).alias("input_rows"),
+        F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias("malformed_rows"),
+    ).where(~malformed)
+    if config.watermark_ms is not None:
+        frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
+    if config.aggregation == "none":
+        return frame.select(F.unix_micros("event_time").alias("event_time"), "key"), feeder
+    return windowed_counts(frame, config.window_ms, config.slide_ms), feeder
+
+
+def windowed_counts(frame: DataFrame, window_ms: int, slide_ms: int) -> DataFrame:
+    """Count per ``key`` and event-time window ``[start, end)``: ``window_start``/``window_end`` in epoch microseconds, ``key``, ``count``."""
+    from pyspark.sql import functions as F
+
+    window = F.window("event_time", format_duration(window_ms), format_duration(slide_ms))
+    return (
+        frame.groupBy(window.alias("window"), "key")
+        .count()
+        .select(
+            F.unix_micros(F.col("window.start")).alias("window_start"),
+            F.unix_micros(F.col("window.end")).alias("window_end"),
+            "key",
+            "count",
+        )
+    )
+
+
+@dataclass
+class Run:
+    """One started query with everything it owns. ``table`` and ``log`` are safe to read from any thread."""
+
+    name: str
+    config: QueryConfig
+    query: StreamingQuery
+    table: ResultTable
+    log: ProgressLog
+    feeder: Feeder | None
+    workdir: Path
+    started_at: pd.Timestamp
+    stopped_by_user: bool = field(default=False)
+
+    @property
+    def status(self) -> RunStatus:
+        if self.query.isActive:
+            return "active"
+        if self.query.exception() is not None:
+            return "failed"
+        return "stopped" if self.stopped_by_user else "finished"
+
+    @property
+    def error(self) -> str | None:
+        """The exception that ended the query, as Spark reports it, or ``None``."""
+        if self.query.isActive:
+            return None
+        exception = self.query.exception()
+        return None if exception is None else str(exception)
+
+    def stop(self) -> None:
+        """Stop the query and its feeder. Idempotent.
+
+        The working folder stays: tasks of a batch interrupted by the stop may
+        still be writing state there. :meth:`close` deletes it.
+        """
+        if self.query.isActive:
+            self.stopped_by_user = True
+        if self.feeder is not None:
+            self.feeder.stop()
+        self.query.stop()
+
+    def close(self) -> None:
+        """Stop, then delete the working folder (staged files and checkpoint). Idempotent."""
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def await_idle(self, timeout: float = 300.0) -> None:
+        """Block until every fed row is processed and the progress of the last batch has been logged.
+
+        A stepped feed is handed over one file at a time, each once Spark has run
+        every batch it has, including a batch run only because the watermark
+        advanced; other feeders are waited for, then Spark is drained likewise.
+        Raises ``TimeoutError`` after ``timeout`` seconds, or the query's exception.
+        """
+        deadline = time.monotonic() + timeout
+        if isinstance(self.feeder, FeedReplayer) and self.feeder.stepped:
+            while self.feeder.stage_next():
+                self.query.processAllAvailable()
+        elif self.feeder is not None and not self.feeder.done.wait(timeout):
+            raise TimeoutError(f"{self.name}: feeder still running after {timeout} s")
+        self.query.processAllAvailable()
+        last = self.query.lastProgress
+        target = -1 if last is None else int(last["batchId"])
+        while self.log.last_batch_id < target:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name}: progress of batch {target} not received after {timeout} s")
+            time.sleep(0.02)
+
+
+def _trigger(config: QueryConfig) -> dict[str, Any]:
+    if config.trigger == "processing_time":
+        # canonical form: Spark's interval parser refuses units parse_duration accepts, such as "ms"
+        return {"processingTime": format_duration(parse_duration(config.trigger_interval or "", field="trigger_interval"))}
+    if config.trigger == "available_now":
+        return {"availableNow": True}
+    return {}
+
+
+def start_run(
+    spark: SparkSession,
+    config: QueryConfig,
+    name: str,
+    listener: ProgressListener,
+    *,
+    root: Path | None = None,
+    max_rows: int | None = None,
+) -> Run:
+    """Start ``config`` as a query called ``name`` and return its :class:`Run`.
+
+    An available-now query on a feed is handed every file at once: it processes
+    what is there when it starts. Its working folder (staged feed files and checkpoint) is made under ``root``
+    (the system temp folder by default) and deleted by :meth:`Run.close`.
+    ``max_rows`` bounds the result table held in memory (``None``: unbounded).
+    """
+    workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
+    try:
+        frame, feeder = build_frame(spark, config, workdir / "staging", int(time.time() * 1000))
+    except Exception:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    table = ResultTable(config.output_mode, config.aggregation, max_rows)
+    log = ProgressLog()
+
+    def fold(batch: DataFrame, batch_id: int) -> None:
+        table.apply(batch_id, [tuple(row) for row in batch.collect()])
+
+    writer = (
+        frame.writeStream.queryName(name)
+        .outputMode(config.output_mode)
+        .option("checkpointLocation", str(workdir / "checkpoint"))
+        .foreachBatch(fold)
+    )
+    listener.register(name, log)
+    if isinstance(feeder, FeedReplayer) and config.trigger == "available_now":
+        feeder.stage_all()
+    if feeder is not None:
+        feeder.start()
+    try:
+        trigger = _trigger(config)
+        if trigger:
+            writer = writer.trigger(**trigger)
+        query = writer.start()
+        log.run_id = str(query.runId)
+    except Exception:
+        listener.unregister(name)
+        if feeder is not None:
+            feeder.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return Run(name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None))

@@ -1,0 +1,113 @@
+"""The queries running on the shared session, by name.
+
+One :class:`QueryRegistry` per SparkSession: the app keeps it in
+``st.cache_resource`` so every browser tab sees the same queries. Starting a
+name that is already active is refused, so a rerun never starts a duplicate.
+All methods are thread-safe.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .config import QueryConfig
+from .errors import ConfigError
+from .progress import ProgressListener
+from .query import Run, start_run
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+__all__ = ["DEFAULT_MAX_ROWS", "DuplicateQueryError", "QueryRegistry"]
+
+DEFAULT_MAX_ROWS = 20_000
+
+
+class DuplicateQueryError(ConfigError):
+    """A query of that name is already active: the ``name`` a user gave is refused."""
+
+
+class QueryRegistry:
+    """Starts, lists and stops the runs on ``spark``; registers one progress listener on it."""
+
+    def __init__(self, spark: SparkSession, *, root: Path | None = None) -> None:
+        self.spark = spark
+        self.root = root
+        self.listener = ProgressListener()
+        spark.streams.addListener(self.listener)
+        self._runs: dict[str, Run] = {}
+        self._starting: set[str] = set()
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def _free_name(self) -> str:
+        while True:
+            name = f"query_{next(self._numbers)}"
+            if name not in self._runs and name not in self._starting:
+                return name
+
+    def start(self, config: QueryConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> Run:
+        """Start ``config`` as ``name`` (``query_N`` when ``None``). Raises :class:`DuplicateQueryError` if it is active.
+
+        The name is reserved under the lock; Spark starts the query outside it,
+        so listing and reading runs never waits on a start.
+        """
+        with self._lock:
+            if name is None:
+                name = self._free_name()
+            if not name.isidentifier():
+                raise ConfigError("name", name, "must be letters, digits and underscores, not starting with a digit")
+            previous = self._runs.get(name)
+            if name in self._starting or (previous is not None and previous.status == "active"):
+                raise DuplicateQueryError("name", name, "is already running; stop it first or choose another name")
+            self._starting.add(name)
+        try:
+            if previous is not None:
+                self._forget(name, previous)
+            run = start_run(self.spark, config, name, self.listener, root=self.root, max_rows=max_rows)
+            with self._lock:
+                self._runs[name] = run
+            return run
+        finally:
+            with self._lock:
+                self._starting.discard(name)
+
+    def get(self, name: str) -> Run | None:
+        with self._lock:
+            return self._runs.get(name)
+
+    def runs(self) -> list[Run]:
+        """Every run started here, oldest first, including stopped and failed ones."""
+        with self._lock:
+            return sorted(self._runs.values(), key=lambda run: run.started_at)
+
+    def others(self) -> list[StreamingQuery]:
+        """Active queries on the session that were not started through this registry."""
+        with self._lock:
+            own = {run.query.id for run in self._runs.values()}
+        return [query for query in self.spark.streams.active if query.id not in own]
+
+    def stop(self, name: str) -> None:
+        run = self.get(name)
+        if run is not None:
+            run.stop()
+
+    def _forget(self, name: str, run: Run) -> None:
+        run.close()
+        self.listener.unregister(name, run.log)
+
+    def remove(self, name: str) -> None:
+        """Stop ``name``, delete its working folder and forget it."""
+        with self._lock:
+            run = self._runs.pop(name, None)
+        if run is not None:
+            self._forget(name, run)
+
+    def stop_all(self) -> None:
+        """Stop every run and delete their working folders (at exit); the runs stay listed."""
+        for run in self.runs():
+            run.close()

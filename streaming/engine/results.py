@@ -1,0 +1,119 @@
+"""The result table as the dashboard holds it: folded from each micro-batch's output rows.
+
+Spark's memory sink keeps every row it is given (SPARK-24525): in update mode
+the same window is appended again at every change, so hours of output grow
+without bound. :class:`ResultTable` instead folds each batch the way the output
+mode defines the result table -- update replaces a window's row, complete
+replaces the whole table, append adds finalized rows -- and, when
+``max_rows`` is set, evicts the oldest windows first and counts them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError
+
+__all__ = ["RAW_COLUMNS", "WINDOW_COLUMNS", "ResultTable"]
+
+WINDOW_COLUMNS = ["window_start", "window_end", "key", "count"]
+RAW_COLUMNS = ["event_time", "key"]
+
+WindowRow = tuple[int, int, str, int]
+
+
+def _timestamps(micros: Sequence[int]) -> np.ndarray:
+    """Epoch microseconds as UTC-naive ``datetime64[ns]``."""
+    return np.array(micros, dtype="int64").astype("datetime64[us]").astype("datetime64[ns]")
+
+
+class ResultTable:
+    """Thread-safe fold of micro-batch output into the current result table.
+
+    ``apply`` is called from Spark's ``foreachBatch`` thread, ``frame`` from the
+    page; both take the lock. Rows are ``(window_start_us, window_end_us, key,
+    count)`` for aggregations and ``(event_time_us, key)`` for pass-through
+    queries. A batch id seen before is ignored (Spark re-runs a batch after a
+    restart), except in complete mode where replacing again is harmless.
+    """
+
+    def __init__(self, output_mode: str, aggregation: str = "count", max_rows: int | None = None) -> None:
+        if max_rows is not None and max_rows < 1:
+            raise ConfigError("max_rows", max_rows, "must be at least 1")
+        self.output_mode = output_mode
+        self.aggregation = aggregation
+        self.max_rows = max_rows
+        self.evicted_rows = 0
+        self.last_batch_id = -1
+        self.batches_applied = 0
+        self._windows: dict[tuple[int, int, str], int] = {}
+        self._raw: deque[tuple[int, str]] = deque(maxlen=max_rows)
+        self._lock = threading.Lock()
+        self._version = 0
+        self._framed: tuple[int, pd.DataFrame] | None = None
+
+    def apply(self, batch_id: int, rows: list[tuple]) -> None:
+        with self._lock:
+            if batch_id <= self.last_batch_id and self.output_mode != "complete":
+                return
+            self.last_batch_id = max(batch_id, self.last_batch_id)
+            self.batches_applied += 1
+            self._version += 1
+            if self.aggregation == "none":
+                if self.max_rows is not None:
+                    self.evicted_rows += max(0, len(self._raw) + len(rows) - self.max_rows)
+                self._raw.extend((int(t), str(k)) for t, k in rows)
+                return
+            if self.output_mode == "complete":
+                self._windows.clear()
+            for start, end, key, count in rows:
+                self._windows[(int(start), int(end), str(key))] = int(count)
+            self._evict()
+
+    def _evict(self) -> None:
+        if self.max_rows is None or len(self._windows) <= self.max_rows:
+            return
+        excess = len(self._windows) - self.max_rows
+        for slot in sorted(self._windows, key=lambda slot: (slot[1], slot[0], slot[2]))[:excess]:
+            del self._windows[slot]
+        self.evicted_rows += excess
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._raw) if self.aggregation == "none" else len(self._windows)
+
+    def frame(self) -> pd.DataFrame:
+        """The result table, sorted by window (or event time) and key; timestamps are UTC-naive.
+
+        The frame is built once per change and shared by the calls until the
+        next batch: treat it as read-only.
+        """
+        with self._lock:
+            version = self._version
+            if self._framed is not None and self._framed[0] == version:
+                return self._framed[1]
+        table = self._build()
+        with self._lock:
+            self._framed = (version, table)
+        return table
+
+    def _build(self) -> pd.DataFrame:
+        """The frame of the current rows; sorting the tuples sorts by window (or event time), then key."""
+        with self._lock:
+            rows = sorted(self._raw) if self.aggregation == "none" else sorted((*slot, count) for slot, count in self._windows.items())
+        columns = list(zip(*rows)) if rows else [(), (), (), ()]
+        if self.aggregation == "none":
+            return pd.DataFrame({"event_time": _timestamps(columns[0]), "key": np.array(columns[1], dtype=object)})
+        return pd.DataFrame(
+            {
+                "window_start": _timestamps(columns[0]),
+                "window_end": _timestamps(columns[1]),
+                "key": np.array(columns[2], dtype=object),
+                "count": np.array(columns[3], dtype="int64"),
+            }
+        )

@@ -1,0 +1,209 @@
+"""The one SparkSession the product runs on, and the starter that makes it in the background.
+
+Local by default: ``local[*]``, shuffle partitions sized to the cores (the
+default 200 makes a windowed count on a laptop miss a 1 s trigger), UTC session
+time zone, driver bound to loopback. ``SPARK_MASTER`` (e.g.
+``spark://127.0.0.1:7077``) attaches to a standalone cluster instead, and
+``SPARK_REMOTE`` (e.g. ``sc://127.0.0.1:15002``) to a Spark Connect server.
+
+Creating a session takes seconds (a JVM starts), and the first streaming query
+on it seconds more (classes load, code is generated, the Python callback server
+starts). :class:`SessionStarter` does both in a background thread, so the
+dashboard shows a status while it happens instead of freezing on Start.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["SessionStarter", "StarterStatus", "get_session", "is_connect", "session_settings", "warm_up"]
+
+APP_NAME = "streaming-lab"
+LOG = logging.getLogger(__name__)
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+StarterStatus = Literal["starting", "ready", "failed"]
+
+DRIVER_JAVA_OPTIONS = ["-Xss32m"]
+"""A stop during a ``foreachBatch`` call makes the stream execution thread match the
+Python error's text against Spark's regex ``...calling((.|\\r\\n|\\r|\\n)*)(java.lang.InterruptedException|...``
+(``StreamExecution.isInterruptionException``, SPARK-39218). That pattern recurses once per
+character, and a text of a few thousand characters overflows the default 1 MiB thread stack:
+the thread dies with a ``StackOverflowError`` printed to the terminal instead of stopping
+quietly. A 32 MiB stack (address space; only the pages used are committed) lets the match end."""
+
+
+def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
+    """Spark settings for a session on this machine; pure, so it is tested without a JVM."""
+    settings = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(max(1, cores)),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.numRecentProgressUpdates": "100",
+        "spark.driver.memory": environ.get("SPARK_DRIVER_MEMORY", "2g"),
+        # The Spark UI keeps every job, stage and SQL execution up to these caps; a
+        # micro-batch makes several, so a long run would hold thousands of each.
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
+        "spark.ui.retainedTasks": "20000",
+        "spark.sql.ui.retainedExecutions": "100",
+        "spark.ui.retainedDeadExecutors": "10",
+    }
+    if "SPARK_REMOTE" not in environ:
+        host = environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+        settings.update({"spark.driver.host": host, "spark.driver.bindAddress": host})
+        settings["spark.master"] = environ.get("SPARK_MASTER", "local[*]")
+        settings["spark.driver.extraJavaOptions"] = " ".join(DRIVER_JAVA_OPTIONS + [f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"])
+    return settings
+
+
+def get_session(environ: Mapping[str, str] | None = None) -> SparkSession:
+    """Create (or return the running) SparkSession configured by :func:`session_settings`.
+
+    Sets ``PYSPARK_PYTHON`` to this interpreter (so Python workers find the same
+    packages) and ``SPARK_LOCAL_IP`` to loopback unless they are set already.
+    """
+    from pyspark.sql import SparkSession
+
+    env = os.environ if environ is None else environ
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(APP_NAME)
+    if "SPARK_REMOTE" in env:
+        builder = builder.remote(env["SPARK_REMOTE"])
+    for key, value in session_settings(env, os.cpu_count() or 1).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if not is_connect(spark):
+        spark.sparkContext.setLogLevel(env.get("SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """True when ``spark`` is a Spark Connect session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _collect(batch: DataFrame, batch_id: int) -> None:
+    batch.collect()
+
+
+def warm_up(spark: SparkSession, root: Path | None = None) -> None:
+    """Run one tiny streaming query the way the dashboard runs its queries, then stop it.
+
+    A windowed count with a watermark over a one-file CSV folder, sunk with
+    ``foreachBatch`` and the available-now trigger: it loads the streaming
+    classes, generates the aggregation's code and starts the Python callback
+    server, so the first query a user starts does not pay for them. Its working
+    folder is made under ``root`` (the system temp folder by default) and deleted.
+    """
+    from pyspark.sql import functions as F
+
+    workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-warm-up-", dir=root))
+    try:
+        feed = workdir / "feed"
+        feed.mkdir()
+        (feed / "batch-0000.csv").write_text("event_time,key\n2024-01-01 00:00:01,a\n2024-01-01 00:00:02,b\n")
+        events = (
+            spark.readStream.schema("event_time string, key string").option("header", True).csv(str(feed))
+            .select(F.to_timestamp("event_time").alias("event_time"), "key")
+            .withWatermark("event_time", "10 seconds")
+        )
+        counts = events.groupBy(F.window("event_time", "1 minute"), "key").count()
+        query = (
+            counts.writeStream.outputMode("update")
+            .option("checkpointLocation", str(workdir / "checkpoint"))
+            .foreachBatch(_collect)
+            .trigger(availableNow=True)
+            .start()
+        )
+        try:
+            query.awaitTermination(120)
+        finally:
+            query.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+class SessionStarter:
+    """Creates the session (and warms it up) in a background thread; thread-safe.
+
+    ``status`` is ``"starting"`` until the session exists and the warm-up has
+    ended, then ``"ready"``; ``"failed"`` when creating the session raised, with
+    the reason in ``error``. A failed warm-up only logs: the session still works.
+    ``create`` and ``warm`` are passed in so a test can drive the starter
+    without a JVM.
+    """
+
+    def __init__(
+        self,
+        create: Callable[[], SparkSession] = get_session,
+        warm: Callable[[SparkSession], None] | None = warm_up,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._create = create
+        self._warm = warm
+        self._clock = clock
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._session: SparkSession | None = None
+        self.error: str | None = None
+        self.started_at: float | None = None
+        self.seconds: float | None = None
+
+    def start(self) -> SessionStarter:
+        """Start the background thread unless it runs already; returns ``self``."""
+        with self._lock:
+            if self._thread is None:
+                self.started_at = self._clock()
+                self._thread = threading.Thread(target=self._run, name="spark-session-starter", daemon=True)
+                self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            session = self._create()
+        except Exception as err:
+            LOG.exception("creating the Spark session failed")
+            self.error = f"{type(err).__name__}: {err}"
+        else:
+            if self._warm is not None:
+                try:
+                    self._warm(session)
+                except Exception:
+                    LOG.warning("warming up the Spark session failed", exc_info=True)
+            self._session = session
+        finally:
+            self.seconds = self._clock() - (self.started_at or 0.0)
+            self._ready.set()
+
+    @property
+    def status(self) -> StarterStatus:
+        if not self._ready.is_set():
+            return "starting"
+        return "failed" if self._session is None else "ready"
+
+    def wait(self, timeout: float | None = None) -> SparkSession:
+        """The session, once it is ready; starts the thread if needed.
+
+        Raises ``TimeoutError`` after ``timeout`` seconds and ``RuntimeError``
+        with the reason when the session could not be created.
+        """
+        self.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError(f"the Spark session is still starting after {timeout} s")
+        if self._session is None:
+            raise RuntimeError(f"the Spark session could not be created: {self.error}")
+        return self._session

@@ -1,0 +1,59 @@
+"""The session's settings and its background start, without a JVM: the starter is driven with stand-ins."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from streaming.engine.session import DRIVER_JAVA_OPTIONS, LOG4J2_CONFIG, SessionStarter, session_settings
+
+
+def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history():
+    settings = session_settings({}, cores=2)
+    assert (settings["spark.master"], settings["spark.driver.host"], settings["spark.sql.shuffle.partitions"]) == ("local[*]", "127.0.0.1", "2")
+    options = settings["spark.driver.extraJavaOptions"].split()
+    assert options[: len(DRIVER_JAVA_OPTIONS)] == DRIVER_JAVA_OPTIONS
+    assert f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}" in options and LOG4J2_CONFIG.is_file()
+    assert int(settings["spark.sql.ui.retainedExecutions"]) <= 100 and int(settings["spark.ui.retainedJobs"]) <= 200
+
+
+def test_connect_settings_leave_master_and_driver_to_the_server():
+    settings = session_settings({"SPARK_REMOTE": "sc://127.0.0.1:15002"}, cores=4)
+    assert not {"spark.master", "spark.driver.host", "spark.driver.extraJavaOptions"} & set(settings)
+
+
+def test_starter_is_starting_until_the_session_and_its_warm_up_are_done():
+    created, release = threading.Event(), threading.Event()
+    warmed: list[object] = []
+
+    def create() -> str:
+        created.set()
+        release.wait(10)
+        return "session"
+
+    starter = SessionStarter(create, warm=warmed.append)
+    assert starter.status == "starting" and starter.seconds is None
+    starter.start().start()  # idempotent: one thread
+    assert created.wait(10) and starter.status == "starting"
+    with pytest.raises(TimeoutError):
+        starter.wait(0.05)
+    release.set()
+    assert starter.wait(10) == "session"
+    assert starter.status == "ready" and warmed == ["session"] and starter.seconds is not None and starter.error is None
+
+
+def test_a_failed_start_is_reported_with_its_reason_and_a_failed_warm_up_is_not():
+    def refuse() -> str:
+        raise OSError("Java gateway process exited before sending its port number")
+
+    failed = SessionStarter(refuse, warm=None).start()
+    with pytest.raises(RuntimeError, match="could not be created: OSError: Java gateway process exited"):
+        failed.wait(10)
+    assert failed.status == "failed" and "Java gateway" in (failed.error or "")
+
+    def broken_warm_up(session: object) -> None:
+        raise RuntimeError("warm-up query failed")
+
+    started = SessionStarter(lambda: "session", warm=broken_warm_up)
+    assert started.wait(10) == "session" and started.status == "ready"
