@@ -73,12 +73,12 @@ SLOT_DEFAULTS: tuple[dict[str, Any], ...] = (
 
 
 def compare_slot_widgets(number: int, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """One configuration's window, slide, watermark and output mode; keys end in ``_{number}``."""
+    """One configuration's window, slide, watermark and output mode; keys start ``cmp_{number}_``."""
     st.markdown(f"**Config {number}**")
     window, slide = window_widgets(f"cmp_{number}", defaults["window"], defaults["slide"])
     watermark = watermark_widget(f"cmp_{number}", defaults["watermark"])
     modes = list(OUTPUT_MODES)
-    output_mode = st.selectbox("Output mode", modes, index=modes.index(defaults["output_mode"]), key=f"cmp_output_mode_{number}")
+    output_mode = st.selectbox("Output mode", modes, index=modes.index(defaults["output_mode"]), key=f"cmp_{number}_output_mode")
     return {"window": window, "slide": slide, "watermark": watermark, "output_mode": output_mode}
 
 

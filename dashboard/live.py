@@ -8,6 +8,7 @@ tested without a browser.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -21,7 +22,7 @@ import streamlit as st
 from streaming.analysis import lateness
 from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
-from streaming.charts.live import live_figures
+from streaming.charts.live import live_figures, windowed_counts_figure
 from streaming.engine.config import (
     OUTPUT_MODES,
     TRIGGER_KINDS,
@@ -43,11 +44,11 @@ from .shared import REFRESH_SECONDS, feed_select, feed_source, show_code, waterm
 
 __all__ = [
     "SOURCES",
-    "await_first_batch",
     "build_config",
     "build_source",
     "check_name",
     "live_view",
+    "placeholder_chart",
     "query_selector",
     "query_widgets",
     "source_widgets",
@@ -55,11 +56,15 @@ __all__ = [
     "stop_button",
 ]
 
+LOG = logging.getLogger(__name__)
 TRIGGER_LABELS: Mapping[str, str] = {
     "default": "Default (next batch as soon as the last one ends)",
     "processing_time": "Processing time (fixed interval)",
     "available_now": "Available now (process what is there, then stop)",
 }
+
+FIRST_BATCH_WAIT_SECONDS = 5.0
+"""After Start, the page waits this long at most for the new query's first batch before it draws."""
 
 # Session-state keys: the watched query, and a query to watch after the next rerun.
 SELECTED_KEY = "lab_selected"
@@ -73,7 +78,9 @@ PENDING_KEY = "lab_pending"
 def _feed_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     return {
         "feed": feed_select(feeds, "lab_feed"),
-        "seconds_per_file": st.number_input("Seconds per file", min_value=0.0, value=2.0, step=0.5, key="lab_seconds_per_file"),
+        "seconds_per_file": st.number_input(
+            "Seconds per file", min_value=0.1, value=2.0, step=0.5, key="lab_seconds_per_file", help="One file, one micro-batch, every this many seconds"
+        ),
     }
 
 
@@ -196,17 +203,31 @@ def query_widgets(output_modes: Sequence[str] = OUTPUT_MODES, triggers: Mapping[
     }
 
 
-def start_query(registry: QueryRegistry, config: QueryConfig, name: str | None, pending_key: str = PENDING_KEY) -> None:
-    """Start ``config`` as ``name`` and watch it (after a rerun); shows ``st.error`` when the name is taken or Spark refuses."""
+def start_query(
+    registry: QueryRegistry, config: QueryConfig, name: str | None, pending_key: str = PENDING_KEY, first_batch_wait: float = FIRST_BATCH_WAIT_SECONDS
+) -> None:
+    """Start ``config`` as ``name`` and watch it (after a rerun); shows ``st.error`` when the name is taken or Spark refuses.
+
+    A query whose trigger starts at once is given up to ``first_batch_wait``
+    seconds for its first batch before the page redraws, so the charts open with
+    data instead of waiting for the live view's next tick.
+    """
     from pyspark.errors import PySparkException
 
     try:
-        run = registry.start(config, name)
+        with st.spinner("Starting the query…"):
+            run = registry.start(config, name)
+            if config.trigger != "processing_time":
+                run.await_first_batch(first_batch_wait)
     except (DuplicateQueryError, ConfigError) as err:
         st.error(str(err))
         return
     except PySparkException as err:
         st.error(f"Spark refused to start the query: {err}")
+        return
+    except Exception as err:
+        LOG.exception("starting %s failed", name)
+        st.error(f"The query could not start: {type(err).__name__}: {err}")
         return
     st.session_state[pending_key] = run.name
     st.rerun()
@@ -333,18 +354,14 @@ def _lateness_view(run: Run) -> None:
     right.plotly_chart(lateness_charts.lateness_figure(classified), key="lab_chart_lateness")
 
 
-FIRST_BATCH_POLL_SECONDS = 0.25
+def placeholder_chart() -> None:
+    """The result-table chart before there is a query: says where the counts will show.
 
-
-@st.fragment(run_every=FIRST_BATCH_POLL_SECONDS)
-def await_first_batch(run: Run) -> None:
-    """Until ``run`` folds its first batch, look four times a second; then rerun the page so its charts draw at once.
-
-    The live view redraws every ``REFRESH_SECONDS``; without this, the first
-    chart of a new query would wait up to that long after its data arrived.
+    Drawing it also makes the browser load the charting library while the
+    user sets up a query, so the first chart after Start is not held up by it.
     """
-    if run.table.batches_applied > 0 or run.status != "active":
-        st.rerun()
+    figure = windowed_counts_figure(pd.DataFrame(), no_rows="The counts of the watched query show here")
+    st.plotly_chart(figure, key="lab_chart_placeholder")
 
 
 @st.fragment(run_every=REFRESH_SECONDS)

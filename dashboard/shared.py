@@ -23,6 +23,7 @@ import streamlit as st
 from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
+from streaming.engine.query import warm_up
 from streaming.engine.registry import QueryRegistry
 from streaming.engine.session import SessionStarter
 from streaming.export import pyspark_code
@@ -65,8 +66,8 @@ COMPARE_PAGE = "dashboard/pages/compare.py"
 
 @st.cache_resource(show_spinner=False)
 def session_starter() -> SessionStarter:
-    """The background start of this server's SparkSession, begun on the first page view of any page."""
-    return SessionStarter().start()
+    """The background start of this server's SparkSession and its warm-up query, begun on the first page view of any page."""
+    return SessionStarter(warm=warm_up).start()
 
 
 def get_spark() -> SparkSession:
@@ -99,6 +100,9 @@ def session_status(starter: SessionStarter) -> bool:
             st.caption(":material/hourglass_top: Spark is starting… Start is enabled once it is ready.")
         else:
             st.error(f"Spark could not start: {starter.error}")
+            if st.button("Try again", key="session_retry"):
+                session_starter.clear()
+                st.rerun()
     return status == "ready"
 
 

@@ -299,10 +299,10 @@ def test_compare_runs_two_configs_on_the_guide_feed(jobs) -> None:
     for number in (1, 2):
         at.text_input(key=f"cmp_{number}_window").set_value("10 minutes")
         at.text_input(key=f"cmp_{number}_watermark").set_value("10 minutes")
-    at.selectbox(key="cmp_output_mode_1").set_value("append")
+    at.selectbox(key="cmp_1_output_mode").set_value("append")
     at.radio(key="cmp_2_window_kind").set_value("sliding").run()
     at.text_input(key="cmp_2_slide").set_value("5 minutes")
-    at.selectbox(key="cmp_output_mode_2").set_value("update")
+    at.selectbox(key="cmp_2_output_mode").set_value("update")
     at.button(key="cmp_run").click().run()
     assert not at.exception and not _errors(at), (at.exception, _errors(at))
 

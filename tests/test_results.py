@@ -174,3 +174,26 @@ def test_concurrent_apply_and_frame() -> None:
     assert not errors
     assert len(table) == 50
     assert table.evicted_rows == 150
+
+
+def test_a_run_waits_for_its_first_batch_and_no_longer_than_asked(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from streaming.engine.config import QueryConfig, RateSource
+    from streaming.engine.progress import ProgressLog
+    from streaming.engine.query import Run
+
+    query = SimpleNamespace(isActive=True)
+    table = ResultTable("update")
+    run = Run("first", QueryConfig(RateSource()), query, table, ProgressLog(), None, tmp_path, pd.Timestamp.now())
+    assert run.await_first_batch(0.2) is False  # nothing folded: gives up at the cap
+    folding = threading.Timer(0.1, table.apply, args=(0, [row(0, "k", 1)]))
+    folding.start()
+    try:
+        assert run.await_first_batch(30) is True and table.batches_applied == 1
+    finally:
+        folding.join()
+    query.isActive = False
+    assert Run("ended", run.config, query, ResultTable("update"), ProgressLog(), None, tmp_path, pd.Timestamp.now()).await_first_batch(30) is False

@@ -57,3 +57,12 @@ def test_a_failed_start_is_reported_with_its_reason_and_a_failed_warm_up_is_not(
 
     started = SessionStarter(lambda: "session", warm=broken_warm_up)
     assert started.wait(10) == "session" and started.status == "ready"
+
+
+def test_warm_up_runs_the_default_query_and_leaves_nothing_behind(spark, tmp_path):
+    from streaming.engine.query import warm_up
+
+    before = {query.id for query in spark.streams.active}
+    warm_up(spark, root=tmp_path)
+    assert {query.id for query in spark.streams.active} == before
+    assert not any(tmp_path.iterdir())

@@ -14,6 +14,8 @@ st.caption(
 )
 starter = session_starter()
 ready = session_status(starter)
+if starter.status == "starting":
+    wait_for_session(starter)
 feed_column, count_column = st.columns([2, 1])
 with feed_column:
     feed = feed_select(feed_names(), "cmp_feed")
@@ -34,6 +36,4 @@ job = current_job(compare.COMPARE_JOB)
 running = job is not None and not job.done
 if st.button("Run comparison", key="cmp_run", type="primary", disabled=running or not ready, help="Runs in the background"):
     compare.start_compare(get_registry(), inputs)
-if not ready and starter.status == "starting":
-    wait_for_session(starter)
 job_view(job, compare.compare_results, "Set up the configurations and press **Run comparison**.")

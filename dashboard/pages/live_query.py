@@ -10,7 +10,7 @@ from streaming.engine.feeds import feed_names
 st.title("Live query")
 st.caption(
     "A windowed count per key over event time. The charts redraw every couple of seconds from the query's "
-    "result table and its progress events; starting and stopping never waits on a batch."
+    "result table and its progress events. Start waits a few seconds at most for the first batch; Stop never waits."
 )
 starter = session_starter()
 ready = session_status(starter)
@@ -18,13 +18,14 @@ if ready:
     registry = get_registry()
     watched = live.query_selector(registry)
     run = None if watched is None else registry.get(watched)
-    if run is not None:
+    if run is None:
+        live.placeholder_chart()
+    else:
         live.stop_button(run)
         live.live_view(run)
-        if run.status == "active" and run.table.batches_applied == 0:
-            live.await_first_batch(run)
 elif starter.status == "starting":
     st.info("Spark is starting in the background; the form is ready, and Start is enabled as soon as Spark is.")
+    live.placeholder_chart()
     wait_for_session(starter)
 
 with st.sidebar:

@@ -15,6 +15,8 @@ st.caption(
 st.markdown(tuner.COMPLETENESS_TEXT)
 starter = session_starter()
 ready = session_status(starter)
+if starter.status == "starting":
+    wait_for_session(starter)
 values = tuner.tune_widgets(feed_names())
 try:
     inputs = tuner.tune_inputs(**values)
@@ -27,6 +29,4 @@ job = current_job(tuner.TUNE_JOB)
 running = job is not None and not job.done
 if st.button("Run tuner", key="tune_run", type="primary", disabled=running or not ready, help="Runs in the background; takes minutes on a large feed"):
     tuner.start_tune(get_registry(), inputs)
-if not ready and starter.status == "starting":
-    wait_for_session(starter)
 job_view(job, tuner.tune_results, "Choose the delays and press **Run tuner**.")

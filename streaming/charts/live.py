@@ -212,7 +212,7 @@ def state_figure(progress: pd.DataFrame) -> go.Figure:
     title = "State: rows and memory per batch"
     if not has_rows(progress, ("batch_id", "state_rows_total", "state_rows_updated", "state_memory_bytes")):
         return empty_figure(title)
-    progress, note = _history(progress, ("state_rows_total", "state_rows_updated", "state_memory_bytes"))
+    progress, note = _history(progress, ("state_rows_total", "state_rows_updated", "state_rows_removed", "state_memory_bytes"))
     batches = progress["batch_id"]
     rows = [
         _line(batches, progress[column], label, yaxis="y")

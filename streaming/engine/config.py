@@ -69,7 +69,9 @@ class FeedSource:
     """Replay a feed folder: CSV files with ``event_time`` and ``key`` columns, one file per micro-batch.
 
     Files are handed to Spark in file-name order, one every ``seconds_per_file``
-    seconds (0 hands them all over at once; each still becomes its own batch).
+    seconds. With 0 the feed is stepped by its caller: the replay runner hands
+    over the next file once Spark is idle, and the available-now trigger gets
+    every file at once; each file still becomes its own batch.
     """
 
     path: Path

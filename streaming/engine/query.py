@@ -123,6 +123,17 @@ class Run:
         self.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def await_first_batch(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the first batch to be folded into the table; ``False`` if it was not.
+
+        Returns early, with ``False``, when the query ends without one.
+        """
+        deadline = time.monotonic() + timeout
+        while not self.table.first_batch.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline or not self.query.isActive:
+                return self.table.first_batch.is_set()
+        return True
+
     def await_idle(self, timeout: float = 300.0) -> None:
         """Block until every fed row is processed and the progress of the last batch has been logged.
 
@@ -207,3 +218,37 @@ def start_run(
         shutil.rmtree(workdir, ignore_errors=True)
         raise
     return Run(name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None))
+
+
+WARM_UP_ROWS = (
+    "event_time,key\n2024-01-01 00:00:01,a\n2024-01-01 00:00:40,b\n",
+    "event_time,key\n2024-01-01 00:01:30,a\n2024-01-01 00:00:10,b\n",
+)
+
+
+def warm_up(spark: SparkSession, root: Path | None = None, timeout: int = 120) -> None:
+    """Run the default query once over a two-file feed, as the dashboard runs queries, then stop and delete it.
+
+    The same builder, sink and configuration a user starts with the default
+    settings (with the available-now trigger, so it ends by itself; it is
+    stopped after ``timeout`` seconds in any case): it loads the streaming classes, generates (and caches) the code of
+    that plan and starts the Python callback server, so the user's first query
+    does not pay for them. Its feed and working folder are made under ``root``
+    (the system temp folder by default) and deleted.
+    """
+    from .config import FeedSource
+
+    folder = Path(tempfile.mkdtemp(prefix="streaming-lab-warm-up-", dir=root))
+    try:
+        feed = folder / "feed"
+        feed.mkdir()
+        for index, text in enumerate(WARM_UP_ROWS):
+            (feed / f"batch-{index:04d}.csv").write_text(text)
+        config = QueryConfig(FeedSource(feed, seconds_per_file=0), trigger="available_now")
+        run = start_run(spark, config, f"warm_up_{folder.name.replace('-', '_')}", ProgressListener(), root=folder)
+        try:
+            run.query.awaitTermination(int(timeout))
+        finally:
+            run.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -56,6 +56,8 @@ class ResultTable:
         self._lock = threading.Lock()
         self._version = 0
         self._framed: tuple[int, pd.DataFrame] | None = None
+        self.first_batch = threading.Event()
+        """Set once the first batch has been folded in."""
 
     def apply(self, batch_id: int, rows: list[tuple]) -> None:
         with self._lock:
@@ -64,6 +66,7 @@ class ResultTable:
             self.last_batch_id = max(batch_id, self.last_batch_id)
             self.batches_applied += 1
             self._version += 1
+            self.first_batch.set()
             if self.aggregation == "none":
                 if self.max_rows is not None:
                     self.evicted_rows += max(0, len(self._raw) + len(rows) - self.max_rows)
@@ -97,15 +100,15 @@ class ResultTable:
             version = self._version
             if self._framed is not None and self._framed[0] == version:
                 return self._framed[1]
-        table = self._build()
+            rows: list[tuple] = list(self._raw) if self.aggregation == "none" else [(*slot, count) for slot, count in self._windows.items()]
+        table = self._build(sorted(rows))
         with self._lock:
-            self._framed = (version, table)
+            if self._framed is None or self._framed[0] < version:
+                self._framed = (version, table)
         return table
 
-    def _build(self) -> pd.DataFrame:
-        """The frame of the current rows; sorting the tuples sorts by window (or event time), then key."""
-        with self._lock:
-            rows = sorted(self._raw) if self.aggregation == "none" else sorted((*slot, count) for slot, count in self._windows.items())
+    def _build(self, rows: list[tuple]) -> pd.DataFrame:
+        """The frame of ``rows``, sorted tuples: by window (or event time), then key."""
         columns = list(zip(*rows)) if rows else [(), (), (), ()]
         if self.aggregation == "none":
             return pd.DataFrame({"event_time": _timestamps(columns[0]), "key": np.array(columns[1], dtype=object)})

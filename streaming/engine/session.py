@@ -8,17 +8,16 @@ time zone, driver bound to loopback. ``SPARK_MASTER`` (e.g.
 
 Creating a session takes seconds (a JVM starts), and the first streaming query
 on it seconds more (classes load, code is generated, the Python callback server
-starts). :class:`SessionStarter` does both in a background thread, so the
-dashboard shows a status while it happens instead of freezing on Start.
+starts). :class:`SessionStarter` does both in a background thread (the warm-up
+query is passed in: :func:`streaming.engine.query.warm_up`), so the dashboard
+shows a status while it happens instead of freezing on Start.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -26,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
-__all__ = ["SessionStarter", "StarterStatus", "get_session", "is_connect", "session_settings", "warm_up"]
+__all__ = ["SessionStarter", "StarterStatus", "get_session", "is_connect", "session_settings"]
 
 APP_NAME = "streaming-lab"
 LOG = logging.getLogger(__name__)
@@ -95,47 +94,6 @@ def is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def _collect(batch: DataFrame, batch_id: int) -> None:
-    batch.collect()
-
-
-def warm_up(spark: SparkSession, root: Path | None = None) -> None:
-    """Run one tiny streaming query the way the dashboard runs its queries, then stop it.
-
-    A windowed count with a watermark over a one-file CSV folder, sunk with
-    ``foreachBatch`` and the available-now trigger: it loads the streaming
-    classes, generates the aggregation's code and starts the Python callback
-    server, so the first query a user starts does not pay for them. Its working
-    folder is made under ``root`` (the system temp folder by default) and deleted.
-    """
-    from pyspark.sql import functions as F
-
-    workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-warm-up-", dir=root))
-    try:
-        feed = workdir / "feed"
-        feed.mkdir()
-        (feed / "batch-0000.csv").write_text("event_time,key\n2024-01-01 00:00:01,a\n2024-01-01 00:00:02,b\n")
-        events = (
-            spark.readStream.schema("event_time string, key string").option("header", True).csv(str(feed))
-            .select(F.to_timestamp("event_time").alias("event_time"), "key")
-            .withWatermark("event_time", "10 seconds")
-        )
-        counts = events.groupBy(F.window("event_time", "1 minute"), "key").count()
-        query = (
-            counts.writeStream.outputMode("update")
-            .option("checkpointLocation", str(workdir / "checkpoint"))
-            .foreachBatch(_collect)
-            .trigger(availableNow=True)
-            .start()
-        )
-        try:
-            query.awaitTermination(120)
-        finally:
-            query.stop()
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
 class SessionStarter:
     """Creates the session (and warms it up) in a background thread; thread-safe.
 
@@ -149,7 +107,7 @@ class SessionStarter:
     def __init__(
         self,
         create: Callable[[], SparkSession] = get_session,
-        warm: Callable[[SparkSession], None] | None = warm_up,
+        warm: Callable[[SparkSession], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._create = create
