@@ -39,7 +39,7 @@ import streamlit as st
 
 from .shared import REFRESH_SECONDS
 
-__all__ = ["Job", "current_job", "job_progress", "job_view", "start_job"]
+__all__ = ["Job", "current_job", "job_controls", "job_progress", "job_view", "start_job"]
 
 
 @dataclass(eq=False)
@@ -137,3 +137,14 @@ def job_view(job: Job | None, render: Callable[[Job], None], idle_text: str) -> 
         st.error(f"{job.what} failed after {job.elapsed:.0f} s: {type(job.error).__name__}: {job.error}")
     else:
         render(job)
+
+
+def job_controls(
+    key: str, button: str, button_key: str, *, ready: bool, start: Callable[[], None], render: Callable[[Job], None], idle_text: str, help_text: str
+) -> None:
+    """An experiment page's run button and its job: the button (disabled while the job runs or Spark is not ready) calls ``start``."""
+    job = current_job(key)
+    running = job is not None and not job.done
+    if st.button(button, key=button_key, type="primary", disabled=running or not ready, help=help_text):
+        start()
+    job_view(job, render, idle_text)

@@ -43,6 +43,7 @@ __all__ = [
     "get_registry",
     "get_spark",
     "percent",
+    "refuse",
     "session_starter",
     "session_status",
     "show_code",
@@ -122,6 +123,13 @@ class InputErrors(ValueError):
     def __init__(self, errors: Sequence[ConfigError]) -> None:
         self.errors = list(errors)
         super().__init__("; ".join(str(error) for error in self.errors))
+
+
+def refuse(errors: InputErrors, what: str) -> None:
+    """Show every error of a refused form, naming field and value, and stop the page there."""
+    for error in errors.errors:
+        st.error(f"Cannot run this {what}: {error}")
+    st.stop()
 
 
 def feed_source(name: str, seconds_per_file: float = 0.0, root: Path = SAMPLE_FEEDS) -> FeedSource:

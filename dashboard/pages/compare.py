@@ -3,8 +3,8 @@
 import streamlit as st
 
 from dashboard import compare
-from dashboard.jobs import current_job, job_view
-from dashboard.shared import InputErrors, feed_select, get_registry, session_starter, session_status, wait_for_session
+from dashboard.jobs import job_controls
+from dashboard.shared import InputErrors, feed_select, get_registry, refuse, session_starter, session_status, wait_for_session
 from streaming.engine.feeds import feed_names
 
 st.title("Compare")
@@ -28,12 +28,8 @@ for number, column in enumerate(st.columns(int(count)), start=1):
 try:
     inputs = compare.compare_inputs(feed, slots)
 except InputErrors as err:
-    for error in err.errors:
-        st.error(f"Cannot run this comparison: {error}")
-    st.stop()
-
-job = current_job(compare.COMPARE_JOB)
-running = job is not None and not job.done
-if st.button("Run comparison", key="cmp_run", type="primary", disabled=running or not ready, help="Runs in the background"):
-    compare.start_compare(get_registry(), inputs)
-job_view(job, compare.compare_results, "Set up the configurations and press **Run comparison**.")
+    refuse(err, "comparison")
+job_controls(
+    compare.COMPARE_JOB, "Run comparison", "cmp_run", ready=ready, start=lambda: compare.start_compare(get_registry(), inputs),
+    render=compare.compare_results, idle_text="Set up the configurations and press **Run comparison**.", help_text="Runs in the background",
+)

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from dashboard import tuner
-from dashboard.jobs import current_job, job_view
-from dashboard.shared import InputErrors, get_registry, session_starter, session_status, wait_for_session
+from dashboard.jobs import job_controls
+from dashboard.shared import InputErrors, get_registry, refuse, session_starter, session_status, wait_for_session
 from streaming.engine.feeds import feed_names
 
 st.title("Watermark tuner")
@@ -21,12 +21,8 @@ values = tuner.tune_widgets(feed_names())
 try:
     inputs = tuner.tune_inputs(**values)
 except InputErrors as err:
-    for error in err.errors:
-        st.error(f"Cannot run this sweep: {error}")
-    st.stop()
-
-job = current_job(tuner.TUNE_JOB)
-running = job is not None and not job.done
-if st.button("Run tuner", key="tune_run", type="primary", disabled=running or not ready, help="Runs in the background; takes minutes on a large feed"):
-    tuner.start_tune(get_registry(), inputs)
-job_view(job, tuner.tune_results, "Choose the delays and press **Run tuner**.")
+    refuse(err, "sweep")
+job_controls(
+    tuner.TUNE_JOB, "Run tuner", "tune_run", ready=ready, start=lambda: tuner.start_tune(get_registry(), inputs),
+    render=tuner.tune_results, idle_text="Choose the delays and press **Run tuner**.", help_text="Runs in the background; takes minutes on a large feed",
+)

@@ -28,7 +28,7 @@ def key_colors(keys: Iterable[object], palette: Sequence[str] = PALETTE) -> dict
     The order of ``keys`` and repeated keys do not matter: the same set of keys
     always gets the same colours.
     """
-    ordered = sorted({str(key) for key in keys})
+    ordered = sorted({str(key) for key in (pd.unique(keys) if isinstance(keys, pd.Series) else keys)})
     return {key: palette[index % len(palette)] for index, key in enumerate(ordered)}
 
 
@@ -47,10 +47,12 @@ def has_rows(frame: pd.DataFrame, columns: Iterable[str]) -> bool:
 
 def current_watermark(progress: pd.DataFrame) -> pd.Timestamp | None:
     """The watermark of the latest batch that has one, or ``None`` (no watermark, or none set yet)."""
-    if "watermark" not in progress.columns:
+    if "watermark" not in progress.columns or progress.empty:
         return None
-    marks = pd.to_datetime(progress["watermark"]).dropna()
-    return None if marks.empty else pd.Timestamp(marks.iloc[-1])
+    column = progress["watermark"]
+    marks = column.to_numpy("datetime64[ns]") if column.dtype.kind == "M" else pd.to_datetime(column).to_numpy("datetime64[ns]")
+    set_marks = marks[~np.isnat(marks)]
+    return None if len(set_marks) == 0 else pd.Timestamp(set_marks[-1])
 
 
 def downsample(frame: pd.DataFrame, columns: Sequence[str], max_points: int = MAX_POINTS) -> pd.DataFrame:

@@ -27,7 +27,7 @@ RAW_COLUMNS = ["event_time", "key"]
 WindowRow = tuple[int, int, str, int]
 
 
-def _timestamps(micros: Sequence[int]) -> np.ndarray:
+def _timestamps(micros: Sequence[int] | np.ndarray) -> np.ndarray:
     """Epoch microseconds as UTC-naive ``datetime64[ns]``."""
     return np.array(micros, dtype="int64").astype("datetime64[us]").astype("datetime64[ns]")
 
@@ -101,22 +101,22 @@ class ResultTable:
             if self._framed is not None and self._framed[0] == version:
                 return self._framed[1]
             rows: list[tuple] = list(self._raw) if self.aggregation == "none" else [(*slot, count) for slot, count in self._windows.items()]
-        table = self._build(sorted(rows))
+        table = self._build(rows)
         with self._lock:
             if self._framed is None or self._framed[0] < version:
                 self._framed = (version, table)
         return table
 
     def _build(self, rows: list[tuple]) -> pd.DataFrame:
-        """The frame of ``rows``, sorted tuples: by window (or event time), then key."""
+        """The frame of ``rows``, sorted by window (or event time), then key."""
         columns = list(zip(*rows)) if rows else [(), (), (), ()]
         if self.aggregation == "none":
-            return pd.DataFrame({"event_time": _timestamps(columns[0]), "key": np.array(columns[1], dtype=object)})
+            times, keys = np.array(columns[0], dtype="int64"), np.array(columns[1], dtype=object)
+            order = np.lexsort((pd.factorize(keys, sort=True)[0], times))
+            return pd.DataFrame({"event_time": _timestamps(times[order]), "key": keys[order]})
+        starts, ends = np.array(columns[0], dtype="int64"), np.array(columns[1], dtype="int64")
+        keys, counts = np.array(columns[2], dtype=object), np.array(columns[3], dtype="int64")
+        order = np.lexsort((pd.factorize(keys, sort=True)[0], ends, starts))
         return pd.DataFrame(
-            {
-                "window_start": _timestamps(columns[0]),
-                "window_end": _timestamps(columns[1]),
-                "key": np.array(columns[2], dtype=object),
-                "count": np.array(columns[3], dtype="int64"),
-            }
+            {"window_start": _timestamps(starts[order]), "window_end": _timestamps(ends[order]), "key": keys[order], "count": counts[order]}
         )
