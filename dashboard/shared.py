@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPARE_PAGE",
+    "DATASETS_PAGE",
     "LIVE_PAGE",
     "QUERIES_PAGE",
     "REFRESH_SECONDS",
@@ -60,6 +61,7 @@ LIVE_PAGE = "dashboard/pages/live_query.py"
 QUERIES_PAGE = "dashboard/pages/queries.py"
 TUNER_PAGE = "dashboard/pages/tuner.py"
 COMPARE_PAGE = "dashboard/pages/compare.py"
+DATASETS_PAGE = "dashboard/pages/datasets.py"
 
 
 # --- shared resources -------------------------------------------------------

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import live, queries, shared
+from dashboard import datasets, live, queries, shared
 from streaming.engine.config import FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
+from streaming.engine.datasets import DatasetStore, Upload
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 
@@ -136,6 +137,7 @@ def test_home_page() -> None:
         "Queries: everything running on the shared Spark session",
         "Watermark tuner: the smallest watermark delay that reaches a completeness target",
         "Compare: 2-4 configurations side by side on the same feed",
+        "Datasets: upload your own events and check how Spark reads them",
     ]
 
 
@@ -258,3 +260,67 @@ def test_live_page_refuses_a_name_already_running(app_registry) -> None:
         assert len([run for run in app_registry.runs() if run.name == name]) == 1
     finally:
         app_registry.remove(name)
+
+
+# --- datasets -------------------------------------------------------------------------------
+
+DATASETS = shared.DATASETS_PAGE
+EVENTS_JSONL = "".join(
+    f'{{"ts": {1772460061000 + 7000 * index}, "user": "u{index % 3}", "amount": {index}.5}}\n' for index in range(12)
+).encode()
+
+
+class _Uploaded:
+    """Stands in for Streamlit's UploadedFile: a name and bytes."""
+
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name, self._data = name, data
+
+    def getvalue(self) -> bytes:
+        return self._data
+
+
+def test_dataset_helpers(tmp_path: Path) -> None:
+    store = datasets.dataset_store({"STREAMING_LAB_DATA": str(tmp_path / "root")})
+    report = datasets.store_uploads(store, "kafka dump", [_Uploaded("topic.jsonl", EVENTS_JSONL), _Uploaded("x.exe", b"MZ")])
+    assert report.kept == {"topic.jsonl": 12} and [error.value for error in report.refused] == ["x.exe"]
+    choices = datasets.dataset_choices(store)
+    assert [choice.label for choice in choices] == ["kafka_dump", "guide_words (sample feed)", "sensor_readings (sample feed)", "web_clicks (sample feed)"]
+    files, fmt = datasets.dataset_files(store, choices[0])
+    assert ([path.name for path in files], fmt) == (["topic.jsonl"], "json")
+    with pytest.raises(ConfigError):
+        datasets.dataset_files(store, datasets.DatasetChoice("../streaming", True))
+    assert datasets.guess_column(["Timestamp", "user"], datasets.TIME_NAMES) == "Timestamp"
+    assert datasets.guess_column(["a"], datasets.KEY_NAMES) is None
+    mapping = datasets.build_mapping(
+        {"event_time": "ts", "time_format": datasets.PATTERN, "time_format_pattern": "dd/MM/yyyy", "key": datasets.NONE, "value": "amount",
+         "dedup_id": datasets.NONE, "arrival": datasets.NONE}
+    )
+    assert (mapping.event_time, mapping.time_format, mapping.key, mapping.value, mapping.arrival) == ("ts", "dd/MM/yyyy", None, "amount", None)
+    with pytest.raises(ConfigError, match=r"columns\.event_time"):
+        datasets.build_mapping({"event_time": datasets.NONE})
+
+
+def test_datasets_page_previews_renames_and_deletes(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "data"
+    monkeypatch.setenv("STREAMING_LAB_DATA", str(root))
+    DatasetStore(root).add("clicks", [Upload("topic.jsonl", EVENTS_JSONL)])
+    at = _page(DATASETS)
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Datasets"
+    assert at.selectbox(key="dataset_choice").value == "clicks"
+    assert any("cannot tell seconds from milliseconds" in error for error in _errors(at)), _errors(at)
+    at.selectbox(key="map_time_format").set_value("epoch_ms").run()
+    assert not _errors(at), _errors(at)
+    assert (_metric(at, "Rows"), _metric(at, "Keys"), _metric(at, "Unparsable event times")) == ("12", "3", "0")
+    assert any("2026-03-02 14:01:01" in caption.value and "2026-03-02 14:02:18" in caption.value for caption in at.caption)
+    at.text_input(key="rename_to_clicks").set_value("my clicks").run()
+    at.button(key="rename").click().run()
+    assert at.selectbox(key="dataset_choice").value == "my_clicks"
+    assert DatasetStore(root).names() == ["my_clicks"]
+    assert at.button(key="delete").disabled
+    at.checkbox(key="delete_sure").check().run()
+    at.button(key="delete").click().run()
+    assert not at.exception, at.exception
+    assert DatasetStore(root).names() == []
+    assert at.selectbox(key="dataset_choice").value == "guide_words (sample feed)"

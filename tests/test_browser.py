@@ -24,9 +24,15 @@ if not CHROMIUM.exists():
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    """The app served by ``streamlit run`` on a free loopback port, in its own process group."""
-    with served_app(tmp_path_factory.mktemp("server"), start_timeout=SERVER_START_SECONDS) as app:
+def data_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory, data_root):
+    """The app served by ``streamlit run`` on a free loopback port, in its own process group, with its data root in a temp folder."""
+    env = {"STREAMING_LAB_DATA": str(data_root), "STREAMING_LAB_MAX_UPLOAD_MB": "1"}
+    with served_app(tmp_path_factory.mktemp("server"), start_timeout=SERVER_START_SECONDS, env=env) as app:
         yield app.url
 
 
@@ -37,7 +43,7 @@ def browser():
 
 
 def _pick(page, label: str, option: str) -> None:
-    page.get_by_label(label).first.click()
+    page.get_by_label(label, exact=True).first.click()
     page.get_by_role("option", name=option).click()
 
 
@@ -92,3 +98,32 @@ def test_a_deep_link_opened_first_on_a_fresh_server_routes_through_the_app(tmp_p
             assert page.locator(".stException").count() == 0
         finally:
             page.close()
+
+
+EVENTS_JSONL = "".join(f'{{"ts": {1772460061000 + 7000 * index}, "user": "u{index % 3}", "amount": {index}.5}}\n' for index in range(12))
+
+
+def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, data_root):
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        page.goto(f"{app_url}/Datasets", wait_until="domcontentloaded")
+        page.get_by_role("heading", name="Datasets").first.wait_for(timeout=120_000)
+        page.get_by_role("textbox", name="Dataset name").fill("kafka dump")
+        page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files([
+            {"name": "topic.jsonl", "mimeType": "application/json", "buffer": EVENTS_JSONL.encode()},
+            {"name": "broken.jsonl", "mimeType": "application/json", "buffer": b'{"ts": 1\n{"ts": \n'},
+        ])
+        page.get_by_text("topic.jsonl").first.wait_for(timeout=30_000)
+        page.get_by_test_id("stBaseButton-secondaryFormSubmit").click()
+        page.get_by_text("kafka_dump: kept topic.jsonl (12 rows)").wait_for(timeout=60_000)
+        page.get_by_text("refused 'broken.jsonl'").wait_for(timeout=10_000)
+        assert sorted(path.name for path in (data_root / "kafka_dump").iterdir()) == ["topic.jsonl"]
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_text("cannot tell seconds from milliseconds").wait_for(timeout=120_000)
+        _pick(page, "Event-time format", "epoch_ms")
+        page.get_by_text("2026-03-02 14:02:18").first.wait_for(timeout=120_000)
+        rows = page.locator('[data-testid="stMetric"]', has_text="Rows")
+        assert rows.first.locator('[data-testid="stMetricValue"]').inner_text().strip() == "12"
+        assert page.locator(".stException").count() == 0
+    finally:
+        page.close()

@@ -14,10 +14,11 @@ from typing import Any, Literal, get_args
 
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
-from .feeds import feed_header
+from .feeds import check_time_fit, check_time_format, column_kind, feed_header
 
 __all__ = [
     "Aggregation",
+    "ColumnMapping",
     "ConfigError",
     "FeedSource",
     "GeneratorSource",
@@ -62,6 +63,55 @@ def require_share(field_name: str, value: object) -> None:
 def _require_positive(field_name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ConfigError(field_name, value, "must be a number greater than 0")
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """Which columns of a user's dataset hold what, and how its times are written.
+
+    ``event_time`` (read with ``time_format``: ``auto``, ``epoch_s``,
+    ``epoch_ms`` or a Spark datetime pattern) is required; ``key`` is the
+    grouping column (``None``: one global group); ``value`` the column an
+    aggregate reads; ``dedup_id`` identifies duplicate deliveries;
+    ``arrival`` (read with ``arrival_format``) is when each row arrived.
+    Names are checked here; :meth:`check_columns` checks them against a
+    dataset's columns and types.
+    """
+
+    event_time: str = "event_time"
+    time_format: str = "auto"
+    key: str | None = "key"
+    value: str | None = None
+    dedup_id: str | None = None
+    arrival: str | None = None
+    arrival_format: str = "auto"
+
+    def __post_init__(self) -> None:
+        for name in ("event_time", "key", "value", "dedup_id", "arrival"):
+            given = getattr(self, name)
+            if given is None and name != "event_time":
+                continue
+            if not isinstance(given, str) or not given.strip():
+                raise ConfigError(f"columns.{name}", given, "must name a column")
+        check_time_format(self.time_format, "columns.time_format")
+        check_time_format(self.arrival_format, "columns.arrival_format")
+        if self.arrival == self.event_time:
+            raise ConfigError("columns.arrival", self.arrival, "is the event-time column; arrival must be another column")
+
+    def roles(self) -> dict[str, str]:
+        """The columns used, by role (``event_time``, ``key``, ...), leaving out the roles not set."""
+        return {name: given for name in ("event_time", "key", "value", "dedup_id", "arrival") if (given := getattr(self, name)) is not None}
+
+    def check_columns(self, schema: dict[str, str]) -> None:
+        """:class:`ConfigError` unless every column named exists in ``schema`` (name → Spark type) with a type that fits its role."""
+        for role, name in self.roles().items():
+            if name not in schema:
+                raise ConfigError(f"columns.{role}", name, f"is not a column of the dataset (columns: {', '.join(schema)})")
+        check_time_fit(self.time_format, schema[self.event_time], "columns.time_format")
+        if self.arrival is not None:
+            check_time_fit(self.arrival_format, schema[self.arrival], "columns.arrival_format")
+        if self.value is not None and column_kind(schema[self.value]) not in ("number", "text"):
+            raise ConfigError("columns.value", self.value, f"is of type {schema[self.value]}, not a number")
 
 
 @dataclass(frozen=True)

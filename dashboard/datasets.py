@@ -1,0 +1,265 @@
+"""Parts of the Datasets page: upload, list, rename and delete a user's datasets, and the schema step's preview.
+
+The pure helpers (:func:`dataset_choices`, :func:`guess_column`, :func:`build_mapping`,
+:func:`store_uploads`) are tested without a browser; the rest draws.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pandas as pd
+import streamlit as st
+
+from streaming.engine.config import ColumnMapping
+from streaming.engine.datasets import FORMATS, DatasetStore, FileFormat, Upload, UploadReport
+from streaming.engine.errors import ConfigError
+from streaming.engine.feeds import SAMPLE_FEEDS, TIME_FORMATS, feed_files, feed_names
+from streaming.engine.preview import Preview, dataset_schema, preview, read_dataset
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "NONE",
+    "PATTERN",
+    "DatasetChoice",
+    "build_mapping",
+    "dataset_choices",
+    "dataset_files",
+    "dataset_store",
+    "file_stamps",
+    "guess_column",
+    "manage_dataset",
+    "mapping_widgets",
+    "preview_view",
+    "schema_of",
+    "store_uploads",
+    "upload_form",
+]
+
+NONE = "(none)"
+PATTERN = "pattern…"
+TIME_NAMES = ("event_time", "timestamp", "ts", "time", "event_ts", "created_at")
+KEY_NAMES = ("key", "user", "user_id", "device", "sensor", "id")
+ARRIVAL_NAMES = ("arrival", "arrival_time", "ingested_at", "ingestion_time", "received_at")
+
+
+class Uploaded(Protocol):
+    """What ``st.file_uploader`` returns per file (``UploadedFile``)."""
+
+    name: str
+
+    def getvalue(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class DatasetChoice:
+    """A dataset a user may open: a bundled sample feed (read-only) or one of the user's datasets."""
+
+    name: str
+    sample: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} (sample feed)" if self.sample else self.name
+
+
+def dataset_store(environ: Mapping[str, str] = os.environ) -> DatasetStore:
+    """The store of this server's data root (``STREAMING_LAB_DATA``); :class:`ConfigError` for a bad upload limit."""
+    return DatasetStore.from_environment(environ)
+
+
+def dataset_choices(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> list[DatasetChoice]:
+    """The user's datasets, then the sample feeds."""
+    return [DatasetChoice(name, False) for name in store.names()] + [DatasetChoice(name, True) for name in feed_names(samples_root)]
+
+
+def dataset_files(store: DatasetStore, choice: DatasetChoice, samples_root: Path = SAMPLE_FEEDS) -> tuple[list[Path], FileFormat]:
+    """The files of ``choice`` and their format; only listed names are ever opened."""
+    if choice.sample:
+        if choice.name not in feed_names(samples_root):
+            raise ConfigError("dataset", choice.name, f"is not one of the sample feeds {feed_names(samples_root)}")
+        return feed_files(samples_root / choice.name), "csv"
+    return store.files(choice.name), store.format(choice.name)
+
+
+def store_uploads(store: DatasetStore, name: str, files: Sequence[Uploaded]) -> UploadReport:
+    """Keep the uploaded ``files`` in dataset ``name`` (see :meth:`DatasetStore.add`)."""
+    return store.add(name, [Upload(file.name, file.getvalue()) for file in files])
+
+
+def guess_column(columns: Sequence[str], names: Sequence[str], fallback: str | None = None) -> str | None:
+    """The first of ``names`` found in ``columns`` (case-insensitive), else ``fallback``."""
+    lowered = {column.lower(): column for column in columns}
+    return next((lowered[name] for name in names if name in lowered), fallback)
+
+
+def build_mapping(values: Mapping[str, Any]) -> ColumnMapping:
+    """A :class:`ColumnMapping` from the page's values (``NONE`` for an unused role, ``PATTERN`` with ``time_pattern``)."""
+    def column(name: str) -> str | None:
+        chosen = values.get(name)
+        return None if chosen in (None, NONE) else str(chosen)
+
+    def time_format(name: str) -> str:
+        chosen = values.get(name, "auto")
+        return str(values.get(f"{name}_pattern", "")) if chosen == PATTERN else str(chosen)
+
+    event_time = column("event_time")
+    if event_time is None:
+        raise ConfigError("columns.event_time", NONE, "is required: every streaming window needs an event time")
+    return ColumnMapping(
+        event_time=event_time, time_format=time_format("time_format"), key=column("key"), value=column("value"),
+        dedup_id=column("dedup_id"), arrival=column("arrival"), arrival_format=time_format("arrival_format"),
+    )
+
+
+# --- drawing ----------------------------------------------------------------------------------
+
+
+def upload_form(store: DatasetStore, limit_mb: int) -> None:
+    """Upload files into a new or existing dataset; each file kept or refused with its reason."""
+    with st.form("upload", clear_on_submit=True):
+        st.markdown("**Add your data**: CSV, JSON lines or Parquet; files are replayed in file-name order, one file per micro-batch.")
+        name = st.text_input("Dataset name", key="upload_name", help="A new name makes a new dataset; an existing one adds files to it")
+        files = st.file_uploader(
+            "Files", type=sorted({suffix.lstrip(".") for suffix in FORMATS}), accept_multiple_files=True, key="upload_files",
+            max_upload_size=limit_mb, help=f"Up to {limit_mb} MB per file (STREAMING_LAB_MAX_UPLOAD_MB)",
+        )
+        submitted = st.form_submit_button("Upload", icon=":material/upload:")
+    if not submitted:
+        return
+    if not files:
+        st.warning("Choose at least one file to upload.")
+        return
+    try:
+        report = store_uploads(store, name or Path(files[0].name).stem, files)
+    except ConfigError as err:
+        st.error(f"Cannot store this upload: {err}")
+        return
+    for kept, rows in report.kept.items():
+        st.success(f"{report.dataset}: kept {kept} ({rows:,} rows)")
+    for refused in report.refused:
+        st.error(f"{report.dataset}: refused {refused.value!r}: {refused.reason}. Nothing stored was changed.")
+    if report.kept:
+        st.session_state["dataset_choice"] = DatasetChoice(report.dataset, False).label
+
+
+def manage_dataset(store: DatasetStore, choice: DatasetChoice) -> None:
+    """Rename or delete the user's dataset ``choice`` (sample feeds are read-only)."""
+    if choice.sample:
+        st.caption("Sample feeds ship with Streaming Lab and cannot be renamed or deleted.")
+        return
+    message = st.session_state.pop("dataset_message", None)
+    with st.expander("Rename or delete", expanded=message is not None):
+        if message is not None:
+            st.error(message)
+        st.text_input("New name", value=choice.name, key=f"rename_to_{choice.name}")
+        st.button("Rename", key="rename", on_click=_rename, args=(store, choice.name))
+        sure = st.checkbox(f"Delete {choice.name} and its {len(store.files(choice.name))} file(s) for good", key="delete_sure")
+        st.button("Delete", key="delete", disabled=not sure, type="primary", on_click=_delete, args=(store, choice.name))
+
+
+def _rename(store: DatasetStore, old: str) -> None:
+    """On Rename: runs before the page, so the dataset picker can follow the new name."""
+    try:
+        renamed = store.rename(old, st.session_state.get(f"rename_to_{old}", old))
+    except ConfigError as err:
+        st.session_state["dataset_message"] = f"Cannot rename: {err}"
+        return
+    st.session_state["dataset_choice"] = DatasetChoice(renamed, False).label
+
+
+def _delete(store: DatasetStore, name: str) -> None:
+    """On Delete: the dataset goes, the picker falls back to the first choice."""
+    try:
+        store.delete(name)
+    except ConfigError as err:
+        st.session_state["dataset_message"] = f"Cannot delete: {err}"
+        return
+    st.session_state.pop("dataset_choice", None)
+    st.session_state["delete_sure"] = False
+
+
+def mapping_widgets(columns: Sequence[str], prefix: str = "map") -> dict[str, Any]:
+    """Which column holds what, and how times are written; the values for :func:`build_mapping`."""
+    formats = [*TIME_FORMATS, PATTERN]
+    optional = [NONE, *columns]
+
+    def pick(label: str, name: str, options: Sequence[str], guess: str | None, help_text: str) -> str:
+        index = list(options).index(guess) if guess is not None and guess in options else 0
+        return st.selectbox(label, options, index=index, key=f"{prefix}_{name}", help=help_text)
+
+    def time_format(label: str, name: str) -> dict[str, str]:
+        chosen = st.selectbox(label, formats, key=f"{prefix}_{name}", help="auto: timestamps as they are, ISO-8601 or yyyy-MM-dd HH:mm:ss[.SSS] text (UTC without an offset)")
+        pattern = st.text_input("Spark datetime pattern", value="yyyy-MM-dd HH:mm:ss", key=f"{prefix}_{name}_pattern") if chosen == PATTERN else ""
+        return {name: chosen, f"{name}_pattern": pattern}
+
+    left, right = st.columns(2)
+    with left:
+        values: dict[str, Any] = {"event_time": pick("Event-time column", "event_time", list(columns), guess_column(columns, TIME_NAMES), "The time each event happened")}
+        values.update(time_format("Event-time format", "time_format"))
+        values["key"] = pick("Key column", "key", optional, guess_column(columns, KEY_NAMES), "Group by this column; (none): one global group")
+        values["value"] = pick("Value column", "value", optional, None, "The number sum/avg/min/max read")
+    with right:
+        values["dedup_id"] = pick("Id column (deduplication)", "dedup_id", optional, None, "Rows with the same id are duplicate deliveries")
+        values["arrival"] = pick("Arrival column", "arrival", optional, guess_column(columns, ARRIVAL_NAMES), "When each row arrived (ingestion time)")
+        if values["arrival"] != NONE:
+            values.update(time_format("Arrival format", "arrival_format"))
+    return values
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner="Reading the dataset with Spark…")
+def _preview(_spark: SparkSession, files: tuple[tuple[str, float, int], ...], fmt: FileFormat, mapping: ColumnMapping) -> Preview:
+    """The preview, cached by the files' names, modification times and sizes and by the mapping."""
+    return preview(_spark, [Path(path) for path, _, _ in files], fmt, mapping)
+
+
+def file_stamps(files: Sequence[Path]) -> tuple[tuple[str, float, int], ...]:
+    return tuple((str(path), path.stat().st_mtime, path.stat().st_size) for path in files)
+
+
+def schema_of(spark: SparkSession, files: Sequence[Path], fmt: FileFormat) -> dict[str, str]:
+    """Column name → Spark type of the files, as the preview reads them (cached like the preview)."""
+    return _schema(spark, file_stamps(files), fmt)
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner="Reading the dataset's columns with Spark…")
+def _schema(_spark: SparkSession, files: tuple[tuple[str, float, int], ...], fmt: FileFormat) -> dict[str, str]:
+    return dataset_schema(read_dataset(_spark, [Path(path) for path, _, _ in files], fmt))
+
+
+def preview_view(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping: ColumnMapping) -> Preview:
+    """The schema step: counts, the event-time range, each column's type and problems, and the first rows."""
+    result = _preview(spark, file_stamps(files), fmt, mapping)
+    cells = st.columns(4)
+    cells[0].metric("Rows", f"{result.rows:,}")
+    cells[1].metric("Unparsable event times", f"{result.event_times_unparsable:,}")
+    cells[2].metric("Malformed rows", f"{result.malformed_rows:,}", help="JSON lines Spark could not parse")
+    cells[3].metric("Keys", "one global group" if result.keys is None else f"{result.keys:,}")
+    if result.earliest is None or result.latest is None:
+        st.warning("No event time parses with this column and format: choose another column or format.")
+    else:
+        st.caption(f"Event time from **{result.earliest}** to **{result.latest}** (UTC), {len(files)} file(s) of {fmt}.")
+    if result.event_times_unparsable:
+        st.warning(
+            f"{result.event_times_unparsable:,} of {result.rows:,} event times do not parse as {mapping.time_format!r}: "
+            "a query counts those rows as malformed and leaves them out."
+        )
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {"column": column.name, "type": column.data_type, "role": column.role, "empty": column.nulls,
+                 "unparsable": "" if column.unparsable is None else column.unparsable}
+                for column in result.columns
+            ]
+        ),
+        hide_index=True,
+    )
+    st.markdown("**First rows**")
+    st.dataframe(result.first_rows, hide_index=True)
+    return result

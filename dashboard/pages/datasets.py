@@ -1,0 +1,40 @@
+"""Datasets: bring your own events (upload, rename, delete) and check how Spark reads them before running a query."""
+
+import streamlit as st
+
+from dashboard import datasets
+from dashboard.shared import get_spark, session_starter, session_status, wait_for_session
+from streaming.engine.errors import ConfigError
+
+st.title("Datasets")
+st.caption(
+    "Your own event files, kept under the data root on the server, next to the bundled sample feeds. "
+    "Pick which column holds the event time (and how it is written), the key and the value, and check "
+    "what Spark reads before you run a query on them."
+)
+try:
+    store = datasets.dataset_store()
+except ConfigError as err:
+    st.error(f"The server's data settings are wrong: {err}")
+    st.stop()
+datasets.upload_form(store, store.max_bytes // (1024 * 1024))
+choices = {choice.label: choice for choice in datasets.dataset_choices(store)}
+label = st.selectbox("Dataset", list(choices), key="dataset_choice")
+if label is None:
+    st.stop()
+choice = choices[label]
+datasets.manage_dataset(store, choice)
+starter = session_starter()
+if not session_status(starter):
+    st.info("Spark is starting in the background; the preview shows once it is ready.")
+    if starter.status == "starting":
+        wait_for_session(starter)
+    st.stop()
+try:
+    files, fmt = datasets.dataset_files(store, choice)
+    spark = get_spark()
+    values = datasets.mapping_widgets(list(datasets.schema_of(spark, files, fmt)))
+    mapping = datasets.build_mapping(values)
+    datasets.preview_view(spark, files, fmt, mapping)
+except ConfigError as err:
+    st.error(f"Cannot read this dataset that way: {err}")

@@ -1,0 +1,166 @@
+"""The dataset store: names, confinement to the data root, and uploads that never lose what is stored."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet
+import pytest
+
+from streaming.engine.datasets import DatasetStore, Upload, data_root, file_format, max_upload_mb, safe_name
+from streaming.engine.errors import ConfigError
+
+CSV = b"event_time,key\n2026-03-02 14:01:01,a\n2026-03-02 14:01:05,b\n"
+JSON_LINES = b'{"ts": 1772460061196, "user": "a"}\n{"ts": 1772460065000, "user": "b"}\n{"ts": 1772460066000, "user": "a"}\n'
+
+
+def parquet_bytes(rows: int = 4) -> bytes:
+    sink = io.BytesIO()
+    pyarrow.parquet.write_table(pa.table({"ts": list(range(rows)), "key": ["k"] * rows}), sink)
+    return sink.getvalue()
+
+
+@pytest.fixture
+def make_store(tmp_path: Path):
+    def make(max_bytes: int = 1 << 20) -> DatasetStore:
+        return DatasetStore(tmp_path / "data", max_bytes)
+
+    return make
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("clicks.csv", "clicks.csv"),
+        ("my events (1).csv", "my_events_1_.csv"),
+        ("../../etc/passwd", "passwd"),
+        ("C:\\Users\\me\\export.parquet", "export.parquet"),
+        (".hidden.csv", "hidden.csv"),
+        ("café.jsonl", "caf_.jsonl"),
+        ("x" * 150 + ".csv", "x" * 96 + ".csv"),
+    ],
+)
+def test_safe_name_keeps_plain_names_and_cleans_the_rest(given: str, expected: str) -> None:
+    assert safe_name(given) == expected
+
+
+@pytest.mark.parametrize("given", ["", "..", "/", "...", "___", "***"])
+def test_safe_name_refuses_names_with_nothing_left(given: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        safe_name(given, "dataset")
+    assert caught.value.field == "dataset" and caught.value.value == given
+
+
+def test_data_root_and_upload_limit_come_from_the_environment(tmp_path: Path) -> None:
+    assert data_root({}, tmp_path) == (tmp_path / "data").resolve()
+    assert data_root({"STREAMING_LAB_DATA": str(tmp_path / "elsewhere")}, tmp_path) == (tmp_path / "elsewhere").resolve()
+    assert max_upload_mb({}) == 200
+    assert max_upload_mb({"STREAMING_LAB_MAX_UPLOAD_MB": "5"}) == 5
+    for bad in ("five", "0", "-3"):
+        with pytest.raises(ConfigError, match="STREAMING_LAB_MAX_UPLOAD_MB"):
+            max_upload_mb({"STREAMING_LAB_MAX_UPLOAD_MB": bad})
+    assert DatasetStore.from_environment({"STREAMING_LAB_MAX_UPLOAD_MB": "2"}, tmp_path).max_bytes == 2 * 1024 * 1024
+
+
+def test_file_format_by_suffix() -> None:
+    assert [file_format(name) for name in ("a.csv", "b.JSONL", "c.json", "d.ndjson", "e.parquet")] == ["csv", "json", "json", "json", "parquet"]
+    with pytest.raises(ConfigError, match="is not CSV"):
+        file_format("notes.txt")
+
+
+def test_each_format_is_stored_with_its_row_count(make_store) -> None:
+    store = make_store()
+    assert store.names() == []
+    reports = [
+        store.add("clicks", [Upload("part-1.csv", CSV), Upload("part-0.csv", CSV)]),
+        store.add("kafka dump", [Upload("topic.jsonl", JSON_LINES)]),
+        store.add("lake", [Upload("x.parquet", parquet_bytes(4))]),
+    ]
+    assert [(report.dataset, report.kept, report.refused) for report in reports] == [
+        ("clicks", {"part-1.csv": 2, "part-0.csv": 2}, []),
+        ("kafka_dump", {"topic.jsonl": 3}, []),
+        ("lake", {"x.parquet": 4}, []),
+    ]
+    assert store.names() == ["clicks", "kafka_dump", "lake"]
+    assert [path.name for path in store.files("clicks")] == ["part-0.csv", "part-1.csv"]
+    assert [store.format(name) for name in store.names()] == ["csv", "json", "parquet"]
+
+
+def test_bad_files_are_refused_one_by_one_and_the_good_ones_kept(make_store) -> None:
+    store = make_store(max_bytes=4096)
+    report = store.add("mixed", [
+        Upload("binary.csv", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"),
+        Upload("empty.csv", b""),
+        Upload("header_only.csv", b"event_time,key\n"),
+        Upload("broken.jsonl", b'{"a": 1}\n{"a": \n'),
+        Upload("notes.txt", b"hello"),
+        Upload("huge.csv", b"event_time,key\n" + b"2026-03-02 14:01:01,a\n" * 400),
+        Upload("good.csv", CSV),
+        Upload("table.parquet", parquet_bytes()),
+    ])
+    assert report.kept == {"good.csv": 2}
+    reasons = {error.value: error.reason for error in report.refused}
+    assert set(reasons) == {"binary.csv", "empty.csv", "header_only.csv", "broken.jsonl", "notes.txt", "huge.csv", "table.parquet"}
+    assert "binary" in reasons["binary.csv"]
+    assert reasons["empty.csv"] == "is empty"
+    assert reasons["header_only.csv"] == "holds no rows (only a header)"
+    assert reasons["broken.jsonl"].startswith("cannot be read as json")
+    assert reasons["notes.txt"].startswith("is not CSV")
+    assert reasons["huge.csv"] == "is 8.6 KB, above the upload limit of 4.0 KB (STREAMING_LAB_MAX_UPLOAD_MB)"
+    assert "holds csv files" in reasons["table.parquet"]
+    assert all(error.field == "file" for error in report.refused)
+    assert sorted(path.name for path in (store.root / "mixed").iterdir()) == ["good.csv"]
+
+
+def test_an_upload_never_overwrites_a_stored_file(make_store) -> None:
+    store = make_store()
+    store.add("clicks", [Upload("part.csv", CSV)])
+    again = store.add("clicks", [Upload("part.csv", b"event_time,key\n2030-01-01 00:00:00,z\n")])
+    assert again.kept == {} and "already in dataset 'clicks'" in again.refused[0].reason
+    assert (store.root / "clicks" / "part.csv").read_bytes() == CSV
+
+
+def test_a_refused_first_upload_leaves_no_dataset(make_store) -> None:
+    store = make_store()
+    report = store.add("nothing", [Upload("empty.csv", b"")])
+    assert report.kept == {} and store.names() == []
+    assert not (store.root / "nothing").exists()
+
+
+def test_paths_are_confined_to_the_data_root(make_store, tmp_path: Path) -> None:
+    store = make_store()
+    report = store.add("../outside", [Upload("../../escape.csv", CSV)])
+    assert report.kept == {"escape.csv": 2}
+    assert (store.root / "outside" / "escape.csv").exists()
+    assert not (tmp_path / "escape.csv").exists() and not (tmp_path / "outside").exists()
+    for name in ("../outside", "/etc", "missing"):
+        with pytest.raises(ConfigError) as caught:
+            store.folder(name)
+        assert caught.value.field == "dataset"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.csv").write_bytes(CSV)
+    (store.root / "linked").symlink_to(elsewhere, target_is_directory=True)
+    assert store.names() == ["outside"]
+    with pytest.raises(ConfigError):
+        store.files("linked")
+    with pytest.raises(ConfigError):
+        store.add("linked", [Upload("more.csv", CSV)])
+    assert sorted(path.name for path in elsewhere.iterdir()) == ["secret.csv"]
+
+
+def test_rename_and_delete(make_store) -> None:
+    store = make_store()
+    store.add("a", [Upload("x.csv", CSV)])
+    store.add("b", [Upload("y.csv", CSV)])
+    assert store.rename("a", "my clicks") == "my_clicks"
+    assert store.names() == ["b", "my_clicks"]
+    with pytest.raises(ConfigError, match="already taken"):
+        store.rename("b", "my_clicks")
+    assert [path.name for path in store.files("b")] == ["y.csv"]
+    store.delete("b")
+    assert store.names() == ["my_clicks"]
+    with pytest.raises(ConfigError):
+        store.delete("b")
