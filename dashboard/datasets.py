@@ -37,6 +37,8 @@ __all__ = [
     "manage_dataset",
     "mapping_widgets",
     "preview_view",
+    "save_mapping_button",
+    "saved_mapping",
     "schema_of",
     "store_uploads",
     "upload_form",
@@ -185,18 +187,24 @@ def _delete(store: DatasetStore, name: str) -> None:
     st.session_state["delete_sure"] = False
 
 
-def mapping_widgets(columns: Sequence[str], prefix: str = "map") -> dict[str, Any]:
-    """Which column holds what, and how times are written; the values for :func:`build_mapping`."""
+def mapping_widgets(columns: Sequence[str], saved: ColumnMapping | None = None, prefix: str = "map") -> dict[str, Any]:
+    """Which column holds what, and how times are written (starting from ``saved``, else from the column names); the values for :func:`build_mapping`."""
     formats = [*TIME_FORMATS, PATTERN]
     optional = [NONE, *columns]
 
     def pick(label: str, name: str, options: Sequence[str], guess: str | None, help_text: str) -> str:
-        index = list(options).index(guess) if guess is not None and guess in options else 0
+        chosen = getattr(saved, name) if saved is not None else guess
+        index = list(options).index(chosen) if chosen is not None and chosen in options else 0
         return st.selectbox(label, options, index=index, key=f"{prefix}_{name}", help=help_text)
 
     def time_format(label: str, name: str) -> dict[str, str]:
-        chosen = st.selectbox(label, formats, key=f"{prefix}_{name}", help="auto: timestamps as they are, ISO-8601 or yyyy-MM-dd HH:mm:ss[.SSS] text (UTC without an offset)")
-        pattern = st.text_input("Spark datetime pattern", value="yyyy-MM-dd HH:mm:ss", key=f"{prefix}_{name}_pattern") if chosen == PATTERN else ""
+        written = getattr(saved, name) if saved is not None else "auto"
+        chosen = st.selectbox(
+            label, formats, index=formats.index(written) if written in formats else len(formats) - 1, key=f"{prefix}_{name}",
+            help="auto: timestamps as they are, ISO-8601 or yyyy-MM-dd HH:mm:ss[.SSS] text (UTC without an offset)",
+        )
+        default = written if written not in formats else "yyyy-MM-dd HH:mm:ss"
+        pattern = st.text_input("Spark datetime pattern", value=default, key=f"{prefix}_{name}_pattern") if chosen == PATTERN else ""
         return {name: chosen, f"{name}_pattern": pattern}
 
     left, right = st.columns(2)
@@ -211,6 +219,29 @@ def mapping_widgets(columns: Sequence[str], prefix: str = "map") -> dict[str, An
         if values["arrival"] != NONE:
             values.update(time_format("Arrival format", "arrival_format"))
     return values
+
+
+def saved_mapping(store: DatasetStore, choice: DatasetChoice) -> ColumnMapping | None:
+    """The mapping saved with the user's dataset ``choice`` (``None`` for a sample feed, or when none is saved or it no longer reads)."""
+    if choice.sample:
+        return None
+    saved = store.saved_columns(choice.name)
+    try:
+        return None if saved is None else ColumnMapping.from_dict(saved)
+    except (ConfigError, TypeError):
+        return None
+
+
+def save_mapping_button(store: DatasetStore, choice: DatasetChoice, mapping: ColumnMapping) -> None:
+    """Save ``mapping`` with the dataset, for the Live query page and the CLI; says whether the shown mapping is the saved one."""
+    if choice.sample:
+        st.caption("Sample feeds are run with their own columns (event_time, key) on the Live query page.")
+        return
+    if saved_mapping(store, choice) == mapping:
+        st.caption(f":material/check_circle: This mapping is saved with {choice.name}: the Live query page runs the dataset with it.")
+    elif st.button("Save mapping", key="save_mapping", icon=":material/save:", help="The Live query page and the CLI run the dataset with the saved mapping"):
+        store.save_columns(choice.name, mapping.to_dict())
+        st.rerun()
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner="Reading the dataset with Spark…")

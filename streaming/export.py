@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from .engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
-from .engine.feeds import TIME_PATTERN, feed_header
+from .engine.feeds import NO_KEY, TIME_PATTERN, feed_header
 
 __all__ = ["RESULT_PREFIX", "pyspark_code"]
 
@@ -52,6 +53,8 @@ def _lit(value: object) -> str:
         return ascii(str(value))
     if isinstance(value, str):
         return ascii(value)
+    if isinstance(value, tuple):
+        return "(" + "".join(f"{_lit(item)}, " for item in value).rstrip(" ") + ")"
     raise TypeError(f"cannot export {value!r} as a literal")
 
 
@@ -118,10 +121,26 @@ def _imports(config: QueryConfig) -> str:
 
 
 def _feed_settings(source: FeedSource) -> list[str]:
+    if not source.sample_layout:
+        return _dataset_settings(source)
     return [
         f"FEED = pathlib.Path({_lit(source.path.resolve())})  # folder of CSV files with event_time and key columns",
         f"SECONDS_PER_FILE = {_lit(source.seconds_per_file)}  # pause between files (0: as soon as Spark is idle)",
         f"TIME_FORMAT = {_lit(TIME_PATTERN)}  # how event_time is written in the files (read as UTC)",
+    ]
+
+
+def _dataset_settings(source: FeedSource) -> list[str]:
+    columns = source.columns
+    suffixes = sorted(suffix for suffix, fmt in FORMATS.items() if fmt == source.file_format)
+    return [
+        f"FEED = pathlib.Path({_lit(source.path.resolve())})  # the dataset's folder",
+        f"FORMAT = {_lit(source.file_format)}  # csv (every column read as text), json (JSON lines) or parquet",
+        f"SUFFIXES = {_lit(tuple(suffixes))}",
+        f"SECONDS_PER_FILE = {_lit(source.seconds_per_file)}  # pause between files (0: as soon as Spark is idle)",
+        f"EVENT_TIME = {_lit(columns.event_time)}  # the event-time column",
+        f"TIME_FORMAT = {_lit(columns.time_format)}  # auto, epoch_s, epoch_ms or a Spark datetime pattern (UTC)",
+        f"KEY = {_lit(columns.key)}  # the key column; None: every row in one group, {_lit(NO_KEY)}",
     ]
 
 
@@ -208,6 +227,8 @@ def _session() -> str:
 # --------------------------------------------------------------------------- sources
 
 def _feed_source(source: FeedSource) -> str:
+    if not source.sample_layout:
+        return _dataset_source()
     return _block(
         _rule('Source: the feed, replayed one file per micro-batch'),
         "# Spark's file source picks up files that appear in a folder. The feed's files are",
@@ -253,6 +274,71 @@ def _feed_source(source: FeedSource) -> str:
         "    F.try_to_timestamp(F.trim('event_time'), F.lit(TIME_FORMAT)).alias('event_time'),",
         "    F.nullif(F.trim('key'), F.lit('')).alias('key'),",
         ")",
+    )
+
+
+def _dataset_source() -> str:
+    return _block(
+        _rule("Source: the dataset, replayed one file per micro-batch"),
+        "# Spark's file source picks up files that appear in a folder. The dataset's files are",
+        "# copied, in name order, one at a time into a private staging folder, each with a",
+        "# later modification time than the one before; with maxFilesPerTrigger=1 every file",
+        "# becomes exactly one micro-batch.",
+        "FILES = sorted(p for p in FEED.iterdir() if p.suffix.lower() in SUFFIXES and not p.name.startswith('.'))",
+        "if not FILES:",
+        "    raise SystemExit(f'{FEED}: no {FORMAT} files')",
+        "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-'))",
+        "STAGING = WORKDIR / 'staging'",
+        "CHECKPOINT = WORKDIR / 'checkpoint'  # where Spark keeps offsets and window state",
+        "STAGING.mkdir()",
+        "BASE_MTIME = time.time()",
+        "",
+        "",
+        "def stage(index):",
+        '    """Copy file `index` into the staging folder atomically, with a strictly increasing mtime."""',
+        "    source = FILES[index]",
+        "    target = STAGING / f'{index:06d}-{source.name}'",
+        "    partial = STAGING / f'.{target.name}.partial'  # names starting with '.' are ignored by Spark",
+        "    shutil.copyfile(source, partial)",
+        "    mtime = BASE_MTIME + index",
+        "    os.utime(partial, (mtime, mtime))",
+        "    os.replace(partial, target)",
+        "",
+        "",
+        "# The stream reads the files with the schema a batch read of all of them gives",
+        "# (CSV: every column as text, parsed below, so a malformed value becomes null).",
+        "paths = [str(path) for path in FILES]",
+        "if FORMAT == 'csv':",
+        "    schema = spark.read.csv(paths, header=True).schema",
+        "    raw = spark.readStream.schema(schema).option('header', True).option('mode', 'PERMISSIVE').option('maxFilesPerTrigger', 1).csv(str(STAGING))",
+        "elif FORMAT == 'json':",
+        "    schema = StructType([f for f in spark.read.json(paths).schema.fields if f.name != '_corrupt_record'])",
+        "    raw = spark.readStream.schema(schema).option('mode', 'PERMISSIVE').option('maxFilesPerTrigger', 1).json(str(STAGING))",
+        "else:",
+        "    schema = spark.read.parquet(*paths).schema",
+        "    raw = spark.readStream.schema(schema).option('maxFilesPerTrigger', 1).parquet(str(STAGING))",
+        "",
+        "",
+        "def quoted(name):",
+        "    return '`' + name.replace('`', '``') + '`'",
+        "",
+        "",
+        "def event_time_column(name):",
+        '    """The event time of column `name`, null where a value does not parse."""',
+        "    column = F.col(quoted(name))",
+        "    if schema[name].dataType.typeName() in ('timestamp', 'timestamp_ntz', 'date'):",
+        "        return column.cast('timestamp')",
+        "    if TIME_FORMAT == 'auto':",
+        "        return F.try_to_timestamp(F.trim(column))",
+        "    if TIME_FORMAT == 'epoch_s':",
+        "        return F.timestamp_seconds(column.try_cast('double'))",
+        "    if TIME_FORMAT == 'epoch_ms':",
+        "        return F.timestamp_millis(column.try_cast('double').cast('bigint'))",
+        "    return F.try_to_timestamp(F.trim(column.cast('string')), F.lit(TIME_FORMAT))",
+        "",
+        "",
+        "key = F.lit(" + _lit(NO_KEY) + ") if KEY is None else F.nullif(F.trim(F.col(quoted(KEY)).cast('string')), F.lit(''))",
+        "events = raw.select(event_time_column(EVENT_TIME).alias('event_time'), key.alias('key'))",
     )
 
 

@@ -310,17 +310,39 @@ def test_datasets_page_previews_renames_and_deletes(tmp_path: Path, monkeypatch)
     assert at.title[0].value == "Datasets"
     assert at.selectbox(key="dataset_choice").value == "clicks"
     assert any("cannot tell seconds from milliseconds" in error for error in _errors(at)), _errors(at)
-    at.selectbox(key="map_time_format").set_value("epoch_ms").run()
+    at.selectbox(key="map_clicks_time_format").set_value("epoch_ms").run()
     assert not _errors(at), _errors(at)
+    at.button(key="save_mapping").click().run()
+    assert DatasetStore(root).saved_columns("clicks") == {
+        "event_time": "ts", "time_format": "epoch_ms", "key": "user", "value": None, "dedup_id": None, "arrival": None, "arrival_format": "auto",
+    }
+    assert any("This mapping is saved with clicks" in caption.value for caption in at.caption)
     assert (_metric(at, "Rows"), _metric(at, "Keys"), _metric(at, "Unparsable event times")) == ("12", "3", "0")
     assert any("2026-03-02 14:01:01" in caption.value and "2026-03-02 14:02:18" in caption.value for caption in at.caption)
     at.text_input(key="rename_to_clicks").set_value("my clicks").run()
     at.button(key="rename").click().run()
     assert at.selectbox(key="dataset_choice").value == "my_clicks"
     assert DatasetStore(root).names() == ["my_clicks"]
+    assert at.selectbox(key="map_my_clicks_time_format").value == "epoch_ms"  # the saved mapping moved with the dataset
     assert at.button(key="delete").disabled
     at.checkbox(key="delete_sure").check().run()
     at.button(key="delete").click().run()
     assert not at.exception, at.exception
     assert DatasetStore(root).names() == []
     assert at.selectbox(key="dataset_choice").value == "guide_words (sample feed)"
+
+
+def test_a_dataset_source_runs_with_its_saved_mapping_only(tmp_path: Path) -> None:
+    store = DatasetStore(tmp_path / "data")
+    store.add("clicks", [Upload("topic.jsonl", EVENTS_JSONL)])
+    params = {"root": str(store.root), "dataset": "clicks", "seconds_per_file": 1.0}
+    with pytest.raises(ConfigError) as caught:
+        live.build_source("dataset", params)
+    assert (caught.value.field, caught.value.value) == ("columns", "clicks") and "Save mapping" in caught.value.reason
+    store.save_columns("clicks", {"event_time": "ts", "time_format": "epoch_ms", "key": None})
+    source = live.build_source("dataset", params)
+    assert isinstance(source, FeedSource)
+    assert (source.path, source.file_format, source.columns.event_time, source.columns.key) == (store.root / "clicks", "json", "ts", None)
+    for bad in ({**params, "dataset": None}, {**params, "dataset": "../data"}):
+        with pytest.raises(ConfigError):
+            live.build_source("dataset", bad)

@@ -124,6 +124,19 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
         page.get_by_text("2026-03-02 14:02:18").first.wait_for(timeout=120_000)
         rows = page.locator('[data-testid="stMetric"]', has_text="Rows")
         assert rows.first.locator('[data-testid="stMetricValue"]').inner_text().strip() == "12"
+        page.get_by_role("button", name="Save mapping").click()
+        page.get_by_text("This mapping is saved with kafka_dump").wait_for(timeout=60_000)
         assert page.locator(".stException").count() == 0
+        # run it: the Live query page replays the dataset with the saved mapping
+        page.locator('[data-testid="stSidebarNav"] a', has_text="Live query").first.click()
+        page.get_by_role("button", name="Start query").wait_for(timeout=120_000)
+        _pick(page, "Source", "Your dataset (uploaded on the Datasets page)")
+        page.get_by_role("textbox", name="Query name").fill("browser_dataset")
+        page.get_by_role("textbox", name="Query name").press("Enter")
+        page.get_by_role("button", name="Start query").click()
+        page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+        assert page.locator(".stException").count() == 0
+        page.get_by_role("button", name="Stop query").click()
+        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
     finally:
         page.close()

@@ -164,3 +164,17 @@ def test_rename_and_delete(make_store) -> None:
     assert store.names() == ["my_clicks"]
     with pytest.raises(ConfigError):
         store.delete("b")
+
+
+def test_a_saved_mapping_stays_with_its_dataset(make_store) -> None:
+    store = make_store()
+    store.add("clicks", [Upload("x.csv", CSV)])
+    assert store.saved_columns("clicks") is None
+    store.save_columns("clicks", {"event_time": "event_time", "time_format": "auto", "key": None})
+    store.save_columns("clicks", {"event_time": "event_time", "time_format": "auto", "key": "key"})
+    assert store.saved_columns("clicks") == {"event_time": "event_time", "time_format": "auto", "key": "key"}
+    assert [path.name for path in store.files("clicks")] == ["x.csv"]
+    assert store.rename("clicks", "views") == "views"
+    assert store.saved_columns("views") == {"event_time": "event_time", "time_format": "auto", "key": "key"}
+    (store.root / "views" / ".columns.json").write_text("{not json")
+    assert store.saved_columns("views") is None

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,31 @@ def test_exported_feed_program_prints_the_replay_result(registry, write_feed, tm
         assert "10 input rows, 0 malformed rows left out" in stdout
     else:
         assert "2000 input rows, 13 malformed rows left out" in stdout
+
+
+@pytest.mark.timeout(1200)
+def test_exported_dataset_program_reads_json_lines_with_epoch_milliseconds(registry, tmp_path):
+    """A user's dataset (JSON lines, epoch-ms under another name, no key column): the program ends with the runner's table."""
+    from streaming.engine.config import ColumnMapping
+    from streaming.engine.runner import run_to_idle
+
+    folder = tmp_path / "kafka"
+    folder.mkdir()
+    for index, rows in enumerate(GUIDE_BATCHES):
+        lines = [json.dumps({"ts": int(datetime.strptime(at, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp() * 1000)}) for at, _ in rows]
+        (folder / f"part-{index}.jsonl").write_text("\n".join(lines) + "\n")
+    source = FeedSource(folder, seconds_per_file=0, file_format="json", columns=ColumnMapping(event_time="ts", time_format="epoch_ms", key=None))
+    config = QueryConfig(source, window="10 minutes", slide="5 minutes", watermark="10 minutes", output_mode="append")
+    code = pyspark_code(config)
+    assert _assigned_constant(ast.parse(code), "TIME_FORMAT") == "epoch_ms" and "json" in code
+    process = _start_export(config, tmp_path)
+    try:
+        expected = run_to_idle(registry, config, timeout=300).result_records()
+    except BaseException:
+        process.kill()
+        process.communicate()
+        raise
+    exported, stdout = _finish_export(process, timeout=1000)
+    assert exported == expected
+    assert [(r["window_start"], r["key"], r["count"]) for r in expected] == [("2016-05-10 12:00:00", "all", 4)]
+    assert "10 input rows, 0 malformed rows left out" in stdout

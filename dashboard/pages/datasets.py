@@ -33,8 +33,9 @@ if not session_status(starter):
 try:
     files, fmt = datasets.dataset_files(store, choice)
     spark = get_spark()
-    values = datasets.mapping_widgets(list(datasets.schema_of(spark, files, fmt)))
+    values = datasets.mapping_widgets(list(datasets.schema_of(spark, files, fmt)), datasets.saved_mapping(store, choice), prefix=f"map_{label}")
     mapping = datasets.build_mapping(values)
     datasets.preview_view(spark, files, fmt, mapping)
+    datasets.save_mapping_button(store, choice, mapping)
 except ConfigError as err:
     st.error(f"Cannot read this dataset that way: {err}")

@@ -8,15 +8,18 @@ Every field is checked in ``__post_init__`` where it is received, so a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .datasets import FileFormat
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
-from .feeds import check_time_fit, check_time_format, column_kind, feed_header
+from .feeds import TIME_PATTERN, check_time_fit, check_time_format, column_kind, csv_header, feed_files, feed_header
 
 __all__ = [
+    "FEED_COLUMNS",
     "Aggregation",
     "ColumnMapping",
     "ConfigError",
@@ -39,6 +42,7 @@ Aggregation = Literal["count", "none"]
 OUTPUT_MODES: tuple[str, ...] = get_args(OutputMode)
 TRIGGER_KINDS: tuple[str, ...] = get_args(TriggerKind)
 AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
+FILE_FORMATS: tuple[str, ...] = get_args(FileFormat)
 
 
 def _duration_ms(field_name: str, value: str) -> int:
@@ -98,6 +102,24 @@ class ColumnMapping:
         if self.arrival == self.event_time:
             raise ConfigError("columns.arrival", self.arrival, "is the event-time column; arrival must be another column")
 
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> ColumnMapping:
+        """The mapping ``values`` describe (as :meth:`to_dict` gives them); :class:`ConfigError` for a name it does not know."""
+        known = {item.name for item in fields(cls)}
+        for name in values:
+            if name not in known:
+                raise ConfigError("columns", name, f"is not a role of a column mapping ({', '.join(sorted(known))})")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {item.name: getattr(self, item.name) for item in fields(self)}
+
+    def __str__(self) -> str:
+        formats = {"event_time": self.time_format, "arrival": self.arrival_format}
+        return ", ".join(f"{role}={name}" + (f" ({formats[role]})" if role in formats else "") for role, name in self.roles().items()) + (
+            "" if self.key is not None else ", no key"
+        )
+
     def roles(self) -> dict[str, str]:
         """The columns used, by role (``event_time``, ``key``, ...), leaving out the roles not set."""
         return {name: given for name in ("event_time", "key", "value", "dedup_id", "arrival") if (given := getattr(self, name)) is not None}
@@ -114,6 +136,10 @@ class ColumnMapping:
             raise ConfigError("columns.value", self.value, f"is of type {schema[self.value]}, not a number")
 
 
+FEED_COLUMNS = ColumnMapping(event_time="event_time", time_format=TIME_PATTERN, key="key")
+"""The sample feeds' columns: ``event_time`` written as ``yyyy-MM-dd HH:mm:ss`` (UTC) and ``key``."""
+
+
 @dataclass(frozen=True)
 class FeedSource:
     """Replay a feed folder: CSV files with ``event_time`` and ``key`` columns, one file per micro-batch.
@@ -126,15 +152,37 @@ class FeedSource:
 
     path: Path
     seconds_per_file: float = 2.0
+    file_format: FileFormat = "csv"
+    columns: ColumnMapping = FEED_COLUMNS
     kind: Literal["feed"] = field(default="feed", init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
         if not self.path.is_dir():
             raise ConfigError("source.path", str(self.path), "is not a folder")
-        feed_header(self.path)
+        if self.file_format not in FILE_FORMATS:
+            raise ConfigError("source.file_format", self.file_format, f"is not one of {', '.join(FILE_FORMATS)}")
+        if not isinstance(self.columns, ColumnMapping):
+            raise ConfigError("source.columns", self.columns, "is not a column mapping")
+        if self.sample_layout:
+            feed_header(self.path)
+        else:
+            files = feed_files(self.path, self.file_format)
+            if not files:
+                raise ConfigError("source.path", str(self.path), f"holds no {self.file_format} files")
+            if self.file_format == "csv":
+                self.columns.check_columns(dict.fromkeys(csv_header(files[0]), "string"))
         if isinstance(self.seconds_per_file, bool) or not isinstance(self.seconds_per_file, (int, float)) or self.seconds_per_file < 0:
             raise ConfigError("source.seconds_per_file", self.seconds_per_file, "must be 0 or more")
+
+    @property
+    def sample_layout(self) -> bool:
+        """True for the sample feeds' layout: CSV with ``event_time`` written as ``TIME_PATTERN`` and ``key``.
+
+        Event-by-event analysis (lateness, the exact answer) reads such feeds
+        without Spark; other datasets are read by Spark only.
+        """
+        return self.file_format == "csv" and self.columns == FEED_COLUMNS
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ file name at the same moment may both be refused, never both kept.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -62,6 +63,8 @@ DATA_ROOT_VARIABLE = "STREAMING_LAB_DATA"
 MAX_UPLOAD_VARIABLE = "STREAMING_LAB_MAX_UPLOAD_MB"
 DEFAULT_MAX_UPLOAD_MB = 200
 MAX_NAME_LENGTH = 100
+COLUMNS_FILE = ".columns.json"
+"""Where a dataset's saved column mapping is kept, in its folder (hidden: never a data file)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _DESCRIBED = "CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet)"
@@ -252,6 +255,21 @@ class DatasetStore:
         finally:
             part.unlink(missing_ok=True)
         return target, rows
+
+    def save_columns(self, name: str, columns: Mapping[str, str | None]) -> None:
+        """Keep the column mapping of dataset ``name`` (role → column, formats) beside its files, replacing the last one."""
+        folder = self.folder(name)
+        part = folder / f".columns-{uuid.uuid4().hex}.part"
+        part.write_text(json.dumps(dict(columns), indent=2, sort_keys=True))
+        os.replace(part, folder / COLUMNS_FILE)
+
+    def saved_columns(self, name: str) -> dict[str, str | None] | None:
+        """The mapping saved with :meth:`save_columns`, or ``None`` when there is none (or it cannot be read)."""
+        try:
+            saved = json.loads((self.folder(name) / COLUMNS_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return saved if isinstance(saved, dict) else None
 
     def rename(self, old: str, new: str) -> str:
         """Rename dataset ``old`` to ``new`` (sanitised); returns the new name. Refused when ``new`` is taken."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,13 +25,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .datasets import FORMATS, FileFormat
 from .errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
+    from .config import ColumnMapping
+
 __all__ = [
     "EVENT_COLUMNS",
+    "NO_KEY",
     "SAMPLE_FEEDS",
     "TIME_FORMAT",
     "TIME_FORMATS",
@@ -40,6 +45,8 @@ __all__ = [
     "check_time_fit",
     "check_time_format",
     "column_kind",
+    "csv_header",
+    "dataset_columns",
     "event_columns",
     "feed_events",
     "feed_files",
@@ -67,6 +74,9 @@ TIME_FORMATS = ("auto", "epoch_s", "epoch_ms")
 # Spark's datetime pattern letters that parse; the week-based ones (Y, w, W, u, e, c) are refused by Spark 3+.
 _PATTERN_LETTERS = frozenset("GyDMLdQqEFahKkHmsSVzOXxZ")
 
+NO_KEY = "all"
+"""The key of every row when a dataset is grouped by no column (one global group per window)."""
+
 REQUIRED_COLUMNS = ("event_time", "key")
 EVENT_COLUMNS = ["event_id", "file_index", "row", "event_time", "key"]
 
@@ -76,9 +86,18 @@ def batch_file_name(batch: int) -> str:
     return f"batch-{batch:04d}.csv"
 
 
-def feed_files(folder: Path) -> list[Path]:
-    """The feed's CSV files in replay order (file-name order)."""
-    return sorted(Path(folder).glob("*.csv"))
+def feed_files(folder: Path, fmt: FileFormat = "csv") -> list[Path]:
+    """The feed's files of format ``fmt`` in replay order (file-name order); hidden files are left out."""
+    return sorted(
+        path for path in Path(folder).iterdir()
+        if path.is_file() and not path.name.startswith(".") and FORMATS.get(path.suffix.lower()) == fmt
+    )
+
+
+def csv_header(path: Path) -> list[str]:
+    """The column names in the first line of the CSV file ``path``."""
+    with Path(path).open(newline="", encoding="utf-8") as handle:
+        return [name.strip() for name in next(csv.reader(handle), [])]
 
 
 def feed_names(root: Path = SAMPLE_FEEDS) -> list[str]:
@@ -199,6 +218,21 @@ def time_column(column: Column | str, time_format: str, data_type: str = "string
     if time_format == "epoch_ms":
         return F.timestamp_millis(value.try_cast("double").cast("bigint"))
     return F.try_to_timestamp(F.trim(value.cast("string")), F.lit(time_format))
+
+
+def dataset_columns(mapping: ColumnMapping, schema: Mapping[str, str], no_key: str = NO_KEY) -> list[Column]:
+    """``event_time`` and ``key`` of a user's dataset, read as ``mapping`` says from columns of Spark types ``schema``.
+
+    Like :func:`event_columns`: an event time that does not parse and an empty
+    key are null (the query counts and leaves out such rows). Without a key
+    column every row gets the key ``no_key``: one global group.
+    """
+    from pyspark.sql import functions as F
+
+    mapping.check_columns(dict(schema))
+    event_time = time_column(mapping.event_time, mapping.time_format, schema[mapping.event_time], "columns.time_format")
+    key = F.lit(no_key) if mapping.key is None else F.nullif(F.trim(F.col(quoted(mapping.key)).cast("string")), F.lit(""))
+    return [event_time.alias("event_time"), key.alias("key")]
 
 
 # Spark's pattern letters are fixed width when parsing (``HH`` needs two digits);

@@ -1,7 +1,9 @@
 """What a dataset holds, as Spark reads it: the schema step before a user's data is run.
 
 :func:`read_dataset` reads a dataset's files with Spark's batch reader of
-their format (CSV with a header and inferred types, JSON lines, Parquet);
+their format (CSV with a header, every column as text, parsed by role as the
+query does; JSON lines with inferred types; Parquet with its own), and a
+query on the dataset streams them with the same schema;
 :func:`preview` summarises it for a :class:`~streaming.engine.config.ColumnMapping`:
 the first rows, each column's type and empty values, the row count, the
 event-time range and how many values of each mapped time or number column do
@@ -41,7 +43,7 @@ def read_dataset(spark: SparkSession, files: Sequence[Path], fmt: FileFormat) ->
     reader = spark.read
     try:
         if fmt == "csv":
-            return reader.csv(paths, header=True, inferSchema=True, mode="PERMISSIVE")
+            return reader.csv(paths, header=True, mode="PERMISSIVE")
         if fmt == "json":
             return reader.json(paths, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT_COLUMN)
         return reader.parquet(*paths)

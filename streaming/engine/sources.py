@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import FeedSource, GeneratorSource, RateMicroBatchSource, RateSource, SocketSource, Source
-from .feeds import event_columns, feed_files, feed_header, feed_schema
+from .feeds import dataset_columns, event_columns, feed_files, feed_header, feed_schema, quoted
+from .preview import dataset_schema, read_dataset
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -161,16 +162,22 @@ class LineServer:
 
 
 def _feed_frame(spark: SparkSession, source: FeedSource, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder]:
-    schema = feed_schema(source.path)
-    replayer = FeedReplayer(feed_files(source.path), staging, source.seconds_per_file)
-    raw = (
-        spark.readStream.schema(schema)
-        .option("header", True)
-        .option("maxFilesPerTrigger", 1)
-        .option("mode", "PERMISSIVE")
-        .csv(str(staging))
-    )
-    return raw.select(*event_columns("event_time", "key")), replayer
+    files = feed_files(source.path, source.file_format)
+    replayer = FeedReplayer(files, staging, source.seconds_per_file)
+    if source.sample_layout:
+        raw = spark.readStream.schema(feed_schema(source.path)).option("header", True).option("maxFilesPerTrigger", 1).option("mode", "PERMISSIVE").csv(str(staging))
+        return raw.select(*event_columns("event_time", "key")), replayer
+    # A user's dataset: the columns and types Spark reads from the files in one batch read
+    # (CSV as text), checked against the mapping before the stream starts.
+    schema = dataset_schema(read_dataset(spark, files, source.file_format))
+    reader = spark.readStream.schema(", ".join(f"{quoted(name)} {data_type}" for name, data_type in schema.items())).option("maxFilesPerTrigger", 1)
+    if source.file_format == "csv":
+        raw = reader.option("header", True).option("mode", "PERMISSIVE").csv(str(staging))
+    elif source.file_format == "json":
+        raw = reader.option("mode", "PERMISSIVE").json(str(staging))
+    else:
+        raw = reader.parquet(str(staging))
+    return raw.select(*dataset_columns(source.columns, schema)), replayer
 
 
 def _socket_frame(spark: SparkSession, source: SocketSource, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder]:

@@ -1,0 +1,133 @@
+"""A user's dataset through the runner: JSON lines, Parquet and CSV with their own columns and time formats, on real Spark.
+
+The guide's example, written the way users' exports are (epoch milliseconds
+under another name, ISO-8601 text, a Parquet timestamp), must give the guide's
+result; the JSON case is also run by hand in plain PySpark, one file per
+micro-batch in lock-step, and both must agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet
+import pytest
+from conftest import GUIDE_BATCHES
+from test_runner import GUIDE, GUIDE_UPDATE
+
+from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
+from streaming.engine.errors import ConfigError
+from streaming.engine.runner import run_to_idle
+
+
+def _utc(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+
+
+def _epoch_ms(text: str) -> int:
+    return int(_utc(text).timestamp() * 1000)
+
+
+def _write(folder: Path, fmt: str, rows_of_batch) -> Path:
+    folder.mkdir()
+    for index, rows in enumerate(GUIDE_BATCHES):
+        records = [rows_of_batch(event_time, key) for event_time, key in rows]
+        path = folder / f"part-{index:02d}.{'jsonl' if fmt == 'json' else fmt}"
+        if fmt == "parquet":
+            pyarrow.parquet.write_table(pa.Table.from_pylist(records), path)
+        elif fmt == "json":
+            path.write_text("".join(json.dumps(record) + "\n" for record in records))
+        else:
+            header = list(records[0])
+            path.write_text(",".join(header) + "\n" + "".join(",".join(str(record[name]) for name in header) + "\n" for record in records))
+    return folder
+
+
+def _config(folder: Path, fmt: str, columns: ColumnMapping) -> QueryConfig:
+    return QueryConfig(FeedSource(folder, seconds_per_file=0, file_format=fmt, columns=columns), output_mode="update", **GUIDE)
+
+
+def _plain_json(spark, files: list[Path], workdir: Path) -> list[dict]:
+    """The guide's count on the JSON files in plain PySpark: memory sink, one file per batch, lock-step."""
+    from pyspark.sql import functions as F
+
+    name = f"plain_{uuid.uuid4().hex[:12]}"
+    staging = workdir / name
+    staging.mkdir()
+    counts = (
+        spark.readStream.schema("ts bigint, user string").option("maxFilesPerTrigger", 1).json(str(staging))
+        .select(F.timestamp_millis("ts").alias("event_time"), F.col("user").alias("key"))
+        .withWatermark("event_time", GUIDE["watermark"])
+        .groupBy(F.window("event_time", GUIDE["window"], GUIDE["slide"]), "key")
+        .count()
+    )
+    query = counts.writeStream.format("memory").queryName(name).outputMode("update").option("checkpointLocation", str(workdir / f"{name}-cp")).start()
+    try:
+        base = time.time()
+        for index, path in enumerate(files):
+            partial = staging / f".{path.name}.partial"
+            shutil.copyfile(path, partial)
+            os.utime(partial, (base + index, base + index))
+            os.replace(partial, staging / path.name)
+            query.processAllAvailable()
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    stamp = "yyyy-MM-dd HH:mm:ss"
+    table = (
+        spark.table(name)
+        .groupBy(F.date_format("window.start", stamp).alias("window_start"), F.date_format("window.end", stamp).alias("window_end"), "key")
+        .agg(F.max("count").cast("long").alias("count"))
+    )
+    rows = sorted((row.asDict() for row in table.collect()), key=lambda r: (r["window_start"], r["window_end"], r["key"]))
+    spark.catalog.dropTempView(name)
+    return rows
+
+
+def test_json_lines_with_epoch_milliseconds_equal_plain_pyspark_and_the_guide(spark, registry, tmp_path) -> None:
+    folder = _write(tmp_path / "kafka", "json", lambda at, key: {"ts": _epoch_ms(at), "user": key, "payload": {"n": 1}})
+    outcome = run_to_idle(registry, _config(folder, "json", ColumnMapping(event_time="ts", time_format="epoch_ms", key="user")), timeout=300)
+    assert outcome.result_records() == GUIDE_UPDATE
+    assert outcome.rows_dropped_by_watermark == 2
+    assert _plain_json(spark, sorted(folder.iterdir()), tmp_path) == GUIDE_UPDATE
+
+
+def test_parquet_with_a_timestamp_column_and_csv_with_iso_text_give_the_guide_result(registry, tmp_path) -> None:
+    parquet = _write(tmp_path / "lake", "parquet", lambda at, key: {"when": _utc(at).replace(tzinfo=None), "animal": key})
+    csv = _write(tmp_path / "warehouse", "csv", lambda at, key: {"id": 7, "at": at.replace(" ", "T") + "Z", "animal": key})
+    for folder, fmt, columns in (
+        (parquet, "parquet", ColumnMapping(event_time="when", key="animal")),
+        (csv, "csv", ColumnMapping(event_time="at", key="animal")),
+    ):
+        outcome = run_to_idle(registry, _config(folder, fmt, columns), timeout=300)
+        assert outcome.result_records() == GUIDE_UPDATE, fmt
+        assert (outcome.input_rows, outcome.malformed_rows) == (10, 0), fmt
+
+
+def test_no_key_counts_every_event_in_one_group(registry, tmp_path) -> None:
+    folder = _write(tmp_path / "events", "json", lambda at, key: {"ts": _epoch_ms(at) / 1000})
+    outcome = run_to_idle(registry, _config(folder, "json", ColumnMapping(event_time="ts", time_format="epoch_s", key=None)), timeout=300)
+    by_window: dict[tuple[str, str], int] = {}
+    for record in GUIDE_UPDATE:
+        window = (record["window_start"], record["window_end"])
+        by_window[window] = by_window.get(window, 0) + record["count"]
+    assert [(r["window_start"], r["window_end"], r["key"], r["count"]) for r in outcome.result_records()] == [
+        (*window, "all", count) for window, count in sorted(by_window.items())
+    ]
+
+
+def test_a_mapping_that_does_not_fit_the_files_is_refused_before_spark(tmp_path) -> None:
+    folder = _write(tmp_path / "warehouse", "csv", lambda at, key: {"at": at, "animal": key})
+    with pytest.raises(ConfigError) as caught:
+        FeedSource(folder, file_format="csv", columns=ColumnMapping(event_time="ts", key="animal"))
+    assert (caught.value.field, caught.value.value) == ("columns.event_time", "ts")
+    with pytest.raises(ConfigError) as caught:
+        FeedSource(folder, file_format="parquet", columns=ColumnMapping(event_time="at", key="animal"))
+    assert caught.value.field == "source.path" and "holds no parquet files" in caught.value.reason
