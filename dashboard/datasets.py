@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.config import ColumnMapping
+from streaming.engine.config import FEED_COLUMNS, ColumnMapping
 from streaming.engine.datasets import FORMATS, DatasetStore, FileFormat, Upload, UploadReport
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import SAMPLE_FEEDS, TIME_FORMATS, feed_files, feed_names
+from streaming.engine.feeds import SAMPLE_FEEDS, TIME_FORMATS
 from streaming.engine.preview import Preview, dataset_schema, preview, read_dataset
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class DatasetChoice:
 
     @property
     def label(self) -> str:
-        return f"{self.name} (sample feed)" if self.sample else self.name
+        return f"{self.name} (sample)" if self.sample else self.name
 
 
 def dataset_store(environ: Mapping[str, str] = os.environ) -> DatasetStore:
@@ -77,17 +77,18 @@ def dataset_store(environ: Mapping[str, str] = os.environ) -> DatasetStore:
 
 
 def dataset_choices(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> list[DatasetChoice]:
-    """The user's datasets, then the sample feeds."""
-    return [DatasetChoice(name, False) for name in store.names()] + [DatasetChoice(name, True) for name in feed_names(samples_root)]
+    """The user's datasets, then the samples shipped with Streaming Lab (read-only)."""
+    return [DatasetChoice(name, False) for name in store.names()] + [DatasetChoice(name, True) for name in DatasetStore(samples_root).names()]
+
+
+def _store_of(store: DatasetStore, choice: DatasetChoice, samples_root: Path) -> DatasetStore:
+    return DatasetStore(samples_root) if choice.sample else store
 
 
 def dataset_files(store: DatasetStore, choice: DatasetChoice, samples_root: Path = SAMPLE_FEEDS) -> tuple[list[Path], FileFormat]:
     """The files of ``choice`` and their format; only listed names are ever opened."""
-    if choice.sample:
-        if choice.name not in feed_names(samples_root):
-            raise ConfigError("dataset", choice.name, f"is not one of the sample feeds {feed_names(samples_root)}")
-        return feed_files(samples_root / choice.name), "csv"
-    return store.files(choice.name), store.format(choice.name)
+    owner = _store_of(store, choice, samples_root)
+    return owner.files(choice.name), owner.format(choice.name)
 
 
 def store_uploads(store: DatasetStore, name: str, files: Sequence[Uploaded]) -> UploadReport:
@@ -221,11 +222,12 @@ def mapping_widgets(columns: Sequence[str], saved: ColumnMapping | None = None, 
     return values
 
 
-def saved_mapping(store: DatasetStore, choice: DatasetChoice) -> ColumnMapping | None:
-    """The mapping saved with the user's dataset ``choice`` (``None`` for a sample feed, or when none is saved or it no longer reads)."""
-    if choice.sample:
-        return None
-    saved = store.saved_columns(choice.name)
+def saved_mapping(store: DatasetStore, choice: DatasetChoice, samples_root: Path = SAMPLE_FEEDS) -> ColumnMapping | None:
+    """The mapping saved with ``choice`` (a sample's ships with it; the sample feeds' CSV layout is :data:`FEED_COLUMNS`), or ``None``."""
+    owner = _store_of(store, choice, samples_root)
+    saved = owner.saved_columns(choice.name)
+    if saved is None and choice.sample and owner.format(choice.name) == "csv":
+        return FEED_COLUMNS
     try:
         return None if saved is None else ColumnMapping.from_dict(saved)
     except (ConfigError, TypeError):
@@ -235,7 +237,8 @@ def saved_mapping(store: DatasetStore, choice: DatasetChoice) -> ColumnMapping |
 def save_mapping_button(store: DatasetStore, choice: DatasetChoice, mapping: ColumnMapping) -> None:
     """Save ``mapping`` with the dataset, for the Live query page and the CLI; says whether the shown mapping is the saved one."""
     if choice.sample:
-        st.caption("Sample feeds are run with their own columns (event_time, key) on the Live query page.")
+        where = "Replayed sample feed" if saved_mapping(store, choice) == FEED_COLUMNS else "Your dataset"
+        st.caption(f"Samples ship with their mapping; run this one on the Live query page as *{where}*.")
         return
     if saved_mapping(store, choice) == mapping:
         st.caption(f":material/check_circle: This mapping is saved with {choice.name}: the Live query page runs the dataset with it.")

@@ -120,14 +120,21 @@ def _rate_micro_batch_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     }
 
 
+def runnable_datasets(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> dict[str, tuple[Path, str]]:
+    """Label → (store root, name) of the datasets a query can run: the user's, then the samples that ship a mapping."""
+    samples = DatasetStore(samples_root)
+    choices = {name: (store.root, name) for name in store.names()}
+    choices.update({f"{name} (sample)": (samples.root, name) for name in samples.names() if samples.saved_columns(name) is not None})
+    return choices
+
+
 def _dataset_widgets(feeds: Sequence[str]) -> dict[str, Any]:
-    store = dataset_store()
-    names = store.names()
-    if not names:
-        st.info("No datasets yet: upload your events on the Datasets page.")
+    choices = runnable_datasets(dataset_store())
+    label = st.selectbox("Dataset", list(choices), key="lab_dataset", help="Your uploaded datasets and the samples, run with the mapping saved on the Datasets page")
+    root, name = choices[label] if label is not None else (None, None)
     return {
-        "root": str(store.root),
-        "dataset": st.selectbox("Dataset", names, key="lab_dataset", help="Your uploaded datasets, run with the mapping saved on the Datasets page"),
+        "root": str(root),
+        "dataset": name,
         "seconds_per_file": st.number_input(
             "Seconds per file", min_value=0.1, value=2.0, step=0.5, key="lab_dataset_seconds_per_file", help="One file, one micro-batch, every this many seconds"
         ),
@@ -136,10 +143,10 @@ def _dataset_widgets(feeds: Sequence[str]) -> dict[str, Any]:
 
 def _dataset_feed(params: Mapping[str, Any], root: Path) -> Source:
     """A user's dataset replayed with its saved column mapping; only names the store lists are opened."""
-    store = DatasetStore(Path(params["root"]))
     name = params.get("dataset")
     if name is None:
         raise ConfigError("dataset", None, "none uploaded yet: add one on the Datasets page")
+    store = DatasetStore(Path(params["root"]))
     saved = store.saved_columns(name)
     if saved is None:
         raise ConfigError("columns", name, "are not mapped yet: choose the event-time column on the Datasets page and press Save mapping")

@@ -6,18 +6,31 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import cast
 
-from .engine.config import OUTPUT_MODES
+from .engine.config import FEED_COLUMNS, FILE_FORMATS, OUTPUT_MODES, ColumnMapping, FeedSource, QueryConfig
+from .engine.datasets import FORMATS, FileFormat
 from .engine.errors import ConfigError
+from .engine.feeds import TIME_PATTERN
 
-__all__ = ["main", "parser"]
+__all__ = ["detect_format", "main", "parser", "replay_source"]
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m streaming", description="Run Structured Streaming queries headless.")
     commands = top.add_subparsers(dest="command", required=True)
-    replay = commands.add_parser("replay", help="replay a feed folder through a windowed count until the stream is idle")
-    replay.add_argument("feed_dir", type=Path, help="folder of CSV files (event_time, key, ...), one file per micro-batch")
+    replay = commands.add_parser("replay", help="replay a feed through a windowed count until the stream is idle")
+    replay.add_argument("feed_dir", type=Path, metavar="PATH", help="a folder of files (one file per micro-batch, in file-name order) or one file")
+    replay.add_argument("--format", dest="file_format", choices=FILE_FORMATS, default=None, help="csv, json (JSON lines) or parquet (default: from the file names)")
+    replay.add_argument("--event-time", default="event_time", help="the event-time column (default: event_time)")
+    replay.add_argument(
+        "--time-format", default=None,
+        help="auto, epoch_s, epoch_ms or a Spark datetime pattern (default: auto; CSV with event_time and key columns is read "
+        f"as the sample feeds are, {TIME_PATTERN})",
+    )
+    keys = replay.add_mutually_exclusive_group()
+    keys.add_argument("--key", default="key", help="the key column (default: key)")
+    keys.add_argument("--no-key", action="store_true", help="no key column: one global group per window (key null in --json)")
     replay.add_argument("--window", required=True, help='window length, e.g. "5 minutes"')
     replay.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
     replay.add_argument("--watermark", default=None, help="watermark delay (default: none)")
@@ -25,6 +38,26 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--json", type=Path, default=None, help="write the result and batch summaries to this file")
     _add_tune_parser(commands)
     return top
+
+
+def detect_format(path: Path) -> FileFormat:
+    """The format of a file by its name, or of a folder's data files (which must all have one); :class:`ConfigError` otherwise."""
+    names = [path.name] if path.is_file() else [child.name for child in path.iterdir() if child.is_file() and not child.name.startswith(".")]
+    found = sorted({FORMATS[Path(name).suffix.lower()] for name in names if Path(name).suffix.lower() in FORMATS})
+    if not found:
+        raise ConfigError("PATH", str(path), "holds no CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet) files")
+    if len(found) > 1:
+        raise ConfigError("PATH", str(path), f"holds files of several formats ({', '.join(found)}); choose one with --format")
+    return found[0]
+
+
+def replay_source(path: Path, file_format: str | None, event_time: str, time_format: str | None, key: str | None) -> FeedSource:
+    """The stepped feed source the replay flags describe (see ``replay --help``)."""
+    fmt = cast("FileFormat", file_format) if file_format else detect_format(path)
+    columns = ColumnMapping(event_time=event_time, time_format=time_format or "auto", key=key)
+    if time_format is None and fmt == "csv" and path.is_dir() and (event_time, key) == (FEED_COLUMNS.event_time, FEED_COLUMNS.key):
+        columns = FEED_COLUMNS
+    return FeedSource(path, seconds_per_file=0, file_format=fmt, columns=columns)
 
 
 def _print_replay(outcome) -> None:
@@ -40,17 +73,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tune":
         return _tune_main(args)
     from .engine.registry import QueryRegistry
-    from .engine.runner import replay
+    from .engine.runner import run_to_idle
     from .engine.session import get_session
 
-    if not args.feed_dir.is_dir():
-        print(f"error: feed_dir: {str(args.feed_dir)!r} is not a folder", file=sys.stderr)
+    if not args.feed_dir.exists():
+        print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
         return 2
     try:
-        from .engine.config import FeedSource, QueryConfig
-
-        QueryConfig(
-            FeedSource(args.feed_dir, seconds_per_file=0),
+        config = QueryConfig(
+            replay_source(args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key),
             window=args.window,
             slide=args.slide,
             watermark=args.watermark,
@@ -61,9 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spark = get_session()
     try:
-        outcome = replay(
-            QueryRegistry(spark), args.feed_dir, window=args.window, slide=args.slide, watermark=args.watermark, output_mode=args.output_mode
-        )
+        outcome = run_to_idle(QueryRegistry(spark), config)
+    except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     finally:
         spark.stop()
     _print_replay(outcome)

@@ -134,7 +134,7 @@ def _dataset_settings(source: FeedSource) -> list[str]:
     columns = source.columns
     suffixes = sorted(suffix for suffix, fmt in FORMATS.items() if fmt == source.file_format)
     return [
-        f"FEED = pathlib.Path({_lit(source.path.resolve())})  # the dataset's folder",
+        f"FEED = pathlib.Path({_lit(source.path.resolve())})  # the dataset's folder (or its one file)",
         f"FORMAT = {_lit(source.file_format)}  # csv (every column read as text), json (JSON lines) or parquet",
         f"SUFFIXES = {_lit(tuple(suffixes))}",
         f"SECONDS_PER_FILE = {_lit(source.seconds_per_file)}  # pause between files (0: as soon as Spark is idle)",
@@ -284,7 +284,7 @@ def _dataset_source() -> str:
         "# copied, in name order, one at a time into a private staging folder, each with a",
         "# later modification time than the one before; with maxFilesPerTrigger=1 every file",
         "# becomes exactly one micro-batch.",
-        "FILES = sorted(p for p in FEED.iterdir() if p.suffix.lower() in SUFFIXES and not p.name.startswith('.'))",
+        "FILES = [FEED] if FEED.is_file() else sorted(p for p in FEED.iterdir() if p.suffix.lower() in SUFFIXES and not p.name.startswith('.'))",
         "if not FILES:",
         "    raise SystemExit(f'{FEED}: no {FORMAT} files')",
         "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-'))",

@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 from .engine.config import require_int, require_share
 from .engine.errors import ConfigError
@@ -28,11 +28,15 @@ from .engine.feeds import TIME_FORMAT, batch_file_name
 
 __all__ = [
     "BAD_EVENT_TIME",
+    "DatasetSpec",
     "Event",
     "FeedSpec",
+    "dataset_rows",
     "generate_events",
     "regenerate_samples",
+    "sample_dataset_specs",
     "sample_specs",
+    "write_dataset",
     "write_feed",
 ]
 
@@ -260,5 +264,116 @@ def sample_specs() -> dict[str, FeedSpec]:
 
 
 def regenerate_samples(root: Path) -> dict[str, list[Path]]:
-    """Rewrite every generated sample feed under ``root`` from :func:`sample_specs`."""
-    return {name: write_feed(spec, Path(root) / name, overwrite=True) for name, spec in sample_specs().items()}
+    """Rewrite every generated sample feed and dataset under ``root`` from :func:`sample_specs` and :func:`sample_dataset_specs`."""
+    feeds = {name: write_feed(spec, Path(root) / name, overwrite=True) for name, spec in sample_specs().items()}
+    return feeds | {name: write_dataset(spec, Path(root) / name) for name, spec in sample_dataset_specs().items()}
+
+
+# --------------------------------------------------------------------------- datasets shaped like users' exports
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A dataset shaped like a user's export, generated from a :class:`FeedSpec`'s events.
+
+    Columns: ``id`` (one per event; a ``duplicate_share`` of events is
+    delivered a second time, same id and content, in the next batch),
+    ``event_time`` (epoch milliseconds with a millisecond part, or a UTC
+    timestamp for Parquet), ``arrival`` (when the row arrived, within its
+    batch's interval, same form), ``key`` and ``value``, under the names given.
+    A malformed event has a null event time or an empty key. One file per batch.
+    """
+
+    feed: FeedSpec
+    file_format: Literal["json", "parquet"]
+    names: tuple[str, str, str, str, str] = ("id", "event_time", "arrival", "key", "value")
+    duplicate_share: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.file_format not in ("json", "parquet"):
+            raise _fail("file_format", self.file_format, "must be json or parquet")
+        if self.feed.value_column is None:
+            raise _fail("feed.value_column", None, "must be set: a dataset has a value column")
+        if len(set(self.names)) != 5:
+            raise _fail("names", self.names, "must be five distinct column names")
+        require_share("duplicate_share", self.duplicate_share)
+        require_int("seed", self.seed, 0)
+
+    def columns(self) -> dict[str, str | None]:
+        """The dataset's column mapping (as :meth:`ColumnMapping.to_dict` writes it)."""
+        id_name, event_time, arrival, key, value = self.names
+        time_format = "epoch_ms" if self.file_format == "json" else "auto"
+        return {"event_time": event_time, "time_format": time_format, "key": key, "value": value, "dedup_id": id_name,
+                "arrival": arrival, "arrival_format": time_format}
+
+
+def dataset_rows(spec: DatasetSpec) -> list[list[dict[str, object]]]:
+    """The rows of each batch of ``spec``, in order (duplicates included)."""
+    rng = random.Random(spec.seed)
+    id_name, event_time, arrival, key, value = spec.names
+    interval_ms = spec.feed.batch_interval_seconds * 1000
+    batches: list[list[dict[str, object]]] = [[] for _ in range(spec.feed.batches)]
+
+    def stamp(moment: datetime, extra_ms: int) -> object:
+        at = moment.replace(tzinfo=UTC) + timedelta(milliseconds=extra_ms)
+        return int(at.timestamp() * 1000) if spec.file_format == "json" else at
+
+    for number, event in enumerate(generate_events(spec.feed)):
+        row = {
+            id_name: f"e-{number:06d}",
+            event_time: None if event.event_time is None else stamp(event.event_time, -rng.randint(0, 999)),
+            arrival: stamp(event.arrival, rng.randint(0, interval_ms - 1)),
+            key: event.key or "",
+            value: event.value,
+        }
+        batches[event.batch].append(row)
+        if rng.random() < spec.duplicate_share and event.batch + 1 < spec.feed.batches:
+            again = spec.feed.arrival(event.batch + 1)
+            batches[event.batch + 1].append({**row, arrival: stamp(again, rng.randint(0, interval_ms - 1))})
+    return batches
+
+
+def write_dataset(spec: DatasetSpec, folder: Path) -> list[Path]:
+    """Write ``spec``'s batches into ``folder`` (``part-0000.jsonl`` ... or ``.parquet``, replacing earlier parts) and its column mapping beside them."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    suffix = ".jsonl" if spec.file_format == "json" else ".parquet"
+    for path in folder.glob(f"part-*{suffix}"):
+        path.unlink()
+    paths = []
+    for batch, rows in enumerate(dataset_rows(spec)):
+        path = folder / f"part-{batch:04d}{suffix}"
+        if spec.file_format == "json":
+            path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        else:
+            id_name, event_time, arrival, key, value = spec.names
+            schema = pa.schema([(id_name, pa.string()), (event_time, pa.timestamp("ms", tz="UTC")), (arrival, pa.timestamp("ms", tz="UTC")),
+                                (key, pa.string()), (value, pa.float64())])
+            pyarrow.parquet.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+        paths.append(path)
+    (folder / ".columns.json").write_text(json.dumps(spec.columns(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return paths
+
+
+def sample_dataset_specs() -> dict[str, DatasetSpec]:
+    """The generated datasets shipped in ``sample_feeds/`` (users' export shapes), by folder name."""
+    orders = FeedSpec(
+        start=datetime(2024, 3, 4, 12, 0, 0), batches=24, batch_interval_seconds=10, events_per_batch=40,
+        keys=("north", "south", "east", "west"), max_lag_seconds=20, late_share=0.04, late_delay_seconds=150,
+        malformed_share=0.005, value_column="amount", value_range=(5.0, 250.0), seed=20240304,
+    )
+    meters = FeedSpec(
+        start=datetime(2024, 3, 4, 18, 0, 0), batches=20, batch_interval_seconds=15, events_per_batch=12,
+        keys=("meter-a", "meter-b", "meter-c"), max_lag_seconds=5, late_share=0.08, late_delay_seconds=120,
+        late_keys=("meter-c",), value_column="kwh", value_range=(0.1, 3.0), value_decimals=3, seed=11,
+    )
+    return {
+        "orders_jsonl": DatasetSpec(orders, "json", ("order_id", "ts", "ingested_at", "store", "amount"), duplicate_share=0.03, seed=5),
+        "meters_parquet": DatasetSpec(meters, "parquet", ("reading_id", "read_at", "received_at", "meter", "kwh"), seed=6),
+    }

@@ -19,7 +19,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import datasets, live, queries, shared
-from streaming.engine.config import FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
+from streaming.engine.config import FEED_COLUMNS, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
 from streaming.engine.datasets import DatasetStore, Upload
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
@@ -285,7 +285,12 @@ def test_dataset_helpers(tmp_path: Path) -> None:
     report = datasets.store_uploads(store, "kafka dump", [_Uploaded("topic.jsonl", EVENTS_JSONL), _Uploaded("x.exe", b"MZ")])
     assert report.kept == {"topic.jsonl": 12} and [error.value for error in report.refused] == ["x.exe"]
     choices = datasets.dataset_choices(store)
-    assert [choice.label for choice in choices] == ["kafka_dump", "guide_words (sample feed)", "sensor_readings (sample feed)", "web_clicks (sample feed)"]
+    assert [choice.label for choice in choices] == [
+        "kafka_dump", "guide_words (sample)", "meters_parquet (sample)", "orders_jsonl (sample)", "sensor_readings (sample)", "web_clicks (sample)",
+    ]
+    assert list(live.runnable_datasets(store)) == ["kafka_dump", "meters_parquet (sample)", "orders_jsonl (sample)"]
+    assert datasets.saved_mapping(store, datasets.DatasetChoice("web_clicks", True)) == FEED_COLUMNS
+    assert datasets.saved_mapping(store, datasets.DatasetChoice("orders_jsonl", True)).time_format == "epoch_ms"
     files, fmt = datasets.dataset_files(store, choices[0])
     assert ([path.name for path in files], fmt) == (["topic.jsonl"], "json")
     with pytest.raises(ConfigError):
@@ -329,7 +334,7 @@ def test_datasets_page_previews_renames_and_deletes(tmp_path: Path, monkeypatch)
     at.button(key="delete").click().run()
     assert not at.exception, at.exception
     assert DatasetStore(root).names() == []
-    assert at.selectbox(key="dataset_choice").value == "guide_words (sample feed)"
+    assert at.selectbox(key="dataset_choice").value == "guide_words (sample)"
 
 
 def test_a_dataset_source_runs_with_its_saved_mapping_only(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import GUIDE_BATCHES, ROOT
 
-from streaming.cli import main
+from streaming.cli import main, replay_source
+from streaming.engine.errors import ConfigError
 from streaming.engine.runner import replay
 
 GUIDE_ARGS = ["--window", "10 minutes", "--slide", "5 minutes", "--watermark", "10 minutes"]
@@ -104,12 +105,18 @@ def test_bad_config_exits_2_naming_the_field(write_feed, capsys: pytest.CaptureF
 def test_missing_feed_dir_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere"
     assert main(["replay", str(missing), "--window", "5 minutes"]) == 2
-    assert f"feed_dir: {str(missing)!r}" in capsys.readouterr().err
+    assert f"PATH: {str(missing)!r} is not a folder or a file" in capsys.readouterr().err
 
 
-def test_feed_dir_without_csv_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_feed_dir_without_data_files_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(tmp_path), "--window", "5 minutes"]) == 2
-    assert "source.path" in capsys.readouterr().err
+    assert f"PATH: {str(tmp_path)!r} holds no CSV" in capsys.readouterr().err
+    (tmp_path / "a.csv").write_text("event_time,key\n")
+    (tmp_path / "b.parquet").write_bytes(b"PAR1")
+    assert main(["replay", str(tmp_path), "--window", "5 minutes"]) == 2
+    assert "several formats (csv, parquet); choose one with --format" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path), "--format", "json", "--window", "5 minutes"]) == 2
+    assert "holds no json files" in capsys.readouterr().err
 
 
 def test_argparse_refuses_unknown_output_mode(write_feed) -> None:
@@ -124,3 +131,46 @@ def test_feed_without_key_column_exits_2(tmp_path: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert f"source.path: {str(tmp_path)!r}" in err
     assert "'key'" in err
+
+
+def test_replay_source_from_flags(tmp_path: Path, write_feed) -> None:
+    feed = write_feed(GUIDE_BATCHES)
+    assert replay_source(feed, None, "event_time", None, "key").sample_layout  # today's feeds keep today's reading
+    single = feed / "batch-0000.csv"
+    source = replay_source(single, None, "event_time", None, "key")
+    assert (source.files(), source.file_format, source.columns.time_format, source.sample_layout) == ([single], "csv", "auto", False)
+    (tmp_path / "events.jsonl").write_text('{"ts": 1}\n')
+    source = replay_source(tmp_path / "events.jsonl", None, "ts", "epoch_s", None)
+    assert (source.file_format, source.columns.event_time, source.columns.key) == ("json", "ts", None)
+    with pytest.raises(ConfigError) as caught:
+        replay_source(feed, None, "when", None, "key")
+    assert (caught.value.field, caught.value.value) == ("columns.event_time", "when")
+
+
+def test_replay_json_lines_without_a_key_writes_value_and_null_keys(tmp_path: Path) -> None:
+    """The data flags end to end: epoch milliseconds under another name, no key column, one file as PATH."""
+    events = tmp_path / "events.jsonl"
+    base = 1772460000000  # 2026-03-02 14:00:00 UTC
+    events.write_text("".join(json.dumps({"ts": base + offset, "user": "u"}) + "\n" for offset in (1_196, 20_000, 61_500, 62_000)))
+    out = tmp_path / "out.json"
+    done = run_cli(
+        "replay", str(events), "--event-time", "ts", "--time-format", "epoch_ms", "--no-key", "--window", "1 minute", "--watermark", "0 seconds",
+        "--json", str(out), timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = json.loads(out.read_text())
+    assert written["result"] == [
+        {"window_start": "2026-03-02 14:00:00", "window_end": "2026-03-02 14:01:00", "key": None, "count": 2, "value": 2},
+        {"window_start": "2026-03-02 14:01:00", "window_end": "2026-03-02 14:02:00", "key": None, "count": 2, "value": 2},
+    ]
+    assert written["final_watermark"] == "2026-03-02 14:01:02"
+    assert (written["input_rows"], written["malformed_rows"]) == (4, 0)
+    assert "Traceback" not in done.stderr
+
+
+def test_a_mapping_that_does_not_fit_json_types_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "events.jsonl").write_text('{"ts": 1772460000000, "user": "u"}\n')
+    done = run_cli("replay", str(tmp_path), "--event-time", "ts", "--key", "user", "--window", "1 minute", timeout=300)
+    assert done.returncode == 2
+    assert "columns.time_format: 'auto' cannot tell seconds from milliseconds" in done.stderr
+    assert "Traceback" not in done.stderr

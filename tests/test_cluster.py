@@ -24,9 +24,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1200)]
 APP_NAME = "streaming-lab"
 WINDOW, SLIDE, WATERMARK, MODE = "10 minutes", "5 minutes", "10 minutes", "append"
 EXPECTED_RESULT = [
-    {"window_start": "2016-05-10 12:00:00", "window_end": "2016-05-10 12:10:00", "key": "cat", "count": 1},
-    {"window_start": "2016-05-10 12:00:00", "window_end": "2016-05-10 12:10:00", "key": "dog", "count": 2},
-    {"window_start": "2016-05-10 12:00:00", "window_end": "2016-05-10 12:10:00", "key": "owl", "count": 1},
+    {"window_start": "2016-05-10 12:00:00", "window_end": "2016-05-10 12:10:00", "key": "cat", "count": 1, "value": 1},
+    {"window_start": "2016-05-10 12:00:00", "window_end": "2016-05-10 12:10:00", "key": "dog", "count": 2, "value": 2},
+    {"window_start": "2016-05-10 12:00:00", "window_end": "2016-05-10 12:10:00", "key": "owl", "count": 1, "value": 1},
 ]
 
 

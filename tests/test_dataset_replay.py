@@ -131,3 +131,29 @@ def test_a_mapping_that_does_not_fit_the_files_is_refused_before_spark(tmp_path)
     with pytest.raises(ConfigError) as caught:
         FeedSource(folder, file_format="parquet", columns=ColumnMapping(event_time="at", key="animal"))
     assert caught.value.field == "source.path" and "holds no parquet files" in caught.value.reason
+
+
+@pytest.mark.parametrize("name", ["orders_jsonl", "meters_parquet"])
+def test_shipped_sample_datasets_run_with_their_mapping_and_count_every_event(spark, registry, name: str) -> None:
+    """No watermark, update mode: the final table is the batch count of every well-formed row, duplicates included."""
+    from pyspark.sql import functions as F
+
+    from streaming.engine.datasets import DatasetStore
+    from streaming.engine.feeds import SAMPLE_FEEDS, dataset_columns
+    from streaming.engine.preview import dataset_schema, read_dataset
+
+    samples = DatasetStore(SAMPLE_FEEDS)
+    columns = ColumnMapping.from_dict(samples.saved_columns(name))
+    config = QueryConfig(FeedSource(samples.folder(name), 0, samples.format(name), columns), window="1 minute", watermark=None, output_mode="update")
+    outcome = run_to_idle(registry, config, timeout=600)
+    frame = read_dataset(spark, samples.files(name), samples.format(name))
+    events = frame.select(*dataset_columns(columns, dataset_schema(frame))).where(F.col("event_time").isNotNull() & F.col("key").isNotNull())
+    expected = (
+        events.groupBy(F.window("event_time", "1 minute"), "key").count()
+        .select(F.date_format("window.start", "yyyy-MM-dd HH:mm:ss").alias("window_start"), "key", "count")
+        .collect()
+    )
+    assert sorted((r["window_start"], r["key"], r["count"]) for r in outcome.result_records()) == sorted(
+        (row["window_start"], row["key"], row["count"]) for row in expected
+    )
+    assert outcome.input_rows == frame.count()

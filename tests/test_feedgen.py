@@ -13,8 +13,10 @@ from streaming.engine.feeds import TIME_FORMAT
 from streaming.feedgen import (
     BAD_EVENT_TIME,
     FeedSpec,
+    dataset_rows,
     generate_events,
     regenerate_samples,
+    sample_dataset_specs,
     sample_specs,
     write_feed,
 )
@@ -162,3 +164,27 @@ def test_guide_words_is_the_programming_guide_example() -> None:
     ]
     assert all(row["event_time"].startswith("2016-05-10 ") and row["event_time"].endswith(":00") for row in _read_rows(paths))
     assert all(p.read_text(encoding="utf-8").splitlines()[0] == "event_time,key" for p in paths)
+
+
+@pytest.mark.parametrize("name", sorted(sample_dataset_specs()))
+def test_shipped_sample_datasets_are_reproducible(name: str, tmp_path: Path) -> None:
+    import pyarrow.parquet
+
+    written = regenerate_samples(tmp_path)[name]
+    shipped = sorted(path for path in (SAMPLE_FEEDS / name).iterdir() if path.name.startswith("part-"))
+    assert [path.name for path in shipped] == [path.name for path in written]
+    for ours, theirs in zip(written, shipped):
+        if ours.suffix == ".parquet":
+            assert pyarrow.parquet.read_table(ours).equals(pyarrow.parquet.read_table(theirs))
+        else:
+            assert ours.read_text() == theirs.read_text()
+    assert (tmp_path / name / ".columns.json").read_text() == (SAMPLE_FEEDS / name / ".columns.json").read_text()
+    assert sum(p.stat().st_size for p in shipped) < 200_000
+
+
+def test_sample_datasets_have_duplicates_late_and_malformed_rows() -> None:
+    rows = [row for batch in dataset_rows(sample_dataset_specs()["orders_jsonl"]) for row in batch]
+    ids = [row["order_id"] for row in rows]
+    assert 10 <= len(ids) - len(set(ids)) <= 60  # duplicate deliveries
+    assert sum(row["ts"] is None for row in rows) >= 1  # a malformed time
+    assert all(row["ingested_at"] >= row["ts"] for row in rows if row["ts"] is not None and row["store"])  # arrival after the event

@@ -138,7 +138,7 @@ def test_to_json_shape(registry, write_feed) -> None:
     outcome = guide_replay(registry, write_feed(GUIDE_BATCHES), "update")
     report = json.loads(json.dumps(outcome.to_json()))  # JSON-serializable as it is
     assert {"result", "rows_dropped_by_watermark", "final_watermark", "batches"} <= set(report)
-    assert report["result"] == GUIDE_UPDATE
+    assert report["result"] == [{**record, "value": record["count"]} for record in GUIDE_UPDATE]
     assert report["rows_dropped_by_watermark"] == 2
     assert report["final_watermark"] == "2016-05-10 12:11:00"
     assert report["input_rows"] == 10 and report["malformed_rows"] == 0
@@ -285,3 +285,14 @@ def test_runner_equals_plain_pyspark(spark, registry, tmp_path, feed: str, mode:
         assert outcome.result_records() == records(exact_counts(spark, folder, window, slide))
     else:
         assert outcome.rows_dropped_by_watermark > 0, "the setting should make some rows late"
+
+
+def test_stamps_keep_a_fraction_of_a_second_only_when_there_is_one() -> None:
+    import pandas as pd
+
+    from streaming.engine.runner import _stamp
+
+    assert _stamp(pd.Timestamp("2026-03-02 14:01:01")) == "2026-03-02 14:01:01"
+    assert _stamp(pd.Timestamp("2026-03-02 14:01:01.196")) == "2026-03-02 14:01:01.196"
+    assert _stamp(pd.Timestamp("2026-03-02 14:01:01.000000005")) == "2026-03-02 14:01:01.000000005"
+    assert _stamp(pd.NaT) is None

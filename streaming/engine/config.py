@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from .datasets import FileFormat
+from .datasets import FORMATS, FileFormat
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .feeds import TIME_PATTERN, check_time_fit, check_time_format, column_kind, csv_header, feed_files, feed_header
@@ -142,7 +142,11 @@ FEED_COLUMNS = ColumnMapping(event_time="event_time", time_format=TIME_PATTERN, 
 
 @dataclass(frozen=True)
 class FeedSource:
-    """Replay a feed folder: CSV files with ``event_time`` and ``key`` columns, one file per micro-batch.
+    """Replay a feed: a folder of files (or one file), one file per micro-batch.
+
+    ``file_format`` and ``columns`` say how the files are read; the defaults
+    are the sample feeds' layout (:data:`FEED_COLUMNS`: CSV with ``event_time``
+    written as ``yyyy-MM-dd HH:mm:ss`` and ``key``).
 
     Files are handed to Spark in file-name order, one every ``seconds_per_file``
     seconds. With 0 the feed is stepped by its caller: the replay runner hands
@@ -158,8 +162,8 @@ class FeedSource:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
-        if not self.path.is_dir():
-            raise ConfigError("source.path", str(self.path), "is not a folder")
+        if not self.path.is_dir() and not self.path.is_file():
+            raise ConfigError("source.path", str(self.path), "is not a folder or a file")
         if self.file_format not in FILE_FORMATS:
             raise ConfigError("source.file_format", self.file_format, f"is not one of {', '.join(FILE_FORMATS)}")
         if not isinstance(self.columns, ColumnMapping):
@@ -167,7 +171,7 @@ class FeedSource:
         if self.sample_layout:
             feed_header(self.path)
         else:
-            files = feed_files(self.path, self.file_format)
+            files = self.files()
             if not files:
                 raise ConfigError("source.path", str(self.path), f"holds no {self.file_format} files")
             if self.file_format == "csv":
@@ -182,7 +186,13 @@ class FeedSource:
         Event-by-event analysis (lateness, the exact answer) reads such feeds
         without Spark; other datasets are read by Spark only.
         """
-        return self.file_format == "csv" and self.columns == FEED_COLUMNS
+        return self.file_format == "csv" and self.columns == FEED_COLUMNS and self.path.is_dir()
+
+    def files(self) -> list[Path]:
+        """The files replayed, in order: the folder's files of ``file_format`` in file-name order, or the one file ``path`` names."""
+        if self.path.is_file():
+            return [self.path] if FORMATS.get(self.path.suffix.lower()) == self.file_format else []
+        return feed_files(self.path, self.file_format)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,12 @@ TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 def _stamp(value: pd.Timestamp) -> str | None:
-    return None if pd.isna(value) else value.strftime(TIMESTAMP_FORMAT)
+    """``YYYY-MM-DD HH:MM:SS`` (UTC), with the fraction of a second when it is not zero (``.196``)."""
+    if pd.isna(value):
+        return None
+    text = value.strftime(TIMESTAMP_FORMAT)
+    fraction = value.microsecond * 1000 + value.nanosecond
+    return text if fraction == 0 else f"{text}.{fraction:09d}".rstrip("0")
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,14 @@ class Replay:
             for row in self.result.itertuples(index=False)
         ]
 
+    def json_records(self) -> list[dict[str, Any]]:
+        """The records of :meth:`result_records` with ``value`` (the aggregate; the count here) and ``key`` null when the data has no key column."""
+        keyless = isinstance(self.config.source, FeedSource) and self.config.source.columns.key is None
+        return [{**record, "key": None if keyless else record["key"], "value": record["count"]} for record in self.result_records()]
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "result": self.result_records(),
+            "result": self.json_records(),
             "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
             "final_watermark": _stamp(self.final_watermark),
             "input_rows": self.input_rows,

@@ -162,7 +162,7 @@ class LineServer:
 
 
 def _feed_frame(spark: SparkSession, source: FeedSource, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder]:
-    files = feed_files(source.path, source.file_format)
+    files = source.files()
     replayer = FeedReplayer(files, staging, source.seconds_per_file)
     if source.sample_layout:
         raw = spark.readStream.schema(feed_schema(source.path)).option("header", True).option("maxFilesPerTrigger", 1).option("mode", "PERMISSIVE").csv(str(staging))
