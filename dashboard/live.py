@@ -26,6 +26,7 @@ from streaming.charts.live import live_figures, windowed_counts_figure
 from streaming.engine.config import (
     OUTPUT_MODES,
     TRIGGER_KINDS,
+    VALUE_AGGREGATIONS,
     ColumnMapping,
     FeedSource,
     GeneratorSource,
@@ -220,8 +221,18 @@ def source_widgets(feeds: Sequence[str], sources: Mapping[str, SourceChoice] = S
     return kind, sources[kind].widgets(feeds)
 
 
-def query_widgets(output_modes: Sequence[str] = OUTPUT_MODES, triggers: Mapping[str, str] = TRIGGER_LABELS) -> dict[str, Any]:
-    """Window, watermark, output mode and trigger: the keyword arguments of :class:`QueryConfig` besides the source."""
+def query_widgets(
+    output_modes: Sequence[str] = OUTPUT_MODES, triggers: Mapping[str, str] = TRIGGER_LABELS, *, with_value: bool = False
+) -> dict[str, Any]:
+    """Window, watermark, output mode and trigger (and, ``with_value``, the aggregate): the keyword arguments of :class:`QueryConfig` besides the source."""
+    aggregation = (
+        st.selectbox(
+            "Aggregate", ["count", *VALUE_AGGREGATIONS], key="lab_aggregation",
+            help="count rows, or sum / avg / min / max / approx_distinct of the dataset's value column (mapped on the Datasets page)",
+        )
+        if with_value
+        else "count"
+    )
     window, slide = window_widgets("lab")
     watermark = watermark_widget("lab")
     output_mode = st.selectbox(
@@ -237,6 +248,7 @@ def query_widgets(output_modes: Sequence[str] = OUTPUT_MODES, triggers: Mapping[
         "output_mode": output_mode,
         "trigger": trigger,
         "trigger_interval": interval,
+        "aggregation": aggregation,
     }
 
 
@@ -373,7 +385,7 @@ def _feed_events(folder: str) -> pd.DataFrame:
 def _lateness_view(run: Run) -> None:
     """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
     st.subheader("Why was it dropped?")
-    if not isinstance(run.config.source, FeedSource) or run.config.aggregation == "none":
+    if not isinstance(run.config.source, FeedSource) or run.config.aggregation != "count":
         st.caption("Event-by-event lateness is shown for replayed feeds, where the arrival of every event is known.")
         return
     if not run.config.source.sample_layout:
@@ -415,7 +427,9 @@ def live_view(run: Run) -> None:
     _status_row(run, progress)
     if run.status == "failed":
         st.error(f"Query {run.name} failed: {run.error}")
-    figures = live_figures(table, progress, breakdown, output_mode=run.config.output_mode, slide=pd.Timedelta(milliseconds=run.config.slide_ms))
+    figures = live_figures(
+        table, progress, breakdown, output_mode=run.config.output_mode, slide=pd.Timedelta(milliseconds=run.config.slide_ms), measure=run.config.measure
+    )
     st.plotly_chart(figures["counts"], key="lab_chart_counts")
     _evicted_note(run)
     _late_and_state(figures)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import cast
 
-from .engine.config import FEED_COLUMNS, FILE_FORMATS, OUTPUT_MODES, ColumnMapping, FeedSource, QueryConfig
+from .engine.config import FEED_COLUMNS, FILE_FORMATS, OUTPUT_MODES, VALUE_AGGREGATIONS, ColumnMapping, FeedSource, QueryConfig
 from .engine.datasets import FORMATS, FileFormat
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN
@@ -31,6 +31,8 @@ def parser() -> argparse.ArgumentParser:
     keys = replay.add_mutually_exclusive_group()
     keys.add_argument("--key", default="key", help="the key column (default: key)")
     keys.add_argument("--no-key", action="store_true", help="no key column: one global group per window (key null in --json)")
+    replay.add_argument("--value", default=None, help="the value column --agg reads (numbers; text that is not one is left out)")
+    replay.add_argument("--agg", default="count", choices=("count", *VALUE_AGGREGATIONS), help="the aggregate per window and key (default: count)")
     replay.add_argument("--window", required=True, help='window length, e.g. "5 minutes"')
     replay.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
     replay.add_argument("--watermark", default=None, help="watermark delay (default: none)")
@@ -51,11 +53,13 @@ def detect_format(path: Path) -> FileFormat:
     return found[0]
 
 
-def replay_source(path: Path, file_format: str | None, event_time: str, time_format: str | None, key: str | None) -> FeedSource:
+def replay_source(
+    path: Path, file_format: str | None, event_time: str, time_format: str | None, key: str | None, value: str | None = None
+) -> FeedSource:
     """The stepped feed source the replay flags describe (see ``replay --help``)."""
     fmt = cast("FileFormat", file_format) if file_format else detect_format(path)
-    columns = ColumnMapping(event_time=event_time, time_format=time_format or "auto", key=key)
-    if time_format is None and fmt == "csv" and path.is_dir() and (event_time, key) == (FEED_COLUMNS.event_time, FEED_COLUMNS.key):
+    columns = ColumnMapping(event_time=event_time, time_format=time_format or "auto", key=key, value=value)
+    if time_format is None and fmt == "csv" and path.is_dir() and (event_time, key, value) == (FEED_COLUMNS.event_time, FEED_COLUMNS.key, None):
         columns = FEED_COLUMNS
     return FeedSource(path, seconds_per_file=0, file_format=fmt, columns=columns)
 
@@ -81,11 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         config = QueryConfig(
-            replay_source(args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key),
+            replay_source(args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value),
             window=args.window,
             slide=args.slide,
             watermark=args.watermark,
             output_mode=args.output_mode,
+            aggregation=args.agg,
         )
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)

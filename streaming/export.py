@@ -79,7 +79,7 @@ _SOURCE_NAMES = {
 
 def _header(config: QueryConfig) -> str:
     source = config.source
-    what = "windowed count per key over event time" if config.aggregation == "count" else "events passed through unaggregated"
+    what = "events passed through unaggregated" if config.aggregation == "none" else f"windowed {config.measure} per key over event time"
     if isinstance(source, FeedSource):
         how = [
             "The feed folder is replayed one file per micro-batch, as the Streaming Lab",
@@ -141,6 +141,7 @@ def _dataset_settings(source: FeedSource) -> list[str]:
         f"EVENT_TIME = {_lit(columns.event_time)}  # the event-time column",
         f"TIME_FORMAT = {_lit(columns.time_format)}  # auto, epoch_s, epoch_ms or a Spark datetime pattern (UTC)",
         f"KEY = {_lit(columns.key)}  # the key column; None: every row in one group, {_lit(NO_KEY)}",
+        f"VALUE = {_lit(columns.value)}  # the value column an aggregate reads (None: none)",
     ]
 
 
@@ -189,7 +190,7 @@ def _socket_settings(source: SocketSource) -> list[str]:
 
 def _settings(config: QueryConfig) -> str:
     lines = [_rule('The query, as configured in Streaming Lab'), *_CODE[type(config.source)].settings(config.source)]
-    if config.aggregation == "count":
+    if config.aggregation != "none":
         lines.append(f"WINDOW = {_lit(format_duration(config.window_ms))}  # window length")
         if config.slide is not None:
             lines.append(f"SLIDE = {_lit(format_duration(config.slide_ms))}  # a new window starts every SLIDE")
@@ -338,7 +339,8 @@ def _dataset_source() -> str:
         "",
         "",
         "key = F.lit(" + _lit(NO_KEY) + ") if KEY is None else F.nullif(F.trim(F.col(quoted(KEY)).cast('string')), F.lit(''))",
-        "events = raw.select(event_time_column(EVENT_TIME).alias('event_time'), key.alias('key'))",
+        "value = [] if VALUE is None else [F.col(quoted(VALUE)).alias('value')]",
+        "events = raw.select(event_time_column(EVENT_TIME).alias('event_time'), key.alias('key'), *value)",
     )
 
 
@@ -462,7 +464,9 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
         ").where(~malformed)",
         "",
     ]
-    if config.watermark_ms is not None and config.aggregation == "count":
+    aggregating = config.aggregation != "none"
+    measure_column = "count" if config.aggregation == "count" else "value"
+    if config.watermark_ms is not None and aggregating:
         lines += [
             "# Watermark: Spark tracks the maximum event time seen so far; the watermark trails it",
             "# by WATERMARK and moves forward between micro-batches (a batch is judged by the",
@@ -479,13 +483,13 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
             "events = events.withWatermark('event_time', WATERMARK)",
             "",
         ]
-    elif config.aggregation == "count":
+    elif aggregating:
         lines += [
             "# No watermark: no event is ever too late, so no window is ever final and Spark",
             "# keeps the state of every window forever.",
             "",
         ]
-    if config.aggregation == "count":
+    if aggregating:
         if config.slide is not None:
             lines += [
                 "# Window: windows of WINDOW starting every SLIDE, each [start, end) -- start inclusive,",
@@ -499,14 +503,14 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
                 "# exclusive; every event falls in exactly one.",
                 "window = F.window('event_time', WINDOW)",
             ]
-        lines.append("counts = events.groupBy(window.alias('window'), 'key').count()")
+        lines += _aggregate_lines(config.aggregation)
         if for_console:
             lines += [
                 "result = counts.select(",
                 "    F.col('window.start').alias('window_start'),",
                 "    F.col('window.end').alias('window_end'),",
                 "    'key',",
-                "    'count',",
+                f"    {_lit(measure_column)},",
                 ")",
             ]
         else:
@@ -517,7 +521,7 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
                 "    F.unix_micros(F.col('window.start')).alias('window_start'),",
                 "    F.unix_micros(F.col('window.end')).alias('window_end'),",
                 "    'key',",
-                "    'count',",
+                f"    {_lit(measure_column)},",
                 ")",
             ]
     else:
@@ -529,6 +533,20 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
     lines.append("")
     lines += _MODE_COMMENTS[config.output_mode]
     return _block(*lines)
+
+
+def _aggregate_lines(aggregation: str) -> list[str]:
+    if aggregation == "count":
+        return ["counts = events.groupBy(window.alias('window'), 'key').count()"]
+    if aggregation == "approx_distinct":
+        return [
+            "# approx_count_distinct: the number of distinct values, estimated (HyperLogLog++).",
+            "counts = events.groupBy(window.alias('window'), 'key').agg(F.approx_count_distinct('value').alias('value'))",
+        ]
+    return [
+        "# The value column as a number; a value that is not one is null and left out of the aggregate.",
+        f"counts = events.groupBy(window.alias('window'), 'key').agg(F.{aggregation}(F.col('value').try_cast('double')).alias('value'))",
+    ]
 
 
 def _trigger_lines(config: QueryConfig, indent: str = "    ") -> list[str]:
@@ -583,8 +601,9 @@ def _feed_sink(config: QueryConfig) -> str:
             "append": ["    # append: rows are final; each window and key arrives once"],
             "complete": [],
         }[config.output_mode]
+        store = "int(count)" if config.aggregation == "count" else "None if count is None else float(count)"
         fold = [
-            "table = {}  # (window_start_us, window_end_us, key) -> count",
+            f"table = {{}}  # (window_start_us, window_end_us, key) -> {config.measure}",
             "last_batch_id = -1",
             "",
             "",
@@ -595,7 +614,7 @@ def _feed_sink(config: QueryConfig) -> str:
             "    last_batch_id = max(last_batch_id, batch_id)",
             *comment,
             "    for start, end, key, count in batch.collect():",
-            "        table[(int(start), int(end), str(key))] = int(count)",
+            f"        table[(int(start), int(end), str(key))] = {store}",
         ]
     writer = [
         "",
@@ -678,13 +697,14 @@ def _feed_run(config: QueryConfig) -> str:
             "    print(f\"{record['event_time']}  {record['key']}\")",
         ]
     else:
+        measure = "count" if config.aggregation == "count" else "value"
         lines += [
             "records = [",
-            "    {'window_start': stamp(start), 'window_end': stamp(end), 'key': key, 'count': count}",
+            f"    {{'window_start': stamp(start), 'window_end': stamp(end), 'key': key, {_lit(measure)}: count}}",
             "    for (start, end, key), count in sorted(table.items())",
             "]",
             "for record in records:",
-            "    print(f\"{record['window_start']} - {record['window_end']}  {record['key']:<20} {record['count']:>8}\")",
+            f"    print(f\"{{record['window_start']}} - {{record['window_end']}}  {{record['key']:<20}} {{record[{_lit(measure)}]!s:>8}}\")",
         ]
     lines += [
         "input_rows = sum(int(m.get('input_rows') or 0) for m in observed.values())",

@@ -351,3 +351,15 @@ def test_a_dataset_source_runs_with_its_saved_mapping_only(tmp_path: Path) -> No
     for bad in ({**params, "dataset": None}, {**params, "dataset": "../data"}):
         with pytest.raises(ConfigError):
             live.build_source("dataset", bad)
+
+
+def test_the_aggregate_of_a_dataset_reads_its_mapped_value_column(tmp_path: Path) -> None:
+    store = DatasetStore(tmp_path / "data")
+    store.add("orders", [Upload("topic.jsonl", EVENTS_JSONL)])
+    store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user", "value": "amount"})
+    params = {"root": str(store.root), "dataset": "orders", "seconds_per_file": 1.0}
+    query = {"window": "1 minute", "slide": None, "watermark": "30 seconds", "output_mode": "update", "trigger": "default", "trigger_interval": None}
+    assert live.build_config("dataset", params, {**query, "aggregation": "avg"}).measure == "avg(amount)"
+    store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user"})
+    with pytest.raises(ConfigError, match="needs a value column"):
+        live.build_config("dataset", params, {**query, "aggregation": "avg"})

@@ -287,3 +287,15 @@ def test_every_live_figure_passes_plotly_validation(summaries: list[dict], table
     for name, figure in figures.items():
         rebuilt = go.Figure(figure.to_dict())  # validation on: raises on any invalid property
         assert len(rebuilt.data) == len(figure.data), name
+
+
+def test_a_value_aggregate_is_drawn_and_named() -> None:
+    table = ResultTable("update", "sum")
+    table.apply(0, [(0, 60_000_000, "a", 12.5), (60_000_000, 120_000_000, "a", None), (0, 60_000_000, "b", 3.0)])
+    figure = live.windowed_counts_figure(table.frame(), measure="sum(amount)")
+    go.Figure(figure.to_dict())  # valid with plotly's validation on
+    assert figure.layout.title.text.startswith("Result table: sum(amount) per key and window")
+    assert figure.layout.yaxis.title.text == "sum(amount)"
+    by_key = {trace.name: trace for trace in figure.data}
+    assert list(by_key["a"].y[:1]) == [12.5] and math.isnan(by_key["a"].y[1])
+    assert "sum(amount) %{y}" in by_key["b"].hovertemplate

@@ -174,3 +174,18 @@ def test_a_mapping_that_does_not_fit_json_types_exits_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "columns.time_format: 'auto' cannot tell seconds from milliseconds" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_replay_sums_a_value_column(tmp_path: Path) -> None:
+    (tmp_path / "sales.csv").write_text("at,shop,amount\n2026-03-02 14:00:05,a,10.5\n2026-03-02 14:00:30,a,4\n2026-03-02 14:00:40,b,x\n")
+    out = tmp_path / "out.json"
+    done = run_cli(
+        "replay", str(tmp_path / "sales.csv"), "--event-time", "at", "--key", "shop", "--value", "amount", "--agg", "sum",
+        "--window", "1 minute", "--json", str(out), timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(out.read_text())["result"] == [
+        {"window_start": "2026-03-02 14:00:00", "window_end": "2026-03-02 14:01:00", "key": "a", "value": 14.5},
+        {"window_start": "2026-03-02 14:00:00", "window_end": "2026-03-02 14:01:00", "key": "b", "value": None},
+    ]
+    assert main(["replay", str(tmp_path / "sales.csv"), "--event-time", "at", "--key", "shop", "--agg", "avg", "--window", "1 minute"]) == 2

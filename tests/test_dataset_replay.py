@@ -157,3 +157,46 @@ def test_shipped_sample_datasets_run_with_their_mapping_and_count_every_event(sp
         (row["window_start"], row["key"], row["count"]) for row in expected
     )
     assert outcome.input_rows == frame.count()
+
+
+@pytest.mark.parametrize("aggregation", ["sum", "avg", "min", "max", "approx_distinct"])
+def test_value_aggregates_equal_plain_pyspark(spark, registry, tmp_path, aggregation: str) -> None:
+    """No watermark, update mode: the final table is the batch aggregate of every well-formed row; text that is no number is left out."""
+    from pyspark.sql import functions as F
+
+    folder = tmp_path / "sales"
+    folder.mkdir()
+    rows = [
+        [("2026-03-02T14:00:05Z", "a", "10.5"), ("2026-03-02T14:00:50Z", "a", "4"), ("2026-03-02T14:00:20Z", "b", "n/a")],
+        [("2026-03-02T14:01:10Z", "a", "7.25"), ("2026-03-02T14:00:59Z", "b", "3"), ("2026-03-02T14:01:30Z", "b", "3")],
+    ]
+    for index, batch in enumerate(rows):
+        (folder / f"part-{index}.csv").write_text("at,shop,amount\n" + "".join(f"{at},{shop},{amount}\n" for at, shop, amount in batch))
+    columns = ColumnMapping(event_time="at", key="shop", value="amount")
+    config = QueryConfig(FeedSource(folder, 0, "csv", columns), window="1 minute", watermark=None, output_mode="update", aggregation=aggregation)
+    assert config.measure == f"{aggregation}(amount)"
+    outcome = run_to_idle(registry, config, timeout=300)
+    value = F.col("amount") if aggregation == "approx_distinct" else F.col("amount").try_cast("double")
+    function = {"approx_distinct": F.approx_count_distinct, "sum": F.sum, "avg": F.avg, "min": F.min, "max": F.max}[aggregation]
+    plain = (
+        spark.read.csv([str(path) for path in sorted(folder.iterdir())], header=True)
+        .groupBy(F.window(F.to_timestamp("at"), "1 minute"), F.col("shop"))
+        .agg(function(value).alias("value"))
+        .select(F.date_format("window.start", "yyyy-MM-dd HH:mm:ss").alias("start"), "shop", "value")
+        .collect()
+    )
+    assert sorted((r["window_start"], r["key"], r["value"]) for r in outcome.result_records()) == sorted(
+        (row["start"], row["shop"], None if row["value"] is None else float(row["value"])) for row in plain
+    )
+    report = outcome.to_json()
+    assert all("count" not in record and "value" in record for record in report["result"])
+
+
+def test_a_value_aggregate_needs_a_value_column() -> None:
+    from streaming.engine.config import GeneratorSource
+    from streaming.engine.feeds import SAMPLE_FEEDS
+
+    for source in (GeneratorSource(), FeedSource(SAMPLE_FEEDS / "web_clicks")):
+        with pytest.raises(ConfigError) as caught:
+            QueryConfig(source, aggregation="sum")
+        assert (caught.value.field, caught.value.value) == ("aggregation", "sum") and "needs a value column" in caught.value.reason

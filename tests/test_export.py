@@ -15,6 +15,7 @@ import pytest
 from conftest import GUIDE_BATCHES
 
 from streaming.engine.config import (
+    ColumnMapping,
     ConfigError,
     FeedSource,
     GeneratorSource,
@@ -35,6 +36,7 @@ def _sources(feed: Path) -> list:
     return [
         FeedSource(feed, seconds_per_file=0),
         FeedSource(feed, seconds_per_file=1.5),
+        FeedSource(feed, seconds_per_file=0, columns=ColumnMapping(event_time="event_time", time_format="auto", key=None, value="key")),
         GeneratorSource(events_per_second=20, keys=3, max_lag="5 seconds", late_share=0.1, late_delay="1 minute", seed=11),
         RateSource(rows_per_second=10, keys=2),
         RateMicroBatchSource(rows_per_batch=10, advance="2 seconds", keys=5),
@@ -49,7 +51,7 @@ def _matrix(feed: Path) -> list[QueryConfig]:
         _sources(feed),
         ("append", "update", "complete"),
         ("default", "processing_time", "available_now"),
-        ("count", "none"),
+        ("count", "none", "sum", "approx_distinct"),
         (None, "30 seconds"),
         (None, "1 minute"),
     ):
@@ -121,7 +123,9 @@ def test_every_combination_compiles_with_only_pyspark_and_stdlib(write_feed):
         # the essentials of the query, each there exactly when configured
         assert {"getOrCreate", "outputMode", "start"} <= calls
         assert ("withWatermark" in calls) == (config.watermark is not None)
-        assert ("window" in calls) == (config.aggregation == "count")
+        assert ("window" in calls) == (config.aggregation != "none")
+        assert ("approx_count_distinct" in calls) == (config.aggregation == "approx_distinct")
+        assert ("F.sum(F.col('value').try_cast('double'))" in code) == (config.aggregation == "sum")
         assert ("trigger" in calls) == (config.trigger != "default")
         assert ("processAllAvailable" in calls) == (is_feed and config.trigger != "available_now")
         assert ("foreachBatch" in calls) == is_feed
@@ -131,7 +135,7 @@ def test_every_combination_compiles_with_only_pyspark_and_stdlib(write_feed):
             assert _assigned_constant(tree, "TRIGGER_INTERVAL") == "5 seconds"
         if config.watermark is not None:
             assert _assigned_constant(tree, "WATERMARK") == "1 minute"
-        if config.slide is not None and config.aggregation == "count":
+        if config.slide is not None and config.aggregation != "none":
             assert _assigned_constant(tree, "SLIDE") == "30 seconds"
         if is_feed:
             assert _assigned_constant(tree, "FEED") == str(feed.resolve())

@@ -197,3 +197,14 @@ def test_a_run_waits_for_its_first_batch_and_no_longer_than_asked(tmp_path) -> N
         folding.join()
     query.isActive = False
     assert Run("ended", run.config, query, ResultTable("update"), ProgressLog(), None, tmp_path, pd.Timestamp.now()).await_first_batch(30) is False
+
+
+def test_a_value_aggregate_keeps_floats_and_null_as_nan() -> None:
+    import math
+
+    table = ResultTable("update", "avg")
+    table.apply(0, [(0, 60_000_000, "a", 2.5), (0, 60_000_000, "b", None)])
+    table.apply(1, [(0, 60_000_000, "a", 3.0)])
+    frame = table.frame()
+    assert list(frame.columns) == ["window_start", "window_end", "key", "value"]
+    assert frame["value"].iloc[0] == 3.0 and math.isnan(frame["value"].iloc[1])

@@ -7,7 +7,7 @@ from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, LIVE_PAGE, QUERIES_PAG
 st.title("Streaming Lab")
 st.markdown(
     "Run **Spark Structured Streaming** queries live and watch what the engine does. Each query is a "
-    "windowed count per key over event time; as micro-batches arrive you see the **result table** change, "
+    "windowed count (or, on your own data, a sum, average, minimum, maximum or distinct count) per key over event time; as micro-batches arrive you see the **result table** change, "
     "the **watermark** advance, late data being **dropped**, and the **state** Spark keeps for open windows."
 )
 st.markdown(

@@ -9,7 +9,7 @@ from streaming.engine.feeds import feed_names
 
 st.title("Live query")
 st.caption(
-    "A windowed count per key over event time. The charts redraw every couple of seconds from the query's "
+    "A windowed count (or, on your dataset, a sum, average, minimum, maximum or distinct count) per key over event time. The charts redraw every couple of seconds from the query's "
     "result table and its progress events. Start waits a few seconds at most for the first batch; Stop never waits."
 )
 starter = session_starter()
@@ -31,7 +31,7 @@ elif starter.status == "starting":
 with st.sidebar:
     st.header("New query")
     kind, source_params = live.source_widgets(feed_names())
-    query_params = live.query_widgets()
+    query_params = live.query_widgets(with_value=kind == "dataset")
     name_text = st.text_input("Query name", value="", key="lab_name", placeholder="empty: query_N")
     try:
         config = live.build_config(kind, source_params, query_params)

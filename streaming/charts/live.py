@@ -71,8 +71,13 @@ def windowed_counts_figure(
     semantics: Mapping[str, str] = OUTPUT_MODE_SEMANTICS,
     no_rows: str = NO_BATCHES,
     max_windows: int | None = MAX_WINDOWS_IN_VIEW,
+    measure: str = "count",
 ) -> go.Figure:
-    """Count per key over event time: one line per key through the midpoints of its windows.
+    """The aggregate per key over event time: one line per key through the midpoints of its windows.
+
+    The table's number is its ``count`` column, or its ``value`` column for a
+    value aggregation; ``measure`` names it in the title, axis and hover
+    (``count``, ``sum(amount)``).
 
     Midpoints keep sliding (overlapping) windows legible; the hover names the
     window ``[start, end)``. A key's line is broken where windows are missing
@@ -84,9 +89,10 @@ def windowed_counts_figure(
     says so when that leaves windows out: a long run's result table stays in
     the page's table, the chart shows where the stream is.
     """
-    title = f"Result table: count per key and window ({output_mode} mode)"
+    title = f"Result table: {measure} per key and window ({output_mode} mode)"
     meaning = semantics.get(output_mode, output_mode)
-    if not has_rows(table, ("window_start", "window_end", "key", "count")):
+    column = "value" if "value" in table.columns else "count"
+    if not has_rows(table, ("window_start", "window_end", "key", column)):
         return empty_figure(title, f"{no_rows}: the result table is empty<br>({meaning})")
     palette = dict(colors) if colors is not None else key_colors(table["key"])
     step = slide if slide is not None else _window_step(table)
@@ -96,7 +102,7 @@ def windowed_counts_figure(
     ordered = shown if _in_window_order(shown) else shown.sort_values(["window_start", "window_end"], kind="stable")
     layout: dict[str, Any] = {
         "title": {"text": title, "subtitle": {"text": meaning}},
-        "xaxis": {"title": {"text": "event time (window midpoint)"}}, "yaxis": {"title": {"text": "count"}},
+        "xaxis": {"title": {"text": "event time (window midpoint)"}}, "yaxis": {"title": {"text": measure}},
         "legend": {"title": {"text": "key"}}, "height": 420, "hovermode": "closest",
     }
     if watermark is not None and not pd.isna(watermark):
@@ -105,12 +111,12 @@ def windowed_counts_figure(
     order = np.argsort(keys, kind="stable")  # by key, window order kept within each key
     starts = ordered["window_start"].to_numpy("datetime64[ns]")[order]
     ends = ordered["window_end"].to_numpy("datetime64[ns]")[order]
-    counts = ordered["count"].to_numpy(dtype="float64")[order]
+    counts = ordered[column].to_numpy(dtype="float64")[order]
     labels = np.char.add(np.char.add(np.char.add("[", _clock(starts)), np.char.add(", ", _clock(ends))), ")")
     names, firsts = np.unique(keys[order], return_index=True)
     bounds = [*firsts[1:], len(order)]
     traces = [
-        _key_trace(str(name), starts[first:last], ends[first:last], counts[first:last], labels[first:last], palette.get(str(name)), step)
+        _key_trace(str(name), starts[first:last], ends[first:last], counts[first:last], labels[first:last], palette.get(str(name)), step, measure)
         for name, first, last in zip(names, firsts, bounds)
     ]
     return go.Figure(data=traces, layout=layout, _validate=False)
@@ -147,7 +153,8 @@ def _clock(stamps: np.ndarray) -> np.ndarray:
 
 
 def _key_trace(
-    key: str, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, windows: np.ndarray, color: str | None, step: pd.Timedelta
+    key: str, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, windows: np.ndarray, color: str | None, step: pd.Timedelta,
+    measure: str = "count",
 ) -> dict[str, Any]:
     """One key's windows (in window order) at their midpoints; a NaN point breaks the line where windows are missing."""
     middle = starts + (ends - starts) // 2
@@ -160,7 +167,7 @@ def _key_trace(
     return {
         "type": "scatter", "x": middle, "y": counts, "name": key, "mode": "lines+markers",
         "connectgaps": False, "line": {"color": color}, "marker": {"color": color}, "customdata": windows,
-        "hovertemplate": f"{key}<br>window %{{customdata}}<br>count %{{y}}<extra></extra>",
+        "hovertemplate": f"{key}<br>window %{{customdata}}<br>{measure} %{{y}}<extra></extra>",
     }
 
 
@@ -296,6 +303,7 @@ def live_figures(
     *,
     output_mode: str,
     slide: pd.Timedelta | None = None,
+    measure: str = "count",
 ) -> dict[str, go.Figure]:
     """Every figure of the live view for one refresh, by name: ``counts``, ``drops``, ``state``, ``rates``, ``input``, ``duration``, ``gap``.
 
@@ -309,6 +317,7 @@ def live_figures(
             output_mode=output_mode,
             colors=key_colors(table.get("key", [])),
             slide=slide,
+            measure=measure,
         ),
         "drops": drops_figure(progress),
         "state": state_figure(progress),

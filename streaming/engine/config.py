@@ -20,6 +20,7 @@ from .feeds import TIME_PATTERN, check_time_fit, check_time_format, column_kind,
 
 __all__ = [
     "FEED_COLUMNS",
+    "VALUE_AGGREGATIONS",
     "Aggregation",
     "ColumnMapping",
     "ConfigError",
@@ -37,11 +38,13 @@ __all__ = [
 
 OutputMode = Literal["append", "update", "complete"]
 TriggerKind = Literal["default", "processing_time", "available_now"]
-Aggregation = Literal["count", "none"]
+Aggregation = Literal["count", "sum", "avg", "min", "max", "approx_distinct", "none"]
 
 OUTPUT_MODES: tuple[str, ...] = get_args(OutputMode)
 TRIGGER_KINDS: tuple[str, ...] = get_args(TriggerKind)
 AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
+VALUE_AGGREGATIONS: tuple[str, ...] = ("sum", "avg", "min", "max", "approx_distinct")
+"""The aggregations that read a value column (``approx_distinct`` is Spark's ``approx_count_distinct``)."""
 FILE_FORMATS: tuple[str, ...] = get_args(FileFormat)
 
 
@@ -284,7 +287,7 @@ _SOURCE_TYPES = (FeedSource, GeneratorSource, RateSource, RateMicroBatchSource, 
 
 @dataclass(frozen=True)
 class QueryConfig:
-    """A windowed count per key over event time.
+    """A windowed aggregate per key over event time: a count, or (on a dataset with a value column) a sum, average, minimum, maximum or approximate distinct count.
 
     ``window`` is the window length; ``slide`` (``None`` for tumbling) how far
     consecutive windows start apart. Windows are ``[start, end)``: start
@@ -343,8 +346,20 @@ class QueryConfig:
             )
         if self.output_mode == "complete" and not aggregating:
             raise ConfigError("output_mode", "complete", "needs an aggregation: Spark keeps the whole result table only for aggregations")
+        if self.aggregation in VALUE_AGGREGATIONS and (not isinstance(self.source, FeedSource) or self.source.columns.value is None):
+            raise ConfigError(
+                "aggregation", self.aggregation,
+                "needs a value column: map one for your dataset (Datasets page, or replay --value); only count works without one",
+            )
         if self.trigger == "available_now" and isinstance(self.source, (SocketSource, RateSource, GeneratorSource)):
             raise ConfigError("trigger", "available_now", f"cannot run on the {self.source.kind} source: it has no end to reach")
+
+    @property
+    def measure(self) -> str:
+        """What the result table's number is: ``count``, or e.g. ``sum(amount)``."""
+        if self.aggregation in VALUE_AGGREGATIONS and isinstance(self.source, FeedSource):
+            return f"{self.aggregation}({self.source.columns.value})"
+        return "count"
 
     @property
     def window_ms(self) -> int:

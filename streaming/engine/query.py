@@ -18,19 +18,20 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from .config import QueryConfig
+from .config import VALUE_AGGREGATIONS, QueryConfig
 from .durations import format_duration, parse_duration
+from .errors import ConfigError
 from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .sources import FeedReplayer, input_frame
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
     from .sources import Feeder
 
-__all__ = ["INPUT_METRICS", "Run", "RunStatus", "build_frame", "start_run", "windowed_counts"]
+__all__ = ["INPUT_METRICS", "Run", "RunStatus", "aggregate_column", "build_frame", "start_run", "windowed_counts"]
 
 RunStatus = Literal["active", "finished", "stopped", "failed"]
 INPUT_METRICS = "input"
@@ -56,23 +57,34 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
         frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
     if config.aggregation == "none":
         return frame.select(F.unix_micros("event_time").alias("event_time"), "key"), feeder
-    return windowed_counts(frame, config.window_ms, config.slide_ms), feeder
+    return windowed_counts(frame, config.window_ms, config.slide_ms, config.aggregation), feeder
 
 
-def windowed_counts(frame: DataFrame, window_ms: int, slide_ms: int) -> DataFrame:
-    """Count per ``key`` and event-time window ``[start, end)``: ``window_start``/``window_end`` in epoch microseconds, ``key``, ``count``."""
+def aggregate_column(aggregation: str) -> Column:
+    """The aggregate of the ``value`` column for a value aggregation: numbers (text that is not one is null) or, for ``approx_distinct``, any value."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    if aggregation == "approx_distinct":
+        return F.approx_count_distinct(value)
+    functions = {"sum": F.sum, "avg": F.avg, "min": F.min, "max": F.max}
+    if aggregation not in functions:
+        raise ConfigError("aggregation", aggregation, f"is not one of count, {', '.join(VALUE_AGGREGATIONS)}")
+    return functions[aggregation](value.try_cast("double"))
+
+
+def windowed_counts(frame: DataFrame, window_ms: int, slide_ms: int, aggregation: str = "count") -> DataFrame:
+    """The aggregate per ``key`` and event-time window ``[start, end)``: ``window_start``/``window_end`` in epoch microseconds, ``key``, and ``count`` (or ``value`` for a value aggregation)."""
     from pyspark.sql import functions as F
 
     window = F.window("event_time", format_duration(window_ms), format_duration(slide_ms))
-    return (
-        frame.groupBy(window.alias("window"), "key")
-        .count()
-        .select(
-            F.unix_micros(F.col("window.start")).alias("window_start"),
-            F.unix_micros(F.col("window.end")).alias("window_end"),
-            "key",
-            "count",
-        )
+    grouped = frame.groupBy(window.alias("window"), "key")
+    measured = grouped.count() if aggregation == "count" else grouped.agg(aggregate_column(aggregation).alias("value"))
+    return measured.select(
+        F.unix_micros(F.col("window.start")).alias("window_start"),
+        F.unix_micros(F.col("window.end")).alias("window_end"),
+        "key",
+        "count" if aggregation == "count" else "value",
     )
 
 

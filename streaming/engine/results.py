@@ -10,6 +10,7 @@ replaces the whole table, append adds finalized rows -- and, when
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ class ResultTable:
 
     ``apply`` is called from Spark's ``foreachBatch`` thread, ``frame`` from the
     page; both take the lock. Rows are ``(window_start_us, window_end_us, key,
-    count)`` for aggregations and ``(event_time_us, key)`` for pass-through
+    count or value)`` for aggregations and ``(event_time_us, key)`` for pass-through
     queries. A batch id seen before is ignored (Spark re-runs a batch after a
     restart), except in complete mode where replacing again is harmless.
     """
@@ -47,11 +48,13 @@ class ResultTable:
             raise ConfigError("max_rows", max_rows, "must be at least 1")
         self.output_mode = output_mode
         self.aggregation = aggregation
+        self.measure = "count" if aggregation in ("count", "none") else "value"
+        """The name of the number column: ``count``, or ``value`` for a value aggregation (a float, NaN when Spark's is null)."""
         self.max_rows = max_rows
         self.evicted_rows = 0
         self.last_batch_id = -1
         self.batches_applied = 0
-        self._windows: dict[tuple[int, int, str], int] = {}
+        self._windows: dict[tuple[int, int, str], float | int] = {}
         self._raw: deque[tuple[int, str]] = deque(maxlen=max_rows)
         self._lock = threading.Lock()
         self._version = 0
@@ -74,8 +77,9 @@ class ResultTable:
                 return
             if self.output_mode == "complete":
                 self._windows.clear()
-            for start, end, key, count in rows:
-                self._windows[(int(start), int(end), str(key))] = int(count)
+            counting = self.measure == "count"
+            for start, end, key, measured in rows:
+                self._windows[(int(start), int(end), str(key))] = int(measured) if counting else (math.nan if measured is None else float(measured))
             self._evict()
 
     def _evict(self) -> None:
@@ -115,8 +119,9 @@ class ResultTable:
             order = np.lexsort((pd.factorize(keys, sort=True)[0], times))
             return pd.DataFrame({"event_time": _timestamps(times[order]), "key": keys[order]})
         starts, ends = np.array(columns[0], dtype="int64"), np.array(columns[1], dtype="int64")
-        keys, counts = np.array(columns[2], dtype=object), np.array(columns[3], dtype="int64")
+        keys = np.array(columns[2], dtype=object)
+        measured = np.array(columns[3], dtype="int64" if self.measure == "count" else "float64")
         order = np.lexsort((pd.factorize(keys, sort=True)[0], ends, starts))
         return pd.DataFrame(
-            {"window_start": _timestamps(starts[order]), "window_end": _timestamps(ends[order]), "key": keys[order], "count": counts[order]}
+            {"window_start": _timestamps(starts[order]), "window_end": _timestamps(ends[order]), "key": keys[order], self.measure: measured[order]}
         )
