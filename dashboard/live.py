@@ -233,6 +233,10 @@ def query_widgets(
         if with_value
         else "count"
     )
+    deduplicate = with_value and st.checkbox(
+        "Drop duplicate deliveries", key="lab_deduplicate",
+        help="dropDuplicatesWithinWatermark on the dataset's id column (mapped on the Datasets page); needs a watermark",
+    )
     window, slide = window_widgets("lab")
     watermark = watermark_widget("lab")
     output_mode = st.selectbox(
@@ -249,6 +253,7 @@ def query_widgets(
         "trigger": trigger,
         "trigger_interval": interval,
         "aggregation": aggregation,
+        "deduplicate": deduplicate,
     }
 
 
@@ -320,13 +325,18 @@ def _watermark_text(watermark: pd.Timestamp | None) -> str:
 
 def _status_row(run: Run, progress: pd.DataFrame) -> None:
     watermark = current_watermark(progress)
-    columns = st.columns(6)
+    columns = st.columns(7 if run.config.deduplicate else 6)
     columns[0].metric("Status", run.status)
     columns[1].metric("Batches", len(run.log))
     columns[2].metric("Watermark", _watermark_text(watermark), help=None if watermark is None else f"{watermark} UTC")
     columns[3].metric("Malformed rows", int(progress["malformed_rows"].sum()))
     columns[4].metric("Dropped (groups)", int(progress["rows_dropped_by_watermark"].sum()))
     columns[5].metric("Result rows", len(run.table))
+    if run.config.deduplicate:
+        columns[6].metric(
+            "Duplicates dropped", int(progress["duplicates_dropped"].sum()),
+            help="Rows whose id was already seen within the watermark (the dedup operator's numDroppedDuplicateRows)",
+        )
 
 
 def _evicted_note(run: Run) -> None:

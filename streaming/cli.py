@@ -35,6 +35,7 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--agg", default="count", choices=("count", *VALUE_AGGREGATIONS), help="the aggregate per window and key (default: count)")
     replay.add_argument("--window", required=True, help='window length, e.g. "5 minutes"')
     replay.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
+    replay.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark (needs --watermark)")
     replay.add_argument("--watermark", default=None, help="watermark delay (default: none)")
     replay.add_argument("--output-mode", default="update", choices=OUTPUT_MODES)
     replay.add_argument("--json", type=Path, default=None, help="write the result and batch summaries to this file")
@@ -54,12 +55,14 @@ def detect_format(path: Path) -> FileFormat:
 
 
 def replay_source(
-    path: Path, file_format: str | None, event_time: str, time_format: str | None, key: str | None, value: str | None = None
+    path: Path, file_format: str | None, event_time: str, time_format: str | None, key: str | None, value: str | None = None,
+    dedup_id: str | None = None,
 ) -> FeedSource:
     """The stepped feed source the replay flags describe (see ``replay --help``)."""
     fmt = cast("FileFormat", file_format) if file_format else detect_format(path)
-    columns = ColumnMapping(event_time=event_time, time_format=time_format or "auto", key=key, value=value)
-    if time_format is None and fmt == "csv" and path.is_dir() and (event_time, key, value) == (FEED_COLUMNS.event_time, FEED_COLUMNS.key, None):
+    columns = ColumnMapping(event_time=event_time, time_format=time_format or "auto", key=key, value=value, dedup_id=dedup_id)
+    plain = (event_time, key, value, dedup_id) == (FEED_COLUMNS.event_time, FEED_COLUMNS.key, None, None)
+    if time_format is None and fmt == "csv" and path.is_dir() and plain:
         columns = FEED_COLUMNS
     return FeedSource(path, seconds_per_file=0, file_format=fmt, columns=columns)
 
@@ -68,6 +71,7 @@ def _print_replay(outcome) -> None:
     print(outcome.result.to_string(index=False) if len(outcome.result) else "(empty result table)")
     print(
         f"batches={len(outcome.progress)} input_rows={outcome.input_rows} malformed_rows={outcome.malformed_rows} "
+        f"duplicates_dropped={outcome.duplicates_dropped} "
         f"rows_dropped_by_watermark={outcome.rows_dropped_by_watermark} final_watermark={outcome.final_watermark}"
     )
 
@@ -85,12 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         config = QueryConfig(
-            replay_source(args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value),
+            replay_source(
+                args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value, args.dedup_by
+            ),
             window=args.window,
             slide=args.slide,
             watermark=args.watermark,
             output_mode=args.output_mode,
             aggregation=args.agg,
+            deduplicate=args.dedup_by is not None,
         )
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -142,6 +142,7 @@ def _dataset_settings(source: FeedSource) -> list[str]:
         f"TIME_FORMAT = {_lit(columns.time_format)}  # auto, epoch_s, epoch_ms or a Spark datetime pattern (UTC)",
         f"KEY = {_lit(columns.key)}  # the key column; None: every row in one group, {_lit(NO_KEY)}",
         f"VALUE = {_lit(columns.value)}  # the value column an aggregate reads (None: none)",
+        f"DEDUP_ID = {_lit(columns.dedup_id)}  # the id column duplicates are recognised by (None: none)",
     ]
 
 
@@ -340,7 +341,8 @@ def _dataset_source() -> str:
         "",
         "key = F.lit(" + _lit(NO_KEY) + ") if KEY is None else F.nullif(F.trim(F.col(quoted(KEY)).cast('string')), F.lit(''))",
         "value = [] if VALUE is None else [F.col(quoted(VALUE)).alias('value')]",
-        "events = raw.select(event_time_column(EVENT_TIME).alias('event_time'), key.alias('key'), *value)",
+        "dedup_id = [] if DEDUP_ID is None else [F.col(quoted(DEDUP_ID)).alias('dedup_id')]",
+        "events = raw.select(event_time_column(EVENT_TIME).alias('event_time'), key.alias('key'), *value, *dedup_id)",
     )
 
 
@@ -479,11 +481,20 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
     elif config.watermark_ms is not None:
         lines += [
             "# Watermark: Spark tracks the maximum event time seen so far; the watermark trails it",
-            "# by WATERMARK. Without an aggregation (no state) it drops nothing here.",
+            "# by WATERMARK. Without an aggregation it drops nothing here"
+            + (", except in the deduplication below." if config.deduplicate else "."),
             "events = events.withWatermark('event_time', WATERMARK)",
             "",
         ]
-    elif aggregating:
+    if config.deduplicate:
+        lines += [
+            "# Deduplication: a row whose id was already seen is dropped, as long as the watermark",
+            "# has not passed the first one's event time plus WATERMARK (Spark keeps each id that long);",
+            "# a row whose own event time is at or before the watermark is dropped as late.",
+            "events = events.dropDuplicatesWithinWatermark(['dedup_id'])",
+            "",
+        ]
+    if config.watermark_ms is None and aggregating:
         lines += [
             "# No watermark: no event is ever too late, so no window is ever final and Spark",
             "# keeps the state of every window forever.",

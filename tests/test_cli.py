@@ -142,6 +142,8 @@ def test_replay_source_from_flags(tmp_path: Path, write_feed) -> None:
     (tmp_path / "events.jsonl").write_text('{"ts": 1}\n')
     source = replay_source(tmp_path / "events.jsonl", None, "ts", "epoch_s", None)
     assert (source.file_format, source.columns.event_time, source.columns.key) == ("json", "ts", None)
+    deduplicated = replay_source(feed, None, "event_time", None, "key", dedup_id="key")
+    assert (deduplicated.sample_layout, deduplicated.columns.dedup_id) == (False, "key")
     with pytest.raises(ConfigError) as caught:
         replay_source(feed, None, "when", None, "key")
     assert (caught.value.field, caught.value.value) == ("columns.event_time", "when")

@@ -200,3 +200,33 @@ def test_a_value_aggregate_needs_a_value_column() -> None:
         with pytest.raises(ConfigError) as caught:
             QueryConfig(source, aggregation="sum")
         assert (caught.value.field, caught.value.value) == ("aggregation", "sum") and "needs a value column" in caught.value.reason
+
+
+def test_duplicate_deliveries_are_dropped_within_the_watermark_and_counted(registry, tmp_path) -> None:
+    folder = tmp_path / "deliveries"
+    folder.mkdir()
+    batches = [
+        [("a1", "12:00:10"), ("a2", "12:00:20")],
+        [("a1", "12:00:10"), ("a3", "12:00:40")],  # a1 delivered again
+        [("a2", "12:00:20"), ("a4", "12:01:05"), ("a4", "12:01:05")],  # a2 again, a4 twice in one batch
+    ]
+    for index, rows in enumerate(batches):
+        lines = [json.dumps({"id": id_, "ts": _epoch_ms(f"2016-05-10 {at}"), "k": "x"}) for id_, at in rows]
+        (folder / f"part-{index}.jsonl").write_text("\n".join(lines) + "\n")
+    columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="k", dedup_id="id")
+    config = QueryConfig(FeedSource(folder, 0, "json", columns), window="1 minute", watermark="10 minutes", output_mode="update", deduplicate=True)
+    outcome = run_to_idle(registry, config, timeout=300)
+    assert [(r["window_start"][11:], r["count"]) for r in outcome.result_records()] == [("12:00:00", 3), ("12:01:00", 1)]
+    assert outcome.duplicates_dropped == 3
+    assert outcome.to_json()["duplicates_dropped"] == 3
+    assert outcome.input_rows == 7
+
+
+def test_deduplication_needs_an_id_column_and_a_watermark(tmp_path) -> None:
+    folder = _write(tmp_path / "events", "json", lambda at, key: {"ts": _epoch_ms(at), "id": key})
+    with_id = FeedSource(folder, 0, "json", ColumnMapping(event_time="ts", time_format="epoch_ms", key=None, dedup_id="id"))
+    without_id = FeedSource(folder, 0, "json", ColumnMapping(event_time="ts", time_format="epoch_ms", key=None))
+    for source, watermark, reason in ((with_id, None, "needs a watermark"), (without_id, "1 minute", "needs an id column")):
+        with pytest.raises(ConfigError) as caught:
+            QueryConfig(source, watermark=watermark, deduplicate=True)
+        assert (caught.value.field, caught.value.value) == ("deduplicate", True) and reason in caught.value.reason

@@ -332,3 +332,16 @@ def test_exported_dataset_program_reads_json_lines_with_epoch_milliseconds(regis
     assert exported == expected
     assert [(r["window_start"], r["key"], r["count"]) for r in expected] == [("2016-05-10 12:00:00", "all", 4)]
     assert "10 input rows, 0 malformed rows left out" in stdout
+
+
+def test_deduplication_is_exported_before_the_aggregation(write_feed):
+    from streaming.engine.config import ColumnMapping
+
+    source = FeedSource(write_feed(GUIDE_BATCHES), 0, "csv", ColumnMapping(event_time="event_time", key="key", dedup_id="key"))
+    code = pyspark_code(QueryConfig(source, window="10 minutes", watermark="10 minutes", output_mode="append", deduplicate=True))
+    calls = _calls(ast.parse(code))
+    assert "dropDuplicatesWithinWatermark" in calls
+    assert code.index("dropDuplicatesWithinWatermark") < code.index("groupBy(window")
+    assert _assigned_constant(ast.parse(code), "DEDUP_ID") == "key"
+    plain = pyspark_code(QueryConfig(source, window="10 minutes", watermark="10 minutes", output_mode="append"))
+    assert "dropDuplicatesWithinWatermark" not in _calls(ast.parse(plain))

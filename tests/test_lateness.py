@@ -90,6 +90,7 @@ def _summary(batch_id: int, start: str | None, end: str | None, rows: int, water
         "state_rows_removed": 0,
         "state_memory_bytes": 0,
         "malformed_rows": 0,
+        "duplicates_dropped": 0,
         "source_offsets": (start, end),
         "durations": {"triggerExecution": 100},
     }

@@ -294,7 +294,9 @@ class QueryConfig:
     inclusive, end exclusive. ``watermark`` is the delay behind the maximum event
     time seen (``None`` for no watermark). ``aggregation="none"`` passes rows
     through unaggregated. ``trigger_interval`` is required for the
-    ``processing_time`` trigger and refused for the others.
+    ``processing_time`` trigger and refused for the others. ``deduplicate``
+    drops rows whose id (the dataset's ``dedup_id`` column) was seen within
+    the watermark (``dropDuplicatesWithinWatermark``) before the aggregation.
     """
 
     source: Source
@@ -305,6 +307,7 @@ class QueryConfig:
     trigger: TriggerKind = "default"
     trigger_interval: str | None = None
     aggregation: Aggregation = "count"
+    deduplicate: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, _SOURCE_TYPES):
@@ -351,6 +354,16 @@ class QueryConfig:
                 "aggregation", self.aggregation,
                 "needs a value column: map one for your dataset (Datasets page, or replay --value); only count works without one",
             )
+        if not isinstance(self.deduplicate, bool):
+            raise ConfigError("deduplicate", self.deduplicate, "must be true or false")
+        if self.deduplicate:
+            if not isinstance(self.source, FeedSource) or self.source.columns.dedup_id is None:
+                raise ConfigError("deduplicate", True, "needs an id column: map one for your dataset (Datasets page, or replay --dedup-by)")
+            if self.watermark is None:
+                raise ConfigError(
+                    "deduplicate", True,
+                    "needs a watermark: dropDuplicatesWithinWatermark keeps each id only until the watermark passes its event time plus the delay",
+                )
         if self.trigger == "available_now" and isinstance(self.source, (SocketSource, RateSource, GeneratorSource)):
             raise ConfigError("trigger", "available_now", f"cannot run on the {self.source.kind} source: it has no end to reach")
 

@@ -221,7 +221,7 @@ def time_column(column: Column | str, time_format: str, data_type: str = "string
 
 
 def dataset_columns(mapping: ColumnMapping, schema: Mapping[str, str], no_key: str = NO_KEY) -> list[Column]:
-    """``event_time``, ``key`` (and ``value`` when mapped, as it is) of a user's dataset, read as ``mapping`` says from columns of Spark types ``schema``.
+    """``event_time``, ``key`` (and ``value`` and ``dedup_id`` when mapped, as they are) of a user's dataset, read as ``mapping`` says from columns of Spark types ``schema``.
 
     Like :func:`event_columns`: an event time that does not parse and an empty
     key are null (the query counts and leaves out such rows). Without a key
@@ -233,7 +233,8 @@ def dataset_columns(mapping: ColumnMapping, schema: Mapping[str, str], no_key: s
     event_time = time_column(mapping.event_time, mapping.time_format, schema[mapping.event_time], "columns.time_format")
     key = F.lit(no_key) if mapping.key is None else F.nullif(F.trim(F.col(quoted(mapping.key)).cast("string")), F.lit(""))
     value = [] if mapping.value is None else [F.col(quoted(mapping.value)).alias("value")]
-    return [event_time.alias("event_time"), key.alias("key"), *value]
+    dedup_id = [] if mapping.dedup_id is None else [F.col(quoted(mapping.dedup_id)).alias("dedup_id")]
+    return [event_time.alias("event_time"), key.alias("key"), *value, *dedup_id]
 
 
 # Spark's pattern letters are fixed width when parsing (``HH`` needs two digits);

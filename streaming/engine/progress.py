@@ -48,6 +48,7 @@ PROGRESS_COLUMNS = [
     "state_rows_removed",
     "state_memory_bytes",
     "malformed_rows",
+    "duplicates_dropped",
 ]
 
 _EPOCH = pd.Timestamp(0)
@@ -102,6 +103,7 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
         "state_rows_removed": sum(int(op.get("numRowsRemoved") or 0) for op in operators),
         "state_memory_bytes": sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
         "malformed_rows": _observed(progress, "malformed_rows"),
+        "duplicates_dropped": sum(int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows") or 0) for op in operators),
         "source_offsets": _offsets(progress),
         "durations": durations,
     }
@@ -134,7 +136,7 @@ def breakdown_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 
 _INT_COLUMNS = (
     "batch_id", "num_input_rows", "batch_duration_ms", "rows_dropped_by_watermark",
-    "state_rows_total", "state_rows_updated", "state_rows_removed", "state_memory_bytes", "malformed_rows",
+    "state_rows_total", "state_rows_updated", "state_rows_removed", "state_memory_bytes", "malformed_rows", "duplicates_dropped",
 )
 _FLOAT_COLUMNS = ("input_rows_per_second", "processed_rows_per_second", "watermark_gap_seconds")
 _TIME_COLUMNS = ("timestamp", "watermark", "max_event_time")

@@ -42,7 +42,9 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
 
     Malformed rows (unparsable ``event_time`` or missing ``key``) are counted in
     the observed metrics ``input.malformed_rows`` and left out; they never reach
-    the aggregation.
+    the aggregation. With ``deduplicate`` a row whose id was seen within the
+    watermark is dropped before the aggregation (the operator's
+    ``numDroppedDuplicateRows``).
     """
     from pyspark.sql import functions as F
 
@@ -55,6 +57,8 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
     ).where(~malformed)
     if config.watermark_ms is not None:
         frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
+    if config.deduplicate:
+        frame = frame.dropDuplicatesWithinWatermark(["dedup_id"])
     if config.aggregation == "none":
         return frame.select(F.unix_micros("event_time").alias("event_time"), "key"), feeder
     return windowed_counts(frame, config.window_ms, config.slide_ms, config.aggregation), feeder

@@ -50,6 +50,11 @@ class Replay:
         return int(self.progress["malformed_rows"].sum()) if len(self.progress) else 0
 
     @property
+    def duplicates_dropped(self) -> int:
+        """Rows dropped as duplicates of an id seen within the watermark (``deduplicate``)."""
+        return int(self.progress["duplicates_dropped"].sum()) if len(self.progress) else 0
+
+    @property
     def input_rows(self) -> int:
         return int(self.progress["num_input_rows"].sum()) if len(self.progress) else 0
 
@@ -84,6 +89,7 @@ class Replay:
             "final_watermark": _stamp(self.final_watermark),
             "input_rows": self.input_rows,
             "malformed_rows": self.malformed_rows,
+            "duplicates_dropped": self.duplicates_dropped,
             "batches": [
                 {
                     "batch_id": int(row.batch_id),
