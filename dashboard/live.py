@@ -237,7 +237,11 @@ def query_widgets(
         "Drop duplicate deliveries", key="lab_deduplicate",
         help="dropDuplicatesWithinWatermark on the dataset's id column (mapped on the Datasets page); needs a watermark",
     )
-    window, slide = window_widgets("lab")
+    sessions = with_value and st.checkbox(
+        "Session windows", key="lab_sessions", help="session_window: a key's session ends after a gap without events (append or complete mode)"
+    )
+    session_gap = st.text_input("Session gap", value="30 seconds", key="lab_session_gap") if sessions else None
+    window, slide = ("1 minute", None) if sessions else window_widgets("lab")
     watermark = watermark_widget("lab")
     output_mode = st.selectbox(
         "Output mode", list(output_modes), index=list(output_modes).index("update"), key="lab_output_mode",
@@ -254,6 +258,7 @@ def query_widgets(
         "trigger_interval": interval,
         "aggregation": aggregation,
         "deduplicate": deduplicate,
+        "session_gap": session_gap,
     }
 
 
@@ -395,7 +400,7 @@ def _feed_events(folder: str) -> pd.DataFrame:
 def _lateness_view(run: Run) -> None:
     """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
     st.subheader("Why was it dropped?")
-    if not isinstance(run.config.source, FeedSource) or run.config.aggregation != "count":
+    if not isinstance(run.config.source, FeedSource) or run.config.aggregation != "count" or run.config.session_gap is not None:
         st.caption("Event-by-event lateness is shown for replayed feeds, where the arrival of every event is known.")
         return
     if not run.config.source.sample_layout:
@@ -438,7 +443,8 @@ def live_view(run: Run) -> None:
     if run.status == "failed":
         st.error(f"Query {run.name} failed: {run.error}")
     figures = live_figures(
-        table, progress, breakdown, output_mode=run.config.output_mode, slide=pd.Timedelta(milliseconds=run.config.slide_ms), measure=run.config.measure
+        table, progress, breakdown, output_mode=run.config.output_mode, measure=run.config.measure,
+        slide=None if run.config.session_gap is not None else pd.Timedelta(milliseconds=run.config.slide_ms),
     )
     st.plotly_chart(figures["counts"], key="lab_chart_counts")
     _evicted_note(run)

@@ -33,7 +33,9 @@ def parser() -> argparse.ArgumentParser:
     keys.add_argument("--no-key", action="store_true", help="no key column: one global group per window (key null in --json)")
     replay.add_argument("--value", default=None, help="the value column --agg reads (numbers; text that is not one is left out)")
     replay.add_argument("--agg", default="count", choices=("count", *VALUE_AGGREGATIONS), help="the aggregate per window and key (default: count)")
-    replay.add_argument("--window", required=True, help='window length, e.g. "5 minutes"')
+    windows = replay.add_mutually_exclusive_group(required=True)
+    windows.add_argument("--window", help='window length, e.g. "5 minutes"')
+    windows.add_argument("--session-gap", default=None, help="session windows instead: a key's session ends this long after its last event")
     replay.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
     replay.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark (needs --watermark)")
     replay.add_argument("--watermark", default=None, help="watermark delay (default: none)")
@@ -92,12 +94,13 @@ def main(argv: list[str] | None = None) -> int:
             replay_source(
                 args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value, args.dedup_by
             ),
-            window=args.window,
+            window=args.window or "1 minute",
             slide=args.slide,
             watermark=args.watermark,
             output_mode=args.output_mode,
             aggregation=args.agg,
             deduplicate=args.dedup_by is not None,
+            session_gap=args.session_gap,
         )
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -191,7 +191,9 @@ def _socket_settings(source: SocketSource) -> list[str]:
 
 def _settings(config: QueryConfig) -> str:
     lines = [_rule('The query, as configured in Streaming Lab'), *_CODE[type(config.source)].settings(config.source)]
-    if config.aggregation != "none":
+    if config.session_gap_ms is not None:
+        lines.append(f"SESSION_GAP = {_lit(format_duration(config.session_gap_ms))}  # a key's session ends this long after its last event")
+    elif config.aggregation != "none":
         lines.append(f"WINDOW = {_lit(format_duration(config.window_ms))}  # window length")
         if config.slide is not None:
             lines.append(f"SLIDE = {_lit(format_duration(config.slide_ms))}  # a new window starts every SLIDE")
@@ -501,7 +503,13 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
             "",
         ]
     if aggregating:
-        if config.slide is not None:
+        if config.session_gap_ms is not None:
+            lines += [
+                "# Window: session windows. A key's session starts with an event and ends SESSION_GAP",
+                "# after its last event; an event within the gap extends it (and may merge two).",
+                "window = F.session_window('event_time', SESSION_GAP)",
+            ]
+        elif config.slide is not None:
             lines += [
                 "# Window: windows of WINDOW starting every SLIDE, each [start, end) -- start inclusive,",
                 "# end exclusive. Sliding windows overlap, so an event is counted in every window",
@@ -697,7 +705,10 @@ def _feed_run(config: QueryConfig) -> str:
         "",
         "",
         "def stamp(micros):",
-        "    return (datetime(1970, 1, 1) + timedelta(microseconds=micros)).strftime('%Y-%m-%d %H:%M:%S')",
+        '    """UTC time of epoch microseconds, with the fraction of a second when it is not zero."""',
+        "    moment = datetime(1970, 1, 1) + timedelta(microseconds=micros)",
+        "    text = moment.strftime('%Y-%m-%d %H:%M:%S')",
+        "    return f'{text}.{moment.microsecond:06d}'.rstrip('0') if moment.microsecond else text",
         "",
         "",
     ]

@@ -191,3 +191,13 @@ def test_replay_sums_a_value_column(tmp_path: Path) -> None:
         {"window_start": "2026-03-02 14:00:00", "window_end": "2026-03-02 14:01:00", "key": "b", "value": None},
     ]
     assert main(["replay", str(tmp_path / "sales.csv"), "--event-time", "at", "--key", "shop", "--agg", "avg", "--window", "1 minute"]) == 2
+
+
+def test_session_gap_replaces_window_and_update_mode_is_refused(write_feed, capsys: pytest.CaptureFixture[str]) -> None:
+    feed = write_feed(GUIDE_BATCHES)
+    assert main(["replay", str(feed), "--session-gap", "3 minutes", "--watermark", "10 minutes"]) == 2
+    assert "output_mode: 'update' is not supported by Spark for session windows" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["replay", str(feed), "--session-gap", "3 minutes", "--window", "5 minutes"])
+    assert main(["replay", str(feed), "--session-gap", "3 minutes", "--slide", "1 minute", "--output-mode", "complete"]) == 2
+    assert "slide: '1 minute' does not apply to session windows" in capsys.readouterr().err

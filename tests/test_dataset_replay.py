@@ -230,3 +230,77 @@ def test_deduplication_needs_an_id_column_and_a_watermark(tmp_path) -> None:
         with pytest.raises(ConfigError) as caught:
             QueryConfig(source, watermark=watermark, deduplicate=True)
         assert (caught.value.field, caught.value.value) == ("deduplicate", True) and reason in caught.value.reason
+
+
+def _plain_sessions(spark, files: list[Path], workdir: Path, gap: str, watermark: str, mode: str) -> list[tuple[str, str, str, int]]:
+    """Session-window counts of the JSON files in plain PySpark: memory sink, one file per batch, lock-step."""
+    from pyspark.sql import functions as F
+
+    name = f"plain_{uuid.uuid4().hex[:12]}"
+    staging = workdir / name
+    staging.mkdir()
+    counts = (
+        spark.readStream.schema("ts bigint, user string").option("maxFilesPerTrigger", 1).json(str(staging))
+        .select(F.timestamp_millis("ts").alias("event_time"), F.col("user").alias("key"))
+        .withWatermark("event_time", watermark)
+        .groupBy(F.session_window("event_time", gap), "key")
+        .count()
+    )
+    query = counts.writeStream.format("memory").queryName(name).outputMode(mode).option("checkpointLocation", str(workdir / f"{name}-cp")).start()
+    try:
+        base = time.time()
+        for index, path in enumerate(files):
+            partial = staging / f".{path.name}.partial"
+            shutil.copyfile(path, partial)
+            os.utime(partial, (base + index, base + index))
+            os.replace(partial, staging / path.name)
+            query.processAllAvailable()
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    stamp = "yyyy-MM-dd HH:mm:ss.SSS"
+    rows = spark.table(name).select(
+        F.date_format("session_window.start", stamp).alias("start"), F.date_format("session_window.end", stamp).alias("end"), "key", "count"
+    ).collect()
+    spark.catalog.dropTempView(name)
+    return sorted((row["start"], row["end"], row["key"], int(row["count"])) for row in rows)
+
+
+@pytest.mark.parametrize("mode", ["append", "complete"])
+def test_session_windows_equal_plain_pyspark(spark, registry, tmp_path, mode: str) -> None:
+    folder = tmp_path / "clicks"
+    folder.mkdir()
+    batches = [
+        [("12:00:00.250", "a"), ("12:00:40", "a"), ("12:00:10", "b")],
+        [("12:01:10", "a"), ("12:03:00", "b")],
+        [("12:06:00", "a"), ("12:00:20", "b")],  # b at 12:00:20 is late for append once the watermark passed it
+        [("12:12:00", "a")],
+    ]
+    for index, rows in enumerate(batches):
+        lines = [json.dumps({"ts": int(datetime.strptime(f"2016-05-10 {at}", "%Y-%m-%d %H:%M:%S" + (".%f" if "." in at else "")).replace(tzinfo=UTC).timestamp() * 1000), "user": key}) for at, key in rows]
+        (folder / f"part-{index}.jsonl").write_text("\n".join(lines) + "\n")
+    columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="user")
+    config = QueryConfig(FeedSource(folder, 0, "json", columns), session_gap="1 minute", watermark="2 minutes", output_mode=mode)
+    outcome = run_to_idle(registry, config, timeout=300)
+    ours = sorted((r["window_start"], r["window_end"], r["key"], r["count"]) for r in outcome.result_records())
+    plain = _plain_sessions(spark, sorted(folder.iterdir()), tmp_path, "1 minute", "2 minutes", mode)
+    def trimmed(text: str) -> str:
+        return text.rstrip("0").rstrip(".") if "." in text else text
+
+    assert ours == [(trimmed(start), trimmed(end), key, count) for start, end, key, count in plain]
+    assert ("2016-05-10 12:00:00.25", "2016-05-10 12:02:10", "a", 3) in ours  # a fraction of a second where the session has one
+
+
+def test_session_windows_refuse_what_spark_refuses(tmp_path) -> None:
+    folder = _write(tmp_path / "events", "json", lambda at, key: {"ts": _epoch_ms(at), "user": key})
+    source = FeedSource(folder, 0, "json", ColumnMapping(event_time="ts", time_format="epoch_ms", key="user"))
+    refusals = [
+        ({"output_mode": "update"}, "output_mode", "update"),
+        ({"output_mode": "append", "slide": "30 seconds"}, "slide", "30 seconds"),
+        ({"output_mode": "complete", "aggregation": "none"}, "output_mode", "complete"),
+        ({"output_mode": "append", "session_gap": "0 seconds"}, "session_gap", "0 seconds"),
+    ]
+    for changes, field_name, value in refusals:
+        with pytest.raises(ConfigError) as caught:
+            QueryConfig(source, **{"session_gap": "1 minute", **changes})
+        assert (caught.value.field, caught.value.value) == (field_name, value)

@@ -345,3 +345,12 @@ def test_deduplication_is_exported_before_the_aggregation(write_feed):
     assert _assigned_constant(ast.parse(code), "DEDUP_ID") == "key"
     plain = pyspark_code(QueryConfig(source, window="10 minutes", watermark="10 minutes", output_mode="append"))
     assert "dropDuplicatesWithinWatermark" not in _calls(ast.parse(plain))
+
+
+def test_session_windows_are_exported(write_feed):
+    config = QueryConfig(FeedSource(write_feed(GUIDE_BATCHES), seconds_per_file=0), session_gap="3 minutes", watermark="10 minutes", output_mode="append")
+    code = pyspark_code(config)
+    tree = ast.parse(code)
+    assert "session_window" in _calls(tree) and "window" not in _calls(tree)
+    assert _assigned_constant(tree, "SESSION_GAP") == "3 minutes"
+    assert "WINDOW" not in {node.targets[0].id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}

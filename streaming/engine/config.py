@@ -297,6 +297,9 @@ class QueryConfig:
     ``processing_time`` trigger and refused for the others. ``deduplicate``
     drops rows whose id (the dataset's ``dedup_id`` column) was seen within
     the watermark (``dropDuplicatesWithinWatermark``) before the aggregation.
+    ``session_gap`` groups by session windows (``session_window``: a session
+    ends after that long without an event of its key) instead of fixed ones;
+    ``window`` is then not used, and Spark allows append and complete mode only.
     """
 
     source: Source
@@ -308,6 +311,7 @@ class QueryConfig:
     trigger_interval: str | None = None
     aggregation: Aggregation = "count"
     deduplicate: bool = False
+    session_gap: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, _SOURCE_TYPES):
@@ -321,6 +325,11 @@ class QueryConfig:
                 raise ConfigError("slide", self.slide, "must be longer than 0")
             if slide_ms > window_ms:
                 raise ConfigError("slide", self.slide, f"is longer than window {self.window!r}; the slide must be at most the window")
+        if self.session_gap is not None:
+            if _duration_ms("session_gap", self.session_gap) <= 0:
+                raise ConfigError("session_gap", self.session_gap, "must be longer than 0")
+            if self.slide is not None:
+                raise ConfigError("slide", self.slide, "does not apply to session windows: a session ends after session_gap without events")
         if self.watermark is not None:
             _duration_ms("watermark", self.watermark)
         if self.output_mode not in OUTPUT_MODES:
@@ -354,6 +363,13 @@ class QueryConfig:
                 "aggregation", self.aggregation,
                 "needs a value column: map one for your dataset (Datasets page, or replay --value); only count works without one",
             )
+        if self.session_gap is not None and self.aggregation == "none":
+            raise ConfigError("session_gap", self.session_gap, "needs an aggregation: a session window groups rows")
+        if self.session_gap is not None and self.output_mode == "update":
+            raise ConfigError(
+                "output_mode", "update",
+                "is not supported by Spark for session windows: use append (finalized sessions) or complete (every session, rewritten each batch)",
+            )
         if not isinstance(self.deduplicate, bool):
             raise ConfigError("deduplicate", self.deduplicate, "must be true or false")
         if self.deduplicate:
@@ -379,6 +395,10 @@ class QueryConfig:
         return parse_duration(self.window)
 
     @property
+    def session_gap_ms(self) -> int | None:
+        return parse_duration(self.session_gap) if self.session_gap is not None else None
+
+    @property
     def slide_ms(self) -> int:
         return parse_duration(self.slide) if self.slide is not None else self.window_ms
 
@@ -397,6 +417,8 @@ def describe(config: QueryConfig) -> dict[str, object]:
     window = f"{format_duration(config.window_ms)}" + (
         f" sliding every {format_duration(config.slide_ms)}" if config.slide is not None else " tumbling"
     )
+    if config.session_gap_ms is not None:
+        window = f"session, gap {format_duration(config.session_gap_ms)}"
     return {
         **source,
         "window": window,

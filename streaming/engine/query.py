@@ -61,7 +61,7 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
         frame = frame.dropDuplicatesWithinWatermark(["dedup_id"])
     if config.aggregation == "none":
         return frame.select(F.unix_micros("event_time").alias("event_time"), "key"), feeder
-    return windowed_counts(frame, config.window_ms, config.slide_ms, config.aggregation), feeder
+    return windowed_counts(frame, config.window_ms, config.slide_ms, config.aggregation, config.session_gap_ms), feeder
 
 
 def aggregate_column(aggregation: str) -> Column:
@@ -77,11 +77,20 @@ def aggregate_column(aggregation: str) -> Column:
     return functions[aggregation](value.try_cast("double"))
 
 
-def windowed_counts(frame: DataFrame, window_ms: int, slide_ms: int, aggregation: str = "count") -> DataFrame:
-    """The aggregate per ``key`` and event-time window ``[start, end)``: ``window_start``/``window_end`` in epoch microseconds, ``key``, and ``count`` (or ``value`` for a value aggregation)."""
+def windowed_counts(
+    frame: DataFrame, window_ms: int, slide_ms: int, aggregation: str = "count", session_gap_ms: int | None = None
+) -> DataFrame:
+    """The aggregate per ``key`` and event-time window ``[start, end)``: ``window_start``/``window_end`` in epoch microseconds, ``key``, and ``count`` (or ``value`` for a value aggregation).
+
+    With ``session_gap_ms`` the windows are sessions (``session_window``): a
+    key's session ends ``session_gap_ms`` after its last event.
+    """
     from pyspark.sql import functions as F
 
-    window = F.window("event_time", format_duration(window_ms), format_duration(slide_ms))
+    if session_gap_ms is not None:
+        window = F.session_window("event_time", format_duration(session_gap_ms))
+    else:
+        window = F.window("event_time", format_duration(window_ms), format_duration(slide_ms))
     grouped = frame.groupBy(window.alias("window"), "key")
     measured = grouped.count() if aggregation == "count" else grouped.agg(aggregate_column(aggregation).alias("value"))
     return measured.select(
