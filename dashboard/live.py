@@ -23,6 +23,7 @@ from streaming.analysis import lateness
 from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
 from streaming.charts.live import live_figures, windowed_counts_figure
+from streaming.engine.batching import Batching
 from streaming.engine.config import (
     OUTPUT_MODES,
     TRIGGER_KINDS,
@@ -133,7 +134,17 @@ def _dataset_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     choices = runnable_datasets(dataset_store())
     label = st.selectbox("Dataset", list(choices), key="lab_dataset", help="Your uploaded datasets and the samples, run with the mapping saved on the Datasets page")
     root, name = choices[label] if label is not None else (None, None)
+    rule = st.selectbox(
+        "Micro-batches", ["one file each", "N rows each", "by arrival time"], key="lab_dataset_batching",
+        help="by arrival time: the rows whose arrival column falls in the same interval form one batch (map the arrival column on the Datasets page)",
+    )
+    batching: dict[str, Any] = {"batch_by": "file", "batch_interval": None}
+    if rule == "N rows each":
+        batching["batch_by"] = f"rows:{st.number_input('Rows per batch', min_value=1, value=100, step=50, key='lab_dataset_rows')}"
+    elif rule == "by arrival time":
+        batching = {"batch_by": "arrival", "batch_interval": st.text_input("Arrival interval", value="10 seconds", key="lab_dataset_interval")}
     return {
+        **batching,
         "root": str(root),
         "dataset": name,
         "seconds_per_file": st.number_input(
@@ -151,7 +162,14 @@ def _dataset_feed(params: Mapping[str, Any], root: Path) -> Source:
     saved = store.saved_columns(name)
     if saved is None:
         raise ConfigError("columns", name, "are not mapped yet: choose the event-time column on the Datasets page and press Save mapping")
-    return FeedSource(store.folder(name), params["seconds_per_file"], store.format(name), ColumnMapping.from_dict(saved))
+    columns = ColumnMapping.from_dict(saved)
+    by = params.get("batch_by", "file")
+    if by == "arrival":
+        if columns.arrival is None:
+            raise ConfigError("batch_by", "arrival", f"needs {name}'s arrival column: map it on the Datasets page and press Save mapping")
+        by = columns.arrival
+    batching = Batching(by, params.get("batch_interval"))
+    return FeedSource(store.folder(name), params["seconds_per_file"], store.format(name), columns, batching)
 
 
 def _replayed_feed(params: Mapping[str, Any], root: Path) -> Source:

@@ -174,6 +174,10 @@ def watermark_widget(prefix: str, delay: str | None = "30 seconds") -> str | Non
 def show_code(config: QueryConfig, key: str) -> None:
     """A "Show code" panel: self-contained PySpark code for ``config``, to paste into a notebook or ``spark-submit``."""
     with st.expander("Show code"):
-        code = pyspark_code(config)
+        try:
+            code = pyspark_code(config)
+        except ConfigError as err:
+            st.info(f"No code for this query: {err}")
+            return
         st.code(code, language="python")
         st.download_button("Download streaming_query.py", code, file_name="streaming_query.py", mime="text/x-python", key=key)

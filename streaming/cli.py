@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
-from .engine.config import FEED_COLUMNS, FILE_FORMATS, OUTPUT_MODES, VALUE_AGGREGATIONS, ColumnMapping, FeedSource, QueryConfig
+from .engine.batching import Batching
+from .engine.config import FEED_COLUMNS, FILE_FORMATS, ONE_FILE_PER_BATCH, OUTPUT_MODES, VALUE_AGGREGATIONS, ColumnMapping, FeedSource, QueryConfig
 from .engine.datasets import FORMATS, FileFormat
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN
@@ -37,6 +39,8 @@ def parser() -> argparse.ArgumentParser:
     windows.add_argument("--window", help='window length, e.g. "5 minutes"')
     windows.add_argument("--session-gap", default=None, help="session windows instead: a key's session ends this long after its last event")
     replay.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
+    replay.add_argument("--batch-by", default="file", help="file (one file per micro-batch, default), rows:N, or an arrival-time column")
+    replay.add_argument("--batch-interval", default=None, help="with --batch-by COLUMN: rows arriving in the same interval of this length form a batch")
     replay.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark (needs --watermark)")
     replay.add_argument("--watermark", default=None, help="watermark delay (default: none)")
     replay.add_argument("--output-mode", default="update", choices=OUTPUT_MODES)
@@ -58,7 +62,7 @@ def detect_format(path: Path) -> FileFormat:
 
 def replay_source(
     path: Path, file_format: str | None, event_time: str, time_format: str | None, key: str | None, value: str | None = None,
-    dedup_id: str | None = None,
+    dedup_id: str | None = None, batching: Batching = ONE_FILE_PER_BATCH,
 ) -> FeedSource:
     """The stepped feed source the replay flags describe (see ``replay --help``)."""
     fmt = cast("FileFormat", file_format) if file_format else detect_format(path)
@@ -66,7 +70,9 @@ def replay_source(
     plain = (event_time, key, value, dedup_id) == (FEED_COLUMNS.event_time, FEED_COLUMNS.key, None, None)
     if time_format is None and fmt == "csv" and path.is_dir() and plain:
         columns = FEED_COLUMNS
-    return FeedSource(path, seconds_per_file=0, file_format=fmt, columns=columns)
+    if batching.column is not None and batching.column != event_time:
+        columns = replace(columns, arrival=batching.column, arrival_format=time_format or "auto")  # written like the event time
+    return FeedSource(path, seconds_per_file=0, file_format=fmt, columns=columns, batching=batching)
 
 
 def _print_replay(outcome) -> None:
@@ -92,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = QueryConfig(
             replay_source(
-                args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value, args.dedup_by
+                args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value, args.dedup_by,
+                Batching(args.batch_by, args.batch_interval),
             ),
             window=args.window or "1 minute",
             slide=args.slide,

@@ -33,6 +33,7 @@ from typing import Any
 from .engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
+from .engine.errors import ConfigError
 from .engine.feeds import NO_KEY, TIME_PATTERN, feed_header
 
 __all__ = ["RESULT_PREFIX", "pyspark_code"]
@@ -776,6 +777,11 @@ def pyspark_code(config: QueryConfig) -> str:
     if not isinstance(config, QueryConfig):
         raise TypeError(f"config: expected a QueryConfig, got {config!r}")
     is_feed = isinstance(config.source, FeedSource)
+    if isinstance(config.source, FeedSource) and config.source.batching.by != "file":
+        raise ConfigError(
+            "batch_by", config.source.batching.by,
+            "is not exported yet: Show code replays one file per micro-batch, so batches cut by rows or by arrival time would differ",
+        )
     parts = [
         _header(config),
         _imports(config),

@@ -363,3 +363,16 @@ def test_the_aggregate_of_a_dataset_reads_its_mapped_value_column(tmp_path: Path
     store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user"})
     with pytest.raises(ConfigError, match="needs a value column"):
         live.build_config("dataset", params, {**query, "aggregation": "avg"})
+
+
+def test_a_dataset_source_takes_its_batching_rule(tmp_path: Path) -> None:
+    store = DatasetStore(tmp_path / "data")
+    store.add("orders", [Upload("topic.jsonl", EVENTS_JSONL)])
+    store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user"})
+    params = {"root": str(store.root), "dataset": "orders", "seconds_per_file": 1.0}
+    assert live.build_source("dataset", {**params, "batch_by": "rows:5", "batch_interval": None}).batching.rows == 5
+    with pytest.raises(ConfigError, match="arrival column"):
+        live.build_source("dataset", {**params, "batch_by": "arrival", "batch_interval": "10 seconds"})
+    store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user", "arrival": "ts2", "arrival_format": "epoch_ms"})
+    source = live.build_source("dataset", {**params, "batch_by": "arrival", "batch_interval": "10 seconds"})
+    assert (source.batching.column, source.arrival_format) == ("ts2", "epoch_ms")

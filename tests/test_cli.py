@@ -201,3 +201,15 @@ def test_session_gap_replaces_window_and_update_mode_is_refused(write_feed, caps
         main(["replay", str(feed), "--session-gap", "3 minutes", "--window", "5 minutes"])
     assert main(["replay", str(feed), "--session-gap", "3 minutes", "--slide", "1 minute", "--output-mode", "complete"]) == 2
     assert "slide: '1 minute' does not apply to session windows" in capsys.readouterr().err
+
+
+def test_batch_flags_reach_the_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from streaming.engine.batching import Batching
+
+    (tmp_path / "events.jsonl").write_text('{"ts": 1, "arrived": 2, "k": "a"}\n')
+    source = replay_source(tmp_path, None, "ts", "epoch_ms", "k", batching=Batching("arrived", "10 seconds"))
+    assert (source.batching.column, source.columns.arrival, source.arrival_format) == ("arrived", "arrived", "epoch_ms")
+    assert replay_source(tmp_path, None, "ts", "epoch_ms", "k", batching=Batching("rows:5")).batching.rows == 5
+    assert main(["replay", str(tmp_path), "--event-time", "ts", "--time-format", "epoch_ms", "--key", "k", "--window", "1 minute",
+                 "--batch-by", "arrived"]) == 2
+    assert "batch_interval: None is required to batch by column 'arrived'" in capsys.readouterr().err

@@ -354,3 +354,14 @@ def test_session_windows_are_exported(write_feed):
     assert "session_window" in _calls(tree) and "window" not in _calls(tree)
     assert _assigned_constant(tree, "SESSION_GAP") == "3 minutes"
     assert "WINDOW" not in {node.targets[0].id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}
+
+
+def test_batching_other_than_one_file_per_batch_is_not_exported_silently(write_feed):
+    from streaming.engine.batching import Batching
+    from streaming.engine.config import ColumnMapping
+    from streaming.engine.errors import ConfigError
+
+    source = FeedSource(write_feed(GUIDE_BATCHES), 0, "csv", ColumnMapping(event_time="event_time", key="key"), Batching("rows:3"))
+    with pytest.raises(ConfigError) as caught:
+        pyspark_code(QueryConfig(source))
+    assert (caught.value.field, caught.value.value) == ("batch_by", "rows:3")

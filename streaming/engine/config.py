@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .batching import Batching
 from .datasets import FORMATS, FileFormat
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
@@ -140,6 +141,7 @@ class ColumnMapping:
 
 
 FEED_COLUMNS = ColumnMapping(event_time="event_time", time_format=TIME_PATTERN, key="key")
+ONE_FILE_PER_BATCH = Batching()
 """The sample feeds' columns: ``event_time`` written as ``yyyy-MM-dd HH:mm:ss`` (UTC) and ``key``."""
 
 
@@ -149,7 +151,9 @@ class FeedSource:
 
     ``file_format`` and ``columns`` say how the files are read; the defaults
     are the sample feeds' layout (:data:`FEED_COLUMNS`: CSV with ``event_time``
-    written as ``yyyy-MM-dd HH:mm:ss`` and ``key``).
+    written as ``yyyy-MM-dd HH:mm:ss`` and ``key``). ``batching`` says which
+    rows form each micro-batch (:class:`~streaming.engine.batching.Batching`:
+    one file, ``rows:N``, or an arrival column's intervals).
 
     Files are handed to Spark in file-name order, one every ``seconds_per_file``
     seconds. With 0 the feed is stepped by its caller: the replay runner hands
@@ -161,6 +165,7 @@ class FeedSource:
     seconds_per_file: float = 2.0
     file_format: FileFormat = "csv"
     columns: ColumnMapping = FEED_COLUMNS
+    batching: Batching = ONE_FILE_PER_BATCH
     kind: Literal["feed"] = field(default="feed", init=False)
 
     def __post_init__(self) -> None:
@@ -171,6 +176,8 @@ class FeedSource:
             raise ConfigError("source.file_format", self.file_format, f"is not one of {', '.join(FILE_FORMATS)}")
         if not isinstance(self.columns, ColumnMapping):
             raise ConfigError("source.columns", self.columns, "is not a column mapping")
+        if not isinstance(self.batching, Batching):
+            raise ConfigError("source.batching", self.batching, "is not a batching rule")
         if self.sample_layout:
             feed_header(self.path)
         else:
@@ -178,7 +185,10 @@ class FeedSource:
             if not files:
                 raise ConfigError("source.path", str(self.path), f"holds no {self.file_format} files")
             if self.file_format == "csv":
-                self.columns.check_columns(dict.fromkeys(csv_header(files[0]), "string"))
+                header = dict.fromkeys(csv_header(files[0]), "string")
+                self.columns.check_columns(header)
+                if self.batching.column is not None and self.batching.column not in header:
+                    raise ConfigError("batch_by", self.batching.column, f"is not a column of the dataset (columns: {', '.join(header)})")
         if isinstance(self.seconds_per_file, bool) or not isinstance(self.seconds_per_file, (int, float)) or self.seconds_per_file < 0:
             raise ConfigError("source.seconds_per_file", self.seconds_per_file, "must be 0 or more")
 
@@ -189,7 +199,14 @@ class FeedSource:
         Event-by-event analysis (lateness, the exact answer) reads such feeds
         without Spark; other datasets are read by Spark only.
         """
-        return self.file_format == "csv" and self.columns == FEED_COLUMNS and self.path.is_dir()
+        return self.file_format == "csv" and self.columns == FEED_COLUMNS and self.batching.by == "file" and self.path.is_dir()
+
+    @property
+    def arrival_format(self) -> str:
+        """How the batching column's times are written: as the mapping says for its arrival (or event-time) column, else ``auto``."""
+        if self.batching.column == self.columns.arrival:
+            return self.columns.arrival_format
+        return self.columns.time_format if self.batching.column == self.columns.event_time else "auto"
 
     def files(self) -> list[Path]:
         """The files replayed, in order: the folder's files of ``file_format`` in file-name order, or the one file ``path`` names."""

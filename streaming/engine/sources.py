@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .batching import batch_files
 from .config import FeedSource, GeneratorSource, RateMicroBatchSource, RateSource, SocketSource, Source
 from .feeds import dataset_columns, event_columns, feed_files, feed_header, feed_schema, quoted
 from .preview import dataset_schema, read_dataset
@@ -163,13 +164,19 @@ class LineServer:
 
 def _feed_frame(spark: SparkSession, source: FeedSource, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder]:
     files = source.files()
-    replayer = FeedReplayer(files, staging, source.seconds_per_file)
     if source.sample_layout:
+        replayer = FeedReplayer(files, staging, source.seconds_per_file)
         raw = spark.readStream.schema(feed_schema(source.path)).option("header", True).option("maxFilesPerTrigger", 1).option("mode", "PERMISSIVE").csv(str(staging))
         return raw.select(*event_columns("event_time", "key")), replayer
     # A user's dataset: the columns and types Spark reads from the files in one batch read
-    # (CSV as text), checked against the mapping before the stream starts.
+    # (CSV as text), checked against the mapping before the stream starts; then the files
+    # of its micro-batches, cut as its batching rule says.
     schema = dataset_schema(read_dataset(spark, files, source.file_format))
+    source.columns.check_columns(schema)
+    batches = batch_files(
+        spark, files, source.file_format, source.batching, staging.parent / "batches", time_format=source.arrival_format, schema=schema
+    )
+    replayer = FeedReplayer(batches, staging, source.seconds_per_file)
     reader = spark.readStream.schema(", ".join(f"{quoted(name)} {data_type}" for name, data_type in schema.items())).option("maxFilesPerTrigger", 1)
     if source.file_format == "csv":
         raw = reader.option("header", True).option("mode", "PERMISSIVE").csv(str(staging))
