@@ -285,6 +285,25 @@ def rss_mib(pid: int) -> tuple[float, float]:
     return (jvm / MIB if found else math.nan, me.memory_info().rss / MIB)
 
 
+def heap_after_gc_mib(spark) -> float:
+    """MiB of the driver's Java heap in use right after its latest garbage collection, NaN when unknown.
+
+    RSS follows the heap's size, which G1 grows towards its cap and shrinks
+    at its own pace (a sawtooth); the heap left after a collection is the
+    live data, which a leak makes grow and a plateau keeps level.
+    """
+    try:
+        latest, used = -1, math.nan
+        for collector in spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans():
+            info = collector.getLastGcInfo()
+            if info is not None and info.getEndTime() > latest:
+                latest = info.getEndTime()
+                used = sum(usage.getUsed() for usage in info.getMemoryUsageAfterGc().values()) / MIB
+        return used
+    except Exception:  # noqa: BLE001 - a remote or non-HotSpot JVM: the measure is optional
+        return math.nan
+
+
 # ---------------------------------------------------------------- poll cost and memory over time
 
 
@@ -380,22 +399,24 @@ class RssSample:
     minute: float
     jvm_mib: float
     python_mib: float
+    heap_after_gc_mib: float = math.nan
 
 
 def rss_trend(samples: Sequence[RssSample], last_minutes: float = 30.0) -> dict[str, float]:
     """Least-squares slope of the RSS over the last ``last_minutes`` of ``samples`` (all of them when the run is shorter).
 
-    Returns, for ``jvm`` and ``python``: the slope in MiB per minute and the
+    Returns, for ``jvm``, ``python`` and ``heap_after_gc``: the slope in MiB per minute and the
     change it makes over that span relative to the span's mean RSS (``0.05``
     is 5 %); NaN with fewer than three samples.
     """
+    names = ("jvm", "python", "heap_after_gc")
     if not samples:
-        return dict.fromkeys(("span_minutes", "jvm_mib_per_min", "jvm_change", "python_mib_per_min", "python_change"), math.nan)
+        return {"span_minutes": math.nan} | {f"{name}_{part}": math.nan for name in names for part in ("mib_per_min", "change")}
     end = samples[-1].minute
     window = [sample for sample in samples if sample.minute >= end - last_minutes]
     span = window[-1].minute - window[0].minute if window else 0.0
     trend: dict[str, float] = {"span_minutes": span}
-    for name in ("jvm", "python"):
+    for name in names:
         values = [(sample.minute, getattr(sample, f"{name}_mib")) for sample in window if not math.isnan(getattr(sample, f"{name}_mib"))]
         if len(values) < 3 or span <= 0:
             trend[f"{name}_mib_per_min"] = trend[f"{name}_change"] = math.nan
@@ -408,7 +429,7 @@ def rss_trend(samples: Sequence[RssSample], last_minutes: float = 30.0) -> dict[
     return trend
 
 
-def _wait_running(run, until: float, note_every: float, started: float, samples: list[RssSample], pid: int) -> None:
+def _wait_running(run, until: float, note_every: float, started: float, samples: list[RssSample], pid: int, spark=None) -> None:
     """Wait for ``until`` while ``run`` is active; take an RSS sample at every whole minute since ``started``."""
     next_note = time.monotonic() + note_every
     while time.monotonic() < until:
@@ -418,7 +439,8 @@ def _wait_running(run, until: float, note_every: float, started: float, samples:
         time.sleep(min(1.0, max(0.0, min(until, next_sample) - time.monotonic())))
         if time.monotonic() >= next_sample:
             jvm, python = rss_mib(pid)
-            samples.append(RssSample((time.monotonic() - started) / 60.0, jvm, python))
+            heap = math.nan if spark is None else heap_after_gc_mib(spark)
+            samples.append(RssSample((time.monotonic() - started) / 60.0, jvm, python, heap))
         if time.monotonic() >= next_note:
             _note(f"{run.name}: {len(run.log)} batches, {len(run.table)} result rows, {until - time.monotonic():.0f} s to the next mark")
             next_note += note_every
@@ -445,7 +467,7 @@ def measure_live(
     results = []
     try:
         for label, at_s in marks_s:
-            _wait_running(run, started + at_s, note_every=60.0, started=started, samples=samples, pid=pid)
+            _wait_running(run, started + at_s, note_every=60.0, started=started, samples=samples, pid=pid, spark=registry.spark)
             mark = Mark(label, time.monotonic() - started)
             for _ in range(warmup_polls):
                 poll_once(run, serialize=True)
@@ -627,11 +649,19 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         )
     lines.append(f"  ratio long/short: JVM {_format(jvm_ratio)}, Python {_format(python_ratio)}")
     trend = rss_trend(samples)
-    lines.append("  RSS every minute (JVM / Python MiB): " + ", ".join(f"{sample.jvm_mib:.0f}/{sample.python_mib:.0f}" for sample in samples))
+    lines.append(
+        "  every minute (JVM RSS / Java heap after the latest GC / Python RSS, MiB): "
+        + ", ".join(f"{sample.jvm_mib:.0f}/{sample.heap_after_gc_mib:.0f}/{sample.python_mib:.0f}" for sample in samples)
+    )
     jvm_flat = None if math.isnan(trend["jvm_change"]) else abs(trend["jvm_change"]) <= 0.05
+    heap_flat = None if math.isnan(trend["heap_after_gc_change"]) else abs(trend["heap_after_gc_change"]) <= 0.05
     lines.append(
         f"  slope over the last {trend['span_minutes']:.0f} min: JVM {trend['jvm_mib_per_min']:+.2f} MiB/min ({trend['jvm_change']:+.1%} over the span), "
         f"Python {trend['python_mib_per_min']:+.2f} MiB/min ({trend['python_change']:+.1%}); JVM flat within 5%: {_verdict(jvm_flat)}"
+    )
+    lines.append(
+        f"  Java heap after GC (the live data; RSS is the heap's size, a GC sawtooth): {trend['heap_after_gc_mib_per_min']:+.2f} MiB/min "
+        f"({trend['heap_after_gc_change']:+.1%} over the span); flat within 5%: {_verdict(heap_flat)}"
     )
     metrics: dict[str, object] = {
         "cold_start_s": None if cold is None else cold["cold_start_s"],
@@ -653,6 +683,7 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         "python_rss_ratio": python_ratio,
         "jvm_rss_change_last_30min": trend["jvm_change"],
         "python_rss_change_last_30min": trend["python_change"],
+        "heap_after_gc_change_last_30min": trend["heap_after_gc_change"],
         "poll_cpu_p50_ms_1min": short.part_p50("cpu_ms"),
         "poll_cpu_p95_ms_1min": short.part_p95("cpu_ms"),
         "poll_cpu_p50_ms_long": long.part_p50("cpu_ms"),

@@ -88,7 +88,7 @@ def _store_of(store: DatasetStore, choice: DatasetChoice, samples_root: Path) ->
 def dataset_files(store: DatasetStore, choice: DatasetChoice, samples_root: Path = SAMPLE_FEEDS) -> tuple[list[Path], FileFormat]:
     """The files of ``choice`` and their format; only listed names are ever opened."""
     owner = _store_of(store, choice, samples_root)
-    return owner.files(choice.name), owner.format(choice.name)
+    return owner.files(choice.name), owner.file_format(choice.name)
 
 
 def store_uploads(store: DatasetStore, name: str, files: Sequence[Uploaded]) -> UploadReport:
@@ -226,7 +226,7 @@ def saved_mapping(store: DatasetStore, choice: DatasetChoice, samples_root: Path
     """The mapping saved with ``choice`` (a sample's ships with it; the sample feeds' CSV layout is :data:`FEED_COLUMNS`), or ``None``."""
     owner = _store_of(store, choice, samples_root)
     saved = owner.saved_columns(choice.name)
-    if saved is None and choice.sample and owner.format(choice.name) == "csv":
+    if saved is None and choice.sample and owner.file_format(choice.name) == "csv":
         return FEED_COLUMNS
     try:
         return None if saved is None else ColumnMapping.from_dict(saved)
@@ -235,14 +235,14 @@ def saved_mapping(store: DatasetStore, choice: DatasetChoice, samples_root: Path
 
 
 def save_mapping_button(store: DatasetStore, choice: DatasetChoice, mapping: ColumnMapping) -> None:
-    """Save ``mapping`` with the dataset, for the Live query page and the CLI; says whether the shown mapping is the saved one."""
+    """Save ``mapping`` with the dataset, for the Live query page; says whether the shown mapping is the saved one."""
     if choice.sample:
         where = "Replayed sample feed" if saved_mapping(store, choice) == FEED_COLUMNS else "Your dataset"
         st.caption(f"Samples ship with their mapping; run this one on the Live query page as *{where}*.")
         return
     if saved_mapping(store, choice) == mapping:
         st.caption(f":material/check_circle: This mapping is saved with {choice.name}: the Live query page runs the dataset with it.")
-    elif st.button("Save mapping", key="save_mapping", icon=":material/save:", help="The Live query page and the CLI run the dataset with the saved mapping"):
+    elif st.button("Save mapping", key="save_mapping", icon=":material/save:", help="The Live query page runs the dataset with the saved mapping"):
         store.save_columns(choice.name, mapping.to_dict())
         st.rerun()
 

@@ -159,6 +159,8 @@ def _dataset_feed(params: Mapping[str, Any], root: Path) -> Source:
     if name is None:
         raise ConfigError("dataset", None, "none uploaded yet: add one on the Datasets page")
     store = DatasetStore(Path(params["root"]))
+    if store.root not in (dataset_store().root, DatasetStore(SAMPLE_FEEDS).root):
+        raise ConfigError("dataset", params["root"], "is neither the data root nor the samples folder")
     saved = store.saved_columns(name)
     if saved is None:
         raise ConfigError("columns", name, "are not mapped yet: choose the event-time column on the Datasets page and press Save mapping")
@@ -169,7 +171,7 @@ def _dataset_feed(params: Mapping[str, Any], root: Path) -> Source:
             raise ConfigError("batch_by", "arrival", f"needs {name}'s arrival column: map it on the Datasets page and press Save mapping")
         by = columns.arrival
     batching = Batching(by, params.get("batch_interval"))
-    return FeedSource(store.folder(name), params["seconds_per_file"], store.format(name), columns, batching)
+    return FeedSource(store.folder(name), params["seconds_per_file"], store.file_format(name), columns, batching)
 
 
 def _replayed_feed(params: Mapping[str, Any], root: Path) -> Source:

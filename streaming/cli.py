@@ -27,8 +27,8 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--event-time", default="event_time", help="the event-time column (default: event_time)")
     replay.add_argument(
         "--time-format", default=None,
-        help="auto, epoch_s, epoch_ms or a Spark datetime pattern (default: auto; CSV with event_time and key columns is read "
-        f"as the sample feeds are, {TIME_PATTERN})",
+        help="auto, epoch_s, epoch_ms or a Spark datetime pattern (default: auto; a folder of CSV files with event_time and key "
+        f"columns is read as the sample feeds are, {TIME_PATTERN})",
     )
     keys = replay.add_mutually_exclusive_group()
     keys.add_argument("--key", default="key", help="the key column (default: key)")

@@ -80,7 +80,7 @@ _SOURCE_NAMES = {
 
 def _header(config: QueryConfig) -> str:
     source = config.source
-    what = "events passed through unaggregated" if config.aggregation == "none" else f"windowed {config.measure} per key over event time"
+    what = "events passed through unaggregated" if config.aggregation == "none" else f"windowed {config.aggregation} per key over event time"
     if isinstance(source, FeedSource):
         how = [
             "The feed folder is replayed one file per micro-batch, as the Streaming Lab",
@@ -289,7 +289,9 @@ def _dataset_source() -> str:
         "# copied, in name order, one at a time into a private staging folder, each with a",
         "# later modification time than the one before; with maxFilesPerTrigger=1 every file",
         "# becomes exactly one micro-batch.",
-        "FILES = [FEED] if FEED.is_file() else sorted(p for p in FEED.iterdir() if p.suffix.lower() in SUFFIXES and not p.name.startswith('.'))",
+        "FILES = [FEED] if FEED.is_file() else sorted(",
+        "    p for p in FEED.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES and not p.name.startswith('.')",
+        ")",
         "if not FILES:",
         "    raise SystemExit(f'{FEED}: no {FORMAT} files')",
         "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-'))",
@@ -462,6 +464,10 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
         "# Rows whose event_time could not be parsed or whose key is empty are counted (the",
         "# observed metrics 'input' in each batch's progress) and left out.",
         "malformed = F.col('event_time').isNull() | F.col('key').isNull()",
+        *(
+            ["malformed = malformed | F.col('dedup_id').isNull()  # without an id, a row cannot be told from a duplicate"]
+            if config.deduplicate else []
+        ),
         "events = events.observe(",
         "    'input',",
         "    F.count(F.lit(1)).alias('input_rows'),",
@@ -623,7 +629,7 @@ def _feed_sink(config: QueryConfig) -> str:
         }[config.output_mode]
         store = "int(count)" if config.aggregation == "count" else "None if count is None else float(count)"
         fold = [
-            f"table = {{}}  # (window_start_us, window_end_us, key) -> {config.measure}",
+            f"table = {{}}  # (window_start_us, window_end_us, key) -> {config.aggregation}",
             "last_batch_id = -1",
             "",
             "",

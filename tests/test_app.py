@@ -337,7 +337,8 @@ def test_datasets_page_previews_renames_and_deletes(tmp_path: Path, monkeypatch)
     assert at.selectbox(key="dataset_choice").value == "guide_words (sample)"
 
 
-def test_a_dataset_source_runs_with_its_saved_mapping_only(tmp_path: Path) -> None:
+def test_a_dataset_source_runs_with_its_saved_mapping_only(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("STREAMING_LAB_DATA", str(tmp_path / "data"))
     store = DatasetStore(tmp_path / "data")
     store.add("clicks", [Upload("topic.jsonl", EVENTS_JSONL)])
     params = {"root": str(store.root), "dataset": "clicks", "seconds_per_file": 1.0}
@@ -348,12 +349,13 @@ def test_a_dataset_source_runs_with_its_saved_mapping_only(tmp_path: Path) -> No
     source = live.build_source("dataset", params)
     assert isinstance(source, FeedSource)
     assert (source.path, source.file_format, source.columns.event_time, source.columns.key) == (store.root / "clicks", "json", "ts", None)
-    for bad in ({**params, "dataset": None}, {**params, "dataset": "../data"}):
+    for bad in ({**params, "dataset": None}, {**params, "dataset": "../data"}, {**params, "root": str(tmp_path)}):
         with pytest.raises(ConfigError):
             live.build_source("dataset", bad)
 
 
-def test_the_aggregate_of_a_dataset_reads_its_mapped_value_column(tmp_path: Path) -> None:
+def test_the_aggregate_of_a_dataset_reads_its_mapped_value_column(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("STREAMING_LAB_DATA", str(tmp_path / "data"))
     store = DatasetStore(tmp_path / "data")
     store.add("orders", [Upload("topic.jsonl", EVENTS_JSONL)])
     store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user", "value": "amount"})
@@ -365,7 +367,8 @@ def test_the_aggregate_of_a_dataset_reads_its_mapped_value_column(tmp_path: Path
         live.build_config("dataset", params, {**query, "aggregation": "avg"})
 
 
-def test_a_dataset_source_takes_its_batching_rule(tmp_path: Path) -> None:
+def test_a_dataset_source_takes_its_batching_rule(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("STREAMING_LAB_DATA", str(tmp_path / "data"))
     store = DatasetStore(tmp_path / "data")
     store.add("orders", [Upload("topic.jsonl", EVENTS_JSONL)])
     store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user"})

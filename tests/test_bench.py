@@ -71,3 +71,20 @@ def test_rss_trend_is_the_slope_over_the_last_30_minutes():
     assert trend["jvm_mib_per_min"] == pytest.approx(10.0)
     assert trend["jvm_change"] == pytest.approx(10 * 9 / 1055)
     assert math.isnan(rss_trend(leaking[:2])["jvm_change"])
+
+
+def test_heap_after_gc_separates_a_gc_sawtooth_from_a_leak():
+    from benchmarks.bench import RssSample, rss_trend
+
+    # RSS climbs and falls with the heap's size; the heap left after each collection stays level
+    sawtooth = [RssSample(m, 900 + 30 * (m % 20), 150.0, 400.0 + (m % 2)) for m in range(1, 61)]
+    trend = rss_trend(sawtooth)
+    assert abs(trend["heap_after_gc_change"]) < 0.01
+    assert math.isnan(rss_trend([RssSample(m, 900, 150.0) for m in range(1, 10)])["heap_after_gc_change"])
+
+
+def test_heap_after_gc_reads_the_driver_jvm(spark):
+    from benchmarks.bench import heap_after_gc_mib
+
+    spark._jvm.java.lang.System.gc()
+    assert 1 < heap_after_gc_mib(spark) < 4096

@@ -123,6 +123,16 @@ def test_no_key_counts_every_event_in_one_group(registry, tmp_path) -> None:
     ]
 
 
+def test_csv_files_with_different_columns_are_refused(tmp_path) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "a.csv").write_text("at,animal\n2016-05-10 12:00:00,dog\n")
+    (folder / "b.csv").write_text("animal,at\ncat,2016-05-10 12:01:00\n")
+    with pytest.raises(ConfigError) as caught:
+        FeedSource(folder, file_format="csv", columns=ColumnMapping(event_time="at", key="animal"))
+    assert (caught.value.field, caught.value.value) == ("file", "b.csv")
+
+
 def test_a_mapping_that_does_not_fit_the_files_is_refused_before_spark(tmp_path) -> None:
     folder = _write(tmp_path / "warehouse", "csv", lambda at, key: {"at": at, "animal": key})
     with pytest.raises(ConfigError) as caught:
@@ -144,9 +154,9 @@ def test_shipped_sample_datasets_run_with_their_mapping_and_count_every_event(sp
 
     samples = DatasetStore(SAMPLE_FEEDS)
     columns = ColumnMapping.from_dict(samples.saved_columns(name))
-    config = QueryConfig(FeedSource(samples.folder(name), 0, samples.format(name), columns), window="1 minute", watermark=None, output_mode="update")
+    config = QueryConfig(FeedSource(samples.folder(name), 0, samples.file_format(name), columns), window="1 minute", watermark=None, output_mode="update")
     outcome = run_to_idle(registry, config, timeout=600)
-    frame = read_dataset(spark, samples.files(name), samples.format(name))
+    frame = read_dataset(spark, samples.files(name), samples.file_format(name))
     events = frame.select(*dataset_columns(columns, dataset_schema(frame))).where(F.col("event_time").isNotNull() & F.col("key").isNotNull())
     expected = (
         events.groupBy(F.window("event_time", "1 minute"), "key").count()
@@ -208,7 +218,7 @@ def test_duplicate_deliveries_are_dropped_within_the_watermark_and_counted(regis
     batches = [
         [("a1", "12:00:10"), ("a2", "12:00:20")],
         [("a1", "12:00:10"), ("a3", "12:00:40")],  # a1 delivered again
-        [("a2", "12:00:20"), ("a4", "12:01:05"), ("a4", "12:01:05")],  # a2 again, a4 twice in one batch
+        [("a2", "12:00:20"), ("a4", "12:01:05"), ("a4", "12:01:05"), (None, "12:01:06"), (None, "12:01:07")],  # a2 again, a4 twice, two without an id
     ]
     for index, rows in enumerate(batches):
         lines = [json.dumps({"id": id_, "ts": _epoch_ms(f"2016-05-10 {at}"), "k": "x"}) for id_, at in rows]
@@ -219,7 +229,7 @@ def test_duplicate_deliveries_are_dropped_within_the_watermark_and_counted(regis
     assert [(r["window_start"][11:], r["count"]) for r in outcome.result_records()] == [("12:00:00", 3), ("12:01:00", 1)]
     assert outcome.duplicates_dropped == 3
     assert outcome.to_json()["duplicates_dropped"] == 3
-    assert outcome.input_rows == 7
+    assert (outcome.input_rows, outcome.malformed_rows) == (9, 2)
 
 
 def test_deduplication_needs_an_id_column_and_a_watermark(tmp_path) -> None:
@@ -304,3 +314,17 @@ def test_session_windows_refuse_what_spark_refuses(tmp_path) -> None:
         with pytest.raises(ConfigError) as caught:
             QueryConfig(source, **{"session_gap": "1 minute", **changes})
         assert (caught.value.field, caught.value.value) == (field_name, value)
+
+
+def test_a_value_column_name_never_becomes_code_in_show_code(tmp_path) -> None:
+    import ast
+
+    from streaming.export import pyspark_code
+
+    nasty = 'x"""; import os; os.system("id"); """'
+    (tmp_path / "events.jsonl").write_text(json.dumps({"ts": 1, nasty: 2}) + "\n")
+    source = FeedSource(tmp_path, 0, "json", ColumnMapping(event_time="ts", time_format="epoch_s", key=None, value=nasty))
+    tree = ast.parse(pyspark_code(QueryConfig(source, aggregation="sum", window="1 minute")))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    assert "os" in imported  # the program's own import
+    assert not any(isinstance(node, ast.Attribute) and node.attr == "system" for node in ast.walk(tree))

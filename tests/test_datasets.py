@@ -34,11 +34,13 @@ def make_store(tmp_path: Path):
     ("given", "expected"),
     [
         ("clicks.csv", "clicks.csv"),
-        ("my events (1).csv", "my_events_1_.csv"),
+        ("my events (1).csv", "my_events_1.csv"),
         ("../../etc/passwd", "passwd"),
         ("C:\\Users\\me\\export.parquet", "export.parquet"),
         (".hidden.csv", "hidden.csv"),
-        ("café.jsonl", "caf_.jsonl"),
+        ("café.jsonl", "caf.jsonl"),
+        ("数据.csv", "data.csv"),
+        ("数据.2024", "data.2024"),
         ("x" * 150 + ".csv", "x" * 96 + ".csv"),
     ],
 )
@@ -85,7 +87,7 @@ def test_each_format_is_stored_with_its_row_count(make_store) -> None:
     ]
     assert store.names() == ["clicks", "kafka_dump", "lake"]
     assert [path.name for path in store.files("clicks")] == ["part-0.csv", "part-1.csv"]
-    assert [store.format(name) for name in store.names()] == ["csv", "json", "parquet"]
+    assert [store.file_format(name) for name in store.names()] == ["csv", "json", "parquet"]
 
 
 def test_bad_files_are_refused_one_by_one_and_the_good_ones_kept(make_store) -> None:
@@ -94,7 +96,7 @@ def test_bad_files_are_refused_one_by_one_and_the_good_ones_kept(make_store) -> 
         Upload("binary.csv", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"),
         Upload("empty.csv", b""),
         Upload("header_only.csv", b"event_time,key\n"),
-        Upload("broken.jsonl", b'{"a": 1}\n{"a": \n'),
+        Upload("broken.jsonl", b'{"a": \n'),
         Upload("notes.txt", b"hello"),
         Upload("huge.csv", b"event_time,key\n" + b"2026-03-02 14:01:01,a\n" * 400),
         Upload("good.csv", CSV),
@@ -178,3 +180,25 @@ def test_a_saved_mapping_stays_with_its_dataset(make_store) -> None:
     assert store.saved_columns("views") == {"event_time": "event_time", "time_format": "auto", "key": "key"}
     (store.root / "views" / ".columns.json").write_text("{not json")
     assert store.saved_columns("views") is None
+
+
+def test_json_lines_are_kept_when_one_line_is_broken_and_refused_when_none_is_an_object(make_store) -> None:
+    store = make_store()
+    report = store.add("kafka", [
+        Upload("ok.jsonl", b'{"ts": 1}\n{"ts": \n\n{"ts": 3}\n'),
+        Upload("none.jsonl", b"[1, 2]\nnot json\n"),
+    ])
+    assert report.kept == {"ok.jsonl": 3}  # Spark reads the broken line as a malformed row, which a query counts
+    assert [(error.value, error.reason) for error in report.refused] == [("none.jsonl", "cannot be read as json: no line is a JSON object")]
+
+
+def test_every_file_of_a_dataset_has_the_same_columns(make_store, tmp_path: Path) -> None:
+    store = make_store()
+    store.add("clicks", [Upload("a.csv", CSV)])
+    report = store.add("clicks", [Upload("b.csv", b"key,event_time\nx,2026-03-02 14:00:00\n"), Upload("c.csv", CSV)])
+    assert report.kept == {"c.csv": 2}
+    assert "has columns ['key', 'event_time'], but a.csv has ['event_time', 'key']" in report.refused[0].reason
+    store.add("lake", [Upload("a.parquet", parquet_bytes())])
+    sink = io.BytesIO()
+    pyarrow.parquet.write_table(pa.table({"other": [1]}), sink)
+    assert store.add("lake", [Upload("b.parquet", sink.getvalue())]).refused[0].field == "file"

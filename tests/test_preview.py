@@ -76,7 +76,7 @@ def test_a_mapping_names_its_columns_and_checks_them_against_a_schema() -> None:
 @pytest.mark.parametrize(
     ("changes", "field_name"),
     [({"event_time": ""}, "columns.event_time"), ({"key": "  "}, "columns.key"), ({"time_format": "YYYY"}, "columns.time_format"),
-     ({"arrival": "event_time"}, "columns.arrival")],
+     ({"arrival": "event_time"}, "columns.arrival"), ({"key": "event_time"}, "columns.key"), ({"value": "event_time"}, "columns.value")],
 )
 def test_a_mapping_refuses_bad_names_where_it_is_made(changes: dict[str, str], field_name: str) -> None:
     with pytest.raises(ConfigError) as caught:
@@ -96,7 +96,8 @@ def test_each_time_format_reads_what_it_promises(spark) -> None:
     at, at_ms = datetime(2026, 3, 2, 14, 1, 1), datetime(2026, 3, 2, 14, 1, 1, 196000)
     auto = ["2026-03-02 14:01:01.196", "2026-03-02T14:01:01.196Z", "2026-03-02T14:01:01", " 2026-03-02 14:01:01 ", "2026-03-02T16:01:01+02:00", "soon", None]
     assert _times(spark, auto, "string", "auto") == [at_ms, at_ms, at, at, at, None, None]
-    assert _times(spark, [1772460061196, None], "bigint", "epoch_ms") == [at_ms, None]
+    assert _times(spark, [1772460061196, None, 1772460061196000000], "bigint", "epoch_ms") == [at_ms, None, None]  # nanoseconds: no time, no failure
+    assert _times(spark, [1e300], "double", "epoch_s") == [None]
     assert _times(spark, ["1772460061196", "x"], "string", "epoch_ms") == [at_ms, None]
     assert _times(spark, [1772460061.196], "double", "epoch_s") == [at_ms]
     assert _times(spark, ["02/03/2026 14:01:01", "2026-03-02 14:01:01"], "string", "dd/MM/yyyy HH:mm:ss") == [at, None]

@@ -88,7 +88,10 @@ def read_rows(path: Path, fmt: FileFormat) -> tuple[list[str] | None, list[Any]]
             header = next(reader, [])
             return header, [row for row in reader if row]
     if fmt == "json":
-        return None, [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        # Lines end at "\n" only, as Spark's reader has them: str.splitlines would also split at
+        # characters JSON allows inside strings (U+2028, U+0085, ...).
+        lines = (line.removesuffix("\r") for line in path.read_text(encoding="utf-8").split("\n"))
+        return None, [line for line in lines if line.strip()]
     import pyarrow.parquet
 
     return None, pyarrow.parquet.read_table(path).to_pylist()
@@ -123,24 +126,27 @@ def interval_batches(times_us: Sequence[int | None], interval_us: int) -> list[l
     return [groups[slot] for slot in sorted(groups)]
 
 
-def _arrival_micros(spark: SparkSession, path: Path, fmt: FileFormat, column: str, time_format: str, schema: dict[str, str]) -> list[int | None]:
+def _arrival_micros(
+    spark: SparkSession, path: Path, fmt: FileFormat, column: str, time_format: str, schema: dict[str, str], struct: Any
+) -> list[int | None]:
+    """The arrival time of each row of ``path`` in row order, read with the whole dataset's schema ``struct``."""
     from pyspark.sql import functions as F
 
     from .feeds import time_column
     from .preview import read_dataset
 
     expression = time_column(column, time_format, schema[column], "columns.arrival_format")
-    return [row[0] for row in read_dataset(spark, [path], fmt).select(F.unix_micros(expression)).collect()]
+    return [row[0] for row in read_dataset(spark, [path], fmt, struct).select(F.unix_micros(expression)).collect()]
 
 
 def batch_files(
     spark: SparkSession | None, files: Sequence[Path], fmt: FileFormat, batching: Batching, folder: Path, *,
-    time_format: str = "auto", schema: dict[str, str] | None = None,
+    time_format: str = "auto", schema: dict[str, str] | None = None, struct: Any = None,
 ) -> list[Path]:
     """The files to replay, one per micro-batch: ``files`` themselves for ``file``, else new files in ``folder`` (see the module docstring).
 
-    Batching by a column needs ``spark`` and the dataset's ``schema`` (column → Spark type); the
-    column's times are read with ``time_format``.
+    Batching by a column needs ``spark``, the dataset's ``schema`` (column → Spark type) and its
+    Spark ``struct`` (each file is read with it); the column's times are read with ``time_format``.
     """
     if batching.by == "file":
         return list(files)
@@ -161,7 +167,7 @@ def batch_files(
                 raise ConfigError("batch_by", column, "needs the Spark session and the dataset's schema to read arrival times")
             if column not in schema:
                 raise ConfigError("batch_by", column, f"is not a column of the dataset (columns: {', '.join(schema)})")
-            file_times = _arrival_micros(spark, path, fmt, column, time_format, schema)
+            file_times = _arrival_micros(spark, path, fmt, column, time_format, schema, struct)
             if len(file_times) != len(file_rows):
                 raise ConfigError("batch_by", column, f"cannot line rows up with arrival times in {path.name} ({len(file_rows)} rows, Spark read {len(file_times)})")
             times.extend(file_times)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from .batching import Batching
-from .datasets import FORMATS, FileFormat
+from .datasets import FORMATS, FileFormat, require_same_columns
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .feeds import TIME_PATTERN, check_time_fit, check_time_format, column_kind, csv_header, feed_files, feed_header
@@ -103,8 +103,9 @@ class ColumnMapping:
                 raise ConfigError(f"columns.{name}", given, "must name a column")
         check_time_format(self.time_format, "columns.time_format")
         check_time_format(self.arrival_format, "columns.arrival_format")
-        if self.arrival == self.event_time:
-            raise ConfigError("columns.arrival", self.arrival, "is the event-time column; arrival must be another column")
+        for role in ("key", "value", "dedup_id", "arrival"):
+            if getattr(self, role) == self.event_time:
+                raise ConfigError(f"columns.{role}", self.event_time, f"is the event-time column; {role} must be another column")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> ColumnMapping:
@@ -141,8 +142,8 @@ class ColumnMapping:
 
 
 FEED_COLUMNS = ColumnMapping(event_time="event_time", time_format=TIME_PATTERN, key="key")
-ONE_FILE_PER_BATCH = Batching()
 """The sample feeds' columns: ``event_time`` written as ``yyyy-MM-dd HH:mm:ss`` (UTC) and ``key``."""
+ONE_FILE_PER_BATCH = Batching()
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,8 @@ class FeedSource:
             files = self.files()
             if not files:
                 raise ConfigError("source.path", str(self.path), f"holds no {self.file_format} files")
+            if self.file_format != "json":
+                require_same_columns(files, self.file_format)
             if self.file_format == "csv":
                 header = dict.fromkeys(csv_header(files[0]), "string")
                 self.columns.check_columns(header)

@@ -25,18 +25,19 @@ file name at the same moment may both be refused, never both kept.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
 import shutil
 import unicodedata
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from .errors import ConfigError
+from .errors import ConfigError, first_line
 
 __all__ = [
     "DATA_ROOT_VARIABLE",
@@ -47,10 +48,12 @@ __all__ = [
     "FileFormat",
     "Upload",
     "UploadReport",
+    "column_names",
+    "count_rows",
     "data_root",
     "file_format",
     "max_upload_mb",
-    "read_rows",
+    "require_same_columns",
     "safe_name",
 ]
 
@@ -91,17 +94,24 @@ def max_upload_mb(environ: Mapping[str, str]) -> int:
     return limit
 
 
-def safe_name(name: str, field_name: str = "name") -> str:
-    """``name`` as a plain file or folder name (see the module docstring); :class:`ConfigError` when nothing is left."""
+def safe_name(name: str, field_name: str = "name", fallback: str = "data") -> str:
+    """``name`` as a plain file or folder name (see the module docstring); :class:`ConfigError` when nothing is left.
+
+    The part before the last dot and the suffix are cleaned apart, so a name
+    whose stem has no safe character keeps its suffix under ``fallback``
+    (``数据.csv`` → ``data.csv``) instead of becoming a hidden ``.csv``.
+    """
     base = PurePosixPath(unicodedata.normalize("NFKC", str(name)).replace("\\", "/")).name
-    cleaned = _UNSAFE.sub("_", base).lstrip(".").strip("_")
-    if len(cleaned) > MAX_NAME_LENGTH:
-        _, dot, suffix = cleaned.rpartition(".")
-        keep = f"{dot}{suffix}" if dot and len(suffix) <= 10 else ""
-        cleaned = cleaned[: MAX_NAME_LENGTH - len(keep)] + keep
-    if not cleaned.strip("._-"):
-        raise ConfigError(field_name, name, "has no letters or digits to name a file by")
-    return cleaned
+    cleaned = _UNSAFE.sub("_", base)
+    stem, _, suffix = cleaned.rpartition(".") if "." in cleaned.lstrip(".") else (cleaned, "", "")
+    stem, suffix = stem.strip("._-"), suffix.strip("._-")
+    if not stem and not suffix:
+        raise ConfigError(field_name, name, "has no ASCII letter or digit to name a file by (letters, digits, '.', '_' and '-' are kept)")
+    stem = stem or fallback
+    keep = f".{suffix}" if suffix and len(suffix) <= 10 else ""
+    if len(stem) + len(keep) > MAX_NAME_LENGTH:
+        stem = stem[: MAX_NAME_LENGTH - len(keep)]
+    return f"{stem}{keep}" if keep or not suffix else f"{stem}.{suffix}"[:MAX_NAME_LENGTH]
 
 
 def file_format(name: str) -> FileFormat:
@@ -112,15 +122,15 @@ def file_format(name: str) -> FileFormat:
     return FORMATS[suffix]
 
 
-def read_rows(path: Path, fmt: FileFormat, shown_name: str | None = None) -> int:
+def count_rows(path: Path, fmt: FileFormat, shown_name: str | None = None) -> int:
     """The number of rows in ``path`` read as ``fmt``; :class:`ConfigError` naming the file when it cannot be read or is empty.
 
-    CSV and JSON lines must be UTF-8 text with at least one row (for CSV: a
-    header and a row); Parquet must have a readable footer and at least one row.
+    CSV must be UTF-8 text with a header and a row; JSON lines UTF-8 text with
+    at least one line that is a JSON object (Spark reads the others as
+    malformed rows, which a query counts); Parquet a readable footer and a row.
     """
     import pyarrow as pa
     import pyarrow.csv
-    import pyarrow.json
     import pyarrow.parquet
 
     name = shown_name or path.name
@@ -129,15 +139,59 @@ def read_rows(path: Path, fmt: FileFormat, shown_name: str | None = None) -> int
     try:
         if fmt == "parquet":
             rows = pyarrow.parquet.ParquetFile(path).metadata.num_rows
+        elif fmt == "csv":
+            _require_text(path, name)
+            rows = pyarrow.csv.read_csv(path).num_rows
         else:
             _require_text(path, name)
-            table = pyarrow.csv.read_csv(path) if fmt == "csv" else pyarrow.json.read_json(path)
-            rows = table.num_rows
+            return _json_lines(path, name)
     except (pa.ArrowException, OSError) as err:
-        raise ConfigError("file", name, f"cannot be read as {fmt}: {_first_line(err)}") from None
+        raise ConfigError("file", name, f"cannot be read as {fmt}: {first_line(err)}") from None
     if rows == 0:
         raise ConfigError("file", name, "holds no rows" + (" (only a header)" if fmt == "csv" else ""))
     return rows
+
+
+def _json_lines(path: Path, name: str) -> int:
+    """The non-blank lines of a JSON-lines file; :class:`ConfigError` unless at least one is a JSON object."""
+    lines = objects = 0
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            lines += 1
+            if objects == 0:
+                try:
+                    objects += isinstance(json.loads(line), dict)
+                except ValueError:
+                    continue
+    if lines == 0:
+        raise ConfigError("file", name, "holds no rows")
+    if objects == 0:
+        raise ConfigError("file", name, "cannot be read as json: no line is a JSON object")
+    return lines
+
+
+def column_names(path: Path, fmt: FileFormat) -> list[str] | None:
+    """The column names a CSV header or a Parquet schema declares (``None`` for JSON lines, whose fields may vary by line)."""
+    if fmt == "csv":
+        with path.open(newline="", encoding="utf-8", errors="replace") as handle:
+            return [name.strip() for name in next(csv.reader(handle), [])]
+    if fmt == "parquet":
+        import pyarrow.parquet
+
+        return list(pyarrow.parquet.read_schema(path).names)
+    return None
+
+
+def require_same_columns(files: Sequence[Path], fmt: FileFormat, shown: Sequence[str] | None = None) -> None:
+    """:class:`ConfigError` naming the first of ``files`` whose columns differ from the first file's (Spark reads CSV columns by position)."""
+    expected = column_names(files[0], fmt) if files else None
+    for index, path in enumerate(files[1:], start=1):
+        got = column_names(path, fmt)
+        if got != expected:
+            name = shown[index] if shown else path.name
+            raise ConfigError("file", name, f"has columns {got}, but {files[0].name} has {expected}; every file of a dataset needs the same columns")
 
 
 def _require_text(path: Path, name: str, probe_bytes: int = 1 << 16) -> None:
@@ -150,10 +204,6 @@ def _require_text(path: Path, name: str, probe_bytes: int = 1 << 16) -> None:
     except UnicodeDecodeError as err:
         if err.start < len(head) - 4:  # not just a character cut at the probe's end
             raise ConfigError("file", name, f"is not UTF-8 text (byte {err.start})") from None
-
-
-def _first_line(err: BaseException) -> str:
-    return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 @dataclass(frozen=True)
@@ -209,7 +259,7 @@ class DatasetStore:
         """The data files of dataset ``name`` in replay (file-name) order."""
         return self._data_files(self.folder(name))
 
-    def format(self, name: str) -> FileFormat:
+    def file_format(self, name: str) -> FileFormat:
         """The format of dataset ``name``'s files."""
         return FORMATS[self.files(name)[0].suffix.lower()]
 
@@ -233,6 +283,7 @@ class DatasetStore:
         return report
 
     def _store(self, folder: Path, upload: Upload, fmt: FileFormat | None) -> tuple[Path, int]:
+        known_files = self._data_files(folder) if folder.is_dir() else []
         file_name = safe_name(upload.name, "file")
         own = file_format(file_name)
         if fmt is not None and own != fmt:
@@ -248,7 +299,9 @@ class DatasetStore:
         part = folder / f".upload-{uuid.uuid4().hex}{target.suffix}"
         try:
             part.write_bytes(upload.data)
-            rows = read_rows(part, own, upload.name)
+            rows = count_rows(part, own, upload.name)
+            if known_files:
+                require_same_columns([known_files[0], part], own, [known_files[0].name, upload.name])
             os.link(part, target)  # fails when the name was taken meanwhile; never replaces a file
         except FileExistsError:
             raise ConfigError("file", upload.name, f"is already in dataset {folder.name!r}; nothing was overwritten") from None
@@ -265,8 +318,9 @@ class DatasetStore:
 
     def saved_columns(self, name: str) -> dict[str, str | None] | None:
         """The mapping saved with :meth:`save_columns`, or ``None`` when there is none (or it cannot be read)."""
+        path = self.folder(name) / COLUMNS_FILE
         try:
-            saved = json.loads((self.folder(name) / COLUMNS_FILE).read_text())
+            saved = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
         return saved if isinstance(saved, dict) else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError"]
+__all__ = ["ConfigError", "first_line"]
 
 
 class ConfigError(ValueError):
@@ -17,3 +17,8 @@ class ConfigError(ValueError):
         self.value = value
         self.reason = reason
         super().__init__(f"{field_name}: {value!r} {reason}")
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of ``err``'s message (Spark's run to many lines), or its type's name when it has none."""
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]

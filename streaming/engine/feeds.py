@@ -74,6 +74,9 @@ TIME_FORMATS = ("auto", "epoch_s", "epoch_ms")
 # Spark's datetime pattern letters that parse; the week-based ones (Y, w, W, u, e, c) are refused by Spark 3+.
 _PATTERN_LETTERS = frozenset("GyDMLdQqEFahKkHmsSVzOXxZ")
 
+EPOCH_SECONDS_LIMIT = 253_402_300_800
+"""Epoch seconds of 10000-01-01: a time at or beyond it (either side of 1970) does not parse."""
+
 NO_KEY = "all"
 """The key of every row when a dataset is grouped by no column (one global group per window)."""
 
@@ -95,9 +98,12 @@ def feed_files(folder: Path, fmt: FileFormat = "csv") -> list[Path]:
 
 
 def csv_header(path: Path) -> list[str]:
-    """The column names in the first line of the CSV file ``path``."""
-    with Path(path).open(newline="", encoding="utf-8") as handle:
-        return [name.strip() for name in next(csv.reader(handle), [])]
+    """The column names in the first line of the CSV file ``path``; :class:`ConfigError` when it is not UTF-8 text."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8") as handle:
+            return [name.strip() for name in next(csv.reader(handle), [])]
+    except UnicodeDecodeError:
+        raise ConfigError("source.path", str(path), "is not UTF-8 text") from None
 
 
 def feed_names(root: Path = SAMPLE_FEEDS) -> list[str]:
@@ -110,8 +116,7 @@ def feed_header(folder: Path) -> list[str]:
     files = feed_files(folder)
     if not files:
         raise ConfigError("source.path", str(folder), "holds no .csv files")
-    with files[0].open(newline="") as handle:
-        header = [name.strip() for name in next(csv.reader(handle), [])]
+    header = csv_header(files[0])
     missing = sorted(set(REQUIRED_COLUMNS) - set(header))
     if missing:
         raise ConfigError("source.path", str(folder), f"has header {header}, which lacks {missing}")
@@ -213,10 +218,13 @@ def time_column(column: Column | str, time_format: str, data_type: str = "string
         return value.cast("timestamp")
     if time_format == "auto":
         return F.try_to_timestamp(F.trim(value))
+    # Out-of-range epochs (nanoseconds read as milliseconds...) become null, not a failed query:
+    # Spark's conversions raise on overflow under ANSI mode.
+    number = value.try_cast("double")
     if time_format == "epoch_s":
-        return F.timestamp_seconds(value.try_cast("double"))
+        return F.when(F.abs(number) < F.lit(EPOCH_SECONDS_LIMIT), F.timestamp_seconds(number))
     if time_format == "epoch_ms":
-        return F.timestamp_millis(value.try_cast("double").cast("bigint"))
+        return F.when(F.abs(number) < F.lit(EPOCH_SECONDS_LIMIT * 1000), F.timestamp_millis(number.cast("bigint")))
     return F.try_to_timestamp(F.trim(value.cast("string")), F.lit(time_format))
 
 

@@ -23,24 +23,25 @@ import pandas as pd
 
 from .config import ColumnMapping
 from .datasets import FileFormat
-from .errors import ConfigError
+from .errors import ConfigError, first_line
 from .feeds import column_kind, quoted, time_column
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
-__all__ = ["CORRUPT_COLUMN", "ColumnSummary", "Preview", "dataset_schema", "preview", "read_dataset"]
+__all__ = ["CORRUPT_COLUMN", "ColumnSummary", "Preview", "dataset_schema", "preview", "read_dataset", "stream_schema"]
 
 CORRUPT_COLUMN = "_corrupt_record"
 """Spark's column for JSON lines it could not parse (dropped from the preview's columns, counted as malformed rows)."""
 
 
-def read_dataset(spark: SparkSession, files: Sequence[Path], fmt: FileFormat) -> DataFrame:
-    """The rows of ``files`` (one format) as a batch DataFrame; :class:`ConfigError` naming the first file when Spark cannot read them."""
+def read_dataset(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, schema: StructType | None = None) -> DataFrame:
+    """The rows of ``files`` (one format) as a batch DataFrame, with ``schema`` when given; :class:`ConfigError` naming the first file when Spark cannot read them."""
     if not files:
         raise ConfigError("dataset", "", "holds no files")
     paths = [str(path) for path in files]
-    reader = spark.read
+    reader = spark.read if schema is None else spark.read.schema(schema)
     try:
         if fmt == "csv":
             return reader.csv(paths, header=True, mode="PERMISSIVE")
@@ -48,12 +49,19 @@ def read_dataset(spark: SparkSession, files: Sequence[Path], fmt: FileFormat) ->
             return reader.json(paths, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT_COLUMN)
         return reader.parquet(*paths)
     except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across local and Connect
-        raise ConfigError("dataset", files[0].parent.name, f"cannot be read as {fmt}: {_first_line(err)}") from None
+        raise ConfigError("dataset", files[0].parent.name, f"cannot be read as {fmt}: {first_line(err)}") from None
 
 
 def dataset_schema(frame: DataFrame) -> dict[str, str]:
     """Column name → Spark type name (``simpleString``), without Spark's corrupt-record column."""
     return {column.name: column.dataType.simpleString() for column in frame.schema.fields if column.name != CORRUPT_COLUMN}
+
+
+def stream_schema(frame: DataFrame) -> StructType:
+    """The schema a stream of the dataset's files is read with: ``frame``'s, without Spark's corrupt-record column."""
+    from pyspark.sql.types import StructType
+
+    return StructType([column for column in frame.schema.fields if column.name != CORRUPT_COLUMN])
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,7 @@ class Preview:
 
     @property
     def event_times_unparsable(self) -> int:
-        return next(column.unparsable or 0 for column in self.columns if column.role == "event_time")
+        return next((column.unparsable or 0 for column in self.columns if "event_time" in column.role.split(", ")), 0)
 
 
 def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping: ColumnMapping, first: int = 20) -> Preview:
@@ -91,7 +99,9 @@ def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping
     frame = read_dataset(spark, files, fmt)
     schema = dataset_schema(frame)
     mapping.check_columns(schema)
-    roles = {name: role for role, name in mapping.roles().items()}
+    roles: dict[str, str] = {}
+    for role, name in mapping.roles().items():
+        roles[name] = f"{roles[name]}, {role}" if name in roles else role
     parsed: dict[str, Column] = {mapping.event_time: time_column(mapping.event_time, mapping.time_format, schema[mapping.event_time], "columns.time_format")}
     if mapping.arrival is not None:
         parsed[mapping.arrival] = time_column(mapping.arrival, mapping.arrival_format, schema[mapping.arrival], "columns.arrival_format")
@@ -107,12 +117,13 @@ def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping
             measures.append(F.count_if(raw.isNotNull() & parsed[name].isNull()).alias(f"u{index}"))
     measures += [F.unix_micros(F.min(event_time)).alias("earliest"), F.unix_micros(F.max(event_time)).alias("latest")]
     if mapping.key is not None:
-        measures.append(F.count_distinct(F.col(quoted(mapping.key))).alias("keys"))
+        key = F.nullif(F.trim(F.col(quoted(mapping.key)).cast("string")), F.lit(""))  # as the query reads it
+        measures.append(F.count_distinct(key).alias("keys"))
     try:
         totals = frame.agg(*measures).collect()[0].asDict()
         head = frame.drop(CORRUPT_COLUMN).limit(first).toPandas()
     except Exception as err:  # noqa: BLE001 - a bad pattern or unreadable file surfaces only when Spark runs
-        raise ConfigError("dataset", files[0].parent.name, f"cannot be previewed: {_first_line(err)}") from None
+        raise ConfigError("dataset", files[0].parent.name, f"cannot be previewed: {first_line(err)}") from None
     columns = tuple(
         ColumnSummary(name, data_type, roles.get(name, ""), int(totals[f"n{index}"]), int(totals[f"u{index}"]) if name in parsed else None)
         for index, (name, data_type) in enumerate(schema.items())
@@ -128,5 +139,3 @@ def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping
     )
 
 
-def _first_line(err: BaseException) -> str:
-    return (str(err).strip().splitlines() or [type(err).__name__])[0]

@@ -40,7 +40,7 @@ INPUT_METRICS = "input"
 def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:
     """``(frame, feeder)``: the result-table DataFrame for ``config`` and the source's feeder (or ``None``).
 
-    Malformed rows (unparsable ``event_time`` or missing ``key``) are counted in
+    Malformed rows (unparsable ``event_time``, missing ``key``, or a missing id when deduplicating) are counted in
     the observed metrics ``input.malformed_rows`` and left out; they never reach
     the aggregation. With ``deduplicate`` a row whose id was seen within the
     watermark is dropped before the aggregation (the operator's
@@ -50,6 +50,8 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
 
     frame, feeder = input_frame(spark, config.source, staging, now_ms)
     malformed = F.col("event_time").isNull() | F.col("key").isNull()
+    if config.deduplicate:
+        malformed = malformed | F.col("dedup_id").isNull()  # without an id, a row cannot be told from a duplicate
     frame = frame.observe(
         INPUT_METRICS,
         F.count(F.lit(1)).alias("input_rows"),

@@ -64,13 +64,13 @@ class Replay:
 
     def result_records(self) -> list[dict[str, Any]]:
         """The result table as ``{"window_start", "window_end", "key", "count"}`` objects, sorted (``value`` instead of ``count`` for a value aggregation; null when Spark's is)."""
-        if "count" in self.result.columns:
-            return [
-                {"window_start": _stamp(row.window_start), "window_end": _stamp(row.window_end), "key": row.key, "count": int(row.count)}
-                for row in self.result.itertuples(index=False)
-            ]
+        measure = "count" if "count" in self.result.columns else "value"
+
+        def number(value: Any) -> int | float | None:
+            return int(value) if measure == "count" else (None if pd.isna(value) else float(value))
+
         return [
-            {"window_start": _stamp(row.window_start), "window_end": _stamp(row.window_end), "key": row.key, "value": None if pd.isna(row.value) else float(row.value)}
+            {"window_start": _stamp(row.window_start), "window_end": _stamp(row.window_end), "key": row.key, measure: number(getattr(row, measure))}
             for row in self.result.itertuples(index=False)
         ]
 

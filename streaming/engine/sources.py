@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .batching import batch_files
 from .config import FeedSource, GeneratorSource, RateMicroBatchSource, RateSource, SocketSource, Source
-from .feeds import dataset_columns, event_columns, feed_files, feed_header, feed_schema, quoted
-from .preview import dataset_schema, read_dataset
+from .feeds import dataset_columns, event_columns, feed_files, feed_header, feed_schema
+from .preview import dataset_schema, read_dataset, stream_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -171,13 +171,14 @@ def _feed_frame(spark: SparkSession, source: FeedSource, staging: Path, now_ms: 
     # A user's dataset: the columns and types Spark reads from the files in one batch read
     # (CSV as text), checked against the mapping before the stream starts; then the files
     # of its micro-batches, cut as its batching rule says.
-    schema = dataset_schema(read_dataset(spark, files, source.file_format))
+    batch = read_dataset(spark, files, source.file_format)
+    schema, struct = dataset_schema(batch), stream_schema(batch)
     source.columns.check_columns(schema)
     batches = batch_files(
-        spark, files, source.file_format, source.batching, staging.parent / "batches", time_format=source.arrival_format, schema=schema
+        spark, files, source.file_format, source.batching, staging.parent / "batches", time_format=source.arrival_format, schema=schema, struct=struct
     )
     replayer = FeedReplayer(batches, staging, source.seconds_per_file)
-    reader = spark.readStream.schema(", ".join(f"{quoted(name)} {data_type}" for name, data_type in schema.items())).option("maxFilesPerTrigger", 1)
+    reader = spark.readStream.schema(struct).option("maxFilesPerTrigger", 1)
     if source.file_format == "csv":
         raw = reader.option("header", True).option("mode", "PERMISSIVE").csv(str(staging))
     elif source.file_format == "json":
