@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,15 @@ GUIDE_BATCHES = [
     [("2016-05-10 12:15:00", "cat"), ("2016-05-10 12:08:00", "dog"), ("2016-05-10 12:13:00", "owl"), ("2016-05-10 12:21:00", "owl")],
     [("2016-05-10 12:17:00", "owl"), ("2016-05-10 12:04:00", "donkey")],
 ]
+
+
+def feed_lockstep(query, files: list[Path], staging: Path) -> None:
+    """Hand ``files`` to a file-source ``query`` reading ``staging``: one at a time, atomically, with increasing mtimes, waiting for Spark after each."""
+    base = time.time()
+    for index, path in enumerate(files):
+        partial = staging / f".{path.name}.partial"
+        shutil.copyfile(path, partial)
+        os.utime(partial, (base + index, base + index))
+        os.replace(partial, staging / path.name)
+        query.processAllAvailable()
+    query.processAllAvailable()

@@ -9,9 +9,6 @@ micro-batch in lock-step, and both must agree.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet
 import pytest
-from conftest import GUIDE_BATCHES
+from conftest import GUIDE_BATCHES, feed_lockstep
 from test_runner import GUIDE, GUIDE_UPDATE
 
 from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
@@ -70,14 +67,7 @@ def _plain_json(spark, files: list[Path], workdir: Path) -> list[dict]:
     )
     query = counts.writeStream.format("memory").queryName(name).outputMode("update").option("checkpointLocation", str(workdir / f"{name}-cp")).start()
     try:
-        base = time.time()
-        for index, path in enumerate(files):
-            partial = staging / f".{path.name}.partial"
-            shutil.copyfile(path, partial)
-            os.utime(partial, (base + index, base + index))
-            os.replace(partial, staging / path.name)
-            query.processAllAvailable()
-        query.processAllAvailable()
+        feed_lockstep(query, files, staging)
     finally:
         query.stop()
     stamp = "yyyy-MM-dd HH:mm:ss"
@@ -258,14 +248,7 @@ def _plain_sessions(spark, files: list[Path], workdir: Path, gap: str, watermark
     )
     query = counts.writeStream.format("memory").queryName(name).outputMode(mode).option("checkpointLocation", str(workdir / f"{name}-cp")).start()
     try:
-        base = time.time()
-        for index, path in enumerate(files):
-            partial = staging / f".{path.name}.partial"
-            shutil.copyfile(path, partial)
-            os.utime(partial, (base + index, base + index))
-            os.replace(partial, staging / path.name)
-            query.processAllAvailable()
-        query.processAllAvailable()
+        feed_lockstep(query, files, staging)
     finally:
         query.stop()
     stamp = "yyyy-MM-dd HH:mm:ss.SSS"

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import GUIDE_BATCHES
+from conftest import GUIDE_BATCHES, feed_lockstep
 
 from streaming.analysis.exact import exact_counts
 from streaming.engine.feeds import SAMPLE_FEEDS
@@ -234,14 +232,7 @@ def plain_spark(spark, files: list[Path], workdir: Path, *, window: str, slide: 
         .start()
     )
     try:
-        base = time.time()
-        for index, path in enumerate(files):
-            partial = staging / f".{path.name}.partial"
-            shutil.copyfile(path, partial)
-            os.utime(partial, (base + index, base + index))
-            os.replace(partial, staging / path.name)
-            query.processAllAvailable()
-        query.processAllAvailable()
+        feed_lockstep(query, files, staging)
     finally:
         query.stop()
     fmt = "yyyy-MM-dd HH:mm:ss"
