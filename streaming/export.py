@@ -34,7 +34,8 @@ from .engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBa
 from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
 from .engine.errors import ConfigError
-from .engine.feeds import NO_KEY, TIME_PATTERN, feed_header
+from .engine.feeds import EPOCH_SECONDS_LIMIT, NO_KEY, TIME_PATTERN, feed_header
+from .engine.results import measure_column
 
 __all__ = ["RESULT_PREFIX", "pyspark_code"]
 
@@ -325,10 +326,12 @@ def _dataset_source() -> str:
         "        return column.cast('timestamp')",
         "    if TIME_FORMAT == 'auto':",
         "        return F.try_to_timestamp(F.trim(column))",
+        "    # An epoch beyond year 9999 (nanoseconds read as milliseconds...) is null, not a failed query.",
+        "    number = column.try_cast('double')",
         "    if TIME_FORMAT == 'epoch_s':",
-        "        return F.timestamp_seconds(column.try_cast('double'))",
+        f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT}), F.timestamp_seconds(number))",
         "    if TIME_FORMAT == 'epoch_ms':",
-        "        return F.timestamp_millis(column.try_cast('double').cast('bigint'))",
+        f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT * 1000}), F.timestamp_millis(number.cast('bigint')))",
         "    return F.try_to_timestamp(F.trim(column.cast('string')), F.lit(TIME_FORMAT))",
         "",
         "",
@@ -464,7 +467,7 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
         "",
     ]
     aggregating = config.aggregation != "none"
-    measure_column = "count" if config.aggregation == "count" else "value"
+    measured = measure_column(config.aggregation)
     if config.watermark_ms is not None and aggregating:
         lines += [
             "# Watermark: Spark tracks the maximum event time seen so far; the watermark trails it",
@@ -524,7 +527,7 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
                 "    F.col('window.start').alias('window_start'),",
                 "    F.col('window.end').alias('window_end'),",
                 "    'key',",
-                f"    {_lit(measure_column)},",
+                f"    {_lit(measured)},",
                 ")",
             ]
         else:
@@ -535,7 +538,7 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
                 "    F.unix_micros(F.col('window.start')).alias('window_start'),",
                 "    F.unix_micros(F.col('window.end')).alias('window_end'),",
                 "    'key',",
-                f"    {_lit(measure_column)},",
+                f"    {_lit(measured)},",
                 ")",
             ]
     else:
@@ -714,7 +717,7 @@ def _feed_run(config: QueryConfig) -> str:
             "    print(f\"{record['event_time']}  {record['key']}\")",
         ]
     else:
-        measure = "count" if config.aggregation == "count" else "value"
+        measure = measure_column(config.aggregation)
         lines += [
             "records = [",
             f"    {{'window_start': stamp(start), 'window_end': stamp(end), 'key': key, {_lit(measure)}: count}}",

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,25 @@ def feed_lockstep(query, files: list[Path], staging: Path) -> None:
         os.replace(partial, staging / path.name)
         query.processAllAvailable()
     query.processAllAvailable()
+
+
+def plain_memory_run(spark, files: list[Path], workdir: Path, frame_of, mode: str, read):
+    """Run a plain-PySpark file-source query into Spark's memory sink, one file per micro-batch in lock-step, and return ``read(table)``.
+
+    ``frame_of(staging)`` builds the streaming DataFrame reading the folder
+    ``staging``; the files are handed over by :func:`feed_lockstep`. The query
+    is stopped before its table is read, and the table dropped after.
+    """
+    name = f"plain_{uuid.uuid4().hex[:12]}"
+    staging = workdir / name
+    staging.mkdir()
+    writer = frame_of(str(staging)).writeStream.format("memory").queryName(name).outputMode(mode)
+    query = writer.option("checkpointLocation", str(workdir / f"{name}-checkpoint")).start()
+    try:
+        feed_lockstep(query, files, staging)
+    finally:
+        query.stop()
+    try:
+        return read(spark.table(name))
+    finally:
+        spark.catalog.dropTempView(name)

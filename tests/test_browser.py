@@ -47,21 +47,26 @@ def _pick(page, label: str, option: str) -> None:
     page.get_by_role("option", name=option).click()
 
 
+def _start_see_chart_and_stop(page, source: str, name: str) -> None:
+    """On the Live query page: start a query of ``source`` named ``name``, wait until its chart has data, then stop it."""
+    _pick(page, "Source", source)
+    page.get_by_role("textbox", name="Query name").fill(name)
+    page.get_by_role("textbox", name="Query name").press("Enter")
+    page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+    page.get_by_role("button", name="Start query").click()
+    page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+    assert page.locator(".stException").count() == 0
+    page.get_by_role("button", name="Stop query").click()
+    page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+
+
 def test_live_page_starts_charts_and_stops_a_generator_query(app_url, browser):
     page = browser.new_page(viewport={"width": 1600, "height": 1400})
     try:
         page.goto(f"{app_url}/", wait_until="domcontentloaded")
         page.get_by_role("link", name="Live query").first.click()
         page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
-        _pick(page, "Source", "Generator (out-of-order and late events)")
-        page.get_by_label("Query name").fill("browser_generator")
-        page.get_by_label("Query name").press("Enter")
-        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
-        page.get_by_role("button", name="Start query").click()
-        page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
-        assert page.locator(".stException").count() == 0
-        page.get_by_role("button", name="Stop query").click()
-        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+        _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "browser_generator")
     finally:
         page.close()
 
@@ -130,13 +135,6 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
         # run it: the Live query page replays the dataset with the saved mapping
         page.locator('[data-testid="stSidebarNav"] a', has_text="Live query").first.click()
         page.get_by_role("button", name="Start query").wait_for(timeout=120_000)
-        _pick(page, "Source", "Your dataset (uploaded on the Datasets page)")
-        page.get_by_role("textbox", name="Query name").fill("browser_dataset")
-        page.get_by_role("textbox", name="Query name").press("Enter")
-        page.get_by_role("button", name="Start query").click()
-        page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
-        assert page.locator(".stException").count() == 0
-        page.get_by_role("button", name="Stop query").click()
-        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+        _start_see_chart_and_stop(page, "Your dataset (uploaded on the Datasets page)", "browser_dataset")
     finally:
         page.close()

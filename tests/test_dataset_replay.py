@@ -9,14 +9,13 @@ micro-batch in lock-step, and both must agree.
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet
 import pytest
-from conftest import GUIDE_BATCHES, feed_lockstep
+from conftest import GUIDE_BATCHES, plain_memory_run
 from test_runner import GUIDE, GUIDE_UPDATE
 
 from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
@@ -55,30 +54,28 @@ def _plain_json(spark, files: list[Path], workdir: Path) -> list[dict]:
     """The guide's count on the JSON files in plain PySpark: memory sink, one file per batch, lock-step."""
     from pyspark.sql import functions as F
 
-    name = f"plain_{uuid.uuid4().hex[:12]}"
-    staging = workdir / name
-    staging.mkdir()
-    counts = (
-        spark.readStream.schema("ts bigint, user string").option("maxFilesPerTrigger", 1).json(str(staging))
-        .select(F.timestamp_millis("ts").alias("event_time"), F.col("user").alias("key"))
-        .withWatermark("event_time", GUIDE["watermark"])
-        .groupBy(F.window("event_time", GUIDE["window"], GUIDE["slide"]), "key")
-        .count()
-    )
-    query = counts.writeStream.format("memory").queryName(name).outputMode("update").option("checkpointLocation", str(workdir / f"{name}-cp")).start()
-    try:
-        feed_lockstep(query, files, staging)
-    finally:
-        query.stop()
-    stamp = "yyyy-MM-dd HH:mm:ss"
-    table = (
-        spark.table(name)
-        .groupBy(F.date_format("window.start", stamp).alias("window_start"), F.date_format("window.end", stamp).alias("window_end"), "key")
-        .agg(F.max("count").cast("long").alias("count"))
-    )
-    rows = sorted((row.asDict() for row in table.collect()), key=lambda r: (r["window_start"], r["window_end"], r["key"]))
-    spark.catalog.dropTempView(name)
-    return rows
+    def counts(staging: str):
+        return (
+            _guide_json_events(spark, staging).withWatermark("event_time", GUIDE["watermark"])
+            .groupBy(F.window("event_time", GUIDE["window"], GUIDE["slide"]), "key")
+            .count()
+        )
+
+    def read(table) -> list[dict]:
+        stamp = "yyyy-MM-dd HH:mm:ss"
+        latest = table.groupBy(F.date_format("window.start", stamp).alias("window_start"), F.date_format("window.end", stamp).alias("window_end"), "key")
+        rows = latest.agg(F.max("count").cast("long").alias("count")).collect()
+        return sorted((row.asDict() for row in rows), key=lambda r: (r["window_start"], r["window_end"], r["key"]))
+
+    return plain_memory_run(spark, files, workdir, counts, "update", read)
+
+
+def _guide_json_events(spark, staging: str):
+    """The streaming events of the guide's JSON files (``ts`` epoch ms, ``user``) in ``staging``, as plain PySpark reads them."""
+    from pyspark.sql import functions as F
+
+    raw = spark.readStream.schema("ts bigint, user string").option("maxFilesPerTrigger", 1).json(staging)
+    return raw.select(F.timestamp_millis("ts").alias("event_time"), F.col("user").alias("key"))
 
 
 def test_json_lines_with_epoch_milliseconds_equal_plain_pyspark_and_the_guide(spark, registry, tmp_path) -> None:
@@ -236,27 +233,17 @@ def _plain_sessions(spark, files: list[Path], workdir: Path, gap: str, watermark
     """Session-window counts of the JSON files in plain PySpark: memory sink, one file per batch, lock-step."""
     from pyspark.sql import functions as F
 
-    name = f"plain_{uuid.uuid4().hex[:12]}"
-    staging = workdir / name
-    staging.mkdir()
-    counts = (
-        spark.readStream.schema("ts bigint, user string").option("maxFilesPerTrigger", 1).json(str(staging))
-        .select(F.timestamp_millis("ts").alias("event_time"), F.col("user").alias("key"))
-        .withWatermark("event_time", watermark)
-        .groupBy(F.session_window("event_time", gap), "key")
-        .count()
-    )
-    query = counts.writeStream.format("memory").queryName(name).outputMode(mode).option("checkpointLocation", str(workdir / f"{name}-cp")).start()
-    try:
-        feed_lockstep(query, files, staging)
-    finally:
-        query.stop()
-    stamp = "yyyy-MM-dd HH:mm:ss.SSS"
-    rows = spark.table(name).select(
-        F.date_format("session_window.start", stamp).alias("start"), F.date_format("session_window.end", stamp).alias("end"), "key", "count"
-    ).collect()
-    spark.catalog.dropTempView(name)
-    return sorted((row["start"], row["end"], row["key"], int(row["count"])) for row in rows)
+    def counts(staging: str):
+        return _guide_json_events(spark, staging).withWatermark("event_time", watermark).groupBy(F.session_window("event_time", gap), "key").count()
+
+    def read(table) -> list[tuple[str, str, str, int]]:
+        stamp = "yyyy-MM-dd HH:mm:ss.SSS"
+        rows = table.select(
+            F.date_format("session_window.start", stamp).alias("start"), F.date_format("session_window.end", stamp).alias("end"), "key", "count"
+        ).collect()
+        return sorted((row["start"], row["end"], row["key"], int(row["count"])) for row in rows)
+
+    return plain_memory_run(spark, files, workdir, counts, mode, read)
 
 
 @pytest.mark.parametrize("mode", ["append", "complete"])

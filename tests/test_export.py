@@ -251,6 +251,19 @@ def _start_export(config: QueryConfig, folder: Path) -> subprocess.Popen:
     )
 
 
+def _export_beside(config: QueryConfig, folder: Path, replay) -> tuple[list[dict], list[dict], str]:
+    """``(exported records, replay(), program stdout)``: the exported program runs in its own process while ``replay`` runs here."""
+    process = _start_export(config, folder)
+    try:
+        expected = replay()
+    except BaseException:
+        process.kill()
+        process.communicate()
+        raise
+    exported, stdout = _finish_export(process, timeout=1000)
+    return exported, expected, stdout
+
+
 def _finish_export(process: subprocess.Popen, timeout: float) -> tuple[list[dict], str]:
     """Wait for the program; return the records of its ``RESULT`` line and its whole stdout."""
     try:
@@ -286,14 +299,7 @@ def test_exported_feed_program_prints_the_replay_result(registry, write_feed, tm
     feed = write_feed(GUIDE_BATCHES) if request.node.callspec.id == "guide-append" else WEB_CLICKS
     config = QueryConfig(source=FeedSource(feed, seconds_per_file=0), **case)
     # The program runs in its own process while the replay runs here: two JVMs at once, one test's time.
-    process = _start_export(config, tmp_path)
-    try:
-        expected = replay(registry, feed, **case).result_records()
-    except BaseException:
-        process.kill()
-        process.communicate()
-        raise
-    exported, stdout = _finish_export(process, timeout=1000)
+    exported, expected, stdout = _export_beside(config, tmp_path, lambda: replay(registry, feed, **case).result_records())
     assert exported == expected
     assert expected  # something was finalized / updated
     if request.node.callspec.id == "guide-append":
@@ -321,14 +327,7 @@ def test_exported_dataset_program_reads_json_lines_with_epoch_milliseconds(regis
     config = QueryConfig(source, window="10 minutes", slide="5 minutes", watermark="10 minutes", output_mode="append")
     code = pyspark_code(config)
     assert _assigned_constant(ast.parse(code), "TIME_FORMAT") == "epoch_ms" and "json" in code
-    process = _start_export(config, tmp_path)
-    try:
-        expected = run_to_idle(registry, config, timeout=300).result_records()
-    except BaseException:
-        process.kill()
-        process.communicate()
-        raise
-    exported, stdout = _finish_export(process, timeout=1000)
+    exported, expected, stdout = _export_beside(config, tmp_path, lambda: run_to_idle(registry, config, timeout=300).result_records())
     assert exported == expected
     assert [(r["window_start"], r["key"], r["count"]) for r in expected] == [("2016-05-10 12:00:00", "all", 4)]
     assert "10 input rows, 0 malformed rows left out" in stdout

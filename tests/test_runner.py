@@ -13,13 +13,12 @@ import csv
 import json
 import re
 import shutil
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import GUIDE_BATCHES, feed_lockstep
+from conftest import GUIDE_BATCHES, plain_memory_run
 
 from streaming.analysis.exact import exact_counts
 from streaming.engine.feeds import SAMPLE_FEEDS
@@ -210,44 +209,34 @@ def plain_spark(spark, files: list[Path], workdir: Path, *, window: str, slide: 
 
     with files[0].open(newline="") as handle:
         header = next(csv.reader(handle))
-    name = f"plain_{uuid.uuid4().hex[:12]}"
-    staging = workdir / name
-    staging.mkdir()
-    counts = (
-        spark.readStream.schema(", ".join(f"`{column}` string" for column in header))
-        .option("header", True)
-        .option("maxFilesPerTrigger", 1)
-        .csv(str(staging))
-        .select(F.try_to_timestamp(F.col("event_time"), F.lit("yyyy-MM-dd HH:mm:ss")).alias("event_time"), F.col("key"))
-        .where(F.col("event_time").isNotNull() & F.col("key").isNotNull())
-        .withWatermark("event_time", watermark)
-        .groupBy(F.window("event_time", window, slide or window), F.col("key"))
-        .count()
-    )
-    query = (
-        counts.writeStream.format("memory")
-        .queryName(name)
-        .outputMode(mode)
-        .option("checkpointLocation", str(workdir / f"{name}-checkpoint"))
-        .start()
-    )
-    try:
-        feed_lockstep(query, files, staging)
-    finally:
-        query.stop()
-    fmt = "yyyy-MM-dd HH:mm:ss"
-    table = spark.table(name).select(
-        F.date_format("window.start", fmt).alias("window_start"),
-        F.date_format("window.end", fmt).alias("window_end"),
-        "key",
-        F.col("count").cast("long").alias("count"),
-    )
-    if mode == "update":
-        # every change of a window was appended; counts only grow, so the largest is the latest
-        table = table.groupBy("window_start", "window_end", "key").agg(F.max("count").alias("count"))
-    rows = [row.asDict() for row in table.collect()]
-    spark.catalog.dropTempView(name)
-    return sorted(rows, key=lambda r: (r["window_start"], r["window_end"], r["key"]))
+
+    def counts(staging: str):
+        return (
+            spark.readStream.schema(", ".join(f"`{column}` string" for column in header))
+            .option("header", True)
+            .option("maxFilesPerTrigger", 1)
+            .csv(staging)
+            .select(F.try_to_timestamp(F.col("event_time"), F.lit("yyyy-MM-dd HH:mm:ss")).alias("event_time"), F.col("key"))
+            .where(F.col("event_time").isNotNull() & F.col("key").isNotNull())
+            .withWatermark("event_time", watermark)
+            .groupBy(F.window("event_time", window, slide or window), F.col("key"))
+            .count()
+        )
+
+    def read(table) -> list[dict]:
+        fmt = "yyyy-MM-dd HH:mm:ss"
+        table = table.select(
+            F.date_format("window.start", fmt).alias("window_start"),
+            F.date_format("window.end", fmt).alias("window_end"),
+            "key",
+            F.col("count").cast("long").alias("count"),
+        )
+        if mode == "update":
+            # every change of a window was appended; counts only grow, so the largest is the latest
+            table = table.groupBy("window_start", "window_end", "key").agg(F.max("count").alias("count"))
+        return sorted((row.asDict() for row in table.collect()), key=lambda r: (r["window_start"], r["window_end"], r["key"]))
+
+    return plain_memory_run(spark, files, workdir, counts, mode, read)
 
 
 @pytest.mark.parametrize("mode", ["append", "update", "complete"])

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from .batching import Batching
-from .datasets import FORMATS, FileFormat, require_same_columns
+from .datasets import FORMATS, FileFormat, csv_header, require_same_columns
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
-from .feeds import TIME_PATTERN, check_time_fit, check_time_format, column_kind, csv_header, feed_files, feed_header
+from .feeds import TIME_PATTERN, check_time_fit, check_time_format, column_kind, feed_files, feed_header
 
 __all__ = [
     "FEED_COLUMNS",

@@ -50,6 +50,7 @@ __all__ = [
     "UploadReport",
     "column_names",
     "count_rows",
+    "csv_header",
     "data_root",
     "file_format",
     "max_upload_mb",
@@ -172,11 +173,19 @@ def _json_lines(path: Path, name: str) -> int:
     return lines
 
 
+def csv_header(path: Path) -> list[str]:
+    """The column names in the first line of the CSV file ``path``; :class:`ConfigError` when it is not UTF-8 text."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8") as handle:
+            return [name.strip() for name in next(csv.reader(handle), [])]
+    except UnicodeDecodeError:
+        raise ConfigError("source.path", str(path), "is not UTF-8 text") from None
+
+
 def column_names(path: Path, fmt: FileFormat) -> list[str] | None:
     """The column names a CSV header or a Parquet schema declares (``None`` for JSON lines, whose fields may vary by line)."""
     if fmt == "csv":
-        with path.open(newline="", encoding="utf-8", errors="replace") as handle:
-            return [name.strip() for name in next(csv.reader(handle), [])]
+        return csv_header(path)
     if fmt == "parquet":
         import pyarrow.parquet
 

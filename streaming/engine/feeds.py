@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .datasets import FORMATS, FileFormat
+from .datasets import FORMATS, FileFormat, csv_header
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -95,15 +95,6 @@ def feed_files(folder: Path, fmt: FileFormat = "csv") -> list[Path]:
         path for path in Path(folder).iterdir()
         if path.is_file() and not path.name.startswith(".") and FORMATS.get(path.suffix.lower()) == fmt
     )
-
-
-def csv_header(path: Path) -> list[str]:
-    """The column names in the first line of the CSV file ``path``; :class:`ConfigError` when it is not UTF-8 text."""
-    try:
-        with Path(path).open(newline="", encoding="utf-8") as handle:
-            return [name.strip() for name in next(csv.reader(handle), [])]
-    except UnicodeDecodeError:
-        raise ConfigError("source.path", str(path), "is not UTF-8 text") from None
 
 
 def feed_names(root: Path = SAMPLE_FEEDS) -> list[str]:

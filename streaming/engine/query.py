@@ -22,7 +22,7 @@ from .config import VALUE_AGGREGATIONS, QueryConfig
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .progress import ProgressListener, ProgressLog
-from .results import ResultTable
+from .results import ResultTable, measure_column
 from .sources import FeedReplayer, input_frame
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def windowed_counts(
         F.unix_micros(F.col("window.start")).alias("window_start"),
         F.unix_micros(F.col("window.end")).alias("window_end"),
         "key",
-        "count" if aggregation == "count" else "value",
+        measure_column(aggregation),
     )
 
 

@@ -20,12 +20,17 @@ import pandas as pd
 
 from .errors import ConfigError
 
-__all__ = ["RAW_COLUMNS", "WINDOW_COLUMNS", "ResultTable"]
+__all__ = ["RAW_COLUMNS", "WINDOW_COLUMNS", "ResultTable", "measure_column"]
 
 WINDOW_COLUMNS = ["window_start", "window_end", "key", "count"]
 RAW_COLUMNS = ["event_time", "key"]
 
 WindowRow = tuple[int, int, str, int]
+
+
+def measure_column(aggregation: str) -> str:
+    """The name of the result table's number column for ``aggregation``: ``count``, or ``value`` for a value aggregation."""
+    return "count" if aggregation in ("count", "none") else "value"
 
 
 def _timestamps(micros: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -48,7 +53,7 @@ class ResultTable:
             raise ConfigError("max_rows", max_rows, "must be at least 1")
         self.output_mode = output_mode
         self.aggregation = aggregation
-        self.measure = "count" if aggregation in ("count", "none") else "value"
+        self.measure = measure_column(aggregation)
         """The name of the number column: ``count``, or ``value`` for a value aggregation (a float, NaN when Spark's is null)."""
         self.max_rows = max_rows
         self.evicted_rows = 0

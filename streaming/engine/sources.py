@@ -173,7 +173,7 @@ def _feed_frame(spark: SparkSession, source: FeedSource, staging: Path, now_ms: 
     # of its micro-batches, cut as its batching rule says.
     batch = read_dataset(spark, files, source.file_format)
     schema, struct = dataset_schema(batch), stream_schema(batch)
-    source.columns.check_columns(schema)
+    columns = dataset_columns(source.columns, schema)
     batches = batch_files(
         spark, files, source.file_format, source.batching, staging.parent / "batches", time_format=source.arrival_format, schema=schema, struct=struct
     )
@@ -185,7 +185,7 @@ def _feed_frame(spark: SparkSession, source: FeedSource, staging: Path, now_ms: 
         raw = reader.option("mode", "PERMISSIVE").json(str(staging))
     else:
         raw = reader.parquet(str(staging))
-    return raw.select(*dataset_columns(source.columns, schema)), replayer
+    return raw.select(*columns), replayer
 
 
 def _socket_frame(spark: SparkSession, source: SocketSource, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder]:
