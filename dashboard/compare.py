@@ -1,4 +1,4 @@
-"""Parts of the Compare page: 2-4 configurations on one feed, checked before Spark sees them, and their results."""
+"""Parts of the Compare page: 2-4 configurations on one feed or dataset, checked before Spark sees them, and their results."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
 
+from .data import choice_of, data_source
 from .jobs import Job, start_job
-from .shared import InputErrors, feed_source, show_code, watermark_widget, window_widgets
+from .shared import InputErrors, show_code, watermark_widget, window_widgets
 
 __all__ = ["COMPARE_JOB", "SLOT_DEFAULTS", "CompareInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "start_compare"]
 
@@ -30,13 +31,18 @@ class CompareInputs:
     labels: list[str]
 
 
-def compare_inputs(feed: str, slots: Sequence[Mapping[str, Any]]) -> CompareInputs:
+def compare_inputs(
+    feed: str | None, slots: Sequence[Mapping[str, Any]],
+    batching: Mapping[str, Any] | None = None, aggregation: str = "count", deduplicate: bool = False,
+) -> CompareInputs:
     """The comparison's validated configs, one per slot (``window, slide, watermark, output_mode``).
 
+    ``feed`` is a label of :func:`dashboard.data.data_choices`; ``batching``,
+    ``aggregation`` and ``deduplicate`` are a dataset's, shared by every slot.
     :class:`InputErrors` lists every bad slot as ``Config N: field: 'value' ...``.
     """
     try:
-        source = feed_source(feed)
+        source = data_source(choice_of(feed), batching)
     except ConfigError as err:
         raise InputErrors([err]) from None
     if not MIN_CONFIGS <= len(slots) <= MAX_CONFIGS:
@@ -45,13 +51,13 @@ def compare_inputs(feed: str, slots: Sequence[Mapping[str, Any]]) -> CompareInpu
     configs: list[QueryConfig] = []
     for number, slot in enumerate(slots, start=1):
         try:
-            configs.append(QueryConfig(source, trigger="default", **slot))
+            configs.append(QueryConfig(source, trigger="default", aggregation=aggregation, deduplicate=deduplicate, **slot))  # type: ignore[arg-type]
         except ConfigError as err:
             errors.append(ConfigError(f"Config {number}: {err.field}", err.value, err.reason))
     if errors:
         raise InputErrors(errors)
     labels = [f"{number}: {config_label(config)}" for number, config in enumerate(configs, start=1)]
-    return CompareInputs(feed, source, configs, labels)
+    return CompareInputs(str(feed), source, configs, labels)
 
 
 def start_compare(registry: QueryRegistry, inputs: CompareInputs, key: str = COMPARE_JOB) -> None:

@@ -23,12 +23,11 @@ from streaming.analysis import lateness
 from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
 from streaming.charts.live import live_figures, windowed_counts_figure
-from streaming.engine.batching import Batching
 from streaming.engine.config import (
+    MAX_SPEED,
     OUTPUT_MODES,
     TRIGGER_KINDS,
     VALUE_AGGREGATIONS,
-    ColumnMapping,
     FeedSource,
     GeneratorSource,
     QueryConfig,
@@ -38,12 +37,12 @@ from streaming.engine.config import (
     Source,
     describe,
 )
-from streaming.engine.datasets import DatasetStore
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_events
 from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
 
+from .data import batching_widgets, dataset_source, runnable_datasets
 from .datasets import dataset_store
 from .shared import REFRESH_SECONDS, feed_select, feed_source, show_code, watermark_widget, window_widgets
 
@@ -122,56 +121,30 @@ def _rate_micro_batch_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def runnable_datasets(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> dict[str, tuple[Path, str]]:
-    """Label → (store root, name) of the datasets a query can run: the user's, then the samples that ship a mapping."""
-    samples = DatasetStore(samples_root)
-    choices = {name: (store.root, name) for name in store.names()}
-    choices.update({f"{name} (sample)": (samples.root, name) for name in samples.names() if samples.saved_columns(name) is not None})
-    return choices
+PACES = ("seconds per batch", "arrival time × speed")
 
 
 def _dataset_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     choices = runnable_datasets(dataset_store())
     label = st.selectbox("Dataset", list(choices), key="lab_dataset", help="Your uploaded datasets and the samples, run with the mapping saved on the Datasets page")
     root, name = choices[label] if label is not None else (None, None)
-    rule = st.selectbox(
-        "Micro-batches", ["one file each", "N rows each", "by arrival time"], key="lab_dataset_batching",
-        help="by arrival time: the rows whose arrival column falls in the same interval form one batch (map the arrival column on the Datasets page)",
+    batching = batching_widgets("lab_dataset")
+    by_arrival = batching["batch_by"] == "arrival" and st.radio(
+        "Pace", PACES, horizontal=True, key="lab_dataset_pace",
+        help="arrival time × speed: the pause before each batch is the arrival time between it and the one before, divided by the speed",
+    ) == PACES[1]
+    speed = (
+        st.number_input("Speed (× arrival time)", min_value=0.1, max_value=MAX_SPEED, value=10.0, step=5.0, key="lab_dataset_speed")
+        if by_arrival else None
     )
-    batching: dict[str, Any] = {"batch_by": "file", "batch_interval": None}
-    if rule == "N rows each":
-        batching["batch_by"] = f"rows:{st.number_input('Rows per batch', min_value=1, value=100, step=50, key='lab_dataset_rows')}"
-    elif rule == "by arrival time":
-        batching = {"batch_by": "arrival", "batch_interval": st.text_input("Arrival interval", value="10 seconds", key="lab_dataset_interval")}
-    return {
-        **batching,
-        "root": str(root),
-        "dataset": name,
-        "seconds_per_file": st.number_input(
-            "Seconds per file", min_value=0.1, value=2.0, step=0.5, key="lab_dataset_seconds_per_file", help="One file, one micro-batch, every this many seconds"
-        ),
-    }
+    seconds = None if by_arrival else st.number_input(
+        "Seconds per batch", min_value=0.1, value=2.0, step=0.5, key="lab_dataset_seconds_per_file", help="One micro-batch every this many seconds"
+    )
+    return {**batching, "root": str(root), "dataset": name, "seconds_per_file": seconds or 2.0, "speed": speed}
 
 
 def _dataset_feed(params: Mapping[str, Any], root: Path) -> Source:
-    """A user's dataset replayed with its saved column mapping; only names the store lists are opened."""
-    name = params.get("dataset")
-    if name is None:
-        raise ConfigError("dataset", None, "none uploaded yet: add one on the Datasets page")
-    store = DatasetStore(Path(params["root"]))
-    if store.root not in (dataset_store().root, DatasetStore(SAMPLE_FEEDS).root):
-        raise ConfigError("dataset", params["root"], "is neither the data root nor the samples folder")
-    saved = store.saved_columns(name)
-    if saved is None:
-        raise ConfigError("columns", name, "are not mapped yet: choose the event-time column on the Datasets page and press Save mapping")
-    columns = ColumnMapping.from_dict(saved)
-    by = params.get("batch_by", "file")
-    if by == "arrival":
-        if columns.arrival is None:
-            raise ConfigError("batch_by", "arrival", f"needs {name}'s arrival column: map it on the Datasets page and press Save mapping")
-        by = columns.arrival
-    batching = Batching(by, params.get("batch_interval"))
-    return FeedSource(store.folder(name), params["seconds_per_file"], store.file_format(name), columns, batching)
+    return dataset_source(params)
 
 
 def _replayed_feed(params: Mapping[str, Any], root: Path) -> Source:

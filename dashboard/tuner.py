@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import streamlit as st
 
-from streaming.analysis.tune import TuneResult, canonical_delays, check_target, tune
+from streaming.analysis.tune import TuneResult, canonical_delays, check_target, tune, tune_configs
 from streaming.charts import tuner as tuner_charts
 from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
 
+from .data import choice_of, data_select, data_source, data_widgets
 from .jobs import Job, start_job
-from .shared import InputErrors, feed_select, feed_source, percent, show_code, window_widgets
+from .shared import InputErrors, percent, show_code, window_widgets
 
 __all__ = [
     "COMPLETENESS_TEXT",
@@ -40,7 +41,9 @@ T = TypeVar("T")
 COMPLETENESS_TEXT = (
     "**Completeness** is the share of the exact answer a run's final result table holds: the sum of the "
     "counts in the update-mode result table ÷ the sum of the counts of the exact batch answer over the "
-    "whole feed (no watermark), overall and per window. **Output delay** is what append mode would wait: "
+    "whole feed (no watermark), overall and per window. A sum, average or other aggregate is measured by "
+    "the rows it was computed over; with duplicates dropped it can pass 100%: a short delay forgets an id "
+    "sooner, and its late duplicate is counted again. **Output delay** is what append mode would wait: "
     "how long after a window's end (in event time, and in micro-batches) the watermark passes it and an "
     "append-mode run would emit it."
 )
@@ -58,19 +61,31 @@ def parse_delays(text: str, limit: int = MAX_DELAYS) -> list[str]:
 @dataclass(frozen=True)
 class TuneInputs:
     feed: str
-    source: FeedSource
-    window: str
-    slide: str | None
+    """The label of the data swept: a sample feed or a dataset."""
+    query: QueryConfig
+    """The shape swept (feed, windows, key, aggregate, dedup, batching); its watermark is each delay in turn."""
     delays: list[str]
     target: float
 
+    @property
+    def source(self) -> FeedSource:
+        return cast(FeedSource, self.query.source)
+
     def config(self, delay: str) -> QueryConfig:
         """The update-mode query the sweep runs for ``delay``; the recommended one for the code panel."""
-        return QueryConfig(self.source, window=self.window, slide=self.slide, watermark=delay, output_mode="update")
+        [config] = tune_configs(self.query, [delay])
+        return config
 
 
-def tune_inputs(feed: str, window: str, slide: str | None, delays: str, target: object) -> TuneInputs:
-    """The sweep's validated inputs; :class:`InputErrors` lists every bad field, named with its value."""
+def tune_inputs(
+    feed: str | None, window: str, slide: str | None, delays: str, target: object,
+    batching: Mapping[str, Any] | None = None, aggregation: str = "count", deduplicate: bool = False,
+) -> TuneInputs:
+    """The sweep's validated inputs; :class:`InputErrors` lists every bad field, named with its value.
+
+    ``feed`` is a label of :func:`dashboard.data.data_choices`; ``batching``,
+    ``aggregation`` and ``deduplicate`` are a dataset's (:func:`dashboard.data.data_widgets`).
+    """
     errors: list[ConfigError] = []
 
     def attempt(check: Callable[[], T]) -> T | None:
@@ -80,30 +95,39 @@ def tune_inputs(feed: str, window: str, slide: str | None, delays: str, target: 
             errors.append(err)
             return None
 
-    source = attempt(lambda: feed_source(feed))
+    source = attempt(lambda: data_source(choice_of(feed), batching))
     parsed = attempt(lambda: parse_delays(delays))
     goal = attempt(lambda: check_target(target))
-    if source is not None:  # window and slide, checked the way the sweep's queries will be built
-        attempt(lambda: QueryConfig(source, window=window, slide=slide, watermark=None, output_mode="update"))
-    if errors or source is None or parsed is None or goal is None:
+    query = None
+    if source is not None:  # the shape, checked the way the sweep's queries will be built
+        query = attempt(
+            lambda: QueryConfig(
+                source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode="update",
+                aggregation=aggregation, deduplicate=deduplicate,  # type: ignore[arg-type]
+            )
+        )
+        if query is not None and parsed is not None:
+            attempt(lambda: tune_configs(query, parsed))
+    if errors or query is None or parsed is None or goal is None:
         raise InputErrors(errors)
-    return TuneInputs(feed, source, window, slide, parsed, goal)
+    return TuneInputs(str(feed), query, parsed, goal)
 
 
 def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB) -> None:
     """Start the sweep of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
 
     def work() -> TuneResult:
-        return tune(registry, inputs.source.path, window=inputs.window, slide=inputs.slide, delays=inputs.delays, target=inputs.target)
+        return tune(registry, inputs.query, delays=inputs.delays, target=inputs.target)
 
     start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work)
 
 
-def tune_widgets(feeds: Sequence[str]) -> dict[str, Any]:
-    """Feed, window (and slide), delays and target: the keyword arguments of :func:`tune_inputs`."""
-    columns = st.columns([2, 3, 5, 2])
+def tune_widgets() -> dict[str, Any]:
+    """Data (and, for a dataset, its batching and aggregate), window (and slide), delays and target: the keyword arguments of :func:`tune_inputs`."""
+    columns = st.columns([3, 3, 5, 2])
     with columns[0]:
-        feed = feed_select(feeds, "tune_feed")
+        feed = data_select("tune_feed")
+        shape = data_widgets("tune", feed)
     with columns[1]:
         window, slide = window_widgets("tune")
     with columns[2]:
@@ -112,7 +136,7 @@ def tune_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     with columns[3]:
         target = st.number_input("Completeness target", value=DEFAULT_TARGET, step=0.01, format="%.3f", key="tune_target",
                                  help="Greater than 0 and at most 1: the smallest delay reaching it is recommended")
-    return {"feed": feed, "window": window, "slide": slide, "delays": delays, "target": target}
+    return {"feed": feed, "window": window, "slide": slide, "delays": delays, "target": target, **shape}
 
 
 TUNE_COLUMNS: Mapping[str, Any] = {
@@ -159,9 +183,12 @@ def tune_results(job: Job) -> None:
     """The finished sweep: recommendation, one row per delay, the two trade-offs, per-window completeness, code."""
     inputs: TuneInputs = job.inputs
     result: TuneResult = job.result
-    shape = inputs.window if inputs.slide is None else f"{inputs.window} sliding every {inputs.slide}"
+    shape = result.window if result.slide is None else f"{result.window} sliding every {result.slide}"
+    what = "count" if inputs.query.aggregation == "count" else inputs.query.measure
+    if inputs.query.deduplicate:
+        what += " after dropping duplicates"
     st.caption(
-        f"{inputs.feed}, windows of {shape}, {len(result.outcomes)} delays, target {percent(result.target)}: "
+        f"{inputs.feed}: {what} per window of {shape}, {len(result.outcomes)} delays, target {percent(result.target)}: "
         f"{result.wall_seconds:.0f} s {'(delays run concurrently)' if result.concurrent else '(one delay at a time)'}."
     )
     text = recommendation_text(result)

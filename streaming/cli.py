@@ -22,31 +22,43 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m streaming", description="Run Structured Streaming queries headless.")
     commands = top.add_subparsers(dest="command", required=True)
     replay = commands.add_parser("replay", help="replay a feed through a windowed count until the stream is idle")
-    replay.add_argument("feed_dir", type=Path, metavar="PATH", help="a folder of files (one file per micro-batch, in file-name order) or one file")
-    replay.add_argument("--format", dest="file_format", choices=FILE_FORMATS, default=None, help="csv, json (JSON lines) or parquet (default: from the file names)")
-    replay.add_argument("--event-time", default="event_time", help="the event-time column (default: event_time)")
-    replay.add_argument(
-        "--time-format", default=None,
-        help="auto, epoch_s, epoch_ms or a Spark datetime pattern (default: auto; a folder of CSV files with event_time and key "
-        f"columns is read as the sample feeds are, {TIME_PATTERN})",
-    )
-    keys = replay.add_mutually_exclusive_group()
-    keys.add_argument("--key", default="key", help="the key column (default: key)")
-    keys.add_argument("--no-key", action="store_true", help="no key column: one global group per window (key null in --json)")
-    replay.add_argument("--value", default=None, help="the value column --agg reads (numbers; text that is not one is left out)")
-    replay.add_argument("--agg", default="count", choices=("count", *VALUE_AGGREGATIONS), help="the aggregate per window and key (default: count)")
+    _add_data_arguments(replay)
     windows = replay.add_mutually_exclusive_group(required=True)
     windows.add_argument("--window", help='window length, e.g. "5 minutes"')
     windows.add_argument("--session-gap", default=None, help="session windows instead: a key's session ends this long after its last event")
     replay.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
-    replay.add_argument("--batch-by", default="file", help="file (one file per micro-batch, default), rows:N, or an arrival-time column")
-    replay.add_argument("--batch-interval", default=None, help="with --batch-by COLUMN: rows arriving in the same interval of this length form a batch")
     replay.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark (needs --watermark)")
     replay.add_argument("--watermark", default=None, help="watermark delay (default: none)")
     replay.add_argument("--output-mode", default="update", choices=OUTPUT_MODES)
     replay.add_argument("--json", type=Path, default=None, help="write the result and batch summaries to this file")
     _add_tune_parser(commands)
     return top
+
+
+def _add_data_arguments(command: argparse.ArgumentParser) -> None:
+    """The flags that say what the data is, how it arrives and what is aggregated: shared by ``replay`` and ``tune``."""
+    command.add_argument("feed_dir", type=Path, metavar="PATH", help="a folder of files (one file per micro-batch, in file-name order) or one file")
+    command.add_argument("--format", dest="file_format", choices=FILE_FORMATS, default=None, help="csv, json (JSON lines) or parquet (default: from the file names)")
+    command.add_argument("--event-time", default="event_time", help="the event-time column (default: event_time)")
+    command.add_argument(
+        "--time-format", default=None,
+        help="auto, epoch_s, epoch_ms or a Spark datetime pattern (default: auto; a folder of CSV files with event_time and key "
+        f"columns is read as the sample feeds are, {TIME_PATTERN})",
+    )
+    keys = command.add_mutually_exclusive_group()
+    keys.add_argument("--key", default="key", help="the key column (default: key)")
+    keys.add_argument("--no-key", action="store_true", help="no key column: one global group per window (key null in --json)")
+    command.add_argument("--value", default=None, help="the value column --agg reads (numbers; text that is not one is left out)")
+    command.add_argument("--agg", default="count", choices=("count", *VALUE_AGGREGATIONS), help="the aggregate per window and key (default: count)")
+    command.add_argument("--batch-by", default="file", help="file (one file per micro-batch, default), rows:N, or an arrival-time column")
+    command.add_argument("--batch-interval", default=None, help="with --batch-by COLUMN: rows arriving in the same interval of this length form a batch")
+
+
+def _source(args: argparse.Namespace) -> FeedSource:
+    return replay_source(
+        args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value, args.dedup_by,
+        Batching(args.batch_by, args.batch_interval),
+    )
 
 
 def detect_format(path: Path) -> FileFormat:
@@ -97,10 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         config = QueryConfig(
-            replay_source(
-                args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value, args.dedup_by,
-                Batching(args.batch_by, args.batch_interval),
-            ),
+            _source(args),
             window=args.window or "1 minute",
             slide=args.slide,
             watermark=args.watermark,
@@ -131,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _add_tune_parser(commands) -> None:
     tune = commands.add_parser("tune", help="replay a feed under several watermark delays and recommend the smallest good one")
-    tune.add_argument("feed_dir", type=Path, help="folder of CSV files (event_time, key, ...), one file per micro-batch")
+    _add_data_arguments(tune)
     tune.add_argument("--window", required=True, help='window length, e.g. "5 minutes"')
     tune.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
+    tune.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark")
     tune.add_argument("--delays", required=True, help='comma-separated watermark delays, e.g. "0 seconds,1 minute,5 minutes"')
     tune.add_argument("--target", default="0.99", help="completeness to reach, in (0, 1] (default: 0.99)")
     tune.add_argument("--json", type=Path, default=None, help="write the measurements and the recommendation to this file")
@@ -167,11 +177,10 @@ def _tune_table(outcome) -> str:
 
 
 def _tune_main(args) -> int:
-    from .analysis.tune import canonical_delays, check_target
-    from .engine.config import FeedSource, QueryConfig
+    from .analysis.tune import canonical_delays, check_target, tune_configs
 
-    if not args.feed_dir.is_dir():
-        print(f"error: feed_dir: {str(args.feed_dir)!r} is not a folder", file=sys.stderr)
+    if not args.feed_dir.exists():
+        print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
         return 2
     try:
         target = float(args.target)
@@ -181,7 +190,10 @@ def _tune_main(args) -> int:
     try:
         delays = canonical_delays([part.strip() for part in args.delays.split(",")])
         check_target(target)
-        QueryConfig(FeedSource(args.feed_dir, seconds_per_file=0), window=args.window, slide=args.slide, watermark=delays[0])
+        query = QueryConfig(
+            _source(args), window=args.window, slide=args.slide, watermark=delays[0], aggregation=args.agg, deduplicate=args.dedup_by is not None
+        )
+        tune_configs(query, delays)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -191,9 +203,10 @@ def _tune_main(args) -> int:
 
     spark = get_session()
     try:
-        outcome = tune(
-            QueryRegistry(spark), args.feed_dir, window=args.window, slide=args.slide, delays=delays, target=target, concurrent=args.concurrent
-        )
+        outcome = tune(QueryRegistry(spark), query, delays=delays, target=target, concurrent=args.concurrent)
+    except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     finally:
         spark.stop()
     print(_tune_table(outcome))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import datasets, live, queries, shared
+from dashboard import data, datasets, live, queries, shared
 from streaming.engine.config import FEED_COLUMNS, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
 from streaming.engine.datasets import DatasetStore, Upload
 from streaming.engine.errors import ConfigError
@@ -288,7 +288,7 @@ def test_dataset_helpers(tmp_path: Path) -> None:
     assert [choice.label for choice in choices] == [
         "kafka_dump", "guide_words (sample)", "meters_parquet (sample)", "orders_jsonl (sample)", "sensor_readings (sample)", "web_clicks (sample)",
     ]
-    assert list(live.runnable_datasets(store)) == ["kafka_dump", "meters_parquet (sample)", "orders_jsonl (sample)"]
+    assert list(data.runnable_datasets(store)) == ["kafka_dump", "meters_parquet (sample)", "orders_jsonl (sample)"]
     assert datasets.saved_mapping(store, datasets.DatasetChoice("web_clicks", True)) == FEED_COLUMNS
     assert datasets.saved_mapping(store, datasets.DatasetChoice("orders_jsonl", True)).time_format == "epoch_ms"
     files, fmt = datasets.dataset_files(store, choices[0])

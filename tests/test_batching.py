@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet
 import pytest
 
-from streaming.engine.batching import Batching, batch_files, interval_batches, read_rows
+from streaming.engine.batching import Batching, arrival_pauses, batch_files, interval_batches, interval_slots, read_rows
 from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.runner import run_to_idle
+from streaming.engine.sources import FeedReplayer, input_frame
 
 
 @pytest.mark.parametrize(
@@ -39,6 +41,14 @@ def test_interval_batches_group_by_epoch_aligned_interval_in_order() -> None:
     # intervals of 10 s: [0,10) holds rows 1, 2 (unparsable: with the row before) and 6; [10,20) rows 0 and 4; [20,30) row 3; [30,40) row 5
     assert interval_batches(times, 10 * seconds) == [[1, 2, 6], [0, 4], [3], [5]]
     assert interval_batches([None, 5 * seconds], 10 * seconds) == [[0, 1]]
+    assert [slot for slot, _ in interval_slots(times, 10 * seconds)] == [0, 1, 2, 3]
+
+
+def test_arrival_pacing_waits_the_arrival_gaps_divided_by_the_speed() -> None:
+    seconds = 1_000_000
+    assert arrival_pauses([0, 10 * seconds, 50 * seconds], 10) == [1.0, 4.0, 0.0]
+    assert arrival_pauses([0, 10 * seconds], 0.5) == [20.0, 0.0]
+    assert arrival_pauses([], 2) == []
 
 
 def _csv(folder: Path, name: str, rows: list[tuple[str, str]]) -> Path:
@@ -85,6 +95,28 @@ def test_batching_by_arrival_time_on_spark_gives_one_batch_per_interval(spark, r
     data_batches = [int(n) for n in outcome.progress["num_input_rows"] if n > 0]
     assert data_batches == [3, 2, 1]
     assert [(r["window_start"][11:], r["count"]) for r in outcome.result_records()] == [("12:00:00", 6)]
+    # Paced by arrival time at 10x: the intervals 0, 2 and 5 are 20 s and 30 s apart.
+    paced = replace(source, seconds_per_file=1.0, speed=10.0)
+    _, feeder = input_frame(spark, paced, tmp_path / "paced" / "staging", 0)
+    try:
+        assert isinstance(feeder, FeedReplayer) and not feeder.stepped
+        assert feeder.pauses == [2.0, 3.0, 0.0] and len(feeder.files) == 3
+    finally:
+        feeder.stop()
+
+
+def test_pacing_by_arrival_time_needs_an_arrival_column_and_a_positive_speed(tmp_path: Path) -> None:
+    folder = tmp_path / "events"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps({"ts": 0, "arrived": 0, "k": "x"}) + "\n")
+    columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="k", arrival="arrived", arrival_format="epoch_ms")
+    with pytest.raises(ConfigError) as caught:
+        FeedSource(folder, 1, "json", columns, Batching("rows:10"), speed=10.0)
+    assert (caught.value.field, caught.value.value) == ("source.speed", 10.0) and "arrival column" in caught.value.reason
+    for speed in (0, -1.0, True, "fast"):
+        with pytest.raises(ConfigError) as caught:
+            FeedSource(folder, 1, "json", columns, Batching("arrived", "10 seconds"), speed=speed)
+        assert caught.value.field == "source.speed"
 
 
 def test_rows_batching_through_the_runner(registry, tmp_path: Path) -> None:

@@ -291,7 +291,7 @@ def test_every_live_figure_passes_plotly_validation(summaries: list[dict], table
 
 def test_a_value_aggregate_is_drawn_and_named() -> None:
     table = ResultTable("update", "sum")
-    table.apply(0, [(0, 60_000_000, "a", 12.5), (60_000_000, 120_000_000, "a", None), (0, 60_000_000, "b", 3.0)])
+    table.apply(0, [(0, 60_000_000, "a", 12.5, 2), (60_000_000, 120_000_000, "a", None, 1), (0, 60_000_000, "b", 3.0, 1)])
     figure = live.windowed_counts_figure(table.frame(), measure="sum(amount)")
     go.Figure(figure.to_dict())  # valid with plotly's validation on
     assert figure.layout.title.text.startswith("Result table: sum(amount) per key and window")

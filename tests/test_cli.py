@@ -187,9 +187,9 @@ def test_replay_sums_a_value_column(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(out.read_text())["result"] == [
-        {"window_start": "2026-03-02 14:00:00", "window_end": "2026-03-02 14:01:00", "key": "a", "value": 14.5},
-        {"window_start": "2026-03-02 14:00:00", "window_end": "2026-03-02 14:01:00", "key": "b", "value": None},
-    ]
+        {"window_start": "2026-03-02 14:00:00", "window_end": "2026-03-02 14:01:00", "key": "a", "value": 14.5, "count": 2},
+        {"window_start": "2026-03-02 14:00:00", "window_end": "2026-03-02 14:01:00", "key": "b", "value": None, "count": 1},
+    ]  # count: the rows each value was computed over, a row whose value is no number included
     assert main(["replay", str(tmp_path / "sales.csv"), "--event-time", "at", "--key", "shop", "--agg", "avg", "--window", "1 minute"]) == 2
 
 

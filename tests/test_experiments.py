@@ -114,7 +114,7 @@ def test_parse_delays_is_canonical_sorted_and_named() -> None:
 def test_tune_inputs_lists_every_bad_field() -> None:
     with pytest.raises(shared.InputErrors) as err:
         tuner.tune_inputs("../streaming", "1 minute", None, "abc", 1.5)
-    assert [error.field for error in err.value.errors] == ["source.path", "delays", "target"]
+    assert [error.field for error in err.value.errors] == ["data", "delays", "target"]
     with pytest.raises(shared.InputErrors) as err:
         tuner.tune_inputs("guide_words", "1 minute", "5 minutes", "1 minute", 0.9)
     [error] = err.value.errors
@@ -231,7 +231,7 @@ def test_compare_refuses_a_slide_longer_than_the_window() -> None:
 def test_tuner_shows_running_then_the_error_of_a_failed_sweep(monkeypatch, no_spark, jobs) -> None:
     release = threading.Event()
 
-    def failing_tune(registry, feed_dir, **kwargs):
+    def failing_tune(registry, query, **kwargs):
         assert registry == "registry stand-in" and kwargs["delays"] == ["0 seconds", "1 minute"]
         release.wait(60)
         raise RuntimeError("Spark went away")
@@ -317,3 +317,55 @@ def test_compare_runs_two_configs_on_the_guide_feed(jobs) -> None:
     [chart] = at.get("plotly_chart")
     assert "donkey" not in chart.proto.spec and "owl" in chart.proto.spec  # the donkey is dropped in both runs
     assert len(at.code) == 2 and "append" in at.code[0].value and "update" in at.code[1].value
+
+
+# --- a user's dataset ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def orders_root(tmp_path: Path, monkeypatch) -> Path:
+    """A data root holding one mapped dataset ``orders``: 4 JSON-lines files, epoch-ms ``ts``, ``store``, ``amount``, ``order_id`` with redeliveries."""
+    from datetime import datetime
+
+    from streaming.feedgen import DatasetSpec, FeedSpec, write_dataset
+
+    feed = FeedSpec(
+        start=datetime(2024, 3, 4, 12, 0, 0), batches=4, batch_interval_seconds=20, events_per_batch=10, keys=("north", "south"),
+        max_lag_seconds=5, late_share=0.2, late_delay_seconds=90, value_column="amount", value_range=(5.0, 50.0), seed=9,
+    )
+    root = tmp_path / "data"
+    write_dataset(DatasetSpec(feed, "json", ("order_id", "ts", "ingested_at", "store", "amount"), duplicate_share=0.2, seed=4), root / "orders")
+    monkeypatch.setenv("STREAMING_LAB_DATA", str(root))
+    return root
+
+
+def test_tune_inputs_of_a_dataset_take_its_aggregate_and_dedup(orders_root: Path) -> None:
+    inputs = tuner.tune_inputs("orders", "1 minute", None, "0s, 2m", 0.99, {"batch_by": "rows:15", "batch_interval": None}, "sum", True)
+    config = inputs.config("2 minutes")
+    assert (config.aggregation, config.deduplicate, config.measure, config.source.batching.rows) == ("sum", True, "sum(amount)", 15)
+    with pytest.raises(shared.InputErrors) as err:
+        tuner.tune_inputs("orders", "1 minute", None, "1m", 0.99, {"batch_by": "rows:0", "batch_interval": None})
+    assert [error.field for error in err.value.errors] == ["batch_by"]
+    inputs = compare.compare_inputs("orders", [{"window": "1 minute", "slide": None, "watermark": "1 minute", "output_mode": "update"}] * 2,
+                                    aggregation="max")
+    assert inputs.labels[0] == "1: update · 1 minute · wm 1 minute · max(amount)"
+
+
+@pytest.mark.timeout(900)
+def test_tuner_sweeps_a_dataset_sum_with_duplicates_dropped(jobs, orders_root: Path) -> None:
+    at = _page(TUNER)
+    jobs.append(at)
+    at.selectbox(key="tune_feed").set_value("orders").run()
+    at.selectbox(key="tune_aggregation").set_value("sum")
+    at.checkbox(key="tune_deduplicate").check()
+    at.text_input(key="tune_delays").set_value("0s, 10 minutes")
+    at.button(key="tune_run").click().run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+
+    assert _wait_until(at, _table_with(TUNE_TABLE)), f"no result table; errors: {_errors(at)}"
+    assert [box.value for box in at.success] == ["Smallest delay reaching 99%: 10 minutes"]
+    table = _table(at, TUNE_TABLE)
+    assert table["completeness"].iloc[0] < 1.0 and table["completeness"].iloc[1] == 1.0
+    assert any("sum(amount) after dropping duplicates" in caption.value for caption in at.caption)
+    code = at.code[0].value
+    assert "dropDuplicatesWithinWatermark" in code and "F.sum(F.col('value')" in code and "'10 minutes'" in code

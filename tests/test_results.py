@@ -155,6 +155,17 @@ def test_frame_types_and_empty() -> None:
     assert list(ResultTable("append", aggregation="none").frame().columns) == RAW_COLUMNS
 
 
+def test_a_value_aggregate_keeps_the_rows_it_was_computed_over() -> None:
+    table = ResultTable("update", aggregation="avg")
+    assert list(table.frame().columns) == ["window_start", "window_end", "key", "value", "count"]
+    table.apply(0, [(*row(0, "dog", 0)[:3], 2.5, 2), (*row(0, "cat", 0)[:3], None, 1)])
+    table.apply(1, [(*row(0, "dog", 0)[:3], 3.0, 3)])
+    frame = table.frame()
+    assert frame["key"].tolist() == ["cat", "dog"] and frame["count"].tolist() == [1, 3]
+    assert pd.isna(frame["value"].iloc[0]) and frame["value"].iloc[1] == 3.0
+    assert (frame["value"].dtype, frame["count"].dtype) == ("float64", "int64")
+
+
 def test_concurrent_apply_and_frame() -> None:
     table = ResultTable("update", max_rows=50)
     errors: list[BaseException] = []
@@ -197,14 +208,3 @@ def test_a_run_waits_for_its_first_batch_and_no_longer_than_asked(tmp_path) -> N
         folding.join()
     query.isActive = False
     assert Run("ended", run.config, query, ResultTable("update"), ProgressLog(), None, tmp_path, pd.Timestamp.now()).await_first_batch(30) is False
-
-
-def test_a_value_aggregate_keeps_floats_and_null_as_nan() -> None:
-    import math
-
-    table = ResultTable("update", "avg")
-    table.apply(0, [(0, 60_000_000, "a", 2.5), (0, 60_000_000, "b", None)])
-    table.apply(1, [(0, 60_000_000, "a", 3.0)])
-    frame = table.frame()
-    assert list(frame.columns) == ["window_start", "window_end", "key", "value"]
-    assert frame["value"].iloc[0] == 3.0 and math.isnan(frame["value"].iloc[1])

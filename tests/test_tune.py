@@ -23,6 +23,11 @@ from streaming.engine.feeds import SAMPLE_FEEDS
 from streaming.engine.progress import progress_frame
 
 GUIDE = SAMPLE_FEEDS / "guide_words"
+
+
+def _query(feed: Path, window: str, slide: str | None = None) -> QueryConfig:
+    """The windowed count of a sample-layout feed, the shape a sweep tunes."""
+    return QueryConfig(FeedSource(feed, seconds_per_file=0), window=window, slide=slide)
 T = pd.Timestamp
 
 
@@ -180,7 +185,7 @@ def sweep_feed(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def sweep(registry, sweep_feed):
-    return tune(registry, sweep_feed, window="1 minute", delays=["1m", "0", "20 seconds"], target=0.99)
+    return tune(registry, _query(sweep_feed, "1 minute"), delays=["1m", "0", "20 seconds"], target=0.99)
 
 
 def test_sweep_is_monotone_and_recommends_the_smallest_delay(sweep):
@@ -204,7 +209,7 @@ def test_sweep_is_monotone_and_recommends_the_smallest_delay(sweep):
 
 
 def test_concurrent_sweep_measures_the_same(registry, sweep_feed, sweep):
-    concurrent = tune(registry, sweep_feed, window="1 minute", delays=["1m", "0", "20 seconds"], target=0.99, concurrent=True)
+    concurrent = tune(registry, _query(sweep_feed, "1 minute"), delays=["1m", "0", "20 seconds"], target=0.99, concurrent=True)
     assert concurrent.concurrent is True and sweep.concurrent is False
 
     def measured(result) -> list[dict]:
@@ -265,7 +270,7 @@ def _derived(emissions: pd.DataFrame) -> dict[tuple[pd.Timestamp, pd.Timestamp],
 
 
 def test_output_delay_matches_a_real_append_run_on_the_guide_example(registry):
-    swept = tune(registry, GUIDE, window="10 minutes", slide="5 minutes", delays=["10 minutes"], target=0.5)
+    swept = tune(registry, _query(GUIDE, "10 minutes", "5 minutes"), delays=["10 minutes"], target=0.5)
     outcome = swept.outcomes[0]
     real, append_progress = _recorded_append_run(registry, GUIDE, window="10 minutes", slide="5 minutes", watermark="10 minutes")
     first = (T("2016-05-10 12:00"), T("2016-05-10 12:10"))
@@ -281,7 +286,7 @@ def test_output_delay_matches_a_real_append_run_on_the_guide_example(registry):
 
 def test_output_delay_boundary_watermark_equal_to_window_end(registry, write_feed):
     feed = write_feed([[("2016-05-10 12:07:00", "dog")], [("2016-05-10 12:20:00", "owl")], [("2016-05-10 12:21:00", "cat")]])
-    swept = tune(registry, feed, window="10 minutes", delays=["10 minutes"])
+    swept = tune(registry, _query(feed, "10 minutes"), delays=["10 minutes"])
     real, progress = _recorded_append_run(registry, feed, window="10 minutes", watermark="10 minutes")
     first = (T("2016-05-10 12:00"), T("2016-05-10 12:10"))
     assert progress.set_index("batch_id").loc[real[first], "watermark"] == T("2016-05-10 12:10")

@@ -1,11 +1,11 @@
-"""Compare: 2-4 query configurations replayed side by side on the same sample feed."""
+"""Compare: 2-4 query configurations replayed side by side on the same sample feed or dataset."""
 
 import streamlit as st
 
 from dashboard import compare
+from dashboard.data import data_select, data_widgets
 from dashboard.jobs import job_controls
-from dashboard.shared import InputErrors, feed_select, get_registry, refuse, session_starter, session_status, wait_for_session
-from streaming.engine.feeds import feed_names
+from dashboard.shared import InputErrors, get_registry, refuse, session_starter, session_status, wait_for_session
 
 st.title("Compare")
 st.caption(
@@ -18,7 +18,8 @@ if starter.status == "starting":
     wait_for_session(starter)
 feed_column, count_column = st.columns([2, 1])
 with feed_column:
-    feed = feed_select(feed_names(), "cmp_feed")
+    feed = data_select("cmp_feed")
+    shape = data_widgets("cmp", feed)
 with count_column:
     count = st.number_input("Configurations", min_value=2, max_value=4, value=2, step=1, key="cmp_count")
 slots = []
@@ -26,7 +27,7 @@ for number, column in enumerate(st.columns(int(count)), start=1):
     with column, st.container(border=True):
         slots.append(compare.compare_slot_widgets(number, compare.SLOT_DEFAULTS[number - 1]))
 try:
-    inputs = compare.compare_inputs(feed, slots)
+    inputs = compare.compare_inputs(feed, slots, **shape)
 except InputErrors as err:
     refuse(err, "comparison")
 job_controls(

@@ -7,8 +7,8 @@ a watermark sweep measures a delay (:func:`streaming.analysis.measure.measure`).
 
 Completeness of append and complete runs. Every summary row measures
 ``completeness`` from the run's own final result table: the sum of its counts ÷
-the sum of the exact answer (``exact_counts`` with the config's own window and
-slide). That is what a consumer of the sink actually holds. For an update run
+the sum of the exact answer (``exact_answer`` with the config's own window and
+slide, aggregation and deduplication). That is what a consumer of the sink actually holds. For an update run
 it is the project's definition. A complete run keeps every window and, since
 complete mode never drops late rows, scores 1. An **append** run's table only
 holds the windows the watermark finalized, so windows still open when the feed
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +77,19 @@ SUMMARY_COLUMNS = [
 
 
 def config_label(config: QueryConfig) -> str:
-    """A short label: ``"update · 10 minutes/5 minutes · wm 10 minutes"`` (tumbling shows the window alone)."""
+    """A short label: ``"update · 10 minutes/5 minutes · wm 10 minutes"`` (tumbling shows the window alone; a value aggregate and dedup are added)."""
     window = format_duration(config.window_ms)
     if config.slide is not None:
         window += f"/{format_duration(config.slide_ms)}"
+    if config.session_gap_ms is not None:
+        window = f"session {format_duration(config.session_gap_ms)}"
     watermark = "no wm" if config.watermark_ms is None else f"wm {format_duration(config.watermark_ms)}"
-    return f"{config.output_mode} · {window} · {watermark}"
+    parts = [config.output_mode, window, watermark]
+    if config.aggregation != "count":
+        parts.append(config.measure)
+    if config.deduplicate:
+        parts.append("dedup")
+    return " · ".join(parts)
 
 
 def time_range(frames: Sequence[pd.DataFrame]) -> tuple[pd.Timestamp, pd.Timestamp] | None:
@@ -180,12 +187,12 @@ def _checked(feed: Path, configs: Sequence[QueryConfig]) -> list[QueryConfig]:
             raise ConfigError(f"{where}.source", config.source.kind, "source cannot be compared: compare replays a feed folder (FeedSource)")
         if config.source.path.resolve() != feed.resolve():
             raise ConfigError(f"{where}.source.path", str(config.source.path), f"is not the compared feed {str(feed)!r}")
-        if config.aggregation != "count":
-            raise ConfigError(f"{where}.aggregation", config.aggregation, "cannot be compared: compare needs windowed counts")
+        if config.aggregation == "none":
+            raise ConfigError(f"{where}.aggregation", config.aggregation, "cannot be compared: compare measures aggregations")
         if config.trigger == "processing_time":
             raise ConfigError(f"{where}.trigger", "processing_time", "cannot be compared: compare replays with the default trigger")
         # A paced feed is replayed stepped, so every config sees the same micro-batches.
-        checked.append(config.with_changes(source=FeedSource(feed, seconds_per_file=0)))
+        checked.append(config.with_changes(source=replace(config.source, seconds_per_file=0)))
     return checked
 
 
@@ -206,6 +213,12 @@ def _unique_labels(configs: Sequence[QueryConfig], labels: Sequence[str] | None)
     return out
 
 
+def _exact_shape(config: QueryConfig) -> QueryConfig:
+    """``config`` with what the exact answer does not depend on (watermark, output mode, trigger) set alike."""
+    output_mode = "append" if config.session_gap is not None else "update"
+    return config.with_changes(watermark="0 seconds", output_mode=output_mode, trigger="default", trigger_interval=None)
+
+
 def compare(
     registry,
     feed_dir: Path,
@@ -221,20 +234,23 @@ def compare(
     ``ValueError`` naming ``configs`` (or ``configs[i]...``, ``labels``) before
     anything runs. ``concurrent=None`` uses :data:`streaming.analysis.tune.DEFAULT_CONCURRENT`.
     """
-    from .exact import exact_counts
+    from .exact import exact_answer
 
     feed = Path(feed_dir)
     checked = _checked(feed, configs)
     names = _unique_labels(checked, labels)
     mode = DEFAULT_CONCURRENT if concurrent is None else bool(concurrent)
     started = time.monotonic()
-    shapes = sorted({(format_duration(c.window_ms), format_duration(c.slide_ms)) for c in checked})
-    exacts = {shape: exact_counts(registry.spark, feed, shape[0], shape[1]) for shape in shapes}
+    exacts: dict[QueryConfig, pd.DataFrame] = {}
+    for config in checked:
+        shape = _exact_shape(config)
+        if shape not in exacts:
+            exacts[shape] = exact_answer(registry.spark, shape)
     replays = run_all(registry, checked, concurrent=mode)
     wall = time.monotonic() - started
     runs = []
     for label, config, replay in zip(names, checked, replays):
-        exact = exacts[(format_duration(config.window_ms), format_duration(config.slide_ms))]
+        exact = exacts[_exact_shape(config)]
         watermark = None if config.watermark_ms is None else format_duration(config.watermark_ms)
         outcome = measure(watermark, replay.result, replay.progress, exact)
         final = pd.to_datetime(replay.progress["watermark"]).dropna().max() if len(replay.progress) else pd.NaT

@@ -1,4 +1,4 @@
-"""The exact answer: a batch (not streaming) windowed count over every row of a feed, no watermark.
+"""The exact answer: the query's aggregation over every row of a feed as one batch query, no watermark.
 
 This is what a streaming run would produce with an infinite watermark; the
 completeness of a run is measured against it.
@@ -11,36 +11,30 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..engine.durations import parse_duration
-from ..engine.feeds import event_columns, feed_files, feed_schema
-from ..engine.query import windowed_counts
+from ..engine.config import FeedSource, QueryConfig
+from ..engine.query import exact_frame
 from ..engine.results import ResultTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["exact_counts"]
+__all__ = ["exact_answer", "exact_counts"]
+
+
+def exact_answer(spark: SparkSession, config: QueryConfig) -> pd.DataFrame:
+    """``config``'s aggregation over all well-formed rows of its feed, folded as a complete-mode result table.
+
+    Columns ``window_start, window_end, key, count`` (and ``value`` before
+    ``count`` for a value aggregation), UTC-naive timestamps, sorted. Parsed,
+    filtered, deduplicated and aggregated by the same expressions as the
+    streaming query (:func:`~streaming.engine.query.exact_frame`); the
+    watermark, output mode and trigger of ``config`` do not matter.
+    """
+    table = ResultTable("complete", config.aggregation)
+    table.apply(0, [tuple(row) for row in exact_frame(spark, config).collect()])
+    return table.frame()
 
 
 def exact_counts(spark: SparkSession, feed_dir: Path, window: str, slide: str | None = None) -> pd.DataFrame:
-    """Windowed count per key over all well-formed rows of ``feed_dir`` with Spark's batch engine.
-
-    The rows are parsed and counted by the same expressions as the streaming
-    query, and folded into a complete-mode :class:`~streaming.engine.results.ResultTable`:
-    columns ``window_start, window_end, key, count`` (UTC-naive timestamps),
-    sorted; malformed rows are left out, as the streaming query leaves them out.
-    """
-    from pyspark.sql import functions as F
-
-    window_ms = parse_duration(window, field="window")
-    slide_ms = parse_duration(slide, field="slide") if slide is not None else window_ms
-    rows = (
-        spark.read.schema(feed_schema(Path(feed_dir)))
-        .option("header", True)
-        .csv([str(path) for path in feed_files(Path(feed_dir))])
-        .select(*event_columns("event_time", "key"))
-        .where(F.col("event_time").isNotNull() & F.col("key").isNotNull())
-    )
-    table = ResultTable("complete")
-    table.apply(0, [tuple(row) for row in windowed_counts(rows, window_ms, slide_ms).collect()])
-    return table.frame()
+    """The exact windowed count per key of a sample-layout feed folder (``event_time``, ``key`` CSV files); see :func:`exact_answer`."""
+    return exact_answer(spark, QueryConfig(FeedSource(Path(feed_dir), seconds_per_file=0), window=window, slide=slide, watermark=None))

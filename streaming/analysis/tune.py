@@ -1,9 +1,14 @@
 """Watermark tuning: replay one feed under several watermark delays and weigh completeness against cost.
 
-For each delay :func:`tune` runs the same windowed count (update mode) on the
+For each delay :func:`tune` runs the same query -- a windowed count or a value
+aggregate of a feed or dataset, by key or global, deduplicated or not, under
+the dataset's batching rule -- in update mode on the
 shared session with :func:`~streaming.engine.runner.run_to_idle` and measures it
 with :func:`streaming.analysis.measure.measure`: completeness against the exact
 answer, state, and the output delay an append-mode run would have.
+Completeness counts rows whatever the aggregate: a value aggregation carries
+the count of rows it was computed over. With deduplication it can exceed 1: a
+short delay forgets ids sooner, and a duplicate arriving later is counted again.
 
 The recommendation is the smallest delay whose completeness reaches ``target``.
 
@@ -22,9 +27,9 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -40,6 +45,7 @@ __all__ = [
     "check_target",
     "recommend",
     "tune",
+    "tune_configs",
 ]
 
 DEFAULT_CONCURRENT = False
@@ -102,13 +108,39 @@ def recommend(rows: Iterable[object], target: float) -> str | None:
 # --------------------------------------------------------------------------- sweep
 
 
+def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]:
+    """One update-mode config per canonical delay of ``delays``: ``query`` with that watermark, replayed stepped.
+
+    ``query`` gives the feed and the shape (window and slide, key, aggregation,
+    deduplication, batching); its watermark, output mode and trigger are the
+    tuner's. Raises :class:`~streaming.engine.config.ConfigError` for a source
+    without an end, a pass-through query and session windows.
+    """
+    if not isinstance(query, QueryConfig):
+        raise ConfigError("query", query, "is not a QueryConfig")
+    if not isinstance(query.source, FeedSource):
+        raise ConfigError("source", query.source.kind, "cannot be tuned: the tuner replays a feed or dataset to its end")
+    if query.aggregation == "none":
+        raise ConfigError("aggregation", "none", "cannot be tuned: a watermark drops rows only for an aggregation")
+    if query.session_gap is not None:
+        raise ConfigError(
+            "session_gap", query.session_gap,
+            "cannot be tuned yet: Spark runs session windows in append mode only, whose result never holds the sessions "
+            "still open when the data ends; compare delays on the Compare page instead",
+        )
+    source = replace(query.source, seconds_per_file=0)
+    return [
+        replace(query, source=source, watermark=delay, output_mode="update", trigger="default", trigger_interval=None)
+        for delay in canonical_delays(delays)
+    ]
+
+
 @dataclass(frozen=True, eq=False)
 class TuneResult:
     """The outcome of a sweep: one :class:`RunMeasures` per delay, smallest delay first."""
 
-    feed_dir: Path
-    window: str
-    slide: str | None
+    query: QueryConfig
+    """The shape swept, as given (its own watermark, output mode and trigger were not used)."""
     target: float
     outcomes: list[RunMeasures]
     recommended: str | None
@@ -116,15 +148,33 @@ class TuneResult:
     wall_seconds: float
     exact: pd.DataFrame = field(repr=False)
 
+    @property
+    def feed_dir(self) -> Path:
+        return cast(FeedSource, self.query.source).path
+
+    @property
+    def window(self) -> str:
+        return format_duration(self.query.window_ms)
+
+    @property
+    def slide(self) -> str | None:
+        return None if self.query.slide is None else format_duration(self.query.slide_ms)
+
     def frame(self) -> pd.DataFrame:
         """One row per delay with the JSON fields, for tables and charts."""
         return pd.DataFrame([outcome.to_json() for outcome in self.outcomes])
 
     def to_json(self) -> dict[str, Any]:
+        columns = cast(FeedSource, self.query.source).columns
         return {
             "feed_dir": str(self.feed_dir),
             "window": self.window,
             "slide": self.slide,
+            "aggregation": self.query.aggregation,
+            "value": columns.value if self.query.aggregation != "count" else None,
+            "key": columns.key,
+            "dedup_by": columns.dedup_id if self.query.deduplicate else None,
+            "batch_by": cast(FeedSource, self.query.source).batching.by,
             "target": self.target,
             "delays": [outcome.to_json() for outcome in self.outcomes],
             "recommended": self.recommended,
@@ -135,43 +185,38 @@ class TuneResult:
 
 def tune(
     registry,
-    feed_dir: Path,
+    query: QueryConfig,
     *,
-    window: str,
-    slide: str | None = None,
     delays: list[str],
     target: float = 0.99,
     concurrent: bool | None = None,
 ) -> TuneResult:
-    """Replay ``feed_dir`` once per watermark delay (update mode) and measure each; see the module docstring.
+    """Replay ``query``'s feed once per watermark delay (update mode) and measure each; see the module docstring.
 
-    Raises :class:`~streaming.engine.config.ConfigError` naming the field (``delays``,
-    ``target``, ``window``, ``slide``, ``source.path``) before anything runs.
-    ``concurrent=None`` uses :data:`DEFAULT_CONCURRENT`.
+    ``query`` is the shape to tune (:func:`tune_configs`). Raises
+    :class:`~streaming.engine.config.ConfigError` naming the field (``delays``,
+    ``target``, ``source``, ``aggregation``, ``session_gap``) before anything
+    runs. ``concurrent=None`` uses :data:`DEFAULT_CONCURRENT`.
     """
-    from .exact import exact_counts
+    from .exact import exact_answer
 
-    canonical = canonical_delays(delays)
+    configs = tune_configs(query, delays)
+    canonical = [format_duration(cast(int, config.watermark_ms)) for config in configs]
     goal = check_target(target)
-    feed = Path(feed_dir)
-    source = FeedSource(feed, seconds_per_file=0)
-    configs = [QueryConfig(source, window=window, slide=slide, watermark=delay, output_mode="update") for delay in canonical]
     mode = DEFAULT_CONCURRENT if concurrent is None else bool(concurrent)
     started = time.monotonic()
     if mode:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tune-exact") as pool:
-            exact_future = pool.submit(exact_counts, registry.spark, feed, window, slide)
+            exact_future = pool.submit(exact_answer, registry.spark, configs[0])
             replays = run_all(registry, configs, concurrent=True)
             exact = exact_future.result()
     else:
-        exact = exact_counts(registry.spark, feed, window, slide)
+        exact = exact_answer(registry.spark, configs[0])
         replays = run_all(registry, configs, concurrent=False)
     wall = time.monotonic() - started
     outcomes = [measure(delay, replay.result, replay.progress, exact) for delay, replay in zip(canonical, replays)]
     return TuneResult(
-        feed_dir=feed,
-        window=format_duration(configs[0].window_ms),
-        slide=None if slide is None else format_duration(configs[0].slide_ms),
+        query=query,
         target=goal,
         outcomes=outcomes,
         recommended=recommend(outcomes, goal),

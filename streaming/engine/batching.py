@@ -23,6 +23,7 @@ import csv
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["Batching", "batch_files", "interval_batches", "read_rows", "write_rows"]
+__all__ = ["Batching", "arrival_pauses", "batch_files", "cut_batches", "interval_batches", "interval_slots", "read_rows", "write_rows"]
 
 _ROWS = re.compile(r"rows:(\d+)")
 
@@ -115,6 +116,11 @@ def write_rows(path: Path, fmt: FileFormat, header: Sequence[str] | None, rows: 
 
 def interval_batches(times_us: Sequence[int | None], interval_us: int) -> list[list[int]]:
     """Row positions per batch: rows grouped by ``floor(time / interval)``, intervals ascending, rows in order; a ``None`` time joins the row before it."""
+    return [positions for _, positions in interval_slots(times_us, interval_us)]
+
+
+def interval_slots(times_us: Sequence[int | None], interval_us: int) -> list[tuple[int, list[int]]]:
+    """``(interval number, row positions)`` of each batch of :func:`interval_batches`; an interval starts at ``number * interval_us``."""
     groups: dict[int, list[int]] = {}
     previous: int | None = None
     for position, micros in enumerate(times_us):
@@ -123,7 +129,12 @@ def interval_batches(times_us: Sequence[int | None], interval_us: int) -> list[l
             slot = next((value // interval_us for value in times_us if value is not None), 0)
         groups.setdefault(slot, []).append(position)
         previous = slot
-    return [groups[slot] for slot in sorted(groups)]
+    return [(slot, groups[slot]) for slot in sorted(groups)]
+
+
+def arrival_pauses(arrivals_us: Sequence[int], speed: float) -> list[float]:
+    """Seconds to wait after each batch: the gap to the next batch's arrival interval ÷ ``speed`` (0 after the last)."""
+    return [(later - earlier) / 1e6 / speed for earlier, later in pairwise(arrivals_us)] + ([0.0] if arrivals_us else [])
 
 
 def _arrival_micros(
@@ -148,8 +159,16 @@ def batch_files(
     Batching by a column needs ``spark``, the dataset's ``schema`` (column → Spark type) and its
     Spark ``struct`` (each file is read with it); the column's times are read with ``time_format``.
     """
+    return cut_batches(spark, files, fmt, batching, folder, time_format=time_format, schema=schema, struct=struct)[0]
+
+
+def cut_batches(
+    spark: SparkSession | None, files: Sequence[Path], fmt: FileFormat, batching: Batching, folder: Path, *,
+    time_format: str = "auto", schema: dict[str, str] | None = None, struct: Any = None,
+) -> tuple[list[Path], list[int] | None]:
+    """``(files, arrivals)``: the files of :func:`batch_files` and, when batching by a column, the start of each batch's arrival interval (epoch microseconds), else ``None``."""
     if batching.by == "file":
-        return list(files)
+        return list(files), None
     header: list[str] | None = None
     rows: list[Any] = []
     times: list[int | None] = []
@@ -172,8 +191,11 @@ def batch_files(
                 raise ConfigError("batch_by", column, f"cannot line rows up with arrival times in {path.name} ({len(file_rows)} rows, Spark read {len(file_times)})")
             times.extend(file_times)
         rows.extend(file_rows)
+    arrivals: list[int] | None = None
     if column is not None:
-        groups = interval_batches(times, parse_duration(batching.interval or "0") * 1000)
+        interval_us = parse_duration(batching.interval or "0") * 1000
+        slots = interval_slots(times, interval_us)
+        groups, arrivals = [positions for _, positions in slots], [slot * interval_us for slot, _ in slots]
     else:
         size = batching.rows or 1
         groups = [list(range(start, min(start + size, len(rows)))) for start in range(0, len(rows), size)]
@@ -184,4 +206,4 @@ def batch_files(
         path = folder / f"batch-{index:06d}{suffix}"
         write_rows(path, fmt, header, [rows[position] for position in positions], parquet_schema)
         written.append(path)
-    return written
+    return written, arrivals

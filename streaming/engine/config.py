@@ -21,6 +21,7 @@ from .feeds import TIME_PATTERN, check_time_fit, check_time_format, column_kind,
 
 __all__ = [
     "FEED_COLUMNS",
+    "MAX_SPEED",
     "VALUE_AGGREGATIONS",
     "Aggregation",
     "ColumnMapping",
@@ -144,6 +145,8 @@ class ColumnMapping:
 FEED_COLUMNS = ColumnMapping(event_time="event_time", time_format=TIME_PATTERN, key="key")
 """The sample feeds' columns: ``event_time`` written as ``yyyy-MM-dd HH:mm:ss`` (UTC) and ``key``."""
 ONE_FILE_PER_BATCH = Batching()
+MAX_SPEED = 1_000_000.0
+"""The largest replay speed-up by arrival time."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,11 @@ class FeedSource:
     Files are handed to Spark in file-name order, one every ``seconds_per_file``
     seconds. With 0 the feed is stepped by its caller: the replay runner hands
     over the next file once Spark is idle, and the available-now trigger gets
-    every file at once; each file still becomes its own batch.
+    every file at once; each file still becomes its own batch. With ``speed``
+    (batching by an arrival column only) a paced replay follows the arrival
+    times instead: the pause before each batch is the gap between its arrival
+    interval and the one before, divided by ``speed`` (10: ten times faster
+    than the data arrived); a stepped replay ignores it.
     """
 
     path: Path
@@ -167,6 +174,7 @@ class FeedSource:
     file_format: FileFormat = "csv"
     columns: ColumnMapping = FEED_COLUMNS
     batching: Batching = ONE_FILE_PER_BATCH
+    speed: float | None = None
     kind: Literal["feed"] = field(default="feed", init=False)
 
     def __post_init__(self) -> None:
@@ -194,6 +202,11 @@ class FeedSource:
                     raise ConfigError("batch_by", self.batching.column, f"is not a column of the dataset (columns: {', '.join(header)})")
         if isinstance(self.seconds_per_file, bool) or not isinstance(self.seconds_per_file, (int, float)) or self.seconds_per_file < 0:
             raise ConfigError("source.seconds_per_file", self.seconds_per_file, "must be 0 or more")
+        if self.speed is not None:
+            if isinstance(self.speed, bool) or not isinstance(self.speed, (int, float)) or not 0 < self.speed <= MAX_SPEED:
+                raise ConfigError("source.speed", self.speed, f"must be a number above 0 and at most {MAX_SPEED:g}")
+            if self.batching.column is None:
+                raise ConfigError("source.speed", self.speed, "paces by arrival time: batch by an arrival column (batch_by) to use it")
 
     @property
     def sample_layout(self) -> bool:

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from .config import VALUE_AGGREGATIONS, QueryConfig
+from .config import VALUE_AGGREGATIONS, FeedSource, QueryConfig
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .progress import ProgressListener, ProgressLog
-from .results import ResultTable, measure_column
-from .sources import FeedReplayer, input_frame
+from .results import ResultTable
+from .sources import FeedReplayer, batch_rows, input_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from .sources import Feeder
 
-__all__ = ["INPUT_METRICS", "Run", "RunStatus", "aggregate_column", "build_frame", "start_run", "windowed_counts"]
+__all__ = ["INPUT_METRICS", "Run", "RunStatus", "aggregate_column", "build_frame", "exact_frame", "malformed_rows", "start_run", "windowed_counts"]
 
 RunStatus = Literal["active", "finished", "stopped", "failed"]
 INPUT_METRICS = "input"
@@ -49,9 +49,7 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
     from pyspark.sql import functions as F
 
     frame, feeder = input_frame(spark, config.source, staging, now_ms)
-    malformed = F.col("event_time").isNull() | F.col("key").isNull()
-    if config.deduplicate:
-        malformed = malformed | F.col("dedup_id").isNull()  # without an id, a row cannot be told from a duplicate
+    malformed = malformed_rows(config)
     frame = frame.observe(
         INPUT_METRICS,
         F.count(F.lit(1)).alias("input_rows"),
@@ -61,9 +59,40 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
         frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
     if config.deduplicate:
         frame = frame.dropDuplicatesWithinWatermark(["dedup_id"])
+    return _result_frame(frame, config), feeder
+
+
+def exact_frame(spark: SparkSession, config: QueryConfig) -> DataFrame:
+    """The answer ``config`` would reach with an infinite watermark: the same aggregation over every well-formed row of its feed, as one batch query.
+
+    Malformed rows are left out as the stream leaves them out; with
+    ``deduplicate`` every id is kept once (``dropDuplicates``: an infinite
+    watermark forgets no id). Only feed sources have an end to compute it over.
+    """
+    if not isinstance(config.source, FeedSource):
+        raise ConfigError("source", config.source.kind, "has no end: the exact answer is computed over a feed or dataset")
+    frame = batch_rows(spark, config.source).where(~malformed_rows(config))
+    if config.deduplicate:
+        frame = frame.dropDuplicates(["dedup_id"])
+    return _result_frame(frame, config)
+
+
+def malformed_rows(config: QueryConfig) -> Column:
+    """True for a row the query leaves out: no parsable ``event_time``, no ``key``, or no id when deduplicating."""
+    from pyspark.sql import functions as F
+
+    malformed = F.col("event_time").isNull() | F.col("key").isNull()
+    if config.deduplicate:
+        malformed = malformed | F.col("dedup_id").isNull()  # without an id, a row cannot be told from a duplicate
+    return malformed
+
+
+def _result_frame(frame: DataFrame, config: QueryConfig) -> DataFrame:
+    from pyspark.sql import functions as F
+
     if config.aggregation == "none":
-        return frame.select(F.unix_micros("event_time").alias("event_time"), "key"), feeder
-    return windowed_counts(frame, config.window_ms, config.slide_ms, config.aggregation, config.session_gap_ms), feeder
+        return frame.select(F.unix_micros("event_time").alias("event_time"), "key")
+    return windowed_counts(frame, config.window_ms, config.slide_ms, config.aggregation, config.session_gap_ms)
 
 
 def aggregate_column(aggregation: str) -> Column:
@@ -82,7 +111,11 @@ def aggregate_column(aggregation: str) -> Column:
 def windowed_counts(
     frame: DataFrame, window_ms: int, slide_ms: int, aggregation: str = "count", session_gap_ms: int | None = None
 ) -> DataFrame:
-    """The aggregate per ``key`` and event-time window ``[start, end)``: ``window_start``/``window_end`` in epoch microseconds, ``key``, and ``count`` (or ``value`` for a value aggregation).
+    """The aggregate per ``key`` and event-time window ``[start, end)``: ``window_start``/``window_end`` in epoch microseconds, ``key``, and ``count``.
+
+    A value aggregation yields ``value`` (the aggregate) before ``count`` (the
+    rows it was computed over): the count is what completeness is measured by,
+    whatever the aggregate.
 
     With ``session_gap_ms`` the windows are sessions (``session_window``): a
     key's session ends ``session_gap_ms`` after its last event.
@@ -94,12 +127,15 @@ def windowed_counts(
     else:
         window = F.window("event_time", format_duration(window_ms), format_duration(slide_ms))
     grouped = frame.groupBy(window.alias("window"), "key")
-    measured = grouped.count() if aggregation == "count" else grouped.agg(aggregate_column(aggregation).alias("value"))
+    if aggregation == "count":
+        measured, numbers = grouped.count(), ["count"]
+    else:
+        measured, numbers = grouped.agg(aggregate_column(aggregation).alias("value"), F.count(F.lit(1)).alias("count")), ["value", "count"]
     return measured.select(
         F.unix_micros(F.col("window.start")).alias("window_start"),
         F.unix_micros(F.col("window.end")).alias("window_end"),
         "key",
-        measure_column(aggregation),
+        *numbers,
     )
 
 

@@ -43,7 +43,8 @@ class ResultTable:
 
     ``apply`` is called from Spark's ``foreachBatch`` thread, ``frame`` from the
     page; both take the lock. Rows are ``(window_start_us, window_end_us, key,
-    count or value)`` for aggregations and ``(event_time_us, key)`` for pass-through
+    count)`` for counts, ``(window_start_us, window_end_us, key, value, count)``
+    for value aggregations and ``(event_time_us, key)`` for pass-through
     queries. A batch id seen before is ignored (Spark re-runs a batch after a
     restart), except in complete mode where replacing again is harmless.
     """
@@ -59,7 +60,7 @@ class ResultTable:
         self.evicted_rows = 0
         self.last_batch_id = -1
         self.batches_applied = 0
-        self._windows: dict[tuple[int, int, str], float | int] = {}
+        self._windows: dict[tuple[int, int, str], int | tuple[float, int]] = {}
         self._raw: deque[tuple[int, str]] = deque(maxlen=max_rows)
         self._lock = threading.Lock()
         self._version = 0
@@ -82,9 +83,12 @@ class ResultTable:
                 return
             if self.output_mode == "complete":
                 self._windows.clear()
-            counting = self.measure == "count"
-            for start, end, key, measured in rows:
-                self._windows[(int(start), int(end), str(key))] = int(measured) if counting else (math.nan if measured is None else float(measured))
+            if self.measure == "count":
+                for start, end, key, count in rows:
+                    self._windows[(int(start), int(end), str(key))] = int(count)
+            else:
+                for start, end, key, value, count in rows:
+                    self._windows[(int(start), int(end), str(key))] = (math.nan if value is None else float(value), int(count))
             self._evict()
 
     def _evict(self) -> None:
@@ -109,7 +113,12 @@ class ResultTable:
             version = self._version
             if self._framed is not None and self._framed[0] == version:
                 return self._framed[1]
-            rows: list[tuple] = list(self._raw) if self.aggregation == "none" else [(*slot, count) for slot, count in self._windows.items()]
+            if self.aggregation == "none":
+                rows: list[tuple] = list(self._raw)
+            elif self.measure == "count":
+                rows = [(*slot, count) for slot, count in self._windows.items()]
+            else:
+                rows = [(*slot, *numbers) for slot, numbers in self._windows.items()]  # type: ignore[misc]
         table = self._build(rows)
         with self._lock:
             if self._framed is None or self._framed[0] < version:
@@ -118,15 +127,23 @@ class ResultTable:
 
     def _build(self, rows: list[tuple]) -> pd.DataFrame:
         """The frame of ``rows``, sorted by window (or event time), then key."""
-        columns = list(zip(*rows)) if rows else [(), (), (), ()]
+        columns = list(zip(*rows)) if rows else [(), (), (), (), ()]
         if self.aggregation == "none":
             times, keys = np.array(columns[0], dtype="int64"), np.array(columns[1], dtype=object)
             order = np.lexsort((pd.factorize(keys, sort=True)[0], times))
             return pd.DataFrame({"event_time": _timestamps(times[order]), "key": keys[order]})
         starts, ends = np.array(columns[0], dtype="int64"), np.array(columns[1], dtype="int64")
         keys = np.array(columns[2], dtype=object)
-        measured = np.array(columns[3], dtype="int64" if self.measure == "count" else "float64")
         order = np.lexsort((pd.factorize(keys, sort=True)[0], ends, starts))
+        if self.measure == "value":
+            numbers = {"value": np.array(columns[3], dtype="float64"), "count": np.array(columns[4], dtype="int64")}
+        else:
+            numbers = {"count": np.array(columns[3], dtype="int64")}
         return pd.DataFrame(
-            {"window_start": _timestamps(starts[order]), "window_end": _timestamps(ends[order]), "key": keys[order], self.measure: measured[order]}
+            {
+                "window_start": _timestamps(starts[order]),
+                "window_end": _timestamps(ends[order]),
+                "key": keys[order],
+                **{name: values[order] for name, values in numbers.items()},
+            }
         )

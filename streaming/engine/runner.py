@@ -63,22 +63,24 @@ class Replay:
         return self.progress["watermark"].dropna().max() if len(self.progress) else pd.NaT
 
     def result_records(self) -> list[dict[str, Any]]:
-        """The result table as ``{"window_start", "window_end", "key", "count"}`` objects, sorted (``value`` instead of ``count`` for a value aggregation; null when Spark's is)."""
-        measure = "count" if "count" in self.result.columns else "value"
-
-        def number(value: Any) -> int | float | None:
-            return int(value) if measure == "count" else (None if pd.isna(value) else float(value))
-
+        """The result table as ``{"window_start", "window_end", "key", "count"}`` objects, sorted; a value aggregation adds ``value`` (null when Spark's is) before ``count``."""
+        valued = "value" in self.result.columns
         return [
-            {"window_start": _stamp(row.window_start), "window_end": _stamp(row.window_end), "key": row.key, measure: number(getattr(row, measure))}
+            {
+                "window_start": _stamp(row.window_start),
+                "window_end": _stamp(row.window_end),
+                "key": row.key,
+                **({"value": None if pd.isna(row.value) else float(row.value)} if valued else {}),
+                "count": int(row.count),
+            }
             for row in self.result.itertuples(index=False)
         ]
 
     def json_records(self) -> list[dict[str, Any]]:
-        """The records of :meth:`result_records` with ``value`` (the aggregate; count rows keep ``count`` too) and ``key`` null when the data has no key column."""
+        """The records of :meth:`result_records` with ``value`` (the aggregate; the count for a count) and ``key`` null when the data has no key column."""
         keyless = isinstance(self.config.source, FeedSource) and self.config.source.columns.key is None
         return [
-            {**record, "key": None if keyless else record["key"], "value": record["count"] if "count" in record else record["value"]}
+            {**record, "key": None if keyless else record["key"], "value": record.get("value", record["count"])}
             for record in self.result_records()
         ]
 

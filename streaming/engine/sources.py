@@ -14,11 +14,11 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .batching import batch_files
+from .batching import arrival_pauses, cut_batches
 from .config import FeedSource, GeneratorSource, RateMicroBatchSource, RateSource, SocketSource, Source
 from .feeds import dataset_columns, event_columns, feed_files, feed_header, feed_schema
 from .preview import dataset_schema, read_dataset, stream_schema
@@ -26,7 +26,7 @@ from .preview import dataset_schema, read_dataset, stream_schema
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["FeedReplayer", "Feeder", "LineServer", "generator_columns", "input_frame"]
+__all__ = ["FeedReplayer", "Feeder", "LineServer", "batch_rows", "generator_columns", "input_frame"]
 
 
 class Feeder(Protocol):
@@ -45,16 +45,19 @@ class FeedReplayer:
     Each file is written atomically into ``staging`` with a strictly increasing
     modification time, so with ``maxFilesPerTrigger=1`` each file is exactly one
     micro-batch. With ``seconds_per_file > 0``, :meth:`start` runs a daemon
-    thread that stages one file per interval; with ``0`` the caller steps it
+    thread that stages one file per interval (or, with ``pauses``, waits
+    ``pauses[i]`` seconds after file ``i``); with ``0`` the caller steps it
     with :meth:`stage_next` (the runner does, waiting for the query to go idle
     between files, as a paced stream would) or stages everything with
     :meth:`stage_all`.
     """
 
-    def __init__(self, files: list[Path], staging: Path, seconds_per_file: float) -> None:
+    def __init__(self, files: list[Path], staging: Path, seconds_per_file: float, pauses: Sequence[float] | None = None) -> None:
         self.files = list(files)
         self.staging = Path(staging)
         self.seconds_per_file = seconds_per_file
+        self.pauses = [float(seconds_per_file)] * len(self.files) if pauses is None else [float(pause) for pause in pauses]
+        """Seconds to wait after staging each file before the next (paced replays only)."""
         self.staged = 0
         self.done = threading.Event()
         self._stop = threading.Event()
@@ -91,7 +94,7 @@ class FeedReplayer:
 
     def _run(self) -> None:
         while self.stage_next():
-            if self._stop.wait(self.seconds_per_file):
+            if self._stop.wait(self.pauses[self.staged - 1]):
                 return
 
     def start(self) -> None:
@@ -174,10 +177,11 @@ def _feed_frame(spark: SparkSession, source: FeedSource, staging: Path, now_ms: 
     batch = read_dataset(spark, files, source.file_format)
     schema, struct = dataset_schema(batch), stream_schema(batch)
     columns = dataset_columns(source.columns, schema)
-    batches = batch_files(
+    batches, arrivals = cut_batches(
         spark, files, source.file_format, source.batching, staging.parent / "batches", time_format=source.arrival_format, schema=schema, struct=struct
     )
-    replayer = FeedReplayer(batches, staging, source.seconds_per_file)
+    pauses = arrival_pauses(arrivals, source.speed) if source.speed is not None and arrivals is not None else None
+    replayer = FeedReplayer(batches, staging, source.seconds_per_file, pauses)
     reader = spark.readStream.schema(struct).option("maxFilesPerTrigger", 1)
     if source.file_format == "csv":
         raw = reader.option("header", True).option("mode", "PERMISSIVE").csv(str(staging))
@@ -186,6 +190,16 @@ def _feed_frame(spark: SparkSession, source: FeedSource, staging: Path, now_ms: 
     else:
         raw = reader.parquet(str(staging))
     return raw.select(*columns), replayer
+
+
+def batch_rows(spark: SparkSession, source: FeedSource) -> DataFrame:
+    """Every row of the feed's files as one batch DataFrame of the columns its stream yields (``event_time``, ``key``, and the mapped ``value``, ``dedup_id``)."""
+    files = source.files()
+    if source.sample_layout:
+        raw = spark.read.schema(feed_schema(source.path)).option("header", True).option("mode", "PERMISSIVE").csv([str(path) for path in files])
+        return raw.select(*event_columns("event_time", "key"))
+    batch = read_dataset(spark, files, source.file_format)
+    return batch.select(*dataset_columns(source.columns, dataset_schema(batch)))
 
 
 def _socket_frame(spark: SparkSession, source: SocketSource, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder]:

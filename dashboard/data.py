@@ -1,0 +1,163 @@
+"""The data a page runs on: a sample feed or a dataset, how its micro-batches are cut, and what is aggregated.
+
+Live query, the Watermark tuner and Compare offer the same choices: the sample
+feeds (CSV, ``event_time`` and ``key``), then the user's datasets and the
+samples that ship a column mapping, each run with the mapping saved on the
+Datasets page. Only names the stores list are ever opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import streamlit as st
+
+from streaming.engine.batching import Batching
+from streaming.engine.config import VALUE_AGGREGATIONS, ColumnMapping, FeedSource
+from streaming.engine.datasets import DatasetStore
+from streaming.engine.errors import ConfigError
+from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
+
+from .datasets import dataset_store
+from .shared import feed_source
+
+__all__ = [
+    "BATCHING_RULES",
+    "DataChoice",
+    "batching_widgets",
+    "choice_of",
+    "data_choices",
+    "data_select",
+    "data_source",
+    "data_widgets",
+    "dataset_source",
+    "runnable_datasets",
+]
+
+BATCHING_RULES = ("one file each", "N rows each", "by arrival time")
+
+
+@dataclass(frozen=True)
+class DataChoice:
+    """One entry of the data picker: a sample feed, or a dataset of a store (the data root or the samples folder)."""
+
+    kind: Literal["feed", "dataset"]
+    root: Path
+    name: str
+
+
+def runnable_datasets(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> dict[str, tuple[Path, str]]:
+    """Label → (store root, name) of the datasets a query can run: the user's, then the samples that ship a mapping."""
+    samples = DatasetStore(samples_root)
+    choices = {name: (store.root, name) for name in store.names()}
+    choices.update({f"{name} (sample)": (samples.root, name) for name in samples.names() if samples.saved_columns(name) is not None})
+    return choices
+
+
+def data_choices(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> dict[str, DataChoice]:
+    """Label → choice: the sample feeds (by name), then :func:`runnable_datasets`."""
+    choices = {name: DataChoice("feed", Path(samples_root), name) for name in feed_names(samples_root)}
+    for label, (root, name) in runnable_datasets(store, samples_root).items():
+        choices.setdefault(label, DataChoice("dataset", root, name))
+    return choices
+
+
+def _mapping(store: DatasetStore, name: str) -> ColumnMapping:
+    saved = store.saved_columns(name)
+    if saved is None:
+        raise ConfigError("columns", name, "are not mapped yet: choose the event-time column on the Datasets page and press Save mapping")
+    return ColumnMapping.from_dict(saved)
+
+
+def _store(root: Path | str) -> DatasetStore:
+    store = DatasetStore(Path(root))
+    if store.root not in (dataset_store().root, DatasetStore(SAMPLE_FEEDS).root):
+        raise ConfigError("dataset", str(root), "is neither the data root nor the samples folder")
+    return store
+
+
+def dataset_source(params: Mapping[str, Any]) -> FeedSource:
+    """A dataset replayed with its saved column mapping, from ``root``, ``dataset``, ``batch_by`` (``file``, ``rows:N`` or ``arrival``), ``batch_interval``, ``seconds_per_file`` and ``speed``."""
+    name = params.get("dataset")
+    if name is None:
+        raise ConfigError("dataset", None, "none uploaded yet: add one on the Datasets page")
+    store = _store(params["root"])
+    columns = _mapping(store, name)
+    by = params.get("batch_by", "file")
+    if by == "arrival":
+        if columns.arrival is None:
+            raise ConfigError("batch_by", "arrival", f"needs {name}'s arrival column: map it on the Datasets page and press Save mapping")
+        by = columns.arrival
+    batching = Batching(by, params.get("batch_interval"))
+    return FeedSource(store.folder(name), params.get("seconds_per_file", 0.0), store.file_format(name), columns, batching, params.get("speed"))
+
+
+def choice_of(label: str | None, store: DatasetStore | None = None, samples_root: Path = SAMPLE_FEEDS) -> DataChoice:
+    """The choice :func:`data_choices` lists as ``label``; :class:`ConfigError` on the field ``data`` for any other text (never a path)."""
+    choices = data_choices(dataset_store() if store is None else store, samples_root)
+    if label not in choices:
+        raise ConfigError("data", label, f"is not a sample feed or a mapped dataset ({', '.join(choices)})")
+    return choices[label]
+
+
+def data_source(choice: DataChoice, batching: Mapping[str, Any] | None = None, seconds_per_file: float = 0.0) -> FeedSource:
+    """The source of ``choice``: a sample feed (one file per batch) or a dataset cut by ``batching`` (:func:`batching_widgets`)."""
+    if choice.kind == "feed":
+        return feed_source(choice.name, seconds_per_file, choice.root)
+    return dataset_source({**(batching or {}), "root": str(choice.root), "dataset": choice.name, "seconds_per_file": seconds_per_file})
+
+
+# --- widgets ------------------------------------------------------------------------
+
+
+def data_select(key: str, label: str = "Data") -> str | None:
+    """The picker over :func:`data_choices` (``web_clicks`` first when present): the chosen label, for :func:`choice_of`."""
+    labels = list(data_choices(dataset_store()))
+    index = labels.index("web_clicks") if "web_clicks" in labels else 0
+    return st.selectbox(
+        label, labels, index=index, key=key,
+        help="A sample feed (one CSV file per micro-batch), or a dataset with the column mapping saved on the Datasets page",
+    )
+
+
+def batching_widgets(prefix: str) -> dict[str, Any]:
+    """How a dataset's rows become micro-batches: ``batch_by`` (``file``, ``rows:N``, ``arrival``) and ``batch_interval``."""
+    rule = st.selectbox(
+        "Micro-batches", BATCHING_RULES, key=f"{prefix}_batching",
+        help="by arrival time: the rows whose arrival column falls in the same interval form one batch (map the arrival column on the Datasets page)",
+    )
+    if rule == BATCHING_RULES[1]:
+        rows = st.number_input("Rows per batch", min_value=1, value=100, step=50, key=f"{prefix}_rows")
+        return {"batch_by": f"rows:{int(rows)}", "batch_interval": None}
+    if rule == BATCHING_RULES[2]:
+        return {"batch_by": "arrival", "batch_interval": st.text_input("Arrival interval", value="10 seconds", key=f"{prefix}_interval")}
+    return {"batch_by": "file", "batch_interval": None}
+
+
+def data_widgets(prefix: str, label: str | None) -> dict[str, Any]:
+    """For a dataset: how its micro-batches are cut (:func:`batching_widgets`) and what is aggregated, offered from its mapping.
+
+    ``{"batching": {...}, "aggregation": ..., "deduplicate": ...}``; a sample feed is counted, one file per batch.
+    """
+    plain: dict[str, Any] = {"batching": {}, "aggregation": "count", "deduplicate": False}
+    try:
+        choice = choice_of(label)
+        columns = _mapping(_store(choice.root), choice.name) if choice.kind == "dataset" else None
+    except ConfigError:
+        return plain
+    if columns is None:
+        return plain
+    batching = batching_widgets(prefix)
+    aggregations = ["count", *(VALUE_AGGREGATIONS if columns.value is not None else ())]
+    aggregation = st.selectbox(
+        "Aggregate", aggregations, key=f"{prefix}_aggregation",
+        help="count rows, or sum / avg / min / max / approx_distinct of the value column mapped on the Datasets page",
+    )
+    deduplicate = columns.dedup_id is not None and st.checkbox(
+        f"Drop duplicate deliveries (by {columns.dedup_id})", key=f"{prefix}_deduplicate",
+        help="dropDuplicatesWithinWatermark on the id column mapped on the Datasets page",
+    )
+    return {"batching": batching, "aggregation": aggregation, "deduplicate": bool(deduplicate)}

@@ -1,0 +1,158 @@
+"""Tuning and comparing a user's dataset: value aggregates, deduplication, no key and batching rules, on real Spark.
+
+The exact answer of a dataset is held to plain PySpark's batch aggregate; a
+sweep is held to what a watermark can do (a delay longer than any lateness
+loses nothing, and its sums are the exact sums).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from streaming.analysis.compare import compare
+from streaming.analysis.exact import exact_answer
+from streaming.analysis.tune import tune, tune_configs
+from streaming.engine.batching import Batching
+from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
+from streaming.engine.errors import ConfigError
+from streaming.feedgen import DatasetSpec, FeedSpec, write_dataset
+
+WINDOW = "1 minute"
+DELAYS = ["0 seconds", "10 minutes"]
+
+
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory) -> Path:
+    """8 JSON-lines files of orders (epoch-ms ``ts``, ``store``, ``amount``, ``order_id``): late orders, redeliveries, malformed rows."""
+    feed = FeedSpec(
+        start=datetime(2024, 3, 4, 12, 0, 0), batches=8, batch_interval_seconds=10, events_per_batch=15,
+        keys=("north", "south"), max_lag_seconds=5, late_share=0.15, late_delay_seconds=90,
+        malformed_share=0.03, value_column="amount", value_range=(5.0, 50.0), seed=7,
+    )
+    spec = DatasetSpec(feed, "json", ("order_id", "ts", "ingested_at", "store", "amount"), duplicate_share=0.1, seed=3)
+    folder = tmp_path_factory.mktemp("orders") / "orders"
+    write_dataset(spec, folder)
+    return folder
+
+
+def _columns(**changes) -> ColumnMapping:
+    base = {"event_time": "ts", "time_format": "epoch_ms", "key": "store", "value": "amount", "dedup_id": "order_id",
+            "arrival": "ingested_at", "arrival_format": "epoch_ms"}
+    return ColumnMapping.from_dict({**base, **changes})
+
+
+def _query(folder: Path, columns: ColumnMapping | None = None, batching: Batching | None = None, **shape) -> QueryConfig:
+    source = FeedSource(folder, seconds_per_file=0, file_format="json", columns=columns or _columns(), **({"batching": batching} if batching else {}))
+    return QueryConfig(source, window=WINDOW, **shape)
+
+
+def _plain_exact(spark, folder: Path, key: str | None, dedup: bool) -> dict[tuple[str, str | None], tuple[float, int]]:
+    """Sum and count of ``amount`` per minute (and store) over every well-formed row (a time, and a non-empty key), deduplicated by ``order_id``, in plain PySpark."""
+    from pyspark.sql import functions as F
+
+    rows = spark.read.json(str(folder / "*.jsonl")).where(F.col("ts").isNotNull())
+    if key is not None:
+        rows = rows.where(F.col(key).isNotNull() & (F.col(key) != ""))  # an empty key is a malformed row
+    if dedup:
+        rows = rows.dropDuplicates(["order_id"])
+    groups = [F.window(F.timestamp_millis("ts"), WINDOW).alias("w")] + ([F.col(key)] if key else [])
+    answer = rows.groupBy(*groups).agg(F.sum(F.col("amount").cast("double")).alias("value"), F.count(F.lit(1)).alias("count"))
+    answer = answer.select(F.date_format("w.start", "yyyy-MM-dd HH:mm:ss").alias("start"), *([key] if key else []), "value", "count")
+    return {(row["start"], row[key] if key else None): (row["value"], row["count"]) for row in answer.collect()}
+
+
+def _ours(frame, keyless: bool) -> dict[tuple[str, str | None], tuple[float, int]]:
+    return {
+        (row.window_start.strftime("%Y-%m-%d %H:%M:%S"), None if keyless else row.key): (row.value, row.count)
+        for row in frame.itertuples(index=False)
+    }
+
+
+@pytest.mark.parametrize(("key", "dedup"), [("store", True), (None, False)])
+def test_exact_answer_of_a_dataset_equals_plain_pyspark(spark, orders, key, dedup) -> None:
+    query = _query(orders, _columns(key=key), aggregation="sum", deduplicate=dedup)
+    ours = _ours(exact_answer(spark, query), keyless=key is None)
+    plain = _plain_exact(spark, orders, key, dedup)
+    assert ours.keys() == plain.keys() and len(ours) >= 4
+    for slot, (value, count) in plain.items():
+        assert ours[slot][1] == count
+        assert ours[slot][0] == pytest.approx(value)
+
+
+def test_a_sweep_of_a_dataset_sum_loses_late_orders_and_a_long_delay_loses_none(spark, registry, orders) -> None:
+    swept = tune(registry, _query(orders, aggregation="sum", deduplicate=True), delays=DELAYS, target=0.99)
+    short, long = swept.outcomes
+    assert short.completeness < 1.0 and short.rows_dropped_by_watermark > 0
+    assert long.completeness == 1.0 and long.lost_pairs == 0 and swept.recommended == "10 minutes"
+    exact, streamed = _ours(swept.exact, keyless=False), _ours(long.result, keyless=False)
+    assert streamed.keys() == exact.keys()
+    for slot, (value, count) in exact.items():  # every sum is the exact sum
+        assert streamed[slot][0] == pytest.approx(value) and streamed[slot][1] == count
+    assert sum(count for _, count in exact.values()) == long.exact
+    assert long.progress["duplicates_dropped"].sum() > 0
+    data = swept.to_json()
+    assert (data["aggregation"], data["value"], data["key"], data["dedup_by"], data["batch_by"]) == ("sum", "amount", "store", "order_id", "file")
+
+
+def test_a_sweep_cuts_batches_by_arrival_time(registry, orders) -> None:
+    by_arrival = Batching("ingested_at", "20 seconds")
+    swept = tune(registry, _query(orders, batching=by_arrival, aggregation="max"), delays=["10 minutes"], target=0.99)
+    [outcome] = swept.outcomes
+    assert outcome.batches >= 4 and outcome.completeness == 1.0  # 80 s of arrivals in 20 s intervals
+    assert swept.to_json()["batch_by"] == "ingested_at"
+
+
+def test_tuning_refuses_what_it_cannot_measure(orders) -> None:
+    with pytest.raises(ConfigError) as err:
+        tune_configs(_query(orders, session_gap="30 seconds", output_mode="append"), DELAYS)
+    assert err.value.field == "session_gap" and "'30 seconds'" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        tune_configs(_query(orders, aggregation="none"), DELAYS)
+    assert err.value.field == "aggregation"
+    [config] = tune_configs(_query(orders, watermark=None, output_mode="complete", aggregation="avg"), ["1 minute"])
+    assert (config.output_mode, config.watermark, config.aggregation, config.source.seconds_per_file) == ("update", "1 minute", "avg", 0)
+
+
+def test_compare_on_a_dataset_measures_each_config_against_its_own_exact_answer(registry, orders) -> None:
+    configs = [
+        _query(orders, aggregation="sum", watermark="0 seconds", output_mode="update"),
+        _query(orders, aggregation="sum", watermark="10 minutes", output_mode="update", deduplicate=True),
+    ]
+    comparison = compare(registry, orders, configs)
+    loose, deduplicated = comparison.runs
+    assert loose.label == "update · 1 minute · wm 0 seconds · sum(amount)"
+    assert deduplicated.label == "update · 1 minute · wm 10 minutes · sum(amount) · dedup"
+    assert int(deduplicated.exact["count"].sum()) < int(loose.exact["count"].sum())  # duplicates counted once
+    assert deduplicated.outcome.completeness == 1.0 and loose.outcome.completeness < 1.0
+
+
+def test_cli_tune_runs_a_dataset_with_its_columns(tmp_path, orders) -> None:
+    out = tmp_path / "tune.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "streaming", "tune", str(orders), "--event-time", "ts", "--time-format", "epoch_ms", "--no-key",
+         "--value", "amount", "--agg", "avg", "--batch-by", "rows:40", "--window", WINDOW, "--delays", "10 minutes", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert (data["aggregation"], data["key"], data["batch_by"], data["recommended"]) == ("avg", None, "rows:40", "10 minutes")
+    [row] = data["delays"]
+    assert row["completeness"] == 1.0 and row["batches"] >= 3
+
+
+def test_cli_tune_refuses_a_value_aggregate_without_a_value_column(orders) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "streaming", "tune", str(orders), "--event-time", "ts", "--time-format", "epoch_ms", "--key", "store",
+         "--agg", "sum", "--window", WINDOW, "--delays", "1 minute"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,
+    )
+    assert done.returncode == 2 and "aggregation: 'sum'" in done.stderr and "value column" in done.stderr
