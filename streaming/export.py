@@ -7,13 +7,15 @@ SparkSession, ready to paste into a notebook or to run with ``python`` or
 ``spark-submit``. It imports only ``pyspark`` and the standard library.
 
 * A **feed** source is replayed the way :mod:`streaming.engine.runner` does it: the
-  feed's files are copied in name order, one at a time, into a temporary
+  feed's files (or, for a dataset batched by rows or arrival time, the batches
+  the program cuts from them with Spark) are copied in name order, one at a time, into a temporary
   staging folder with increasing modification times (``maxFilesPerTrigger=1``:
   one file, one micro-batch), and the program waits with
   ``processAllAvailable()`` after each. A ``foreachBatch`` sink folds the output
   into the result table as the output mode defines it, and at the end the
   program prints it as one line ``RESULT <json>``: the records of
-  :meth:`streaming.engine.runner.Replay.result_records`.
+  :meth:`streaming.engine.runner.Replay.result_records` (a value aggregate's
+  without ``count``, which only the dashboard measures by).
 * The unbounded sources (generator, rate, rate-micro-batch, socket) get the same
   query with a console sink and ``awaitTermination()``.
 
@@ -33,7 +35,6 @@ from typing import Any
 from .engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
-from .engine.errors import ConfigError
 from .engine.feeds import EPOCH_SECONDS_LIMIT, NO_KEY, TIME_PATTERN, feed_header
 from .engine.results import measure_column
 
@@ -83,8 +84,9 @@ def _header(config: QueryConfig) -> str:
     source = config.source
     what = "events passed through unaggregated" if config.aggregation == "none" else f"windowed {config.aggregation} per key over event time"
     if isinstance(source, FeedSource):
+        cut = {"file": "one file per micro-batch"}.get(source.batching.by, f"in micro-batches cut by {source.batching}")
         how = [
-            "The feed folder is replayed one file per micro-batch, as the Streaming Lab",
+            f"The feed is replayed {cut}, as the Streaming Lab",
             "runner does; the final result table is printed as one line",
             f"`{RESULT_PREFIX}[...]` (JSON, times in UTC).",
         ]
@@ -106,9 +108,10 @@ def _header(config: QueryConfig) -> str:
 
 def _imports(config: QueryConfig) -> str:
     if isinstance(config.source, FeedSource):
-        modules = ["csv", "json", "os", "pathlib", "shutil", "tempfile", "time"]
+        cutting = config.source.batching.by != "file"
+        modules = ["csv", *(["functools"] if cutting else []), "json", "os", "pathlib", "shutil", "tempfile", "time"]
         extra = ["from datetime import datetime, timedelta", ""]
-        types = ["from pyspark.sql.types import StringType, StructField, StructType"]
+        types = [*(["from pyspark.sql import Window"] if cutting else []), "from pyspark.sql.types import StringType, StructField, StructType"]
     else:
         modules = ["os", "time"] if isinstance(config.source, RateMicroBatchSource) else ["os"]
         extra = [""]
@@ -145,6 +148,21 @@ def _dataset_settings(source: FeedSource) -> list[str]:
         f"KEY = {_lit(columns.key)}  # the key column; None: every row in one group, {_lit(NO_KEY)}",
         f"VALUE = {_lit(columns.value)}  # the value column an aggregate reads (None: none)",
         f"DEDUP_ID = {_lit(columns.dedup_id)}  # the id column duplicates are recognised by (None: none)",
+        *_batching_settings(source),
+    ]
+
+
+def _batching_settings(source: FeedSource) -> list[str]:
+    batching = source.batching
+    if batching.rows is not None:
+        return [f"BATCH_ROWS = {_lit(batching.rows)}  # each micro-batch holds this many rows, in file order"]
+    if batching.column is None:
+        return []
+    return [
+        f"ARRIVAL = {_lit(batching.column)}  # the arrival (ingestion) time column that cuts micro-batches",
+        f"ARRIVAL_FORMAT = {_lit(source.arrival_format)}  # how ARRIVAL is written, like TIME_FORMAT",
+        f"BATCH_INTERVAL_US = {_lit(parse_duration(batching.interval or '0') * 1000)}  # rows arriving in one interval of this many microseconds form a batch",
+        f"SPEED = {_lit(source.speed)}  # None: SECONDS_PER_FILE between batches; else the arrival gap between batches / SPEED",
     ]
 
 
@@ -256,7 +274,7 @@ _STAGING = (
 
 def _feed_source(source: FeedSource) -> str:
     if not source.sample_layout:
-        return _dataset_source()
+        return _dataset_source(source)
     return _block(
         _rule('Source: the feed, replayed one file per micro-batch'),
         "# Spark's file source picks up files that appear in a folder. The feed's files are",
@@ -288,9 +306,10 @@ def _feed_source(source: FeedSource) -> str:
     )
 
 
-def _dataset_source() -> str:
+def _dataset_source(source: FeedSource) -> str:
+    how = {"file": "one file per micro-batch"}.get(source.batching.by, "cut into micro-batches")
     return _block(
-        _rule("Source: the dataset, replayed one file per micro-batch"),
+        _rule(f"Source: the dataset, replayed {how}"),
         "# Spark's file source picks up files that appear in a folder. The dataset's files are",
         "# copied, in name order, one at a time into a private staging folder, each with a",
         "# later modification time than the one before; with maxFilesPerTrigger=1 every file",
@@ -315,31 +334,98 @@ def _dataset_source() -> str:
         "    raw = spark.readStream.schema(schema).option('maxFilesPerTrigger', 1).parquet(str(STAGING))",
         "",
         "",
+        "def read_files(paths):",
+        '    """The rows of `paths` as one batch DataFrame, read as the stream reads them."""',
+        "    if FORMAT == 'csv':",
+        "        return spark.read.schema(schema).csv(paths, header=True, mode='PERMISSIVE')",
+        "    if FORMAT == 'json':",
+        "        return spark.read.schema(schema).json(paths, mode='PERMISSIVE')",
+        "    return spark.read.schema(schema).parquet(*paths)",
+        "",
+        "",
         "def quoted(name):",
         "    return '`' + name.replace('`', '``') + '`'",
         "",
         "",
-        "def event_time_column(name):",
-        '    """The event time of column `name`, null where a value does not parse."""',
+        "def event_time_column(name, time_format=TIME_FORMAT):",
+        '    """The time in column `name`, written as `time_format`; null where a value does not parse."""',
         "    column = F.col(quoted(name))",
         "    if schema[name].dataType.typeName() in ('timestamp', 'timestamp_ntz', 'date'):",
         "        return column.cast('timestamp')",
-        "    if TIME_FORMAT == 'auto':",
+        "    if time_format == 'auto':",
         "        return F.try_to_timestamp(F.trim(column))",
         "    # An epoch beyond year 9999 (nanoseconds read as milliseconds...) is null, not a failed query.",
         "    number = column.try_cast('double')",
-        "    if TIME_FORMAT == 'epoch_s':",
+        "    if time_format == 'epoch_s':",
         f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT}), F.timestamp_seconds(number))",
-        "    if TIME_FORMAT == 'epoch_ms':",
+        "    if time_format == 'epoch_ms':",
         f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT * 1000}), F.timestamp_millis(number.cast('bigint')))",
-        "    return F.try_to_timestamp(F.trim(column.cast('string')), F.lit(TIME_FORMAT))",
+        "    return F.try_to_timestamp(F.trim(column.cast('string')), F.lit(time_format))",
         "",
         "",
+        *_batch_cutting(source),
         "key = F.lit(" + _lit(NO_KEY) + ") if KEY is None else F.nullif(F.trim(F.col(quoted(KEY)).cast('string')), F.lit(''))",
         "value = [] if VALUE is None else [F.col(quoted(VALUE)).alias('value')]",
         "dedup_id = [] if DEDUP_ID is None else [F.col(quoted(DEDUP_ID)).alias('dedup_id')]",
         "events = raw.select(event_time_column(EVENT_TIME).alias('event_time'), key.alias('key'), *value, *dedup_id)",
     )
+
+
+def _batch_cutting(source: FeedSource) -> list[str]:
+    """The program's cutting of FILES into one file per micro-batch, as :mod:`streaming.engine.batching` does: by rows or by arrival interval."""
+    batching = source.batching
+    if batching.by == "file":
+        return []
+    if batching.rows is not None:
+        rule = [
+            "# N rows each: the rows of all files, in file order, cut every BATCH_ROWS rows.",
+            "rows = rows.withColumn('batch_no', F.floor((F.row_number().over(in_order) - 1) / F.lit(BATCH_ROWS)))",
+        ]
+    else:
+        rule = [
+            "# By arrival time: the rows whose ARRIVAL falls in the same epoch-aligned interval of",
+            "# BATCH_INTERVAL_US form one batch, intervals in ascending order, empty ones skipped. A row",
+            "# whose arrival does not parse goes with the row before it (the first interval when first).",
+            "slot = F.floor(F.unix_micros(event_time_column(ARRIVAL, ARRIVAL_FORMAT)) / F.lit(BATCH_INTERVAL_US))",
+            "rows = rows.withColumn('slot', slot)",
+            "rows = rows.withColumn('slot', F.coalesce(",
+            "    F.last('slot', ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, 0)),",
+            "    F.first('slot', ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)),",
+            "    F.lit(0),",
+            "))",
+            "rows = rows.withColumn('batch_no', F.dense_rank().over(Window.orderBy('slot')) - 1)",
+        ]
+    pacing = []
+    if batching.column is not None:
+        pacing = [
+            "PAUSES = None  # seconds to wait after each batch; None: SECONDS_PER_FILE",
+            "if SPEED:  # paced by arrival time: the gap to the next batch's interval, sped up",
+            "    SLOTS = [row.slot for row in rows.select('slot').distinct().orderBy('slot').collect()]",
+            "    PAUSES = [(later - earlier) * BATCH_INTERVAL_US / 1e6 / SPEED for earlier, later in zip(SLOTS, SLOTS[1:])] + [0.0]",
+        ]
+    return [
+        _rule("Micro-batches, cut as configured"),
+        "# Every row keeps its file and its position in it; the batches are written once, one",
+        "# file each in the dataset's format, and replayed in order instead of the files.",
+        "parts = [",
+        "    read_files([str(path)]).withColumn('file_no', F.lit(number)).withColumn('row_no', F.monotonically_increasing_id())",
+        "    for number, path in enumerate(FILES)",
+        "]",
+        "rows = functools.reduce(lambda left, right: left.unionByName(right), parts)",
+        "in_order = Window.orderBy('file_no', 'row_no')",
+        *rule,
+        "rows = rows.localCheckpoint()",
+        *pacing,
+        "BATCHES = WORKDIR / 'batches'",
+        "cut = rows.repartition('batch_no').sortWithinPartitions('file_no', 'row_no').drop('file_no', 'row_no', 'slot')",
+        "cut.write.partitionBy('batch_no').format(FORMAT).options(**({'header': True} if FORMAT == 'csv' else {})).save(str(BATCHES))",
+        "FILES = [",
+        "    next(p for p in sorted(folder.iterdir()) if p.name.startswith('part-'))",
+        "    for folder in sorted(BATCHES.glob('batch_no=*'), key=lambda folder: int(folder.name.split('=')[1]))",
+        "]",
+        "",
+        "",
+    ]
 
 
 def _socket_source(source: SocketSource) -> str:
@@ -654,6 +740,7 @@ def _feed_sink(config: QueryConfig) -> str:
 def _feed_run(config: QueryConfig) -> str:
     lines = [
         _rule('Run'),
+        *([] if _paced(config) else ["PAUSES = None  # seconds to wait after each file; None: SECONDS_PER_FILE", ""]),
         "observed = {}  # batch id -> the 'input' observed metrics of that batch",
         "",
         "",
@@ -691,8 +778,9 @@ def _feed_run(config: QueryConfig) -> str:
             "        stage(index)",
             "        query.processAllAvailable()",
             "        note_progress(query)",
-            "        if SECONDS_PER_FILE:",
-            "            time.sleep(SECONDS_PER_FILE)",
+            "        pause = PAUSES[index] if PAUSES else SECONDS_PER_FILE",
+            "        if pause:",
+            "            time.sleep(pause)",
             "    query.processAllAvailable()",
             "    note_progress(query)",
             "finally:",
@@ -735,6 +823,10 @@ def _feed_run(config: QueryConfig) -> str:
     return _block(*lines)
 
 
+def _paced(config: QueryConfig) -> bool:
+    return isinstance(config.source, FeedSource) and config.source.batching.column is not None
+
+
 def _console_run(config: QueryConfig) -> str:
     return _block(
         _rule('Sink: the console'),
@@ -774,11 +866,6 @@ def pyspark_code(config: QueryConfig) -> str:
     if not isinstance(config, QueryConfig):
         raise TypeError(f"config: expected a QueryConfig, got {config!r}")
     is_feed = isinstance(config.source, FeedSource)
-    if isinstance(config.source, FeedSource) and config.source.batching.by != "file":
-        raise ConfigError(
-            "batch_by", config.source.batching.by,
-            "is not exported yet: Show code replays one file per micro-batch, so batches cut by rows or by arrival time would differ",
-        )
     parts = [
         _header(config),
         _imports(config),

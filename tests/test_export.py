@@ -355,12 +355,37 @@ def test_session_windows_are_exported(write_feed):
     assert "WINDOW" not in {node.targets[0].id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}
 
 
-def test_batching_other_than_one_file_per_batch_is_not_exported_silently(write_feed):
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("by", ["rows:3", "arrived"])
+def test_exported_program_cuts_the_batches_the_runner_cuts(registry, tmp_path, by):
+    """Batching by rows or by arrival time (an unparsable arrival included): the program's micro-batches and result are the runner's."""
     from streaming.engine.batching import Batching
     from streaming.engine.config import ColumnMapping
-    from streaming.engine.errors import ConfigError
+    from streaming.engine.runner import run_to_idle
 
-    source = FeedSource(write_feed(GUIDE_BATCHES), 0, "csv", ColumnMapping(event_time="event_time", key="key"), Batching("rows:3"))
-    with pytest.raises(ConfigError) as caught:
-        pyspark_code(QueryConfig(source))
-    assert (caught.value.field, caught.value.value) == ("batch_by", "rows:3")
+    folder = tmp_path / "events"
+    folder.mkdir()
+    base = 1462881600000  # 2016-05-10 12:00:00 UTC
+    # (event time offset s, arrival offset s or None, key): arrivals in the 10 s intervals 0, 0, 2, 2, 0, 5, 5, 1
+    rows = [(0, 1, "a"), (300, 8, "b"), (20, 21, "a"), (40, None, "b"), (420, 3, "a"), (30, 55, "b"), (660, 52, "a"), (100, 12, "a")]
+    for name, part in (("p1.jsonl", rows[:4]), ("p2.jsonl", rows[4:])):
+        lines = [{"ts": base + 1000 * at, "arrived": None if arrival is None else base + 1000 * arrival, "k": key, "v": at} for at, arrival, key in part]
+        (folder / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="k", value="v", arrival="arrived", arrival_format="epoch_ms")
+    batching = Batching("rows:3") if by == "rows:3" else Batching("arrived", "10 seconds")
+    source = FeedSource(folder, 0, "json", columns, batching)
+    config = QueryConfig(source, window="5 minutes", watermark="2 minutes", output_mode="update", aggregation="max")
+    code = pyspark_code(config)
+    assert "BATCH_ROWS = 3" in code if by == "rows:3" else "BATCH_INTERVAL_US = 10000000" in code
+    replays: list = []
+
+    def replay() -> list[dict]:
+        replays.append(run_to_idle(registry, config, timeout=300))
+        return replays[0].result_records()
+
+    exported, expected, stdout = _export_beside(config, tmp_path, replay)
+    assert exported == [{name: value for name, value in record.items() if name != "count"} for record in expected]
+    batches = [int(n) for n in replays[0].progress["num_input_rows"] if n > 0]
+    assert batches == ([3, 3, 2] if by == "rows:3" else [3, 1, 2, 2])  # unparsable arrival joins the row before it (interval 2)
+    assert f"from {len(batches)} files, 8 input rows" in stdout
+    assert replays[0].rows_dropped_by_watermark > 0  # the batches decide what is late: equal results mean equal batches
