@@ -16,7 +16,7 @@ from streaming.engine.registry import QueryRegistry
 
 from .data import choice_of, data_source
 from .jobs import Job, start_job
-from .shared import InputErrors, show_code, watermark_widget, window_widgets
+from .shared import InputErrors, show_code, watermark_widget, windows_widgets
 
 __all__ = ["COMPARE_JOB", "SLOT_DEFAULTS", "CompareInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "start_compare"]
 
@@ -79,13 +79,13 @@ SLOT_DEFAULTS: tuple[dict[str, Any], ...] = (
 
 
 def compare_slot_widgets(number: int, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """One configuration's window, slide, watermark and output mode; keys start ``cmp_{number}_``."""
+    """One configuration's windows (fixed or session), watermark and output mode; keys start ``cmp_{number}_``."""
     st.markdown(f"**Config {number}**")
-    window, slide = window_widgets(f"cmp_{number}", defaults["window"], defaults["slide"])
+    window, slide, session_gap = windows_widgets(f"cmp_{number}", defaults["window"], defaults["slide"])
     watermark = watermark_widget(f"cmp_{number}", defaults["watermark"])
     modes = list(OUTPUT_MODES)
     output_mode = st.selectbox("Output mode", modes, index=modes.index(defaults["output_mode"]), key=f"cmp_{number}_output_mode")
-    return {"window": window, "slide": slide, "watermark": watermark, "output_mode": output_mode}
+    return {"window": window, "slide": slide, "session_gap": session_gap, "watermark": watermark, "output_mode": output_mode}
 
 
 COMPARE_COLUMNS: Mapping[str, Any] = {

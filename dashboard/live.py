@@ -44,7 +44,7 @@ from streaming.engine.registry import DuplicateQueryError, QueryRegistry
 
 from .data import batching_widgets, dataset_source, runnable_datasets
 from .datasets import dataset_store
-from .shared import REFRESH_SECONDS, feed_select, feed_source, show_code, watermark_widget, window_widgets
+from .shared import REFRESH_SECONDS, feed_select, feed_source, show_code, watermark_widget, windows_widgets
 
 __all__ = [
     "SOURCES",
@@ -230,11 +230,7 @@ def query_widgets(
         "Drop duplicate deliveries", key="lab_deduplicate",
         help="dropDuplicatesWithinWatermark on the dataset's id column (mapped on the Datasets page); needs a watermark",
     )
-    sessions = with_value and st.checkbox(
-        "Session windows", key="lab_sessions", help="session_window: a key's session ends after a gap without events (append or complete mode)"
-    )
-    session_gap = st.text_input("Session gap", value="30 seconds", key="lab_session_gap") if sessions else None
-    window, slide = ("1 minute", None) if sessions else window_widgets("lab")
+    window, slide, session_gap = windows_widgets("lab", sessions=with_value)
     watermark = watermark_widget("lab")
     output_mode = st.selectbox(
         "Output mode", list(output_modes), index=list(output_modes).index("update"), key="lab_output_mode",

@@ -50,6 +50,7 @@ __all__ = [
     "show_code",
     "watermark_widget",
     "window_widgets",
+    "windows_widgets",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -163,6 +164,17 @@ def window_widgets(prefix: str, window: str = "1 minute", slide: str | None = No
     sliding = st.radio("Windows", kinds, index=1 if slide else 0, horizontal=True, key=f"{prefix}_window_kind") == "sliding"
     chosen = st.text_input("Slide", value=slide or "30 seconds", key=f"{prefix}_slide") if sliding else None
     return length, chosen
+
+
+def windows_widgets(prefix: str, window: str = "1 minute", slide: str | None = None, *, sessions: bool = True) -> tuple[str, str | None, str | None]:
+    """Fixed windows (:func:`window_widgets`) or, when ``sessions`` offers them and they are chosen, session windows: ``(window, slide, session_gap)``."""
+    chosen = sessions and st.checkbox(
+        "Session windows", key=f"{prefix}_sessions", help="session_window: a key's session ends after a gap without events (append or complete mode)"
+    )
+    if chosen:
+        return window, None, st.text_input("Session gap", value="30 seconds", key=f"{prefix}_session_gap")
+    length, chosen_slide = window_widgets(prefix, window, slide)
+    return length, chosen_slide, None
 
 
 def watermark_widget(prefix: str, delay: str | None = "30 seconds") -> str | None:

@@ -16,7 +16,7 @@ from streaming.engine.registry import QueryRegistry
 
 from .data import choice_of, data_select, data_source, data_widgets
 from .jobs import Job, start_job
-from .shared import InputErrors, percent, show_code, window_widgets
+from .shared import InputErrors, percent, show_code, windows_widgets
 
 __all__ = [
     "COMPLETENESS_TEXT",
@@ -79,7 +79,7 @@ class TuneInputs:
 
 def tune_inputs(
     feed: str | None, window: str, slide: str | None, delays: str, target: object,
-    batching: Mapping[str, Any] | None = None, aggregation: str = "count", deduplicate: bool = False,
+    batching: Mapping[str, Any] | None = None, aggregation: str = "count", deduplicate: bool = False, session_gap: str | None = None,
 ) -> TuneInputs:
     """The sweep's validated inputs; :class:`InputErrors` lists every bad field, named with its value.
 
@@ -102,8 +102,8 @@ def tune_inputs(
     if source is not None:  # the shape, checked the way the sweep's queries will be built
         query = attempt(
             lambda: QueryConfig(
-                source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode="update",
-                aggregation=aggregation, deduplicate=deduplicate,  # type: ignore[arg-type]
+                source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode="update" if session_gap is None else "append",
+                aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,  # type: ignore[arg-type]
             )
         )
         if query is not None and parsed is not None:
@@ -129,14 +129,14 @@ def tune_widgets() -> dict[str, Any]:
         feed = data_select("tune_feed")
         shape = data_widgets("tune", feed)
     with columns[1]:
-        window, slide = window_widgets("tune")
+        window, slide, session_gap = windows_widgets("tune")
     with columns[2]:
         delays = st.text_input("Watermark delays (comma-separated)", value=DEFAULT_DELAYS, key="tune_delays",
                                help=f"One replay per delay, at most {MAX_DELAYS}, e.g. '0s, 30 seconds, 2m'")
     with columns[3]:
         target = st.number_input("Completeness target", value=DEFAULT_TARGET, step=0.01, format="%.3f", key="tune_target",
                                  help="Greater than 0 and at most 1: the smallest delay reaching it is recommended")
-    return {"feed": feed, "window": window, "slide": slide, "delays": delays, "target": target, **shape}
+    return {"feed": feed, "window": window, "slide": slide, "session_gap": session_gap, "delays": delays, "target": target, **shape}
 
 
 TUNE_COLUMNS: Mapping[str, Any] = {
@@ -184,6 +184,8 @@ def tune_results(job: Job) -> None:
     inputs: TuneInputs = job.inputs
     result: TuneResult = job.result
     shape = result.window if result.slide is None else f"{result.window} sliding every {result.slide}"
+    if inputs.query.session_gap is not None:
+        shape = f"session (gap {inputs.query.session_gap}, append mode; sessions still open at the end read from the state)"
     what = "count" if inputs.query.aggregation == "count" else inputs.query.measure
     if inputs.query.deduplicate:
         what += " after dropping duplicates"
@@ -202,5 +204,5 @@ def tune_results(job: Job) -> None:
     if result.recommended is None:
         st.caption("No recommended configuration to export: add longer delays or lower the target.")
         return
-    st.markdown(f"**Recommended query** (update mode, watermark {result.recommended})")
+    st.markdown(f"**Recommended query** ({inputs.config(result.recommended).output_mode} mode, watermark {result.recommended})")
     show_code(inputs.config(result.recommended), key="tune_code")

@@ -349,6 +349,14 @@ def test_tune_inputs_of_a_dataset_take_its_aggregate_and_dedup(orders_root: Path
     inputs = compare.compare_inputs("orders", [{"window": "1 minute", "slide": None, "watermark": "1 minute", "output_mode": "update"}] * 2,
                                     aggregation="max")
     assert inputs.labels[0] == "1: update · 1 minute · wm 1 minute · max(amount)"
+    sessions = tuner.tune_inputs("orders", "1 minute", None, "1m", 0.99, session_gap="20 seconds")
+    assert (sessions.config("1 minute").output_mode, sessions.config("1 minute").session_gap) == ("append", "20 seconds")
+    with pytest.raises(shared.InputErrors) as err:
+        tuner.tune_inputs("orders", "1 minute", None, "1m", 0.99, session_gap="soon")
+    assert [error.field for error in err.value.errors] == ["session_gap"]
+    slot = {"window": "1 minute", "slide": None, "session_gap": "20 seconds", "watermark": "1 minute", "output_mode": "append"}
+    assert compare.compare_inputs("orders", [slot, {**slot, "session_gap": None}]).labels == [
+        "1: append · session 20 seconds · wm 1 minute", "2: append · 1 minute · wm 1 minute"]
 
 
 @pytest.mark.timeout(900)

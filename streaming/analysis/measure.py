@@ -32,6 +32,7 @@ import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -266,17 +267,18 @@ def measure(delay: str | None, result: pd.DataFrame, progress: pd.DataFrame, exa
 # --------------------------------------------------------------------------- recommendation
 
 
-def run_all(registry: QueryRegistry, configs: Sequence[QueryConfig], *, concurrent: bool) -> list[Replay]:
-    """``run_to_idle`` every config, one thread each when ``concurrent``; replays in the order given.
+def run_all(registry: QueryRegistry, configs: Sequence[QueryConfig], *, concurrent: bool, open_sessions: bool = False) -> list[Replay]:
+    """``run_to_idle`` every config (with ``open_sessions``), one thread each when ``concurrent``; replays in the order given.
 
     All runs are waited for; the first failure is raised afterwards.
     """
     from ..engine.runner import run_to_idle
 
+    run = partial(run_to_idle, open_sessions=open_sessions)
     if not concurrent or len(configs) < 2:
-        return [run_to_idle(registry, config) for config in configs]
+        return [run(registry, config) for config in configs]
     with ThreadPoolExecutor(max_workers=len(configs), thread_name_prefix="tune") as pool:
-        futures = [pool.submit(run_to_idle, registry, config) for config in configs]
+        futures = [pool.submit(run, registry, config) for config in configs]
         errors = [future.exception() for future in futures]
     for error in errors:
         if error is not None:

@@ -9,6 +9,11 @@ answer, state, and the output delay an append-mode run would have.
 Completeness counts rows whatever the aggregate: a value aggregation carries
 the count of rows it was computed over. With deduplication it can exceed 1: a
 short delay forgets ids sooner, and a duplicate arriving later is counted again.
+Session windows run in append mode (Spark allows no update mode for them): the
+rows a run kept are those of the sessions it emitted plus those of the
+sessions its state still holds at the end, read from the checkpoint with the
+State Data Source (:func:`streaming.engine.state.open_sessions`); a session
+still open never emitted, as an append run would have it.
 
 The recommendation is the smallest delay whose completeness reaches ``target``.
 
@@ -29,14 +34,17 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from ..engine.config import FeedSource, QueryConfig
+from ..engine.config import FeedSource, OutputMode, QueryConfig
 from ..engine.durations import format_duration, parse_duration
 from ..engine.errors import ConfigError
 from .measure import RunMeasures, measure, run_all
+
+if TYPE_CHECKING:
+    from ..engine.runner import Replay
 
 __all__ = [
     "DEFAULT_CONCURRENT",
@@ -109,12 +117,13 @@ def recommend(rows: Iterable[object], target: float) -> str | None:
 
 
 def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]:
-    """One update-mode config per canonical delay of ``delays``: ``query`` with that watermark, replayed stepped.
+    """One config per canonical delay of ``delays``: ``query`` with that watermark, replayed stepped.
 
-    ``query`` gives the feed and the shape (window and slide, key, aggregation,
-    deduplication, batching); its watermark, output mode and trigger are the
-    tuner's. Raises :class:`~streaming.engine.config.ConfigError` for a source
-    without an end, a pass-through query and session windows.
+    ``query`` gives the feed and the shape (window and slide or session gap,
+    key, aggregation, deduplication, batching); its watermark, output mode and
+    trigger are the tuner's: update mode, or append for session windows.
+    Raises :class:`~streaming.engine.config.ConfigError` for a source without
+    an end and a pass-through query.
     """
     if not isinstance(query, QueryConfig):
         raise ConfigError("query", query, "is not a QueryConfig")
@@ -122,15 +131,10 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
         raise ConfigError("source", query.source.kind, "cannot be tuned: the tuner replays a feed or dataset to its end")
     if query.aggregation == "none":
         raise ConfigError("aggregation", "none", "cannot be tuned: a watermark drops rows only for an aggregation")
-    if query.session_gap is not None:
-        raise ConfigError(
-            "session_gap", query.session_gap,
-            "cannot be tuned yet: Spark runs session windows in append mode only, whose result never holds the sessions "
-            "still open when the data ends; compare delays on the Compare page instead",
-        )
     source = replace(query.source, seconds_per_file=0)
+    output_mode: OutputMode = "update" if query.session_gap is None else "append"  # Spark runs session windows in append (or complete) mode only
     return [
-        replace(query, source=source, watermark=delay, output_mode="update", trigger="default", trigger_interval=None)
+        replace(query, source=source, watermark=delay, output_mode=output_mode, trigger="default", trigger_interval=None)
         for delay in canonical_delays(delays)
     ]
 
@@ -168,8 +172,9 @@ class TuneResult:
         columns = cast(FeedSource, self.query.source).columns
         return {
             "feed_dir": str(self.feed_dir),
-            "window": self.window,
+            "window": None if self.query.session_gap_ms is not None else self.window,
             "slide": self.slide,
+            "session_gap": None if self.query.session_gap_ms is None else format_duration(self.query.session_gap_ms),
             "aggregation": self.query.aggregation,
             "value": columns.value if self.query.aggregation != "count" else None,
             "key": columns.key,
@@ -181,6 +186,14 @@ class TuneResult:
             "concurrent": self.concurrent,
             "wall_seconds": self.wall_seconds,
         }
+
+
+def _final_table(replay: Replay) -> pd.DataFrame:
+    """The run's result table and, for session windows, the sessions its state still holds: every row it kept."""
+    if replay.open_sessions is None or not len(replay.open_sessions):
+        return replay.result
+    still_open = replay.open_sessions.reindex(columns=replay.result.columns)
+    return pd.concat([replay.result, still_open], ignore_index=True).sort_values(["window_start", "window_end", "key"], ignore_index=True)
 
 
 def tune(
@@ -205,16 +218,17 @@ def tune(
     goal = check_target(target)
     mode = DEFAULT_CONCURRENT if concurrent is None else bool(concurrent)
     started = time.monotonic()
+    sessions = query.session_gap is not None
     if mode:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tune-exact") as pool:
             exact_future = pool.submit(exact_answer, registry.spark, configs[0])
-            replays = run_all(registry, configs, concurrent=True)
+            replays = run_all(registry, configs, concurrent=True, open_sessions=sessions)
             exact = exact_future.result()
     else:
         exact = exact_answer(registry.spark, configs[0])
-        replays = run_all(registry, configs, concurrent=False)
+        replays = run_all(registry, configs, concurrent=False, open_sessions=sessions)
     wall = time.monotonic() - started
-    outcomes = [measure(delay, replay.result, replay.progress, exact) for delay, replay in zip(canonical, replays)]
+    outcomes = [measure(delay, _final_table(replay), replay.progress, exact) for delay, replay in zip(canonical, replays)]
     return TuneResult(
         query=query,
         target=goal,

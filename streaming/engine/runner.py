@@ -40,6 +40,8 @@ class Replay:
     config: QueryConfig
     result: pd.DataFrame
     progress: pd.DataFrame
+    open_sessions: pd.DataFrame | None = None
+    """For session windows when asked: the sessions still open at the end (``window_start, window_end, key, count``)."""
 
     @property
     def rows_dropped_by_watermark(self) -> int:
@@ -132,12 +134,21 @@ def replay(
     return run_to_idle(registry, config, timeout=timeout)
 
 
-def run_to_idle(registry: QueryRegistry, config: QueryConfig, *, timeout: float = 600.0) -> Replay:
-    """Run ``config`` (a feed source) until the stream is idle, stop it and return what it produced."""
+def run_to_idle(registry: QueryRegistry, config: QueryConfig, *, timeout: float = 600.0, open_sessions: bool = False) -> Replay:
+    """Run ``config`` (a feed source) until the stream is idle, stop it and return what it produced.
+
+    With ``open_sessions`` (session windows) the replay also holds the sessions
+    its state still holds at the end (:func:`~streaming.engine.state.open_sessions`).
+    """
+    from .state import open_sessions as read_open_sessions
+
     name = f"replay_{uuid.uuid4().hex[:12]}"
     run = registry.start(config, name, max_rows=None)
     try:
         run.await_idle(timeout)
-        return Replay(config, run.table.frame(), progress_frame(run.log.summaries()))
+        result, progress = run.table.frame(), progress_frame(run.log.summaries())
+        run.stop()
+        still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
+        return Replay(config, result, progress, still_open)
     finally:
         registry.remove(name)
