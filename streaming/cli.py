@@ -141,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
 def _add_tune_parser(commands) -> None:
     tune = commands.add_parser("tune", help="replay a feed under several watermark delays and recommend the smallest good one")
     _add_data_arguments(tune)
-    tune.add_argument("--window", required=True, help='window length, e.g. "5 minutes"')
+    windows = tune.add_mutually_exclusive_group(required=True)
+    windows.add_argument("--window", help='window length, e.g. "5 minutes"')
+    windows.add_argument("--session-gap", default=None, help="session windows instead (tuned in append mode; sessions still open at the end are read from the state)")
     tune.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
     tune.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark")
     tune.add_argument("--delays", required=True, help='comma-separated watermark delays, e.g. "0 seconds,1 minute,5 minutes"')
@@ -191,7 +193,8 @@ def _tune_main(args) -> int:
         delays = canonical_delays([part.strip() for part in args.delays.split(",")])
         check_target(target)
         query = QueryConfig(
-            _source(args), window=args.window, slide=args.slide, watermark=delays[0], aggregation=args.agg, deduplicate=args.dedup_by is not None
+            _source(args), window=args.window or "1 minute", slide=args.slide, watermark=delays[0], aggregation=args.agg,
+            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, output_mode="update" if args.session_gap is None else "append",
         )
         tune_configs(query, delays)
     except ConfigError as err:

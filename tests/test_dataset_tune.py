@@ -177,3 +177,16 @@ def test_cli_tune_refuses_a_value_aggregate_without_a_value_column(orders) -> No
         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,
     )
     assert done.returncode == 2 and "aggregation: 'sum'" in done.stderr and "value column" in done.stderr
+
+
+def test_cli_tune_takes_session_windows_and_refuses_a_slide_with_them(orders, capsys) -> None:
+    from streaming.cli import main, parser
+
+    args = parser().parse_args(["tune", str(orders), "--session-gap", "20 seconds", "--delays", "1 minute"])
+    assert (args.session_gap, args.window) == ("20 seconds", None)
+    flags = ["--event-time", "ts", "--time-format", "epoch_ms", "--key", "store", "--delays", "1 minute"]
+    assert main(["tune", str(orders), *flags, "--session-gap", "20 seconds", "--slide", "10 seconds"]) == 2
+    assert "slide: '10 seconds' does not apply to session windows" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser().parse_args(["tune", str(orders), "--window", "1 minute", "--session-gap", "20 seconds", "--delays", "1 minute"])
+
