@@ -22,7 +22,7 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 
 from .datasets import dataset_store
-from .shared import feed_source
+from .shared import DEFAULT_FEED, feed_source
 
 __all__ = [
     "BATCHING_RULES",
@@ -58,10 +58,10 @@ def runnable_datasets(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) ->
 
 
 def data_choices(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> dict[str, DataChoice]:
-    """Label → choice: the sample feeds (by name), then :func:`runnable_datasets`."""
+    """Label → choice: the sample feeds (by name), then :func:`runnable_datasets`; a dataset named like a feed is labelled ``name (dataset)``."""
     choices = {name: DataChoice("feed", Path(samples_root), name) for name in feed_names(samples_root)}
     for label, (root, name) in runnable_datasets(store, samples_root).items():
-        choices.setdefault(label, DataChoice("dataset", root, name))
+        choices[f"{label} (dataset)" if label in choices else label] = DataChoice("dataset", root, name)
     return choices
 
 
@@ -116,7 +116,7 @@ def data_source(choice: DataChoice, batching: Mapping[str, Any] | None = None, s
 def data_select(key: str, label: str = "Data") -> str | None:
     """The picker over :func:`data_choices` (``web_clicks`` first when present): the chosen label, for :func:`choice_of`."""
     labels = list(data_choices(dataset_store()))
-    index = labels.index("web_clicks") if "web_clicks" in labels else 0
+    index = labels.index(DEFAULT_FEED) if DEFAULT_FEED in labels else 0
     return st.selectbox(
         label, labels, index=index, key=key,
         help="A sample feed (one CSV file per micro-batch), or a dataset with the column mapping saved on the Datasets page",

@@ -102,7 +102,7 @@ def tune_inputs(
     if source is not None:  # the shape, checked the way the sweep's queries will be built
         query = attempt(
             lambda: QueryConfig(
-                source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode="update" if session_gap is None else "append",
+                source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode="append" if session_gap else "update",
                 aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,  # type: ignore[arg-type]
             )
         )

@@ -27,7 +27,6 @@ def parser() -> argparse.ArgumentParser:
     windows.add_argument("--window", help='window length, e.g. "5 minutes"')
     windows.add_argument("--session-gap", default=None, help="session windows instead: a key's session ends this long after its last event")
     replay.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
-    replay.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark (needs --watermark)")
     replay.add_argument("--watermark", default=None, help="watermark delay (default: none)")
     replay.add_argument("--output-mode", default="update", choices=OUTPUT_MODES)
     replay.add_argument("--json", type=Path, default=None, help="write the result and batch summaries to this file")
@@ -37,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _add_data_arguments(command: argparse.ArgumentParser) -> None:
     """The flags that say what the data is, how it arrives and what is aggregated: shared by ``replay`` and ``tune``."""
-    command.add_argument("feed_dir", type=Path, metavar="PATH", help="a folder of files (one file per micro-batch, in file-name order) or one file")
+    command.add_argument("feed_dir", type=Path, metavar="PATH", help="a folder of files (replayed in file-name order) or one file")
     command.add_argument("--format", dest="file_format", choices=FILE_FORMATS, default=None, help="csv, json (JSON lines) or parquet (default: from the file names)")
     command.add_argument("--event-time", default="event_time", help="the event-time column (default: event_time)")
     command.add_argument(
@@ -52,6 +51,7 @@ def _add_data_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--agg", default="count", choices=("count", *VALUE_AGGREGATIONS), help="the aggregate per window and key (default: count)")
     command.add_argument("--batch-by", default="file", help="file (one file per micro-batch, default), rows:N, or an arrival-time column")
     command.add_argument("--batch-interval", default=None, help="with --batch-by COLUMN: rows arriving in the same interval of this length form a batch")
+    command.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark (needs a watermark)")
 
 
 def _source(args: argparse.Namespace) -> FeedSource:
@@ -145,7 +145,6 @@ def _add_tune_parser(commands) -> None:
     windows.add_argument("--window", help='window length, e.g. "5 minutes"')
     windows.add_argument("--session-gap", default=None, help="session windows instead (tuned in append mode; sessions still open at the end are read from the state)")
     tune.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
-    tune.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark")
     tune.add_argument("--delays", required=True, help='comma-separated watermark delays, e.g. "0 seconds,1 minute,5 minutes"')
     tune.add_argument("--target", default="0.99", help="completeness to reach, in (0, 1] (default: 0.99)")
     tune.add_argument("--json", type=Path, default=None, help="write the measurements and the recommendation to this file")
@@ -194,7 +193,7 @@ def _tune_main(args) -> int:
         check_target(target)
         query = QueryConfig(
             _source(args), window=args.window or "1 minute", slide=args.slide, watermark=delays[0], aggregation=args.agg,
-            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, output_mode="update" if args.session_gap is None else "append",
+            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, output_mode="append" if args.session_gap else "update",
         )
         tune_configs(query, delays)
     except ConfigError as err:

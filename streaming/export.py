@@ -84,7 +84,10 @@ def _header(config: QueryConfig) -> str:
     source = config.source
     what = "events passed through unaggregated" if config.aggregation == "none" else f"windowed {config.aggregation} per key over event time"
     if isinstance(source, FeedSource):
-        cut = {"file": "one file per micro-batch"}.get(source.batching.by, f"in micro-batches cut by {source.batching}")
+        # fixed wording: the batching column is a user's name and appears only as a literal (ARRIVAL below)
+        cut = "one file per micro-batch" if source.batching.by == "file" else (
+            "in micro-batches of BATCH_ROWS rows" if source.batching.rows is not None else "in micro-batches by arrival time (ARRIVAL)"
+        )
         how = [
             f"The feed is replayed {cut}, as the Streaming Lab",
             "runner does; the final result table is printed as one line",
@@ -379,7 +382,7 @@ def _batch_cutting(source: FeedSource) -> list[str]:
     if batching.rows is not None:
         rule = [
             "# N rows each: the rows of all files, in file order, cut every BATCH_ROWS rows.",
-            "rows = rows.withColumn('batch_no', F.floor((F.row_number().over(in_order) - 1) / F.lit(BATCH_ROWS)))",
+            "rows = rows.withColumn(BATCH_NO, F.floor((F.row_number().over(in_order) - 1) / F.lit(BATCH_ROWS)))",
         ]
     else:
         rule = [
@@ -387,41 +390,45 @@ def _batch_cutting(source: FeedSource) -> list[str]:
             "# BATCH_INTERVAL_US form one batch, intervals in ascending order, empty ones skipped. A row",
             "# whose arrival does not parse goes with the row before it (the first interval when first).",
             "slot = F.floor(F.unix_micros(event_time_column(ARRIVAL, ARRIVAL_FORMAT)) / F.lit(BATCH_INTERVAL_US))",
-            "rows = rows.withColumn('slot', slot)",
-            "rows = rows.withColumn('slot', F.coalesce(",
-            "    F.last('slot', ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, 0)),",
-            "    F.first('slot', ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)),",
+            "rows = rows.withColumn(SLOT, slot)",
+            "rows = rows.withColumn(SLOT, F.coalesce(",
+            "    F.last(SLOT, ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, 0)),",
+            "    F.first(SLOT, ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)),",
             "    F.lit(0),",
             "))",
-            "rows = rows.withColumn('batch_no', F.dense_rank().over(Window.orderBy('slot')) - 1)",
+            "rows = rows.withColumn(BATCH_NO, F.dense_rank().over(Window.orderBy(SLOT)) - 1)",
         ]
     pacing = []
     if batching.column is not None:
         pacing = [
             "PAUSES = None  # seconds to wait after each batch; None: SECONDS_PER_FILE",
             "if SPEED:  # paced by arrival time: the gap to the next batch's interval, sped up",
-            "    SLOTS = [row.slot for row in rows.select('slot').distinct().orderBy('slot').collect()]",
+            "    SLOTS = [row[0] for row in rows.select(SLOT).distinct().orderBy(SLOT).collect()]",
             "    PAUSES = [(later - earlier) * BATCH_INTERVAL_US / 1e6 / SPEED for earlier, later in zip(SLOTS, SLOTS[1:])] + [0.0]",
         ]
     return [
         _rule("Micro-batches, cut as configured"),
         "# Every row keeps its file and its position in it; the batches are written once, one",
         "# file each in the dataset's format, and replayed in order instead of the files.",
+        "# The helper columns have names no dataset column is expected to have; they are dropped again.",
+        "FILE_NO, ROW_NO, SLOT, BATCH_NO = '__lab_file_no', '__lab_row_no', '__lab_slot', '__lab_batch_no'",
         "parts = [",
-        "    read_files([str(path)]).withColumn('file_no', F.lit(number)).withColumn('row_no', F.monotonically_increasing_id())",
+        "    read_files([str(path)]).withColumn(FILE_NO, F.lit(number)).withColumn(ROW_NO, F.monotonically_increasing_id())",
         "    for number, path in enumerate(FILES)",
         "]",
         "rows = functools.reduce(lambda left, right: left.unionByName(right), parts)",
-        "in_order = Window.orderBy('file_no', 'row_no')",
+        "in_order = Window.orderBy(FILE_NO, ROW_NO)",
         *rule,
         "rows = rows.localCheckpoint()",
         *pacing,
         "BATCHES = WORKDIR / 'batches'",
-        "cut = rows.repartition('batch_no').sortWithinPartitions('file_no', 'row_no').drop('file_no', 'row_no', 'slot')",
-        "cut.write.partitionBy('batch_no').format(FORMAT).options(**({'header': True} if FORMAT == 'csv' else {})).save(str(BATCHES))",
+        "# CSV: values are written as read, surrounding spaces included (Spark's writer trims them by default).",
+        "text = {'header': True, 'ignoreLeadingWhiteSpace': False, 'ignoreTrailingWhiteSpace': False} if FORMAT == 'csv' else {}",
+        "cut = rows.repartition(BATCH_NO).sortWithinPartitions(BATCH_NO, FILE_NO, ROW_NO).drop(FILE_NO, ROW_NO, SLOT)",
+        "cut.write.partitionBy(BATCH_NO).format(FORMAT).options(**text).save(str(BATCHES))",
         "FILES = [",
         "    next(p for p in sorted(folder.iterdir()) if p.name.startswith('part-'))",
-        "    for folder in sorted(BATCHES.glob('batch_no=*'), key=lambda folder: int(folder.name.split('=')[1]))",
+        "    for folder in sorted(BATCHES.glob(BATCH_NO + '=*'), key=lambda folder: int(folder.name.split('=')[1]))",
         "]",
         "",
         "",

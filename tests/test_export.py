@@ -389,3 +389,19 @@ def test_exported_program_cuts_the_batches_the_runner_cuts(registry, tmp_path, b
     assert batches == ([3, 3, 2] if by == "rows:3" else [3, 1, 2, 2])  # unparsable arrival joins the row before it (interval 2)
     assert f"from {len(batches)} files, 8 input rows" in stdout
     assert replays[0].rows_dropped_by_watermark > 0  # the batches decide what is late: equal results mean equal batches
+
+
+def test_a_batching_column_name_never_becomes_code(tmp_path):
+    from streaming.engine.batching import Batching
+    from streaming.engine.config import ColumnMapping
+
+    folder = tmp_path / "events"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps({"ts": 0, NASTY_NAME: 0, "k": "x"}) + "\n")
+    columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="k", arrival=NASTY_NAME, arrival_format="epoch_ms")
+    source = FeedSource(folder, 0, "json", columns, Batching(NASTY_NAME, "10 seconds"), speed=2.0)
+    code = pyspark_code(QueryConfig(source))
+    tree = ast.parse(code)
+    assert _assigned_constant(tree, "ARRIVAL") == NASTY_NAME and _assigned_constant(tree, "SPEED") == 2.0
+    assert not {"__import__", "touch"} & _calls(tree)
+

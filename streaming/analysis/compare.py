@@ -38,7 +38,7 @@ from ..engine.config import FeedSource, QueryConfig
 from ..engine.durations import format_duration
 from ..engine.errors import ConfigError
 from .measure import RunMeasures, finalized_completeness, measure, run_all
-from .tune import DEFAULT_CONCURRENT
+from .tune import DEFAULT_CONCURRENT, tuning_output_mode
 
 __all__ = [
     "MAX_CONFIGS",
@@ -214,9 +214,13 @@ def _unique_labels(configs: Sequence[QueryConfig], labels: Sequence[str] | None)
 
 
 def _exact_shape(config: QueryConfig) -> QueryConfig:
-    """``config`` with what the exact answer does not depend on (watermark, output mode, trigger) set alike."""
-    output_mode = "append" if config.session_gap is not None else "update"
-    return config.with_changes(watermark="0 seconds", output_mode=output_mode, trigger="default", trigger_interval=None)
+    """``config`` with what the exact answer does not depend on (how durations are written, watermark, output mode, trigger) set alike."""
+    return config.with_changes(
+        window=format_duration(config.window_ms),
+        slide=None if config.slide is None else format_duration(config.slide_ms),
+        session_gap=None if config.session_gap_ms is None else format_duration(config.session_gap_ms),
+        watermark="0 seconds", output_mode=tuning_output_mode(config), trigger="default", trigger_interval=None,
+    )
 
 
 def compare(

@@ -54,6 +54,7 @@ __all__ = [
     "recommend",
     "tune",
     "tune_configs",
+    "tuning_output_mode",
 ]
 
 DEFAULT_CONCURRENT = False
@@ -116,6 +117,11 @@ def recommend(rows: Iterable[object], target: float) -> str | None:
 # --------------------------------------------------------------------------- sweep
 
 
+def tuning_output_mode(query: QueryConfig) -> OutputMode:
+    """The mode a sweep runs ``query`` in: update, or append for session windows (Spark has no update mode for them)."""
+    return "update" if query.session_gap is None else "append"
+
+
 def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]:
     """One config per canonical delay of ``delays``: ``query`` with that watermark, replayed stepped.
 
@@ -132,9 +138,8 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
     if query.aggregation == "none":
         raise ConfigError("aggregation", "none", "cannot be tuned: a watermark drops rows only for an aggregation")
     source = replace(query.source, seconds_per_file=0)
-    output_mode: OutputMode = "update" if query.session_gap is None else "append"  # Spark runs session windows in append (or complete) mode only
     return [
-        replace(query, source=source, watermark=delay, output_mode=output_mode, trigger="default", trigger_interval=None)
+        replace(query, source=source, watermark=delay, output_mode=tuning_output_mode(query), trigger="default", trigger_interval=None)
         for delay in canonical_delays(delays)
     ]
 
@@ -204,7 +209,7 @@ def tune(
     target: float = 0.99,
     concurrent: bool | None = None,
 ) -> TuneResult:
-    """Replay ``query``'s feed once per watermark delay (update mode) and measure each; see the module docstring.
+    """Replay ``query``'s feed once per watermark delay (:func:`tuning_output_mode`) and measure each; see the module docstring.
 
     ``query`` is the shape to tune (:func:`tune_configs`). Raises
     :class:`~streaming.engine.config.ConfigError` naming the field (``delays``,

@@ -25,7 +25,6 @@ __all__ = ["RAW_COLUMNS", "WINDOW_COLUMNS", "ResultTable", "measure_column"]
 WINDOW_COLUMNS = ["window_start", "window_end", "key", "count"]
 RAW_COLUMNS = ["event_time", "key"]
 
-WindowRow = tuple[int, int, str, int]
 
 
 def measure_column(aggregation: str) -> str:
@@ -55,7 +54,7 @@ class ResultTable:
         self.output_mode = output_mode
         self.aggregation = aggregation
         self.measure = measure_column(aggregation)
-        """The name of the number column: ``count``, or ``value`` for a value aggregation (a float, NaN when Spark's is null)."""
+        """The name of the aggregate's column: ``count``, or ``value`` for a value aggregation (a float, NaN when Spark's is null; ``count`` beside it)."""
         self.max_rows = max_rows
         self.evicted_rows = 0
         self.last_batch_id = -1

@@ -15,12 +15,16 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from .errors import ConfigError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["OPEN_SESSION_COLUMNS", "open_sessions"]
 
 OPEN_SESSION_COLUMNS = ["window_start", "window_end", "key", "count"]
+SESSION_OPERATOR = "sessionWindowStateStoreSaveExec"
+"""The stateful operator of ``session_window`` (``format("state-metadata")``'s ``operatorName``); with deduplication it is not the only one."""
 
 
 def open_sessions(spark: SparkSession, checkpoint: Path) -> pd.DataFrame:
@@ -34,7 +38,11 @@ def open_sessions(spark: SparkSession, checkpoint: Path) -> pd.DataFrame:
 
     if not (Path(checkpoint) / "state").is_dir():
         return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in zip(OPEN_SESSION_COLUMNS, ("datetime64[ns]", "datetime64[ns]", object, "int64"))})
-    values = spark.read.format("statestore").load(str(checkpoint)).select("value.*")
+    operators = spark.read.format("state-metadata").load(str(checkpoint)).where(F.col("operatorName") == SESSION_OPERATOR).collect()
+    if not operators:
+        raise ConfigError("checkpoint", str(checkpoint), f"holds no session window state (no {SESSION_OPERATOR} operator)")
+    reader = spark.read.format("statestore").option("operatorId", operators[0]["operatorId"])
+    values = reader.load(str(checkpoint)).select("value.*")
     names = values.columns  # buffers may share a name (avg's and the row count are both "count"): by position
     values = values.toDF(*(f"field_{index}" for index in range(len(names))))
     window, key, count = (f"field_{names.index('session_window')}", f"field_{names.index('key')}", f"field_{len(names) - 1}")
