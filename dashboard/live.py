@@ -44,7 +44,7 @@ from streaming.engine.registry import DuplicateQueryError, QueryRegistry
 
 from .data import batching_widgets, dataset_source, runnable_datasets
 from .datasets import dataset_store
-from .shared import REFRESH_SECONDS, feed_select, feed_source, show_code, watermark_widget, windows_widgets
+from .shared import REFRESH_SECONDS, feed_select, feed_source, get_registry, session_starter, show_code, watermark_widget, windows_widgets
 
 __all__ = [
     "SOURCES",
@@ -427,6 +427,8 @@ def live_view(run: Run) -> None:
     It takes the :class:`Run`, not the registry, so a tick never touches
     state shared with other users.
     """
+    if session_starter().status != "ready" or get_registry().get(run.name) is not run:
+        st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
     (progress, breakdown), table = run.log.frames(), run.table.frame()
     _status_row(run, progress)
     if run.status == "failed":

@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import atexit
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
 import streamlit as st
 
 from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.query import warm_up
-from streaming.engine.registry import QueryRegistry
-from streaming.engine.session import SessionStarter
+from streaming.engine.registry import LostRun, QueryRegistry
+from streaming.engine.session import SessionStarter, forget_session, session_alive
 from streaming.export import pyspark_code
 
 if TYPE_CHECKING:
@@ -39,12 +41,15 @@ __all__ = [
     "REFRESH_SECONDS",
     "TUNER_PAGE",
     "InputErrors",
+    "SessionLosses",
     "feed_select",
     "feed_source",
     "get_registry",
     "get_spark",
+    "loss_banner",
     "percent",
     "refuse",
+    "session_losses",
     "session_starter",
     "session_status",
     "show_code",
@@ -69,9 +74,71 @@ DATASETS_PAGE = "dashboard/pages/datasets.py"
 
 
 @st.cache_resource(show_spinner=False)
-def session_starter() -> SessionStarter:
-    """The background start of this server's SparkSession and its warm-up query, begun on the first page view of any page."""
+def _starter() -> SessionStarter:
     return SessionStarter(warm=warm_up).start()
+
+
+class SessionLosses:
+    """The sessions this server lost (their JVM died under it), with what their queries had reached; thread-safe."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()  # held by session_starter around its recovery, which records
+        self._events: list[tuple[pd.Timestamp, list[LostRun]]] = []
+
+    def record(self, lost: list[LostRun], at: pd.Timestamp) -> None:
+        with self.lock:
+            self._events.append((at, lost))
+
+    def since(self, moment: pd.Timestamp) -> list[tuple[pd.Timestamp, list[LostRun]]]:
+        """The losses recorded at or after ``moment``, oldest first."""
+        with self.lock:
+            return [event for event in self._events if event[0] >= moment]
+
+
+@st.cache_resource(show_spinner=False)
+def session_losses() -> SessionLosses:
+    """The one record of lost sessions of this server process, for the banner every page shows."""
+    return SessionLosses()
+
+
+def session_starter() -> SessionStarter:
+    """The background start of this server's SparkSession and its warm-up query, begun on the first page view of any page.
+
+    When the session it made has died (its JVM exited: a crash, the OOM
+    killer), the first page view to notice forgets it and its queries
+    (recording what they had reached, for :func:`loss_banner`) and a new
+    session starts in the background; every browser tab then gets the new one.
+    """
+    starter = _starter()
+    if starter.status != "ready" or session_alive(starter.wait(0)):
+        return starter
+    losses = session_losses()
+    with losses.lock:
+        if _starter() is starter:  # the first to notice; the others find the new starter
+            try:
+                lost = get_registry().abandon()
+            except Exception:  # noqa: BLE001 - no registry was made on the dead session: nothing to abandon
+                lost = []
+            forget_session()
+            get_registry.clear()
+            _starter.clear()
+            LOG.error("the Spark session died (JVM gone); lost queries: %s", ", ".join(map(str, lost)) or "none")
+            losses.record(lost, pd.Timestamp.now(tz="UTC").tz_convert(None))
+    return _starter()
+
+
+LOSS_BANNER_MINUTES = 30
+
+
+def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:
+    """One warning per session lost in the last :data:`LOSS_BANNER_MINUTES` minutes: what happened and which queries were lost."""
+    for at, lost in losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES)):
+        queries = "; ".join(str(run) for run in lost) or "no query was running"
+        st.warning(
+            f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC (its JVM exited) and a new session was started. "
+            f"Lost with it: {queries}. Start them again from Live query.",
+            icon=":material/warning:",
+        )
 
 
 def get_spark() -> SparkSession:
@@ -96,6 +163,7 @@ def get_registry() -> QueryRegistry:
 
 def session_status(starter: SessionStarter) -> bool:
     """The session's state in the sidebar (starting, ready, failed with the reason); ``True`` once it is ready."""
+    loss_banner(session_losses(), pd.Timestamp.now(tz="UTC").tz_convert(None))
     status = starter.status
     with st.sidebar:
         if status == "ready":
@@ -105,7 +173,7 @@ def session_status(starter: SessionStarter) -> bool:
         else:
             st.error(f"Spark could not start: {starter.error}")
             if st.button("Try again", key="session_retry"):
-                session_starter.clear()
+                _starter.clear()
                 st.rerun()
     return status == "ready"
 

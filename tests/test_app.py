@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -289,6 +290,10 @@ def test_dataset_helpers(tmp_path: Path) -> None:
         "kafka_dump", "guide_words (sample)", "meters_parquet (sample)", "orders_jsonl (sample)", "sensor_readings (sample)", "web_clicks (sample)",
     ]
     assert list(data.runnable_datasets(store)) == ["kafka_dump", "meters_parquet (sample)", "orders_jsonl (sample)"]
+    store.add("web_clicks", [Upload("topic.jsonl", EVENTS_JSONL)])
+    store.save_columns("web_clicks", {"event_time": "ts", "time_format": "epoch_ms", "key": "user"})
+    labelled = data.data_choices(store)
+    assert (labelled["web_clicks"].kind, labelled["web_clicks (dataset)"].kind) == ("feed", "dataset")  # a dataset is never hidden by a feed
     assert datasets.saved_mapping(store, datasets.DatasetChoice("web_clicks", True)) == FEED_COLUMNS
     assert datasets.saved_mapping(store, datasets.DatasetChoice("orders_jsonl", True)).time_format == "epoch_ms"
     files, fmt = datasets.dataset_files(store, choices[0])
@@ -379,3 +384,39 @@ def test_a_dataset_source_takes_its_batching_rule(tmp_path: Path, monkeypatch) -
     store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user", "arrival": "ts2", "arrival_format": "epoch_ms"})
     source = live.build_source("dataset", {**params, "batch_by": "arrival", "batch_interval": "10 seconds"})
     assert (source.batching.column, source.arrival_format) == ("ts2", "epoch_ms")
+
+
+class _Cached:
+    """A stand-in for an ``st.cache_resource`` function: returns its values in turn, counts ``clear``."""
+
+    def __init__(self, *values) -> None:
+        self.values, self.cleared = list(values), 0
+
+    def __call__(self):
+        return self.values[min(self.cleared, len(self.values) - 1)]
+
+    def clear(self) -> None:
+        self.cleared += 1
+
+
+def test_a_dead_session_is_replaced_once_and_its_lost_queries_are_recorded(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from streaming.engine.registry import LostRun
+
+    dead = SimpleNamespace(status="ready", wait=lambda timeout=None: "dead spark")
+    fresh = SimpleNamespace(status="starting", wait=lambda timeout=None: "new spark")
+    lost = [LostRun("doomed", 12, "2024-01-01 00:00:30", 4, False)]
+    starter, registry = _Cached(dead, fresh), _Cached(SimpleNamespace(abandon=lambda: lost))
+    forgotten, losses = [], shared.SessionLosses()
+    monkeypatch.setattr(shared, "_starter", starter)
+    monkeypatch.setattr(shared, "get_registry", registry)
+    monkeypatch.setattr(shared, "session_alive", lambda spark: spark != "dead spark")
+    monkeypatch.setattr(shared, "forget_session", lambda: forgotten.append(True))
+    monkeypatch.setattr(shared, "session_losses", lambda: losses)
+    assert shared.session_starter() is fresh
+    assert shared.session_starter() is fresh  # noticed once: the new starter is not replaced again
+    assert (starter.cleared, registry.cleared, forgotten) == (1, 1, [True])
+    [(at, recorded)] = losses.since(pd.Timestamp("2000-01-01"))
+    assert recorded == lost and losses.since(at + pd.Timedelta(seconds=1)) == []
+    assert str(recorded[0]) == "doomed (running, 12 batches, watermark 2024-01-01 00:00:30, 4 result rows)"

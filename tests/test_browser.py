@@ -7,6 +7,7 @@ benchmark uses to time the first chart after Start.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +139,54 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
         _start_see_chart_and_stop(page, "Your dataset (uploaded on the Datasets page)", "browser_dataset")
     finally:
         page.close()
+
+
+def _java_under(pid: int) -> int:
+    """The pid of the Java process (Spark's JVM) among the descendants of ``pid``."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+            parents[int(entry)], names[int(entry)] = int(rest[1]), name
+    descendants, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - descendants
+        descendants |= frontier
+    [java] = [child for child in descendants if names[child] == "java"]
+    return java
+
+
+def test_the_page_recovers_when_spark_dies_under_a_running_query(tmp_path, browser):
+    """Kill the JVM under a served app (as the OOM killer would): the page says what was lost, a new session starts, Start works."""
+    import signal
+
+    with served_app(tmp_path, start_timeout=SERVER_START_SECONDS) as app:
+        page = browser.new_page(viewport={"width": 1600, "height": 1400})
+        try:
+            page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
+            page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
+            _pick(page, "Source", "Generator (out-of-order and late events)")
+            page.get_by_role("textbox", name="Query name").fill("doomed")
+            page.get_by_role("textbox", name="Query name").press("Enter")
+            page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+            page.get_by_role("button", name="Start query").click()
+            page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+
+            os.kill(_java_under(app.process.pid), signal.SIGKILL)
+            banner = page.get_by_text("Spark stopped unexpectedly")
+            banner.wait_for(timeout=60_000)
+            assert "doomed (running" in banner.inner_text()
+            assert page.locator(".stException").count() == 0
+            assert app.process.poll() is None  # the server lives on
+
+            page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+            _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "reborn")
+            assert page.locator(".stException").count() == 0
+        finally:
+            page.close()
+

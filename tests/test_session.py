@@ -66,3 +66,34 @@ def test_warm_up_runs_the_default_query_and_leaves_nothing_behind(spark, tmp_pat
     warm_up(spark, root=tmp_path)
     assert {query.id for query in spark.streams.active} == before
     assert not any(tmp_path.iterdir())
+
+
+def test_a_live_session_is_alive_and_a_stopped_context_or_exited_jvm_is_not(spark) -> None:
+    from types import SimpleNamespace
+
+    from streaming.engine.session import session_alive
+
+    assert session_alive(spark) is True
+    exited = SimpleNamespace(sparkContext=SimpleNamespace(_gateway=SimpleNamespace(proc=SimpleNamespace(poll=lambda: -9))))
+    assert session_alive(exited) is False  # the JVM process has exited
+    stopped = SimpleNamespace(sparkContext=SimpleNamespace(_gateway=None, _jsc=None))
+    assert session_alive(stopped) is False  # spark.stop() leaves no Java context
+
+
+def test_abandoning_runs_reports_what_they_reached_and_deletes_their_folders(registry) -> None:
+    from pathlib import Path
+
+    from streaming.engine.config import FeedSource, QueryConfig
+    from streaming.engine.registry import QueryRegistry
+
+    own = QueryRegistry(registry.spark)
+    run = own.start(QueryConfig(FeedSource(Path("sample_feeds/guide_words"), seconds_per_file=0), window="10 minutes", watermark="10 minutes"), "abandoned_run")
+    try:
+        run.await_idle(120)
+        [lost] = own.abandon()
+        assert (lost.name, lost.stopped, lost.result_rows) == ("abandoned_run", False, len(run.table)) and lost.batches > 0
+        assert lost.watermark is not None and str(lost).startswith(f"abandoned_run (running, {lost.batches} batches, watermark ")
+        assert own.runs() == [] and not run.workdir.exists()
+    finally:
+        run.query.stop()  # the session is alive here: abandon leaves the query to the JVM that died
+        registry.spark.streams.removeListener(own.listener)

@@ -9,9 +9,13 @@ All methods are thread-safe.
 from __future__ import annotations
 
 import itertools
+import shutil
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from .config import QueryConfig
 from .errors import ConfigError
@@ -22,13 +26,29 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["DEFAULT_MAX_ROWS", "DuplicateQueryError", "QueryRegistry"]
+__all__ = ["DEFAULT_MAX_ROWS", "DuplicateQueryError", "LostRun", "QueryRegistry"]
 
 DEFAULT_MAX_ROWS = 20_000
 
 
 class DuplicateQueryError(ConfigError):
     """A query of that name is already active: the ``name`` a user gave is refused."""
+
+
+@dataclass(frozen=True)
+class LostRun:
+    """What a run had reached when its session died: batches, the last watermark, result rows, and whether it was stopped already."""
+
+    name: str
+    batches: int
+    watermark: str | None
+    result_rows: int
+    stopped: bool
+
+    def __str__(self) -> str:
+        state = "stopped" if self.stopped else "running"
+        watermark = f", watermark {self.watermark}" if self.watermark else ""
+        return f"{self.name} ({state}, {self.batches} batches{watermark}, {self.result_rows} result rows)"
 
 
 class QueryRegistry:
@@ -106,6 +126,25 @@ class QueryRegistry:
             run = self._runs.pop(name, None)
         if run is not None:
             self._forget(name, run)
+
+    def abandon(self) -> list[LostRun]:
+        """Forget every run of a session whose JVM is gone, without a call into it; what each had reached, oldest first.
+
+        The feeders (threads of this process) stop and the working folders are
+        deleted; the queries died with the JVM.
+        """
+        with self._lock:
+            runs = sorted(self._runs.values(), key=lambda run: run.started_at)
+            self._runs.clear()
+        lost = []
+        for run in runs:
+            summaries = run.log.summaries()
+            watermark = next((str(summary["watermark"]) for summary in reversed(summaries) if pd.notna(summary.get("watermark"))), None)
+            lost.append(LostRun(run.name, len(summaries), watermark, len(run.table), run.stopped_by_user))
+            if run.feeder is not None:
+                run.feeder.stop()
+            shutil.rmtree(run.workdir, ignore_errors=True)
+        return lost
 
     def stop_all(self) -> None:
         """Stop every run and delete their working folders (at exit); the runs stay listed."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SessionStarter", "StarterStatus", "get_session", "is_connect", "session_settings"]
+__all__ = ["SessionStarter", "StarterStatus", "forget_session", "get_session", "is_connect", "session_alive", "session_settings"]
 
 APP_NAME = "streaming-lab"
 LOG = logging.getLogger(__name__)
@@ -92,6 +92,41 @@ def get_session(environ: Mapping[str, str] | None = None) -> SparkSession:
 def is_connect(spark: SparkSession) -> bool:
     """True when ``spark`` is a Spark Connect session (no JVM in this process)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def session_alive(spark: SparkSession) -> bool:
+    """False when a classic session's JVM has exited, does not answer or was stopped; a Connect session is not checked here.
+
+    Cheap enough for every page view: a look at the JVM process and one local
+    Py4J call.
+    """
+    if is_connect(spark):
+        return True
+    context = spark.sparkContext
+    process = getattr(getattr(context, "_gateway", None), "proc", None)
+    if process is not None and process.poll() is not None:
+        return False
+    try:
+        return not context._jsc.sc().isStopped()
+    except Exception:  # noqa: BLE001 - Py4J raises connection errors of several kinds once the JVM is gone
+        return False
+
+
+def forget_session() -> None:
+    """Drop PySpark's references to a dead classic session, so that :func:`get_session` starts a new JVM.
+
+    ``SparkSession.builder.getOrCreate()`` would otherwise hand back the dead
+    session; stopping it is impossible without its JVM.
+    """
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    with SparkContext._lock:
+        SparkContext._active_spark_context = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 class SessionStarter:
