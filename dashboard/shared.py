@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.query import warm_up
-from streaming.engine.registry import LostRun, QueryRegistry
+from streaming.engine.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
 from streaming.engine.session import SessionStarter, forget_session, session_alive
 from streaming.export import pyspark_code
 
@@ -156,7 +157,12 @@ def _stop_all_at_exit(registry: QueryRegistry, log: logging.Logger = LOG) -> Non
 @st.cache_resource(show_spinner="Starting Spark...")
 def get_registry() -> QueryRegistry:
     """The one QueryRegistry of this server process, shared by every session; its queries stop at exit."""
-    registry = QueryRegistry(get_spark())
+    try:
+        limit = max_queries(os.environ)
+    except ConfigError as err:
+        LOG.error("%s; using the default limit of %d queries", err, DEFAULT_MAX_QUERIES)
+        limit = DEFAULT_MAX_QUERIES
+    registry = QueryRegistry(get_spark(), max_active=limit)
     atexit.register(_stop_all_at_exit, registry)
     return registry
 

@@ -97,3 +97,49 @@ def test_abandoning_runs_reports_what_they_reached_and_deletes_their_folders(reg
     finally:
         run.query.stop()  # the session is alive here: abandon leaves the query to the JVM that died
         registry.spark.streams.removeListener(own.listener)
+
+
+def test_the_registry_refuses_a_query_past_its_limit_and_races_start_one(registry) -> None:
+    """Four tabs starting the same name at once start it once; a server at its limit refuses more, naming it."""
+    import threading
+    from pathlib import Path
+
+    from streaming.engine.config import FeedSource, QueryConfig
+    from streaming.engine.errors import ConfigError
+    from streaming.engine.registry import DuplicateQueryError, QueryRegistry, max_queries
+
+    assert max_queries({}) == 8 and max_queries({"STREAMING_LAB_MAX_QUERIES": "3"}) == 3
+    with pytest.raises(ConfigError) as caught:
+        max_queries({"STREAMING_LAB_MAX_QUERIES": "many"})
+    assert caught.value.field == "STREAMING_LAB_MAX_QUERIES"
+    own = QueryRegistry(registry.spark, max_active=2)
+    config = QueryConfig(FeedSource(Path("sample_feeds/guide_words"), seconds_per_file=0), window="10 minutes")  # stepped: stays active
+    outcomes: list[object] = []
+    gate = threading.Barrier(4)
+
+    def tab() -> None:
+        gate.wait()
+        try:
+            outcomes.append(own.start(config, "shared_name"))
+        except DuplicateQueryError as err:
+            outcomes.append(err)
+
+    try:
+        tabs = [threading.Thread(target=tab) for _ in range(4)]
+        for thread in tabs:
+            thread.start()
+        for thread in tabs:
+            thread.join(120)
+        assert sum(isinstance(outcome, DuplicateQueryError) for outcome in outcomes) == 3 and len(outcomes) == 4
+        assert [query.name for query in registry.spark.streams.active].count("shared_name") == 1  # no duplicate, no orphan
+        own.start(config, "second")
+        with pytest.raises(ConfigError) as caught:
+            own.start(config, "third")
+        assert (caught.value.field, caught.value.value) == ("queries", 2) and "STREAMING_LAB_MAX_QUERIES=2" in str(caught.value)
+        own.stop("second")
+        own.start(config, "third")  # a stopped query frees its place
+    finally:
+        for run in own.runs():
+            own.remove(run.name)
+        registry.spark.streams.removeListener(own.listener)
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,9 +27,19 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["DEFAULT_MAX_ROWS", "DuplicateQueryError", "LostRun", "QueryRegistry"]
+__all__ = ["DEFAULT_MAX_QUERIES", "DEFAULT_MAX_ROWS", "MAX_QUERIES_VARIABLE", "DuplicateQueryError", "LostRun", "QueryRegistry", "max_queries"]
 
 DEFAULT_MAX_ROWS = 20_000
+MAX_QUERIES_VARIABLE = "STREAMING_LAB_MAX_QUERIES"
+DEFAULT_MAX_QUERIES = 8
+
+
+def max_queries(environ: Mapping[str, str]) -> int:
+    """The limit of queries running at once on the server: :data:`MAX_QUERIES_VARIABLE`, default :data:`DEFAULT_MAX_QUERIES`."""
+    text = environ.get(MAX_QUERIES_VARIABLE, str(DEFAULT_MAX_QUERIES))
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ConfigError(MAX_QUERIES_VARIABLE, text, "must be a whole number of at least 1")
+    return int(text)
 
 
 class DuplicateQueryError(ConfigError):
@@ -54,9 +65,13 @@ class LostRun:
 class QueryRegistry:
     """Starts, lists and stops the runs on ``spark``; registers one progress listener on it."""
 
-    def __init__(self, spark: SparkSession, *, root: Path | None = None) -> None:
+    def __init__(self, spark: SparkSession, *, root: Path | None = None, max_active: int | None = None) -> None:
+        if max_active is not None and (isinstance(max_active, bool) or not isinstance(max_active, int) or max_active < 1):
+            raise ConfigError("max_active", max_active, "must be a whole number of at least 1, or None for no limit")
         self.spark = spark
         self.root = root
+        self.max_active = max_active
+        """At most this many runs active (or starting) at once; ``None``: no limit."""
         self.listener = ProgressListener()
         spark.streams.addListener(self.listener)
         self._runs: dict[str, Run] = {}
@@ -84,6 +99,13 @@ class QueryRegistry:
             previous = self._runs.get(name)
             if name in self._starting or (previous is not None and previous.status == "active"):
                 raise DuplicateQueryError("name", name, "is already running; stop it first or choose another name")
+            if self.max_active is not None:
+                busy = len(self._starting) + sum(run.status == "active" for run in self._runs.values())
+                if busy >= self.max_active:
+                    raise ConfigError(
+                        "queries", busy,
+                        f"are running on this server, its limit ({MAX_QUERIES_VARIABLE}={self.max_active}): stop one on the Queries page first",
+                    )
             self._starting.add(name)
         try:
             if previous is not None:
