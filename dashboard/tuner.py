@@ -6,9 +6,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+import pandas as pd
 import streamlit as st
 
+from streaming.analysis.profile import LatenessProfile, feed_events_of, lateness_profile
 from streaming.analysis.tune import TuneResult, canonical_delays, check_target, tune, tune_configs
+from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
 from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
@@ -16,13 +19,14 @@ from streaming.engine.registry import QueryRegistry
 
 from .data import choice_of, data_select, data_source, data_widgets
 from .jobs import Job, start_job
-from .shared import InputErrors, percent, show_code, windows_widgets
+from .shared import InputErrors, get_spark, percent, show_code, windows_widgets
 
 __all__ = [
     "COMPLETENESS_TEXT",
     "DEFAULT_DELAYS",
     "TUNE_JOB",
     "TuneInputs",
+    "lateness_section",
     "parse_delays",
     "recommendation_text",
     "start_tune",
@@ -120,6 +124,52 @@ def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB)
         return tune(registry, inputs.query, delays=inputs.delays, target=inputs.target)
 
     start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work)
+
+
+@st.cache_data(show_spinner="Reading the events…", max_entries=16)
+def _profile(fingerprint: tuple, _spark: Any, _source: FeedSource) -> LatenessProfile:
+    """The lateness profile of ``_source``, cached by ``fingerprint``: its folder, batching, mapping and files (name, size, time)."""
+    return lateness_profile(feed_events_of(_spark, _source))
+
+
+def _fingerprint(source: FeedSource) -> tuple:
+    files = tuple((path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in source.files())
+    return (str(source.path), str(source.batching), tuple(sorted(source.columns.to_dict().items(), key=lambda item: item[0])), files)
+
+
+def _seconds(value: Any) -> str:
+    return "–" if pd.isna(value) else f"{pd.Timedelta(value).total_seconds():g} s"
+
+
+def lateness_section(source: FeedSource, ready: bool) -> None:
+    """On demand, how late the events of ``source`` are: percentiles, the histogram, the latest keys; the first thing to see before choosing delays."""
+    if not st.toggle("How late are the events?", key="tune_profile", help="Reads the data once (cached) and shows how far behind the stream events arrive"):
+        return
+    if not ready:
+        st.info("The profile reads the data with Spark: it shows once Spark is ready.")
+        return
+    try:
+        profile = _profile(_fingerprint(source), get_spark(), source)
+    except ConfigError as err:
+        st.error(f"Cannot read the events: {err}")
+        return
+    summary = profile.behind_stream
+    columns = st.columns(6)
+    for column, (label, name) in zip(columns, [("p50", "p50"), ("p95", "p95"), ("p99", "p99"), ("p99.9", "p999"), ("max", "max")]):
+        column.metric(f"{label} behind the stream", _seconds(summary[name]))
+    columns[5].metric("late events", f"{summary['late_events']} of {summary['events']}")
+    st.plotly_chart(lateness_charts.lateness_figure(profile.stream_lateness), key="tune_profile_stream")
+    if profile.behind_arrival is not None and profile.arrival_lateness is not None:
+        arrival = profile.behind_arrival
+        st.caption(
+            f"Behind their arrival time (arrival − event time): p50 {_seconds(arrival['p50'])}, p95 {_seconds(arrival['p95'])}, "
+            f"p99 {_seconds(arrival['p99'])}, p99.9 {_seconds(arrival['p999'])}, max {_seconds(arrival['max'])}."
+        )
+        st.plotly_chart(
+            lateness_charts.lateness_figure(profile.arrival_lateness, title="How long events took to arrive", xaxis_title="seconds from event time to arrival"),
+            key="tune_profile_arrival",
+        )
+    st.dataframe(profile.per_key.head(50), hide_index=True, column_config={"key": st.column_config.TextColumn("key (latest first)")})
 
 
 def tune_widgets() -> dict[str, Any]:

@@ -377,3 +377,19 @@ def test_tuner_sweeps_a_dataset_sum_with_duplicates_dropped(jobs, orders_root: P
     assert any("sum(amount) after dropping duplicates" in caption.value for caption in at.caption)
     code = at.code[0].value
     assert "dropDuplicatesWithinWatermark" in code and "F.sum(F.col('value')" in code and "'10 minutes'" in code
+
+
+def test_the_tuner_profiles_how_late_a_datasets_events_are(orders_root: Path) -> None:
+    at = _page(TUNER)
+    at.selectbox(key="tune_feed").set_value("orders").run()
+    assert not at.get("plotly_chart")
+    at.toggle(key="tune_profile").set_value(True).run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    metrics = {metric.label: metric.value for metric in at.metric}
+    assert set(metrics) >= {"p50 behind the stream", "p99 behind the stream", "p99.9 behind the stream", "late events"}
+    rows = sum(len(path.read_text().splitlines()) for path in (orders_root / "orders").glob("*.jsonl"))
+    assert metrics["late events"].endswith(f" of {rows}") and not metrics["late events"].startswith("0 ")  # every delivery, in arrival order
+    assert any(caption.value.startswith("Behind their arrival time") for caption in at.caption)
+    assert len(at.get("plotly_chart")) == 2
+    assert _table(at, {"key", "p99", "p999"})["key"].tolist()[0] in {"north", "south"}
+

@@ -136,6 +136,7 @@ def lateness_figure(
     bins: int = 60,
     log_y: bool = True,
     title: str = "How far behind the stream events arrived",
+    xaxis_title: str = "lateness (seconds behind the max event time of earlier batches)",
 ) -> go.Figure:
     """Histogram of lateness in seconds with p50/p95/p99 lines and the delay that keeps ``coverage`` of events.
 
@@ -174,7 +175,7 @@ def lateness_figure(
     )
     figure.update_layout(
         title=f"{title} ({summary['late_events']} of {summary['events']} events behind)",
-        xaxis_title="lateness (seconds behind the max event time of earlier batches)",
+        xaxis_title=xaxis_title,
         yaxis_title="events",
         yaxis_type="log" if log_y else "linear",
         bargap=0.05,

@@ -1,0 +1,138 @@
+"""How late a feed's events are: the first thing to look at before choosing a watermark delay.
+
+Two measures, both in the order the data arrives (files in name order, rows in
+file order, cut into micro-batches by the source's batching rule):
+
+- **behind the stream**: ``(largest event time of the earlier micro-batches) -
+  event_time``, clipped at 0 (:func:`streaming.analysis.lateness.lateness`). A
+  watermark delay at least this long keeps the event in all its windows;
+- **behind its arrival**, when the dataset has an arrival column:
+  ``arrival - event_time``, how long the event took to reach the data.
+
+:func:`feed_events_of` reads the events with Spark, by the expressions a query
+uses; :func:`lateness_profile` is a pure function of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..engine.batching import interval_slots
+from ..engine.config import FeedSource
+from ..engine.durations import parse_duration
+from ..engine.feeds import dataset_columns, feed_events, time_column
+from ..engine.preview import dataset_schema, read_dataset, stream_schema
+from .lateness import lateness, lateness_summary
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["PROFILE_COLUMNS", "LatenessProfile", "feed_events_of", "lateness_profile"]
+
+PROFILE_COLUMNS = ["key", "events", "late_events", "p50", "p95", "p99", "p999", "max"]
+"""The per-key table: lateness behind the stream, in seconds."""
+
+
+def feed_events_of(spark: SparkSession, source: FeedSource) -> pd.DataFrame:
+    """The well-formed events of ``source`` in arrival order: ``event_time``, ``key``, ``arrival`` (``NaT`` without an arrival column) and ``file_index`` (the micro-batch).
+
+    The micro-batch follows the source's batching rule: its file, every ``N``
+    rows (malformed rows included, as they are in the replay), or its arrival
+    interval (a row whose arrival does not parse goes with the row before it,
+    as :mod:`streaming.engine.batching` cuts them).
+    """
+    from pyspark.sql import functions as F
+
+    if source.sample_layout:
+        events = feed_events(source.path)[["event_time", "key", "file_index"]].copy()
+        events.insert(2, "arrival", pd.Series(pd.NaT, index=events.index, dtype="datetime64[ns]"))
+        return events.reset_index(drop=True)
+    files = source.files()
+    batch = read_dataset(spark, files, source.file_format)
+    schema, struct = dataset_schema(batch), stream_schema(batch)
+    arrival, cut_by = source.columns.arrival, source.batching.column
+    extra, names = [], ["event_us", "key"]
+    if arrival is not None:
+        extra.append(F.unix_micros(time_column(arrival, source.columns.arrival_format, schema[arrival], "columns.arrival_format")).alias("arrival_us"))
+        names.append("arrival_us")
+    if cut_by is not None:
+        extra.append(F.unix_micros(time_column(cut_by, source.arrival_format, schema[cut_by], "batch_by")).alias("cut_us"))
+        names.append("cut_us")
+    records: list[tuple] = []
+    for file_index, path in enumerate(files):
+        parsed = read_dataset(spark, [path], source.file_format, struct).select(*dataset_columns(source.columns, schema), *extra)
+        rows = parsed.select(F.unix_micros("event_time").alias("event_us"), *names[1:]).collect()
+        records.extend((file_index, *tuple(row)) for row in rows)
+    frame = pd.DataFrame.from_records(records, columns=["file_index", *names])
+    if source.batching.rows is not None:
+        frame["file_index"] = np.arange(len(frame), dtype="int64") // source.batching.rows
+    elif cut_by is not None:
+        interval_us = parse_duration(source.batching.interval or "0") * 1000
+        slots = interval_slots([None if pd.isna(value) else int(value) for value in frame["cut_us"]], interval_us)
+        batch_of = np.empty(len(frame), dtype="int64")
+        for number, (_, positions) in enumerate(slots):
+            batch_of[positions] = number
+        frame["file_index"] = batch_of
+    frame = frame[frame["event_us"].notna() & frame["key"].notna()]
+    return pd.DataFrame(
+        {
+            "event_time": pd.to_datetime(frame["event_us"].astype("int64"), unit="us"),
+            "key": frame["key"].astype(object),
+            "arrival": pd.to_datetime(frame["arrival_us"], unit="us") if arrival is not None else pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]"),
+            "file_index": frame["file_index"].astype("int64"),
+        }
+    ).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class LatenessProfile:
+    """The lateness of a feed's events: summaries (:func:`~streaming.analysis.lateness.lateness_summary` plus ``p999``) and the per-key table."""
+
+    behind_stream: dict[str, Any]
+    behind_arrival: dict[str, Any] | None
+    per_key: pd.DataFrame = field(repr=False)
+    stream_lateness: pd.Series = field(repr=False)
+    arrival_lateness: pd.Series | None = field(repr=False)
+
+
+def _with_p999(late: pd.Series, coverage: float) -> dict[str, Any]:
+    summary = lateness_summary(late, coverage)
+    values = pd.to_timedelta(late).dropna()
+    summary["p999"] = values.quantile(0.999) if len(values) else pd.NaT
+    return summary
+
+
+def lateness_profile(events: pd.DataFrame, coverage: float = 0.99) -> LatenessProfile:
+    """Lateness behind the stream (and behind arrival, when ``events`` have arrival times) overall and per key.
+
+    ``events`` as :func:`feed_events_of` returns them. ``coverage`` is the
+    share of events the summaries' ``delay_for_coverage`` keeps.
+    """
+    stream = lateness(events)
+    arrival = None
+    if "arrival" in events and events["arrival"].notna().any():
+        arrival = (events["arrival"] - events["event_time"]).dropna().rename("lateness")
+    seconds = stream.dt.total_seconds()
+    grouped = seconds.groupby(events["key"].to_numpy())
+    per_key = pd.DataFrame(
+        {
+            "events": grouped.size(),
+            "late_events": grouped.apply(lambda values: int((values > 0).sum())),
+            "p50": grouped.quantile(0.5),
+            "p95": grouped.quantile(0.95),
+            "p99": grouped.quantile(0.99),
+            "p999": grouped.quantile(0.999),
+            "max": grouped.max(),
+        }
+    ).rename_axis("key").reset_index() if len(events) else pd.DataFrame(columns=PROFILE_COLUMNS)
+    return LatenessProfile(
+        behind_stream=_with_p999(stream, coverage),
+        behind_arrival=None if arrival is None else _with_p999(arrival, coverage),
+        per_key=per_key[PROFILE_COLUMNS].sort_values("p99", ascending=False, ignore_index=True) if len(per_key) else per_key,
+        stream_lateness=stream,
+        arrival_lateness=arrival,
+    )
