@@ -63,8 +63,8 @@ def compare_inputs(
 def start_compare(registry: QueryRegistry, inputs: CompareInputs, key: str = COMPARE_JOB) -> None:
     """Start the comparison of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
 
-    def work() -> Comparison:
-        return compare(registry, inputs.source.path, inputs.configs, labels=inputs.labels)
+    def work(job: Job) -> Comparison:
+        return compare(registry, inputs.source.path, inputs.configs, labels=inputs.labels, cancel=job.cancel, report=job.report)
 
     start_job(key, f"Comparison of {len(inputs.configs)} configs on {inputs.feed}", inputs, work)
 

@@ -24,11 +24,14 @@ script thread:
 
 The thread touches no Streamlit API; it only calls the engine. The engine's
 functions stop and remove their own queries, whether they succeed or fail.
-A job cannot be cancelled; it ends when its replays end.
+- **Cancel.** While it runs a job shows what it does now (the work's
+  ``report``) and a Cancel button; the work stops its queries within a
+  micro-batch and ends with :class:`~streaming.engine.errors.Cancelled`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
+
+from streaming.engine.errors import Cancelled
 
 from .shared import REFRESH_SECONDS
 
@@ -57,31 +62,44 @@ class Job:
     waiting: bool = True
     result: Any = None
     error: BaseException | None = None
+    status: str = ""
+    """What the work says it is doing now (``report``), shown while it runs."""
+    cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set by Cancel: the work stops its queries within a micro-batch and raises :class:`~streaming.engine.errors.Cancelled`."""
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
 
     @classmethod
-    def start(cls, what: str, inputs: Any, work: Callable[[], Any], gate: threading.Lock | None = None) -> Job:
-        """A job running ``work()`` in a new daemon thread, after acquiring ``gate`` when given."""
+    def start(cls, what: str, inputs: Any, work: Callable[[Job], Any], gate: threading.Lock | None = None) -> Job:
+        """A job running ``work(job)`` in a new daemon thread, after acquiring ``gate`` when given.
+
+        ``work`` reads :attr:`cancel` and calls :meth:`report`; a job cancelled
+        while it waits for the gate never starts its work.
+        """
         job = cls(what, inputs)
         job._thread = threading.Thread(target=job._run, args=(work, gate), name=f"experiment-{what}", daemon=True)
         job._thread.start()
         return job
 
-    def _run(self, work: Callable[[], Any], gate: threading.Lock | None) -> None:
+    def _run(self, work: Callable[[Job], Any], gate: threading.Lock | None) -> None:
         try:
-            if gate is None:
+            with gate if gate is not None else contextlib.nullcontext():
                 self.waiting = False
-                self.result = work()
-            else:
-                with gate:
-                    self.waiting = False
-                    self.result = work()
+                if self.cancel.is_set():
+                    raise Cancelled(f"{self.what}: cancelled before it started")
+                self.result = work(self)
         except BaseException as err:  # noqa: BLE001 - shown on the page; the thread must not die silently
             self.error = err
         finally:
             self.finished = time.monotonic()
             self._done.set()
+
+    def report(self, status: str) -> None:
+        self.status = status
+
+    @property
+    def cancelled(self) -> bool:
+        return isinstance(self.error, Cancelled)
 
     @property
     def done(self) -> bool:
@@ -109,7 +127,7 @@ def current_job(key: str) -> Job | None:
     return job if isinstance(job, Job) else None
 
 
-def start_job(key: str, what: str, inputs: Any, work: Callable[[], Any]) -> None:
+def start_job(key: str, what: str, inputs: Any, work: Callable[[Job], Any]) -> None:
     """Start ``work`` as this session's job under ``key``, then rerun: the page redraws with its button disabled."""
     st.session_state[key] = Job.start(what, inputs, work, _experiment_gate())
     st.rerun()
@@ -122,8 +140,13 @@ def job_progress(job: Job) -> None:
         st.rerun()
     if job.waiting:
         st.info(f"{job.what}: waiting for another experiment on the shared Spark session to finish… ({job.elapsed:.0f} s)", icon=":material/hourglass_empty:")
+    elif job.cancel.is_set():
+        st.info(f"{job.what}: cancelling… (the current micro-batch ends first) {job.elapsed:.0f} s", icon=":material/hourglass_bottom:")
     else:
-        st.info(f"{job.what}: running… {job.elapsed:.0f} s", icon=":material/hourglass_top:")
+        st.info(f"{job.what}: running… {job.elapsed:.0f} s" + (f" · {job.status}" if job.status else ""), icon=":material/hourglass_top:")
+    if st.button("Cancel", key=f"cancel_{id(job)}", disabled=job.cancel.is_set(), help="Stops the replays within a micro-batch"):
+        job.cancel.set()
+        st.rerun(scope="fragment")
     st.caption("The replays run in the background; you may change the inputs or leave the page and come back.")
 
 
@@ -133,6 +156,8 @@ def job_view(job: Job | None, render: Callable[[Job], None], idle_text: str) -> 
         st.info(idle_text)
     elif not job.done:
         job_progress(job)
+    elif job.cancelled:
+        st.warning(f"{job.what}: cancelled after {job.elapsed:.0f} s; its queries are stopped.")
     elif job.error is not None:
         st.error(f"{job.what} failed after {job.elapsed:.0f} s: {type(job.error).__name__}: {job.error}")
     else:

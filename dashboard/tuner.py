@@ -120,8 +120,8 @@ def tune_inputs(
 def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB) -> None:
     """Start the sweep of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
 
-    def work() -> TuneResult:
-        return tune(registry, inputs.query, delays=inputs.delays, target=inputs.target)
+    def work(job: Job) -> TuneResult:
+        return tune(registry, inputs.query, delays=inputs.delays, target=inputs.target, cancel=job.cancel, report=job.report)
 
     start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work)
 

@@ -191,3 +191,22 @@ def test_cli_tune_takes_session_windows_and_refuses_a_slide_with_them(orders, ca
     with pytest.raises(SystemExit):
         parser().parse_args(["tune", str(orders), "--window", "1 minute", "--session-gap", "20 seconds", "--delays", "1 minute"])
 
+
+def test_a_cancelled_sweep_stops_its_replay_and_leaves_nothing_behind(registry, orders) -> None:
+    import threading
+
+    from streaming.engine.errors import Cancelled
+
+    cancel, lines = threading.Event(), []
+
+    def report(line: str) -> None:
+        lines.append(line)
+        if line.startswith("replayed 1 of"):
+            cancel.set()  # as a user pressing Cancel while the second delay replays
+
+    with pytest.raises(Cancelled):
+        tune(registry, _query(orders), delays=["0 seconds", "1 minute", "10 minutes"], cancel=cancel, report=report)
+    assert lines == ["computing the exact answer", "replayed 0 of 3 delays; now 0 seconds", "replayed 1 of 3 delays; now 1 minute"]
+    assert not [run.name for run in registry.runs() if run.name.startswith("replay_")]
+    assert not [query.name for query in registry.spark.streams.active if query.name.startswith("replay_")]
+

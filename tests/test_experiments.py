@@ -22,7 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import compare, shared, tuner
 from dashboard import jobs as background
-from streaming.engine.errors import ConfigError
+from streaming.engine.errors import Cancelled, ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS
 from streaming.engine.registry import QueryRegistry
 
@@ -147,7 +147,7 @@ def test_percent() -> None:
 def test_job_waits_for_the_gate_then_keeps_result_or_error() -> None:
     gate, release = threading.Lock(), threading.Event()
     gate.acquire()
-    job = background.Job.start("job", None, lambda: release.wait(10) and 42, gate)
+    job = background.Job.start("job", None, lambda job: release.wait(10) and 42, gate)
     try:
         time.sleep(0.2)
         assert job.waiting and not job.done
@@ -158,11 +158,46 @@ def test_job_waits_for_the_gate_then_keeps_result_or_error() -> None:
     assert job.join(10) and (job.result, job.error) == (42, None)
     assert job.elapsed == pytest.approx(job.finished - job.started)
 
-    def fail() -> None:
+    def fail(job) -> None:
         raise RuntimeError("boom")
 
     failed = background.Job.start("failing", None, fail)
-    assert failed.join(10) and isinstance(failed.error, RuntimeError) and failed.result is None
+    assert failed.join(10) and isinstance(failed.error, RuntimeError) and failed.result is None and not failed.cancelled
+
+
+def test_a_job_cancelled_while_it_waits_never_starts_its_work() -> None:
+    gate, started = threading.Lock(), []
+    gate.acquire()
+    job = background.Job.start("job", None, lambda job: started.append(True), gate)
+    job.cancel.set()
+    gate.release()
+    assert job.join(10) and job.cancelled and started == []
+
+
+def test_the_tuner_shows_what_runs_and_cancels_a_sweep(monkeypatch, no_spark, jobs) -> None:
+    reported = threading.Event()
+
+    def cancellable_tune(registry, query, *, cancel, report, **kwargs):
+        report("replayed 1 of 2 delays; now 1 minute")
+        reported.set()
+        if not cancel.wait(60):
+            raise AssertionError("never cancelled")
+        raise Cancelled("sweep: cancelled")
+
+    monkeypatch.setattr(tuner, "tune", cancellable_tune)
+    at = _page(TUNER)
+    jobs.append(at)
+    at.text_input(key="tune_delays").set_value("1 minute, 0s")
+    at.button(key="tune_run").click().run()
+    assert reported.wait(30)
+    at.run()
+    assert any("replayed 1 of 2 delays; now 1 minute" in info.value for info in at.info), [info.value for info in at.info]
+    [cancel] = [button for button in at.button if button.label == "Cancel"]
+    cancel.click().run()
+    assert _job(at, tuner.TUNE_JOB).join(30)
+    at.run()
+    assert any("cancelled after" in warning.value for warning in at.warning) and not _errors(at)
+    assert not at.button(key="tune_run").disabled
 
 
 # --- pages: smoke and bad input (no Spark) -------------------------------------------------------

@@ -26,8 +26,9 @@ watermark trajectory (see :mod:`streaming.analysis.tune`); ``drops`` is Spark's
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,8 @@ def compare(
     *,
     labels: list[str] | None = None,
     concurrent: bool | None = None,
+    cancel: threading.Event | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> Comparison:
     """Run 2–4 ``configs`` on ``feed_dir`` and measure each against the exact answer for its own window and slide.
 
@@ -237,6 +240,7 @@ def compare(
     ``seconds_per_file=0``; a paced one is replayed stepped anyway). Raises
     ``ValueError`` naming ``configs`` (or ``configs[i]...``, ``labels``) before
     anything runs. ``concurrent=None`` uses :data:`streaming.analysis.tune.DEFAULT_CONCURRENT`.
+    ``report`` and ``cancel`` work as in :func:`streaming.analysis.tune.tune`.
     """
     from .exact import exact_answer
 
@@ -250,7 +254,11 @@ def compare(
         shape = _exact_shape(config)
         if shape not in exacts:
             exacts[shape] = exact_answer(registry.spark, shape)
-    replays = run_all(registry, checked, concurrent=mode)
+    def progress(done: int, total: int) -> None:
+        if report is not None:
+            report(f"replayed {done} of {total} configurations" + (f"; now {names[done]}" if done < total else ""))
+
+    replays = run_all(registry, checked, concurrent=mode, cancel=cancel, report=progress)
     wall = time.monotonic() - started
     runs = []
     for label, config, replay in zip(names, checked, replays):

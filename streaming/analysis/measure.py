@@ -29,7 +29,8 @@ Everything except :func:`run_all` is a pure function of pandas frames.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -267,16 +268,28 @@ def measure(delay: str | None, result: pd.DataFrame, progress: pd.DataFrame, exa
 # --------------------------------------------------------------------------- recommendation
 
 
-def run_all(registry: QueryRegistry, configs: Sequence[QueryConfig], *, concurrent: bool, open_sessions: bool = False) -> list[Replay]:
-    """``run_to_idle`` every config (with ``open_sessions``), one thread each when ``concurrent``; replays in the order given.
+def run_all(
+    registry: QueryRegistry, configs: Sequence[QueryConfig], *, concurrent: bool, open_sessions: bool = False,
+    cancel: threading.Event | None = None, report: Callable[[int, int], None] | None = None,
+) -> list[Replay]:
+    """``run_to_idle`` every config (with ``open_sessions`` and ``cancel``), one thread each when ``concurrent``; replays in the order given.
 
-    All runs are waited for; the first failure is raised afterwards.
+    ``report(done, total)`` is called before each run one after another (and
+    once when all are done). All runs are waited for; the first failure is
+    raised afterwards (:class:`~streaming.engine.errors.Cancelled` once ``cancel`` is set).
     """
     from ..engine.runner import run_to_idle
 
-    run = partial(run_to_idle, open_sessions=open_sessions)
+    run = partial(run_to_idle, open_sessions=open_sessions, cancel=cancel)
     if not concurrent or len(configs) < 2:
-        return [run(registry, config) for config in configs]
+        replays = []
+        for done, config in enumerate(configs):
+            if report is not None:
+                report(done, len(configs))
+            replays.append(run(registry, config))
+        if report is not None:
+            report(len(configs), len(configs))
+        return replays
     with ThreadPoolExecutor(max_workers=len(configs), thread_name_prefix="tune") as pool:
         futures = [pool.submit(run, registry, config) for config in configs]
         errors = [future.exception() for future in futures]

@@ -29,8 +29,9 @@ Everything except :func:`tune` is a pure function of its arguments.
 from __future__ import annotations
 
 import math
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -208,13 +209,17 @@ def tune(
     delays: list[str],
     target: float = 0.99,
     concurrent: bool | None = None,
+    cancel: threading.Event | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> TuneResult:
     """Replay ``query``'s feed once per watermark delay (:func:`tuning_output_mode`) and measure each; see the module docstring.
 
     ``query`` is the shape to tune (:func:`tune_configs`). Raises
     :class:`~streaming.engine.config.ConfigError` naming the field (``delays``,
     ``target``, ``source``, ``aggregation``, ``session_gap``) before anything
-    runs. ``concurrent=None`` uses :data:`DEFAULT_CONCURRENT`.
+    runs. ``concurrent=None`` uses :data:`DEFAULT_CONCURRENT`. ``report`` gets a
+    line on what runs now; once ``cancel`` is set the sweep stops within a
+    micro-batch and raises :class:`~streaming.engine.errors.Cancelled`.
     """
     from .exact import exact_answer
 
@@ -224,14 +229,21 @@ def tune(
     mode = DEFAULT_CONCURRENT if concurrent is None else bool(concurrent)
     started = time.monotonic()
     sessions = query.session_gap is not None
+
+    def progress(done: int, total: int) -> None:
+        if report is not None:
+            report(f"replayed {done} of {total} delays" + (f"; now {canonical[done]}" if done < total else ""))
+
     if mode:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tune-exact") as pool:
             exact_future = pool.submit(exact_answer, registry.spark, configs[0])
-            replays = run_all(registry, configs, concurrent=True, open_sessions=sessions)
+            replays = run_all(registry, configs, concurrent=True, open_sessions=sessions, cancel=cancel)
             exact = exact_future.result()
     else:
+        if report is not None:
+            report("computing the exact answer")
         exact = exact_answer(registry.spark, configs[0])
-        replays = run_all(registry, configs, concurrent=False, open_sessions=sessions)
+        replays = run_all(registry, configs, concurrent=False, open_sessions=sessions, cancel=cancel, report=progress)
     wall = time.monotonic() - started
     outcomes = [measure(delay, _final_table(replay), replay.progress, exact) for delay, replay in zip(canonical, replays)]
     return TuneResult(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "first_line"]
+__all__ = ["Cancelled", "ConfigError", "first_line"]
 
 
 class ConfigError(ValueError):
@@ -17,6 +17,10 @@ class ConfigError(ValueError):
         self.value = value
         self.reason = reason
         super().__init__(f"{field_name}: {value!r} {reason}")
+
+
+class Cancelled(Exception):
+    """A long run stopped because its user asked: raised between micro-batches, after its queries were stopped."""
 
 
 def first_line(err: BaseException) -> str:

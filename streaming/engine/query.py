@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ import pandas as pd
 
 from .config import VALUE_AGGREGATIONS, FeedSource, QueryConfig
 from .durations import format_duration, parse_duration
-from .errors import ConfigError
+from .errors import Cancelled, ConfigError
 from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .sources import FeedReplayer, batch_rows, input_frame
@@ -197,17 +198,19 @@ class Run:
                 return self.table.first_batch.is_set()
         return True
 
-    def await_idle(self, timeout: float = 300.0) -> None:
+    def await_idle(self, timeout: float = 300.0, cancel: threading.Event | None = None) -> None:
         """Block until every fed row is processed and the progress of the last batch has been logged.
 
         A stepped feed is handed over one file at a time, each once Spark has run
         every batch it has, including a batch run only because the watermark
         advanced; other feeders are waited for, then Spark is drained likewise.
-        Raises ``TimeoutError`` after ``timeout`` seconds, or the query's exception.
+        Raises ``TimeoutError`` after ``timeout`` seconds, or the query's exception;
+        :class:`~streaming.engine.errors.Cancelled` once ``cancel`` is set, checked
+        before each file is handed over (so within one micro-batch).
         """
         deadline = time.monotonic() + timeout
         if isinstance(self.feeder, FeedReplayer) and self.feeder.stepped:
-            while self.feeder.stage_next():
+            while not _cancelled(cancel, self.name) and self.feeder.stage_next():
                 self.query.processAllAvailable()
         elif self.feeder is not None and not self.feeder.done.wait(timeout):
             raise TimeoutError(f"{self.name}: feeder still running after {timeout} s")
@@ -218,6 +221,12 @@ class Run:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self.name}: progress of batch {target} not received after {timeout} s")
             time.sleep(0.02)
+
+
+def _cancelled(cancel: threading.Event | None, name: str) -> bool:
+    if cancel is not None and cancel.is_set():
+        raise Cancelled(f"{name}: cancelled")
+    return False
 
 
 def _trigger(config: QueryConfig) -> dict[str, Any]:

@@ -8,6 +8,7 @@ advanced.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,10 +135,13 @@ def replay(
     return run_to_idle(registry, config, timeout=timeout)
 
 
-def run_to_idle(registry: QueryRegistry, config: QueryConfig, *, timeout: float = 600.0, open_sessions: bool = False) -> Replay:
+def run_to_idle(
+    registry: QueryRegistry, config: QueryConfig, *, timeout: float = 600.0, open_sessions: bool = False, cancel: threading.Event | None = None
+) -> Replay:
     """Run ``config`` (a feed source) until the stream is idle, stop it and return what it produced.
 
-    With ``open_sessions`` (session windows) the replay also holds the sessions
+    Once ``cancel`` is set the run stops within a micro-batch, is removed, and
+    :class:`~streaming.engine.errors.Cancelled` is raised. With ``open_sessions`` (session windows) the replay also holds the sessions
     its state still holds at the end (:func:`~streaming.engine.state.open_sessions`).
     """
     from .state import open_sessions as read_open_sessions
@@ -145,7 +149,7 @@ def run_to_idle(registry: QueryRegistry, config: QueryConfig, *, timeout: float 
     name = f"replay_{uuid.uuid4().hex[:12]}"
     run = registry.start(config, name, max_rows=None)
     try:
-        run.await_idle(timeout)
+        run.await_idle(timeout, cancel)
         result, progress = run.table.frame(), progress_frame(run.log.summaries())
         run.stop()
         still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
