@@ -30,6 +30,11 @@ class CompareInputs:
     configs: list[QueryConfig]
     labels: list[str]
 
+    @property
+    def recall(self) -> tuple:
+        """What identifies this comparison for a reloaded page: the page, the data and the configurations."""
+        return ("compare", self.feed, tuple(self.configs), tuple(self.labels))
+
 
 def compare_inputs(
     feed: str | None, slots: Sequence[Mapping[str, Any]],
@@ -66,7 +71,7 @@ def start_compare(registry: QueryRegistry, inputs: CompareInputs, key: str = COM
     def work(job: Job) -> Comparison:
         return compare(registry, inputs.source.path, inputs.configs, labels=inputs.labels, cancel=job.cancel, report=job.report)
 
-    start_job(key, f"Comparison of {len(inputs.configs)} configs on {inputs.feed}", inputs, work)
+    start_job(key, f"Comparison of {len(inputs.configs)} configs on {inputs.feed}", inputs, work, inputs.recall)
 
 
 # Defaults of the comparison slots, for the web_clicks feed: a short and a long watermark, sliding append, no watermark.

@@ -24,6 +24,9 @@ script thread:
 
 The thread touches no Streamlit API; it only calls the engine. The engine's
 functions stop and remove their own queries, whether they succeed or fail.
+- **Recall.** The server also keeps its latest jobs by page and inputs
+  (:class:`RecentJobs`): a reloaded page, or another tab, with the same inputs
+  shows the running job or its result instead of an empty page.
 - **Cancel.** While it runs a job shows what it does now (the work's
   ``report``) and a Cancel button; the work stops its queries within a
   micro-batch and ends with :class:`~streaming.engine.errors.Cancelled`.
@@ -34,7 +37,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +48,7 @@ from streaming.engine.errors import Cancelled
 
 from .shared import REFRESH_SECONDS
 
-__all__ = ["Job", "current_job", "job_controls", "job_progress", "job_view", "start_job"]
+__all__ = ["Job", "RecentJobs", "current_job", "job_controls", "job_progress", "job_view", "recent_jobs", "start_job"]
 
 
 @dataclass(eq=False)
@@ -121,15 +125,52 @@ def _experiment_gate() -> threading.Lock:
     return threading.Lock()
 
 
-def current_job(key: str) -> Job | None:
-    """The job this browser session keeps under ``key``, if any."""
+RECENT_JOBS = 20
+"""How many jobs the server keeps for reloaded pages (the oldest is forgotten first)."""
+
+
+class RecentJobs:
+    """The latest jobs of the server by what they ran (page and inputs), running or succeeded: a reload finds them again. Thread-safe."""
+
+    def __init__(self, size: int = RECENT_JOBS) -> None:
+        self.size = size
+        self._jobs: OrderedDict[Hashable, Job] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, recall: Hashable, job: Job) -> None:
+        with self._lock:
+            self._jobs[recall] = job
+            self._jobs.move_to_end(recall)
+            while len(self._jobs) > self.size:
+                self._jobs.popitem(last=False)
+
+    def get(self, recall: Hashable) -> Job | None:
+        """The job run for ``recall``, unless it failed or was cancelled (those are shown only to who ran them)."""
+        with self._lock:
+            job = self._jobs.get(recall)
+        return None if job is None or (job.done and job.error is not None) else job
+
+
+@st.cache_resource(show_spinner=False)
+def recent_jobs() -> RecentJobs:
+    """The one record of recent jobs of this server process."""
+    return RecentJobs()
+
+
+def current_job(key: str, recall: Hashable | None = None) -> Job | None:
+    """The job this browser session keeps under ``key``; else the server's running or finished job for ``recall`` (the same page and inputs)."""
     job = st.session_state.get(key)
-    return job if isinstance(job, Job) else None
+    if isinstance(job, Job):
+        return job
+    return None if recall is None else recent_jobs().get(recall)
 
 
-def start_job(key: str, what: str, inputs: Any, work: Callable[[Job], Any]) -> None:
-    """Start ``work`` as this session's job under ``key``, then rerun: the page redraws with its button disabled."""
-    st.session_state[key] = Job.start(what, inputs, work, _experiment_gate())
+def start_job(key: str, what: str, inputs: Any, work: Callable[[Job], Any], recall: Hashable | None = None) -> None:
+    """Start ``work`` as this session's job under ``key`` (and the server's for ``recall``), then rerun: the page redraws with its button disabled."""
+    job = Job.start(what, inputs, work, _experiment_gate())
+    st.session_state[key] = job
+    if recall is not None:
+        recent_jobs().put(recall, job)
     st.rerun()
 
 
@@ -165,10 +206,15 @@ def job_view(job: Job | None, render: Callable[[Job], None], idle_text: str) -> 
 
 
 def job_controls(
-    key: str, button: str, button_key: str, *, ready: bool, start: Callable[[], None], render: Callable[[Job], None], idle_text: str, help_text: str
+    key: str, button: str, button_key: str, *, ready: bool, start: Callable[[], None], render: Callable[[Job], None], idle_text: str, help_text: str,
+    recall: Hashable | None = None,
 ) -> None:
-    """An experiment page's run button and its job: the button (disabled while the job runs or Spark is not ready) calls ``start``."""
-    job = current_job(key)
+    """An experiment page's run button and its job: the button (disabled while the job runs or Spark is not ready) calls ``start``.
+
+    Without a job of its own, a browser session (a reloaded page, another
+    tab) is shown the server's job for ``recall``: the same inputs, running or done.
+    """
+    job = current_job(key, recall)
     running = job is not None and not job.done
     if st.button(button, key=button_key, type="primary", disabled=running or not ready, help=help_text):
         start()

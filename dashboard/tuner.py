@@ -75,6 +75,11 @@ class TuneInputs:
     def source(self) -> FeedSource:
         return cast(FeedSource, self.query.source)
 
+    @property
+    def recall(self) -> tuple:
+        """What identifies this sweep for a reloaded page: the page, the data, the shape, the delays and the target."""
+        return ("tune", self.feed, self.query, tuple(self.delays), self.target)
+
     def config(self, delay: str) -> QueryConfig:
         """The update-mode query the sweep runs for ``delay``; the recommended one for the code panel."""
         [config] = tune_configs(self.query, [delay])
@@ -123,7 +128,7 @@ def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB)
     def work(job: Job) -> TuneResult:
         return tune(registry, inputs.query, delays=inputs.delays, target=inputs.target, cancel=job.cancel, report=job.report)
 
-    start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work)
+    start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work, inputs.recall)
 
 
 @st.cache_data(show_spinner="Reading the events…", max_entries=16)

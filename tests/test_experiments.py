@@ -85,6 +85,7 @@ def jobs() -> Iterator[list[AppTest]]:
             job = _job(at, key)
             if job is not None:
                 assert job.join(WAIT_FOR_RESULT), f"{job.what} still running after {WAIT_FOR_RESULT} s"
+    background.recent_jobs.clear()  # a later test with the same inputs starts afresh
     registry = shared.get_registry()
     if isinstance(registry, QueryRegistry):  # not the stand-in of ``no_spark``
         leftovers = [run.name for run in registry.runs() if run.name.startswith("replay_")]
@@ -172,6 +173,29 @@ def test_a_job_cancelled_while_it_waits_never_starts_its_work() -> None:
     job.cancel.set()
     gate.release()
     assert job.join(10) and job.cancelled and started == []
+
+
+def test_a_reloaded_page_finds_the_sweep_of_its_inputs_still_running(monkeypatch, no_spark, jobs) -> None:
+    release = threading.Event()
+
+    def slow_tune(registry, query, *, cancel, report, **kwargs):
+        release.wait(60)
+        raise Cancelled("released")
+
+    monkeypatch.setattr(tuner, "tune", slow_tune)
+    first = _page(TUNER)
+    jobs.append(first)
+    first.text_input(key="tune_delays").set_value("1 minute, 0s")
+    first.button(key="tune_run").click().run()
+    try:
+        reloaded = _page(TUNER)  # a new browser session: nothing in its session state
+        reloaded.text_input(key="tune_delays").set_value("1 minute, 0s").run()
+        assert any("Sweep of 2 delays on web_clicks: running" in info.value for info in reloaded.info), [info.value for info in reloaded.info]
+        assert reloaded.button(key="tune_run").disabled
+        reloaded.text_input(key="tune_delays").set_value("2 minutes, 0s").run()  # other inputs: not that sweep
+        assert not any("running" in info.value for info in reloaded.info) and not reloaded.button(key="tune_run").disabled
+    finally:
+        release.set()
 
 
 def test_the_tuner_shows_what_runs_and_cancels_a_sweep(monkeypatch, no_spark, jobs) -> None:

@@ -33,4 +33,5 @@ except InputErrors as err:
 job_controls(
     compare.COMPARE_JOB, "Run comparison", "cmp_run", ready=ready, start=lambda: compare.start_compare(get_registry(), inputs),
     render=compare.compare_results, idle_text="Set up the configurations and press **Run comparison**.", help_text="Runs in the background",
+    recall=inputs.recall,
 )
