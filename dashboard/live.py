@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from streaming.analysis import lateness
+from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
 from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
 from streaming.charts.live import live_figures, windowed_counts_figure
@@ -56,6 +57,7 @@ __all__ = [
     "query_selector",
     "query_widgets",
     "source_widgets",
+    "stall_widget",
     "start_query",
     "stop_button",
 ]
@@ -333,6 +335,30 @@ def _status_row(run: Run, progress: pd.DataFrame) -> None:
         )
 
 
+STALL_KEY = "lab_stall_batches"
+
+
+def stall_widget() -> None:
+    """How many batches with input and no watermark advance make the live view warn of a stalled watermark."""
+    st.number_input(
+        "Warn when the watermark stalls for (batches)", min_value=1, max_value=10_000, value=DEFAULT_STALL_BATCHES, step=1, key=STALL_KEY,
+        help="Batches that bring input while the watermark does not move: no window is finalized and no state is evicted",
+    )
+
+
+def _stall_warning(stall: WatermarkStall | None) -> None:
+    if stall is None:
+        return
+    growth = stall.state_rows_now - stall.state_rows_before
+    st.warning(
+        f"The watermark has not moved for {stall.batches} batches with input ({stall.rows} rows since batch {stall.since_batch}); "
+        f"it stands at {stall.watermark:%Y-%m-%d %H:%M:%S}. No new event is later than the ones seen: the source's event time "
+        f"stopped, or only late events arrive. Nothing is finalized or evicted meanwhile; state rows went from "
+        f"{stall.state_rows_before} to {stall.state_rows_now} ({growth:+d}).",
+        icon=":material/pause_circle:",
+    )
+
+
 def _evicted_note(run: Run) -> None:
     table = run.table
     if table.max_rows is None:
@@ -431,6 +457,7 @@ def live_view(run: Run) -> None:
         st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
     (progress, breakdown), table = run.log.frames(), run.table.frame()
     _status_row(run, progress)
+    _stall_warning(watermark_stall(progress, int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES))))
     if run.status == "failed":
         st.error(f"Query {run.name} failed: {run.error}")
     figures = live_figures(

@@ -41,3 +41,4 @@ with st.sidebar:
         st.stop()
     if st.button("Start query", key="lab_start", type="primary", disabled=not ready):
         live.start_query(get_registry(), config, name)
+    live.stall_widget()
