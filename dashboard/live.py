@@ -105,6 +105,11 @@ def _generator_widgets(feeds: Sequence[str]) -> dict[str, Any]:
         "late_share": st.number_input("Late share", min_value=0.0, max_value=1.0, value=0.05, step=0.01, key="lab_gen_late_share"),
         "late_delay": st.text_input("Late delay", value="2 minutes", key="lab_gen_late_delay"),
         "seed": st.number_input("Seed", min_value=0, value=7, step=1, key="lab_gen_seed"),
+        "stall_after": (
+            st.text_input("Event time stops after", value="1 minute", key="lab_gen_stall_after")
+            if st.checkbox("Stall the watermark", key="lab_gen_stall", help="Event time stops advancing while events keep arriving: the watermark stalls")
+            else None
+        ),
     }
 
 

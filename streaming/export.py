@@ -177,6 +177,7 @@ def _generator_settings(source: GeneratorSource) -> list[str]:
         f"LATE_SHARE = {_lit(source.late_share)}  # share of events that are very late ...",
         f"LATE_DELAY_MS = {_lit(source.late_delay_ms)}  # ... by this much more",
         f"SEED = {_lit(source.seed)}  # same seed, same events",
+        f"STALL_AFTER_MS = {_lit(source.stall_after_ms)}  # None; else event time stops advancing after this much of it (the watermark stalls)",
     ]
 
 
@@ -462,6 +463,9 @@ def _generator_source(source: GeneratorSource) -> str:
         "is_late = F.pmod(F.xxhash64(F.lit(SEED + 1), value), F.lit(1_000_000)) < F.lit(int(LATE_SHARE * 1_000_000))",
         "extra_ms = F.when(is_late, F.lit(LATE_DELAY_MS)).otherwise(F.lit(0))",
         "event_ms = F.unix_millis(F.col('timestamp')) - lag_ms - extra_ms",
+        "if STALL_AFTER_MS is not None:  # the clock stops: every event past the stall lags by the time since it",
+        "    stall_events = STALL_AFTER_MS * EVENTS_PER_SECOND // 1000",
+        "    event_ms = (event_ms - F.greatest(value - F.lit(stall_events), F.lit(0)) * F.lit(1000) / F.lit(EVENTS_PER_SECOND)).cast('bigint')",
         "events = rate.select(",
         "    F.timestamp_millis(event_ms).alias('event_time'),",
         "    F.concat(F.lit('key-'), F.pmod(F.xxhash64(F.lit(SEED + 2), value), F.lit(KEYS)).cast('string')).alias('key'),",

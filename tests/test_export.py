@@ -163,6 +163,9 @@ def test_generator_export_has_the_configured_values():
         123, 9, 7000, 0.25, 180_000, 42,
     ]
     assert _assigned_constant(tree, "TRIGGER_INTERVAL") == "90 seconds"
+    assert _assigned_constant(tree, "STALL_AFTER_MS") is None
+    stalled = ast.parse(pyspark_code(QueryConfig(GeneratorSource(stall_after="1 minute"))))
+    assert _assigned_constant(stalled, "STALL_AFTER_MS") == 60_000 and "greatest" in _calls(stalled)
 
 
 def test_refuses_what_is_not_a_config():

@@ -12,6 +12,7 @@ import pytest
 from conftest import GUIDE_BATCHES
 
 from streaming.engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_files, feed_header
 from streaming.engine.query import Run
 from streaming.engine.sources import FeedReplayer, LineServer, generator_columns
@@ -55,6 +56,19 @@ def generated(spark, source: GeneratorSource, n: int = 2_000) -> list[tuple[int,
         .collect()
     )
     return [(row.value, row.lag_ms, row.key) for row in rows]
+
+
+def test_a_stalled_generator_stops_its_event_time_while_events_keep_coming(spark) -> None:
+    from pyspark.sql import functions as F
+
+    source = GeneratorSource(events_per_second=10, max_lag="0 seconds", late_share=0.0, stall_after="30 seconds")
+    arrivals = spark.range(1_000).select(F.col("id").alias("value"), F.timestamp_millis(F.lit(BASE_MS) + F.col("id") * 100).alias("timestamp"))
+    rows = arrivals.select("value", F.unix_millis(generator_columns(source)[0]).alias("event_ms")).orderBy("value").collect()
+    times = [row.event_ms - BASE_MS for row in rows]
+    assert times[:300] == [value * 100 for value in range(300)]  # 10 events a second until 30 s of event time
+    assert set(times[300:]) == {30_000}  # then the clock stands still while 700 more events arrive
+    with pytest.raises(ConfigError, match="stall_after"):
+        GeneratorSource(stall_after="0 seconds")
 
 
 def test_generator_is_deterministic_for_a_seed(spark) -> None:

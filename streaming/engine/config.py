@@ -69,6 +69,11 @@ def require_share(field_name: str, value: object) -> None:
         raise ConfigError(field_name, value, "must be a number between 0 and 1")
 
 
+def _require_positive_duration(field_name: str, value: str) -> None:
+    if _duration_ms(field_name, value) <= 0:
+        raise ConfigError(field_name, value, "must be longer than 0")
+
+
 def _require_positive(field_name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ConfigError(field_name, value, "must be a number greater than 0")
@@ -238,6 +243,9 @@ class GeneratorSource:
     Event ``n`` arrives at the rate source's timestamp; its event time lags that
     by a pseudo-random amount up to ``max_lag`` (out-of-order events), and a
     ``late_share`` of events lag by ``late_delay`` more (very late events).
+    With ``stall_after``, event time stops advancing once that much of it has
+    passed (counted in events, ``events_per_second``): input keeps arriving but
+    the watermark stalls, as when a source's event time freezes.
     """
 
     events_per_second: int = 50
@@ -246,10 +254,13 @@ class GeneratorSource:
     late_share: float = 0.05
     late_delay: str = "2 minutes"
     seed: int = 7
+    stall_after: str | None = None
     kind: Literal["generator"] = field(default="generator", init=False)
 
     def __post_init__(self) -> None:
         require_int("source.events_per_second", self.events_per_second, 1, 10_000_000)
+        if self.stall_after is not None:
+            _require_positive_duration("source.stall_after", self.stall_after)
         require_int("source.keys", self.keys, 1, 100_000)
         _duration_ms("source.max_lag", self.max_lag)
         _duration_ms("source.late_delay", self.late_delay)
@@ -263,6 +274,10 @@ class GeneratorSource:
     @property
     def late_delay_ms(self) -> int:
         return parse_duration(self.late_delay)
+
+    @property
+    def stall_after_ms(self) -> int | None:
+        return None if self.stall_after is None else parse_duration(self.stall_after)
 
 
 @dataclass(frozen=True)

@@ -244,6 +244,10 @@ def generator_columns(source: GeneratorSource, value: Column | None = None, time
     is_late = F.pmod(F.xxhash64(F.lit(source.seed + 1), value), F.lit(1_000_000)) < F.lit(int(source.late_share * 1_000_000))
     extra_ms = F.when(is_late, F.lit(source.late_delay_ms)).otherwise(F.lit(0))
     event_ms = F.unix_millis(timestamp) - lag_ms - extra_ms
+    if source.stall_after_ms is not None:  # the clock stops: every event past the stall lags by the time since it
+        stall_events = source.stall_after_ms * source.events_per_second // 1000
+        event_ms = event_ms - F.greatest(value - F.lit(stall_events), F.lit(0)) * F.lit(1000) / F.lit(source.events_per_second)
+        event_ms = event_ms.cast("bigint")
     return [F.timestamp_millis(event_ms).alias("event_time"), _key_column(value, source.keys, salt=source.seed + 2)]
 
 
