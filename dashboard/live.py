@@ -38,10 +38,11 @@ from streaming.engine.config import (
     Source,
     describe,
 )
-from streaming.engine.errors import ConfigError
+from streaming.engine.errors import ConfigError, first_line
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_events
 from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+from streaming.engine.state import state_operators, state_rows
 
 from .data import batching_widgets, dataset_source, runnable_datasets
 from .datasets import dataset_store
@@ -364,6 +365,33 @@ def _stall_warning(stall: WatermarkStall | None) -> None:
     )
 
 
+STATE_ROWS = 500
+
+
+def _state_view(run: Run) -> None:
+    """On demand, what the query's state holds now: its operators and one operator's rows, read from the checkpoint at every refresh."""
+    with st.expander("State store: what the state holds now"):
+        if not st.toggle("Read the state at every refresh", key="lab_read_state",
+                         help="Spark's State Data Source on the query's checkpoint: a small batch job per refresh"):
+            return
+        spark, checkpoint = get_registry().spark, run.workdir / "checkpoint"
+        try:
+            operators = state_operators(spark, checkpoint)
+            if operators.empty:
+                st.caption("No state committed yet (or the query keeps none).")
+                return
+            names = dict(zip(operators["operator_id"], operators["operator"]))
+            chosen = st.selectbox("Operator", list(names), format_func=lambda number: f"{number}: {names[number]}", key="lab_state_operator")
+            rows = state_rows(spark, checkpoint, int(chosen), limit=STATE_ROWS)
+        except Exception as err:  # noqa: BLE001 - a checkpoint being written or removed; shown, the next refresh tries again
+            st.info(f"The state cannot be read now: {first_line(err)}")
+            return
+        st.dataframe(operators, hide_index=True)
+        st.dataframe(rows, hide_index=True)
+        shown = f"the first {STATE_ROWS}" if len(rows) == STATE_ROWS else f"{len(rows)}"
+        st.caption(f"{shown} rows of operator {chosen} at the latest committed batch; a window is emitted (append) and evicted once the watermark reaches its end.")
+
+
 def _evicted_note(run: Run) -> None:
     table = run.table
     if table.max_rows is None:
@@ -475,4 +503,5 @@ def live_view(run: Run) -> None:
     _lateness_view(run)
     _engine_charts(figures)
     _details(run, table)
+    _state_view(run)
     show_code(run.config, key=f"lab_code_{run.name}")

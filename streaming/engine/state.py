@@ -1,7 +1,9 @@
 """What a query's state holds, read from its checkpoint with Spark's State Data Source.
 
-``spark.read.format("statestore")`` reads the state of a checkpoint's latest
-committed batch. For session windows (operator ``sessionWindowStateStoreSaveExec``)
+``spark.read.format("state-metadata")`` lists a checkpoint's stateful
+operators (:func:`state_operators`); ``spark.read.format("statestore")`` reads
+the state of an operator at the latest committed batch (:func:`state_rows`,
+its key and value flattened into columns). For session windows (operator ``sessionWindowStateStoreSaveExec``)
 every row is a session still open: its value holds the session window, the
 grouping key and the aggregation buffers, the last of which is the count of
 rows the query builder adds to every aggregation
@@ -20,7 +22,9 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["OPEN_SESSION_COLUMNS", "open_sessions"]
+__all__ = ["OPEN_SESSION_COLUMNS", "OPERATOR_COLUMNS", "open_sessions", "state_operators", "state_rows"]
+
+OPERATOR_COLUMNS = ["operator_id", "operator", "store", "partitions", "min_batch", "max_batch"]
 
 OPEN_SESSION_COLUMNS = ["window_start", "window_end", "key", "count"]
 SESSION_OPERATOR = "sessionWindowStateStoreSaveExec"
@@ -57,3 +61,82 @@ def open_sessions(spark: SparkSession, checkpoint: Path) -> pd.DataFrame:
         frame[name] = pd.to_datetime(frame[name].astype("int64"), unit="us")
     frame["count"] = frame["count"].astype("int64")
     return frame.sort_values(["window_start", "window_end", "key"], ignore_index=True)
+
+
+def _has_state(checkpoint: Path) -> bool:
+    return (Path(checkpoint) / "state").is_dir()
+
+
+def state_operators(spark: SparkSession, checkpoint: Path) -> pd.DataFrame:
+    """The stateful operators of the query whose checkpoint is ``checkpoint``: :data:`OPERATOR_COLUMNS`; empty before its first committed state."""
+    if not _has_state(checkpoint):
+        return pd.DataFrame(columns=OPERATOR_COLUMNS)
+    rows = spark.read.format("state-metadata").load(str(checkpoint)).select(
+        "operatorId", "operatorName", "stateStoreName", "numPartitions", "minBatchId", "maxBatchId"
+    ).orderBy("operatorId").collect()
+    return pd.DataFrame([tuple(row) for row in rows], columns=OPERATOR_COLUMNS)
+
+
+def _unique_names(data_type):
+    """``data_type`` with every struct's repeated field names made unique (``count``, ``count_2``), recursively."""
+    from pyspark.sql.types import StructField, StructType
+
+    if not isinstance(data_type, StructType):
+        return data_type
+    seen: dict[str, int] = {}
+    fields = []
+    for field in data_type.fields:
+        seen[field.name] = seen.get(field.name, 0) + 1
+        name = field.name if seen[field.name] == 1 else f"{field.name}_{seen[field.name]}"
+        fields.append(StructField(name, _unique_names(field.dataType), field.nullable))
+    return StructType(fields)
+
+
+def _leaves(data_type, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
+    from pyspark.sql.types import StructType
+
+    if isinstance(data_type, StructType):
+        return [leaf for field in data_type.fields for leaf in _leaves(field.dataType, (*path, field.name))]
+    return [(path, data_type.typeName())]
+
+
+def state_rows(spark: SparkSession, checkpoint: Path, operator_id: int = 0, limit: int = 1000) -> pd.DataFrame:
+    """The rows operator ``operator_id``'s state holds now, at most ``limit``: every field of its key and value as a column.
+
+    A column is named by its field (``window_start``, ``window_end``, ``key``,
+    ``count`` for a windowed count), prefixed with ``value_`` when the key has
+    a field of that name; times are UTC text. A state holding windows gets
+    ``evicted_at_watermark``: the window's end, the watermark at which Spark
+    emits (append) and evicts it; a deduplication's ``expiresAtMicros`` is
+    shown as ``expires_at_watermark``.
+    """
+    from pyspark.sql import functions as F
+
+    if not _has_state(checkpoint):
+        return pd.DataFrame()
+    state = spark.read.format("statestore").option("operatorId", int(operator_id)).load(str(checkpoint))
+    # Aggregation buffers may share a name (avg's and the row count are both "count"): the structs are cast,
+    # by position, to ones whose names are unique, so that every field can be selected.
+    key_type, value_type = _unique_names(state.schema["key"].dataType), _unique_names(state.schema["value"].dataType)
+    state = state.select(F.col("key").cast(key_type).alias("key"), F.col("value").cast(value_type).alias("value"))
+    columns, names = [], []
+    for path, type_name in _leaves(key_type, ("key",)) + _leaves(value_type, ("value",)):
+        name = "_".join(path[1:]) or path[0]
+        if name in names:
+            name = f"{path[0]}_{name}"
+        column = F.col(path[0])
+        for part in path[1:]:
+            column = column.getField(part)
+        if type_name in ("timestamp", "timestamp_ntz"):
+            column = F.date_format(column, "yyyy-MM-dd HH:mm:ss.SSS")
+        elif path[-1] == "expiresAtMicros":  # dropDuplicatesWithinWatermark: the id is forgotten once the watermark passes this
+            column, name = F.date_format(F.timestamp_micros(column), "yyyy-MM-dd HH:mm:ss.SSS"), "expires_at_watermark"
+        columns.append(column.alias(name))
+        names.append(name)
+    rows = state.select(*columns).limit(int(limit)).collect()
+    frame = pd.DataFrame([tuple(row) for row in rows], columns=names)
+    if "window_end" in frame:
+        frame["evicted_at_watermark"] = frame["window_end"]
+        frame = frame.sort_values([name for name in ("window_start", "window_end", "key") if name in frame], ignore_index=True)
+    return frame
+
