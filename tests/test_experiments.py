@@ -175,6 +175,17 @@ def test_a_job_cancelled_while_it_waits_never_starts_its_work() -> None:
     assert job.join(10) and job.cancelled and started == []
 
 
+def _sweep_page(monkeypatch, jobs: list[AppTest], stand_in: Callable[..., object]) -> AppTest:
+    """The tuner page with ``tuner.tune`` replaced by ``stand_in``, its sweep of "1 minute, 0s" started."""
+    monkeypatch.setattr(tuner, "tune", stand_in)
+    at = _page(TUNER)
+    jobs.append(at)
+    at.text_input(key="tune_delays").set_value("1 minute, 0s")
+    at.button(key="tune_run").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
 def test_a_reloaded_page_finds_the_sweep_of_its_inputs_still_running(monkeypatch, no_spark, jobs) -> None:
     release = threading.Event()
 
@@ -182,11 +193,7 @@ def test_a_reloaded_page_finds_the_sweep_of_its_inputs_still_running(monkeypatch
         release.wait(60)
         raise Cancelled("released")
 
-    monkeypatch.setattr(tuner, "tune", slow_tune)
-    first = _page(TUNER)
-    jobs.append(first)
-    first.text_input(key="tune_delays").set_value("1 minute, 0s")
-    first.button(key="tune_run").click().run()
+    _sweep_page(monkeypatch, jobs, slow_tune)
     try:
         reloaded = _page(TUNER)  # a new browser session: nothing in its session state
         reloaded.text_input(key="tune_delays").set_value("1 minute, 0s").run()
@@ -208,11 +215,7 @@ def test_the_tuner_shows_what_runs_and_cancels_a_sweep(monkeypatch, no_spark, jo
             raise AssertionError("never cancelled")
         raise Cancelled("sweep: cancelled")
 
-    monkeypatch.setattr(tuner, "tune", cancellable_tune)
-    at = _page(TUNER)
-    jobs.append(at)
-    at.text_input(key="tune_delays").set_value("1 minute, 0s")
-    at.button(key="tune_run").click().run()
+    at = _sweep_page(monkeypatch, jobs, cancellable_tune)
     assert reported.wait(30)
     at.run()
     assert any("replayed 1 of 2 delays; now 1 minute" in info.value for info in at.info), [info.value for info in at.info]
@@ -295,12 +298,7 @@ def test_tuner_shows_running_then_the_error_of_a_failed_sweep(monkeypatch, no_sp
         release.wait(60)
         raise RuntimeError("Spark went away")
 
-    monkeypatch.setattr(tuner, "tune", failing_tune)
-    at = _page(TUNER)
-    jobs.append(at)
-    at.text_input(key="tune_delays").set_value("1 minute, 0s")
-    at.button(key="tune_run").click().run()
-    assert not at.exception, at.exception
+    at = _sweep_page(monkeypatch, jobs, failing_tune)
     assert any(info.value.startswith("Sweep of 2 delays on web_clicks: ") for info in at.info)  # running or waiting for its turn
     assert at.button(key="tune_run").disabled
     at.text_input(key="tune_window").set_value("2 minutes").run()  # the page stays usable while the job runs
