@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["DEFAULT_STALL_BATCHES", "WatermarkStall", "watermark_stall"]
@@ -42,22 +43,24 @@ def watermark_stall(progress: pd.DataFrame, min_batches: int = DEFAULT_STALL_BAT
         raise ValueError(f"min_batches: {min_batches!r} must be at least 1")
     if not len(progress):
         return None
-    frame = progress.sort_values("batch_id", ignore_index=True)
-    watermarks = pd.to_datetime(frame["watermark"])
-    if watermarks.isna().all():
+    frame = progress if progress["batch_id"].is_monotonic_increasing else progress.sort_values("batch_id", ignore_index=True)
+    # Per live refresh over hours of batches: numpy on the columns, not pandas row operations.
+    unset = np.iinfo("int64").min
+    marks = frame["watermark"].to_numpy("datetime64[ns]").astype("int64")  # NaT: the smallest int64 (to_datetime would iterate)
+    if (marks == unset).all():
         return None
-    level = watermarks.ffill()
-    moved = level.ne(level.shift(1)) & level.notna()
-    last_move = int(moved[moved].index[-1])
-    after = frame.iloc[last_move + 1 :]
-    with_input = after[after["num_input_rows"] > 0]
-    if len(with_input) < min_batches:
+    level = np.maximum.accumulate(marks)  # Spark's watermark never moves back; before it is set, it is unset
+    last_move = int(np.flatnonzero(np.diff(level, prepend=unset) != 0)[-1])
+    rows_in = frame["num_input_rows"].to_numpy()[last_move + 1 :]
+    with_input = rows_in > 0
+    if int(with_input.sum()) < min_batches:
         return None
+    state = frame["state_rows_total"].to_numpy()
     return WatermarkStall(
-        since_batch=int(frame.loc[last_move, "batch_id"]),
-        batches=len(with_input),
-        rows=int(with_input["num_input_rows"].sum()),
-        watermark=level.iloc[-1],
-        state_rows_before=int(frame.loc[last_move, "state_rows_total"]),
-        state_rows_now=int(frame["state_rows_total"].iloc[-1]),
+        since_batch=int(frame["batch_id"].iloc[last_move]),
+        batches=int(with_input.sum()),
+        rows=int(rows_in[with_input].sum()),
+        watermark=pd.Timestamp(int(level[-1])),
+        state_rows_before=int(state[last_move]),
+        state_rows_now=int(state[-1]),
     )
