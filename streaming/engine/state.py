@@ -20,7 +20,7 @@ import pandas as pd
 from .errors import ConfigError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["OPEN_SESSION_COLUMNS", "OPERATOR_COLUMNS", "open_sessions", "state_operators", "state_rows"]
 
@@ -40,27 +40,39 @@ def open_sessions(spark: SparkSession, checkpoint: Path) -> pd.DataFrame:
     """
     from pyspark.sql import functions as F
 
-    if not (Path(checkpoint) / "state").is_dir():
+    if not _has_state(checkpoint):
         return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in zip(OPEN_SESSION_COLUMNS, ("datetime64[ns]", "datetime64[ns]", object, "int64"))})
-    operators = spark.read.format("state-metadata").load(str(checkpoint)).where(F.col("operatorName") == SESSION_OPERATOR).collect()
-    if not operators:
+    operators = state_operators(spark, checkpoint)
+    sessions = operators.loc[operators["operator"] == SESSION_OPERATOR, "operator_id"]
+    if sessions.empty:
         raise ConfigError("checkpoint", str(checkpoint), f"holds no session window state (no {SESSION_OPERATOR} operator)")
-    reader = spark.read.format("statestore").option("operatorId", operators[0]["operatorId"])
-    values = reader.load(str(checkpoint)).select("value.*")
-    names = values.columns  # buffers may share a name (avg's and the row count are both "count"): by position
-    values = values.toDF(*(f"field_{index}" for index in range(len(names))))
-    window, key, count = (f"field_{names.index('session_window')}", f"field_{names.index('key')}", f"field_{len(names) - 1}")
-    rows = values.select(
-        F.unix_micros(F.col(window).getField("start")).alias("window_start"),
-        F.unix_micros(F.col(window).getField("end")).alias("window_end"),
-        F.col(key).alias("key"),
-        F.col(count).alias("count"),
+    state = _state(spark, checkpoint, int(sessions.iloc[0]))
+    count = state.select("value.*").columns[-1]  # the last buffer: the row count the builder adds
+    rows = state.select(
+        F.unix_micros("value.session_window.start").alias("window_start"),
+        F.unix_micros("value.session_window.end").alias("window_end"),
+        F.col("value.key").alias("key"),
+        F.col("value").getField(count).alias("count"),
     ).collect()
     frame = pd.DataFrame([tuple(row) for row in rows], columns=OPEN_SESSION_COLUMNS)
     for name in ("window_start", "window_end"):
         frame[name] = pd.to_datetime(frame[name].astype("int64"), unit="us")
     frame["count"] = frame["count"].astype("int64")
     return frame.sort_values(["window_start", "window_end", "key"], ignore_index=True)
+
+
+def _state(spark: SparkSession, checkpoint: Path, operator_id: int) -> DataFrame:
+    """Operator ``operator_id``'s state as ``key`` and ``value`` structs whose field names are unique.
+
+    Aggregation buffers may share a name (avg's and the row count are both
+    "count"): the structs are cast, by position, to ones with unique names, so
+    that every field can be selected.
+    """
+    from pyspark.sql import functions as F
+
+    state = spark.read.format("statestore").option("operatorId", int(operator_id)).load(str(checkpoint))
+    key_type, value_type = _unique_names(state.schema["key"].dataType), _unique_names(state.schema["value"].dataType)
+    return state.select(F.col("key").cast(key_type).alias("key"), F.col("value").cast(value_type).alias("value"))
 
 
 def _has_state(checkpoint: Path) -> bool:
@@ -114,13 +126,9 @@ def state_rows(spark: SparkSession, checkpoint: Path, operator_id: int = 0, limi
 
     if not _has_state(checkpoint):
         return pd.DataFrame()
-    state = spark.read.format("statestore").option("operatorId", int(operator_id)).load(str(checkpoint))
-    # Aggregation buffers may share a name (avg's and the row count are both "count"): the structs are cast,
-    # by position, to ones whose names are unique, so that every field can be selected.
-    key_type, value_type = _unique_names(state.schema["key"].dataType), _unique_names(state.schema["value"].dataType)
-    state = state.select(F.col("key").cast(key_type).alias("key"), F.col("value").cast(value_type).alias("value"))
+    state = _state(spark, checkpoint, operator_id)
     columns, names = [], []
-    for path, type_name in _leaves(key_type, ("key",)) + _leaves(value_type, ("value",)):
+    for path, type_name in _leaves(state.schema["key"].dataType, ("key",)) + _leaves(state.schema["value"].dataType, ("value",)):
         name = "_".join(path[1:]) or path[0]
         if name in names:
             name = f"{path[0]}_{name}"
