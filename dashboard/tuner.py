@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from streaming.analysis.profile import LatenessProfile, feed_events_of, lateness_profile
-from streaming.analysis.tune import TuneResult, canonical_delays, check_target, tune, tune_configs
+from streaming.analysis.tune import TuneResult, canonical_delays, check_target, tune, tune_configs, tuning_output_mode
 from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
 from streaming.engine.config import FeedSource, QueryConfig
@@ -111,7 +111,7 @@ def tune_inputs(
     if source is not None:  # the shape, checked the way the sweep's queries will be built
         query = attempt(
             lambda: QueryConfig(
-                source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode="append" if session_gap else "update",
+                source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode=tuning_output_mode(session_gap),
                 aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,  # type: ignore[arg-type]
             )
         )

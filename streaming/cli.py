@@ -178,7 +178,7 @@ def _tune_table(outcome) -> str:
 
 
 def _tune_main(args) -> int:
-    from .analysis.tune import canonical_delays, check_target, tune_configs
+    from .analysis.tune import canonical_delays, check_target, tune_configs, tuning_output_mode
 
     if not args.feed_dir.exists():
         print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
@@ -193,7 +193,7 @@ def _tune_main(args) -> int:
         check_target(target)
         query = QueryConfig(
             _source(args), window=args.window or "1 minute", slide=args.slide, watermark=delays[0], aggregation=args.agg,
-            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, output_mode="append" if args.session_gap else "update",
+            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, output_mode=tuning_output_mode(args.session_gap),
         )
         tune_configs(query, delays)
     except ConfigError as err:

@@ -220,7 +220,7 @@ def _exact_shape(config: QueryConfig) -> QueryConfig:
         window=format_duration(config.window_ms),
         slide=None if config.slide is None else format_duration(config.slide_ms),
         session_gap=None if config.session_gap_ms is None else format_duration(config.session_gap_ms),
-        watermark="0 seconds", output_mode=tuning_output_mode(config), trigger="default", trigger_interval=None,
+        watermark="0 seconds", output_mode=tuning_output_mode(config.session_gap), trigger="default", trigger_interval=None,
     )
 
 

@@ -118,9 +118,9 @@ def recommend(rows: Iterable[object], target: float) -> str | None:
 # --------------------------------------------------------------------------- sweep
 
 
-def tuning_output_mode(query: QueryConfig) -> OutputMode:
-    """The mode a sweep runs ``query`` in: update, or append for session windows (Spark has no update mode for them)."""
-    return "update" if query.session_gap is None else "append"
+def tuning_output_mode(session_gap: str | None) -> OutputMode:
+    """The mode a sweep runs a query in: update, or append for session windows (``session_gap``; Spark has no update mode for them)."""
+    return "update" if session_gap is None else "append"
 
 
 def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]:
@@ -140,7 +140,7 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
         raise ConfigError("aggregation", "none", "cannot be tuned: a watermark drops rows only for an aggregation")
     source = replace(query.source, seconds_per_file=0)
     return [
-        replace(query, source=source, watermark=delay, output_mode=tuning_output_mode(query), trigger="default", trigger_interval=None)
+        replace(query, source=source, watermark=delay, output_mode=tuning_output_mode(query.session_gap), trigger="default", trigger_interval=None)
         for delay in canonical_delays(delays)
     ]
 
