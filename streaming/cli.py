@@ -10,7 +10,18 @@ from pathlib import Path
 from typing import cast
 
 from .engine.batching import Batching
-from .engine.config import FEED_COLUMNS, FILE_FORMATS, ONE_FILE_PER_BATCH, OUTPUT_MODES, VALUE_AGGREGATIONS, ColumnMapping, FeedSource, QueryConfig
+from .engine.checkpoints import KeptQuery
+from .engine.config import (
+    FEED_COLUMNS,
+    FILE_FORMATS,
+    ONE_FILE_PER_BATCH,
+    OUTPUT_MODES,
+    STATE_STORES,
+    VALUE_AGGREGATIONS,
+    ColumnMapping,
+    FeedSource,
+    QueryConfig,
+)
 from .engine.datasets import FORMATS, FileFormat
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN
@@ -30,7 +41,18 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--watermark", default=None, help="watermark delay (default: none)")
     replay.add_argument("--output-mode", default="update", choices=OUTPUT_MODES)
     replay.add_argument("--json", type=Path, default=None, help="write the result and batch summaries to this file")
+    replay.add_argument(
+        "--checkpoint", type=Path, default=None,
+        help="keep the query in this folder (checkpoint, result so far, progress); run again with it to go on where it stopped",
+    )
+    replay.add_argument("--stop-after", type=int, default=None, metavar="N", help="stop once the stream's first N micro-batches have been processed")
+    replay.add_argument("--state-store", default="hdfs", choices=STATE_STORES, help="where the state lives: hdfs (Spark's default) or rocksdb")
+    replay.add_argument("--changelog-checkpointing", action="store_true", help="with --state-store rocksdb: commit each batch's changes, not a snapshot")
     _add_tune_parser(commands)
+    state = commands.add_parser("state", help="print the rows a query's state holds, from its checkpoint")
+    state.add_argument("checkpoint", type=Path, metavar="DIR", help="a folder given to replay --checkpoint, or a Spark checkpoint")
+    state.add_argument("--operator", type=int, default=None, help="the stateful operator's id (default: the aggregation's)")
+    state.add_argument("--json", type=Path, default=None, help="write the operators and the state rows to this file")
     return top
 
 
@@ -100,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "tune":
         return _tune_main(args)
+    if args.command == "state":
+        return _state_main(args)
     from .engine.registry import QueryRegistry
     from .engine.runner import run_to_idle
     from .engine.session import get_session
@@ -117,14 +141,22 @@ def main(argv: list[str] | None = None) -> int:
             aggregation=args.agg,
             deduplicate=args.dedup_by is not None,
             session_gap=args.session_gap,
+            state_store=args.state_store,
+            changelog_checkpointing=args.changelog_checkpointing,
         )
+        if args.stop_after is not None and args.stop_after < 1:
+            raise ConfigError("--stop-after", args.stop_after, "must be a whole number of at least 1")
+        if args.stop_after is not None and args.checkpoint is None:
+            raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
+        if args.checkpoint is not None:
+            KeptQuery(args.checkpoint).check(config)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     spark = get_session()
     try:
-        outcome = run_to_idle(QueryRegistry(spark), config)
-    except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
+        outcome = run_to_idle(QueryRegistry(spark), config, keep=args.checkpoint, stop_after=args.stop_after)
+    except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files; a checkpoint of another query
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
@@ -219,4 +251,38 @@ def _tune_main(args) -> int:
     )
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- state
+
+
+def _state_main(args) -> int:
+    from .engine.session import get_session
+    from .engine.state import state_report
+
+    folder = KeptQuery(args.checkpoint)
+    checkpoint = folder.checkpoint if folder.exists() else args.checkpoint
+    if not (checkpoint / "offsets").is_dir():
+        print(f"error: DIR: {str(args.checkpoint)!r} is not a query's checkpoint (no offsets folder)", file=sys.stderr)
+        return 2
+    try:
+        config = folder.config() if folder.exists() else None
+    except ConfigError:
+        config = None  # its feed has moved: the state is read without the configuration
+    spark = get_session()
+    try:
+        report = state_report(spark, checkpoint, args.operator, keyless=config is not None and isinstance(config.source, FeedSource) and config.source.columns.key is None)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+    import pandas as pd
+
+    print(pd.DataFrame(report["operators"]).to_string(index=False) if report["operators"] else "(no stateful operator has committed state)")
+    print(pd.DataFrame(report["rows"]).to_string(index=False) if report["rows"] else "(the state holds no rows)")
+    print(f"rows={len(report['rows'])} operator={report['operator']}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0

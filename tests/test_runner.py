@@ -270,7 +270,7 @@ def test_runner_equals_plain_pyspark(spark, registry, tmp_path, feed: str, mode:
 def test_stamps_keep_a_fraction_of_a_second_only_when_there_is_one() -> None:
     import pandas as pd
 
-    from streaming.engine.runner import _stamp
+    from streaming.engine.results import stamp as _stamp
 
     assert _stamp(pd.Timestamp("2026-03-02 14:01:01")) == "2026-03-02 14:01:01"
     assert _stamp(pd.Timestamp("2026-03-02 14:01:01.196")) == "2026-03-02 14:01:01.196"

@@ -34,13 +34,17 @@ __all__ = [
     "RateSource",
     "SocketSource",
     "Source",
+    "StateStore",
     "TriggerKind",
+    "config_from_dict",
+    "config_to_dict",
     "describe",
 ]
 
 OutputMode = Literal["append", "update", "complete"]
 TriggerKind = Literal["default", "processing_time", "available_now"]
 Aggregation = Literal["count", "sum", "avg", "min", "max", "approx_distinct", "none"]
+StateStore = Literal["hdfs", "rocksdb"]
 
 OUTPUT_MODES: tuple[str, ...] = get_args(OutputMode)
 TRIGGER_KINDS: tuple[str, ...] = get_args(TriggerKind)
@@ -48,6 +52,12 @@ AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
 VALUE_AGGREGATIONS: tuple[str, ...] = ("sum", "avg", "min", "max", "approx_distinct")
 """The aggregations that read a value column (``approx_distinct`` is Spark's ``approx_count_distinct``)."""
 FILE_FORMATS: tuple[str, ...] = get_args(FileFormat)
+STATE_STORES: tuple[str, ...] = get_args(StateStore)
+STATE_STORE_PROVIDERS: dict[str, str] = {
+    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+"""``spark.sql.streaming.stateStore.providerClass`` of each state store: Spark's default (state in JVM memory, snapshots and deltas on disk) and RocksDB (state off the heap)."""
 
 
 def _duration_ms(field_name: str, value: str) -> int:
@@ -348,6 +358,9 @@ class QueryConfig:
     ``session_gap`` groups by session windows (``session_window``: a session
     ends after that long without an event of its key) instead of fixed ones;
     ``window`` is then not used, and Spark allows append and complete mode only.
+    ``state_store`` chooses where the state lives (``hdfs``: Spark's default,
+    ``rocksdb``); ``changelog_checkpointing`` (RocksDB only) commits the
+    changes of each batch instead of a snapshot.
     """
 
     source: Source
@@ -360,6 +373,8 @@ class QueryConfig:
     aggregation: Aggregation = "count"
     deduplicate: bool = False
     session_gap: str | None = None
+    state_store: StateStore = "hdfs"
+    changelog_checkpointing: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, _SOURCE_TYPES):
@@ -386,6 +401,12 @@ class QueryConfig:
             raise ConfigError("aggregation", self.aggregation, f"is not one of {', '.join(AGGREGATIONS)}")
         if self.trigger not in TRIGGER_KINDS:
             raise ConfigError("trigger", self.trigger, f"is not one of {', '.join(TRIGGER_KINDS)}")
+        if self.state_store not in STATE_STORES:
+            raise ConfigError("state_store", self.state_store, f"is not one of {', '.join(STATE_STORES)}")
+        if not isinstance(self.changelog_checkpointing, bool):
+            raise ConfigError("changelog_checkpointing", self.changelog_checkpointing, "must be true or false")
+        if self.changelog_checkpointing and self.state_store != "rocksdb":
+            raise ConfigError("changelog_checkpointing", True, f"applies to the rocksdb state store only, not {self.state_store!r}")
         if self.trigger == "processing_time":
             if self.trigger_interval is None:
                 raise ConfigError("trigger_interval", None, "is required for the processing_time trigger")
@@ -474,4 +495,50 @@ def describe(config: QueryConfig) -> dict[str, object]:
         "output_mode": config.output_mode,
         "trigger": config.trigger if config.trigger_interval is None else f"{config.trigger} {config.trigger_interval}",
         "aggregation": config.aggregation,
+        "state_store": config.state_store + (" (changelog checkpointing)" if config.changelog_checkpointing else ""),
     }
+
+
+_SOURCE_KINDS: dict[str, type] = {kind.kind: kind for kind in _SOURCE_TYPES}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value.resolve())
+    if isinstance(value, ColumnMapping):
+        return value.to_dict()
+    if isinstance(value, Batching):
+        return {"by": value.by, "interval": value.interval}
+    return value
+
+
+def config_to_dict(config: QueryConfig) -> dict[str, Any]:
+    """``config`` as JSON-friendly values, the source with its ``kind``: :func:`config_from_dict` makes it again."""
+    source = {"kind": config.source.kind, **{item.name: _plain(getattr(config.source, item.name)) for item in fields(config.source) if item.init}}
+    return {**{item.name: getattr(config, item.name) for item in fields(config) if item.name != "source"}, "source": source}
+
+
+def config_from_dict(values: Mapping[str, Any]) -> QueryConfig:
+    """The :class:`QueryConfig` ``values`` describe (as :func:`config_to_dict` gives them), validated again.
+
+    Raises :class:`ConfigError` for a source kind or a field it does not know.
+    """
+    given = dict(values.get("source") or {})
+    kind = given.pop("kind", None)
+    if kind not in _SOURCE_KINDS:
+        raise ConfigError("source.kind", kind, f"is not one of {', '.join(_SOURCE_KINDS)}")
+    source_type = _SOURCE_KINDS[kind]
+    known = {item.name for item in fields(source_type) if item.init}
+    for name in given:
+        if name not in known:
+            raise ConfigError(f"source.{name}", given[name], f"is not a field of the {kind} source")
+    if "columns" in given:
+        given["columns"] = ColumnMapping.from_dict(given["columns"])
+    if "batching" in given:
+        given["batching"] = Batching(**given["batching"])
+    rest = {name: value for name, value in values.items() if name != "source"}
+    known = {item.name for item in fields(QueryConfig)}
+    for name in rest:
+        if name not in known:
+            raise ConfigError(name, rest[name], "is not a field of a query configuration")
+    return QueryConfig(source=source_type(**given), **rest)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -196,10 +197,35 @@ class ProgressLog:
         self._progress_columns = _progress_columns()
         self._breakdown_columns = _Columns({"batch_id": "int64", "phase": "object", "ms": "int64"})
         self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
+        self._path: Path | None = None
+
+    def keep(self, path: Path) -> None:
+        """Take in the progress kept at ``path`` by earlier runs of the query, then append each new batch's progress to it (a JSON line each).
+
+        Call before the query starts. A last line cut short by a crash is removed.
+        """
+        if path.is_file():
+            text = path.read_text()
+            if not text.endswith("\n"):  # a last line cut short: drop it, so the next line starts on a line of its own
+                text = text[: text.rfind("\n") + 1]
+                path.write_text(text)
+            for line in text.splitlines():
+                try:
+                    progress = json.loads(line)
+                except ValueError:
+                    continue
+                self._take(progress)
+        self._path = path
 
     def add(self, progress: Mapping[str, Any]) -> None:
         if self.run_id is not None and progress.get("runId") != self.run_id:
             return
+        self._take(progress)
+        if self._path is not None:
+            with self._path.open("a") as handle:
+                handle.write(json.dumps(progress) + "\n")
+
+    def _take(self, progress: Mapping[str, Any]) -> None:
         summary = summarize(progress)
         batch = summary["batch_id"]
         with self._lock:

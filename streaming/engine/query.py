@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from .config import VALUE_AGGREGATIONS, FeedSource, QueryConfig
+from .checkpoints import KeptQuery
+from .config import STATE_STORE_PROVIDERS, VALUE_AGGREGATIONS, FeedSource, QueryConfig
 from .durations import format_duration, parse_duration
 from .errors import Cancelled, ConfigError
 from .progress import ProgressListener, ProgressLog
@@ -28,14 +29,20 @@ from .sources import FeedReplayer, batch_rows, input_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
     from .sources import Feeder
 
-__all__ = ["INPUT_METRICS", "Run", "RunStatus", "aggregate_column", "build_frame", "exact_frame", "malformed_rows", "start_run", "windowed_counts"]
+__all__ = [
+    "CHANGELOG_CONF", "INPUT_METRICS", "PROVIDER_CONF", "Run", "RunStatus", "aggregate_column", "build_frame", "exact_frame", "malformed_rows",
+    "start_run", "windowed_counts",
+]
 
 RunStatus = Literal["active", "finished", "stopped", "failed"]
 INPUT_METRICS = "input"
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+_START_LOCK = threading.Lock()
 
 
 def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:
@@ -153,6 +160,8 @@ class Run:
     workdir: Path
     started_at: pd.Timestamp
     stopped_by_user: bool = field(default=False)
+    kept: bool = field(default=False)
+    """True when ``workdir`` is a kept folder (:class:`~streaming.engine.checkpoints.KeptQuery`): :meth:`close` leaves it, :meth:`delete` removes it."""
 
     @property
     def status(self) -> RunStatus:
@@ -183,7 +192,13 @@ class Run:
         self.query.stop()
 
     def close(self) -> None:
-        """Stop, then delete the working folder (staged files and checkpoint). Idempotent."""
+        """Stop, then delete the working folder (staged files and checkpoint) unless it is kept. Idempotent."""
+        self.stop()
+        if not self.kept:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def delete(self) -> None:
+        """Stop, then delete the working folder, kept or not. Idempotent."""
         self.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -198,19 +213,24 @@ class Run:
                 return self.table.first_batch.is_set()
         return True
 
-    def await_idle(self, timeout: float = 300.0, cancel: threading.Event | None = None) -> None:
+    def await_idle(self, timeout: float = 300.0, cancel: threading.Event | None = None, stop_after: int | None = None) -> None:
         """Block until every fed row is processed and the progress of the last batch has been logged.
 
         A stepped feed is handed over one file at a time, each once Spark has run
         every batch it has, including a batch run only because the watermark
-        advanced; other feeders are waited for, then Spark is drained likewise.
+        advanced (first the file a kept run staged before it stopped, if Spark
+        had not run it); with ``stop_after`` only until that many of the feed's files have been handed over in all.
+        Other feeders are waited for, then Spark is drained likewise.
         Raises ``TimeoutError`` after ``timeout`` seconds, or the query's exception;
         :class:`~streaming.engine.errors.Cancelled` once ``cancel`` is set, checked
         before each file is handed over (so within one micro-batch).
         """
         deadline = time.monotonic() + timeout
         if isinstance(self.feeder, FeedReplayer) and self.feeder.stepped:
-            while not _cancelled(cancel, self.name) and self.feeder.stage_next():
+            self.query.processAllAvailable()
+            while (
+                not _cancelled(cancel, self.name) and (stop_after is None or self.feeder.staged < stop_after) and self.feeder.stage_next()
+            ):
                 self.query.processAllAvailable()
         elif self.feeder is not None and not self.feeder.done.wait(timeout):
             raise TimeoutError(f"{self.name}: feeder still running after {timeout} s")
@@ -246,25 +266,50 @@ def start_run(
     *,
     root: Path | None = None,
     max_rows: int | None = None,
+    keep: Path | None = None,
 ) -> Run:
     """Start ``config`` as a query called ``name`` and return its :class:`Run`.
 
     An available-now query on a feed is handed every file at once: it processes
     what is there when it starts. Its working folder (staged feed files and checkpoint) is made under ``root``
     (the system temp folder by default) and deleted by :meth:`Run.close`.
+    With ``keep``, the folder is that kept folder instead
+    (:class:`~streaming.engine.checkpoints.KeptQuery`): made for ``config``,
+    or resumed from it -- the checkpoint, the files staged, the result table
+    and the progress go on where the last run stopped -- and left in place by
+    :meth:`Run.close`. A folder made for another configuration is refused with
+    :class:`ConfigError`.
     ``max_rows`` bounds the result table held in memory (``None``: unbounded).
+    The state store (``config.state_store``) is set for this query only: the
+    session's setting is restored once it has started.
     """
-    workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
+    now_ms = int(time.time() * 1000)
+    kept = None if keep is None else KeptQuery(Path(keep))
+    if kept is not None:
+        now_ms = kept.open(config, name, now_ms)
+        workdir = kept.folder
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
+
+    def discard() -> None:
+        if kept is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
     try:
-        frame, feeder = build_frame(spark, config, workdir / "staging", int(time.time() * 1000))
+        frame, feeder = build_frame(spark, config, workdir / "staging", now_ms)
     except Exception:
-        shutil.rmtree(workdir, ignore_errors=True)
+        discard()
         raise
     table = ResultTable(config.output_mode, config.aggregation, max_rows)
     log = ProgressLog()
+    if kept is not None:
+        table.load(kept.result_file)
+        log.keep(kept.progress_file)
 
     def fold(batch: DataFrame, batch_id: int) -> None:
         table.apply(batch_id, [tuple(row) for row in batch.collect()])
+        if kept is not None:
+            table.save(kept.result_file)
 
     writer = (
         frame.writeStream.queryName(name)
@@ -281,15 +326,36 @@ def start_run(
         trigger = _trigger(config)
         if trigger:
             writer = writer.trigger(**trigger)
-        query = writer.start()
+        query = _start(spark, writer, config)
         log.run_id = str(query.runId)
     except Exception:
         listener.unregister(name)
         if feeder is not None:
             feeder.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        discard()
         raise
-    return Run(name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None))
+    return Run(name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), kept=kept is not None)
+
+
+def _start(spark: SparkSession, writer: DataStreamWriter, config: QueryConfig) -> StreamingQuery:
+    """Start ``writer`` with ``config``'s state store, restoring the session's settings after.
+
+    Spark copies the session's settings when a query starts; the lock keeps two
+    starts from seeing each other's state store.
+    """
+    wanted = {PROVIDER_CONF: STATE_STORE_PROVIDERS[config.state_store], CHANGELOG_CONF: str(config.changelog_checkpointing).lower()}
+    with _START_LOCK:
+        before = {name: spark.conf.get(name, None) for name in wanted}
+        for name, setting in wanted.items():
+            spark.conf.set(name, setting)
+        try:
+            return writer.start()
+        finally:
+            for name, earlier in before.items():
+                if earlier is None:
+                    spark.conf.unset(name)
+                else:
+                    spark.conf.set(name, earlier)
 
 
 WARM_UP_ROWS = (

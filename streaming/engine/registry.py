@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from .checkpoints import KeptQuery, kept_queries
 from .config import QueryConfig
 from .errors import ConfigError
 from .progress import ProgressListener
@@ -65,13 +66,15 @@ class LostRun:
 class QueryRegistry:
     """Starts, lists and stops the runs on ``spark``; registers one progress listener on it."""
 
-    def __init__(self, spark: SparkSession, *, root: Path | None = None, max_active: int | None = None) -> None:
+    def __init__(self, spark: SparkSession, *, root: Path | None = None, max_active: int | None = None, kept_root: Path | None = None) -> None:
         if max_active is not None and (isinstance(max_active, bool) or not isinstance(max_active, int) or max_active < 1):
             raise ConfigError("max_active", max_active, "must be a whole number of at least 1, or None for no limit")
         self.spark = spark
         self.root = root
         self.max_active = max_active
         """At most this many runs active (or starting) at once; ``None``: no limit."""
+        self.kept_root = kept_root
+        """Where runs started with ``keep`` keep their folders (:class:`~streaming.engine.checkpoints.KeptQuery`), one per name; ``None``: nowhere."""
         self.listener = ProgressListener()
         spark.streams.addListener(self.listener)
         self._runs: dict[str, Run] = {}
@@ -82,14 +85,30 @@ class QueryRegistry:
     def _free_name(self) -> str:
         while True:
             name = f"query_{next(self._numbers)}"
-            if name not in self._runs and name not in self._starting:
+            if name not in self._runs and name not in self._starting and not self._kept_folder(name).exists():
                 return name
 
-    def start(self, config: QueryConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> Run:
+    def _kept_folder(self, name: str) -> KeptQuery:
+        if self.kept_root is None:
+            raise ConfigError("keep", name, "needs a folder to keep queries in: this registry has no kept_root")
+        return KeptQuery(self.kept_root / name)
+
+    def kept(self) -> list[KeptQuery]:
+        """The kept queries on disk, oldest first: those of earlier server runs as well as this one's."""
+        return [] if self.kept_root is None else kept_queries(self.kept_root)
+
+    def start(
+        self, config: QueryConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS, keep: bool | Path = False,
+        resume: bool = False,
+    ) -> Run:
         """Start ``config`` as ``name`` (``query_N`` when ``None``). Raises :class:`DuplicateQueryError` if it is active.
 
-        The name is reserved under the lock; Spark starts the query outside it,
-        so listing and reading runs never waits on a start.
+        With ``keep=True`` the run keeps its checkpoint, result table and progress
+        under ``kept_root`` (a name already kept there is refused unless
+        ``resume``: then the run goes on from it); with a folder as ``keep``, in
+        that folder, going on from what it holds. The name is reserved under
+        the lock; Spark starts the query outside it, so listing and reading
+        runs never waits on a start.
         """
         with self._lock:
             if name is None:
@@ -99,6 +118,13 @@ class QueryRegistry:
             previous = self._runs.get(name)
             if name in self._starting or (previous is not None and previous.status == "active"):
                 raise DuplicateQueryError("name", name, "is already running; stop it first or choose another name")
+            if isinstance(keep, Path):
+                folder: KeptQuery | None = KeptQuery(keep)
+                resume = True
+            else:
+                folder = self._kept_folder(name) if keep or resume else None
+            if folder is not None and folder.exists() and not resume:
+                raise DuplicateQueryError("name", name, "is a stopped query kept on disk: resume or delete it on the Queries page, or choose another name")
             if self.max_active is not None:
                 busy = len(self._starting) + sum(run.status == "active" for run in self._runs.values())
                 if busy >= self.max_active:
@@ -110,13 +136,34 @@ class QueryRegistry:
         try:
             if previous is not None:
                 self._forget(name, previous)
-            run = start_run(self.spark, config, name, self.listener, root=self.root, max_rows=max_rows)
+            run = start_run(
+                self.spark, config, name, self.listener, root=self.root, max_rows=max_rows, keep=None if folder is None else folder.folder
+            )
             with self._lock:
                 self._runs[name] = run
             return run
         finally:
             with self._lock:
                 self._starting.discard(name)
+
+    def resume(self, name: str, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> Run:
+        """Start the kept query ``name`` again with its stored configuration, from where it stopped."""
+        folder = self._kept_folder(name)
+        if not folder.exists():
+            raise ConfigError("name", name, "is not a kept query: nothing to resume")
+        return self.start(folder.config(), name, max_rows=max_rows, resume=True)
+
+    def delete(self, name: str) -> None:
+        """Stop ``name`` and delete everything it keeps (checkpoint, result, progress); forget it."""
+        with self._lock:
+            if name in self._starting:
+                raise DuplicateQueryError("name", name, "is starting: delete it once it runs")
+            run = self._runs.pop(name, None)
+        if run is not None:
+            run.delete()
+            self.listener.unregister(name, run.log)
+        if self.kept_root is not None:
+            self._kept_folder(name).delete()
 
     def get(self, name: str) -> Run | None:
         with self._lock:
@@ -143,7 +190,7 @@ class QueryRegistry:
         self.listener.unregister(name, run.log)
 
     def remove(self, name: str) -> None:
-        """Stop ``name``, delete its working folder and forget it."""
+        """Stop ``name``, delete its working folder unless it is kept, and forget it."""
         with self._lock:
             run = self._runs.pop(name, None)
         if run is not None:
@@ -153,7 +200,7 @@ class QueryRegistry:
         """Forget every run of a session whose JVM is gone, without a call into it; what each had reached, oldest first.
 
         The feeders (threads of this process) stop and the working folders are
-        deleted; the queries died with the JVM.
+        deleted, except kept ones, which can be resumed on a new session; the queries died with the JVM.
         """
         with self._lock:
             runs = sorted(self._runs.values(), key=lambda run: run.started_at)
@@ -165,7 +212,8 @@ class QueryRegistry:
             lost.append(LostRun(run.name, len(summaries), watermark, len(run.table), run.stopped_by_user))
             if run.feeder is not None:
                 run.feeder.stop()
-            shutil.rmtree(run.workdir, ignore_errors=True)
+            if not run.kept:
+                shutil.rmtree(run.workdir, ignore_errors=True)
         return lost
 
     def stop_all(self) -> None:

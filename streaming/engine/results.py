@@ -10,21 +10,35 @@ replaces the whole table, append adds finalized rows -- and, when
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import threading
 from collections import deque
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .errors import ConfigError
 
-__all__ = ["RAW_COLUMNS", "WINDOW_COLUMNS", "ResultTable", "measure_column"]
+__all__ = ["RAW_COLUMNS", "TIMESTAMP_FORMAT", "WINDOW_COLUMNS", "ResultTable", "measure_column", "stamp"]
+
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 WINDOW_COLUMNS = ["window_start", "window_end", "key", "count"]
 RAW_COLUMNS = ["event_time", "key"]
 
+
+
+def stamp(value: pd.Timestamp) -> str | None:
+    """``YYYY-MM-DD HH:MM:SS`` (UTC), with the fraction of a second when it is not zero (``.196``); ``None`` for ``NaT``."""
+    if pd.isna(value):
+        return None
+    text = value.strftime(TIMESTAMP_FORMAT)
+    fraction = value.microsecond * 1000 + value.nanosecond
+    return text if fraction == 0 else f"{text}.{fraction:09d}".rstrip("0")
 
 
 def measure_column(aggregation: str) -> str:
@@ -89,6 +103,48 @@ class ResultTable:
                 for start, end, key, value, count in rows:
                     self._windows[(int(start), int(end), str(key))] = (math.nan if value is None else float(value), int(count))
             self._evict()
+
+    def save(self, path: Path) -> None:
+        """Write the table and the last batch folded into it to ``path`` (JSON), atomically: a reader sees the old file or the new one.
+
+        A table that reads it with :meth:`load` goes on from there, ignoring the
+        batches already applied, so a batch Spark runs again after a crash is
+        counted once.
+        """
+        with self._lock:
+            if self.aggregation == "none":
+                rows: list[list] = [list(row) for row in self._raw]
+            else:
+                rows = [[*slot, *(numbers if isinstance(numbers, tuple) else (numbers,))] for slot, numbers in self._windows.items()]
+            record = {
+                "output_mode": self.output_mode, "aggregation": self.aggregation, "last_batch_id": self.last_batch_id,
+                "batches_applied": self.batches_applied, "evicted_rows": self.evicted_rows, "rows": rows,
+            }
+        partial = path.with_name(f".{path.name}.partial")
+        partial.write_text(json.dumps(record))
+        os.replace(partial, path)
+
+    def load(self, path: Path) -> None:
+        """Go on from the table :meth:`save` wrote to ``path`` (nothing to do if there is none); :class:`ConfigError` if it is of another output mode or aggregation."""
+        if not path.is_file():
+            return
+        record = json.loads(path.read_text())
+        for name in ("output_mode", "aggregation"):
+            if record[name] != getattr(self, name):
+                raise ConfigError(name, getattr(self, name), f"differs from the stored result table's ({record[name]!r}, in {path})")
+        with self._lock:
+            self.last_batch_id = int(record["last_batch_id"])
+            self.batches_applied = int(record["batches_applied"])
+            self.evicted_rows = int(record["evicted_rows"])
+            if self.aggregation == "none":
+                self._raw.extend((int(t), str(k)) for t, k in record["rows"])
+            elif self.measure == "count":
+                self._windows.update({(int(start), int(end), str(key)): int(count) for start, end, key, count in record["rows"]})
+            else:
+                self._windows.update({(int(a), int(b), str(k)): (float(v), int(c)) for a, b, k, v, c in record["rows"]})
+            self._version += 1
+            if self.batches_applied:
+                self.first_batch.set()
 
     def _evict(self) -> None:
         if self.max_rows is None or len(self._windows) <= self.max_rows:

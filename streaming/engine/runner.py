@@ -17,21 +17,13 @@ from typing import Any
 import pandas as pd
 
 from .config import FeedSource, OutputMode, QueryConfig
+from .errors import ConfigError
 from .progress import progress_frame
 from .registry import QueryRegistry
+from .results import TIMESTAMP_FORMAT, stamp
 
 __all__ = ["TIMESTAMP_FORMAT", "Replay", "replay"]
 
-TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
-
-
-def _stamp(value: pd.Timestamp) -> str | None:
-    """``YYYY-MM-DD HH:MM:SS`` (UTC), with the fraction of a second when it is not zero (``.196``)."""
-    if pd.isna(value):
-        return None
-    text = value.strftime(TIMESTAMP_FORMAT)
-    fraction = value.microsecond * 1000 + value.nanosecond
-    return text if fraction == 0 else f"{text}.{fraction:09d}".rstrip("0")
 
 
 @dataclass(frozen=True)
@@ -70,8 +62,8 @@ class Replay:
         valued = "value" in self.result.columns
         return [
             {
-                "window_start": _stamp(row.window_start),
-                "window_end": _stamp(row.window_end),
+                "window_start": stamp(row.window_start),
+                "window_end": stamp(row.window_end),
                 "key": row.key,
                 **({"value": None if pd.isna(row.value) else float(row.value)} if valued else {}),
                 "count": int(row.count),
@@ -91,7 +83,7 @@ class Replay:
         return {
             "result": self.json_records(),
             "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
-            "final_watermark": _stamp(self.final_watermark),
+            "final_watermark": stamp(self.final_watermark),
             "input_rows": self.input_rows,
             "malformed_rows": self.malformed_rows,
             "duplicates_dropped": self.duplicates_dropped,
@@ -99,7 +91,7 @@ class Replay:
                 {
                     "batch_id": int(row.batch_id),
                     "input_rows": int(row.num_input_rows),
-                    "watermark": _stamp(row.watermark),
+                    "watermark": stamp(row.watermark),
                     "rows_dropped_by_watermark": int(row.rows_dropped_by_watermark),
                     "malformed_rows": int(row.malformed_rows),
                     "state_rows": int(row.state_rows_total),
@@ -136,23 +128,34 @@ def replay(
 
 
 def run_to_idle(
-    registry: QueryRegistry, config: QueryConfig, *, timeout: float = 600.0, open_sessions: bool = False, cancel: threading.Event | None = None
+    registry: QueryRegistry, config: QueryConfig, *, timeout: float = 600.0, open_sessions: bool = False, cancel: threading.Event | None = None,
+    keep: Path | None = None, stop_after: int | None = None,
 ) -> Replay:
     """Run ``config`` (a feed source) until the stream is idle, stop it and return what it produced.
 
     Once ``cancel`` is set the run stops within a micro-batch, is removed, and
     :class:`~streaming.engine.errors.Cancelled` is raised. With ``open_sessions`` (session windows) the replay also holds the sessions
     its state still holds at the end (:func:`~streaming.engine.state.open_sessions`).
+
+    With ``keep`` (a folder) the run keeps its checkpoint, result and progress
+    there, or goes on from what an earlier run kept there (the folder must
+    belong to the same configuration); the replay then holds the whole
+    stream's result and batches. With ``stop_after`` it stops once that many
+    of the feed's micro-batches (counted from the stream's start) have been
+    handed over and processed.
     """
     from .state import open_sessions as read_open_sessions
 
+    if stop_after is not None and (isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 1):
+        raise ConfigError("stop_after", stop_after, "must be a whole number of at least 1")
     name = f"replay_{uuid.uuid4().hex[:12]}"
-    run = registry.start(config, name, max_rows=None)
+    run = registry.start(config, name, max_rows=None, keep=False if keep is None else Path(keep))
     try:
-        run.await_idle(timeout, cancel)
+        run.await_idle(timeout, cancel, stop_after)
         result, progress = run.table.frame(), progress_frame(run.log.summaries())
         run.stop()
         still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
         return Replay(config, result, progress, still_open)
     finally:
         registry.remove(name)
+

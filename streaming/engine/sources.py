@@ -43,7 +43,7 @@ class FeedReplayer:
     """Hands a feed's files to Spark's file source one at a time, in file-name order.
 
     Each file is written atomically into ``staging`` with a strictly increasing
-    modification time, so with ``maxFilesPerTrigger=1`` each file is exactly one
+    modification time (also after the files an earlier run of a kept query staged there), so with ``maxFilesPerTrigger=1`` each file is exactly one
     micro-batch. With ``seconds_per_file > 0``, :meth:`start` runs a daemon
     thread that stages one file per interval (or, with ``pauses``, waits
     ``pauses[i]`` seconds after file ``i``); with ``0`` the caller steps it
@@ -58,12 +58,17 @@ class FeedReplayer:
         self.seconds_per_file = seconds_per_file
         self.pauses = [float(seconds_per_file)] * len(self.files) if pauses is None else [float(pause) for pause in pauses]
         """Seconds to wait after staging each file before the next (paced replays only)."""
-        self.staged = 0
-        self.done = threading.Event()
-        self._stop = threading.Event()
-        self._base_mtime = time.time()
-        self._thread: threading.Thread | None = None
         self.staging.mkdir(parents=True, exist_ok=True)
+        earlier = [path for path in self.staging.iterdir() if not path.name.startswith(".")]
+        self.staged = len(earlier)
+        """Files handed over so far: a staging folder kept from an earlier run goes on after its files."""
+        self.done = threading.Event()
+        if self.staged >= len(self.files):
+            self.done.set()
+        self._stop = threading.Event()
+        latest = max((path.stat().st_mtime for path in earlier), default=0.0)
+        self._base_mtime = max(time.time(), latest + 1) - self.staged
+        self._thread: threading.Thread | None = None
 
     @property
     def stepped(self) -> bool:

@@ -13,7 +13,7 @@ rows the query builder adds to every aggregation
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,11 +22,13 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["OPEN_SESSION_COLUMNS", "OPERATOR_COLUMNS", "open_sessions", "state_operators", "state_rows"]
+__all__ = ["OPEN_SESSION_COLUMNS", "OPERATOR_COLUMNS", "open_sessions", "state_operators", "state_report", "state_rows"]
 
 OPERATOR_COLUMNS = ["operator_id", "operator", "store", "partitions", "min_batch", "max_batch"]
 
 OPEN_SESSION_COLUMNS = ["window_start", "window_end", "key", "count"]
+WINDOW_OPERATOR = "stateStoreSave"
+"""The stateful operator of a windowed aggregation."""
 SESSION_OPERATOR = "sessionWindowStateStoreSaveExec"
 """The stateful operator of ``session_window`` (``format("state-metadata")``'s ``operatorName``); with deduplication it is not the only one."""
 
@@ -112,10 +114,10 @@ def _leaves(data_type, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str
     return [(path, data_type.typeName())]
 
 
-def state_rows(spark: SparkSession, checkpoint: Path, operator_id: int = 0, limit: int = 1000) -> pd.DataFrame:
+def state_rows(spark: SparkSession, checkpoint: Path, operator_id: int = 0, limit: int | None = 1000) -> pd.DataFrame:
     """The rows operator ``operator_id``'s state holds now, at most ``limit``: every field of its key and value as a column.
 
-    A column is named by its field (``window_start``, ``window_end``, ``key``,
+    ``limit=None`` reads them all. A column is named by its field (``window_start``, ``window_end``, ``key``,
     ``count`` for a windowed count), prefixed with ``value_`` when the key has
     a field of that name; times are UTC text. A state holding windows gets
     ``evicted_at_watermark``: the window's end, the watermark at which Spark
@@ -141,10 +143,55 @@ def state_rows(spark: SparkSession, checkpoint: Path, operator_id: int = 0, limi
             column, name = F.date_format(F.timestamp_micros(column), "yyyy-MM-dd HH:mm:ss.SSS"), "expires_at_watermark"
         columns.append(column.alias(name))
         names.append(name)
-    rows = state.select(*columns).limit(int(limit)).collect()
+    selected = state.select(*columns)
+    rows = (selected if limit is None else selected.limit(int(limit))).collect()
     frame = pd.DataFrame([tuple(row) for row in rows], columns=names)
     if "window_end" in frame:
         frame["evicted_at_watermark"] = frame["window_end"]
         frame = frame.sort_values([name for name in ("window_start", "window_end", "key") if name in frame], ignore_index=True)
     return frame
 
+
+
+def state_report(spark: SparkSession, checkpoint: Path, operator_id: int | None = None, *, keyless: bool = False) -> dict[str, Any]:
+    """What the state of ``checkpoint`` holds, as JSON-friendly values: ``operators``, the ``operator`` read and its ``rows``.
+
+    By default the aggregation's operator is read (else the first). A windowed
+    count's rows are ``window_start, window_end, key, count`` (times as the
+    replay writes them, ``key`` null with ``keyless``); a session window's
+    likewise (the sessions still open); any other state's rows are its key and
+    value columns (:func:`state_rows`).
+    """
+    from .results import stamp
+
+    operators = state_operators(spark, checkpoint)
+    listed = [
+        {name: (int(value) if name not in ("operator", "store") else str(value)) for name, value in zip(OPERATOR_COLUMNS, row)}
+        for row in operators.itertuples(index=False)
+    ]
+    if operators.empty:
+        return {"operators": [], "operator": None, "rows": []}
+    names = dict(zip(operators["operator_id"].astype(int), operators["operator"]))
+    if operator_id is None:
+        operator_id = next((found for found, name in names.items() if name in (WINDOW_OPERATOR, SESSION_OPERATOR)), min(names))
+    if operator_id not in names:
+        raise ConfigError("operator", operator_id, f"is not an operator of {checkpoint} (operators: {', '.join(map(str, names))})")
+    if names[operator_id] == SESSION_OPERATOR:
+        frame = open_sessions(spark, checkpoint)
+    else:
+        frame = state_rows(spark, checkpoint, operator_id, limit=None)
+        if list(frame.columns[:4]) == OPEN_SESSION_COLUMNS and names[operator_id] == WINDOW_OPERATOR:
+            frame = frame[OPEN_SESSION_COLUMNS].copy()
+            for name in ("window_start", "window_end"):
+                frame[name] = pd.to_datetime(frame[name])
+    rows = []
+    for record in frame.to_dict("records"):
+        for name, value in record.items():
+            if isinstance(value, pd.Timestamp):
+                record[name] = stamp(value)
+            elif hasattr(value, "item"):
+                record[name] = value.item()
+        if keyless and "key" in record:
+            record["key"] = None
+        rows.append(record)
+    return {"operators": listed, "operator": int(operator_id), "rows": rows}

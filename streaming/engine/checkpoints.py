@@ -1,0 +1,164 @@
+"""Kept queries: a folder per query that outlives its run, so a stopped query resumes where it stopped.
+
+A kept folder holds everything a run needs to go on after a stop, a crash or a
+server restart:
+
+- ``query.json``: the configuration (:func:`~streaming.engine.config.config_to_dict`),
+  the query's name and the start of its event time (``start_ms``, used by the
+  ``rate-micro-batch`` source);
+- ``checkpoint/``: Spark's checkpoint (offsets, commits, state);
+- ``staging/`` and ``batches/``: the feed files handed to Spark so far (its
+  file source logs them by path, so they stay where they are);
+- ``result.json``: the result table and the last batch folded into it
+  (:meth:`~streaming.engine.results.ResultTable.save`), so a batch Spark runs
+  again after a crash is counted once;
+- ``progress.jsonl``: every batch's progress.
+
+A folder is resumed only with the configuration it was made with, apart from
+how fast the input is paced and the trigger (:data:`UNCHECKED`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .config import QueryConfig, SocketSource, config_from_dict, config_to_dict
+from .errors import ConfigError
+
+__all__ = ["QUERIES_FOLDER", "UNCHECKED", "KeptQuery", "differences", "kept_queries"]
+
+QUERIES_FOLDER = ".queries"
+"""The folder of kept queries under the data root (hidden: the data root's other folders are datasets)."""
+UNCHECKED = ("trigger", "trigger_interval", "source.seconds_per_file", "source.speed")
+"""Settings a resumed query may change: they pace the input, not what the query computes."""
+
+
+def _flat(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, Mapping):
+            flat.update(_flat(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+def differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
+    """What differs between two :func:`config_to_dict` records, apart from :data:`UNCHECKED`: ``"watermark is '10 minutes' there, '5 minutes' here"``."""
+    there, here = _flat(stored), _flat(given)
+    return [
+        f"{name} is {there.get(name)!r} there, {here.get(name)!r} here"
+        for name in sorted(set(there) | set(here))
+        if name not in UNCHECKED and there.get(name) != here.get(name)
+    ]
+
+
+@dataclass(frozen=True)
+class KeptQuery:
+    """The kept folder of one query (see the module docstring); it need not exist yet."""
+
+    folder: Path
+
+    @property
+    def name(self) -> str:
+        return str(self.record().get("name") or self.folder.name)
+
+    @property
+    def config_file(self) -> Path:
+        return self.folder / "query.json"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.folder / "checkpoint"
+
+    @property
+    def staging(self) -> Path:
+        return self.folder / "staging"
+
+    @property
+    def result_file(self) -> Path:
+        return self.folder / "result.json"
+
+    @property
+    def progress_file(self) -> Path:
+        return self.folder / "progress.jsonl"
+
+    def exists(self) -> bool:
+        return self.config_file.is_file()
+
+    def record(self) -> dict[str, Any]:
+        """What ``query.json`` holds: ``name``, ``config``, ``start_ms``; :class:`ConfigError` if it cannot be read."""
+        try:
+            return json.loads(self.config_file.read_text())
+        except (OSError, ValueError) as err:
+            raise ConfigError("checkpoint", str(self.folder), f"holds no readable query.json ({err})") from None
+
+    def config(self) -> QueryConfig:
+        """The configuration the folder was made with, validated again (its feed or dataset must still be there)."""
+        return config_from_dict(self.record()["config"])
+
+    def open(self, config: QueryConfig, name: str, start_ms: int) -> int:
+        """Make the folder for ``config``, or check that it was made for it; the ``start_ms`` to run with (the stored one when resuming).
+
+        Raises :class:`ConfigError` naming what differs when the folder belongs
+        to another configuration, when it holds files but no ``query.json``,
+        or for a socket source, which Spark cannot resume.
+        """
+        self.check(config)
+        if self.exists():
+            return int(self.record()["start_ms"])
+        self.folder.mkdir(parents=True, exist_ok=True)
+        partial = self.folder / ".query.json.partial"
+        partial.write_text(json.dumps({"name": name, "config": config_to_dict(config), "start_ms": int(start_ms)}, indent=2) + "\n")
+        os.replace(partial, self.config_file)
+        return int(start_ms)
+
+    def check(self, config: QueryConfig) -> None:
+        """:class:`ConfigError` unless the folder is new or was made for ``config`` (see :meth:`open`); nothing is written."""
+        if isinstance(config.source, SocketSource):
+            raise ConfigError("checkpoint", str(self.folder), "cannot be kept for the socket source: Spark's socket source keeps no offsets to resume from")
+        if self.exists():
+            changed = differences(self.record()["config"], config_to_dict(config))
+            if changed:
+                raise ConfigError("checkpoint", str(self.folder), "belongs to a different configuration: " + "; ".join(changed))
+        elif self.folder.exists() and (not self.folder.is_dir() or any(self.folder.iterdir())):
+            raise ConfigError("checkpoint", str(self.folder), "holds files but no query.json: not a folder this tool keeps a query in")
+
+    def staged_files(self) -> int:
+        """How many feed files have been handed to Spark so far."""
+        return sum(1 for path in self.staging.iterdir() if not path.name.startswith(".")) if self.staging.is_dir() else 0
+
+    def summary(self) -> dict[str, Any]:
+        """What the Queries page lists for a kept query: batches folded into its result, result rows, when it last changed."""
+        result: dict[str, Any] = {}
+        if self.result_file.is_file():
+            try:
+                result = json.loads(self.result_file.read_text())
+            except ValueError:
+                result = {}
+        changed = max((path.stat().st_mtime for path in (self.config_file, self.result_file) if path.is_file()), default=0.0)
+        return {
+            "name": self.name,
+            "batches": int(result.get("batches_applied", 0)),
+            "result_rows": len(result.get("rows", [])),
+            "last_change": pd.Timestamp(changed, unit="s").floor("s"),
+        }
+
+    def delete(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def kept_queries(root: Path) -> list[KeptQuery]:
+    """The kept queries under ``root`` (the data root's :data:`QUERIES_FOLDER`), oldest first."""
+    if not root.is_dir():
+        return []
+    kept = [KeptQuery(folder) for folder in root.iterdir() if folder.is_dir() and KeptQuery(folder).exists()]
+    return sorted(kept, key=lambda query: (query.config_file.stat().st_mtime, query.folder.name))

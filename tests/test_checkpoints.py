@@ -1,0 +1,288 @@
+"""Kept queries: stop, resume, crash and restart give the result of an uninterrupted run; the state explorer shows what is held."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ROOT
+
+from streaming.cli import main, replay_source
+from streaming.engine.batching import Batching
+from streaming.engine.checkpoints import KeptQuery, differences, kept_queries
+from streaming.engine.config import (
+    ColumnMapping,
+    FeedSource,
+    GeneratorSource,
+    QueryConfig,
+    RateMicroBatchSource,
+    RateSource,
+    SocketSource,
+    config_from_dict,
+    config_to_dict,
+)
+from streaming.engine.errors import ConfigError
+from streaming.engine.progress import ProgressLog
+from streaming.engine.results import ResultTable
+from streaming.engine.runner import run_to_idle
+from streaming.feedgen import FeedSpec
+from streaming.feedgen import write_feed as write_spec_feed
+
+LATE_TAIL = FeedSpec(
+    start=datetime(2026, 3, 2, 14, 0), batches=12, batch_interval_seconds=20, events_per_batch=40, keys=("a", "b", "c"),
+    max_lag_seconds=30, late_share=0.15, late_delay_seconds=150, seed=11,
+)
+
+
+@pytest.fixture(scope="module")
+def late_feed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("late") / "feed"
+    write_spec_feed(LATE_TAIL, folder)
+    return folder
+
+
+def _config(feed: Path, **changes) -> QueryConfig:
+    return QueryConfig(FeedSource(feed, seconds_per_file=0), window="1 minute", slide="30 seconds", watermark="40 seconds", **changes)
+
+
+# ---------------------------------------------------------------- configurations, pure
+
+
+def test_every_source_kind_round_trips_through_its_record(late_feed: Path, tmp_path: Path) -> None:
+    dataset = tmp_path / "orders.jsonl"
+    dataset.write_text('{"ts": 1, "shop": "x", "amount": 2, "at": 1}\n')
+    configs = [
+        _config(late_feed, state_store="rocksdb", changelog_checkpointing=True),
+        QueryConfig(
+            FeedSource(dataset, 0, "json", ColumnMapping("ts", "epoch_s", "shop", "amount", arrival="at", arrival_format="epoch_s"), Batching("at", "5 seconds")),
+            aggregation="sum", output_mode="append",
+        ),
+        QueryConfig(GeneratorSource(events_per_second=9, stall_after="1 minute"), trigger="processing_time", trigger_interval="2 seconds"),
+        QueryConfig(RateSource(rows_per_second=7)),
+        QueryConfig(RateMicroBatchSource(rows_per_batch=3, advance="2 seconds"), session_gap="10 seconds", output_mode="append"),
+        QueryConfig(SocketSource(late_feed, lines_per_second=3.0), watermark=None),
+    ]
+    for config in configs:
+        record = json.loads(json.dumps(config_to_dict(config)))
+        assert config_from_dict(record) == config
+
+
+def test_a_record_with_an_unknown_kind_or_field_is_refused(late_feed: Path) -> None:
+    record = config_to_dict(_config(late_feed))
+    with pytest.raises(ConfigError, match=r"source\.kind: 'kafka'"):
+        config_from_dict({**record, "source": {**record["source"], "kind": "kafka"}})
+    with pytest.raises(ConfigError, match=r"source\.rows"):
+        config_from_dict({**record, "source": {**record["source"], "rows": 3}})
+    with pytest.raises(ConfigError, match="colour"):
+        config_from_dict({**record, "colour": "red"})
+
+
+def test_differences_name_each_field_and_ignore_pacing(late_feed: Path) -> None:
+    stored = config_to_dict(_config(late_feed))
+    given = config_to_dict(_config(late_feed).with_changes(watermark="10 seconds", state_store="rocksdb", trigger="available_now"))
+    assert differences(stored, given) == ["state_store is 'hdfs' there, 'rocksdb' here", "watermark is '40 seconds' there, '10 seconds' here"]
+    paced = config_to_dict(QueryConfig(FeedSource(late_feed, seconds_per_file=3), window="1 minute", slide="30 seconds", watermark="40 seconds"))
+    assert differences(stored, paced) == []
+
+
+def test_a_kept_folder_refuses_another_configuration_a_foreign_folder_and_the_socket_source(late_feed: Path, tmp_path: Path) -> None:
+    kept = KeptQuery(tmp_path / "kept")
+    assert kept.open(_config(late_feed), "q", 1234) == 1234
+    assert kept.open(_config(late_feed), "q", 9999) == 1234  # resuming keeps the first start
+    with pytest.raises(ConfigError, match=r"checkpoint: .* belongs to a different configuration: window is '1 minute' there, '2 minutes' here"):
+        kept.check(_config(late_feed).with_changes(window="2 minutes"))
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match=r"holds files but no query\.json"):
+        KeptQuery(foreign).check(_config(late_feed))
+    with pytest.raises(ConfigError, match="socket source"):
+        KeptQuery(tmp_path / "socket").check(QueryConfig(SocketSource(late_feed), watermark=None))
+    assert [query.folder for query in kept_queries(tmp_path)] == [kept.folder]
+
+
+def test_changelog_checkpointing_needs_rocksdb(late_feed: Path) -> None:
+    with pytest.raises(ConfigError, match="changelog_checkpointing: True applies to the rocksdb state store only"):
+        _config(late_feed, changelog_checkpointing=True)
+    with pytest.raises(ConfigError, match="state_store: 'memory'"):
+        _config(late_feed, state_store="memory")
+
+
+@pytest.mark.parametrize(("aggregation", "rows"), [("count", [(0, 60, "a", 3)]), ("sum", [(0, 60, "a", 1.5, 2), (0, 60, "b", None, 1)]), ("none", [(5, "a")])])
+def test_a_saved_result_table_goes_on_and_ignores_a_batch_run_again(tmp_path: Path, aggregation: str, rows: list[tuple]) -> None:
+    path = tmp_path / "result.json"
+    table = ResultTable("update", aggregation)
+    table.apply(0, rows)
+    table.save(path)
+    again = ResultTable("update", aggregation)
+    again.load(path)
+    assert again.last_batch_id == 0 and again.batches_applied == 1 and again.first_batch.is_set()
+    pd.testing.assert_frame_equal(again.frame(), table.frame())
+    again.apply(0, rows[:1])  # Spark runs batch 0 again after a crash: ignored
+    pd.testing.assert_frame_equal(again.frame(), table.frame())
+    with pytest.raises(ConfigError, match="output_mode: 'append' differs"):
+        ResultTable("append", aggregation).load(path)
+
+
+def test_kept_progress_is_taken_in_and_appended_to(tmp_path: Path) -> None:
+    path = tmp_path / "progress.jsonl"
+    progress = {"batchId": 0, "runId": "r1", "timestamp": "2026-03-02T14:00:00.000Z", "numInputRows": 5}
+    path.write_text(json.dumps(progress) + "\n" + '{"batchId": 1, "runI')  # a crash cut the last line short
+    log = ProgressLog()
+    log.keep(path)
+    log.run_id = "r2"
+    log.add({**progress, "batchId": 1, "runId": "r2"})
+    log.add({**progress, "batchId": 2, "runId": "elsewhere"})
+    assert [summary["batch_id"] for summary in log.summaries()] == [0, 1]
+    again = ProgressLog()
+    again.keep(path)
+    assert [summary["batch_id"] for summary in again.summaries()] == [0, 1]
+
+
+# ---------------------------------------------------------------- on Spark
+
+
+def _held(replay) -> list[tuple]:
+    """The groups of a result whose window ends after the final watermark: what the state still holds."""
+    final = replay.final_watermark
+    return sorted(
+        (record["window_start"], record["window_end"], record["key"], record["count"])
+        for record, end in zip(replay.result_records(), replay.result["window_end"])
+        if end > final
+    )
+
+
+@pytest.mark.parametrize(("state_store", "output_mode"), [("hdfs", "update"), ("rocksdb", "append")])
+def test_stopping_and_resuming_at_several_points_gives_the_uninterrupted_result(
+    registry, late_feed: Path, tmp_path: Path, state_store: str, output_mode: str
+) -> None:
+    from streaming.engine.state import state_report
+
+    config = _config(late_feed, state_store=state_store, output_mode=output_mode, changelog_checkpointing=state_store == "rocksdb")
+    whole = run_to_idle(registry, config, timeout=300)
+    assert whole.rows_dropped_by_watermark > 0  # the late tail is dropped: the check is not trivial
+    folder = tmp_path / "kept"
+    for stop_after in (3, 7):
+        part = run_to_idle(registry, config, timeout=300, keep=folder, stop_after=stop_after)
+        assert KeptQuery(folder).staged_files() == stop_after
+        assert part.input_rows < whole.input_rows
+    resumed = run_to_idle(registry, config, timeout=300, keep=folder)
+    assert resumed.to_json()["result"] == whole.to_json()["result"]
+    assert resumed.rows_dropped_by_watermark == whole.rows_dropped_by_watermark
+    assert resumed.input_rows == whole.input_rows == LATE_TAIL.batches * LATE_TAIL.events_per_batch
+    assert resumed.final_watermark == whole.final_watermark
+    assert list(resumed.progress["batch_id"]) == list(range(len(resumed.progress)))
+    report = state_report(registry.spark, KeptQuery(folder).checkpoint)
+    assert [operator["operator"] for operator in report["operators"]] == ["stateStoreSave"]
+    held = sorted((row["window_start"], row["window_end"], row["key"], row["count"]) for row in report["rows"])
+    if output_mode == "update":
+        assert held == _held(whole) and held
+    else:  # append: the result holds the finalized windows, the state the others; together every window once
+        assert not set(held) & {(r["window_start"], r["window_end"], r["key"], r["count"]) for r in whole.result_records()}
+        assert {row[3] for row in held} and min(row[1] for row in held) > str(whole.final_watermark)
+    if state_store == "rocksdb":
+        lines = KeptQuery(folder).progress_file.read_text().splitlines()
+        custom = json.loads(lines[-1])["stateOperators"][0]["customMetrics"]
+        assert any(name.startswith("rocksdb") for name in custom)
+
+
+def test_a_kept_registry_query_stops_resumes_and_deletes(spark, late_feed: Path, tmp_path: Path) -> None:
+    from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+
+    registry = QueryRegistry(spark, kept_root=tmp_path / ".queries")
+    config = QueryConfig(FeedSource(late_feed, seconds_per_file=0), window="1 minute", watermark="40 seconds")
+    try:
+        run = registry.start(config, "kept_one", keep=True)
+        assert run.kept
+        run.feeder.stage_next()
+        run.query.processAllAvailable()
+        registry.remove("kept_one")  # a server restart forgets the run; the folder stays
+        assert [query.name for query in registry.kept()] == ["kept_one"]
+        assert registry.kept()[0].summary()["batches"] >= 1
+        with pytest.raises(DuplicateQueryError, match="stopped query kept on disk"):
+            registry.start(config, "kept_one", keep=True)
+        assert registry._free_name() != "kept_one"
+        resumed = registry.resume("kept_one")
+        resumed.await_idle(300)
+        assert resumed.feeder.staged == LATE_TAIL.batches
+        assert resumed.log.summaries()[0]["batch_id"] == 0  # the first run's batches are still there
+        registry.delete("kept_one")
+        assert registry.kept() == [] and not (tmp_path / ".queries" / "kept_one").exists()
+    finally:
+        registry.stop_all()
+        spark.streams.removeListener(registry.listener)
+
+
+def test_cli_kill_mid_stream_and_resume_loses_and_doubles_nothing(registry, late_feed: Path, tmp_path: Path) -> None:
+    """The CLI contract: ``replay --checkpoint DIR [--stop-after N]`` goes on where it stopped, even after a kill; ``state DIR`` prints what is held."""
+    folder, out = tmp_path / "kept", tmp_path / "out.json"
+    args = ["replay", str(late_feed), "--window", "1 minute", "--slide", "30 seconds", "--watermark", "40 seconds", "--checkpoint", str(folder)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "streaming", *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        progress, deadline = KeptQuery(folder).progress_file, time.monotonic() + 180
+        while not (progress.is_file() and len(progress.read_text().splitlines()) >= 5):
+            assert process.poll() is None, process.stderr.read().decode()[-2000:] if process.stderr else ""
+            assert time.monotonic() < deadline, "the replay wrote no progress in 180 s"
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGKILL)  # the process and its JVM, mid-stream
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+        if process.stderr:
+            process.stderr.close()
+    staged = KeptQuery(folder).staged_files()
+    assert 0 < staged < LATE_TAIL.batches
+    whole = run_to_idle(registry, _config(late_feed, output_mode="update"), timeout=300)
+    done = subprocess.run([sys.executable, "-m", "streaming", *args, "--json", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = json.loads(out.read_text())
+    expected = json.loads(json.dumps(whole.to_json()))
+    assert written["result"] == expected["result"]
+    assert written["rows_dropped_by_watermark"] == expected["rows_dropped_by_watermark"]
+    assert written["input_rows"] == expected["input_rows"]
+    state_json = tmp_path / "state.json"
+    shown = subprocess.run(
+        [sys.executable, "-m", "streaming", "state", str(folder), "--json", str(state_json)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    state = json.loads(state_json.read_text())
+    assert state["operators"][0]["operator"] == "stateStoreSave"
+    assert sorted(tuple(row.values()) for row in state["rows"]) == _held(whole)
+    assert all(list(row) == ["window_start", "window_end", "key", "count"] for row in state["rows"])
+
+
+def test_cli_refuses_a_checkpoint_of_another_configuration_before_spark_starts(late_feed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "kept"
+    KeptQuery(folder).open(replay_config(late_feed, "40 seconds"), "q", 0)
+    code = main(["replay", str(late_feed), "--window", "1 minute", "--watermark", "10 seconds", "--checkpoint", str(folder)])
+    assert code == 2
+    assert "watermark is '40 seconds' there, '10 seconds' here" in capsys.readouterr().err
+    assert main(["replay", str(late_feed), "--window", "1 minute", "--stop-after", "2"]) == 2
+    assert "--stop-after: 2 needs --checkpoint" in capsys.readouterr().err
+    assert main(["state", str(tmp_path / "nothing")]) == 2
+    assert "is not a query's checkpoint" in capsys.readouterr().err
+
+
+def replay_config(feed: Path, watermark: str) -> QueryConfig:
+    source = replay_source(feed, None, "event_time", None, "key")
+    return QueryConfig(source, window="1 minute", watermark=watermark)
+
+
+def test_nan_survives_a_saved_table(tmp_path: Path) -> None:
+    table = ResultTable("complete", "avg")
+    table.apply(3, [(0, 60, "a", None, 1)])
+    table.save(tmp_path / "r.json")
+    again = ResultTable("complete", "avg")
+    again.load(tmp_path / "r.json")
+    assert math.isnan(again.frame()["value"].iloc[0])
