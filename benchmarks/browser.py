@@ -83,13 +83,17 @@ class ServedApp:
 def served_app(log_dir: Path, *, start_timeout: float = 180.0, env: dict[str, str] | None = None) -> Iterator[ServedApp]:
     """Serve the app on a free loopback port in its own process group; stop it (and its Spark) on exit.
 
+    Its data root (datasets, kept queries) is ``log_dir/data`` unless ``env`` names another.
+
     Raises ``RuntimeError`` naming the log file when the server exits or is not
     healthy within ``start_timeout`` seconds.
     """
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log_path = Path(log_dir) / f"streamlit-{port}.log"
-    environ = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
+    environ = {
+        **os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "STREAMING_LAB_DATA": str(Path(log_dir) / "data"), **(env or {}),
+    }
     streamlit = Path(sys.executable).with_name("streamlit")
     log: IO[str] = log_path.open("w")
     server = subprocess.Popen(

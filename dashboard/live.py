@@ -23,10 +23,11 @@ from streaming.analysis import lateness
 from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
 from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
-from streaming.charts.live import live_figures, windowed_counts_figure
+from streaming.charts.live import live_figures, state_store_figure, windowed_counts_figure
 from streaming.engine.config import (
     MAX_SPEED,
     OUTPUT_MODES,
+    STATE_STORES,
     TRIGGER_KINDS,
     VALUE_AGGREGATIONS,
     FeedSource,
@@ -40,6 +41,7 @@ from streaming.engine.config import (
 )
 from streaming.engine.errors import ConfigError, first_line
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_events
+from streaming.engine.progress import state_store_metrics
 from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
 from streaming.engine.state import state_operators, state_rows
@@ -69,8 +71,11 @@ TRIGGER_LABELS: Mapping[str, str] = {
     "processing_time": "Processing time (fixed interval)",
     "available_now": "Available now (process what is there, then stop)",
 }
+STATE_STORE_LABELS: Mapping[str, str] = {"hdfs": "Spark's default (HDFS-backed)", "rocksdb": "RocksDB"}
 
 FIRST_BATCH_WAIT_SECONDS = 5.0
+STORE_METRIC_BATCHES = 300
+"""The state store's own metrics are drawn for this many recent batches."""
 """After Start, the page waits this long at most for the new query's first batch before it draws."""
 
 # Session-state keys: the watched query, and a query to watch after the next rerun.
@@ -246,6 +251,13 @@ def query_widgets(
     )
     trigger = st.selectbox("Trigger", list(TRIGGER_KINDS), format_func=lambda kind: triggers.get(kind, kind), key="lab_trigger")
     interval = st.text_input("Trigger interval", value="5 seconds", key="lab_trigger_interval") if trigger == "processing_time" else None
+    state_store = st.selectbox(
+        "State store", list(STATE_STORES), format_func=lambda store: STATE_STORE_LABELS.get(store, store), key="lab_state_store",
+        help="Where the query's state lives: Spark's default (JVM memory, files in the checkpoint) or RocksDB (off the heap, with its own metrics)",
+    )
+    changelog = state_store == "rocksdb" and st.checkbox(
+        "Changelog checkpointing", key="lab_changelog", help="RocksDB commits each batch's changes instead of a snapshot of its files",
+    )
     return {
         "window": window,
         "slide": slide,
@@ -256,6 +268,8 @@ def query_widgets(
         "aggregation": aggregation,
         "deduplicate": deduplicate,
         "session_gap": session_gap,
+        "state_store": state_store,
+        "changelog_checkpointing": changelog,
     }
 
 
@@ -272,7 +286,7 @@ def start_query(
 
     try:
         with st.spinner("Starting the query…"):
-            run = registry.start(config, name)
+            run = registry.start(config, name, keep=config.resumable)
             if config.trigger != "processing_time":
                 run.await_first_batch(first_batch_wait)
     except (DuplicateQueryError, ConfigError) as err:
@@ -392,6 +406,19 @@ def _state_view(run: Run) -> None:
         st.caption(f"{shown} rows of operator {chosen} at the latest committed batch; a window is emitted (append) and evicted once the watermark reaches its end.")
 
 
+def _state_store_view(run: Run) -> None:
+    """RocksDB's own metrics over the last :data:`STORE_METRIC_BATCHES` batches, for a query that keeps its state in RocksDB."""
+    if run.config.state_store != "rocksdb":
+        return
+    metrics = state_store_metrics(run.log.recent(STORE_METRIC_BATCHES))
+    st.plotly_chart(state_store_figure(metrics), key="lab_chart_store")
+    st.caption(
+        f"The last {STORE_METRIC_BATCHES} batches at most. SST file size and pinned blocks are what RocksDB holds on disk and in memory; "
+        "bytes copied is what a commit uploads to the checkpoint"
+        + (" (with changelog checkpointing, only the changes of each batch)." if run.config.changelog_checkpointing else ".")
+    )
+
+
 def _evicted_note(run: Run) -> None:
     table = run.table
     if table.max_rows is None:
@@ -500,6 +527,7 @@ def live_view(run: Run) -> None:
     st.plotly_chart(figures["counts"], key="lab_chart_counts")
     _evicted_note(run)
     _late_and_state(figures)
+    _state_store_view(run)
     _lateness_view(run)
     _engine_charts(figures)
     _details(run, table)

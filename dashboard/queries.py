@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -9,13 +10,16 @@ import pandas as pd
 import streamlit as st
 
 from streaming.engine.config import describe
+from streaming.engine.errors import ConfigError, first_line
 from streaming.engine.query import Run
 from streaming.engine.registry import QueryRegistry
 
 from .live import PENDING_KEY
 from .shared import LIVE_PAGE, REFRESH_SECONDS
 
-__all__ = ["queries_view", "render_others", "render_run_card", "runs_frame", "source_summary"]
+__all__ = ["queries_view", "render_kept", "render_others", "render_run_card", "runs_frame", "source_summary"]
+
+LOG = logging.getLogger(__name__)
 
 RUN_COLUMNS = ["name", "status", "batches", "last_progress", "source", "window", "watermark", "output_mode", "trigger", "error"]
 
@@ -64,12 +68,57 @@ def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key:
         st.session_state[pending_key] = run.name
         st.switch_page(live_page)
     if run.status == "active":
-        if st.button("Stop", key=f"lab_stop_run_{run.name}"):
+        if st.button("Stop", key=f"lab_stop_run_{run.name}", help="Stop it; a kept query can be resumed"):
             registry.stop(run.name)
             st.rerun()
+    elif run.kept:
+        _kept_actions(registry, run.name, live_page, pending_key)
     elif st.button("Remove", key=f"lab_remove_run_{run.name}", help="Forget this run"):
         registry.remove(run.name)
         st.rerun()
+
+
+def _kept_actions(registry: QueryRegistry, name: str, live_page: str, pending_key: str = PENDING_KEY) -> None:
+    """Resume (from the checkpoint, then watch it) and Delete (checkpoint, result and progress) for a stopped kept query."""
+    if st.button("Resume", key=f"lab_resume_{name}", help="Go on from its checkpoint, with its result so far"):
+        try:
+            with st.spinner(f"Resuming {name}…"):
+                registry.resume(name)
+        except ConfigError as err:
+            st.error(f"{name} cannot resume: {err}")
+            return
+        except Exception as err:
+            LOG.exception("resuming %s failed", name)
+            st.error(f"{name} could not resume: {type(err).__name__}: {first_line(err)}")
+            return
+        st.session_state[pending_key] = name
+        st.switch_page(live_page)
+    if st.button("Delete", key=f"lab_delete_{name}", help="Delete its checkpoint, result and progress: it cannot be resumed after"):
+        registry.delete(name)
+        st.rerun()
+
+
+def render_kept(registry: QueryRegistry, live_page: str = LIVE_PAGE) -> None:
+    """The kept queries on disk that this server has not run yet (stopped before a restart, or by a lost Spark session): Resume or Delete."""
+    running = {run.name for run in registry.runs()}
+    stored = [query for query in registry.kept() if query.folder.name not in running]
+    if not stored:
+        st.caption("None: every kept query is listed above.")
+        return
+    for query in stored:
+        name = query.folder.name
+        with st.container(border=True):
+            text, actions = st.columns([5, 1])
+            with text:
+                summary = query.summary()
+                st.markdown(f"**{name}**: stopped, {summary['batches']} batches, {summary['result_rows']} result rows, last change {summary['last_change']}")
+                try:
+                    description = describe(query.config())
+                    st.caption(" | ".join([source_summary(description), *(f"{key}: {value}" for key, value in description.items() if not key.startswith("source."))]))
+                except ConfigError as err:
+                    st.warning(f"Its configuration no longer holds: {err}")
+            with actions:
+                _kept_actions(registry, name, live_page)
 
 
 def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAGE) -> None:
@@ -77,7 +126,7 @@ def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAG
     with st.container(border=True):
         text, actions = st.columns([5, 1])
         with text:
-            st.markdown(f"**{run.name}**: {run.status}, {len(run.log)} batches")
+            st.markdown(f"**{run.name}**: {run.status}, {len(run.log)} batches" + (", kept on disk" if run.kept else ""))
             description = describe(run.config)
             settings = [f"{key}: {value}" for key, value in description.items() if not key.startswith("source.")]
             st.caption(" | ".join([source_summary(description), *settings]))
@@ -112,6 +161,9 @@ def queries_view(registry: QueryRegistry) -> None:
             render_run_card(registry, run)
     else:
         st.info("No query started from this dashboard yet: start one on the Live query page.")
+    st.subheader("Stopped queries kept on disk")
+    st.caption("Each query keeps its checkpoint and result under the data root: resume it where it stopped, also after a server restart.")
+    render_kept(registry)
     st.subheader("Other active queries on this Spark session")
     st.caption("Started on the same session but not through this dashboard (a notebook, a test, another registry).")
     render_others(registry)

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
+from streaming.engine.checkpoints import QUERIES_FOLDER
 from streaming.engine.config import FeedSource, QueryConfig
+from streaming.engine.datasets import data_root
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.query import warm_up
@@ -156,13 +158,16 @@ def _stop_all_at_exit(registry: QueryRegistry, log: logging.Logger = LOG) -> Non
 
 @st.cache_resource(show_spinner="Starting Spark...")
 def get_registry() -> QueryRegistry:
-    """The one QueryRegistry of this server process, shared by every session; its queries stop at exit."""
+    """The one QueryRegistry of this server process, shared by every session; its queries stop at exit.
+
+    Queries started with ``keep`` keep their checkpoint and result under the data root's :data:`QUERIES_FOLDER`.
+    """
     try:
         limit = max_queries(os.environ)
     except ConfigError as err:
         LOG.error("%s; using the default limit of %d queries", err, DEFAULT_MAX_QUERIES)
         limit = DEFAULT_MAX_QUERIES
-    registry = QueryRegistry(get_spark(), max_active=limit)
+    registry = QueryRegistry(get_spark(), max_active=limit, kept_root=data_root(os.environ) / QUERIES_FOLDER)
     atexit.register(_stop_all_at_exit, registry)
     return registry
 

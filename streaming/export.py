@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from .engine.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
 from .engine.feeds import EPOCH_SECONDS_LIMIT, NO_KEY, TIME_PATTERN, feed_header
@@ -230,7 +230,15 @@ def _settings(config: QueryConfig) -> str:
     return _block(*lines)
 
 
-def _session() -> str:
+def _session(config: QueryConfig) -> str:
+    store: tuple[str, ...] = ()
+    if config.state_store != "hdfs":
+        store = (
+            "# The query keeps its state in RocksDB (off the JVM heap); Spark records the choice in the checkpoint.",
+            f"spark.conf.set('spark.sql.streaming.stateStore.providerClass', {_lit(STATE_STORE_PROVIDERS[config.state_store])})",
+            "spark.conf.set('spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled', "
+            f"{_lit(str(config.changelog_checkpointing).lower())})",
+        )
     return _block(
         _rule('The SparkSession'),
         "# Event times are read and shown in UTC, and a small machine needs few shuffle",
@@ -245,6 +253,7 @@ def _session() -> str:
         "# Set again in case getOrCreate() returned a session that already existed (a notebook's).",
         "spark.conf.set('spark.sql.session.timeZone', 'UTC')",
         "spark.conf.set('spark.sql.shuffle.partitions', str(os.cpu_count() or 1))",
+        *store,
         "try:",
         "    spark.sparkContext.setLogLevel('WARN')",
         "except Exception:  # Spark Connect sessions have no SparkContext",
@@ -881,7 +890,7 @@ def pyspark_code(config: QueryConfig) -> str:
         _header(config),
         _imports(config),
         _settings(config),
-        _session(),
+        _session(config),
         _source(config),
         _query(config, for_console=not is_feed),
     ]

@@ -84,7 +84,7 @@ def app_registry() -> Iterator:
     yield registry
     for run in registry.runs():
         if run.name not in before:
-            registry.remove(run.name)
+            registry.delete(run.name)
 
 
 # --- pure helpers -------------------------------------------------------------------
@@ -176,7 +176,47 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         assert app_registry.get(name).status == "stopped"
         assert _metric(at, "Status") == "stopped"
     finally:
-        app_registry.remove(name)
+        app_registry.delete(name)
+
+
+def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_restart(app_registry) -> None:
+    """Start on RocksDB, stop, forget the run as a server restart would, then Resume on the Queries page and Delete."""
+    name = "t_app_kept"
+    at = _page(LIVE)
+    at.selectbox(key="lab_source").set_value("feed")
+    at.selectbox(key="lab_feed").set_value("web_clicks")
+    at.number_input(key="lab_seconds_per_file").set_value(0.5)
+    at.selectbox(key="lab_state_store").set_value("rocksdb")
+    at.text_input(key="lab_name").set_value(name)
+    try:
+        at.button(key="lab_start").click().run()
+        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        first = app_registry.get(name)
+        assert first.kept and first.config.state_store == "rocksdb"
+        assert _wait_until(at, lambda _: len(first.log) >= 2, WAIT_FOR_DATA), "no progress"
+        at.button(key="lab_stop").click().run()
+        batches, staged = len(first.log), first.feeder.staged
+        app_registry.remove(name)  # a server restart forgets the run; its folder stays
+        at.switch_page(QUERIES).run()
+        assert not at.exception, at.exception
+        assert any(name in markdown.value and "stopped" in markdown.value for markdown in at.markdown)
+        at.button(key=f"lab_resume_{name}").click().run()
+        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        assert at.title[0].value == "Live query" and at.selectbox(key="lab_selected").value == name
+        resumed = app_registry.get(name)
+        assert resumed is not first and resumed.kept and resumed.config == first.config
+        assert len(resumed.log) >= batches  # the first run's batches are still there
+        at.switch_page(LIVE)  # AppTest reruns the page it was given, not the one the script switched to
+        assert _wait_until(at, lambda _: resumed.feeder.staged > staged and len(resumed.log) > batches, WAIT_FOR_DATA), "the resumed query ran no batch"
+        assert resumed.log.summaries()[0]["batch_id"] == 0
+        assert any("RocksDB: memory" in chart.proto.spec for chart in at.get("plotly_chart"))
+        app_registry.stop(name)
+        at.switch_page(QUERIES).run()
+        at.button(key=f"lab_delete_{name}").click().run()
+        assert not at.exception, at.exception
+        assert app_registry.get(name) is None and name not in {query.folder.name for query in app_registry.kept()}
+    finally:
+        app_registry.delete(name)
 
 
 def test_slide_longer_than_window_is_refused_before_spark(app_registry) -> None:
@@ -244,7 +284,7 @@ def test_queries_page_lists_runs_and_other_queries_and_stops_them(app_registry, 
         assert not foreign.query.isActive
         assert f"lab_stop_other_{foreign.query.id}" not in _button_keys(at)
     finally:
-        app_registry.remove(mine)
+        app_registry.delete(mine)
         registry.remove(other)
 
 
@@ -260,7 +300,7 @@ def test_live_page_refuses_a_name_already_running(app_registry) -> None:
         assert any("already running" in message and name in message for message in _errors(at))
         assert len([run for run in app_registry.runs() if run.name == name]) == 1
     finally:
-        app_registry.remove(name)
+        app_registry.delete(name)
 
 
 # --- datasets -------------------------------------------------------------------------------

@@ -299,3 +299,20 @@ def test_a_value_aggregate_is_drawn_and_named() -> None:
     by_key = {trace.name: trace for trace in figure.data}
     assert list(by_key["a"].y[:1]) == [12.5] and math.isnan(by_key["a"].y[1])
     assert "sum(amount) %{y}" in by_key["b"].hovertemplate
+
+
+def test_state_store_figure_draws_bytes_and_latencies_by_name_and_leaves_out_zeros() -> None:
+    from streaming.charts.live import state_store_figure
+    from streaming.engine.progress import state_store_metrics, summarize
+
+    def progress(batch: int, sst: int) -> dict:
+        custom = {"rocksdbSstFileSize": sst, "rocksdbCommitFlushLatency": 3 * batch, "rocksdbBytesCopied": 0, "rocksdbGetCount": 9}
+        return {"batchId": batch, "stateOperators": [{"customMetrics": custom}, {"customMetrics": {"rocksdbSstFileSize": 1}}]}
+
+    metrics = state_store_metrics([summarize(progress(1, 100)), summarize(progress(0, 50))])
+    assert list(metrics.loc[metrics["metric"] == "rocksdbSstFileSize", "value"]) == [51.0, 101.0]  # batch order, summed over operators
+    figure = state_store_figure(metrics)
+    traces = {trace.name: trace for trace in figure.data}
+    assert set(traces) == {"SstFileSize (bytes)", "CommitFlushLatency (ms)"}  # zeros and plain counts left out
+    assert traces["CommitFlushLatency (ms)"].yaxis == "y2" and list(traces["CommitFlushLatency (ms)"].y) == [0, 3]
+    assert "No state store metrics" in state_store_figure(state_store_metrics([])).layout.annotations[0].text

@@ -289,20 +289,21 @@ def _finish_export(process: subprocess.Popen, timeout: float) -> tuple[list[dict
             id="guide-append",
         ),
         pytest.param(
-            dict(window="1 minute", slide="30 seconds", watermark="1 minute", output_mode="update"),
-            id="web_clicks-update",
+            dict(window="1 minute", slide="30 seconds", watermark="1 minute", output_mode="update", state_store="rocksdb"),
+            id="web_clicks-update-rocksdb",
         ),
     ],
 )
 @pytest.mark.timeout(1200)  # a JVM start and a replay each; minutes on a loaded machine
 def test_exported_feed_program_prints_the_replay_result(registry, write_feed, tmp_path, case, request):
     """The exported program, run as its own process, ends with the table ``replay`` ends with."""
-    from streaming.engine.runner import replay
+    from streaming.engine.runner import run_to_idle
 
     feed = write_feed(GUIDE_BATCHES) if request.node.callspec.id == "guide-append" else WEB_CLICKS
     config = QueryConfig(source=FeedSource(feed, seconds_per_file=0), **case)
+    assert ("RocksDBStateStoreProvider" in pyspark_code(config)) == (config.state_store == "rocksdb")
     # The program runs in its own process while the replay runs here: two JVMs at once, one test's time.
-    exported, expected, stdout = _export_beside(config, tmp_path, lambda: replay(registry, feed, **case).result_records())
+    exported, expected, stdout = _export_beside(config, tmp_path, lambda: run_to_idle(registry, config).result_records())
     assert exported == expected
     assert expected  # something was finalized / updated
     if request.node.callspec.id == "guide-append":

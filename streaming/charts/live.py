@@ -237,6 +237,41 @@ def state_figure(progress: pd.DataFrame) -> go.Figure:
     )
 
 
+STORE_BYTES = ("Size", "Memory", "Bytes")
+"""A state store metric whose name holds one of these counts bytes (RocksDB's ``rocksdbSstFileSize``, ``rocksdbPinnedBlocksMemoryUsage``, ``rocksdbBytesCopied``…)."""
+
+
+def state_store_figure(metrics: pd.DataFrame, store: str = "RocksDB") -> go.Figure:
+    """The state store's own metrics per batch (:func:`~streaming.engine.progress.state_store_metrics`): bytes (top) and latencies in ms (bottom).
+
+    Metrics are chosen by name, as the store reports them (names differ
+    between Spark versions): those holding ``Latency`` are milliseconds, those
+    holding one of :data:`STORE_BYTES` bytes; metrics that stay 0 are left out.
+    """
+    title = f"{store}: memory, files and commit latency per batch"
+    if not has_rows(metrics, ("batch_id", "metric", "value")):
+        return empty_figure(title, "No state store metrics yet: they come with the first batch that uses the state.")
+    moving = metrics.groupby("metric")["value"].transform("max") > 0
+    metrics = metrics[moving]
+    traces = []
+    for name, rows in metrics.groupby("metric", sort=True):
+        label = str(name).removeprefix("rocksdb")
+        if "Latency" in str(name):
+            traces.append(_line(rows["batch_id"], rows["value"], f"{label} (ms)", xaxis="x2", yaxis="y2"))
+        elif any(part in str(name) for part in STORE_BYTES):
+            traces.append(_line(rows["batch_id"], rows["value"], f"{label} (bytes)", yaxis="y"))
+    if not traces:
+        return empty_figure(title, "The state store reported only zeros so far.")
+    return _batch_figure(
+        title, "bytes", None, traces,
+        height=460,
+        yaxis={"domain": [0.54, 1.0]},
+        yaxis2={"title": {"text": "ms"}, "domain": [0.0, 0.46]},
+        xaxis={"anchor": "y", "matches": "x2", "showticklabels": False, "title": {"text": ""}},
+        xaxis2={"anchor": "y2", "title": {"text": "batch"}},
+    )
+
+
 def rates_figure(progress: pd.DataFrame) -> go.Figure:
     """Input rate vs process rate (rows/s), as in the Spark UI's streaming tab."""
     title = "Input rate vs process rate"

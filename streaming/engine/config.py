@@ -453,6 +453,11 @@ class QueryConfig:
             raise ConfigError("trigger", "available_now", f"cannot run on the {self.source.kind} source: it has no end to reach")
 
     @property
+    def resumable(self) -> bool:
+        """True when Spark can resume the query from its checkpoint: every source but the socket, which keeps no offsets."""
+        return not isinstance(self.source, SocketSource)
+
+    @property
     def measure(self) -> str:
         """What the result table's number is: ``count``, or e.g. ``sum(amount)``."""
         if self.aggregation in VALUE_AGGREGATIONS and isinstance(self.source, FeedSource):

@@ -29,6 +29,7 @@ __all__ = [
     "ProgressLog",
     "breakdown_frame",
     "progress_frame",
+    "state_store_metrics",
     "summarize",
 ]
 
@@ -79,9 +80,10 @@ def _offsets(progress: Mapping[str, Any]) -> tuple[str | None, str | None]:
 def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
     """One batch's progress as a flat row (see ``PROGRESS_COLUMNS``, less the cumulative ones).
 
-    Also carries ``durations`` (the ``durationMs`` breakdown) and
+    Also carries ``durations`` (the ``durationMs`` breakdown),
     ``source_offsets`` (the first source's start and end offsets as JSON text:
-    for a feed, ``{"logOffset": i}`` ends the batch that read file ``i``).
+    for a feed, ``{"logOffset": i}`` ends the batch that read file ``i``) and
+    ``state_custom`` (the state store's own metrics by name, as Spark reports them).
     """
     operators = progress.get("stateOperators") or []
     event_time = progress.get("eventTime") or {}
@@ -107,14 +109,35 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
         "duplicates_dropped": sum(int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows") or 0) for op in operators),
         "source_offsets": _offsets(progress),
         "durations": durations,
+        "state_custom": _custom_metrics(operators),
     }
+
+
+def _custom_metrics(operators: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """The state store's own metrics (``customMetrics``: RocksDB's ``rocksdb*``, the default store's cache counts), summed over the operators."""
+    totals: dict[str, float] = {}
+    for operator in operators:
+        for name, value in (operator.get("customMetrics") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                totals[name] = totals.get(name, 0) + value
+    return totals
+
+
+def state_store_metrics(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Long frame ``batch_id, metric, value`` of each batch's state store metrics (see :func:`summarize`), in batch order."""
+    records = [
+        {"batch_id": summary["batch_id"], "metric": name, "value": float(value)}
+        for summary in sorted(summaries, key=lambda summary: summary["batch_id"])
+        for name, value in (summary.get("state_custom") or {}).items()
+    ]
+    return pd.DataFrame(records, columns=["batch_id", "metric", "value"])
 
 
 def progress_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per batch in batch order, with ``cumulative_rows_dropped``; later summaries of a batch id win."""
     latest = {row["batch_id"]: row for row in summaries}
     rows = [latest[batch] for batch in sorted(latest)]
-    frame = pd.DataFrame([{k: v for k, v in row.items() if k not in ("durations", "source_offsets")} for row in rows])
+    frame = pd.DataFrame([{k: v for k, v in row.items() if k not in ("durations", "source_offsets", "state_custom")} for row in rows])
     if frame.empty:
         return pd.DataFrame({column: pd.Series(dtype="float64") for column in PROGRESS_COLUMNS})
     frame["cumulative_rows_dropped"] = frame["rows_dropped_by_watermark"].cumsum()
@@ -249,6 +272,11 @@ class ProgressLog:
     def summaries(self) -> list[dict[str, Any]]:
         with self._lock:
             return [self._summaries[batch] for batch in sorted(self._summaries)]
+
+    def recent(self, batches: int) -> list[dict[str, Any]]:
+        """The summaries of the last ``batches`` batches, in batch order."""
+        with self._lock:
+            return [self._summaries[batch] for batch in sorted(self._summaries)[-batches:]]
 
     def _unframed(self) -> tuple[list[dict[str, Any]], bool]:
         """The summaries not yet appended to the columns, and whether the columns must start over."""
