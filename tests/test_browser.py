@@ -190,3 +190,46 @@ def test_the_page_recovers_when_spark_dies_under_a_running_query(tmp_path, brows
         finally:
             page.close()
 
+
+
+def _batches_shown(page) -> int:
+    text = page.locator('[data-testid="stMetric"]', has_text="Batches").first.inner_text()
+    return int(text.strip().splitlines()[-1].replace(",", ""))
+
+
+def test_a_stopped_query_resumes_from_the_queries_page_after_a_server_restart(tmp_path, browser):
+    """Start and stop a query, restart the server on the same data root, press Resume: the query goes on with its earlier batches."""
+    import time
+
+    data, generator = tmp_path / "data", "Generator (out-of-order and late events)"
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+    with served_app(tmp_path / "first", start_timeout=SERVER_START_SECONDS, env={"STREAMING_LAB_DATA": str(data)}) as app:
+        page = browser.new_page(viewport={"width": 1600, "height": 1400})
+        try:
+            page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
+            page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
+            _start_see_chart_and_stop(page, generator, "kept_across")
+        finally:
+            page.close()
+    progress = data / ".queries" / "kept_across" / "progress.jsonl"
+    earlier = len(progress.read_text().splitlines())
+    assert earlier >= 1
+    with served_app(tmp_path / "second", start_timeout=SERVER_START_SECONDS, env={"STREAMING_LAB_DATA": str(data)}) as app:
+        page = browser.new_page(viewport={"width": 1600, "height": 1400})
+        try:
+            page.goto(f"{app.url}/Queries", wait_until="domcontentloaded")
+            page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+            page.get_by_text("kept_across").first.wait_for(timeout=60_000)
+            page.get_by_role("button", name="Resume").click()
+            page.get_by_role("heading", name="Live query").first.wait_for(timeout=120_000)
+            page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+            deadline = time.monotonic() + CHART_DATA_SECONDS
+            while _batches_shown(page) <= earlier:  # the earlier batches, then at least one new one
+                assert time.monotonic() < deadline, f"no batch after the {earlier} kept ones"
+                page.wait_for_timeout(500)
+            assert page.locator(".stException").count() == 0
+            page.get_by_role("button", name="Stop query").click()
+            page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+        finally:
+            page.close()
