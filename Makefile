@@ -1,5 +1,5 @@
 # Two entry points: `make run` serves the dashboard, `make test` runs the suite.
-# `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmark.
+# `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmarks (dashboard, then tuner).
 # Both create .venv from the pinned requirements.txt first (once, and again when it changes).
 
 PYTHON ?= python3
@@ -29,3 +29,4 @@ lint: $(STAMP)
 
 bench: $(STAMP) java
 	$(VENV)/bin/python -m benchmarks.bench $(BENCH_ARGS)
+	$(VENV)/bin/python -m benchmarks.sweep $(SWEEP_ARGS)

@@ -9,8 +9,9 @@ from typing import Any, TypeVar, cast
 import pandas as pd
 import streamlit as st
 
+from streaming.analysis.model import covers
 from streaming.analysis.profile import LatenessProfile, feed_events_of, lateness_profile
-from streaming.analysis.tune import TuneResult, canonical_delays, check_target, tune, tune_configs, tuning_output_mode
+from streaming.analysis.tune import SHOWN, Confirmation, TuneResult, canonical_delays, check_target, confirm, tune, tune_configs, tuning_output_mode
 from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
 from streaming.engine.config import FeedSource, QueryConfig
@@ -18,14 +19,16 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
 
 from .data import choice_of, data_select, data_source, data_widgets
-from .jobs import Job, start_job
-from .shared import InputErrors, get_spark, percent, show_code, windows_widgets
+from .jobs import Job, job_controls, start_job
+from .shared import InputErrors, get_registry, get_spark, percent, show_code, windows_widgets
 
 __all__ = [
     "COMPLETENESS_TEXT",
+    "CONFIRM_JOB",
     "DEFAULT_DELAYS",
     "TUNE_JOB",
     "TuneInputs",
+    "confirmation_view",
     "lateness_section",
     "parse_delays",
     "recommendation_text",
@@ -36,10 +39,13 @@ __all__ = [
 ]
 
 TUNE_JOB = "exp_tune_job"
+CONFIRM_JOB = "exp_confirm_job"
 DEFAULT_DELAYS = "0 seconds, 30 seconds, 1 minute, 2 minutes, 5 minutes, 10 minutes"
 DEFAULT_TARGET = 0.99
-MAX_DELAYS = 8
-"""A sweep runs one query per delay: at most this many."""
+MAX_DELAYS = 50
+"""The most delays of a sweep the watermark model computes."""
+MAX_SPARK_DELAYS = 8
+"""A sweep that runs Spark for every delay (session windows, deduplication) runs one query per delay: at most this many."""
 T = TypeVar("T")
 
 COMPLETENESS_TEXT = (
@@ -58,7 +64,7 @@ def parse_delays(text: str, limit: int = MAX_DELAYS) -> list[str]:
     items = [item.strip() for item in str(text).split(",") if item.strip()]
     delays = canonical_delays(items)
     if len(delays) > limit:
-        raise ConfigError("delays", text, f"lists {len(delays)} delays; a sweep runs at most {limit} (one query each)")
+        raise ConfigError("delays", text, f"lists {len(delays)} delays; a sweep takes at most {limit}")
     return delays
 
 
@@ -117,6 +123,9 @@ def tune_inputs(
         )
         if query is not None and parsed is not None:
             attempt(lambda: tune_configs(query, parsed))
+            reason = covers(query)
+            if reason is not None and len(parsed) > MAX_SPARK_DELAYS:
+                errors.append(ConfigError("delays", delays, f"lists {len(parsed)} delays; at most {MAX_SPARK_DELAYS} here: {reason}"))
     if errors or query is None or parsed is None or goal is None:
         raise InputErrors(errors)
     return TuneInputs(str(feed), query, parsed, goal)
@@ -187,7 +196,7 @@ def tune_widgets() -> dict[str, Any]:
         window, slide, session_gap = windows_widgets("tune")
     with columns[2]:
         delays = st.text_input("Watermark delays (comma-separated)", value=DEFAULT_DELAYS, key="tune_delays",
-                               help=f"One replay per delay, at most {MAX_DELAYS}, e.g. '0s, 30 seconds, 2m'")
+                               help=f"At most {MAX_DELAYS} (computed by the model), or {MAX_SPARK_DELAYS} for session windows and deduplication (one replay each), e.g. '0s, 30 seconds, 2m'")
     with columns[3]:
         target = st.number_input("Completeness target", value=DEFAULT_TARGET, step=0.01, format="%.3f", key="tune_target",
                                  help="Greater than 0 and at most 1: the smallest delay reaching it is recommended")
@@ -234,6 +243,52 @@ def _per_window(result: TuneResult) -> None:
         )
 
 
+def confirmation_view(confirmation: Confirmation) -> None:
+    """The model and Spark side by side for one delay: a success when they agree, a loud error naming each difference when not."""
+    spark = confirmation.spark
+    if confirmation.agree:
+        st.success(
+            f"Confirmed on Spark at {confirmation.delay}: completeness {percent(spark['completeness'])}, {spark['counted']} of "
+            f"{spark['exact']} rows counted, {spark['rows_dropped_by_watermark']} rows dropped by the watermark: the model and Spark agree."
+        )
+    else:
+        st.error(
+            f"The model and Spark disagree at {confirmation.delay}: " + "; ".join(confirmation.differences())
+            + ". This is a bug in the model: please report it with the data and these settings. Spark's numbers are the true ones."
+        )
+    st.dataframe(
+        pd.DataFrame({"measure": list(SHOWN), "model": [confirmation.model[name] for name in SHOWN], "Spark": [spark[name] for name in SHOWN]}),
+        hide_index=True,
+    )
+
+
+def _method(result: TuneResult, inputs: TuneInputs) -> None:
+    if result.confirmation is None:
+        note = f" ({result.model_note})" if result.model_note else ""
+        st.caption(f"Spark ran every delay{note}.")
+        return
+    st.caption(
+        f"The watermark model computed all {len(result.outcomes)} delays from the data in one pass; one delay ran on Spark to check it, "
+        "and sized the state memory (bytes per state row measured there × the model's state rows)."
+    )
+    confirmation_view(result.confirmation)
+    with st.expander("Confirm another delay on Spark"):
+        delays = [outcome.delay for outcome in result.outcomes]
+        delay = st.selectbox("Delay", delays, key="tune_confirm_delay")
+
+        def start() -> None:
+            def work(job: Job) -> Confirmation:
+                return confirm(get_registry(), result, str(delay), cancel=job.cancel)
+
+            start_job(CONFIRM_JOB, f"Spark run at {delay}", inputs, work, ("confirm", inputs.recall, delay))
+
+        job_controls(
+            CONFIRM_JOB, "Run on Spark", "tune_confirm", ready=True, start=start,
+            render=lambda job: confirmation_view(job.result), idle_text="Pick a delay and press **Run on Spark**: one replay.",
+            help_text="Replays the data once with this delay and compares with the model", recall=("confirm", inputs.recall, delay),
+        )
+
+
 def tune_results(job: Job) -> None:
     """The finished sweep: recommendation, one row per delay, the two trade-offs, per-window completeness, code."""
     inputs: TuneInputs = job.inputs
@@ -250,6 +305,7 @@ def tune_results(job: Job) -> None:
     )
     text = recommendation_text(result)
     (st.success if result.recommended is not None else st.warning)(text)
+    _method(result, inputs)
     frame = tuner_charts.tune_frame(result)
     st.dataframe(frame[[name for name in TUNE_COLUMNS if name in frame.columns]], hide_index=True, column_config=dict(TUNE_COLUMNS))
     left, right = st.columns(2)

@@ -32,7 +32,7 @@ TUNER = shared.TUNER_PAGE
 COMPARE = shared.COMPARE_PAGE
 TIMEOUT = 180  # one script run; the first page that needs it starts Spark
 WAIT_FOR_RESULT = 300.0  # cap of the polling loops; the guide feed takes well under a minute when the machine is idle
-JOB_KEYS = (tuner.TUNE_JOB, compare.COMPARE_JOB)
+JOB_KEYS = (tuner.TUNE_JOB, tuner.CONFIRM_JOB, compare.COMPARE_JOB)
 
 
 def _page(path: str) -> AppTest:
@@ -108,8 +108,9 @@ def test_parse_delays_is_canonical_sorted_and_named() -> None:
     assert err.value.field == "delays" and "'abc'" in str(err.value)
     with pytest.raises(ConfigError, match="delays"):
         tuner.parse_delays(" , ")
-    with pytest.raises(ConfigError, match="at most 8"):
-        tuner.parse_delays(", ".join(f"{n} seconds" for n in range(9)))
+    assert len(tuner.parse_delays(", ".join(f"{n} seconds" for n in range(50)))) == 50  # the model computes them all
+    with pytest.raises(ConfigError, match="at most 50"):
+        tuner.parse_delays(", ".join(f"{n} seconds" for n in range(51)))
 
 
 def test_tune_inputs_lists_every_bad_field() -> None:
@@ -333,7 +334,13 @@ def test_tuner_sweeps_the_guide_feed(jobs) -> None:
 
     assert _wait_until(at, _table_with(TUNE_TABLE)), f"no result table; errors: {_errors(at)}"
     assert not _errors(at)
-    assert [box.value for box in at.success] == ["Smallest delay reaching 85%: 10 minutes"]
+    recommendation, confirmed = (box.value for box in at.success)
+    assert recommendation == "Smallest delay reaching 85%: 10 minutes"
+    assert confirmed.startswith("Confirmed on Spark at 10 minutes: completeness 90%, 18 of 20 rows counted") and "agree" in confirmed
+    assert any("watermark model computed all 2 delays" in caption.value for caption in at.caption)
+    at.selectbox(key="tune_confirm_delay").set_value("0 seconds")
+    at.button(key="tune_confirm").click().run()
+    assert _wait_until(at, lambda at: any(box.value.startswith("Confirmed on Spark at 0 seconds") for box in at.success)), _errors(at)
     table = _table(at, TUNE_TABLE)
     assert list(table["delay"]) == ["0 seconds", "10 minutes"]
     assert list(table["recommended"]) == [False, True]
@@ -403,6 +410,12 @@ def test_tune_inputs_of_a_dataset_take_its_aggregate_and_dedup(orders_root: Path
     with pytest.raises(shared.InputErrors) as err:
         tuner.tune_inputs("orders", "1 minute", None, "1m", 0.99, {"batch_by": "rows:0", "batch_interval": None})
     assert [error.field for error in err.value.errors] == ["batch_by"]
+    nine = ", ".join(f"{n} seconds" for n in range(9))
+    assert len(tuner.tune_inputs("orders", "1 minute", None, nine, 0.99, None, "sum").delays) == 9
+    with pytest.raises(shared.InputErrors) as err:  # deduplication replays every delay on Spark: at most 8
+        tuner.tune_inputs("orders", "1 minute", None, nine, 0.99, None, "sum", True)
+    [error] = err.value.errors
+    assert error.field == "delays" and "at most 8 here: deduplication" in str(error)
     inputs = compare.compare_inputs("orders", [{"window": "1 minute", "slide": None, "watermark": "1 minute", "output_mode": "update"}] * 2,
                                     aggregation="max")
     assert inputs.labels[0] == "1: update · 1 minute · wm 1 minute · max(amount)"

@@ -185,7 +185,51 @@ def sweep_feed(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def sweep(registry, sweep_feed):
+    """Spark for every delay: what the model is held to."""
+    return tune(registry, _query(sweep_feed, "1 minute"), delays=["1m", "0", "20 seconds"], target=0.99, method="spark")
+
+
+@pytest.fixture(scope="module")
+def modelled(registry, sweep_feed):
     return tune(registry, _query(sweep_feed, "1 minute"), delays=["1m", "0", "20 seconds"], target=0.99)
+
+
+MODEL_FIELDS = (
+    "delay", "completeness", "counted", "exact", "rows_dropped_by_watermark", "lost_pairs", "windows_lost", "peak_state_rows",
+    "mean_state_rows", "output_delay_seconds", "max_output_delay_seconds", "output_delay_batches", "max_output_delay_batches",
+    "windows_emitted", "windows_never_emitted", "batches",
+)
+
+
+def test_the_model_measures_every_delay_as_spark_does(sweep, modelled):
+    assert sweep.method == "spark" and sweep.confirmation is None
+    assert modelled.method == "model" and {outcome.method for outcome in modelled.outcomes} == {"model"}
+    for spark, model in zip(sweep.to_json()["delays"], modelled.to_json()["delays"]):
+        assert {name: model[name] for name in MODEL_FIELDS} == {name: spark[name] for name in MODEL_FIELDS}
+    for spark, model in zip(sweep.outcomes, modelled.outcomes):
+        pd.testing.assert_frame_equal(model.result.reset_index(drop=True), spark.result[model.result.columns].reset_index(drop=True), check_dtype=False)
+        pd.testing.assert_frame_equal(model.per_window, spark.per_window, check_dtype=False)
+        pd.testing.assert_frame_equal(model.emissions, spark.emissions, check_dtype=False)
+    assert modelled.recommended == sweep.recommended
+
+
+def test_the_recommended_delay_is_confirmed_on_spark_and_sizes_the_state(registry, sweep, modelled):
+    from streaming.analysis.tune import confirm
+
+    confirmation = modelled.confirmation
+    assert confirmation.delay == modelled.recommended and confirmation.agree, confirmation.differences()
+    spark = sweep.outcomes[[o.delay for o in sweep.outcomes].index(confirmation.delay)]
+    assert confirmation.spark["counted"] == spark.counted and confirmation.spark["peak_state_rows"] == spark.peak_state_rows
+    per_row = spark.peak_state_memory_bytes / spark.peak_state_rows
+    assert [o.peak_state_memory_bytes for o in modelled.outcomes] == [round(o.peak_state_rows * per_row) for o in modelled.outcomes]
+    data = json.loads(json.dumps(modelled.to_json()))
+    assert data["method"] == "model" and data["confirmation"]["agree"] is True
+    assert set(data["confirmation"]) == {"delay", "model", "spark", "agree"}
+    other = confirm(registry, modelled, "0s")  # one click on another point
+    assert other.delay == "0 seconds" and other.agree, other.differences()
+    assert other.model["completeness"] < 0.99
+    with pytest.raises(ConfigError, match="delay: '5 minutes' is not one of the sweep's delays"):
+        confirm(registry, modelled, "5 minutes")
 
 
 def test_sweep_is_monotone_and_recommends_the_smallest_delay(sweep):
@@ -209,7 +253,7 @@ def test_sweep_is_monotone_and_recommends_the_smallest_delay(sweep):
 
 
 def test_concurrent_sweep_measures_the_same(registry, sweep_feed, sweep):
-    concurrent = tune(registry, _query(sweep_feed, "1 minute"), delays=["1m", "0", "20 seconds"], target=0.99, concurrent=True)
+    concurrent = tune(registry, _query(sweep_feed, "1 minute"), delays=["1m", "0", "20 seconds"], target=0.99, concurrent=True, method="spark")
     assert concurrent.concurrent is True and sweep.concurrent is False
 
     def measured(result) -> list[dict]:
@@ -307,6 +351,10 @@ def test_cli_tune_writes_the_json(tmp_path):
     assert data["recommended"] == "10 minutes" and data["concurrent"] is False
     assert data["delays"][1]["completeness"] == pytest.approx(0.9)
     assert "10 minutes" in done.stdout and "recommended" in done.stdout
+    assert [row["method"] for row in data["delays"]] == ["model", "model"]
+    assert data["confirmation"]["delay"] == "10 minutes" and data["confirmation"]["agree"] is True
+    assert data["confirmation"]["spark"]["completeness"] == pytest.approx(0.9)
+    assert "confirmed on Spark at 10 minutes" in done.stdout
 
 
 @pytest.mark.parametrize(

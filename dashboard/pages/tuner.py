@@ -8,8 +8,9 @@ from dashboard.shared import InputErrors, get_registry, refuse, session_starter,
 
 st.title("Watermark tuner")
 st.caption(
-    "Replays a sample feed or your dataset once per watermark delay (its windowed count or aggregate, in update mode) and measures each run against "
-    "the exact answer: a longer delay loses fewer late events but keeps more state and finalizes windows later."
+    "Measures a sample feed or your dataset under each watermark delay (its windowed count or aggregate, in update mode) against "
+    "the exact answer: a longer delay loses fewer late events but keeps more state and finalizes windows later. The watermark model computes "
+    "every delay at once and Spark confirms the recommended one; session windows and deduplication replay every delay on Spark."
 )
 st.markdown(tuner.COMPLETENESS_TEXT)
 starter = session_starter()

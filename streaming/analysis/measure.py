@@ -206,6 +206,8 @@ class RunMeasures:
     emissions: pd.DataFrame = field(repr=False)
     result: pd.DataFrame = field(repr=False)
     progress: pd.DataFrame = field(repr=False)
+    method: str = "spark"
+    """How it was measured: ``spark`` (a real run) or ``model`` (:mod:`streaming.analysis.model`)."""
 
     @property
     def delay_ms(self) -> int | None:
@@ -232,6 +234,7 @@ class RunMeasures:
             "windows_never_emitted": self.output_delay.windows_never_emitted,
             "batches": self.batches,
             "mean_batch_duration_ms": self.mean_batch_duration_ms,
+            "method": self.method,
         }
 
 

@@ -1,6 +1,17 @@
-"""Watermark tuning: replay one feed under several watermark delays and weigh completeness against cost.
+"""Watermark tuning: measure one feed under several watermark delays and weigh completeness against cost.
 
-For each delay :func:`tune` runs the same query -- a windowed count or a value
+Where the watermark model covers the query's shape (a count or value
+aggregate over fixed windows without deduplication:
+:func:`streaming.analysis.model.covers`), :func:`tune` computes every delay
+with the model in one pass over the data and then runs the recommended delay
+(or, when none reaches the target, the largest) through real Spark once: the
+:class:`Confirmation` holds both and whether they agree on completeness,
+counted rows and Spark's dropped-row count -- a disagreement is a bug to report,
+and the page shows it. :func:`confirm` runs any other delay likewise. The
+state memory of the model's points is the bytes per state row Spark measured
+on the confirming run, times the model's state rows.
+
+Otherwise (session windows, deduplication, or ``method="spark"``), for each delay :func:`tune` runs the same query -- a windowed count or a value
 aggregate of a feed or dataset, by key or global, deduplicated or not, under
 the dataset's batching rule -- in update mode on the
 shared session with :func:`~streaming.engine.runner.run_to_idle` and measures it
@@ -35,23 +46,27 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pandas as pd
 
 from ..engine.config import FeedSource, OutputMode, QueryConfig
 from ..engine.durations import format_duration, parse_duration
 from ..engine.errors import ConfigError
-from .measure import RunMeasures, measure, run_all
+from .measure import OutputDelay, RunMeasures, measure, run_all
 
 if TYPE_CHECKING:
     from ..engine.runner import Replay
 
 __all__ = [
+    "AGREEMENT",
     "DEFAULT_CONCURRENT",
+    "Confirmation",
+    "TuneMethod",
     "TuneResult",
     "canonical_delays",
     "check_target",
+    "confirm",
     "recommend",
     "tune",
     "tune_configs",
@@ -60,6 +75,11 @@ __all__ = [
 
 DEFAULT_CONCURRENT = False
 """Run the delays of a sweep one after another unless told otherwise (see the module docstring)."""
+TuneMethod = Literal["auto", "spark"]
+"""``auto``: the model with one Spark confirmation where it covers the shape, Spark for every delay elsewhere; ``spark``: Spark for every delay."""
+AGREEMENT = ("completeness", "counted", "exact", "rows_dropped_by_watermark")
+"""What the model and Spark must agree on for a confirmation to pass."""
+SHOWN = (*AGREEMENT, "peak_state_rows", "mean_state_rows", "windows_never_emitted", "output_delay_seconds")
 
 # --------------------------------------------------------------------------- validation
 
@@ -145,6 +165,27 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
     ]
 
 
+@dataclass(frozen=True)
+class Confirmation:
+    """One delay measured by the model and by a real Spark run, side by side (the fields of :data:`SHOWN`)."""
+
+    delay: str
+    model: dict[str, Any]
+    spark: dict[str, Any]
+
+    @property
+    def agree(self) -> bool:
+        """True when the two are equal on every field of :data:`AGREEMENT`."""
+        return not self.differences()
+
+    def differences(self) -> list[str]:
+        """``"counted: model 3832, Spark 3830"`` for each field of :data:`AGREEMENT` on which they differ."""
+        return [f"{name}: model {self.model[name]}, Spark {self.spark[name]}" for name in AGREEMENT if self.model[name] != self.spark[name]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"delay": self.delay, "model": self.model, "spark": self.spark, "agree": self.agree}
+
+
 @dataclass(frozen=True, eq=False)
 class TuneResult:
     """The outcome of a sweep: one :class:`RunMeasures` per delay, smallest delay first."""
@@ -157,6 +198,14 @@ class TuneResult:
     concurrent: bool
     wall_seconds: float
     exact: pd.DataFrame = field(repr=False)
+    confirmation: Confirmation | None = None
+    """The model's answer checked on Spark (``None`` when Spark measured every delay)."""
+    model_note: str | None = None
+    """Why Spark measured every delay when the model does not cover the shape; ``None`` otherwise."""
+
+    @property
+    def method(self) -> str:
+        return self.outcomes[0].method if self.outcomes else "spark"
 
     @property
     def feed_dir(self) -> Path:
@@ -191,6 +240,8 @@ class TuneResult:
             "recommended": self.recommended,
             "concurrent": self.concurrent,
             "wall_seconds": self.wall_seconds,
+            "method": self.method,
+            "confirmation": None if self.confirmation is None else self.confirmation.to_json(),
         }
 
 
@@ -211,21 +262,28 @@ def tune(
     concurrent: bool | None = None,
     cancel: threading.Event | None = None,
     report: Callable[[str], None] | None = None,
+    method: TuneMethod = "auto",
 ) -> TuneResult:
-    """Replay ``query``'s feed once per watermark delay (:func:`tuning_output_mode`) and measure each; see the module docstring.
+    """Measure ``query``'s feed under each watermark delay (:func:`tuning_output_mode`); see the module docstring.
 
     ``query`` is the shape to tune (:func:`tune_configs`). Raises
     :class:`~streaming.engine.config.ConfigError` naming the field (``delays``,
-    ``target``, ``source``, ``aggregation``, ``session_gap``) before anything
-    runs. ``concurrent=None`` uses :data:`DEFAULT_CONCURRENT`. ``report`` gets a
+    ``target``, ``source``, ``aggregation``, ``session_gap``, ``method``) before anything
+    runs. ``concurrent=None`` uses :data:`DEFAULT_CONCURRENT` (for Spark runs). ``report`` gets a
     line on what runs now; once ``cancel`` is set the sweep stops within a
     micro-batch and raises :class:`~streaming.engine.errors.Cancelled`.
     """
     from .exact import exact_answer
+    from .model import covers
 
     configs = tune_configs(query, delays)
     canonical = [format_duration(cast(int, config.watermark_ms)) for config in configs]
     goal = check_target(target)
+    if method not in ("auto", "spark"):
+        raise ConfigError("method", method, "is not one of auto, spark")
+    note = covers(configs[0])
+    if method == "auto" and note is None:
+        return _model_tune(registry, query, configs, canonical, goal, cancel, report)
     mode = DEFAULT_CONCURRENT if concurrent is None else bool(concurrent)
     started = time.monotonic()
     sessions = query.session_gap is not None
@@ -254,4 +312,88 @@ def tune(
         concurrent=mode,
         wall_seconds=round(wall, 3),
         exact=exact,
+        model_note=note if method == "auto" else None,
     )
+
+
+def _model_outcomes(timeline, expansion, canonical: list[str]) -> list[RunMeasures]:
+    """The model's measures of each delay; state memory 0 until a Spark run says how large a state row is."""
+    from ..engine.progress import progress_frame
+    from .model import delay_frames, sweep
+
+    swept = sweep(timeline, expansion, [parse_duration(delay) for delay in canonical])
+    outcomes = []
+    for delay, row in zip(canonical, swept.itertuples(index=False)):
+        result, _, per_window, emissions = delay_frames(timeline, expansion, parse_duration(delay))
+        outcomes.append(
+            RunMeasures(
+                delay=delay, completeness=row.completeness, counted=row.counted, exact=row.exact,
+                rows_dropped_by_watermark=row.dropped_groups, lost_pairs=row.lost_pairs,
+                peak_state_rows=row.peak_state_rows, mean_state_rows=row.mean_state_rows,
+                peak_state_memory_bytes=0, mean_state_memory_bytes=0.0,
+                output_delay=OutputDelay(
+                    row.output_delay_seconds, row.max_output_delay_seconds, row.output_delay_batches, row.max_output_delay_batches,
+                    row.windows_emitted, row.windows_never_emitted,
+                ),
+                windows_lost=row.windows_lost, mean_batch_duration_ms=0.0, batches=row.batches,
+                per_window=per_window, emissions=emissions, result=result, progress=progress_frame([]), method="model",
+            )
+        )
+    return outcomes
+
+
+def _shown(outcome: RunMeasures) -> dict[str, Any]:
+    values = outcome.to_json()
+    return {name: values[name] for name in SHOWN}
+
+
+def confirm(registry, result: TuneResult, delay: str, *, cancel: threading.Event | None = None) -> Confirmation:
+    """Run ``result``'s query with watermark ``delay`` (one of its delays) through Spark and hold it next to the model's answer."""
+    from ..engine.runner import run_to_idle
+
+    delays = [outcome.delay for outcome in result.outcomes]
+    canonical = canonical_delays([delay])[0]
+    if canonical not in delays:
+        raise ConfigError("delay", delay, f"is not one of the sweep's delays ({', '.join(map(str, delays))})")
+    [config] = tune_configs(result.query, [canonical])
+    replay = run_to_idle(registry, config, cancel=cancel)
+    spark = measure(canonical, replay.result, replay.progress, result.exact)
+    return Confirmation(canonical, _shown(result.outcomes[delays.index(canonical)]), _shown(spark))
+
+
+def _model_tune(
+    registry, query: QueryConfig, configs: list[QueryConfig], canonical: list[str], goal: float,
+    cancel: threading.Event | None, report: Callable[[str], None] | None,
+) -> TuneResult:
+    """The model's sweep over every delay, confirmed on Spark at the recommended delay (or the largest); the state memory from Spark's bytes per state row."""
+    from ..engine.runner import run_to_idle
+    from .model import Timeline, delay_frames, expand
+    from .profile import feed_events_of
+
+    started = time.monotonic()
+    source = cast(FeedSource, configs[0].source)
+    if report is not None:
+        report("reading the data")
+    events = feed_events_of(registry.spark, source)
+    timeline = Timeline.of(events, len(source.files()) if source.batching.by == "file" else None)
+    expansion = expand(timeline, configs[0].window_ms, configs[0].slide_ms)
+    outcomes = _model_outcomes(timeline, expansion, canonical)
+    recommended = recommend(outcomes, goal)
+    checked = recommended or canonical[-1]
+    if report is not None:
+        report(f"model: {len(canonical)} delays computed; confirming {checked} on Spark")
+    [config] = tune_configs(query, [checked])
+    replay = run_to_idle(registry, config, cancel=cancel)
+    exact = delay_frames(timeline, expansion, 0)[1]
+    spark = measure(checked, replay.result, replay.progress, exact)
+    per_row = spark.peak_state_memory_bytes / spark.peak_state_rows if spark.peak_state_rows else 0.0
+    outcomes = [
+        replace(outcome, peak_state_memory_bytes=round(outcome.peak_state_rows * per_row), mean_state_memory_bytes=outcome.mean_state_rows * per_row)
+        for outcome in outcomes
+    ]
+    confirmation = Confirmation(checked, _shown(outcomes[canonical.index(checked)]), _shown(spark))
+    return TuneResult(
+        query=query, target=goal, outcomes=outcomes, recommended=recommended, concurrent=False,
+        wall_seconds=round(time.monotonic() - started, 3), exact=exact, confirmation=confirmation,
+    )
+

@@ -1,0 +1,303 @@
+"""The watermark model: what Spark's watermark does to a windowed aggregation, for every delay at once.
+
+The rules are those of :mod:`streaming.analysis.lateness` (checked there
+against real replays), applied to a stepped replay -- one micro-batch per
+batch of the data, Spark running the no-data batch that advances the
+watermark before the next batch is handed over, each batch read as one
+partition:
+
+* ``M[i]`` is the largest event time (in milliseconds, as Spark keeps it) of
+  batches ``0..i``. Batch ``i`` is checked against the watermark
+  ``M[i-1] - delay``; batch 0 against none.
+* An (event, window) pair of batch ``i`` is dropped when its window's end is at
+  or before that watermark, i.e. when ``delay <= M[i-1] - end``. That
+  difference, the pair's *slack*, does not depend on the delay, so the pairs
+  every delay drops come from one sorted array: a sweep costs one sort and a
+  binary search per delay, whatever the number of events.
+* Spark's ``numRowsDroppedByWatermark`` counts (batch, window, key) groups with
+  a dropped pair; all pairs of such a group share their slack.
+* A batch that raises ``M`` is followed by a no-data batch (the watermark
+  moved): micro-batch ids do not depend on the delay.
+* Update mode keeps a (window, key) group in the state from the batch of its
+  first counted pair until the no-data batch after the first batch ``e`` with
+  ``M[e] - delay >= end``; its later pairs are counted while they are not late
+  (the slack only grows), so a group is ever counted iff its first pair is.
+* Append mode emits a window in that same no-data batch (output delay: ``M[e]
+  - end`` in event time, batches since the first batch whose clock reached
+  ``end``), as :func:`streaming.analysis.measure.emission_frame` derives it
+  from a real run.
+
+It covers a count or value aggregate over fixed windows, by key or global,
+without deduplication (a deduplication drops events by their own time, and a
+session's end moves with its events): the tuner runs Spark for the others.
+Everything here is a pure function of numpy arrays and pandas frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..engine.config import FeedSource, QueryConfig
+from ..engine.errors import ConfigError
+from .lateness import completeness
+from .measure import EMISSION_COLUMNS
+
+__all__ = ["SWEEP_COLUMNS", "Expansion", "Timeline", "covers", "delay_frames", "expand", "sweep"]
+
+NS_PER_MS = 1_000_000
+NONE = np.iinfo(np.int64).min // 4
+"""``M`` before any event: below every slack, so nothing is dropped against it."""
+
+SWEEP_COLUMNS = [
+    "delay_ms", "completeness", "counted", "exact", "lost_pairs", "dropped_groups", "windows_lost",
+    "peak_state_rows", "mean_state_rows", "output_delay_seconds", "max_output_delay_seconds",
+    "output_delay_batches", "max_output_delay_batches", "windows_emitted", "windows_never_emitted", "batches",
+]
+
+
+def covers(config: QueryConfig) -> str | None:
+    """``None`` when the model answers exactly for ``config``'s shape, else why not (the tuner then runs Spark for every delay)."""
+    if not isinstance(config.source, FeedSource):
+        return "the model needs a feed or dataset"
+    if config.session_gap is not None:
+        return "session windows end where their events end: Spark is run for every delay"
+    if config.deduplicate:
+        return "deduplication drops events by their own time before the aggregation: Spark is run for every delay"
+    if config.aggregation == "none":
+        return "a watermark drops rows only for an aggregation"
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class Timeline:
+    """A feed as the model sees it: each well-formed event's time (epoch ns), key code and micro-batch, and the number of micro-batches."""
+
+    event_ns: np.ndarray
+    key_code: np.ndarray
+    keys: np.ndarray
+    """The key of each code."""
+    batch: np.ndarray
+    batches: int
+
+    def __post_init__(self) -> None:
+        if not len(self.event_ns) == len(self.key_code) == len(self.batch):
+            raise ConfigError("timeline", len(self.event_ns), "needs one key code and one batch per event")
+        if len(self.batch) and (self.batch.min() < 0 or self.batch.max() >= self.batches):
+            raise ConfigError("batches", self.batches, "must be more than every event's batch index")
+
+    @classmethod
+    def of(cls, events: pd.DataFrame, batches: int | None = None) -> Timeline:
+        """From a frame with ``event_time``, ``key`` and ``file_index`` (the micro-batch), as :func:`~streaming.analysis.profile.feed_events_of` gives it."""
+        codes, keys = pd.factorize(events["key"].astype("object"), sort=True)
+        batch = events["file_index"].to_numpy("int64")
+        count = int(batch.max()) + 1 if len(batch) else 0
+        return cls(
+            event_ns=events["event_time"].to_numpy("datetime64[ns]").astype("int64"),
+            key_code=codes.astype("int64"),
+            keys=np.asarray(keys, dtype=object),
+            batch=batch,
+            batches=max(count, batches or 0),
+        )
+
+    def clock(self) -> np.ndarray:
+        """``M``: per micro-batch, the largest event time (ms precision, in ns) of it and the ones before; :data:`NONE` before the first event."""
+        latest = np.full(self.batches, NONE, dtype="int64")
+        np.maximum.at(latest, self.batch, (self.event_ns // NS_PER_MS) * NS_PER_MS)
+        return np.maximum.accumulate(latest) if self.batches else latest
+
+    def positions(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """``(file_batch, no_data_batch, total)``: the micro-batch id of each batch of data, of the no-data batch after it (-1 when the watermark did not move), and how many micro-batches run."""
+        clock = self.clock()
+        before = np.concatenate(([NONE], clock[:-1])) if self.batches else clock
+        advances = (clock > before).astype("int64")
+        file_batch = np.arange(self.batches, dtype="int64") + np.concatenate(([0], np.cumsum(advances)[:-1])) if self.batches else advances
+        no_data = np.where(advances == 1, file_batch + 1, -1)
+        return file_batch, no_data, int(self.batches + advances.sum())
+
+
+@dataclass(frozen=True, eq=False)
+class Expansion:
+    """A timeline's (event, window) pairs for one window shape, with what the sweep needs of them."""
+
+    window_ns: int
+    starts: np.ndarray
+    """Each window's start (ns), sorted; a pair's window is an index into it."""
+    pair_window: np.ndarray
+    pair_group: np.ndarray
+    """The pair's (window, key) group: an index into ``group_window`` and ``group_key``."""
+    pair_slack: np.ndarray
+    group_window: np.ndarray
+    group_key: np.ndarray
+    group_first_batch: np.ndarray
+    group_first_slack: np.ndarray
+    batch_groups_slack: np.ndarray
+    """The slack of every (batch, window, key) group, sorted: what Spark's dropped-row count counts."""
+    sorted_slack: np.ndarray
+    window_min_slack: np.ndarray
+    """Per window, the smallest slack of its pairs: the window holds a counted pair for every delay above it."""
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self.starts + self.window_ns
+
+
+def expand(timeline: Timeline, window_ms: int, slide_ms: int | None = None) -> Expansion:
+    """Every (event, window) pair of ``timeline`` for windows of ``window_ms`` sliding by ``slide_ms`` (tumbling when ``None``), aligned to the epoch."""
+    slide_ms = window_ms if slide_ms is None else slide_ms
+    if window_ms <= 0 or not 0 < slide_ms <= window_ms:
+        raise ConfigError("slide", slide_ms, f"must be above 0 and at most the window ({window_ms} ms)")
+    window_ns, slide_ns = window_ms * NS_PER_MS, slide_ms * NS_PER_MS
+    t = timeline.event_ns
+    last_start = t - np.mod(t, slide_ns)
+    parts = []
+    for k in range(-(-window_ms // slide_ms)):
+        start = last_start - k * slide_ns
+        keep = t < start + window_ns
+        parts.append((np.flatnonzero(keep), start[keep]))
+    event = np.concatenate([index for index, _ in parts]) if parts else np.empty(0, "int64")
+    start = np.concatenate([values for _, values in parts]) if parts else np.empty(0, "int64")
+    clock = timeline.clock()
+    batch = timeline.batch[event]
+    previous = np.where(batch > 0, clock[np.maximum(batch - 1, 0)], NONE)
+    starts, pair_window = np.unique(start, return_inverse=True)
+    ends = starts + window_ns
+    slack = np.where(previous == NONE, NONE, previous - ends[pair_window])
+    keys = max(len(timeline.keys), 1)
+    groups, pair_group = np.unique(pair_window.astype("int64") * keys + timeline.key_code[event], return_inverse=True)
+    order = np.lexsort((batch, pair_group))  # each group's pairs by batch: its first pair first
+    first = order[np.r_[True, pair_group[order][1:] != pair_group[order][:-1]]] if len(order) else order
+    batch_groups = np.unique(pair_group.astype("int64") * max(timeline.batches, 1) + batch, return_index=True)[1]
+    window_min_slack = np.full(len(starts), np.iinfo(np.int64).max, dtype="int64")
+    np.minimum.at(window_min_slack, pair_window, slack)
+    return Expansion(
+        window_ns=window_ns,
+        starts=starts,
+        pair_window=pair_window,
+        pair_group=pair_group,
+        pair_slack=slack,
+        group_window=groups // keys,
+        group_key=groups % keys,
+        group_first_batch=batch[first],
+        group_first_slack=slack[first],
+        batch_groups_slack=np.sort(slack[batch_groups]),
+        sorted_slack=np.sort(slack),
+        window_min_slack=window_min_slack,
+    )
+
+
+def _at_least(sorted_values: np.ndarray, delays: np.ndarray) -> np.ndarray:
+    """How many of ``sorted_values`` are ``>= delay``, for each delay."""
+    return len(sorted_values) - np.searchsorted(sorted_values, delays, side="left")
+
+
+def sweep(timeline: Timeline, expansion: Expansion, delays_ms: Sequence[int]) -> pd.DataFrame:
+    """One row per delay (:data:`SWEEP_COLUMNS`) of what a stepped update-mode replay under that watermark delay measures.
+
+    ``completeness`` = counted ÷ exact (event, window) pairs; ``dropped_groups``
+    is Spark's ``rows_dropped_by_watermark``; state rows are counted after each
+    micro-batch, no-data batches included; the output delay is append mode's,
+    over the windows with a counted pair.
+    """
+    delays = np.asarray(delays_ms, dtype="int64") * NS_PER_MS
+    exact = len(expansion.sorted_slack)
+    dropped = _at_least(expansion.sorted_slack, delays)
+    counted = exact - dropped
+    clock = timeline.clock()
+    file_batch, no_data, total = timeline.positions()
+    ends = expansion.ends
+    group_end = ends[expansion.group_window]
+    reached = np.searchsorted(clock, ends, side="left")  # the first batch whose clock reached each window's end
+    rows = []
+    for delay, kept in zip(delays, counted):
+        # state: a group counted at all enters with its first pair and leaves after the batch whose clock passes end + delay
+        live = expansion.group_first_slack < delay
+        first = expansion.group_first_batch[live]
+        leave = np.maximum(first, np.searchsorted(clock, group_end[live] + delay, side="left"))
+        entering = np.bincount(file_batch[first], minlength=total + 1)
+        leaving = np.bincount(np.where(leave < timeline.batches, no_data[np.minimum(leave, timeline.batches - 1)], total), minlength=total + 1)
+        state = np.cumsum(entering - leaving)[:total]
+        # append-mode emission of every window with a counted pair
+        windows = expansion.window_min_slack < delay
+        emit = np.searchsorted(clock, ends[windows] + delay, side="left")
+        emitted = emit < timeline.batches
+        seconds = (clock[emit[emitted]] - ends[windows][emitted]) / 1e9
+        batches = no_data[emit[emitted]] - file_batch[reached[windows][emitted]]
+        rows.append(
+            {
+                "delay_ms": int(delay // NS_PER_MS),
+                "completeness": 1.0 if exact == 0 else float(kept) / exact,
+                "counted": int(kept),
+                "exact": exact,
+                "lost_pairs": int(exact - kept),
+                "dropped_groups": int(_at_least(expansion.batch_groups_slack, np.array([delay]))[0]),
+                "windows_lost": int(len(expansion.starts) - windows.sum()),
+                "peak_state_rows": int(state.max()) if total else 0,
+                "mean_state_rows": float(state.mean()) if total else 0.0,
+                "output_delay_seconds": float(seconds.mean()) if len(seconds) else None,
+                "max_output_delay_seconds": float(seconds.max()) if len(seconds) else None,
+                "output_delay_batches": float(batches.mean()) if len(batches) else None,
+                "max_output_delay_batches": int(batches.max()) if len(batches) else None,
+                "windows_emitted": int(emitted.sum()),
+                "windows_never_emitted": int((~emitted).sum()),
+                "batches": total,
+            }
+        )
+    return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
+
+
+def delay_frames(timeline: Timeline, expansion: Expansion, delay_ms: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(result, exact, per_window, emissions)`` of one delay, in the frames a real run's measures have.
+
+    ``result`` is the final update-mode result table (``window_start,
+    window_end, key, count``), ``exact`` the answer without a watermark,
+    ``per_window`` completeness per window
+    (:func:`~streaming.analysis.lateness.completeness`), ``emissions`` as
+    :func:`~streaming.analysis.measure.emission_frame` gives them.
+    """
+    delay = int(delay_ms) * NS_PER_MS
+    groups = len(expansion.group_window)
+    kept = np.bincount(expansion.pair_group[expansion.pair_slack < delay], minlength=groups)
+    every = np.bincount(expansion.pair_group, minlength=groups)
+
+    def table(counts: np.ndarray) -> pd.DataFrame:
+        present = counts > 0
+        windows = expansion.group_window[present]
+        return pd.DataFrame(
+            {
+                "window_start": expansion.starts[windows].astype("datetime64[ns]"),
+                "window_end": expansion.ends[windows].astype("datetime64[ns]"),
+                "key": timeline.keys[expansion.group_key[present]] if len(timeline.keys) else np.empty(0, dtype=object),
+                "count": counts[present].astype("int64"),
+            }
+        ).sort_values(["window_start", "window_end", "key"], ignore_index=True)
+
+    result, exact = table(kept), table(every)
+    _, per_window = completeness(result, exact)
+    clock = timeline.clock()
+    file_batch, no_data, _ = timeline.positions()
+    windows = np.flatnonzero(expansion.window_min_slack < delay)
+    ends = expansion.ends[windows]
+    reached, emit = np.searchsorted(clock, ends, side="left"), np.searchsorted(clock, ends + delay, side="left")
+    emitted = emit < timeline.batches
+    pick = np.minimum(emit, max(timeline.batches - 1, 0))
+    clock_at_emit = np.where(emitted, clock[pick], 0).astype("datetime64[ns]")
+    emissions = pd.DataFrame(
+        {
+            "window_start": expansion.starts[windows].astype("datetime64[ns]"),
+            "window_end": ends.astype("datetime64[ns]"),
+            "end_batch": pd.array(np.where(reached < timeline.batches, file_batch[np.minimum(reached, max(timeline.batches - 1, 0))], 0), dtype="Int64"),
+            "emit_batch": pd.array(np.where(emitted, no_data[pick], 0), dtype="Int64"),
+            "emit_watermark": np.where(emitted, clock[pick] - delay, 0).astype("datetime64[ns]"),
+            "clock_at_emit": clock_at_emit,
+        }
+    )
+    emissions.loc[~emitted, ["emit_batch"]] = pd.NA
+    emissions.loc[reached >= timeline.batches, ["end_batch"]] = pd.NA
+    emissions.loc[~emitted, ["emit_watermark", "clock_at_emit"]] = pd.NaT
+    emissions["delay_seconds"] = (emissions["clock_at_emit"] - emissions["window_end"]).dt.total_seconds().astype("float64")
+    emissions["delay_batches"] = (emissions["emit_batch"] - emissions["end_batch"]).astype("Int64")
+    return result, exact, per_window, emissions[EMISSION_COLUMNS]
