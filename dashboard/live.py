@@ -8,6 +8,7 @@ tested without a browser.
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -74,9 +75,11 @@ TRIGGER_LABELS: Mapping[str, str] = {
 STATE_STORE_LABELS: Mapping[str, str] = {"hdfs": "Spark's default (HDFS-backed)", "rocksdb": "RocksDB"}
 
 FIRST_BATCH_WAIT_SECONDS = 5.0
+"""After Start, the page waits this long at most for the new query's first batch before it draws."""
 STORE_METRIC_BATCHES = 300
 """The state store's own metrics are drawn for this many recent batches."""
-"""After Start, the page waits this long at most for the new query's first batch before it draws."""
+DROPPED_ROWS = 2000
+"""The dropped events listed on the page (all of them are downloaded)."""
 
 # Session-state keys: the watched query, and a query to watch after the next rerun.
 SELECTED_KEY = "lab_selected"
@@ -494,6 +497,29 @@ def _lateness_view(run: Run) -> None:
     left, right = st.columns(2)
     left.plotly_chart(lateness_charts.arrival_figure(classified, batches), key="lab_chart_arrival")
     right.plotly_chart(lateness_charts.lateness_figure(classified), key="lab_chart_lateness")
+    _dropped_list(run, classified)
+
+
+def _dropped_list(run: Run, classified: pd.DataFrame) -> None:
+    """On demand, the dropped events themselves with the rule that dropped each, filtered by key and window, as CSV or Parquet."""
+    if not st.toggle("List the dropped events", key="lab_dropped_list", help="Every (event, window) pair the watermark dropped, to inspect or download"):
+        return
+    dropped = lateness.dropped_events(classified, deduplicate=run.config.deduplicate)
+    left, right = st.columns(2)
+    keys = left.multiselect("Keys", sorted(dropped["key"].astype(str).unique()), key="lab_dropped_keys", placeholder="every key")
+    starts = sorted(dropped["window_start"].dropna().unique())
+    start = right.selectbox("Window", [None, *starts], format_func=lambda value: "every window" if value is None else f"{pd.Timestamp(value)}",
+                            key="lab_dropped_window")
+    shown = dropped[dropped["key"].astype(str).isin(keys)] if keys else dropped
+    if start is not None:
+        shown = shown[shown["window_start"] == start]
+    st.dataframe(shown.head(DROPPED_ROWS), hide_index=True)
+    st.caption(f"{shown['event_id'].nunique()} events, {len(shown)} rows" + (f"; the first {DROPPED_ROWS} shown, all downloaded" if len(shown) > DROPPED_ROWS else ""))
+    buffer = io.BytesIO()
+    shown.to_parquet(buffer, index=False)
+    left, right = st.columns(2)
+    left.download_button("Download CSV", shown.to_csv(index=False), file_name=f"{run.name}-dropped.csv", mime="text/csv", key="lab_dropped_csv")
+    right.download_button("Download Parquet", buffer.getvalue(), file_name=f"{run.name}-dropped.parquet", mime="application/octet-stream", key="lab_dropped_parquet")
 
 
 def placeholder_chart() -> None:

@@ -42,6 +42,10 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--output-mode", default="update", choices=OUTPUT_MODES)
     replay.add_argument("--json", type=Path, default=None, help="write the result and batch summaries to this file")
     replay.add_argument(
+        "--dropped", type=Path, default=None, metavar="OUT",
+        help="write the events the watermark dropped, each with its rule, to OUT (.csv, or .parquet)",
+    )
+    replay.add_argument(
         "--checkpoint", type=Path, default=None,
         help="keep the query in this folder (checkpoint, result so far, progress); run again with it to go on where it stopped",
     )
@@ -118,6 +122,18 @@ def _print_replay(outcome) -> None:
     )
 
 
+def _dropped(spark, outcome):
+    """The events ``outcome`` dropped (:func:`~streaming.analysis.lateness.dropped_events`), judged by the watermark each of its batches had."""
+    from .analysis.lateness import classify, dropped_events, file_batches
+    from .analysis.profile import feed_events_of
+
+    config = outcome.config
+    events = feed_events_of(spark, config.source)
+    events = events.assign(event_id=range(len(events)), row=events.groupby("file_index").cumcount())
+    classified = classify(events, file_batches(list(outcome.summaries)), config.window_ms, config.slide_ms)
+    return dropped_events(classified, deduplicate=config.deduplicate)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "tune":
@@ -150,18 +166,29 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
         if args.checkpoint is not None:
             KeptQuery(args.checkpoint).check(config)
+        if args.dropped is not None and args.session_gap is not None:
+            raise ConfigError("--dropped", str(args.dropped), "needs fixed windows: a session's end moves with its events")
+        if args.dropped is not None and args.dropped.suffix.lower() not in (".csv", ".parquet"):
+            raise ConfigError("--dropped", str(args.dropped), "must end in .csv or .parquet")
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     spark = get_session()
     try:
         outcome = run_to_idle(QueryRegistry(spark), config, keep=args.checkpoint, stop_after=args.stop_after)
+        dropped = _dropped(spark, outcome) if args.dropped is not None else None
     except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files; a checkpoint of another query
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
         spark.stop()
     _print_replay(outcome)
+    if dropped is not None:
+        if args.dropped.suffix.lower() == ".parquet":
+            dropped.to_parquet(args.dropped, index=False)
+        else:
+            dropped.to_csv(args.dropped, index=False)
+        print(f"dropped_events={dropped['event_id'].nunique()} dropped_pairs={len(dropped)} written to {args.dropped}")
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     return 0
@@ -180,9 +207,13 @@ def _add_tune_parser(commands) -> None:
     tune.add_argument("--delays", required=True, help='comma-separated watermark delays, e.g. "0 seconds,1 minute,5 minutes"')
     tune.add_argument("--target", default="0.99", help="completeness to reach, in (0, 1] (default: 0.99)")
     tune.add_argument("--json", type=Path, default=None, help="write the measurements and the recommendation to this file")
+    tune.add_argument(
+        "--spark-all", action="store_true",
+        help="run Spark for every delay instead of the watermark model with one Spark confirmation (sessions and --dedup-by always run Spark)",
+    )
     mode = tune.add_mutually_exclusive_group()
-    mode.add_argument("--sequential", dest="concurrent", action="store_const", const=False, default=None, help="run one delay at a time")
-    mode.add_argument("--concurrent", dest="concurrent", action="store_const", const=True, help="run all delays at once")
+    mode.add_argument("--sequential", dest="concurrent", action="store_const", const=False, default=None, help="with Spark runs: one delay at a time")
+    mode.add_argument("--concurrent", dest="concurrent", action="store_const", const=True, help="with Spark runs: all delays at once")
 
 
 def _tune_table(outcome) -> str:
@@ -204,6 +235,7 @@ def _tune_table(outcome) -> str:
                 "out_delay_s": "-" if row["output_delay_seconds"] is None else f"{row['output_delay_seconds']:.0f}",
                 "out_delay_batches": "-" if row["output_delay_batches"] is None else f"{row['output_delay_batches']:.1f}",
                 "never_emitted": row["windows_never_emitted"],
+                "method": row["method"],
             }
         )
     return pd.DataFrame(rows).to_string(index=False)
@@ -237,18 +269,27 @@ def _tune_main(args) -> int:
 
     spark = get_session()
     try:
-        outcome = tune(QueryRegistry(spark), query, delays=delays, target=target, concurrent=args.concurrent)
+        outcome = tune(QueryRegistry(spark), query, delays=delays, target=target, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
     except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
         spark.stop()
     print(_tune_table(outcome))
-    mode = "concurrently" if outcome.concurrent else "one after another"
+    if outcome.method == "model":
+        how = "computed by the watermark model, one confirmed on Spark"
+    else:
+        how = f"run on Spark {'concurrently' if outcome.concurrent else 'one after another'}" + (f"; {outcome.model_note}" if outcome.model_note else "")
     print(
         f"recommended={outcome.recommended or 'none'} (smallest delay with completeness >= {target:g}; marked *) "
-        f"wall_seconds={outcome.wall_seconds:.1f} ({len(delays)} delays run {mode})"
+        f"wall_seconds={outcome.wall_seconds:.1f} ({len(delays)} delays {how})"
     )
+    confirmation = outcome.confirmation
+    if confirmation is not None:
+        if confirmation.agree:
+            print(f"confirmed on Spark at {confirmation.delay}: model and Spark agree on completeness, counted, exact and rows dropped")
+        else:
+            print(f"DISAGREEMENT at {confirmation.delay} (please report it): " + "; ".join(confirmation.differences()), file=sys.stderr)
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     return 0

@@ -171,6 +171,10 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         assert len(charts) == 9  # 7 engine charts, event time vs arrival, lateness histogram
         assert int(_metric(at, "Events so far")) > 0
         assert str(table["key"].iloc[0]) in charts[0].proto.spec  # the result-table figure has a line per key
+        at.toggle(key="lab_dropped_list").set_value(True).run()
+        assert not at.exception, at.exception
+        assert any(list(frame.value.columns)[-1] == "rule" for frame in at.dataframe)
+        assert {button.label for button in at.get("download_button")} >= {"Download CSV", "Download Parquet"}
         at.button(key="lab_stop").click().run()
         assert not at.exception, at.exception
         assert app_registry.get(name).status == "stopped"

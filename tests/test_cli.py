@@ -213,3 +213,21 @@ def test_batch_flags_reach_the_source(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["replay", str(tmp_path), "--event-time", "ts", "--time-format", "epoch_ms", "--key", "k", "--window", "1 minute",
                  "--batch-by", "arrived"]) == 2
     assert "batch_interval: None is required to batch by column 'arrived'" in capsys.readouterr().err
+
+
+def test_replay_writes_the_dropped_events_with_their_rule(write_feed, tmp_path: Path) -> None:
+    import pandas as pd
+
+    feed = write_feed(GUIDE_BATCHES)
+    out, parquet = tmp_path / "dropped.csv", tmp_path / "dropped.parquet"
+    done = run_cli("replay", str(feed), *GUIDE_ARGS, "--output-mode", "update", "--dropped", str(out), timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    dropped = pd.read_csv(out)
+    assert dropped[["key", "window_start", "window_end", "watermark"]].values.tolist() == [
+        ["donkey", "2016-05-10 11:55:00", "2016-05-10 12:05:00", "2016-05-10 12:11:00"],
+        ["donkey", "2016-05-10 12:00:00", "2016-05-10 12:10:00", "2016-05-10 12:11:00"],
+    ]
+    assert set(dropped["rule"]) == {"window end at or before the watermark"}
+    assert "dropped_events=1 dropped_pairs=2" in done.stdout and "rows_dropped_by_watermark=2" in done.stdout
+    assert main(["replay", str(feed), "--session-gap", "5 minutes", "--watermark", "1 minute", "--output-mode", "append", "--dropped", str(parquet)]) == 2
+    assert main(["replay", str(feed), *GUIDE_ARGS, "--dropped", str(tmp_path / "dropped.txt")]) == 2

@@ -13,10 +13,14 @@ from conftest import GUIDE_BATCHES
 from streaming.analysis.lateness import (
     BATCH_COLUMNS,
     CLASSIFIED_COLUMNS,
+    DROPPED_COLUMNS,
+    EVENT_RULE,
+    WINDOW_RULE,
     classify,
     completeness,
     drop_summary,
     dropped_by_window,
+    dropped_events,
     file_batches,
     lateness,
     lateness_summary,
@@ -264,6 +268,22 @@ def test_guide_example_by_hand() -> None:
     assert out.loc[out["status"] != "counted", "key"].tolist() == ["donkey"]
     assert summary["pairs_total"] == 20 and summary["events_total"] == 10
     assert "not events" in summary["explanation"]
+
+
+def test_the_dropped_events_say_which_rule_dropped_them() -> None:
+    events = _events([(f, t.split(" ")[1], k) for f, rows in enumerate(GUIDE_BATCHES) for t, k in rows])
+    classified = classify(events, _batches([None, "11:58:00", "12:04:00", "12:11:00"]), 10 * MINUTE, 5 * MINUTE)
+    dropped = dropped_events(classified)
+    assert list(dropped.columns) == DROPPED_COLUMNS
+    assert dropped[["key", "window_start", "window_end", "rule"]].astype(str).values.tolist() == [
+        ["donkey", "2024-01-01 11:55:00", "2024-01-01 12:05:00", WINDOW_RULE],
+        ["donkey", "2024-01-01 12:00:00", "2024-01-01 12:10:00", WINDOW_RULE],
+    ]
+    # A deduplication filters events by their own time: 12:05:00 equals the watermark, so it is late before any window.
+    boundary = classify(_events([(0, "12:06:00", "x"), (1, "12:05:00", "b"), (1, "12:05:01", "c")]), _batches([None, "12:05:00"]), MINUTE)
+    assert dropped_events(boundary).empty
+    late = dropped_events(boundary, deduplicate=True)
+    assert late[["key", "rule"]].values.tolist() == [["b", EVENT_RULE]] and late["window_start"].isna().all()
 
 
 # --------------------------------------------------------------- completeness

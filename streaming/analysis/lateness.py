@@ -42,11 +42,15 @@ import pandas as pd
 __all__ = [
     "BATCH_COLUMNS",
     "CLASSIFIED_COLUMNS",
+    "DROPPED_COLUMNS",
+    "EVENT_RULE",
     "STATUSES",
+    "WINDOW_RULE",
     "classify",
     "completeness",
     "drop_summary",
     "dropped_by_window",
+    "dropped_events",
     "file_batches",
     "lateness",
     "lateness_summary",
@@ -343,6 +347,39 @@ def classify(events: pd.DataFrame, batches: pd.DataFrame, window_ms: int, slide_
         dropped_windows=dropped_windows,
     )
     return frame.sort_values(["batch_id", "event_id"], ignore_index=True)[CLASSIFIED_COLUMNS]
+
+
+DROPPED_COLUMNS = ["event_id", "file_index", "batch_id", "event_time", "key", "watermark", "window_start", "window_end", "rule"]
+WINDOW_RULE = "window end at or before the watermark"
+"""Why a window aggregation drops an (event, window) pair."""
+EVENT_RULE = "event time at or before the watermark"
+"""Why an operator that filters events by their own time (a deduplication) drops an event, before any window."""
+
+
+def dropped_events(classified: pd.DataFrame, deduplicate: bool = False) -> pd.DataFrame:
+    """The dropped events themselves (:data:`DROPPED_COLUMNS`), each with the rule that dropped it, in arrival order.
+
+    One row per (event, window) pair a window aggregation dropped
+    (:data:`WINDOW_RULE`). With ``deduplicate`` an event whose own time is at
+    or before the watermark was dropped by the deduplication before any window:
+    one row without a window (:data:`EVENT_RULE`) -- with a delay of 0 an event
+    equal to the previous batch's largest event time is already late.
+    """
+    frame = classified.copy()
+    late = np.zeros(len(frame), dtype=bool)
+    if deduplicate and len(frame):
+        late = (frame["watermark"].notna() & (frame["event_time"] <= frame["watermark"])).to_numpy()
+    whole = frame[late].assign(window_start=pd.NaT, window_end=pd.NaT, rule=EVENT_RULE)
+    pairs = frame[~late & (frame["windows_dropped"] > 0).to_numpy()].explode("dropped_windows")
+    pairs = pairs.assign(
+        window_start=[window[0] for window in pairs["dropped_windows"]],
+        window_end=[window[1] for window in pairs["dropped_windows"]],
+        rule=WINDOW_RULE,
+    )
+    dropped = pd.concat([whole[DROPPED_COLUMNS], pairs[DROPPED_COLUMNS]], ignore_index=True)
+    for name in ("event_time", "watermark", "window_start", "window_end"):
+        dropped[name] = pd.to_datetime(dropped[name]).astype("datetime64[ns]")
+    return dropped.sort_values(["batch_id", "event_id", "window_start"], ignore_index=True, na_position="first")
 
 
 def dropped_by_window(classified: pd.DataFrame) -> pd.DataFrame:

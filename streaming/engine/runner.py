@@ -35,6 +35,8 @@ class Replay:
     progress: pd.DataFrame
     open_sessions: pd.DataFrame | None = None
     """For session windows when asked: the sessions still open at the end (``window_start, window_end, key, count``)."""
+    summaries: tuple[dict[str, Any], ...] = ()
+    """Every batch's progress summary (:func:`~streaming.engine.progress.summarize`, with its source offsets)."""
 
     @property
     def rows_dropped_by_watermark(self) -> int:
@@ -152,10 +154,11 @@ def run_to_idle(
     run = registry.start(config, name, max_rows=None, keep=False if keep is None else Path(keep))
     try:
         run.await_idle(timeout, cancel, stop_after)
-        result, progress = run.table.frame(), progress_frame(run.log.summaries())
+        summaries = run.log.summaries()
+        result, progress = run.table.frame(), progress_frame(summaries)
         run.stop()
         still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
-        return Replay(config, result, progress, still_open)
+        return Replay(config, result, progress, still_open, tuple(summaries))
     finally:
         registry.remove(name)
 
