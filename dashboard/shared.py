@@ -133,13 +133,21 @@ def session_starter() -> SessionStarter:
 LOSS_BANNER_MINUTES = 30
 
 
+def _after_loss(lost: Sequence[LostRun]) -> str:
+    kept = [run.name for run in lost if run.kept]
+    if not kept:
+        return "Start them again from Live query."
+    others = "; start the others again from Live query" if len(kept) < len(lost) else ""
+    return f"{', '.join(kept)} kept {'its' if len(kept) == 1 else 'their'} checkpoint and result: resume on the Queries page where it stopped{others}."
+
+
 def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:
     """One warning per session lost in the last :data:`LOSS_BANNER_MINUTES` minutes: what happened and which queries were lost."""
     for at, lost in losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES)):
         queries = "; ".join(str(run) for run in lost) or "no query was running"
         st.warning(
             f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC (its JVM exited) and a new session was started. "
-            f"Lost with it: {queries}. Start them again from Live query.",
+            f"Lost with it: {queries}. " + _after_loss(lost),
             icon=":material/warning:",
         )
 

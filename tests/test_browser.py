@@ -43,9 +43,21 @@ def browser():
         yield browser
 
 
-def _pick(page, label: str, option: str) -> None:
-    page.get_by_label(label, exact=True).first.click()
-    page.get_by_role("option", name=option).click()
+def _pick(page, label: str, option: str, timeout: float = 60.0) -> None:
+    """Choose ``option`` of the select ``label``; a click that a rerun swallowed (the list never opened) is tried again, for ``timeout`` seconds at most."""
+    import time
+
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        page.get_by_label(label, exact=True).first.click()
+        try:
+            page.get_by_role("option", name=option).click(timeout=5_000)
+            return
+        except PlaywrightTimeoutError:
+            if time.monotonic() > deadline:
+                raise
 
 
 def _start_see_chart_and_stop(page, source: str, name: str) -> None:
@@ -180,7 +192,7 @@ def test_the_page_recovers_when_spark_dies_under_a_running_query(tmp_path, brows
             os.kill(_java_under(app.process.pid), signal.SIGKILL)
             banner = page.get_by_text("Spark stopped unexpectedly")
             banner.wait_for(timeout=60_000)
-            assert "doomed (running" in banner.inner_text()
+            assert "doomed (running" in banner.inner_text() and "doomed kept its checkpoint and result" in banner.inner_text()
             assert page.locator(".stException").count() == 0
             assert app.process.poll() is None  # the server lives on
 

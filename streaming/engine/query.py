@@ -192,10 +192,26 @@ class Run:
         self.query.stop()
 
     def close(self) -> None:
-        """Stop, then delete the working folder (staged files and checkpoint) unless it is kept. Idempotent."""
+        """Stop, then delete the working folder (staged files and checkpoint) unless it is kept. Idempotent.
+
+        A kept run first waits (2 s at most) for the progress of its last batch,
+        which the listener delivers after the batch, so a resumed run has every batch's progress.
+        """
         self.stop()
-        if not self.kept:
+        if self.kept:
+            self._progress_caught_up(time.monotonic() + 2.0)
+        else:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _progress_caught_up(self, deadline: float) -> bool:
+        """Wait until the log holds the progress of the last batch Spark reported; ``False`` if it does not by ``deadline`` (monotonic seconds)."""
+        last = self.query.lastProgress
+        target = -1 if last is None else int(last["batchId"])
+        while self.log.last_batch_id < target:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
 
     def delete(self) -> None:
         """Stop, then delete the working folder, kept or not. Idempotent."""
@@ -235,12 +251,8 @@ class Run:
         elif self.feeder is not None and not self.feeder.done.wait(timeout):
             raise TimeoutError(f"{self.name}: feeder still running after {timeout} s")
         self.query.processAllAvailable()
-        last = self.query.lastProgress
-        target = -1 if last is None else int(last["batchId"])
-        while self.log.last_batch_id < target:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.name}: progress of batch {target} not received after {timeout} s")
-            time.sleep(0.02)
+        if not self._progress_caught_up(deadline):
+            raise TimeoutError(f"{self.name}: progress of the last batch not received after {timeout} s")
 
 
 def _cancelled(cancel: threading.Event | None, name: str) -> bool:

@@ -56,6 +56,8 @@ class LostRun:
     watermark: str | None
     result_rows: int
     stopped: bool
+    kept: bool = False
+    """Its checkpoint and result are kept on disk: it can be resumed on a new session."""
 
     def __str__(self) -> str:
         state = "stopped" if self.stopped else "running"
@@ -209,7 +211,7 @@ class QueryRegistry:
         for run in runs:
             summaries = run.log.summaries()
             watermark = next((str(summary["watermark"]) for summary in reversed(summaries) if pd.notna(summary.get("watermark"))), None)
-            lost.append(LostRun(run.name, len(summaries), watermark, len(run.table), run.stopped_by_user))
+            lost.append(LostRun(run.name, len(summaries), watermark, len(run.table), run.stopped_by_user, run.kept))
             if run.feeder is not None:
                 run.feeder.stop()
             if not run.kept:
