@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import pandas as pd
 import streamlit as st
 
 from streaming.engine.batching import Batching
@@ -22,7 +23,7 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 
 from .datasets import dataset_store
-from .shared import DEFAULT_FEED, feed_source
+from .shared import DEFAULT_FEED, feed_source, get_spark
 
 __all__ = [
     "BATCHING_RULES",
@@ -161,3 +162,21 @@ def data_widgets(prefix: str, label: str | None) -> dict[str, Any]:
         help="dropDuplicatesWithinWatermark on the id column mapped on the Datasets page",
     )
     return {"batching": batching, "aggregation": aggregation, "deduplicate": bool(deduplicate)}
+
+
+def source_fingerprint(source: FeedSource) -> tuple:
+    """What identifies the events of ``source`` for a cache: its folder, batching, mapping and files (name, size, time)."""
+    files = tuple((path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in source.files())
+    return (str(source.path), str(source.batching), tuple(sorted(source.columns.to_dict().items(), key=lambda item: item[0])), files)
+
+
+@st.cache_data(show_spinner="Reading the events…", max_entries=16)
+def _events(fingerprint: tuple, _source: FeedSource) -> pd.DataFrame:
+    from streaming.analysis.profile import feed_events_of
+
+    return feed_events_of(get_spark(), _source)
+
+
+def events_of(source: FeedSource) -> pd.DataFrame:
+    """The well-formed events of ``source`` in arrival order (:func:`~streaming.analysis.profile.feed_events_of`), cached while its files do not change."""
+    return _events(source_fingerprint(source), source)

@@ -47,12 +47,13 @@ from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
 from streaming.engine.state import state_operators, state_rows
 
-from .data import batching_widgets, dataset_source, runnable_datasets
+from .data import batching_widgets, dataset_source, events_of, runnable_datasets
 from .datasets import dataset_store
 from .shared import REFRESH_SECONDS, feed_select, feed_source, get_registry, session_starter, show_code, watermark_widget, windows_widgets
 
 __all__ = [
     "SOURCES",
+    "begin_run",
     "build_config",
     "build_source",
     "check_name",
@@ -276,10 +277,8 @@ def query_widgets(
     }
 
 
-def start_query(
-    registry: QueryRegistry, config: QueryConfig, name: str | None, pending_key: str = PENDING_KEY, first_batch_wait: float = FIRST_BATCH_WAIT_SECONDS
-) -> None:
-    """Start ``config`` as ``name`` and watch it (after a rerun); shows ``st.error`` when the name is taken or Spark refuses.
+def begin_run(begin: Callable[[], Run], doing: str, first_batch_wait: float = FIRST_BATCH_WAIT_SECONDS) -> Run | None:
+    """Start a run with ``begin`` (a start or a resume) under a spinner saying ``doing``; the run, or ``None`` after showing why it could not start.
 
     A query whose trigger starts at once is given up to ``first_batch_wait``
     seconds for its first batch before the page redraws, so the charts open with
@@ -288,22 +287,31 @@ def start_query(
     from pyspark.errors import PySparkException
 
     try:
-        with st.spinner("Starting the query…"):
-            run = registry.start(config, name, keep=config.resumable)
-            if config.trigger != "processing_time":
+        with st.spinner(f"{doing}…"):
+            run = begin()
+            if run.config.trigger != "processing_time":
                 run.await_first_batch(first_batch_wait)
     except (DuplicateQueryError, ConfigError) as err:
         st.error(str(err))
-        return
+        return None
     except PySparkException as err:
         st.error(f"Spark refused to start the query: {err}")
-        return
+        return None
     except Exception as err:
-        LOG.exception("starting %s failed", name)
-        st.error(f"The query could not start: {type(err).__name__}: {err}")
-        return
-    st.session_state[pending_key] = run.name
-    st.rerun()
+        LOG.exception("%s failed", doing)
+        st.error(f"The query could not start: {type(err).__name__}: {first_line(err)}")
+        return None
+    return run
+
+
+def start_query(
+    registry: QueryRegistry, config: QueryConfig, name: str | None, pending_key: str = PENDING_KEY, first_batch_wait: float = FIRST_BATCH_WAIT_SECONDS
+) -> None:
+    """Start ``config`` as ``name`` (kept on disk when Spark can resume it) and watch it after a rerun; shows ``st.error`` when the name is taken or Spark refuses."""
+    run = begin_run(lambda: registry.start(config, name, keep=config.resumable), "Starting the query", first_batch_wait)
+    if run is not None:
+        st.session_state[pending_key] = run.name
+        st.rerun()
 
 
 # --- live view ------------------------------------------------------------------
@@ -478,15 +486,13 @@ def _feed_events(folder: str) -> pd.DataFrame:
 def _lateness_view(run: Run) -> None:
     """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
     st.subheader("Why was it dropped?")
-    if not isinstance(run.config.source, FeedSource) or run.config.aggregation != "count" or run.config.session_gap is not None:
-        st.caption("Event-by-event lateness is shown for replayed feeds, where the arrival of every event is known.")
-        return
-    if not run.config.source.sample_layout:
-        st.caption("Event-by-event lateness is shown for the sample feeds' layout for now; Spark's own counts of dropped rows are above.")
+    source = run.config.source
+    if not isinstance(source, FeedSource) or run.config.aggregation == "none" or run.config.session_gap is not None:
+        st.caption("Event-by-event lateness is shown for replayed feeds and datasets over fixed windows, where the arrival of every event is known.")
         return
     summaries = run.log.summaries()
-    batches = lateness.file_batches(summaries)
-    classified = lateness.classify(_feed_events(str(run.config.source.path)), batches, run.config.window_ms, run.config.slide_ms)
+    events = _feed_events(str(source.path)) if source.sample_layout else events_of(source)
+    classified, batches = lateness.judge(events, summaries, run.config.window_ms, run.config.slide_ms)
     numbers = lateness.drop_summary(classified, summaries)
     columns = st.columns(4)
     columns[0].metric("Events so far", numbers["events_total"])
@@ -494,6 +500,9 @@ def _lateness_view(run: Run) -> None:
     columns[2].metric("Partly counted", numbers["partly_counted"], help="Sliding windows: counted in only some of their windows")
     columns[3].metric("Spark: rows dropped", numbers["rows_dropped_by_watermark"], help="numRowsDroppedByWatermark, summed")
     st.caption(numbers["explanation"])
+    if run.config.deduplicate:
+        st.caption("Duplicates are dropped first: the numbers above judge every delivery by its windows; the list below also names "
+                   "the deliveries the deduplication dropped as late (their own event time at or before the watermark).")
     left, right = st.columns(2)
     left.plotly_chart(lateness_charts.arrival_figure(classified, batches), key="lab_chart_arrival")
     right.plotly_chart(lateness_charts.lateness_figure(classified), key="lab_chart_lateness")

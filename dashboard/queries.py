@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -10,16 +9,15 @@ import pandas as pd
 import streamlit as st
 
 from streaming.engine.config import describe
-from streaming.engine.errors import ConfigError, first_line
+from streaming.engine.errors import ConfigError
 from streaming.engine.query import Run
 from streaming.engine.registry import QueryRegistry
 
-from .live import PENDING_KEY
+from .live import PENDING_KEY, begin_run
 from .shared import LIVE_PAGE, REFRESH_SECONDS
 
 __all__ = ["queries_view", "render_kept", "render_others", "render_run_card", "runs_frame", "source_summary"]
 
-LOG = logging.getLogger(__name__)
 
 RUN_COLUMNS = ["name", "status", "batches", "last_progress", "source", "window", "watermark", "output_mode", "trigger", "error"]
 
@@ -81,15 +79,7 @@ def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key:
 def _kept_actions(registry: QueryRegistry, name: str, live_page: str, pending_key: str = PENDING_KEY) -> None:
     """Resume (from the checkpoint, then watch it) and Delete (checkpoint, result and progress) for a stopped kept query."""
     if st.button("Resume", key=f"lab_resume_{name}", help="Go on from its checkpoint, with its result so far"):
-        try:
-            with st.spinner(f"Resuming {name}…"):
-                registry.resume(name)
-        except ConfigError as err:
-            st.error(f"{name} cannot resume: {err}")
-            return
-        except Exception as err:
-            LOG.exception("resuming %s failed", name)
-            st.error(f"{name} could not resume: {type(err).__name__}: {first_line(err)}")
+        if begin_run(lambda: registry.resume(name), f"Resuming {name}") is None:
             return
         st.session_state[pending_key] = name
         st.switch_page(live_page)

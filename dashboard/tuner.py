@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
 import pandas as pd
 import streamlit as st
 
-from streaming.analysis.model import covers
-from streaming.analysis.profile import LatenessProfile, feed_events_of, lateness_profile
-from streaming.analysis.tune import SHOWN, Confirmation, TuneResult, canonical_delays, check_target, confirm, tune, tune_configs, tuning_output_mode
+from streaming.analysis.model import covers, grid
+from streaming.analysis.profile import LatenessProfile, lateness_profile
+from streaming.analysis.tune import (
+    SHOWN,
+    Confirmation,
+    TuneResult,
+    canonical_delays,
+    check_target,
+    confirm,
+    recommend,
+    tune,
+    tune_configs,
+    tuning_output_mode,
+)
 from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
 from streaming.engine.config import FeedSource, QueryConfig
+from streaming.engine.durations import format_duration, parse_duration
 from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
 
-from .data import choice_of, data_select, data_source, data_widgets
+from .data import choice_of, data_select, data_source, data_widgets, events_of, source_fingerprint
 from .jobs import Job, job_controls, start_job
-from .shared import InputErrors, get_registry, get_spark, percent, show_code, windows_widgets
+from .shared import InputErrors, get_registry, percent, show_code, windows_widgets
 
 __all__ = [
     "COMPLETENESS_TEXT",
@@ -140,15 +152,10 @@ def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB)
     start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work, inputs.recall)
 
 
-@st.cache_data(show_spinner="Reading the events…", max_entries=16)
-def _profile(fingerprint: tuple, _spark: Any, _source: FeedSource) -> LatenessProfile:
-    """The lateness profile of ``_source``, cached by ``fingerprint``: its folder, batching, mapping and files (name, size, time)."""
-    return lateness_profile(feed_events_of(_spark, _source))
-
-
-def _fingerprint(source: FeedSource) -> tuple:
-    files = tuple((path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in source.files())
-    return (str(source.path), str(source.batching), tuple(sorted(source.columns.to_dict().items(), key=lambda item: item[0])), files)
+@st.cache_data(max_entries=16, show_spinner=False)
+def _profile(fingerprint: tuple, _events: pd.DataFrame) -> LatenessProfile:
+    """The lateness profile of the events read for ``fingerprint`` (:func:`dashboard.data.source_fingerprint`)."""
+    return lateness_profile(_events)
 
 
 def _seconds(value: Any) -> str:
@@ -163,7 +170,7 @@ def lateness_section(source: FeedSource, ready: bool) -> None:
         st.info("The profile reads the data with Spark: it shows once Spark is ready.")
         return
     try:
-        profile = _profile(_fingerprint(source), get_spark(), source)
+        profile = _profile(source_fingerprint(source), events_of(source))
     except ConfigError as err:
         st.error(f"Cannot read the events: {err}")
         return
@@ -289,6 +296,60 @@ def _method(result: TuneResult, inputs: TuneInputs) -> None:
         )
 
 
+MAX_GRID_WINDOWS = 10
+
+
+def parse_windows(text: str, limit: int = MAX_GRID_WINDOWS) -> list[int]:
+    """Comma-separated window lengths in ms, distinct and sorted; :class:`ConfigError` on ``windows``."""
+    lengths = []
+    for item in (item.strip() for item in str(text).split(",")):
+        if not item:
+            continue
+        try:
+            length = parse_duration(item, field="windows")
+        except ConfigError as err:
+            raise ConfigError("windows", item, err.reason) from None
+        if length <= 0:
+            raise ConfigError("windows", item, "must be longer than 0")
+        lengths.append(length)
+    if not lengths:
+        raise ConfigError("windows", text, "names no window length")
+    if len(set(lengths)) > limit:
+        raise ConfigError("windows", text, f"lists {len(set(lengths))} window lengths; at most {limit}")
+    return sorted(set(lengths))
+
+
+def _grid_section(result: TuneResult, inputs: TuneInputs) -> None:
+    """Windows × delays by the model: completeness (with the target's contour), state and output delay as heat maps; one window's curve and code."""
+    if result.timeline is None:
+        return
+    with st.expander("Windows × delays (the model)"):
+        base = result.query.window_ms
+        default = ", ".join(format_duration(base * factor // 2) for factor in (1, 2, 4, 8))
+        try:
+            windows = parse_windows(st.text_input("Window lengths (tumbling)", value=default, key="tune_grid_windows"))
+        except ConfigError as err:
+            st.error(str(err))
+            return
+        delays = [outcome.delay_ms or 0 for outcome in result.outcomes]
+        table = grid(result.timeline, windows, delays)
+        st.plotly_chart(tuner_charts.grid_heatmap(table, "completeness", "Completeness", target=result.target, percent=True), key="tune_grid_completeness")
+        left, right = st.columns(2)
+        left.plotly_chart(tuner_charts.grid_heatmap(table, "peak_state_rows", "Peak state rows"), key="tune_grid_state")
+        right.plotly_chart(tuner_charts.grid_heatmap(table, "output_delay_seconds", "Mean output delay (s)"), key="tune_grid_delay")
+        window = st.selectbox("Window", windows, format_func=format_duration, key="tune_grid_window")
+        rows = table[table["window_ms"] == window].assign(delay=[format_duration(int(ms)) for ms in table.loc[table["window_ms"] == window, "delay_ms"]])
+        st.plotly_chart(tuner_charts.completeness_vs_state({"delays": rows.to_dict("records"), "target": result.target,
+                                                             "recommended": recommend(rows.to_dict("records"), result.target)}), key="tune_grid_curve")
+        chosen = recommend(rows.to_dict("records"), result.target)
+        if chosen is None:
+            st.caption(f"No delay reaches {percent(result.target)} with {format_duration(window)} windows.")
+            return
+        config = replace(inputs.config(chosen), window=format_duration(window), slide=None)
+        st.markdown(f"**{format_duration(window)} windows, watermark {chosen}** (the smallest delay reaching {percent(result.target)})")
+        show_code(config, key="tune_grid_code")
+
+
 def tune_results(job: Job) -> None:
     """The finished sweep: recommendation, one row per delay, the two trade-offs, per-window completeness, code."""
     inputs: TuneInputs = job.inputs
@@ -312,6 +373,7 @@ def tune_results(job: Job) -> None:
     left.plotly_chart(tuner_charts.completeness_vs_state(result), key="tune_chart_state")
     right.plotly_chart(tuner_charts.completeness_vs_output_delay(result), key="tune_chart_delay")
     _per_window(result)
+    _grid_section(result, inputs)
     if result.recommended is None:
         st.caption("No recommended configuration to export: add longer delays or lower the target.")
         return

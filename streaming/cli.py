@@ -124,13 +124,11 @@ def _print_replay(outcome) -> None:
 
 def _dropped(spark, outcome):
     """The events ``outcome`` dropped (:func:`~streaming.analysis.lateness.dropped_events`), judged by the watermark each of its batches had."""
-    from .analysis.lateness import classify, dropped_events, file_batches
+    from .analysis.lateness import dropped_events, judge
     from .analysis.profile import feed_events_of
 
     config = outcome.config
-    events = feed_events_of(spark, config.source)
-    events = events.assign(event_id=range(len(events)), row=events.groupby("file_index").cumcount())
-    classified = classify(events, file_batches(list(outcome.summaries)), config.window_ms, config.slide_ms)
+    classified, _ = judge(feed_events_of(spark, config.source), outcome.summaries, config.window_ms, config.slide_ms)
     return dropped_events(classified, deduplicate=config.deduplicate)
 
 

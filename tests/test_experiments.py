@@ -347,12 +347,22 @@ def test_tuner_sweeps_the_guide_feed(jobs) -> None:
     assert table["completeness"].iloc[0] < 0.85 and table["completeness"].iloc[1] == pytest.approx(0.9)
     assert (table["counted"].iloc[1], table["exact"].iloc[1]) == (18, 20)
     assert table["output_delay_seconds"].iloc[1] == 660.0
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 6  # the two trade-offs, three heat maps of windows x delays, one window's curve
     assert at.selectbox(key="tune_window_delay").value == "10 minutes"
     per_window = _table(at, {"window_start", "counted", "exact"})
     assert int(per_window["counted"].sum()) == 18
     code = at.code[0].value
     assert "10 minutes" in code and "guide_words" in code and "update" in code
+    at.text_input(key="tune_grid_windows").set_value("5 minutes, 10 minutes, 20 minutes").run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    heat = next(chart for chart in at.get("plotly_chart") if '"Completeness"' in chart.proto.spec)
+    assert '"type":"heatmap"' in heat.proto.spec.replace(" ", "") and '"type":"contour"' in heat.proto.spec.replace(" ", "")
+    at.selectbox(key="tune_grid_window").set_value(20 * 60_000).run()
+    chosen = next(markdown.value for markdown in at.markdown if markdown.value.startswith("**20 minutes windows, watermark"))
+    delay = chosen.split("watermark ")[1].split("**")[0]  # the smallest delay reaching 85% for 20-minute windows
+    assert any("'20 minutes'" in block.value and f"'{delay}'" in block.value for block in at.code)
+    at.text_input(key="tune_grid_windows").set_value("0s").run()
+    assert any("windows: '0s' must be longer than 0" in message for message in _errors(at))
 
 
 @pytest.mark.timeout(900)
@@ -463,3 +473,29 @@ def test_the_tuner_profiles_how_late_a_datasets_events_are(orders_root: Path) ->
     assert len(at.get("plotly_chart")) == 2
     assert _table(at, {"key", "p99", "p999"})["key"].tolist()[0] in {"north", "south"}
 
+
+
+@pytest.mark.timeout(900)
+def test_the_live_page_lists_a_datasets_dropped_events(orders_root: Path) -> None:
+    """A dataset on the Live query page: why each delivery was dropped, event by event, with the dropped ones listed and downloadable."""
+    name = "t_live_orders"
+    registry = shared.get_registry()
+    at = _page(shared.LIVE_PAGE)
+    at.selectbox(key="lab_source").set_value("dataset").run()
+    at.selectbox(key="lab_dataset").set_value("orders")
+    at.number_input(key="lab_dataset_seconds_per_file").set_value(0.2)
+    at.text_input(key="lab_watermark").set_value("5 seconds")
+    at.text_input(key="lab_name").set_value(name)
+    try:
+        at.button(key="lab_start").click().run()
+        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        run = registry.get(name)
+        assert _wait_until(at, lambda _: run.feeder.done.is_set() and len(run.log) >= 4), "the dataset did not replay"
+        metrics = {metric.label: metric.value for metric in at.metric}
+        assert int(metrics["Events so far"]) > 0 and int(metrics["Spark: rows dropped"]) > 0  # 90 s late orders, a 5 s watermark
+        at.toggle(key="lab_dropped_list").set_value(True).run()
+        dropped = _table(at, {"event_time", "window_start", "rule"})
+        assert len(dropped) > 0 and set(dropped["rule"]) == {"window end at or before the watermark"}
+        assert set(dropped["key"]) <= {"north", "south"}
+    finally:
+        registry.delete(name)

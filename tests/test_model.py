@@ -97,3 +97,19 @@ def test_the_models_result_table_is_sparks_in_append_and_complete_mode(registry,
     closed = emissions.loc[emissions["emit_batch"].notna(), ["window_start", "window_end"]]  # append: the closed windows, each once
     pd.testing.assert_frame_equal(result.merge(closed, on=["window_start", "window_end"]), real.result, check_dtype=False)
     assert row["dropped_groups"] == real.rows_dropped_by_watermark > 0 and row["batches"] == len(real.progress)
+
+
+def test_a_grid_sweeps_every_window_length_and_draws_heat_maps_with_the_target_contour() -> None:
+    from streaming.analysis.model import grid
+    from streaming.charts.tuner import grid_heatmap
+
+    timeline = _timeline(GUIDE_BATCHES)
+    table = grid(timeline, [5 * MINUTE, 10 * MINUTE], [0, 10 * MINUTE])
+    assert table[["window_ms", "delay_ms"]].values.tolist() == [[300_000, 0], [300_000, 600_000], [600_000, 0], [600_000, 600_000]]
+    tumbling = sweep(timeline, expand(timeline, 10 * MINUTE), [0, 10 * MINUTE])
+    assert table[table["window_ms"] == 600_000]["completeness"].tolist() == tumbling["completeness"].tolist()
+    figure = grid_heatmap(table, "completeness", "Completeness", target=0.85, percent=True)
+    assert [trace.type for trace in figure.data] == ["heatmap", "contour"]
+    assert list(figure.data[0].y) == ["5 minutes", "10 minutes"] and list(figure.data[0].x) == ["0 seconds", "10 minutes"]
+    assert figure.data[1].contours.start == 0.85
+    assert grid_heatmap(table.iloc[0:0], "completeness", "Completeness").layout.annotations

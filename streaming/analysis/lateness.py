@@ -52,6 +52,7 @@ __all__ = [
     "dropped_by_window",
     "dropped_events",
     "file_batches",
+    "judge",
     "lateness",
     "lateness_summary",
     "sample_events",
@@ -347,6 +348,22 @@ def classify(events: pd.DataFrame, batches: pd.DataFrame, window_ms: int, slide_
         dropped_windows=dropped_windows,
     )
     return frame.sort_values(["batch_id", "event_id"], ignore_index=True)[CLASSIFIED_COLUMNS]
+
+
+def judge(events: pd.DataFrame, summaries: Iterable[Mapping[str, Any]], window_ms: int, slide_ms: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(classified, batches)``: every event of a feed or dataset judged by the watermark its micro-batch had in a run.
+
+    ``events`` are :func:`~streaming.engine.feeds.feed_events` or
+    :func:`~streaming.analysis.profile.feed_events_of` rows (an ``event_id``
+    and a ``row`` are added when missing), ``summaries`` the run's progress
+    summaries (:func:`file_batches`); see :func:`classify`.
+    """
+    if "event_id" not in events:
+        events = events.assign(event_id=np.arange(len(events), dtype="int64"))
+    if "row" not in events:
+        events = events.assign(row=events.groupby("file_index").cumcount())
+    batches = file_batches(list(summaries))
+    return classify(events, batches, window_ms, slide_ms), batches
 
 
 DROPPED_COLUMNS = ["event_id", "file_index", "batch_id", "event_time", "key", "watermark", "window_start", "window_end", "rule"]

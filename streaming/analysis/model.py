@@ -46,7 +46,7 @@ from ..engine.errors import ConfigError
 from .lateness import completeness
 from .measure import EMISSION_COLUMNS
 
-__all__ = ["SWEEP_COLUMNS", "Expansion", "Timeline", "covers", "delay_frames", "expand", "sweep"]
+__all__ = ["SWEEP_COLUMNS", "Expansion", "Timeline", "covers", "delay_frames", "expand", "grid", "sweep"]
 
 NS_PER_MS = 1_000_000
 NONE = np.iinfo(np.int64).min // 4
@@ -301,3 +301,11 @@ def delay_frames(timeline: Timeline, expansion: Expansion, delay_ms: int) -> tup
     emissions["delay_seconds"] = (emissions["clock_at_emit"] - emissions["window_end"]).dt.total_seconds().astype("float64")
     emissions["delay_batches"] = (emissions["emit_batch"] - emissions["end_batch"]).astype("Int64")
     return result, exact, per_window, emissions[EMISSION_COLUMNS]
+
+
+def grid(timeline: Timeline, windows_ms: Sequence[int], delays_ms: Sequence[int]) -> pd.DataFrame:
+    """:func:`sweep` for every tumbling window length of ``windows_ms``: one row per (window, delay), ``window_ms`` first."""
+    records = [
+        {"window_ms": int(window), **row} for window in windows_ms for row in sweep(timeline, expand(timeline, int(window)), delays_ms).to_dict("records")
+    ]
+    return pd.DataFrame(records, columns=["window_ms", *SWEEP_COLUMNS])

@@ -202,6 +202,8 @@ class TuneResult:
     """The model's answer checked on Spark (``None`` when Spark measured every delay)."""
     model_note: str | None = None
     """Why Spark measured every delay when the model does not cover the shape; ``None`` otherwise."""
+    timeline: Any = field(default=None, repr=False)
+    """The data as the model read it (:class:`~streaming.analysis.model.Timeline`), for further sweeps such as windows × delays; ``None`` after a Spark sweep."""
 
     @property
     def method(self) -> str:
@@ -394,6 +396,6 @@ def _model_tune(
     confirmation = Confirmation(checked, _shown(outcomes[canonical.index(checked)]), _shown(spark))
     return TuneResult(
         query=query, target=goal, outcomes=outcomes, recommended=recommended, concurrent=False,
-        wall_seconds=round(time.monotonic() - started, 3), exact=exact, confirmation=confirmation,
+        wall_seconds=round(time.monotonic() - started, 3), exact=exact, confirmation=confirmation, timeline=timeline,
     )
 

@@ -3,9 +3,10 @@
 - :func:`completeness_vs_state`: completeness against peak state rows, one
   point per delay labelled with it, the target as a horizontal line;
 - :func:`completeness_vs_output_delay`: completeness against the mean append
-  output delay (event-time seconds), same labels and target line.
+  output delay (event-time seconds), same labels and target line;
+- :func:`grid_heatmap`: one measure of a windows × delays grid of the model, with the target's contour.
 
-Both take a :class:`~streaming.analysis.tune.TuneResult` or its ``to_json()`` dict.
+The first two take a :class:`~streaming.analysis.tune.TuneResult` or its ``to_json()`` dict.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..engine.durations import format_duration
 from .common import empty_figure
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "TARGET_COLOR",
     "completeness_vs_output_delay",
     "completeness_vs_state",
+    "grid_heatmap",
     "tune_frame",
 ]
 
@@ -92,3 +96,38 @@ def completeness_vs_state(tuning: Any) -> go.Figure:
 def completeness_vs_output_delay(tuning: Any) -> go.Figure:
     """Completeness against the mean append-mode output delay in event-time seconds, a point per delay."""
     return _tradeoff(tuning, "output_delay_seconds", "mean output delay (s, event time)", "Completeness vs output delay")
+
+
+def grid_heatmap(grid: pd.DataFrame, value: str, title: str, *, target: float | None = None, percent: bool = False) -> go.Figure:
+    """``value`` of a windows × delays grid (:func:`streaming.analysis.model.grid`) as a heat map; with ``target``, its contour drawn over it.
+
+    Rows are window lengths, columns delays (both labelled as durations); an
+    empty cell is a value the model has none for (no emitted window).
+    """
+    if grid.empty or value not in grid.columns:
+        return empty_figure(title, "No grid computed yet")
+    table = grid.pivot(index="window_ms", columns="delay_ms", values=value).sort_index().sort_index(axis=1)
+    x = [format_duration(int(delay)) for delay in table.columns]
+    y = [format_duration(int(window)) for window in table.index]
+    z = table.to_numpy(dtype="float64")
+    text = [[("–" if np.isnan(cell) else (f"{cell:.1%}" if percent else f"{cell:,.0f}")) for cell in row] for row in z]
+    traces: list[Any] = [
+        go.Heatmap(
+            z=z, x=x, y=y, text=text, texttemplate="%{text}", colorscale="Viridis", reversescale=not percent,
+            hovertemplate="window %{y}<br>delay %{x}<br>" + value + " %{text}<extra></extra>",
+            colorbar={"tickformat": ".0%"} if percent else {},
+        )
+    ]
+    if target is not None:
+        traces.append(
+            go.Contour(
+                z=z, x=x, y=y, showscale=False, hoverinfo="skip", contours={"start": target, "end": target, "size": 1, "coloring": "lines"},
+                line={"color": TARGET_COLOR, "width": 3}, name=f"target {target:.0%}",
+            )
+        )
+    figure = go.Figure(traces)
+    figure.update_layout(
+        title={"text": title, "subtitle": {"text": f"the red line: target {target:.2%}"} if target is not None else {}},
+        xaxis_title="watermark delay", yaxis_title="window length", height=380,
+    )
+    return figure
