@@ -462,7 +462,7 @@ def measure_live(
     ``samples`` receives the RSS of every whole minute of the run.
     """
     name = "bench_live"
-    run = registry.start(config, name)
+    run = registry.start(config, name, keep=registry.kept_root is not None)  # as the Live query page starts it
     started = time.monotonic()
     results = []
     try:
@@ -484,7 +484,7 @@ def measure_live(
                   f"{mark.table_rows} rows, {mark.log_batches} batches")
             results.append(mark)
     finally:
-        registry.remove(name)
+        registry.delete(name)
     return results
 
 
@@ -507,14 +507,14 @@ def _collect_progress(query, seconds: float, poll_s: float) -> list[dict[str, An
 
 
 def run_dashboard(registry, config, name: str, seconds: float, warmup_s: float, poll_s: float) -> Throughput:
-    """The dashboard's query: ``registry.start`` (foreachBatch ResultTable sink, listener registered)."""
-    run = registry.start(config, name)
+    """The dashboard's query: ``registry.start`` as the Live query page calls it (foreachBatch ResultTable sink, listener registered, kept on disk)."""
+    run = registry.start(config, name, keep=registry.kept_root is not None)
     started = time.time()
     try:
         progresses = _collect_progress(run.query, warmup_s + seconds, poll_s)
         logged = len(run.log)
     finally:
-        registry.remove(name)
+        registry.delete(name)
     sample = throughput(progresses, started + warmup_s)
     _note(f"{name}: {sample.batches} batches counted, {sample.rows_per_s:,.0f} rows/s, {logged} progress events logged")
     return sample
@@ -777,8 +777,9 @@ def main(argv: list[str] | None = None) -> int:
     session_s = time.perf_counter() - before
     registry = None
     samples: list[RssSample] = []
+    kept = Path(tempfile.mkdtemp(prefix="streaming-lab-bench-kept-"))
     try:
-        registry = QueryRegistry(spark)
+        registry = QueryRegistry(spark, kept_root=kept / ".queries")
         figures_note = "poll = table.frame + log.frames + the live page's figures (charts.live_figures)"
         marks = [("1min", args.short_seconds), ("long", args.minutes * 60)]
         _note(f"live query: marks at {args.short_seconds:.0f} s and {args.minutes * 60:.0f} s")
@@ -796,6 +797,7 @@ def main(argv: list[str] | None = None) -> int:
             registry.stop_all()
         for query in spark.streams.active:
             query.stop()
+        shutil.rmtree(kept, ignore_errors=True)
     print(report(args, cold, first, session_s, live, samples, figures_note, dashboard, noop, time.monotonic() - begun), flush=True)
     spark.stop()
     return 0
