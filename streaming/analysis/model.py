@@ -44,7 +44,7 @@ import pandas as pd
 from ..engine.config import FeedSource, QueryConfig
 from ..engine.errors import ConfigError
 from .lateness import completeness
-from .measure import EMISSION_COLUMNS
+from .measure import emission_frame
 
 __all__ = ["SWEEP_COLUMNS", "Expansion", "Timeline", "covers", "delay_frames", "expand", "grid", "sweep"]
 
@@ -277,30 +277,24 @@ def delay_frames(timeline: Timeline, expansion: Expansion, delay_ms: int) -> tup
 
     result, exact = table(kept), table(every)
     _, per_window = completeness(result, exact)
+    return result, exact, per_window, emission_frame(result, _progress(timeline, int(delay_ms)))
+
+
+def _progress(timeline: Timeline, delay_ms: int) -> pd.DataFrame:
+    """The micro-batches of a stepped replay under ``delay_ms`` as a progress frame holds them: ``batch_id``, ``watermark`` (the one each batch applies), ``max_event_time``."""
     clock = timeline.clock()
     file_batch, no_data, _ = timeline.positions()
-    windows = np.flatnonzero(expansion.window_min_slack < delay)
-    ends = expansion.ends[windows]
-    reached, emit = np.searchsorted(clock, ends, side="left"), np.searchsorted(clock, ends + delay, side="left")
-    emitted = emit < timeline.batches
-    pick = np.minimum(emit, max(timeline.batches - 1, 0))
-    clock_at_emit = np.where(emitted, clock[pick], 0).astype("datetime64[ns]")
-    emissions = pd.DataFrame(
-        {
-            "window_start": expansion.starts[windows].astype("datetime64[ns]"),
-            "window_end": ends.astype("datetime64[ns]"),
-            "end_batch": pd.array(np.where(reached < timeline.batches, file_batch[np.minimum(reached, max(timeline.batches - 1, 0))], 0), dtype="Int64"),
-            "emit_batch": pd.array(np.where(emitted, no_data[pick], 0), dtype="Int64"),
-            "emit_watermark": np.where(emitted, clock[pick] - delay, 0).astype("datetime64[ns]"),
-            "clock_at_emit": clock_at_emit,
-        }
-    )
-    emissions.loc[~emitted, ["emit_batch"]] = pd.NA
-    emissions.loc[reached >= timeline.batches, ["end_batch"]] = pd.NA
-    emissions.loc[~emitted, ["emit_watermark", "clock_at_emit"]] = pd.NaT
-    emissions["delay_seconds"] = (emissions["clock_at_emit"] - emissions["window_end"]).dt.total_seconds().astype("float64")
-    emissions["delay_batches"] = (emissions["emit_batch"] - emissions["end_batch"]).astype("Int64")
-    return result, exact, per_window, emissions[EMISSION_COLUMNS]
+    before = np.concatenate(([NONE], clock[:-1])) if timeline.batches else clock
+    delay = int(delay_ms) * NS_PER_MS
+    after = no_data >= 0
+    ids = np.concatenate((file_batch, no_data[after]))
+    watermarks = np.concatenate((np.where(before != NONE, before - delay, NONE), (clock - delay)[after]))
+    maxima = np.concatenate((clock, np.full(int(after.sum()), NONE)))  # the clock: emission_frame takes the running maximum anyway
+
+    def times(values: np.ndarray) -> pd.Series:
+        return pd.Series(np.where(values == NONE, np.datetime64("NaT", "ns"), values.astype("datetime64[ns]")))
+
+    return pd.DataFrame({"batch_id": ids, "watermark": times(watermarks), "max_event_time": times(maxima)}).sort_values("batch_id", ignore_index=True)
 
 
 def grid(timeline: Timeline, windows_ms: Sequence[int], delays_ms: Sequence[int]) -> pd.DataFrame:

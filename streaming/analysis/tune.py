@@ -318,15 +318,16 @@ def tune(
     )
 
 
-def _model_outcomes(timeline, expansion, canonical: list[str]) -> list[RunMeasures]:
-    """The model's measures of each delay; state memory 0 until a Spark run says how large a state row is."""
+def _model_outcomes(timeline, expansion, canonical: list[str]) -> tuple[list[RunMeasures], pd.DataFrame]:
+    """The model's measures of each delay, and the exact answer; state memory 0 until a Spark run says how large a state row is."""
     from ..engine.progress import progress_frame
     from .model import delay_frames, sweep
 
     swept = sweep(timeline, expansion, [parse_duration(delay) for delay in canonical])
     outcomes = []
+    exact = pd.DataFrame()
     for delay, row in zip(canonical, swept.itertuples(index=False)):
-        result, _, per_window, emissions = delay_frames(timeline, expansion, parse_duration(delay))
+        result, exact, per_window, emissions = delay_frames(timeline, expansion, parse_duration(delay))
         outcomes.append(
             RunMeasures(
                 delay=delay, completeness=row.completeness, counted=row.counted, exact=row.exact,
@@ -341,7 +342,7 @@ def _model_outcomes(timeline, expansion, canonical: list[str]) -> list[RunMeasur
                 per_window=per_window, emissions=emissions, result=result, progress=progress_frame([]), method="model",
             )
         )
-    return outcomes
+    return outcomes, exact
 
 
 def _shown(outcome: RunMeasures) -> dict[str, Any]:
@@ -351,16 +352,21 @@ def _shown(outcome: RunMeasures) -> dict[str, Any]:
 
 def confirm(registry, result: TuneResult, delay: str, *, cancel: threading.Event | None = None) -> Confirmation:
     """Run ``result``'s query with watermark ``delay`` (one of its delays) through Spark and hold it next to the model's answer."""
-    from ..engine.runner import run_to_idle
-
     delays = [outcome.delay for outcome in result.outcomes]
     canonical = canonical_delays([delay])[0]
     if canonical not in delays:
         raise ConfigError("delay", delay, f"is not one of the sweep's delays ({', '.join(map(str, delays))})")
-    [config] = tune_configs(result.query, [canonical])
-    replay = run_to_idle(registry, config, cancel=cancel)
-    spark = measure(canonical, replay.result, replay.progress, result.exact)
+    spark = _on_spark(registry, result.query, canonical, result.exact, cancel)
     return Confirmation(canonical, _shown(result.outcomes[delays.index(canonical)]), _shown(spark))
+
+
+def _on_spark(registry, query: QueryConfig, delay: str, exact: pd.DataFrame, cancel: threading.Event | None) -> RunMeasures:
+    """``query`` replayed through Spark under watermark ``delay`` and measured against ``exact``."""
+    from ..engine.runner import run_to_idle
+
+    [config] = tune_configs(query, [delay])
+    replay = run_to_idle(registry, config, cancel=cancel)
+    return measure(delay, replay.result, replay.progress, exact)
 
 
 def _model_tune(
@@ -368,8 +374,7 @@ def _model_tune(
     cancel: threading.Event | None, report: Callable[[str], None] | None,
 ) -> TuneResult:
     """The model's sweep over every delay, confirmed on Spark at the recommended delay (or the largest); the state memory from Spark's bytes per state row."""
-    from ..engine.runner import run_to_idle
-    from .model import Timeline, delay_frames, expand
+    from .model import Timeline, expand
     from .profile import feed_events_of
 
     started = time.monotonic()
@@ -379,15 +384,12 @@ def _model_tune(
     events = feed_events_of(registry.spark, source)
     timeline = Timeline.of(events, len(source.files()) if source.batching.by == "file" else None)
     expansion = expand(timeline, configs[0].window_ms, configs[0].slide_ms)
-    outcomes = _model_outcomes(timeline, expansion, canonical)
+    outcomes, exact = _model_outcomes(timeline, expansion, canonical)
     recommended = recommend(outcomes, goal)
     checked = recommended or canonical[-1]
     if report is not None:
         report(f"model: {len(canonical)} delays computed; confirming {checked} on Spark")
-    [config] = tune_configs(query, [checked])
-    replay = run_to_idle(registry, config, cancel=cancel)
-    exact = delay_frames(timeline, expansion, 0)[1]
-    spark = measure(checked, replay.result, replay.progress, exact)
+    spark = _on_spark(registry, query, checked, exact, cancel)
     per_row = spark.peak_state_memory_bytes / spark.peak_state_rows if spark.peak_state_rows else 0.0
     outcomes = [
         replace(outcome, peak_state_memory_bytes=round(outcome.peak_state_rows * per_row), mean_state_memory_bytes=outcome.mean_state_rows * per_row)
