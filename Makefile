@@ -1,12 +1,13 @@
 # Two entry points: `make run` serves the dashboard, `make test` runs the suite.
-# `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmarks (dashboard, then tuner).
+# `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmarks (dashboard, then tuner);
+# `make connect` starts a local Spark Connect server and prints the SPARK_REMOTE to run the app against it.
 # Both create .venv from the pinned requirements.txt first (once, and again when it changes).
 
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-requirements
 
-.PHONY: run test lint bench java
+.PHONY: run test lint bench connect java
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +27,9 @@ test: $(STAMP) java
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+
+connect: $(STAMP) java
+	$(VENV)/bin/python -m streaming.engine.connect $(CONNECT_ARGS)
 
 bench: $(STAMP) java
 	$(VENV)/bin/python -m benchmarks.bench $(BENCH_ARGS)

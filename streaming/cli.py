@@ -172,13 +172,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     spark = get_session()
+    registry = QueryRegistry(spark)
     try:
-        outcome = run_to_idle(QueryRegistry(spark), config, keep=args.checkpoint, stop_after=args.stop_after)
+        outcome = run_to_idle(registry, config, keep=args.checkpoint, stop_after=args.stop_after)
         dropped = _dropped(spark, outcome) if args.dropped is not None else None
     except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files; a checkpoint of another query
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
+        registry.close()
         spark.stop()
     _print_replay(outcome)
     if dropped is not None:
@@ -266,12 +268,14 @@ def _tune_main(args) -> int:
     from .engine.session import get_session
 
     spark = get_session()
+    registry = QueryRegistry(spark)
     try:
-        outcome = tune(QueryRegistry(spark), query, delays=delays, target=target, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
+        outcome = tune(registry, query, delays=delays, target=target, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
     except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
+        registry.close()
         spark.stop()
     print(_tune_table(outcome))
     if outcome.method == "model":

@@ -39,6 +39,23 @@ def registry(spark):
     shared.stop_all()
 
 
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A local Spark Connect server from the project's pyspark, started once per run by the first test that asks; stopped at the end.
+
+    Its clients run in subprocesses: a Connect session in this process would turn
+    every PySpark call of the shared classic session into a Connect call.
+    """
+    from streaming.engine.connect import ConnectServer
+
+    server = ConnectServer(tmp_path_factory.mktemp("connect-server"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def write_feed(tmp_path):
     """Factory: ``write_feed([[("2016-05-10 12:07:00", "dog"), ...], ...])`` writes one CSV per batch and returns the folder."""

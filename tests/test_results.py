@@ -195,10 +195,11 @@ def test_a_run_waits_for_its_first_batch_and_no_longer_than_asked(tmp_path) -> N
     from streaming.engine.config import QueryConfig, RateSource
     from streaming.engine.progress import ProgressLog
     from streaming.engine.query import Run
+    from streaming.engine.sinks import FoldSink
 
     query = SimpleNamespace(isActive=True)
     table = ResultTable("update")
-    run = Run("first", QueryConfig(RateSource()), query, table, ProgressLog(), None, tmp_path, pd.Timestamp.now())
+    run = Run("first", QueryConfig(RateSource()), query, table, ProgressLog(), None, tmp_path, pd.Timestamp.now(), FoldSink(table))
     assert run.await_first_batch(0.2) is False  # nothing folded: gives up at the cap
     folding = threading.Timer(0.1, table.apply, args=(0, [row(0, "k", 1)]))
     folding.start()
@@ -207,4 +208,5 @@ def test_a_run_waits_for_its_first_batch_and_no_longer_than_asked(tmp_path) -> N
     finally:
         folding.join()
     query.isActive = False
-    assert Run("ended", run.config, query, ResultTable("update"), ProgressLog(), None, tmp_path, pd.Timestamp.now()).await_first_batch(30) is False
+    ended = ResultTable("update")
+    assert Run("ended", run.config, query, ended, ProgressLog(), None, tmp_path, pd.Timestamp.now(), FoldSink(ended)).await_first_batch(30) is False

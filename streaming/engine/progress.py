@@ -83,7 +83,8 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
     Also carries ``durations`` (the ``durationMs`` breakdown),
     ``source_offsets`` (the first source's start and end offsets as JSON text:
     for a feed, ``{"logOffset": i}`` ends the batch that read file ``i``) and
-    ``state_custom`` (the state store's own metrics by name, as Spark reports them).
+    ``state_custom`` (the state store's own metrics by name, as Spark reports them) and
+    ``output_rows`` (the rows the sink was given, -1 when Spark does not say).
     """
     operators = progress.get("stateOperators") or []
     event_time = progress.get("eventTime") or {}
@@ -107,6 +108,7 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
         "state_memory_bytes": sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
         "malformed_rows": _observed(progress, "malformed_rows"),
         "duplicates_dropped": sum(int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows") or 0) for op in operators),
+        "output_rows": int((progress.get("sink") or {}).get("numOutputRows", -1)),
         "source_offsets": _offsets(progress),
         "durations": durations,
         "state_custom": _custom_metrics(operators),

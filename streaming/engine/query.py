@@ -2,9 +2,11 @@
 
 :func:`build_frame` turns a config into the streaming DataFrame of the result
 table (``window_start``/``window_end`` as epoch microseconds, ``key``,
-``count``); :func:`start_run` starts it with a ``foreachBatch`` sink that folds
-every batch into a :class:`~streaming.engine.results.ResultTable` and returns a
-:class:`Run` that owns the query, its feeder and its working folder.
+``count``); :func:`start_run` starts it with a sink that folds every batch into
+a :class:`~streaming.engine.results.ResultTable` (``foreachBatch`` on a classic
+session, the memory sink read from the client on Spark Connect:
+:mod:`streaming.engine.sinks`) and returns a :class:`Run` that owns the query,
+its sink, its feeder and its working folder.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from .durations import format_duration, parse_duration
 from .errors import Cancelled, ConfigError
 from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
+from .session import is_connect
+from .sinks import FoldSink, MemorySinkReader, Sink
 from .sources import FeedReplayer, batch_rows, input_frame
 
 if TYPE_CHECKING:
@@ -159,6 +163,7 @@ class Run:
     feeder: Feeder | None
     workdir: Path
     started_at: pd.Timestamp
+    sink: Sink
     stopped_by_user: bool = field(default=False)
     kept: bool = field(default=False)
     """True when ``workdir`` is a kept folder (:class:`~streaming.engine.checkpoints.KeptQuery`): :meth:`close` leaves it, :meth:`delete` removes it."""
@@ -167,15 +172,17 @@ class Run:
     def status(self) -> RunStatus:
         if self.query.isActive:
             return "active"
-        if self.query.exception() is not None:
+        if self.query.exception() is not None or self.sink.error is not None:
             return "failed"
         return "stopped" if self.stopped_by_user else "finished"
 
     @property
     def error(self) -> str | None:
-        """The exception that ended the query, as Spark reports it, or ``None``."""
+        """What ended the query: the sink's reason, or the exception as Spark reports it; ``None`` while it runs or when it ended well."""
         if self.query.isActive:
             return None
+        if self.sink.error is not None:
+            return self.sink.error
         exception = self.query.exception()
         return None if exception is None else str(exception)
 
@@ -190,6 +197,7 @@ class Run:
         if self.feeder is not None:
             self.feeder.stop()
         self.query.stop()
+        self.sink.close()
 
     def close(self) -> None:
         """Stop, then delete the working folder (staged files and checkpoint) unless it is kept. Idempotent.
@@ -253,6 +261,7 @@ class Run:
         self.query.processAllAvailable()
         if not self._progress_caught_up(deadline):
             raise TimeoutError(f"{self.name}: progress of the last batch not received after {timeout} s")
+        self.sink.catch_up(max(1.0, deadline - time.monotonic()))
 
 
 def _cancelled(cancel: threading.Event | None, name: str) -> bool:
@@ -292,10 +301,18 @@ def start_run(
     :meth:`Run.close`. A folder made for another configuration is refused with
     :class:`ConfigError`.
     ``max_rows`` bounds the result table held in memory (``None``: unbounded).
+    On Spark Connect the run reads Spark's memory sink (:class:`~streaming.engine.sinks.MemorySinkReader`)
+    and cannot be kept: ``keep`` is refused with :class:`ConfigError`.
     The state store (``config.state_store``) is set for this query only: the
     session's setting is restored once it has started.
     """
     now_ms = int(time.time() * 1000)
+    connect = is_connect(spark)
+    if keep is not None and connect:
+        raise ConfigError(
+            "checkpoint", str(keep),
+            "cannot be kept on Spark Connect: the app reads the memory sink there, which Spark cannot resume from a checkpoint in update or append mode",
+        )
     kept = None if keep is None else KeptQuery(Path(keep))
     if kept is not None:
         now_ms = kept.open(config, name, now_ms)
@@ -318,16 +335,13 @@ def start_run(
         table.load(kept.result_file)
         log.keep(kept.progress_file)
 
-    def fold(batch: DataFrame, batch_id: int) -> None:
-        table.apply(batch_id, [tuple(row) for row in batch.collect()])
-        if kept is not None:
-            table.save(kept.result_file)
-
-    writer = (
-        frame.writeStream.queryName(name)
-        .outputMode(config.output_mode)
-        .option("checkpointLocation", str(workdir / "checkpoint"))
-        .foreachBatch(fold)
+    sink: Sink
+    if connect:
+        sink = MemorySinkReader(spark, name, config.output_mode, table, log)
+    else:
+        sink = FoldSink(table, None if kept is None else lambda: table.save(kept.result_file))
+    writer = sink.attach(
+        frame.writeStream.queryName(name).outputMode(config.output_mode).option("checkpointLocation", str(workdir / "checkpoint"))
     )
     listener.register(name, log)
     if isinstance(feeder, FeedReplayer) and config.trigger == "available_now":
@@ -346,7 +360,8 @@ def start_run(
             feeder.stop()
         discard()
         raise
-    return Run(name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), kept=kept is not None)
+    sink.started(query)
+    return Run(name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, kept=kept is not None)
 
 
 def _start(spark: SparkSession, writer: DataStreamWriter, config: QueryConfig) -> StreamingQuery:

@@ -23,6 +23,7 @@ from .config import QueryConfig
 from .errors import ConfigError
 from .progress import ProgressListener
 from .query import Run, start_run
+from .session import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,6 +84,16 @@ class QueryRegistry:
         self._starting: set[str] = set()
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
+
+    @property
+    def can_keep(self) -> bool:
+        """Whether runs can be kept and resumed here: not on Spark Connect, where the app reads the memory sink (:mod:`streaming.engine.sinks`)."""
+        return not is_connect(self.spark)
+
+    def close(self) -> None:
+        """Stop every run and remove the progress listener: on Spark Connect a client with a listener left does not exit."""
+        self.stop_all()
+        self.spark.streams.removeListener(self.listener)
 
     def _free_name(self) -> str:
         while True:
@@ -212,6 +223,7 @@ class QueryRegistry:
             summaries = run.log.summaries()
             watermark = next((str(summary["watermark"]) for summary in reversed(summaries) if pd.notna(summary.get("watermark"))), None)
             lost.append(LostRun(run.name, len(summaries), watermark, len(run.table), run.stopped_by_user, run.kept))
+            run.sink.close(read=False)
             if run.feeder is not None:
                 run.feeder.stop()
             if not run.kept:

@@ -27,7 +27,10 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SessionStarter", "StarterStatus", "forget_session", "get_session", "is_connect", "session_alive", "session_settings"]
+__all__ = [
+    "SessionStarter", "StarterStatus", "forget_session", "get_session", "is_connect", "remote_address", "server_reachable", "server_settings",
+    "session_alive", "session_settings",
+]
 
 APP_NAME = "streaming-lab"
 LOG = logging.getLogger(__name__)
@@ -43,13 +46,35 @@ the thread dies with a ``StackOverflowError`` printed to the terminal instead of
 quietly. A 32 MiB stack (address space; only the pages used are committed) lets the match end."""
 
 
+CONNECT_RETRIES = {"max_retries": 5, "initial_backoff": 50, "backoff_multiplier": 4.0, "max_backoff": 2000}
+"""Retries of a Spark Connect call while the server is unavailable: 50, 200, 800, 2000 and 2000 ms, then the call fails."""
+
+
 def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
-    """Spark settings for a session on this machine; pure, so it is tested without a JVM."""
+    """Spark settings for a session on this machine; pure, so it is tested without a JVM.
+
+    With ``SPARK_REMOTE`` only the settings a Spark Connect client may change
+    (per session, SQL ones); the server is started with the others
+    (:func:`server_settings`, used by :mod:`streaming.engine.connect`).
+    """
     settings = {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(max(1, cores)),
-        "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.numRecentProgressUpdates": "100",
+    }
+    if "SPARK_REMOTE" in environ:
+        return settings
+    host = environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+    settings.update({"spark.driver.host": host, "spark.driver.bindAddress": host})
+    settings["spark.master"] = environ.get("SPARK_MASTER", "local[*]")
+    settings.update(server_settings(environ))
+    return settings
+
+
+def server_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration and the thread stack."""
+    return {
+        "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": environ.get("SPARK_DRIVER_MEMORY", "2g"),
         # The Spark UI keeps every job, stage and SQL execution up to these caps; a
         # micro-batch makes several, so a long run would hold thousands of each.
@@ -58,17 +83,14 @@ def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
         "spark.ui.retainedTasks": "20000",
         "spark.sql.ui.retainedExecutions": "100",
         "spark.ui.retainedDeadExecutors": "10",
+        "spark.driver.extraJavaOptions": " ".join(DRIVER_JAVA_OPTIONS + [f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"]),
     }
-    if "SPARK_REMOTE" not in environ:
-        host = environ.get("SPARK_LOCAL_IP", "127.0.0.1")
-        settings.update({"spark.driver.host": host, "spark.driver.bindAddress": host})
-        settings["spark.master"] = environ.get("SPARK_MASTER", "local[*]")
-        settings["spark.driver.extraJavaOptions"] = " ".join(DRIVER_JAVA_OPTIONS + [f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"])
-    return settings
 
 
 def get_session(environ: Mapping[str, str] | None = None) -> SparkSession:
     """Create (or return the running) SparkSession configured by :func:`session_settings`.
+
+    With ``SPARK_REMOTE`` a Spark Connect client; ``ConnectionError`` when its server does not accept connections.
 
     Sets ``PYSPARK_PYTHON`` to this interpreter (so Python workers find the same
     packages) and ``SPARK_LOCAL_IP`` to loopback unless they are set already.
@@ -80,11 +102,18 @@ def get_session(environ: Mapping[str, str] | None = None) -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(APP_NAME)
     if "SPARK_REMOTE" in env:
+        if not server_reachable(env["SPARK_REMOTE"], timeout=5.0):
+            raise ConnectionError(f"the Spark Connect server at SPARK_REMOTE={env['SPARK_REMOTE']} does not accept connections")
         builder = builder.remote(env["SPARK_REMOTE"])
     for key, value in session_settings(env, os.cpu_count() or 1).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    if not is_connect(spark):
+    if is_connect(spark):
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        # The client's own policy retries an unreachable server for 10 minutes, holding the page that asked; give up after about 5 s.
+        spark.client.set_retry_policies([DefaultPolicy(**CONNECT_RETRIES)])
+    else:
         spark.sparkContext.setLogLevel(env.get("SPARK_LOG_LEVEL", "ERROR"))
     return spark
 
@@ -94,14 +123,37 @@ def is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+def remote_address(url: str) -> tuple[str, int]:
+    """``(host, port)`` of a Spark Connect URL (``sc://host:port/;params``; port 15002 when absent)."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url.split(";", 1)[0])
+    if parsed.scheme != "sc" or not parsed.hostname:
+        raise ValueError(f"SPARK_REMOTE {url!r} is not a Spark Connect URL (sc://host:port)")
+    return parsed.hostname, parsed.port or 15002
+
+
+def server_reachable(url: str, timeout: float = 1.0) -> bool:
+    """True when the Spark Connect server at ``url`` accepts a connection within ``timeout`` seconds."""
+    import socket
+
+    try:
+        with socket.create_connection(remote_address(url), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def session_alive(spark: SparkSession) -> bool:
-    """False when a classic session's JVM has exited, does not answer or was stopped; a Connect session is not checked here.
+    """False when a classic session's JVM has exited, does not answer or was stopped, or a Connect session's server does not accept connections.
 
     Cheap enough for every page view: a look at the JVM process and one local
-    Py4J call.
+    Py4J call; on Connect, one TCP connection to the server (a Spark call to a
+    dead server would be retried for minutes by the client).
     """
     if is_connect(spark):
-        return True
+        url = os.environ.get("SPARK_REMOTE")
+        return url is None or server_reachable(url)
     context = spark.sparkContext
     process = getattr(getattr(context, "_gateway", None), "proc", None)
     if process is not None and process.poll() is not None:
@@ -113,13 +165,20 @@ def session_alive(spark: SparkSession) -> bool:
 
 
 def forget_session() -> None:
-    """Drop PySpark's references to a dead classic session, so that :func:`get_session` starts a new JVM.
+    """Drop PySpark's references to a dead session, so that :func:`get_session` starts a new JVM (or a new Connect client).
 
     ``SparkSession.builder.getOrCreate()`` would otherwise hand back the dead
-    session; stopping it is impossible without its JVM.
+    session; stopping it is impossible without its JVM (or server).
     """
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    if "SPARK_REMOTE" in os.environ:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        ConnectSession._default_session = None
+        ConnectSession._active_session.session = None
+        return
 
     with SparkContext._lock:
         SparkContext._active_spark_context = None

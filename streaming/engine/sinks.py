@@ -1,0 +1,207 @@
+"""How a run's output rows reach its :class:`~streaming.engine.results.ResultTable`: one of two sinks, one interface.
+
+On a classic session (local or standalone cluster) :class:`FoldSink` folds
+every micro-batch in this process with ``foreachBatch``, as Spark hands it over.
+
+On Spark Connect a ``foreachBatch`` function runs in a Python worker of the
+*server*: what it folds is invisible to the app (and a function holding a lock
+cannot even be sent there). :class:`MemorySinkReader` writes to Spark's memory
+sink instead and reads it from the client: a thread folds each batch's rows as
+soon as the client-side listener has reported the batch. The progress gives each
+batch's ``sink.numOutputRows``, so every read fetches only the rows of batches
+not yet folded (``OFFSET``/``LIMIT`` over the sink, whose rows stay in batch
+order) and a poll costs the same after hours as after a minute.
+
+The memory sink itself keeps every row it is given (SPARK-24525; complete mode
+keeps only the last batch). Growth is bounded by ``max_sink_rows``: once the
+sink holds that many rows the reader stops the query and says why in
+:attr:`MemorySinkReader.error`; the result table already folded stays. A memory
+sink cannot resume from a checkpoint in update or append mode, so runs on
+Connect are not kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+
+    from .progress import ProgressLog
+    from .results import ResultTable
+
+__all__ = ["DEFAULT_MAX_SINK_ROWS", "FoldSink", "MemorySinkReader", "Sink", "split_batches"]
+
+LOG = logging.getLogger(__name__)
+DEFAULT_MAX_SINK_ROWS = 2_000_000
+"""Rows the memory sink may hold on Connect before the run is stopped: at the dashboard's typical 30 output rows a second, about 18 hours."""
+
+
+class Sink(Protocol):
+    """Where a run's output goes and how it is folded into its table."""
+
+    def attach(self, writer: DataStreamWriter) -> DataStreamWriter:
+        """``writer`` with this sink set."""
+        ...
+
+    def started(self, query: StreamingQuery) -> None:
+        """Called once the query has started."""
+        ...
+
+    def catch_up(self, timeout: float) -> None:
+        """Return once every batch the progress log holds is folded into the table; ``TimeoutError`` after ``timeout`` seconds."""
+        ...
+
+    def close(self, read: bool = True) -> None:
+        """Stop reading, after folding what is left unless ``read`` is false (a lost session); idempotent."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """Why the sink stopped the query, or ``None``."""
+        ...
+
+
+class FoldSink:
+    """``foreachBatch`` in this process: each batch is folded by Spark's own call, before the batch commits.
+
+    ``after_fold`` (e.g. saving a kept result table) runs after each batch is folded.
+    """
+
+    def __init__(self, table: ResultTable, after_fold: Callable[[], None] | None = None) -> None:
+        self.table = table
+        self.after_fold = after_fold
+        self.error: str | None = None
+
+    def attach(self, writer: DataStreamWriter) -> DataStreamWriter:
+        table, after_fold = self.table, self.after_fold
+
+        def fold(batch: DataFrame, batch_id: int) -> None:
+            table.apply(batch_id, [tuple(row) for row in batch.collect()])
+            if after_fold is not None:
+                after_fold()
+
+        return writer.foreachBatch(fold)
+
+    def started(self, query: StreamingQuery) -> None:
+        pass
+
+    def catch_up(self, timeout: float) -> None:
+        pass
+
+    def close(self, read: bool = True) -> None:
+        pass
+
+
+def split_batches(rows: Sequence[tuple], counts: Sequence[tuple[int, int]]) -> list[tuple[int, list[tuple]]]:
+    """``rows`` in sink order cut into ``(batch_id, rows)`` by ``counts``, ``(batch_id, output rows)`` in batch order.
+
+    Raises ``ValueError`` when the counts do not add up to the rows: the sink and the progress disagree.
+    """
+    total = sum(count for _, count in counts)
+    if total != len(rows):
+        raise ValueError(f"the progress reports {total} output rows for batches {[batch for batch, _ in counts]}, the sink holds {len(rows)}")
+    pieces, start = [], 0
+    for batch_id, count in counts:
+        pieces.append((batch_id, list(rows[start : start + count])))
+        start += count
+    return pieces
+
+
+class MemorySinkReader:
+    """Spark's memory sink, read from the client by a thread every ``interval`` seconds. Thread-safe.
+
+    Batches are folded in batch order once their progress is in ``log``; in
+    complete mode the sink holds only the latest batch, which replaces the table.
+    """
+
+    def __init__(
+        self, spark: SparkSession, name: str, output_mode: str, table: ResultTable, log: ProgressLog, *,
+        interval: float = 0.25, max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
+    ) -> None:
+        if isinstance(max_sink_rows, bool) or not isinstance(max_sink_rows, int) or max_sink_rows < 1:
+            raise ConfigError("max_sink_rows", max_sink_rows, "must be a whole number of at least 1")
+        self.spark = spark
+        self.name = name
+        self.output_mode = output_mode
+        self.table = table
+        self.log = log
+        self.interval = interval
+        self.max_sink_rows = max_sink_rows
+        self.sink_rows = 0
+        """Rows read from the sink so far: the rows it holds (update and append mode)."""
+        self.folded_batch = -1
+        self.error: str | None = None
+        self._query: StreamingQuery | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def attach(self, writer: DataStreamWriter) -> DataStreamWriter:
+        return writer.format("memory")
+
+    def started(self, query: StreamingQuery) -> None:
+        self._query = query
+        self._thread = threading.Thread(target=self._run, name=f"memory-sink-{self.name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.fold_reported()
+            except Exception as err:  # noqa: BLE001 - a read that fails (a lost server) is retried; the page reports the session
+                LOG.debug("reading the memory sink of %s failed: %s", self.name, err)
+
+    def fold_reported(self) -> int:
+        """Fold every batch whose progress is logged and is not folded yet; the number of batches folded."""
+        with self._lock:
+            pending = [summary for summary in self.log.summaries() if summary["batch_id"] > self.folded_batch]
+            if not pending:
+                return 0
+            counts = [(summary["batch_id"], max(0, int(summary.get("output_rows", 0)))) for summary in pending]
+            if self.output_mode == "complete":
+                rows = [tuple(row) for row in self.spark.table(self.name).collect()]
+                self.table.apply(counts[-1][0], rows)
+            else:
+                wanted = sum(count for _, count in counts)
+                rows = [] if wanted == 0 else [tuple(row) for row in self.spark.table(self.name).offset(self.sink_rows).limit(wanted).collect()]
+                for batch_id, batch_rows in split_batches(rows, counts):
+                    self.table.apply(batch_id, batch_rows)
+                self.sink_rows += wanted
+            self.folded_batch = counts[-1][0]
+            if self.sink_rows >= self.max_sink_rows and self.error is None:
+                self.error = (
+                    f"the memory sink holds {self.sink_rows:,} rows, its limit ({self.max_sink_rows:,}): Spark's memory sink keeps every "
+                    "row it is given (SPARK-24525), so the query was stopped; its result table is kept"
+                )
+                if self._query is not None:
+                    self._query.stop()
+            return len(counts)
+
+    def catch_up(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.fold_reported()
+            if self.folded_batch >= self.log.last_batch_id:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name}: batches up to {self.log.last_batch_id} not read from the memory sink after {timeout} s")
+            self._stop.wait(0.05)
+
+    def close(self, read: bool = True) -> None:
+        self._stop.set()
+        if not read:
+            return
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        try:
+            self.fold_reported()
+        except Exception as err:  # noqa: BLE001 - the session may be gone: what was folded stays
+            LOG.debug("last read of the memory sink of %s failed: %s", self.name, err)

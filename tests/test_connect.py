@@ -1,0 +1,115 @@
+"""Spark Connect: the memory-sink path held to the classic session, the server the project starts, and the settings a client may send.
+
+The replays over Connect run the CLI in a subprocess with ``SPARK_REMOTE`` set
+(a Connect client in this process would turn the shared classic session's calls
+into Connect calls); each is compared with the same replay on the classic session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import GUIDE_BATCHES, ROOT
+from test_runner import GUIDE, GUIDE_APPEND, GUIDE_COMPLETE, GUIDE_UPDATE, feed_folder
+
+from streaming.engine.runner import replay
+from streaming.engine.session import remote_address, server_reachable, session_settings
+from streaming.engine.sinks import MemorySinkReader, split_batches
+
+CONNECT_TIMEOUT = 300
+
+
+def connect_cli(server, *args: str, timeout: float = CONNECT_TIMEOUT) -> subprocess.CompletedProcess:
+    """``python -m streaming ARGS`` as a Spark Connect client of ``server``."""
+    env = {**os.environ, "SPARK_REMOTE": server.url}
+    return subprocess.run(
+        [sys.executable, "-m", "streaming", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def connect_replay(server, folder: Path, tmp_path: Path, **settings: str | None) -> dict:
+    out = tmp_path / f"connect-{len(list(tmp_path.glob('connect-*.json')))}.json"
+    args = ["replay", str(folder), "--json", str(out)]
+    for name, value in settings.items():
+        if value is not None:
+            args += [f"--{name.replace('_', '-')}", value]
+    done = connect_cli(server, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_settings_sent_by_a_connect_client_are_the_ones_it_may_change() -> None:
+    settings = session_settings({"SPARK_REMOTE": "sc://127.0.0.1:15002"}, cores=4)
+    assert settings == {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4", "spark.sql.streaming.numRecentProgressUpdates": "100"}
+
+
+def test_connect_urls_are_read_and_a_closed_port_is_unreachable() -> None:
+    assert remote_address("sc://127.0.0.1:15123/;user_id=a") == ("127.0.0.1", 15123)
+    assert remote_address("sc://spark.example") == ("spark.example", 15002)
+    with pytest.raises(ValueError, match="not a Spark Connect URL"):
+        remote_address("http://127.0.0.1:15002")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert server_reachable(f"sc://127.0.0.1:{port}", timeout=0.5) is False  # bound, not listening
+
+
+def test_sink_rows_are_cut_into_batches_by_the_reported_counts() -> None:
+    rows = [(1,), (2,), (3,), (4,)]
+    assert split_batches(rows, [(5, 1), (6, 0), (7, 3)]) == [(5, [(1,)]), (6, []), (7, [(2,), (3,), (4,)])]
+    with pytest.raises(ValueError, match="reports 3 output rows"):
+        split_batches(rows, [(5, 3)])
+
+
+def test_the_memory_sink_reader_refuses_a_limit_that_is_not_a_count() -> None:
+    with pytest.raises(Exception, match="max_sink_rows"):
+        MemorySinkReader(None, "q", "update", None, None, max_sink_rows=0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("mode", "expected", "dropped"), [("append", GUIDE_APPEND, 2), ("update", GUIDE_UPDATE, 2), ("complete", GUIDE_COMPLETE, 0)])
+def test_the_guide_example_over_connect_equals_the_classic_session(connect_server, registry, write_feed, tmp_path, mode, expected, dropped) -> None:
+    folder = write_feed(GUIDE_BATCHES)
+    remote = connect_replay(connect_server, folder, tmp_path, output_mode=mode, **GUIDE)
+    local = replay(registry, folder, output_mode=mode, timeout=CONNECT_TIMEOUT, **GUIDE).to_json()
+    assert [{name: row[name] for name in ("window_start", "window_end", "key", "count")} for row in remote["result"]] == expected
+    assert remote["rows_dropped_by_watermark"] == dropped
+    for field in ("result", "input_rows", "malformed_rows", "rows_dropped_by_watermark", "final_watermark"):
+        assert remote[field] == local[field], field
+    assert [batch["input_rows"] for batch in remote["batches"]] == [batch["input_rows"] for batch in local["batches"]]
+
+
+@pytest.mark.parametrize(("feed", "window", "slide", "watermark", "mode"), [
+    ("web_clicks", "20 seconds", None, "30 seconds", "update"),
+    ("sensor_readings", "1 minute", "30 seconds", "1 minute", "append"),
+])
+def test_sample_feeds_over_connect_equal_the_classic_session(connect_server, registry, tmp_path, feed, window, slide, watermark, mode) -> None:
+    folder = feed_folder(feed, tmp_path)
+    remote = connect_replay(connect_server, folder, tmp_path, window=window, slide=slide, watermark=watermark, output_mode=mode)
+    local = replay(registry, folder, window=window, slide=slide, watermark=watermark, output_mode=mode, timeout=CONNECT_TIMEOUT).to_json()
+    assert local["result"], "an empty result would prove nothing"
+    assert local["rows_dropped_by_watermark"] > 0 and local["malformed_rows"] >= 0
+    for field in ("result", "input_rows", "malformed_rows", "rows_dropped_by_watermark", "final_watermark"):
+        assert remote[field] == local[field], field
+    assert len(remote["batches"]) == len(local["batches"])
+
+
+def test_tune_runs_over_connect(connect_server, tmp_path) -> None:
+    folder = feed_folder("web_clicks", tmp_path)
+    out = tmp_path / "tune.json"
+    done = connect_cli(connect_server, "tune", str(folder), "--window", "20 seconds", "--delays", "0 seconds,30 seconds", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome = json.loads(out.read_text())
+    assert outcome["confirmation"]["agree"] is True
+
+
+def test_a_checkpoint_is_refused_over_connect_naming_why(connect_server, tmp_path) -> None:
+    folder = feed_folder("web_clicks", tmp_path)
+    done = connect_cli(connect_server, "replay", str(folder), "--window", "20 seconds", "--watermark", "30 seconds", "--checkpoint", str(tmp_path / "kept"))
+    assert done.returncode == 2
+    assert "cannot be kept on Spark Connect" in done.stderr and "Traceback" not in done.stderr
