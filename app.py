@@ -8,7 +8,7 @@ SparkSession starts in the background on the first view of any page.
 
 import streamlit as st
 
-from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, LIVE_PAGE, QUERIES_PAGE, TUNER_PAGE, session_starter
+from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, LIVE_PAGE, QUERIES_PAGE, TUNER_PAGE, run_page, session_starter
 
 st.set_page_config(page_icon=":material/stream:", layout="wide")
 session_starter()
@@ -22,4 +22,4 @@ navigation = st.navigation(
         st.Page(DATASETS_PAGE, title="Datasets", icon=":material/dataset:", url_path="Datasets"),
     ]
 )
-navigation.run()
+run_page(navigation)

@@ -308,7 +308,7 @@ def start_query(
     registry: QueryRegistry, config: QueryConfig, name: str | None, pending_key: str = PENDING_KEY, first_batch_wait: float = FIRST_BATCH_WAIT_SECONDS
 ) -> None:
     """Start ``config`` as ``name`` (kept on disk when Spark can resume it) and watch it after a rerun; shows ``st.error`` when the name is taken or Spark refuses."""
-    run = begin_run(lambda: registry.start(config, name, keep=config.resumable), "Starting the query", first_batch_wait)
+    run = begin_run(lambda: registry.start(config, name, keep=config.resumable and registry.can_keep), "Starting the query", first_batch_wait)
     if run is not None:
         st.session_state[pending_key] = run.name
         st.rerun()

@@ -30,11 +30,12 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.query import warm_up
 from streaming.engine.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
-from streaming.engine.session import SessionStarter, forget_session, session_alive
+from streaming.engine.session import SessionStarter, forget_session, server_reachable, session_alive
 from streaming.export import pyspark_code
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from streamlit.navigation.page import StreamlitPage
 
 __all__ = [
     "COMPARE_PAGE",
@@ -52,10 +53,12 @@ __all__ = [
     "loss_banner",
     "percent",
     "refuse",
+    "run_page",
     "session_losses",
     "session_starter",
     "session_status",
     "show_code",
+    "wait_for_server",
     "watermark_widget",
     "window_widgets",
     "windows_widgets",
@@ -113,6 +116,10 @@ def session_starter() -> SessionStarter:
     session starts in the background; every browser tab then gets the new one.
     """
     starter = _starter()
+    remote = os.environ.get("SPARK_REMOTE")
+    if starter.status == "failed" and remote is not None and server_reachable(remote):
+        _starter.clear()  # the Connect server is back: try again
+        return _starter()
     if starter.status != "ready" or session_alive(starter.wait(0)):
         return starter
     losses = session_losses()
@@ -125,12 +132,36 @@ def session_starter() -> SessionStarter:
             forget_session()
             get_registry.clear()
             _starter.clear()
-            LOG.error("the Spark session died (JVM gone); lost queries: %s", ", ".join(map(str, lost)) or "none")
+            LOG.error("the Spark session died (%s); lost queries: %s", _loss_cause(), ", ".join(map(str, lost)) or "none")
             losses.record(lost, pd.Timestamp.now(tz="UTC").tz_convert(None))
     return _starter()
 
 
+def run_page(page: StreamlitPage) -> None:
+    """Run the routed ``page``; when it fails because Spark went away while it ran, rerun it: the rerun notices the loss and says what was lost.
+
+    The session is checked when a page starts; a JVM or Connect server that
+    dies during the run makes its next Spark call raise instead.
+    """
+    try:
+        page.run()
+    except Exception:
+        starter = _starter()
+        if starter.status != "ready" or session_alive(starter.wait(0)):
+            raise
+        LOG.warning("Spark went away while a page ran; rerunning it", exc_info=True)
+        st.rerun()
+
+
 LOSS_BANNER_MINUTES = 30
+
+
+def _loss_cause() -> str:
+    return "its Spark Connect server stopped answering" if "SPARK_REMOTE" in os.environ else "its JVM exited"
+
+
+def _loss_sequel() -> str:
+    return "; a new session starts as soon as the server answers." if "SPARK_REMOTE" in os.environ else " and a new session was started."
 
 
 def _after_loss(lost: Sequence[LostRun]) -> str:
@@ -146,7 +177,7 @@ def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:
     for at, lost in losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES)):
         queries = "; ".join(str(run) for run in lost) or "no query was running"
         st.warning(
-            f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC (its JVM exited) and a new session was started. "
+            f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC ({_loss_cause()}){_loss_sequel()} "
             f"Lost with it: {queries}. " + _after_loss(lost),
             icon=":material/warning:",
         )
@@ -159,7 +190,7 @@ def get_spark() -> SparkSession:
 
 def _stop_all_at_exit(registry: QueryRegistry, log: logging.Logger = LOG) -> None:
     try:
-        registry.stop_all()
+        registry.close()
     except Exception as err:  # noqa: BLE001 - at exit the JVM may already be gone; nothing left to do
         log.warning("stopping queries at exit failed: %s", err)
 
@@ -194,7 +225,18 @@ def session_status(starter: SessionStarter) -> bool:
             if st.button("Try again", key="session_retry"):
                 _starter.clear()
                 st.rerun()
+            remote = os.environ.get("SPARK_REMOTE")
+            if remote is not None:
+                st.caption(f"Waiting for the Spark Connect server at {remote}: the page connects again as soon as it answers.")
+                wait_for_server(remote)
     return status == "ready"
+
+
+@st.fragment(run_every=2.0)
+def wait_for_server(url: str) -> None:
+    """While the Spark Connect server does not answer, check every 2 s and rerun the page once it does."""
+    if server_reachable(url, timeout=0.5):
+        st.rerun(scope="app")
 
 
 @st.fragment(run_every=1.0)

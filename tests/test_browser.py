@@ -204,6 +204,44 @@ def test_the_page_recovers_when_spark_dies_under_a_running_query(tmp_path, brows
 
 
 
+def test_the_app_runs_on_spark_connect_and_recovers_when_its_server_dies(tmp_path, browser):
+    """With ``SPARK_REMOTE``: Start charts a query read from the memory sink; the server killed, the page says so; the server back, Start charts again."""
+    import signal
+
+    from streaming.engine.connect import ConnectServer
+
+    server = ConnectServer(tmp_path / "connect").start()
+    try:
+        with served_app(tmp_path, start_timeout=SERVER_START_SECONDS, env={"SPARK_REMOTE": server.url}) as app:
+            page = browser.new_page(viewport={"width": 1600, "height": 1400})
+            try:
+                page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
+                page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
+                _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "remote")
+                page.get_by_role("textbox", name="Query name").fill("doomed")
+                page.get_by_role("textbox", name="Query name").press("Enter")
+                page.get_by_role("button", name="Start query").click()  # left running when the server dies
+                page.locator('[data-testid="stMetric"]', has_text="Status").filter(has_text="active").first.wait_for(timeout=CHART_DATA_SECONDS * 1000)
+                page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+
+                os.kill(server.pid, signal.SIGKILL)
+                banner = page.get_by_text("Spark stopped unexpectedly")
+                banner.wait_for(timeout=60_000)
+                assert "Spark Connect server stopped answering" in banner.inner_text() and "doomed (running" in banner.inner_text()
+                page.get_by_text("Waiting for the Spark Connect server").wait_for(timeout=60_000)
+                assert page.locator(".stException").count() == 0
+                assert app.process.poll() is None
+
+                server = ConnectServer(tmp_path / "connect-again", port=server.port).start()
+                page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+                _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "remote_again")
+                assert page.locator(".stException").count() == 0
+            finally:
+                page.close()
+    finally:
+        server.stop()
+
+
 def _batches_shown(page) -> int:
     text = page.locator('[data-testid="stMetric"]', has_text="Batches").first.inner_text()
     return int(text.strip().splitlines()[-1].replace(",", ""))
