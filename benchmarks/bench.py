@@ -268,14 +268,14 @@ def measure_cold_start(python: str, cwd: Path, events_per_second: int, keys: int
 # ---------------------------------------------------------------- memory
 
 
-def rss_mib(pid: int) -> tuple[float, float]:
-    """``(jvm, python)`` resident set sizes in MiB: the ``java`` descendants of process ``pid`` (NaN if none) and ``pid`` itself."""
+def rss_mib(pid: int, jvm_pid: int | None = None) -> tuple[float, float]:
+    """``(jvm, python)`` resident set sizes in MiB: the ``java`` descendants of process ``pid`` (NaN if none), or process ``jvm_pid``, and ``pid`` itself."""
     import psutil
 
     me = psutil.Process(pid)
     jvm = 0
     found = False
-    for child in me.children(recursive=True):
+    for child in me.children(recursive=True) if jvm_pid is None else [psutil.Process(jvm_pid)]:
         try:
             if child.name() == "java":
                 jvm += child.memory_info().rss
@@ -400,6 +400,8 @@ class RssSample:
     jvm_mib: float
     python_mib: float
     heap_after_gc_mib: float = math.nan
+    sink_rows: float = math.nan
+    """Rows Spark's memory sink holds (runs on Spark Connect); NaN when the run folds batches in this process."""
 
 
 def rss_trend(samples: Sequence[RssSample], last_minutes: float = 30.0) -> dict[str, float]:
@@ -429,7 +431,7 @@ def rss_trend(samples: Sequence[RssSample], last_minutes: float = 30.0) -> dict[
     return trend
 
 
-def _wait_running(run, until: float, note_every: float, started: float, samples: list[RssSample], pid: int, spark=None) -> None:
+def _wait_running(run, until: float, note_every: float, started: float, samples: list[RssSample], pid: int, spark=None, jvm_pid: int | None = None) -> None:
     """Wait for ``until`` while ``run`` is active; take an RSS sample at every whole minute since ``started``."""
     next_note = time.monotonic() + note_every
     while time.monotonic() < until:
@@ -438,9 +440,9 @@ def _wait_running(run, until: float, note_every: float, started: float, samples:
         next_sample = started + 60.0 * (len(samples) + 1)
         time.sleep(min(1.0, max(0.0, min(until, next_sample) - time.monotonic())))
         if time.monotonic() >= next_sample:
-            jvm, python = rss_mib(pid)
+            jvm, python = rss_mib(pid, jvm_pid)
             heap = math.nan if spark is None else heap_after_gc_mib(spark)
-            samples.append(RssSample((time.monotonic() - started) / 60.0, jvm, python, heap))
+            samples.append(RssSample((time.monotonic() - started) / 60.0, jvm, python, heap, getattr(run.sink, "sink_rows", math.nan)))
         if time.monotonic() >= next_note:
             _note(f"{run.name}: {len(run.log)} batches, {len(run.table)} result rows, {until - time.monotonic():.0f} s to the next mark")
             next_note += note_every
@@ -456,6 +458,7 @@ def measure_live(
     warmup_polls: int,
     pid: int,
     samples: list[RssSample],
+    jvm_pid: int | None = None,
 ) -> list[Mark]:
     """Run ``config`` through ``registry`` and, at each ``(label, seconds)`` mark, time ``polls`` refreshes and read RSS.
 
@@ -467,14 +470,14 @@ def measure_live(
     results = []
     try:
         for label, at_s in marks_s:
-            _wait_running(run, started + at_s, note_every=60.0, started=started, samples=samples, pid=pid, spark=registry.spark)
+            _wait_running(run, started + at_s, note_every=60.0, started=started, samples=samples, pid=pid, spark=registry.spark, jvm_pid=jvm_pid)
             mark = Mark(label, time.monotonic() - started)
             for _ in range(warmup_polls):
                 poll_once(run, serialize=True)
             for _ in range(polls):
                 mark.polls.append(poll_once(run, serialize=True))
                 time.sleep(poll_interval)
-            mark.jvm_rss_mib, mark.python_rss_mib = rss_mib(pid)
+            mark.jvm_rss_mib, mark.python_rss_mib = rss_mib(pid, jvm_pid)
             mark.table_rows = len(run.table)
             mark.evicted_rows = run.table.evicted_rows
             summaries = run.log.summaries()
@@ -592,7 +595,7 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
     jvm_ratio = ratio(long.jvm_rss_mib, short.jvm_rss_mib)
     python_ratio = ratio(long.python_rss_mib, short.python_rss_mib)
     lines = ["", "Streaming Lab benchmark", "======================="]
-    lines.append(f"machine: {os.cpu_count()} cores; total run {elapsed_s:.0f} s")
+    lines.append(f"machine: {os.cpu_count()} cores; total run {elapsed_s:.0f} s; Spark: " + (f"Connect server {os.environ['SPARK_REMOTE']}" if args.connect else "local session"))
     if cold is None:
         lines.append("cold start: skipped (--skip-cold-start)")
     else:
@@ -653,6 +656,15 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         "  every minute (JVM RSS / Java heap after the latest GC / Python RSS, MiB): "
         + ", ".join(f"{sample.jvm_mib:.0f}/{sample.heap_after_gc_mib:.0f}/{sample.python_mib:.0f}" for sample in samples)
     )
+    if args.connect:
+        sink = [sample.sink_rows for sample in samples]
+        lines.append(
+            "  Spark's memory sink (Connect: it keeps every output row, SPARK-24525), rows every minute: " + ", ".join(f"{rows:,.0f}" for rows in sink)
+        )
+        if len(sink) >= 2:
+            from streaming.engine.sinks import DEFAULT_MAX_SINK_ROWS
+
+            lines.append(f"  sink growth: {(sink[-1] - sink[0]) / max(1e-9, samples[-1].minute - samples[0].minute):,.0f} rows/min; limit {DEFAULT_MAX_SINK_ROWS:,} rows")
     jvm_flat = None if math.isnan(trend["jvm_change"]) else abs(trend["jvm_change"]) <= 0.05
     heap_flat = None if math.isnan(trend["heap_after_gc_change"]) else abs(trend["heap_after_gc_change"]) <= 0.05
     lines.append(
@@ -695,6 +707,8 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         "dashboard_batches": dashboard.batches,
         "noop_batches": noop.batches,
         "long_minutes": args.minutes,
+        "connect": args.connect,
+        "sink_rows_long": samples[-1].sink_rows if samples else math.nan,
         "bench_seconds": elapsed_s,
     }
     lines += ["", final_block(metrics)]
@@ -707,6 +721,7 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m benchmarks.bench", description="Measure the dashboard's cost on this machine.")
     top.add_argument("--minutes", type=float, default=3.0, help="length of the long live run in minutes (default 3)")
+    top.add_argument("--connect", action="store_true", help="run everything on a local Spark Connect server started for the run (make connect's)")
     top.add_argument("--skip-cold-start", action="store_true", help="do not measure the cold start")
     top.add_argument("--skip-first-chart", action="store_true", help="do not measure the first chart after Start in Chromium")
     top.add_argument("--server-up-seconds", type=float, default=45.0, help="uptime of the served app when Start is pressed (default 45)")
@@ -758,6 +773,21 @@ def main(argv: list[str] | None = None) -> int:
         output_mode="update",
     )
     begun = time.monotonic()
+    server = None
+    if args.connect:
+        from streaming.engine.connect import ConnectServer
+
+        _note("Spark Connect: starting a local server; everything below runs as its client")
+        server = ConnectServer().start()
+        os.environ["SPARK_REMOTE"] = server.url
+    try:
+        return _measure(args, live_config, overhead_config, begun, server)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _measure(args, live_config, overhead_config, begun: float, server) -> int:
     cold = None
     if not args.skip_cold_start:
         _note("cold start: launching a fresh process")
@@ -779,13 +809,14 @@ def main(argv: list[str] | None = None) -> int:
     samples: list[RssSample] = []
     kept = Path(tempfile.mkdtemp(prefix="streaming-lab-bench-kept-"))
     try:
-        registry = QueryRegistry(spark, kept_root=kept / ".queries")
+        registry = QueryRegistry(spark, kept_root=None if server is not None else kept / ".queries")
         figures_note = "poll = table.frame + log.frames + the live page's figures (charts.live_figures)"
         marks = [("1min", args.short_seconds), ("long", args.minutes * 60)]
         _note(f"live query: marks at {args.short_seconds:.0f} s and {args.minutes * 60:.0f} s")
         live = measure_live(
             registry, live_config, marks,
             polls=args.polls, poll_interval=args.poll_interval, warmup_polls=3, pid=os.getpid(), samples=samples,
+            jvm_pid=None if server is None else server.pid,
         )
         _note("overhead: noop vs dashboard")
         dashboard, noop = measure_overhead(
@@ -794,7 +825,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         if registry is not None:
-            registry.stop_all()
+            registry.close()
         for query in spark.streams.active:
             query.stop()
         shutil.rmtree(kept, ignore_errors=True)

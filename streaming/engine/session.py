@@ -46,8 +46,8 @@ the thread dies with a ``StackOverflowError`` printed to the terminal instead of
 quietly. A 32 MiB stack (address space; only the pages used are committed) lets the match end."""
 
 
-CONNECT_RETRIES = {"max_retries": 5, "initial_backoff": 50, "backoff_multiplier": 4.0, "max_backoff": 2000}
-"""Retries of a Spark Connect call while the server is unavailable: 50, 200, 800, 2000 and 2000 ms, then the call fails."""
+CONNECT_RETRIES = 5
+"""Retries of a Spark Connect call while the server is unavailable: after 50, 200, 800, 2000 and 2000 ms, then the call fails."""
 
 
 def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
@@ -112,7 +112,7 @@ def get_session(environ: Mapping[str, str] | None = None) -> SparkSession:
         from pyspark.sql.connect.client.retries import DefaultPolicy
 
         # The client's own policy retries an unreachable server for 10 minutes, holding the page that asked; give up after about 5 s.
-        spark.client.set_retry_policies([DefaultPolicy(**CONNECT_RETRIES)])
+        spark.client.set_retry_policies([DefaultPolicy(max_retries=CONNECT_RETRIES, initial_backoff=50, max_backoff=2000)])
     else:
         spark.sparkContext.setLogLevel(env.get("SPARK_LOG_LEVEL", "ERROR"))
     return spark
