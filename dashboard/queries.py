@@ -78,7 +78,9 @@ def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key:
 
 def _kept_actions(registry: QueryRegistry, name: str, live_page: str, pending_key: str = PENDING_KEY) -> None:
     """Resume (from the checkpoint, then watch it) and Delete (checkpoint, result and progress) for a stopped kept query."""
-    if st.button("Resume", key=f"lab_resume_{name}", help="Go on from its checkpoint, with its result so far"):
+    if not registry.can_keep:
+        st.caption("Resume needs a classic session: on Spark Connect the memory sink cannot resume from a checkpoint.")
+    elif st.button("Resume", key=f"lab_resume_{name}", help="Go on from its checkpoint, with its result so far"):
         if begin_run(lambda: registry.resume(name), f"Resuming {name}") is None:
             return
         st.session_state[pending_key] = name

@@ -218,6 +218,11 @@ def test_the_app_runs_on_spark_connect_and_recovers_when_its_server_dies(tmp_pat
                 page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
                 page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
                 _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "remote")
+                for title in ("Queries", "Watermark tuner", "Compare", "Datasets", "Live query"):
+                    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+                    page.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
+                    assert page.locator(".stException").count() == 0, f"page {title!r} shows an exception on Connect"
+                page.get_by_role("button", name="Start query").wait_for(timeout=60_000)
                 page.get_by_role("textbox", name="Query name").fill("doomed")
                 page.get_by_role("textbox", name="Query name").press("Enter")
                 page.get_by_role("button", name="Start query").click()  # left running when the server dies
