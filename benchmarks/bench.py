@@ -10,8 +10,9 @@ cold start
     parent launched it (``cold_start_s``) and the seconds ``get_session()``
     took (``getorcreate_s``). It runs first, before this process starts a JVM.
 overhead
-    Processed rows/s of the dashboard's query (``registry.start``: the
-    ``foreachBatch`` :class:`ResultTable` sink and the progress listener) against
+    Processed rows/s of the dashboard's query (``registry.start``: its
+    :class:`ResultTable` sink -- ``foreachBatch``, or the memory sink read from the
+    client with ``--connect`` -- and the progress listener) against
     the same :func:`build_frame` frame written to Spark's ``noop`` sink with the
     listener removed, on ``rate-micro-batch`` with big batches and the default
     trigger. rows/s = total ``numInputRows`` / total ``triggerExecution`` over
@@ -25,8 +26,10 @@ poll cost
     JSON serialization ``st.plotly_chart`` adds is timed apart and reported as
     extra lines, not in the poll cost.
 memory
-    RSS of the driver JVM (the ``java`` child of this process) and of this
-    Python process at the same two marks, with result-table and progress-log sizes.
+    RSS of the driver JVM (the ``java`` child of this process, or the Connect
+    server's with ``--connect``) and of this Python process at the same two marks,
+    with result-table and progress-log sizes; every minute, also the Java heap after
+    the latest GC (local only) and, on Connect, the rows the memory sink holds.
 
 Progress notes go to stderr, the report to stdout.
 """
@@ -510,7 +513,7 @@ def _collect_progress(query, seconds: float, poll_s: float) -> list[dict[str, An
 
 
 def run_dashboard(registry, config, name: str, seconds: float, warmup_s: float, poll_s: float) -> Throughput:
-    """The dashboard's query: ``registry.start`` as the Live query page calls it (foreachBatch ResultTable sink, listener registered, kept on disk)."""
+    """The dashboard's query: ``registry.start`` as the Live query page calls it (its sink, listener registered, kept on disk where it can be)."""
     run = registry.start(config, name, keep=registry.kept_root is not None)
     started = time.time()
     try:

@@ -14,7 +14,7 @@ from streaming.engine.query import Run
 from streaming.engine.registry import QueryRegistry
 
 from .live import PENDING_KEY, begin_run
-from .shared import LIVE_PAGE, REFRESH_SECONDS
+from .shared import LIVE_PAGE, REFRESH_SECONDS, get_registry, session_starter
 
 __all__ = ["queries_view", "render_kept", "render_others", "render_run_card", "runs_frame", "source_summary"]
 
@@ -146,6 +146,8 @@ def render_others(registry: QueryRegistry) -> None:
 @st.fragment(run_every=REFRESH_SECONDS * 2)
 def queries_view(registry: QueryRegistry) -> None:
     """The registry's runs (table, then one card each) and the session's other active queries, refreshed in place."""
+    if session_starter().status != "ready" or get_registry() is not registry:
+        st.rerun(scope="app")  # Spark died: the page shows what was lost and the new session
     runs = registry.runs()
     if runs:
         st.dataframe(runs_frame(runs), hide_index=True)

@@ -31,6 +31,7 @@ from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.query import warm_up
 from streaming.engine.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
 from streaming.engine.session import SessionStarter, forget_session, server_reachable, session_alive
+from streaming.engine.sinks import DEFAULT_MAX_SINK_ROWS, max_sink_rows
 from streaming.export import pyspark_code
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def session_starter() -> SessionStarter:
     """
     starter = _starter()
     remote = os.environ.get("SPARK_REMOTE")
-    if starter.status == "failed" and remote is not None and server_reachable(remote):
+    if starter.status == "failed" and remote is not None and _unreachable(starter) and server_reachable(remote):
         _starter.clear()  # the Connect server is back: try again
         return _starter()
     if starter.status != "ready" or session_alive(starter.wait(0)):
@@ -206,7 +207,12 @@ def get_registry() -> QueryRegistry:
     except ConfigError as err:
         LOG.error("%s; using the default limit of %d queries", err, DEFAULT_MAX_QUERIES)
         limit = DEFAULT_MAX_QUERIES
-    registry = QueryRegistry(get_spark(), max_active=limit, kept_root=data_root(os.environ) / QUERIES_FOLDER)
+    try:
+        sink_rows = max_sink_rows(os.environ)
+    except ConfigError as err:
+        LOG.error("%s; using the default limit of %d rows", err, DEFAULT_MAX_SINK_ROWS)
+        sink_rows = DEFAULT_MAX_SINK_ROWS
+    registry = QueryRegistry(get_spark(), max_active=limit, kept_root=data_root(os.environ) / QUERIES_FOLDER, max_sink_rows=sink_rows)
     atexit.register(_stop_all_at_exit, registry)
     return registry
 
@@ -226,10 +232,15 @@ def session_status(starter: SessionStarter) -> bool:
                 _starter.clear()
                 st.rerun()
             remote = os.environ.get("SPARK_REMOTE")
-            if remote is not None:
+            if remote is not None and _unreachable(starter):
                 st.caption(f"Waiting for the Spark Connect server at {remote}: the page connects again as soon as it answers.")
                 wait_for_server(remote)
     return status == "ready"
+
+
+def _unreachable(starter: SessionStarter) -> bool:
+    """True when the session failed because its Spark Connect server did not accept connections (not a refusal, which waiting would not mend)."""
+    return (starter.error or "").startswith("ConnectionError")
 
 
 @st.fragment(run_every=2.0)

@@ -180,8 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
-        registry.close()
-        spark.stop()
+        try:
+            registry.close()
+        finally:
+            spark.stop()
     _print_replay(outcome)
     if dropped is not None:
         if args.dropped.suffix.lower() == ".parquet":
@@ -275,8 +277,10 @@ def _tune_main(args) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
-        registry.close()
-        spark.stop()
+        try:
+            registry.close()
+        finally:
+            spark.stop()
     print(_tune_table(outcome))
     if outcome.method == "model":
         how = "computed by the watermark model, one confirmed on Spark"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 from conftest import GUIDE_BATCHES, ROOT
 from test_runner import GUIDE, GUIDE_APPEND, GUIDE_COMPLETE, GUIDE_UPDATE, feed_folder
 
+from streaming.engine.errors import ConfigError
 from streaming.engine.runner import replay
 from streaming.engine.session import remote_address, server_reachable, session_settings
 from streaming.engine.sinks import MemorySinkReader, split_batches
@@ -52,8 +54,11 @@ def test_settings_sent_by_a_connect_client_are_the_ones_it_may_change() -> None:
 def test_connect_urls_are_read_and_a_closed_port_is_unreachable() -> None:
     assert remote_address("sc://127.0.0.1:15123/;user_id=a") == ("127.0.0.1", 15123)
     assert remote_address("sc://spark.example") == ("spark.example", 15002)
-    with pytest.raises(ValueError, match="not a Spark Connect URL"):
+    with pytest.raises(ConfigError, match=re.escape("SPARK_REMOTE: 'http://127.0.0.1:15002' is not a Spark Connect URL")):
         remote_address("http://127.0.0.1:15002")
+    with pytest.raises(ConfigError, match="SPARK_REMOTE"):
+        remote_address("sc://127.0.0.1:port")
+    assert server_reachable("sc://127.0.0.1:port") is False
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -68,7 +73,7 @@ def test_sink_rows_are_cut_into_batches_by_the_reported_counts() -> None:
 
 
 def test_the_memory_sink_reader_refuses_a_limit_that_is_not_a_count() -> None:
-    with pytest.raises(Exception, match="max_sink_rows"):
+    with pytest.raises(ConfigError, match="max_sink_rows"):
         MemorySinkReader(None, "q", "update", None, None, max_sink_rows=0)  # type: ignore[arg-type]
 
 
@@ -113,3 +118,113 @@ def test_a_checkpoint_is_refused_over_connect_naming_why(connect_server, tmp_pat
     done = connect_cli(connect_server, "replay", str(folder), "--window", "20 seconds", "--watermark", "30 seconds", "--checkpoint", str(tmp_path / "kept"))
     assert done.returncode == 2
     assert "cannot be kept on Spark Connect" in done.stderr and "Traceback" not in done.stderr
+
+
+# -- the memory-sink reader against a sink and a progress log it is handed: a list in, a table out -----------------------
+
+
+class FakeSink:
+    """Spark's memory sink as the reader sees it: ``table(name)``, then ``offset``/``limit``/``collect``; records each read."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+        self.reads: list[tuple[int, int | None]] = []
+
+    def table(self, name: str) -> FakeSink._View:
+        return FakeSink._View(self, 0, None)
+
+    class _View:
+        def __init__(self, sink: FakeSink, start: int, count: int | None) -> None:
+            self.sink, self.start, self.count = sink, start, count
+
+        def offset(self, start: int) -> FakeSink._View:
+            return FakeSink._View(self.sink, start, self.count)
+
+        def limit(self, count: int) -> FakeSink._View:
+            return FakeSink._View(self.sink, self.start, count)
+
+        def collect(self) -> list[tuple]:
+            self.sink.reads.append((self.start, self.count))
+            end = None if self.count is None else self.start + self.count
+            return self.sink.rows[self.start : end]
+
+
+class FakeQuery:
+    def __init__(self) -> None:
+        self.isActive = True
+        self.lastProgress = None
+
+    def stop(self) -> None:
+        self.isActive = False
+
+
+@pytest.fixture
+def sink_reader():
+    """Factory: ``sink_reader(mode, max_sink_rows)`` -> ``(reader, sink, log, query, batch)``; ``batch(id, rows, reported=len(rows))`` writes a batch and reports it."""
+    from streaming.engine.progress import ProgressLog
+    from streaming.engine.results import ResultTable
+
+    def make(mode: str = "update", max_sink_rows: int = 1_000):
+        sink, log, query = FakeSink(), ProgressLog(), FakeQuery()
+        reader = MemorySinkReader(sink, "q", mode, ResultTable(mode), log, max_sink_rows=max_sink_rows)  # type: ignore[arg-type]
+        reader._query = query  # as started() sets it, without the thread
+
+        def batch(batch_id: int, rows: list[tuple], reported: int | None = None) -> None:
+            sink.rows = list(rows) if mode == "complete" else sink.rows + list(rows)
+            log.add({"batchId": batch_id, "sink": {"numOutputRows": len(rows) if reported is None else reported}})
+
+        return reader, sink, log, query, batch
+
+    return make
+
+
+def window(start_s: int, key: str, count: int) -> tuple:
+    return (start_s * 1_000_000, (start_s + 10) * 1_000_000, key, count)
+
+
+def test_the_reader_fetches_only_the_rows_of_batches_not_yet_folded(sink_reader) -> None:
+    reader, sink, _, query, batch = sink_reader()
+    batch(0, [window(0, "a", 1), window(0, "b", 2)])
+    batch(1, [])
+    assert reader.fold_reported() == 2
+    batch(2, [window(0, "a", 3), window(10, "a", 1), window(10, "b", 1)])
+    assert reader.fold_reported() == 1 and reader.fold_reported() == 0
+    assert sink.reads == [(0, 2), (2, 3)]  # batch 1 gave no rows: nothing read for it
+    table = reader.table.frame()
+    assert list(zip(table["key"], table["count"])) == [("a", 3), ("b", 2), ("a", 1), ("b", 1)]
+    assert (reader.table.last_batch_id, reader.sink_rows, reader.error, query.isActive) == (2, 5, None, True)
+
+
+def test_complete_mode_replaces_the_table_with_the_latest_batch(sink_reader) -> None:
+    reader, _, _, _, batch = sink_reader("complete")
+    batch(0, [window(0, "a", 1)])
+    batch(1, [window(0, "a", 2), window(0, "b", 1)])
+    reader.fold_reported()
+    assert list(reader.table.frame()["count"]) == [2, 1] and reader.table.last_batch_id == 1
+
+
+@pytest.mark.parametrize(("case", "reason"), [
+    ("unreported", "did not report the rows batch 1 gave the memory sink"),
+    ("gap", "the progress of batch 1 never arrived (batch 2 did)"),
+    ("short", "the memory sink and the progress disagree"),
+    ("limit", "STREAMING_LAB_MAX_SINK_ROWS=3"),
+])
+def test_the_reader_stops_the_query_rather_than_fold_rows_into_the_wrong_batches(sink_reader, case: str, reason: str) -> None:
+    reader, _, _, query, batch = sink_reader(max_sink_rows=3)
+    batch(0, [window(0, "a", 1)])
+    reader.fold_reported()
+    if case == "unreported":
+        batch(1, [window(0, "a", 2)], reported=-1)
+    elif case == "gap":
+        batch(2, [window(0, "a", 2)])
+    elif case == "short":
+        batch(1, [window(0, "a", 2)], reported=2)
+    else:
+        batch(1, [window(0, "a", 2), window(10, "a", 1), window(10, "b", 1)])
+    reader.fold_reported()
+    assert reader.error is not None and reason in reader.error
+    assert query.isActive is False
+    with pytest.raises(RuntimeError, match=re.escape(reason)):
+        reader.catch_up(1.0)
+    folded = 4 if case == "limit" else 1  # the limit stops after the batch that reached it; the others fold nothing doubtful
+    assert sum(reader.table.frame()["count"]) == folded

@@ -49,10 +49,12 @@ class ConnectServer:
     """One local Spark Connect server whose pid file and logs live in ``folder``.
 
     :meth:`start` returns once the server accepts connections (or raises
-    ``RuntimeError`` naming its log); :meth:`stop` ends it and is idempotent.
+    ``RuntimeError`` naming its log); :meth:`stop` ends it and is idempotent,
+    and deletes the folder when it made it (no ``folder`` given).
     """
 
     def __init__(self, folder: Path | None = None, port: int | None = None, master: str = "local[*]") -> None:
+        self._owns_folder = folder is None
         self.folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="streaming-lab-connect-"))
         self.port = port or _free_port()
         self.master = master
@@ -103,7 +105,7 @@ class ConnectServer:
         if done.returncode != 0:
             raise RuntimeError(f"start-connect-server.sh exited with {done.returncode}: {(done.stderr or done.stdout).strip()[-500:]}")
         deadline = time.monotonic() + timeout
-        while not server_reachable(self.url, timeout=0.5):
+        while not (server_reachable(self.url, timeout=0.5) and self.pid is not None and _alive(self.pid)):
             pid = self.pid
             if time.monotonic() > deadline or (pid is not None and not _alive(pid)):
                 self.stop()
@@ -114,16 +116,17 @@ class ConnectServer:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``timeout`` seconds); idempotent."""
         pid = self.pid
-        if pid is None or not _alive(pid):
-            return
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while _alive(pid):
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                break
-            time.sleep(0.1)
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while _alive(pid):
+                if time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    break
+                time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
+        if self._owns_folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

@@ -275,6 +275,18 @@ class ProgressLog:
         with self._lock:
             return [self._summaries[batch] for batch in sorted(self._summaries)]
 
+    def after(self, batch_id: int) -> list[dict[str, Any]]:
+        """The summaries of the batches after ``batch_id``, in batch order; costs what they number when batches arrive in order."""
+        with self._lock:
+            if self._reordered:
+                return [self._summaries[batch] for batch in sorted(self._summaries) if batch > batch_id]
+            newer = []
+            for batch in reversed(self._order):
+                if batch <= batch_id:
+                    break
+                newer.append(self._summaries[batch])
+            return newer[::-1]
+
     def recent(self, batches: int) -> list[dict[str, Any]]:
         """The summaries of the last ``batches`` batches, in batch order."""
         with self._lock:

@@ -28,7 +28,7 @@ from .errors import Cancelled, ConfigError
 from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .session import is_connect
-from .sinks import FoldSink, MemorySinkReader, Sink
+from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink
 from .sources import FeedReplayer, batch_rows, input_frame
 
 if TYPE_CHECKING:
@@ -194,10 +194,12 @@ class Run:
         """
         if self.query.isActive:
             self.stopped_by_user = True
-        if self.feeder is not None:
-            self.feeder.stop()
-        self.query.stop()
-        self.sink.close()
+        try:
+            if self.feeder is not None:
+                self.feeder.stop()
+            self.query.stop()
+        finally:
+            self.sink.close()
 
     def close(self) -> None:
         """Stop, then delete the working folder (staged files and checkpoint) unless it is kept. Idempotent.
@@ -288,6 +290,7 @@ def start_run(
     root: Path | None = None,
     max_rows: int | None = None,
     keep: Path | None = None,
+    max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
 ) -> Run:
     """Start ``config`` as a query called ``name`` and return its :class:`Run`.
 
@@ -301,8 +304,8 @@ def start_run(
     :meth:`Run.close`. A folder made for another configuration is refused with
     :class:`ConfigError`.
     ``max_rows`` bounds the result table held in memory (``None``: unbounded).
-    On Spark Connect the run reads Spark's memory sink (:class:`~streaming.engine.sinks.MemorySinkReader`)
-    and cannot be kept: ``keep`` is refused with :class:`ConfigError`.
+    On Spark Connect the run reads Spark's memory sink (:class:`~streaming.engine.sinks.MemorySinkReader`,
+    stopped once the sink holds ``max_sink_rows`` rows) and cannot be kept: ``keep`` is refused with :class:`ConfigError`.
     The state store (``config.state_store``) is set for this query only: the
     session's setting is restored once it has started.
     """
@@ -337,7 +340,7 @@ def start_run(
 
     sink: Sink
     if connect:
-        sink = MemorySinkReader(spark, name, config.output_mode, table, log)
+        sink = MemorySinkReader(spark, name, config.output_mode, table, log, max_sink_rows=max_sink_rows)
     else:
         sink = FoldSink(table, None if kept is None else lambda: table.save(kept.result_file))
     writer = sink.attach(
@@ -397,7 +400,7 @@ def warm_up(spark: SparkSession, root: Path | None = None, timeout: int = 120) -
     The same builder, sink and configuration a user starts with the default
     settings (with the available-now trigger, so it ends by itself; it is
     stopped after ``timeout`` seconds in any case): it loads the streaming classes, generates (and caches) the code of
-    that plan and starts the Python callback server, so the user's first query
+    that plan and, on a classic session, starts the Python callback server, so the user's first query
     does not pay for them. Its feed and working folder are made under ``root``
     (the system temp folder by default) and deleted.
     """

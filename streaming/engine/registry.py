@@ -24,6 +24,7 @@ from .errors import ConfigError
 from .progress import ProgressListener
 from .query import Run, start_run
 from .session import is_connect
+from .sinks import DEFAULT_MAX_SINK_ROWS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,13 +70,18 @@ class LostRun:
 class QueryRegistry:
     """Starts, lists and stops the runs on ``spark``; registers one progress listener on it."""
 
-    def __init__(self, spark: SparkSession, *, root: Path | None = None, max_active: int | None = None, kept_root: Path | None = None) -> None:
+    def __init__(
+        self, spark: SparkSession, *, root: Path | None = None, max_active: int | None = None, kept_root: Path | None = None,
+        max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
+    ) -> None:
         if max_active is not None and (isinstance(max_active, bool) or not isinstance(max_active, int) or max_active < 1):
             raise ConfigError("max_active", max_active, "must be a whole number of at least 1, or None for no limit")
         self.spark = spark
         self.root = root
         self.max_active = max_active
         """At most this many runs active (or starting) at once; ``None``: no limit."""
+        self.max_sink_rows = max_sink_rows
+        """On Spark Connect, the rows a run's memory sink may hold before the run is stopped (:mod:`streaming.engine.sinks`)."""
         self.kept_root = kept_root
         """Where runs started with ``keep`` keep their folders (:class:`~streaming.engine.checkpoints.KeptQuery`), one per name; ``None``: nowhere."""
         self.listener = ProgressListener()
@@ -92,8 +98,10 @@ class QueryRegistry:
 
     def close(self) -> None:
         """Stop every run and remove the progress listener: on Spark Connect a client with a listener left does not exit."""
-        self.stop_all()
-        self.spark.streams.removeListener(self.listener)
+        try:
+            self.stop_all()
+        finally:
+            self.spark.streams.removeListener(self.listener)
 
     def _free_name(self) -> str:
         while True:
@@ -150,7 +158,8 @@ class QueryRegistry:
             if previous is not None:
                 self._forget(name, previous)
             run = start_run(
-                self.spark, config, name, self.listener, root=self.root, max_rows=max_rows, keep=None if folder is None else folder.folder
+                self.spark, config, name, self.listener, root=self.root, max_rows=max_rows, keep=None if folder is None else folder.folder,
+                max_sink_rows=self.max_sink_rows,
             )
             with self._lock:
                 self._runs[name] = run

@@ -54,7 +54,7 @@ def _timestamps(micros: Sequence[int] | np.ndarray) -> np.ndarray:
 class ResultTable:
     """Thread-safe fold of micro-batch output into the current result table.
 
-    ``apply`` is called from Spark's ``foreachBatch`` thread, ``frame`` from the
+    ``apply`` is called from Spark's ``foreachBatch`` thread (or the memory-sink reader's, on Spark Connect), ``frame`` from the
     page; both take the lock. Rows are ``(window_start_us, window_end_us, key,
     count)`` for counts, ``(window_start_us, window_end_us, key, value, count)``
     for value aggregations and ``(event_time_us, key)`` for pass-through

@@ -7,7 +7,7 @@ time zone, driver bound to loopback. ``SPARK_MASTER`` (e.g.
 ``SPARK_REMOTE`` (e.g. ``sc://127.0.0.1:15002``) to a Spark Connect server.
 
 Creating a session takes seconds (a JVM starts), and the first streaming query
-on it seconds more (classes load, code is generated, the Python callback server
+on it seconds more (classes load, code is generated, locally the Python callback server
 starts). :class:`SessionStarter` does both in a background thread (the warm-up
 query is passed in: :func:`streaming.engine.query.warm_up`), so the dashboard
 shows a status while it happens instead of freezing on Start.
@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from .errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -90,7 +92,8 @@ def server_settings(environ: Mapping[str, str]) -> dict[str, str]:
 def get_session(environ: Mapping[str, str] | None = None) -> SparkSession:
     """Create (or return the running) SparkSession configured by :func:`session_settings`.
 
-    With ``SPARK_REMOTE`` a Spark Connect client; ``ConnectionError`` when its server does not accept connections.
+    With ``SPARK_REMOTE`` a Spark Connect client; :class:`ConfigError` when it is not a Connect URL,
+    ``ConnectionError`` when its server does not accept connections.
 
     Sets ``PYSPARK_PYTHON`` to this interpreter (so Python workers find the same
     packages) and ``SPARK_LOCAL_IP`` to loopback unless they are set already.
@@ -102,6 +105,7 @@ def get_session(environ: Mapping[str, str] | None = None) -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(APP_NAME)
     if "SPARK_REMOTE" in env:
+        remote_address(env["SPARK_REMOTE"])
         if not server_reachable(env["SPARK_REMOTE"], timeout=5.0):
             raise ConnectionError(f"the Spark Connect server at SPARK_REMOTE={env['SPARK_REMOTE']} does not accept connections")
         builder = builder.remote(env["SPARK_REMOTE"])
@@ -124,23 +128,27 @@ def is_connect(spark: SparkSession) -> bool:
 
 
 def remote_address(url: str) -> tuple[str, int]:
-    """``(host, port)`` of a Spark Connect URL (``sc://host:port/;params``; port 15002 when absent)."""
+    """``(host, port)`` of a Spark Connect URL (``sc://host:port/;params``; port 15002 when absent); :class:`ConfigError` naming ``SPARK_REMOTE`` otherwise."""
     from urllib.parse import urlparse
 
     parsed = urlparse(url.split(";", 1)[0])
-    if parsed.scheme != "sc" or not parsed.hostname:
-        raise ValueError(f"SPARK_REMOTE {url!r} is not a Spark Connect URL (sc://host:port)")
-    return parsed.hostname, parsed.port or 15002
+    try:
+        port = parsed.port
+    except ValueError:
+        port = -1
+    if parsed.scheme != "sc" or not parsed.hostname or port == -1:
+        raise ConfigError("SPARK_REMOTE", url, "is not a Spark Connect URL (sc://host:port)")
+    return parsed.hostname, port or 15002
 
 
 def server_reachable(url: str, timeout: float = 1.0) -> bool:
-    """True when the Spark Connect server at ``url`` accepts a connection within ``timeout`` seconds."""
+    """True when the Spark Connect server at ``url`` accepts a connection within ``timeout`` seconds (never for a URL that is not one)."""
     import socket
 
     try:
         with socket.create_connection(remote_address(url), timeout=timeout):
             return True
-    except OSError:
+    except (OSError, ConfigError):
         return False
 
 
@@ -152,6 +160,8 @@ def session_alive(spark: SparkSession) -> bool:
     dead server would be retried for minutes by the client).
     """
     if is_connect(spark):
+        if getattr(spark.client, "is_closed", False):  # e.g. the server restarted: this client's session is gone for good
+            return False
         url = os.environ.get("SPARK_REMOTE")
         return url is None or server_reachable(url)
     context = spark.sparkContext

@@ -10,12 +10,15 @@ sink instead and reads it from the client: a thread folds each batch's rows as
 soon as the client-side listener has reported the batch. The progress gives each
 batch's ``sink.numOutputRows``, so every read fetches only the rows of batches
 not yet folded (``OFFSET``/``LIMIT`` over the sink, whose rows stay in batch
-order) and a poll costs the same after hours as after a minute.
+order): what crosses the network and what the app folds stay small however long
+the run. The server still copies the sink's rows to answer a read (the memory
+sink is scanned as a local table), so a read's cost on the server grows with the sink.
 
 The memory sink itself keeps every row it is given (SPARK-24525; complete mode
 keeps only the last batch). Growth is bounded by ``max_sink_rows``: once the
 sink holds that many rows the reader stops the query and says why in
-:attr:`MemorySinkReader.error`; the result table already folded stays. A memory
+:attr:`MemorySinkReader.error`; the result table already folded stays. When the
+run ends its sink's view is dropped, so the server can free the rows. A memory
 sink cannot resume from a checkpoint in update or append mode, so runs on
 Connect are not kept.
 """
@@ -25,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from .errors import ConfigError
@@ -37,11 +40,21 @@ if TYPE_CHECKING:
     from .progress import ProgressLog
     from .results import ResultTable
 
-__all__ = ["DEFAULT_MAX_SINK_ROWS", "FoldSink", "MemorySinkReader", "Sink", "split_batches"]
+__all__ = ["DEFAULT_MAX_SINK_ROWS", "MAX_SINK_ROWS_VARIABLE", "FoldSink", "MemorySinkReader", "Sink", "max_sink_rows", "split_batches"]
 
 LOG = logging.getLogger(__name__)
-DEFAULT_MAX_SINK_ROWS = 2_000_000
-"""Rows the memory sink may hold on Connect before the run is stopped: at the dashboard's typical 30 output rows a second, about 18 hours."""
+MAX_SINK_ROWS_VARIABLE = "STREAMING_LAB_MAX_SINK_ROWS"
+DEFAULT_MAX_SINK_ROWS = 1_000_000
+"""Rows the memory sink may hold on Connect before the run is stopped: the Live page's generator at 2,000 events/s (8 keys,
+10-second windows) gives the sink about 1,300 rows a minute, so about 12 hours."""
+
+
+def max_sink_rows(environ: Mapping[str, str]) -> int:
+    """The memory sink's row limit on Connect: :data:`MAX_SINK_ROWS_VARIABLE`, default :data:`DEFAULT_MAX_SINK_ROWS`."""
+    text = environ.get(MAX_SINK_ROWS_VARIABLE, str(DEFAULT_MAX_SINK_ROWS))
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ConfigError(MAX_SINK_ROWS_VARIABLE, text, "must be a whole number of at least 1")
+    return int(text)
 
 
 class Sink(Protocol):
@@ -120,6 +133,10 @@ class MemorySinkReader:
 
     Batches are folded in batch order once their progress is in ``log``; in
     complete mode the sink holds only the latest batch, which replaces the table.
+    A batch whose output rows Spark did not report, a batch missing from the
+    progress, or a sink that does not hold the rows reported stops the query
+    with the reason in :attr:`error`: reading on would fold rows into the wrong batches.
+    The thread ends once the query has ended and its last batch is folded.
     """
 
     def __init__(
@@ -153,42 +170,86 @@ class MemorySinkReader:
         self._thread.start()
 
     def _run(self) -> None:
+        ticks = 0
         while not self._stop.wait(self.interval):
+            ticks += 1
             try:
+                ended = ticks % 4 == 0 and self._query is not None and not self._query.isActive
                 self.fold_reported()
-            except Exception as err:  # noqa: BLE001 - a read that fails (a lost server) is retried; the page reports the session
+                if self.error is not None or (ended and self._caught_up(1.0)):
+                    self.fold_reported()
+                    return
+            except Exception as err:  # noqa: BLE001 - a read that fails (a lost server) is tried again; the page reports the session
                 LOG.debug("reading the memory sink of %s failed: %s", self.name, err)
 
     def fold_reported(self) -> int:
         """Fold every batch whose progress is logged and is not folded yet; the number of batches folded."""
         with self._lock:
-            pending = [summary for summary in self.log.summaries() if summary["batch_id"] > self.folded_batch]
+            if self.error is not None:
+                return 0
+            pending = self.log.after(self.folded_batch)
             if not pending:
                 return 0
-            counts = [(summary["batch_id"], max(0, int(summary.get("output_rows", 0)))) for summary in pending]
+            counts = [(int(summary["batch_id"]), int(summary.get("output_rows", -1))) for summary in pending]
+            problem = self._problem(counts)
+            if problem is not None:
+                self._fail(problem)
+                return 0
             if self.output_mode == "complete":
                 rows = [tuple(row) for row in self.spark.table(self.name).collect()]
                 self.table.apply(counts[-1][0], rows)
             else:
                 wanted = sum(count for _, count in counts)
                 rows = [] if wanted == 0 else [tuple(row) for row in self.spark.table(self.name).offset(self.sink_rows).limit(wanted).collect()]
-                for batch_id, batch_rows in split_batches(rows, counts):
+                try:
+                    pieces = split_batches(rows, counts)
+                except ValueError as err:
+                    self._fail(f"the memory sink and the progress disagree: {err}")
+                    return 0
+                for batch_id, batch_rows in pieces:
                     self.table.apply(batch_id, batch_rows)
                 self.sink_rows += wanted
             self.folded_batch = counts[-1][0]
-            if self.sink_rows >= self.max_sink_rows and self.error is None:
-                self.error = (
-                    f"the memory sink holds {self.sink_rows:,} rows, its limit ({self.max_sink_rows:,}): Spark's memory sink keeps every "
-                    "row it is given (SPARK-24525), so the query was stopped; its result table is kept"
+            if self.sink_rows >= self.max_sink_rows:
+                self._fail(
+                    f"the memory sink holds {self.sink_rows:,} rows, its limit ({MAX_SINK_ROWS_VARIABLE}={self.max_sink_rows:,}): Spark's memory sink "
+                    "keeps every row it is given (SPARK-24525), so the query was stopped; its result table is kept"
                 )
-                if self._query is not None:
-                    self._query.stop()
             return len(counts)
+
+    def _problem(self, counts: Sequence[tuple[int, int]]) -> str | None:
+        expected = self.folded_batch + 1
+        for batch_id, count in counts:
+            if self.folded_batch >= 0 and batch_id != expected:
+                return f"the progress of batch {expected} never arrived (batch {batch_id} did): its rows cannot be told from the next batches'"
+            if count < 0 and self.output_mode != "complete":
+                return f"Spark did not report the rows batch {batch_id} gave the memory sink (sink.numOutputRows)"
+            expected = batch_id + 1
+        return None
+
+    def _fail(self, reason: str) -> None:
+        self.error = reason
+        LOG.warning("%s: %s", self.name, reason)
+        if self._query is not None:
+            self._query.stop()
+
+    def _caught_up(self, timeout: float) -> bool:
+        """Wait until the log holds the progress of the last batch the query reported; ``False`` if it does not within ``timeout`` seconds."""
+        last = None if self._query is None else self._query.lastProgress
+        target = -1 if last is None else int(last["batchId"])
+        deadline = time.monotonic() + timeout
+        while self.log.last_batch_id < target:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
 
     def catch_up(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
             self.fold_reported()
+            if self.error is not None:
+                raise RuntimeError(f"{self.name}: {self.error}")
             if self.folded_batch >= self.log.last_batch_id:
                 return
             if time.monotonic() > deadline:
@@ -196,12 +257,15 @@ class MemorySinkReader:
             self._stop.wait(0.05)
 
     def close(self, read: bool = True) -> None:
+        """Stop reading; with ``read``, first wait (2 s at most) for the last batch's progress, fold it, and drop the sink's view."""
         self._stop.set()
         if not read:
             return
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         try:
+            self._caught_up(2.0)
             self.fold_reported()
+            self.spark.catalog.dropTempView(self.name)
         except Exception as err:  # noqa: BLE001 - the session may be gone: what was folded stays
             LOG.debug("last read of the memory sink of %s failed: %s", self.name, err)
