@@ -696,13 +696,17 @@ def _feed_sink(config: QueryConfig) -> str:
             "last_batch_id = -1",
             "",
             "",
+            "def fold_rows(rows):",
+            "    table.extend((int(event_time), str(key)) for event_time, key in rows)",
+            "",
+            "",
             "def fold(batch, batch_id):",
             '    """foreachBatch: append the batch\'s rows (a batch re-run after a restart is skipped)."""',
             "    global last_batch_id",
             "    if batch_id <= last_batch_id:",
             "        return",
             "    last_batch_id = batch_id",
-            "    table.extend((int(event_time), str(key)) for event_time, key in batch.collect())",
+            "    fold_rows(batch.collect())",
         ]
     else:
         body = {
@@ -730,14 +734,18 @@ def _feed_sink(config: QueryConfig) -> str:
             "last_batch_id = -1",
             "",
             "",
+            "def fold_rows(rows):",
+            *comment,
+            "    for start, end, key, count in rows:",
+            f"        table[(int(start), int(end), str(key))] = {store}",
+            "",
+            "",
             "def fold(batch, batch_id):",
             '    """foreachBatch: fold one micro-batch\'s output into `table`, as the output mode defines."""',
             "    global last_batch_id",
             *body,
             "    last_batch_id = max(last_batch_id, batch_id)",
-            *comment,
-            "    for start, end, key, count in batch.collect():",
-            f"        table[(int(start), int(end), str(key))] = {store}",
+            "    fold_rows(batch.collect())",
         ]
     writer = [
         "",
@@ -746,12 +754,15 @@ def _feed_sink(config: QueryConfig) -> str:
         "    result.writeStream.queryName('streaming_lab_export')",
         "    .outputMode(OUTPUT_MODE)",
         "    .option('checkpointLocation', str(CHECKPOINT))",
-        "    .foreachBatch(fold)",
         *_trigger_lines(config),
         ")",
+        "# Spark Connect runs a foreachBatch function on the server, out of this program's reach:",
+        "# there the output goes to the memory sink instead, read back in batch order once the feed is done.",
+        "CONNECT = type(spark).__module__.startswith('pyspark.sql.connect')",
+        "writer = writer.format('memory') if CONNECT else writer.foreachBatch(fold)",
     ]
     return _block(
-        _rule('Sink: foreachBatch, folded into the result table'),
+        _rule('Sink: foreachBatch (the memory sink on Spark Connect), folded into the result table'),
         *fold,
         *writer,
     )
@@ -808,6 +819,8 @@ def _feed_run(config: QueryConfig) -> str:
             "    shutil.rmtree(WORKDIR, ignore_errors=True)",
         ]
     lines += [
+        "if CONNECT:  # the memory sink's rows, in batch order (in complete mode, the last batch's)",
+        "    fold_rows(spark.table('streaming_lab_export').collect())",
         "",
         "",
         "def stamp(micros):",

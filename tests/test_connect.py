@@ -113,6 +113,26 @@ def test_tune_runs_over_connect(connect_server, tmp_path) -> None:
     assert outcome["confirmation"]["agree"] is True
 
 
+@pytest.mark.parametrize("mode", ["update", "complete"])
+def test_show_codes_program_over_connect_prints_the_replay_result(connect_server, registry, write_feed, tmp_path, mode) -> None:
+    """The exported program, run as a Connect client, reads the memory sink (foreachBatch would fold on the server) and ends with replay's table."""
+    from test_export import _finish_export, _start_export
+
+    from streaming.engine.config import FeedSource, QueryConfig
+    from streaming.engine.runner import run_to_idle
+
+    config = QueryConfig(FeedSource(write_feed(GUIDE_BATCHES), seconds_per_file=0), output_mode=mode, **GUIDE)
+    process = _start_export(config, tmp_path, env={"SPARK_REMOTE": connect_server.url})
+    try:
+        expected = run_to_idle(registry, config).result_records()
+    except BaseException:
+        process.kill()
+        process.communicate()
+        raise
+    exported, _ = _finish_export(process, timeout=CONNECT_TIMEOUT)
+    assert expected and exported == expected
+
+
 def test_a_checkpoint_is_refused_over_connect_naming_why(connect_server, tmp_path) -> None:
     folder = feed_folder("web_clicks", tmp_path)
     done = connect_cli(connect_server, "replay", str(folder), "--window", "20 seconds", "--watermark", "30 seconds", "--checkpoint", str(tmp_path / "kept"))

@@ -244,11 +244,11 @@ def test_unbounded_exports_define_a_valid_streaming_query(spark, write_feed, kin
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
 
 
-def _start_export(config: QueryConfig, folder: Path) -> subprocess.Popen:
-    """Write the exported program for ``config`` into ``folder`` and start it as its own process (its own JVM)."""
+def _start_export(config: QueryConfig, folder: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Write the exported program for ``config`` into ``folder`` and start it as its own process (its own JVM, or a client of ``env``'s ``SPARK_REMOTE``)."""
     program = folder / "export_query.py"
     program.write_text(pyspark_code(config), encoding="ascii")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
     return subprocess.Popen(
         [sys.executable, str(program)], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
