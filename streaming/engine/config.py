@@ -38,6 +38,7 @@ __all__ = [
     "TriggerKind",
     "config_from_dict",
     "config_to_dict",
+    "count_setting",
     "describe",
 ]
 
@@ -547,3 +548,11 @@ def config_from_dict(values: Mapping[str, Any]) -> QueryConfig:
         if name not in known:
             raise ConfigError(name, rest[name], "is not a field of a query configuration")
     return QueryConfig(source=source_type(**given), **rest)
+
+
+def count_setting(environ: Mapping[str, str], variable: str, default: int) -> int:
+    """The whole number of at least 1 that the environment variable ``variable`` sets (``default`` when unset); :class:`ConfigError` naming it otherwise."""
+    text = environ.get(variable, str(default))
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ConfigError(variable, text, "must be a whole number of at least 1")
+    return int(text)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .checkpoints import KeptQuery, kept_queries
-from .config import QueryConfig
+from .config import QueryConfig, count_setting
 from .errors import ConfigError
 from .progress import ProgressListener
 from .query import Run, start_run
@@ -39,10 +39,7 @@ DEFAULT_MAX_QUERIES = 8
 
 def max_queries(environ: Mapping[str, str]) -> int:
     """The limit of queries running at once on the server: :data:`MAX_QUERIES_VARIABLE`, default :data:`DEFAULT_MAX_QUERIES`."""
-    text = environ.get(MAX_QUERIES_VARIABLE, str(DEFAULT_MAX_QUERIES))
-    if not text.strip().isdigit() or int(text) < 1:
-        raise ConfigError(MAX_QUERIES_VARIABLE, text, "must be a whole number of at least 1")
-    return int(text)
+    return count_setting(environ, MAX_QUERIES_VARIABLE, DEFAULT_MAX_QUERIES)
 
 
 class DuplicateQueryError(ConfigError):

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from .config import count_setting
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -51,10 +52,7 @@ DEFAULT_MAX_SINK_ROWS = 1_000_000
 
 def max_sink_rows(environ: Mapping[str, str]) -> int:
     """The memory sink's row limit on Connect: :data:`MAX_SINK_ROWS_VARIABLE`, default :data:`DEFAULT_MAX_SINK_ROWS`."""
-    text = environ.get(MAX_SINK_ROWS_VARIABLE, str(DEFAULT_MAX_SINK_ROWS))
-    if not text.strip().isdigit() or int(text) < 1:
-        raise ConfigError(MAX_SINK_ROWS_VARIABLE, text, "must be a whole number of at least 1")
-    return int(text)
+    return count_setting(environ, MAX_SINK_ROWS_VARIABLE, DEFAULT_MAX_SINK_ROWS)
 
 
 class Sink(Protocol):
