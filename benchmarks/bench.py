@@ -499,11 +499,13 @@ def measure_live(
 
 def _collect_progress(query, seconds: float, poll_s: float) -> list[dict[str, Any]]:
     """Every progress of ``query`` over ``seconds`` (read from ``recentProgress`` every ``poll_s``), by batch id."""
+    from streaming.engine.progress import progress_dict
+
     seen: dict[int, dict[str, Any]] = {}
     deadline = time.monotonic() + seconds
     while True:
         for progress in query.recentProgress:
-            seen[int(progress["batchId"])] = json.loads(progress.json)
+            seen[int(progress["batchId"])] = progress_dict(progress)
         if time.monotonic() >= deadline:
             break
         if not query.isActive:

@@ -65,6 +65,19 @@ def test_connect_urls_are_read_and_a_closed_port_is_unreachable() -> None:
     assert server_reachable(f"sc://127.0.0.1:{port}", timeout=0.5) is False  # bound, not listening
 
 
+def test_a_progress_whose_json_lacks_the_row_counts_gets_them_from_its_attributes() -> None:
+    """Spark Connect's ``StreamingQueryProgress.json`` (from ``recentProgress``) leaves out ``numInputRows`` and the rates."""
+    from types import SimpleNamespace
+
+    from streaming.engine.progress import progress_dict
+
+    connect_like = SimpleNamespace(json='{"batchId": 3, "timestamp": "2026-01-01T00:00:00.000Z"}', numInputRows=4000, inputRowsPerSecond=2.5,
+                                   processedRowsPerSecond=None)
+    assert progress_dict(connect_like) == {"batchId": 3, "timestamp": "2026-01-01T00:00:00.000Z", "numInputRows": 4000, "inputRowsPerSecond": 2.5}
+    classic_like = SimpleNamespace(json='{"batchId": 3, "numInputRows": 7}', numInputRows=9)
+    assert progress_dict(classic_like)["numInputRows"] == 7
+
+
 def test_sink_rows_are_cut_into_batches_by_the_reported_counts() -> None:
     rows = [(1,), (2,), (3,), (4,)]
     assert split_batches(rows, [(5, 1), (6, 0), (7, 3)]) == [(5, [(1,)]), (6, []), (7, [(2,), (3,), (4,)])]

@@ -25,9 +25,11 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 __all__ = [
     "PROGRESS_COLUMNS",
+    "ROW_FIELDS",
     "ProgressListener",
     "ProgressLog",
     "breakdown_frame",
+    "progress_dict",
     "progress_frame",
     "state_store_metrics",
     "summarize",
@@ -54,6 +56,22 @@ PROGRESS_COLUMNS = [
 ]
 
 _EPOCH = pd.Timestamp(0)
+
+
+ROW_FIELDS = ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
+
+
+def progress_dict(progress: Any) -> dict[str, Any]:
+    """A ``StreamingQueryProgress`` as the dict this module reads: its JSON, with the row counts its attributes hold.
+
+    On Spark Connect the progress's ``json`` leaves out ``numInputRows`` and the
+    two rates, which its attributes carry.
+    """
+    record = json.loads(progress.json)
+    for name in ROW_FIELDS:
+        if name not in record and getattr(progress, name, None) is not None:
+            record[name] = getattr(progress, name)
+    return record
 
 
 def _time(text: str | None) -> pd.Timestamp:
@@ -358,7 +376,7 @@ class ProgressListener(StreamingQueryListener):
         pass
 
     def onQueryProgress(self, event) -> None:
-        progress = json.loads(event.progress.json)
+        progress = progress_dict(event.progress)
         with self._lock:
             log = self._logs.get(progress.get("name") or "")
         if log is not None:
