@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StreamingQueryListener
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
 
 __all__ = [
     "PROGRESS_COLUMNS",
@@ -292,6 +296,16 @@ class ProgressLog:
     def summaries(self) -> list[dict[str, Any]]:
         with self._lock:
             return [self._summaries[batch] for batch in sorted(self._summaries)]
+
+    def caught_up(self, query: StreamingQuery, deadline: float) -> bool:
+        """Wait until this log holds the progress of the last batch ``query`` reported (the listener delivers it after the batch); ``False`` if not by ``deadline`` (monotonic seconds)."""
+        last = query.lastProgress
+        target = -1 if last is None else int(last["batchId"])
+        while self.last_batch_id < target:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
 
     def after(self, batch_id: int) -> list[dict[str, Any]]:
         """The summaries of the batches after ``batch_id``, in batch order; costs what they number when batches arrive in order."""

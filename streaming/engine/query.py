@@ -209,19 +209,9 @@ class Run:
         """
         self.stop()
         if self.kept:
-            self._progress_caught_up(time.monotonic() + 2.0)
+            self.log.caught_up(self.query, time.monotonic() + 2.0)
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def _progress_caught_up(self, deadline: float) -> bool:
-        """Wait until the log holds the progress of the last batch Spark reported; ``False`` if it does not by ``deadline`` (monotonic seconds)."""
-        last = self.query.lastProgress
-        target = -1 if last is None else int(last["batchId"])
-        while self.log.last_batch_id < target:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
-        return True
 
     def delete(self) -> None:
         """Stop, then delete the working folder, kept or not. Idempotent."""
@@ -261,7 +251,7 @@ class Run:
         elif self.feeder is not None and not self.feeder.done.wait(timeout):
             raise TimeoutError(f"{self.name}: feeder still running after {timeout} s")
         self.query.processAllAvailable()
-        if not self._progress_caught_up(deadline):
+        if not self.log.caught_up(self.query, deadline):
             raise TimeoutError(f"{self.name}: progress of the last batch not received after {timeout} s")
         self.sink.catch_up(max(1.0, deadline - time.monotonic()))
 

@@ -175,7 +175,7 @@ class MemorySinkReader:
             try:
                 ended = ticks % 4 == 0 and self._query is not None and not self._query.isActive
                 self.fold_reported()
-                if self.error is not None or (ended and self._caught_up(1.0)):
+                if self.error is not None or (ended and self._caught_up(time.monotonic() + 1.0)):
                     self.fold_reported()
                     return
             except Exception as err:  # noqa: BLE001 - a read that fails (a lost server) is tried again; the page reports the session
@@ -232,16 +232,8 @@ class MemorySinkReader:
         if self._query is not None:
             self._query.stop()
 
-    def _caught_up(self, timeout: float) -> bool:
-        """Wait until the log holds the progress of the last batch the query reported; ``False`` if it does not within ``timeout`` seconds."""
-        last = None if self._query is None else self._query.lastProgress
-        target = -1 if last is None else int(last["batchId"])
-        deadline = time.monotonic() + timeout
-        while self.log.last_batch_id < target:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
-        return True
+    def _caught_up(self, deadline: float) -> bool:
+        return self._query is None or self.log.caught_up(self._query, deadline)
 
     def catch_up(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -263,7 +255,7 @@ class MemorySinkReader:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         try:
-            self._caught_up(2.0)
+            self._caught_up(time.monotonic() + 2.0)
             self.fold_reported()
             self.spark.catalog.dropTempView(self.name)
         except Exception as err:  # noqa: BLE001 - the session may be gone: what was folded stays
