@@ -32,7 +32,7 @@ from streaming.engine.config import (
 )
 from streaming.engine.errors import ConfigError
 from streaming.engine.progress import ProgressLog
-from streaming.engine.results import ResultTable
+from streaming.engine.results import ResultTable, journal_path
 from streaming.engine.runner import run_to_idle
 from streaming.feedgen import FeedSpec
 from streaming.feedgen import write_feed as write_spec_feed
@@ -131,6 +131,64 @@ def test_a_saved_result_table_goes_on_and_ignores_a_batch_run_again(tmp_path: Pa
     pd.testing.assert_frame_equal(again.frame(), table.frame())
     with pytest.raises(ConfigError, match="output_mode: 'append' differs"):
         ResultTable("append", aggregation).load(path)
+
+
+def _window_rows(batch: int, windows: int) -> list[tuple]:
+    return [(60 * window, 60 * window + 60, "k", batch + window) for window in range(windows)]
+
+
+def test_a_kept_table_journals_each_batch_and_saves_once_the_journal_is_as_long_as_the_table(tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    table = ResultTable("update")
+    table.keep(path)
+    table.apply(0, _window_rows(0, 100))  # as many rows as the table: saved at once
+    saved = path.read_text()
+    assert not journal_path(path).exists()
+    for batch in range(1, 10):
+        table.apply(batch, _window_rows(batch, 10))  # 90 journal rows beside a 100-row table
+    assert path.read_text() == saved, "a batch of 10 rows rewrote the 100-row snapshot"
+    assert len(journal_path(path).read_text().splitlines()) == 9
+    again = ResultTable("update")
+    again.load(path)
+    assert (again.last_batch_id, again.batches_applied) == (9, 10)
+    pd.testing.assert_frame_equal(again.frame(), table.frame())
+    table.apply(10, _window_rows(10, 10))  # the journal now holds as many rows as the table: saved, journal started again
+    assert json.loads(path.read_text())["last_batch_id"] == 10 and not journal_path(path).exists()
+
+
+def test_a_journal_line_cut_short_is_ignored_and_its_batch_folded_when_spark_runs_it_again(tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    table = ResultTable("update")
+    table.keep(path)
+    for batch in range(3):
+        table.apply(batch, _window_rows(batch, 50 if batch == 0 else 2))
+    with journal_path(path).open("a") as journal:
+        journal.write('{"batch_id": 3, "rows": [[0, 60, "k"')  # the process died while storing batch 3
+    again = ResultTable("update")
+    again.keep(path)
+    assert again.last_batch_id == 2
+    again.apply(2, _window_rows(99, 2))  # Spark does not run batch 2 again; if it did, it would be ignored
+    again.apply(3, _window_rows(3, 2))
+    reference = ResultTable("update")
+    for batch in range(4):
+        reference.apply(batch, _window_rows(batch, 50 if batch == 0 else 2))
+    pd.testing.assert_frame_equal(again.frame(), reference.frame())
+    third = ResultTable("update")
+    third.load(path)
+    pd.testing.assert_frame_equal(third.frame(), reference.frame())
+
+
+def test_a_kept_complete_table_is_saved_whole_each_batch(tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    table = ResultTable("complete")
+    table.keep(path)
+    table.apply(0, _window_rows(0, 5))
+    table.apply(1, _window_rows(1, 6))
+    assert not journal_path(path).exists()
+    again = ResultTable("complete")
+    again.load(path)
+    pd.testing.assert_frame_equal(again.frame(), table.frame())
+    assert len(again) == 6
 
 
 def test_kept_progress_is_taken_in_and_appended_to(tmp_path: Path) -> None:

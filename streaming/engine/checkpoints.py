@@ -9,8 +9,9 @@ server restart:
 - ``checkpoint/``: Spark's checkpoint (offsets, commits, state);
 - ``staging/`` and ``batches/``: the feed files handed to Spark so far (its
   file source logs them by path, so they stay where they are);
-- ``result.json``: the result table and the last batch folded into it
-  (:meth:`~streaming.engine.results.ResultTable.save`), so a batch Spark runs
+- ``result.json`` and ``result.jsonl``: the result table and the last batch
+  folded into it, as a snapshot and a journal of the batches since
+  (:meth:`~streaming.engine.results.ResultTable.keep`), so a batch Spark runs
   again after a crash is counted once;
 - ``progress.jsonl``: every batch's progress.
 
@@ -32,6 +33,7 @@ import pandas as pd
 
 from .config import QueryConfig, SocketSource, config_from_dict, config_to_dict
 from .errors import ConfigError
+from .results import ResultTable, journal_path
 
 __all__ = ["QUERIES_FOLDER", "UNCHECKED", "KeptQuery", "differences", "kept_queries"]
 
@@ -138,17 +140,18 @@ class KeptQuery:
 
     def summary(self) -> dict[str, Any]:
         """What the Queries page lists for a kept query: batches folded into its result, result rows, when it last changed."""
-        result: dict[str, Any] = {}
-        if self.result_file.is_file():
-            try:
-                result = json.loads(self.result_file.read_text())
-            except ValueError:
-                result = {}
-        changed = max((path.stat().st_mtime for path in (self.config_file, self.result_file) if path.is_file()), default=0.0)
+        config = self.record()["config"]
+        table = ResultTable(config["output_mode"], config["aggregation"])
+        try:
+            table.load(self.result_file)
+        except (ValueError, KeyError, ConfigError):
+            table = ResultTable(config["output_mode"], config["aggregation"])
+        stored = (self.config_file, self.result_file, journal_path(self.result_file))
+        changed = max((path.stat().st_mtime for path in stored if path.is_file()), default=0.0)
         return {
             "name": self.name,
-            "batches": int(result.get("batches_applied", 0)),
-            "result_rows": len(result.get("rows", [])),
+            "batches": table.batches_applied,
+            "result_rows": len(table),
             "last_change": pd.Timestamp(changed, unit="s").floor("s"),
         }
 

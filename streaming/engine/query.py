@@ -325,14 +325,14 @@ def start_run(
     table = ResultTable(config.output_mode, config.aggregation, max_rows)
     log = ProgressLog()
     if kept is not None:
-        table.load(kept.result_file)
+        table.keep(kept.result_file)
         log.keep(kept.progress_file)
 
     sink: Sink
     if connect:
         sink = MemorySinkReader(spark, name, config.output_mode, table, log, max_sink_rows=max_sink_rows)
     else:
-        sink = FoldSink(table, None if kept is None else lambda: table.save(kept.result_file))
+        sink = FoldSink(table)
     writer = sink.attach(
         frame.writeStream.queryName(name).outputMode(config.output_mode).option("checkpointLocation", str(workdir / "checkpoint"))
     )

@@ -6,6 +6,13 @@ without bound. :class:`ResultTable` instead folds each batch the way the output
 mode defines the result table -- update replaces a window's row, complete
 replaces the whole table, append adds finalized rows -- and, when
 ``max_rows`` is set, evicts the oldest windows first and counts them.
+
+A kept table (:meth:`ResultTable.keep`) is stored as a snapshot and a journal
+of the batches folded since, as Spark's own state store keeps snapshots and
+deltas: a batch appends its output rows to the journal, and the snapshot is
+written again once the journal holds as many rows as the table. Storing a
+batch therefore costs what the batch brings, not what the table holds, however
+long the run.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import pandas as pd
 
 from .errors import ConfigError
 
-__all__ = ["RAW_COLUMNS", "TIMESTAMP_FORMAT", "WINDOW_COLUMNS", "ResultTable", "measure_column", "stamp"]
+__all__ = ["RAW_COLUMNS", "TIMESTAMP_FORMAT", "WINDOW_COLUMNS", "ResultTable", "journal_path", "measure_column", "stamp"]
 
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -44,6 +51,27 @@ def stamp(value: pd.Timestamp) -> str | None:
 def measure_column(aggregation: str) -> str:
     """The name of the result table's number column for ``aggregation``: ``count``, or ``value`` for a value aggregation."""
     return "count" if aggregation in ("count", "none") else "value"
+
+
+def journal_path(path: Path) -> Path:
+    """The journal of a result table kept at ``path``: ``result.json`` is journalled in ``result.jsonl``."""
+    return path.with_suffix(".jsonl")
+
+
+def _journal_entries(path: Path) -> list[tuple[int, list[tuple]]]:
+    """``(batch_id, rows)`` of each whole line of the journal at ``path``, in order; none when there is no journal."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return []
+    entries = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:  # cut short by a crash: the batch's foreachBatch call did not return
+            continue
+        entries.append((int(entry["batch_id"]), [tuple(row) for row in entry["rows"]]))
+    return entries
 
 
 def _timestamps(micros: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -78,13 +106,21 @@ class ResultTable:
         self._lock = threading.Lock()
         self._version = 0
         self._framed: tuple[int, pd.DataFrame] | None = None
+        self._path: Path | None = None
+        self._journal_rows = 0
         self.first_batch = threading.Event()
         """Set once the first batch has been folded in."""
 
     def apply(self, batch_id: int, rows: list[tuple]) -> None:
+        """Fold one batch's output ``rows`` in; a kept table then stores the batch before returning (see :meth:`keep`)."""
+        if self._fold(batch_id, rows) and self._path is not None:
+            self._store(batch_id, rows, self._path)
+
+    def _fold(self, batch_id: int, rows: list[tuple]) -> bool:
+        """Fold ``rows`` in; ``False`` for a batch already folded (not in complete mode)."""
         with self._lock:
             if batch_id <= self.last_batch_id and self.output_mode != "complete":
-                return
+                return False
             self.last_batch_id = max(batch_id, self.last_batch_id)
             self.batches_applied += 1
             self._version += 1
@@ -93,7 +129,7 @@ class ResultTable:
                 if self.max_rows is not None:
                     self.evicted_rows += max(0, len(self._raw) + len(rows) - self.max_rows)
                 self._raw.extend((int(t), str(k)) for t, k in rows)
-                return
+                return True
             if self.output_mode == "complete":
                 self._windows.clear()
             if self.measure == "count":
@@ -103,6 +139,34 @@ class ResultTable:
                 for start, end, key, value, count in rows:
                     self._windows[(int(start), int(end), str(key))] = (math.nan if value is None else float(value), int(count))
             self._evict()
+            return True
+
+    def keep(self, path: Path) -> None:
+        """Take in the table kept at ``path`` by earlier runs (:meth:`load`), then store every batch :meth:`apply` folds in.
+
+        Call before the first batch. Each batch's rows are appended to the
+        journal beside ``path`` (:func:`journal_path`) before :meth:`apply`
+        returns, which Spark's ``foreachBatch`` call does before the batch
+        commits; once the journal holds as many rows as the table, the table is
+        saved to ``path`` (:meth:`save`) and the journal starts again.
+        """
+        self.load(path)
+        journal = journal_path(path)
+        if journal.is_file():
+            text = journal.read_text()
+            if not text.endswith("\n"):  # a last line cut short: drop it, so the next batch starts a line of its own
+                journal.write_text(text[: text.rfind("\n") + 1])
+        self._path = path
+
+    def _store(self, batch_id: int, rows: list[tuple], path: Path) -> None:
+        if self._journal_rows + len(rows) >= len(self):
+            self.save(path)
+            journal_path(path).unlink(missing_ok=True)
+            self._journal_rows = 0
+            return
+        with journal_path(path).open("a") as journal:
+            journal.write(json.dumps({"batch_id": batch_id, "rows": rows}) + "\n")
+        self._journal_rows += len(rows)
 
     def save(self, path: Path) -> None:
         """Write the table and the last batch folded into it to ``path`` (JSON), atomically: a reader sees the old file or the new one.
@@ -125,10 +189,21 @@ class ResultTable:
         os.replace(partial, path)
 
     def load(self, path: Path) -> None:
-        """Go on from the table :meth:`save` wrote to ``path`` (nothing to do if there is none); :class:`ConfigError` if it is of another output mode or aggregation."""
-        if not path.is_file():
-            return
-        record = json.loads(path.read_text())
+        """Go on from the table stored at ``path``: the snapshot :meth:`save` wrote, then the batches journalled after it.
+
+        Nothing to do if there is none; :class:`ConfigError` if it is of another
+        output mode or aggregation. A last journal line cut short by a crash is
+        ignored: that batch's ``foreachBatch`` call had not returned, so Spark runs it again.
+        The journal is read before the snapshot, so a table being stored meanwhile is read whole.
+        """
+        journal = _journal_entries(journal_path(path))
+        if path.is_file():
+            self._load_snapshot(json.loads(path.read_text()), path)
+        for batch_id, rows in journal:
+            self._fold(batch_id, rows)
+            self._journal_rows += len(rows)
+
+    def _load_snapshot(self, record: dict, path: Path) -> None:
         for name in ("output_mode", "aggregation"):
             if record[name] != getattr(self, name):
                 raise ConfigError(name, getattr(self, name), f"differs from the stored result table's ({record[name]!r}, in {path})")

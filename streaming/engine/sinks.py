@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from .config import count_setting
@@ -82,23 +82,17 @@ class Sink(Protocol):
 
 
 class FoldSink:
-    """``foreachBatch`` in this process: each batch is folded by Spark's own call, before the batch commits.
+    """``foreachBatch`` in this process: each batch is folded by Spark's own call, before the batch commits (a kept table stores it then too)."""
 
-    ``after_fold`` (e.g. saving a kept result table) runs after each batch is folded.
-    """
-
-    def __init__(self, table: ResultTable, after_fold: Callable[[], None] | None = None) -> None:
+    def __init__(self, table: ResultTable) -> None:
         self.table = table
-        self.after_fold = after_fold
         self.error: str | None = None
 
     def attach(self, writer: DataStreamWriter) -> DataStreamWriter:
-        table, after_fold = self.table, self.after_fold
+        table = self.table
 
         def fold(batch: DataFrame, batch_id: int) -> None:
             table.apply(batch_id, [tuple(row) for row in batch.collect()])
-            if after_fold is not None:
-                after_fold()
 
         return writer.foreachBatch(fold)
 
