@@ -73,9 +73,11 @@ def downsample(frame: pd.DataFrame, columns: Sequence[str], max_points: int = MA
     keep[[0, -1]] = True
     bounds = np.flatnonzero(np.diff(bucket)) + 1
     firsts, lasts = np.r_[0, bounds], np.r_[bounds - 1, rows - 1]
+    sizes = lasts - firsts + 1
     for column in columns:
         values = np.nan_to_num(frame[column].to_numpy(dtype="float64"), nan=-np.inf)
-        order = np.lexsort((values, bucket))
-        keep[order[firsts]] = True
-        keep[order[lasts]] = True
+        lows = np.flatnonzero(values == np.repeat(np.minimum.reduceat(values, firsts), sizes))
+        highs = np.flatnonzero(values == np.repeat(np.maximum.reduceat(values, firsts), sizes))
+        keep[lows[np.searchsorted(lows, firsts)]] = True  # the first lowest row of each run
+        keep[highs[np.searchsorted(highs, lasts, side="right") - 1]] = True  # the last highest
     return frame.iloc[np.flatnonzero(keep)]

@@ -304,17 +304,22 @@ def batch_duration_figure(
     title = "Batch duration and its breakdown"
     if not has_rows(breakdown, ("batch_id", "phase", "ms")):
         return empty_figure(title)
-    palette = dict(colors) if colors is not None else key_colors(breakdown["phase"])
+    codes, phases = pd.factorize(breakdown["phase"])  # a categorical phase (ProgressLog.frames) is factorized by its codes
+    palette = dict(colors) if colors is not None else key_colors(phases)
+    batches, ms = breakdown["batch_id"].to_numpy(), breakdown["ms"].to_numpy()
     note = None
     with_total = progress is not None and has_rows(progress, ("batch_id", "batch_duration_ms"))
     if progress is not None and with_total:
         progress, note = _history(progress, ("batch_duration_ms",))
         if note is not None:
-            breakdown = breakdown[breakdown["batch_id"].isin(progress["batch_id"])]
-    traces = [
-        _bars(rows["batch_id"], rows["ms"], str(phase), marker={"color": palette.get(str(phase))})
-        for phase, rows in breakdown.groupby("phase", sort=True)
-    ]
+            drawn = np.isin(batches, progress["batch_id"].to_numpy())
+            codes, batches, ms = codes[drawn], batches[drawn], ms[drawn]
+    traces = []
+    for code in sorted(range(len(phases)), key=lambda code: str(phases[code])):
+        rows = codes == code
+        if rows.any():
+            name = str(phases[code])
+            traces.append({"type": "bar", "x": batches[rows], "y": ms[rows], "name": name, "marker": {"color": palette.get(name)}})
     if progress is not None and with_total:
         traces.append(_line(progress["batch_id"], progress["batch_duration_ms"], "total (triggerExecution)", line={"color": "black"}))
     return _batch_figure(title, "milliseconds", note, traces, barmode="stack")

@@ -171,7 +171,10 @@ def progress_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 
 
 def breakdown_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Long frame ``batch_id, phase, ms`` of each batch's ``durationMs`` breakdown, without the ``triggerExecution`` total."""
+    """Long frame ``batch_id, phase, ms`` of each batch's ``durationMs`` breakdown, without the ``triggerExecution`` total.
+
+    ``phase`` is a categorical, its categories in the order they first appear.
+    """
     latest = {row["batch_id"]: row for row in summaries}
     records = [
         {"batch_id": batch, "phase": phase, "ms": ms}
@@ -179,7 +182,10 @@ def breakdown_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         for phase, ms in latest[batch]["durations"].items()
         if phase != "triggerExecution"
     ]
-    return pd.DataFrame(records, columns=["batch_id", "phase", "ms"])
+    frame = pd.DataFrame(records, columns=["batch_id", "phase", "ms"])
+    if records:
+        frame["phase"] = pd.Categorical(frame["phase"], categories=list(dict.fromkeys(frame["phase"])))
+    return frame
 
 
 _INT_COLUMNS = (
@@ -214,6 +220,11 @@ def _progress_columns() -> _Columns:
     return _Columns(dtypes)
 
 
+def _breakdown_columns() -> _Columns:
+    """``batch_id, phase, ms``; the phase is held as a code into the log's phases, and framed as a categorical."""
+    return _Columns({"batch_id": "int64", "phase": "int64", "ms": "int64"})
+
+
 def _progress_row(summary: Mapping[str, Any]) -> dict[str, Any]:
     row = dict(summary)
     for name in _TIME_COLUMNS:
@@ -242,7 +253,8 @@ class ProgressLog:
         self._frames_lock = threading.Lock()
         self._framed = 0
         self._progress_columns = _progress_columns()
-        self._breakdown_columns = _Columns({"batch_id": "int64", "phase": "object", "ms": "int64"})
+        self._breakdown_columns = _breakdown_columns()
+        self._phases: dict[str, int] = {}
         self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
         self._path: Path | None = None
 
@@ -337,25 +349,29 @@ class ProgressLog:
         return pending, restart
 
     def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """``(progress_frame, breakdown_frame)`` of every batch so far; treat them as read-only."""
+        """``(progress_frame, breakdown_frame)`` of every batch so far (the breakdown's ``phase`` a categorical); treat them as read-only."""
         with self._frames_lock:
             pending, restart = self._unframed()
             if restart:
                 self._progress_columns = _progress_columns()
-                self._breakdown_columns = _Columns({"batch_id": "int64", "phase": "object", "ms": "int64"})
+                self._breakdown_columns = _breakdown_columns()
+                self._phases = {}
             if self._frames is not None and not pending and not restart:
                 return self._frames
             for summary in pending:
                 self._progress_columns.append(_progress_row(summary))
                 for phase, ms in summary["durations"].items():
                     if phase != "triggerExecution":
-                        self._breakdown_columns.append({"batch_id": summary["batch_id"], "phase": phase, "ms": ms})
+                        code = self._phases.setdefault(phase, len(self._phases))
+                        self._breakdown_columns.append({"batch_id": summary["batch_id"], "phase": code, "ms": ms})
             if self._progress_columns.size == 0:
                 self._frames = (progress_frame([]), breakdown_frame([]))
                 return self._frames
             progress = self._progress_columns.frame()
             progress["cumulative_rows_dropped"] = progress["rows_dropped_by_watermark"].cumsum()
-            self._frames = (progress[PROGRESS_COLUMNS], self._breakdown_columns.frame())
+            breakdown = self._breakdown_columns.frame()
+            breakdown["phase"] = pd.Categorical.from_codes(breakdown["phase"].to_numpy(), categories=list(self._phases))
+            self._frames = (progress[PROGRESS_COLUMNS], breakdown)
             return self._frames
 
     def __len__(self) -> int:
