@@ -805,11 +805,16 @@ def _measure(args, live_config, overhead_config, begun: float, server) -> int:
         _note("first chart: " + ("skipped, no Chromium" if first is None else f"{first['first_chart_s']:.2f} s"))
 
     from streaming.engine.registry import QueryRegistry
-    from streaming.engine.session import get_session
+    from streaming.engine.session import freeze_heap, get_session
 
     before = time.perf_counter()
     spark = get_session()
     session_s = time.perf_counter() - before
+    import streamlit.elements.plotly_chart  # noqa: F401 - what the app holds for its life, before its heap is frozen
+
+    import streaming.charts.live  # noqa: F401
+
+    freeze_heap()  # as the app's session starter does once the session is ready
     registry = None
     samples: list[RssSample] = []
     kept = Path(tempfile.mkdtemp(prefix="streaming-lab-bench-kept-"))

@@ -15,6 +15,7 @@ shows a status while it happens instead of freezing on Start.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "SessionStarter", "StarterStatus", "forget_session", "get_session", "is_connect", "remote_address", "server_reachable", "server_settings",
+    "SessionStarter", "StarterStatus", "forget_session", "freeze_heap", "get_session", "is_connect", "remote_address", "server_reachable", "server_settings",
     "session_alive", "session_settings",
 ]
 
@@ -198,12 +199,27 @@ def forget_session() -> None:
     SparkSession._activeSession = None
 
 
+def freeze_heap() -> None:
+    """Collect, then move every object this process holds to the collector's permanent generation (``gc.freeze``).
+
+    Call once what the process keeps for its life is loaded: the session starter does it when the
+    session is ready and warm. A full collection then no longer walks the objects of pandas, Spark,
+    Streamlit and Plotly (about 135,000): measured on this project's app, 28-39 ms per full collection
+    before, under 0.1 ms after. Those collections run in whichever thread allocates, most often the
+    live view's, whose ticks paid for them. Frozen objects are still freed when no longer referenced;
+    only a reference cycle among them stays.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 class SessionStarter:
     """Creates the session (and warms it up) in a background thread; thread-safe.
 
     ``status`` is ``"starting"`` until the session exists and the warm-up has
     ended, then ``"ready"``; ``"failed"`` when creating the session raised, with
     the reason in ``error``. A failed warm-up only logs: the session still works.
+    Once ready, the process's heap is frozen (:func:`freeze_heap`).
     ``create`` and ``warm`` are passed in so a test can drive the starter
     without a JVM.
     """
@@ -246,6 +262,7 @@ class SessionStarter:
                     self._warm(session)
                 except Exception:
                     LOG.warning("warming up the Spark session failed", exc_info=True)
+            freeze_heap()
             self._session = session
         finally:
             self.seconds = self._clock() - (self.started_at or 0.0)
