@@ -307,6 +307,16 @@ def heap_after_gc_mib(spark) -> float:
         return math.nan
 
 
+def live_heap_mib(spark) -> float:
+    """The Java heap in use right after a full collection (``System.gc()``): the data the driver keeps. NaN when the JVM is not this session's (Connect)."""
+    try:
+        jvm = spark._jvm
+        jvm.java.lang.System.gc()
+        return jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed() / MIB
+    except Exception:  # noqa: BLE001 - a remote JVM: the measure is optional
+        return math.nan
+
+
 # ---------------------------------------------------------------- poll cost and memory over time
 
 
@@ -365,6 +375,8 @@ class Mark:
     polls: list[Poll] = field(default_factory=list)
     jvm_rss_mib: float = math.nan
     python_rss_mib: float = math.nan
+    live_heap_mib: float = math.nan
+    """Java heap in use after a full collection, taken after the polls."""
     table_rows: int = 0
     evicted_rows: int = 0
     log_batches: int = 0
@@ -481,6 +493,7 @@ def measure_live(
                 mark.polls.append(poll_once(run, serialize=True))
                 time.sleep(poll_interval)
             mark.jvm_rss_mib, mark.python_rss_mib = rss_mib(pid, jvm_pid)
+            mark.live_heap_mib = live_heap_mib(registry.spark)
             mark.table_rows = len(run.table)
             mark.evicted_rows = run.table.evicted_rows
             summaries = run.log.summaries()
@@ -656,6 +669,11 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
             f"result table {mark.table_rows} rows, {mark.evicted_rows} evicted; progress log {mark.log_batches} summaries"
         )
     lines.append(f"  ratio long/short: JVM {_format(jvm_ratio)}, Python {_format(python_ratio)}")
+    lines.append(
+        "  Java heap in use after a full collection at each mark (what the driver keeps; a leak grows it): "
+        + ", ".join(f"{mark.label} {mark.live_heap_mib:.0f} MiB" for mark in live)
+        + f"; ratio long/short {_format(ratio(long.live_heap_mib, short.live_heap_mib))}"
+    )
     trend = rss_trend(samples)
     lines.append(
         "  every minute (JVM RSS / Java heap after the latest GC / Python RSS, MiB): "
@@ -701,6 +719,8 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         "jvm_rss_change_last_30min": trend["jvm_change"],
         "python_rss_change_last_30min": trend["python_change"],
         "heap_after_gc_change_last_30min": trend["heap_after_gc_change"],
+        "live_heap_mib_1min": short.live_heap_mib,
+        "live_heap_mib_long": long.live_heap_mib,
         "poll_cpu_p50_ms_1min": short.part_p50("cpu_ms"),
         "poll_cpu_p95_ms_1min": short.part_p95("cpu_ms"),
         "poll_cpu_p50_ms_long": long.part_p50("cpu_ms"),
