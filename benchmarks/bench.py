@@ -17,7 +17,9 @@ overhead
     listener removed, on ``rate-micro-batch`` with big batches and the default
     trigger. rows/s = total ``numInputRows`` / total ``triggerExecution`` over
     the batches that started after a warm-up. Runs alternate noop, dashboard,
-    dashboard, noop, ... so drift in the machine's speed cancels out.
+    dashboard, noop, ... so drift in the machine's speed cancels out. They run
+    before the live query: the full collections of its marks (below) shrink the
+    heap, and the big batches after them would pay for growing it again.
 poll cost
     Milliseconds of one refresh of the live view, as the live page's fragment
     does it per tick (``table.frame()``, ``log.frames()``, and the figures of
@@ -28,8 +30,10 @@ poll cost
 memory
     RSS of the driver JVM (the ``java`` child of this process, or the Connect
     server's with ``--connect``) and of this Python process at the same two marks,
-    with result-table and progress-log sizes; every minute, also the Java heap after
-    the latest GC (local only) and, on Connect, the rows the memory sink holds.
+    with result-table and progress-log sizes, and the Java heap in use right after a
+    full collection (local only: the driver's live data, which a leak would grow);
+    every minute, also the Java heap after the latest GC (local only) and, on
+    Connect, the rows the memory sink holds.
 
 Progress notes go to stderr, the report to stdout.
 """
@@ -841,17 +845,17 @@ def _measure(args, live_config, overhead_config, begun: float, server) -> int:
     try:
         registry = QueryRegistry(spark, kept_root=None if server is not None else kept / ".queries")
         figures_note = "poll = table.frame + log.frames + the live page's figures (charts.live_figures)"
+        _note("overhead: noop vs dashboard")
+        dashboard, noop = measure_overhead(
+            spark, registry, overhead_config,
+            rounds=args.overhead_rounds, seconds=args.overhead_seconds, warmup_s=args.overhead_warmup_seconds, poll_s=5.0, root=None,
+        )
         marks = [("1min", args.short_seconds), ("long", args.minutes * 60)]
         _note(f"live query: marks at {args.short_seconds:.0f} s and {args.minutes * 60:.0f} s")
         live = measure_live(
             registry, live_config, marks,
             polls=args.polls, poll_interval=args.poll_interval, warmup_polls=3, pid=os.getpid(), samples=samples,
             jvm_pid=None if server is None else server.pid,
-        )
-        _note("overhead: noop vs dashboard")
-        dashboard, noop = measure_overhead(
-            spark, registry, overhead_config,
-            rounds=args.overhead_rounds, seconds=args.overhead_seconds, warmup_s=args.overhead_warmup_seconds, poll_s=5.0, root=None,
         )
     finally:
         if registry is not None:
