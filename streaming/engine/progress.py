@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StreamingQueryListener
 
+from .jsonl import drop_cut_line, read_json_lines
+
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
@@ -263,17 +265,9 @@ class ProgressLog:
 
         Call before the query starts. A last line cut short by a crash is removed.
         """
-        if path.is_file():
-            text = path.read_text()
-            if not text.endswith("\n"):  # a last line cut short: drop it, so the next line starts on a line of its own
-                text = text[: text.rfind("\n") + 1]
-                path.write_text(text)
-            for line in text.splitlines():
-                try:
-                    progress = json.loads(line)
-                except ValueError:
-                    continue
-                self._take(progress)
+        drop_cut_line(path)
+        for progress in read_json_lines(path):
+            self._take(progress)
         self._path = path
 
     def add(self, progress: Mapping[str, Any]) -> None:

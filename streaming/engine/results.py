@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError
+from .jsonl import drop_cut_line, read_json_lines
 
 __all__ = ["RAW_COLUMNS", "TIMESTAMP_FORMAT", "WINDOW_COLUMNS", "ResultTable", "journal_path", "measure_column", "stamp"]
 
@@ -56,22 +57,6 @@ def measure_column(aggregation: str) -> str:
 def journal_path(path: Path) -> Path:
     """The journal of a result table kept at ``path``: ``result.json`` is journalled in ``result.jsonl``."""
     return path.with_suffix(".jsonl")
-
-
-def _journal_entries(path: Path) -> list[tuple[int, list[tuple]]]:
-    """``(batch_id, rows)`` of each whole line of the journal at ``path``, in order; none when there is no journal."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
-    entries = []
-    for line in text.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:  # cut short by a crash: the batch's foreachBatch call did not return
-            continue
-        entries.append((int(entry["batch_id"]), [tuple(row) for row in entry["rows"]]))
-    return entries
 
 
 def _timestamps(micros: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -150,12 +135,8 @@ class ResultTable:
         commits; once the journal holds as many rows as the table, the table is
         saved to ``path`` (:meth:`save`) and the journal starts again.
         """
+        drop_cut_line(journal_path(path))
         self.load(path)
-        journal = journal_path(path)
-        if journal.is_file():
-            text = journal.read_text()
-            if not text.endswith("\n"):  # a last line cut short: drop it, so the next batch starts a line of its own
-                journal.write_text(text[: text.rfind("\n") + 1])
         self._path = path
 
     def _store(self, batch_id: int, rows: list[tuple], path: Path) -> None:
@@ -196,12 +177,13 @@ class ResultTable:
         ignored: that batch's ``foreachBatch`` call had not returned, so Spark runs it again.
         The journal is read before the snapshot, so a table being stored meanwhile is read whole.
         """
-        journal = _journal_entries(journal_path(path))
+        journal = read_json_lines(journal_path(path))
         if path.is_file():
             self._load_snapshot(json.loads(path.read_text()), path)
-        for batch_id, rows in journal:
-            self._fold(batch_id, rows)
-            self._journal_rows += len(rows)
+        for entry in journal:
+            rows = [tuple(row) for row in entry["rows"]]
+            if self._fold(int(entry["batch_id"]), rows):
+                self._journal_rows += len(rows)
 
     def _load_snapshot(self, record: dict, path: Path) -> None:
         for name in ("output_mode", "aggregation"):
