@@ -188,12 +188,12 @@ def _batch_figure(title: str, yaxis_title: str, note: str | None, traces: list[d
     return go.Figure(data=traces, layout=base, _validate=False)
 
 
-def _line(x: pd.Series, y: pd.Series, name: str, **style: Any) -> dict[str, Any]:
-    return {"type": "scatter", "x": x.to_numpy(), "y": y.to_numpy(), "name": name, "mode": "lines+markers", **style}
+def _line(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray, name: str, **style: Any) -> dict[str, Any]:
+    return {"type": "scatter", "x": np.asarray(x), "y": np.asarray(y), "name": name, "mode": "lines+markers", **style}
 
 
-def _bars(x: pd.Series, y: pd.Series, name: str, **style: Any) -> dict[str, Any]:
-    return {"type": "bar", "x": x.to_numpy(), "y": y.to_numpy(), "name": name, **style}
+def _bars(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray, name: str, **style: Any) -> dict[str, Any]:
+    return {"type": "bar", "x": np.asarray(x), "y": np.asarray(y), "name": name, **style}
 
 
 def drops_figure(progress: pd.DataFrame) -> go.Figure:
@@ -319,7 +319,7 @@ def batch_duration_figure(
         rows = codes == code
         if rows.any():
             name = str(phases[code])
-            traces.append({"type": "bar", "x": batches[rows], "y": ms[rows], "name": name, "marker": {"color": palette.get(name)}})
+            traces.append(_bars(batches[rows], ms[rows], name, marker={"color": palette.get(name)}))
     if progress is not None and with_total:
         traces.append(_line(progress["batch_id"], progress["batch_duration_ms"], "total (triggerExecution)", line={"color": "black"}))
     return _batch_figure(title, "milliseconds", note, traces, barmode="stack")
