@@ -357,7 +357,7 @@ def poll_once(run, serialize: bool) -> Poll:
     table = run.table.frame()
     framed = time.perf_counter()
     figures = live_figures(
-        table, progress, breakdown, output_mode=run.config.output_mode, slide=pd.Timedelta(milliseconds=run.config.slide_ms)
+        table, progress, breakdown, output_mode=run.config.output_mode, slide=pd.Timedelta(milliseconds=run.config.slide_ms), drawn=run.log.drawn
     ).values()
     built, cpu = time.perf_counter(), time.thread_time() - cpu
     if serialize:

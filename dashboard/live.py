@@ -557,7 +557,7 @@ def live_view(run: Run) -> None:
         st.error(f"Query {run.name} failed: {run.error}")
     figures = live_figures(
         table, progress, breakdown, output_mode=run.config.output_mode, measure=run.config.measure,
-        slide=None if run.config.session_gap is not None else pd.Timedelta(milliseconds=run.config.slide_ms),
+        slide=None if run.config.session_gap is not None else pd.Timedelta(milliseconds=run.config.slide_ms), drawn=run.log.drawn,
     )
     st.plotly_chart(figures["counts"], key="lab_chart_counts")
     _evicted_note(run)

@@ -14,7 +14,9 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
-__all__ = ["MAX_POINTS", "NO_BATCHES", "PALETTE", "WATERMARK_COLOR", "current_watermark", "downsample", "empty_figure", "has_rows", "key_colors"]
+from ..engine.extremes import Extremes
+
+__all__ = ["MAX_POINTS", "NO_BATCHES", "PALETTE", "WATERMARK_COLOR", "current_watermark", "downsample", "drawn_rows", "empty_figure", "has_rows", "key_colors"]
 
 NO_BATCHES = "No batches yet"
 PALETTE: tuple[str, ...] = tuple(plotly.colors.qualitative.Plotly) + tuple(plotly.colors.qualitative.Dark24)
@@ -55,29 +57,22 @@ def current_watermark(progress: pd.DataFrame) -> pd.Timestamp | None:
     return None if len(set_marks) == 0 else pd.Timestamp(set_marks[-1])
 
 
-def downsample(frame: pd.DataFrame, columns: Sequence[str], max_points: int = MAX_POINTS) -> pd.DataFrame:
-    """The rows of ``frame`` (in its order) thinned to about ``max_points``, keeping every extreme.
+def drawn_rows(frame: pd.DataFrame, columns: Sequence[str], max_points: int = MAX_POINTS) -> np.ndarray:
+    """Positions of the rows of ``frame`` (in its order) a chart of ``columns`` draws: about ``max_points``, keeping every extreme.
 
-    The rows are cut into equal runs of consecutive rows; from each run the
-    rows holding the minimum and the maximum of each of ``columns`` are kept,
-    and the first and last row of the frame. A spike (a slow batch, a burst of
-    dropped rows) therefore survives, whatever its length; a frame of at most
-    ``max_points`` rows is returned as it is. NaN counts as the smallest value.
+    The rule is :class:`~streaming.engine.extremes.Extremes`: the first and last
+    row, and from each stretch of consecutive rows the lowest and highest row of
+    each column, so a spike (a slow batch, a burst of dropped rows) survives,
+    whatever its length. A frame of at most ``max_points`` rows is drawn whole.
+    A live query's progress log finds the same rows batch by batch
+    (:meth:`~streaming.engine.progress.ProgressLog.drawn`).
     """
-    rows = len(frame)
-    if rows <= max_points or not columns:
-        return frame
-    buckets = max(1, max_points // (2 * len(columns)))
-    bucket = (np.arange(rows) * buckets) // rows
-    keep = np.zeros(rows, dtype=bool)
-    keep[[0, -1]] = True
-    bounds = np.flatnonzero(np.diff(bucket)) + 1
-    firsts, lasts = np.r_[0, bounds], np.r_[bounds - 1, rows - 1]
-    sizes = lasts - firsts + 1
-    for column in columns:
-        values = np.nan_to_num(frame[column].to_numpy(dtype="float64"), nan=-np.inf)
-        lows = np.flatnonzero(values == np.repeat(np.minimum.reduceat(values, firsts), sizes))
-        highs = np.flatnonzero(values == np.repeat(np.maximum.reduceat(values, firsts), sizes))
-        keep[lows[np.searchsorted(lows, firsts)]] = True  # the first lowest row of each run
-        keep[highs[np.searchsorted(highs, lasts, side="right") - 1]] = True  # the last highest
-    return frame.iloc[np.flatnonzero(keep)]
+    if len(frame) <= max_points or not columns:
+        return np.arange(len(frame))
+    return Extremes(len(columns), max_points).positions([frame[column].to_numpy() for column in columns])
+
+
+def downsample(frame: pd.DataFrame, columns: Sequence[str], max_points: int = MAX_POINTS) -> pd.DataFrame:
+    """The rows of ``frame`` a chart of ``columns`` draws (:func:`drawn_rows`); ``frame`` itself when it draws them all."""
+    rows = drawn_rows(frame, columns, max_points)
+    return frame if len(rows) == len(frame) else frame.iloc[rows]

@@ -15,7 +15,7 @@ every figure again with validation on, so an invalid property still fails.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -23,10 +23,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .common import NO_BATCHES, WATERMARK_COLOR, current_watermark, downsample, empty_figure, has_rows, key_colors
+from .common import MAX_POINTS, NO_BATCHES, WATERMARK_COLOR, current_watermark, drawn_rows, empty_figure, has_rows, key_colors
 
 __all__ = [
     "OUTPUT_MODE_SEMANTICS",
+    "Drawn",
     "batch_duration_figure",
     "drops_figure",
     "input_rows_figure",
@@ -36,6 +37,13 @@ __all__ = [
     "watermark_gap_figure",
     "windowed_counts_figure",
 ]
+
+Drawn = Callable[[Sequence[str], int, int], np.ndarray]
+"""``(columns, rows, max_points) -> positions``: which of a progress frame's first ``rows`` rows a chart of ``columns`` draws.
+
+A live query's :meth:`ProgressLog.drawn <streaming.engine.progress.ProgressLog.drawn>` finds them from
+what it found at the last refresh; without one, a figure reads its columns whole (:func:`~streaming.charts.common.drawn_rows`).
+Both follow one rule and give the same rows."""
 
 MAX_WINDOWS_IN_VIEW = 200
 """The result-table chart draws the latest this many window starts; the page's table holds them all."""
@@ -107,13 +115,14 @@ def windowed_counts_figure(
     }
     if watermark is not None and not pd.isna(watermark):
         layout.update(_watermark_marks(pd.Timestamp(watermark)))
-    keys = ordered["key"].astype(str).to_numpy()
-    order = np.argsort(keys, kind="stable")  # by key, window order kept within each key
-    starts = ordered["window_start"].to_numpy("datetime64[ns]")[order]
-    ends = ordered["window_end"].to_numpy("datetime64[ns]")[order]
+    codes, names = pd.factorize(ordered["key"].astype(str), sort=True)
+    order = np.argsort(codes, kind="stable")  # by key, window order kept within each key
+    starts = ordered["window_start"].to_numpy("datetime64[ns]")
+    ends = ordered["window_end"].to_numpy("datetime64[ns]")
+    labels = _window_labels(starts, ends)[order]
+    starts, ends = starts[order], ends[order]
     counts = ordered[column].to_numpy(dtype="float64")[order]
-    labels = np.char.add(np.char.add(np.char.add("[", _clock(starts)), np.char.add(", ", _clock(ends))), ")")
-    names, firsts = np.unique(keys[order], return_index=True)
+    firsts = np.searchsorted(codes[order], np.arange(len(names)))
     bounds = [*firsts[1:], len(order)]
     traces = [
         _key_trace(str(name), starts[first:last], ends[first:last], counts[first:last], labels[first:last], palette.get(str(name)), step, measure)
@@ -137,6 +146,15 @@ def _latest_windows(table: pd.DataFrame, max_windows: int | None) -> tuple[pd.Da
     if max_windows is None or len(distinct) <= max_windows:
         return table, len(distinct)
     return table[starts >= distinct[-max_windows]], len(distinct)
+
+
+def _window_labels(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``[HH:MM:SS, HH:MM:SS)`` of each row's window, rows in window order: formatted once per window, not once per key."""
+    first = np.ones(len(starts), dtype=bool)
+    first[1:] = (starts[1:] != starts[:-1]) | (ends[1:] != ends[:-1])
+    heads = np.flatnonzero(first)
+    texts = np.char.add(np.char.add(np.char.add("[", _clock(starts[heads])), np.char.add(", ", _clock(ends[heads]))), ")")
+    return texts[np.cumsum(first) - 1]
 
 
 def _window_step(table: pd.DataFrame) -> pd.Timedelta:
@@ -171,12 +189,17 @@ def _key_trace(
     }
 
 
-def _history(progress: pd.DataFrame, columns: Sequence[str]) -> tuple[pd.DataFrame, str | None]:
-    """``progress`` downsampled on ``columns`` (:func:`~streaming.charts.common.downsample`), and a subtitle saying so when it was."""
-    shown = downsample(progress, columns)
-    if len(shown) == len(progress):
-        return progress, None
-    return shown, f"{len(shown):,} of {len(progress):,} batches drawn; the highest and lowest of every stretch are kept"
+def _history(
+    progress: pd.DataFrame, columns: Sequence[str], drawn: Drawn | None, also: Sequence[str] = ()
+) -> tuple[dict[str, np.ndarray], str | None]:
+    """``batch_id``, ``columns`` and ``also`` at the rows a chart of ``columns`` draws, and a subtitle saying so when it leaves rows out."""
+    rows = len(progress)
+    names = list(dict.fromkeys(("batch_id", *columns, *also)))
+    if rows <= MAX_POINTS:
+        return {name: progress[name].to_numpy() for name in names}, None
+    positions = drawn_rows(progress, columns) if drawn is None else drawn(columns, rows, MAX_POINTS)
+    note = f"{len(positions):,} of {rows:,} batches drawn; the highest and lowest of every stretch are kept"
+    return {name: progress[name].to_numpy()[positions] for name in names}, note
 
 
 def _batch_figure(title: str, yaxis_title: str, note: str | None, traces: list[dict[str, Any]], **layout: Any) -> go.Figure:
@@ -196,16 +219,16 @@ def _bars(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray, name: str, **sty
     return {"type": "bar", "x": np.asarray(x), "y": np.asarray(y), "name": name, **style}
 
 
-def drops_figure(progress: pd.DataFrame) -> go.Figure:
+def drops_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
     """Rows dropped by the watermark: bars per batch, the running total as a line on the right axis."""
     title = "Late rows dropped by the watermark"
     if not has_rows(progress, ("batch_id", "rows_dropped_by_watermark", "cumulative_rows_dropped")):
         return empty_figure(title)
-    progress, note = _history(progress, ("rows_dropped_by_watermark",))
-    batches = progress["batch_id"]
+    shown, note = _history(progress, ("rows_dropped_by_watermark",), drawn, also=("cumulative_rows_dropped",))
+    batches = shown["batch_id"]
     traces = [
-        _bars(batches, progress["rows_dropped_by_watermark"], "dropped in batch", yaxis="y"),
-        _line(batches, progress["cumulative_rows_dropped"], "cumulative", yaxis="y2"),
+        _bars(batches, shown["rows_dropped_by_watermark"], "dropped in batch", yaxis="y"),
+        _line(batches, shown["cumulative_rows_dropped"], "cumulative", yaxis="y2"),
     ]
     return _batch_figure(
         title, "dropped in batch", note, traces,
@@ -214,19 +237,20 @@ def drops_figure(progress: pd.DataFrame) -> go.Figure:
     )
 
 
-def state_figure(progress: pd.DataFrame) -> go.Figure:
+def state_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
     """State store per batch: rows total / updated / removed (top) and memory used (bottom)."""
     title = "State: rows and memory per batch"
     if not has_rows(progress, ("batch_id", "state_rows_total", "state_rows_updated", "state_memory_bytes")):
         return empty_figure(title)
-    progress, note = _history(progress, ("state_rows_total", "state_rows_updated", "state_rows_removed", "state_memory_bytes"))
-    batches = progress["batch_id"]
-    rows = [
-        _line(batches, progress[column], label, yaxis="y")
+    lines = [
+        (column, label)
         for column, label in (("state_rows_total", "rows total"), ("state_rows_updated", "rows updated"), ("state_rows_removed", "rows removed"))
         if column in progress.columns
     ]
-    memory = _bars(batches, progress["state_memory_bytes"], "memory (bytes)", xaxis="x2", yaxis="y2")
+    shown, note = _history(progress, (*(column for column, _ in lines), "state_memory_bytes"), drawn)
+    batches = shown["batch_id"]
+    rows = [_line(batches, shown[column], label, yaxis="y") for column, label in lines]
+    memory = _bars(batches, shown["state_memory_bytes"], "memory (bytes)", xaxis="x2", yaxis="y2")
     return _batch_figure(
         title, "rows", note, [*rows, memory],
         height=420,
@@ -272,26 +296,26 @@ def state_store_figure(metrics: pd.DataFrame, store: str = "RocksDB") -> go.Figu
     )
 
 
-def rates_figure(progress: pd.DataFrame) -> go.Figure:
+def rates_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
     """Input rate vs process rate (rows/s), as in the Spark UI's streaming tab."""
     title = "Input rate vs process rate"
     if not has_rows(progress, ("batch_id", "input_rows_per_second", "processed_rows_per_second")):
         return empty_figure(title)
-    progress, note = _history(progress, ("input_rows_per_second", "processed_rows_per_second"))
+    shown, note = _history(progress, ("input_rows_per_second", "processed_rows_per_second"), drawn)
     traces = [
-        _line(progress["batch_id"], progress["input_rows_per_second"], "input rows/s"),
-        _line(progress["batch_id"], progress["processed_rows_per_second"], "processed rows/s"),
+        _line(shown["batch_id"], shown["input_rows_per_second"], "input rows/s"),
+        _line(shown["batch_id"], shown["processed_rows_per_second"], "processed rows/s"),
     ]
     return _batch_figure(title, "rows per second", note, traces)
 
 
-def input_rows_figure(progress: pd.DataFrame) -> go.Figure:
+def input_rows_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
     """Input rows per batch."""
     title = "Input rows per batch"
     if not has_rows(progress, ("batch_id", "num_input_rows")):
         return empty_figure(title)
-    progress, note = _history(progress, ("num_input_rows",))
-    return _batch_figure(title, "rows", note, [_bars(progress["batch_id"], progress["num_input_rows"], "input rows")])
+    shown, note = _history(progress, ("num_input_rows",), drawn)
+    return _batch_figure(title, "rows", note, [_bars(shown["batch_id"], shown["num_input_rows"], "input rows")])
 
 
 def batch_duration_figure(
@@ -299,41 +323,60 @@ def batch_duration_figure(
     progress: pd.DataFrame | None = None,
     *,
     colors: Mapping[str, str] | None = None,
+    drawn: Drawn | None = None,
 ) -> go.Figure:
-    """Batch duration: the ``durationMs`` phases of each batch as stacked bars, the total as a line when ``progress`` is given."""
+    """Batch duration: the ``durationMs`` phases of each batch as stacked bars, the total as a line when ``progress`` is given.
+
+    A long history draws the phases of the batches the total's line draws; ``breakdown`` in
+    batch order (as :func:`~streaming.engine.progress.breakdown_frame` gives it) finds them without reading it whole.
+    """
     title = "Batch duration and its breakdown"
     if not has_rows(breakdown, ("batch_id", "phase", "ms")):
         return empty_figure(title)
-    codes, phases = pd.factorize(breakdown["phase"])  # a categorical phase (ProgressLog.frames) is factorized by its codes
+    batches, ms, phase = breakdown["batch_id"].to_numpy(), breakdown["ms"].to_numpy(), breakdown["phase"]
+    total, note = None, None
+    if progress is not None and has_rows(progress, ("batch_id", "batch_duration_ms")):
+        total, note = _history(progress, ("batch_duration_ms",), drawn)
+    rows = None if note is None or total is None else _rows_of_batches(batches, total["batch_id"])
+    if isinstance(phase.dtype, pd.CategoricalDtype):  # ProgressLog.frames: codes kept as batches arrive
+        codes, phases = phase.cat.codes.to_numpy(), phase.cat.categories
+        if rows is not None:
+            codes = codes[rows]
+    else:
+        codes, phases = pd.factorize(phase.to_numpy() if rows is None else phase.to_numpy()[rows])
+    if rows is not None:
+        batches, ms = batches[rows], ms[rows]
     palette = dict(colors) if colors is not None else key_colors(phases)
-    batches, ms = breakdown["batch_id"].to_numpy(), breakdown["ms"].to_numpy()
-    note = None
-    with_total = progress is not None and has_rows(progress, ("batch_id", "batch_duration_ms"))
-    if progress is not None and with_total:
-        progress, note = _history(progress, ("batch_duration_ms",))
-        if note is not None:
-            drawn = np.isin(batches, progress["batch_id"].to_numpy())
-            codes, batches, ms = codes[drawn], batches[drawn], ms[drawn]
     traces = []
     for code in sorted(range(len(phases)), key=lambda code: str(phases[code])):
-        rows = codes == code
-        if rows.any():
+        chosen = codes == code
+        if chosen.any():
             name = str(phases[code])
-            traces.append(_bars(batches[rows], ms[rows], name, marker={"color": palette.get(name)}))
-    if progress is not None and with_total:
-        traces.append(_line(progress["batch_id"], progress["batch_duration_ms"], "total (triggerExecution)", line={"color": "black"}))
+            traces.append(_bars(batches[chosen], ms[chosen], name, marker={"color": palette.get(name)}))
+    if total is not None:
+        traces.append(_line(total["batch_id"], total["batch_duration_ms"], "total (triggerExecution)", line={"color": "black"}))
     return _batch_figure(title, "milliseconds", note, traces, barmode="stack")
 
 
-def watermark_gap_figure(progress: pd.DataFrame) -> go.Figure:
+def _rows_of_batches(batches: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Positions in ``batches`` (a long frame's batch ids) of the rows of the ``wanted`` batches (sorted); found by bisection when ``batches`` is sorted."""
+    if len(batches) and not bool(np.all(batches[1:] >= batches[:-1])):
+        return np.flatnonzero(np.isin(batches, wanted))
+    first, last = np.searchsorted(batches, wanted, side="left"), np.searchsorted(batches, wanted, side="right")
+    lengths = last - first
+    starts = np.repeat(first - np.cumsum(lengths) + lengths, lengths)
+    return starts + np.arange(int(lengths.sum()))
+
+
+def watermark_gap_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
     """Global watermark gap per batch: seconds between the batch's trigger time and the watermark."""
     title = "Global watermark gap"
     if not has_rows(progress, ("batch_id", "watermark_gap_seconds")):
         return empty_figure(title)
     if progress["watermark_gap_seconds"].isna().all():
         return empty_figure(title, "No watermark yet: the query has none, or no batch has set it")
-    progress, note = _history(progress, ("watermark_gap_seconds",))
-    return _batch_figure(title, "seconds behind batch time", note, [_line(progress["batch_id"], progress["watermark_gap_seconds"], "gap")])
+    shown, note = _history(progress, ("watermark_gap_seconds",), drawn)
+    return _batch_figure(title, "seconds behind batch time", note, [_line(shown["batch_id"], shown["watermark_gap_seconds"], "gap")])
 
 
 def live_figures(
@@ -344,11 +387,14 @@ def live_figures(
     output_mode: str,
     slide: pd.Timedelta | None = None,
     measure: str = "count",
+    drawn: Drawn | None = None,
 ) -> dict[str, go.Figure]:
     """Every figure of the live view for one refresh, by name: ``counts``, ``drops``, ``state``, ``rates``, ``input``, ``duration``, ``gap``.
 
     ``table`` is the result table, ``progress`` and ``breakdown`` come from
-    :func:`streaming.engine.progress.progress_frame` and :func:`~streaming.engine.progress.breakdown_frame`.
+    :func:`streaming.engine.progress.progress_frame` and :func:`~streaming.engine.progress.breakdown_frame`
+    (or a :class:`~streaming.engine.progress.ProgressLog`'s ``frames``; pass its ``drawn`` too, so a long
+    history is thinned from what the last refresh found rather than read whole).
     """
     return {
         "counts": windowed_counts_figure(
@@ -359,10 +405,10 @@ def live_figures(
             slide=slide,
             measure=measure,
         ),
-        "drops": drops_figure(progress),
-        "state": state_figure(progress),
-        "rates": rates_figure(progress),
-        "input": input_rows_figure(progress),
-        "duration": batch_duration_figure(breakdown, progress),
-        "gap": watermark_gap_figure(progress),
+        "drops": drops_figure(progress, drawn),
+        "state": state_figure(progress, drawn),
+        "rates": rates_figure(progress, drawn),
+        "input": input_rows_figure(progress, drawn),
+        "duration": batch_duration_figure(breakdown, progress, drawn=drawn),
+        "gap": watermark_gap_figure(progress, drawn),
     }

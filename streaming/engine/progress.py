@@ -7,8 +7,12 @@ feeds the logs from Spark's listener bus. Everything else here is a pure
 function of progress dicts (``json.loads(progress.json)``), tested with canned
 ones.
 
-Timestamps are UTC-naive ``pandas.Timestamp``; a watermark of the epoch (Spark's
-"no watermark yet") becomes ``NaT``.
+Times are UTC-naive; a watermark of the epoch (Spark's "no watermark yet")
+becomes ``NaT``. A summary holds only values the garbage collector stops
+tracking after a full collection or two -- numbers, text, ``numpy.datetime64``
+times, tuples -- so hours of summaries add nothing to what a full collection
+walks (a ``pandas.Timestamp`` or a nested dict per batch would: 43,000 objects an hour).
+Frames hold ``datetime64[ns]`` columns.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +28,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StreamingQueryListener
 
+from .extremes import Extremes
 from .jsonl import drop_cut_line, read_json_lines
 
 if TYPE_CHECKING:
@@ -62,6 +67,7 @@ PROGRESS_COLUMNS = [
 ]
 
 _EPOCH = pd.Timestamp(0)
+_NAT = np.datetime64("NaT", "ns")
 
 
 ROW_FIELDS = ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
@@ -80,11 +86,13 @@ def progress_dict(progress: Any) -> dict[str, Any]:
     return record
 
 
-def _time(text: str | None) -> pd.Timestamp:
+def _time(text: str | None) -> np.datetime64:
+    """Spark's ISO-8601 time as UTC-naive ``datetime64[ns]``; ``NaT`` for none or the epoch."""
     if not text:
-        return pd.NaT
-    stamp = pd.Timestamp(text).tz_convert(None) if pd.Timestamp(text).tzinfo else pd.Timestamp(text)
-    return pd.NaT if stamp == _EPOCH else stamp
+        return _NAT
+    stamp = pd.Timestamp(text)
+    stamp = stamp.tz_convert(None) if stamp.tzinfo else stamp
+    return _NAT if stamp == _EPOCH else np.datetime64(stamp.value, "ns")
 
 
 def _observed(progress: Mapping[str, Any], metric: str) -> int:
@@ -102,12 +110,12 @@ def _offsets(progress: Mapping[str, Any]) -> tuple[str | None, str | None]:
 
 
 def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
-    """One batch's progress as a flat row (see ``PROGRESS_COLUMNS``, less the cumulative ones).
+    """One batch's progress as a flat row (see ``PROGRESS_COLUMNS``, less the cumulative ones); times are ``datetime64[ns]``.
 
-    Also carries ``durations`` (the ``durationMs`` breakdown),
+    Also carries ``durations`` (the ``durationMs`` breakdown, ``(phase, ms)`` pairs),
     ``source_offsets`` (the first source's start and end offsets as JSON text:
-    for a feed, ``{"logOffset": i}`` ends the batch that read file ``i``) and
-    ``state_custom`` (the state store's own metrics by name, as Spark reports them) and
+    for a feed, ``{"logOffset": i}`` ends the batch that read file ``i``),
+    ``state_custom`` (the state store's own metrics, ``(name, value)`` pairs as Spark reports them) and
     ``output_rows`` (the rows the sink was given, -1 when Spark does not say).
     """
     operators = progress.get("stateOperators") or []
@@ -115,6 +123,7 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
     durations = {phase: int(ms) for phase, ms in (progress.get("durationMs") or {}).items()}
     timestamp = _time(progress.get("timestamp"))
     watermark = _time(event_time.get("watermark"))
+    gap = (timestamp - watermark) / np.timedelta64(1, "s")
     return {
         "batch_id": int(progress["batchId"]),
         "timestamp": timestamp,
@@ -124,7 +133,7 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
         "batch_duration_ms": int(durations.get("triggerExecution", progress.get("batchDuration") or 0)),
         "watermark": watermark,
         "max_event_time": _time(event_time.get("max")),
-        "watermark_gap_seconds": (timestamp - watermark).total_seconds() if watermark is not pd.NaT else float("nan"),
+        "watermark_gap_seconds": float(gap),
         "rows_dropped_by_watermark": sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators),
         "state_rows_total": sum(int(op.get("numRowsTotal") or 0) for op in operators),
         "state_rows_updated": sum(int(op.get("numRowsUpdated") or 0) for op in operators),
@@ -134,8 +143,8 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
         "duplicates_dropped": sum(int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows") or 0) for op in operators),
         "output_rows": int((progress.get("sink") or {}).get("numOutputRows", -1)),
         "source_offsets": _offsets(progress),
-        "durations": durations,
-        "state_custom": _custom_metrics(operators),
+        "durations": tuple(durations.items()),
+        "state_custom": tuple(_custom_metrics(operators).items()),
     }
 
 
@@ -154,7 +163,7 @@ def state_store_metrics(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     records = [
         {"batch_id": summary["batch_id"], "metric": name, "value": float(value)}
         for summary in sorted(summaries, key=lambda summary: summary["batch_id"])
-        for name, value in (summary.get("state_custom") or {}).items()
+        for name, value in summary.get("state_custom") or ()
     ]
     return pd.DataFrame(records, columns=["batch_id", "metric", "value"])
 
@@ -181,7 +190,7 @@ def breakdown_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     records = [
         {"batch_id": batch, "phase": phase, "ms": ms}
         for batch in sorted(latest)
-        for phase, ms in latest[batch]["durations"].items()
+        for phase, ms in latest[batch]["durations"]
         if phase != "triggerExecution"
     ]
     frame = pd.DataFrame(records, columns=["batch_id", "phase", "ms"])
@@ -191,16 +200,25 @@ def breakdown_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 
 
 _INT_COLUMNS = (
-    "batch_id", "num_input_rows", "batch_duration_ms", "rows_dropped_by_watermark",
+    "batch_id", "num_input_rows", "batch_duration_ms", "rows_dropped_by_watermark", "cumulative_rows_dropped",
     "state_rows_total", "state_rows_updated", "state_rows_removed", "state_memory_bytes", "malformed_rows", "duplicates_dropped",
 )
 _FLOAT_COLUMNS = ("input_rows_per_second", "processed_rows_per_second", "watermark_gap_seconds")
 _TIME_COLUMNS = ("timestamp", "watermark", "max_event_time")
-_NAT = np.datetime64("NaT", "ns")
+
+
+def _read_only(view: np.ndarray) -> np.ndarray:
+    view.flags.writeable = False
+    return view
 
 
 class _Columns:
-    """Growable numpy columns (capacity doubles): appending a row is O(1), a frame of all rows one copy."""
+    """Growable numpy columns (capacity doubles): appending a row is O(1), a frame of all rows a set of views.
+
+    Rows are only ever appended, and a full column is copied into a new, larger
+    one, so a view of the first ``size`` rows never changes: the frames share
+    the columns' memory instead of copying them.
+    """
 
     def __init__(self, dtypes: Mapping[str, str]) -> None:
         self.size = 0
@@ -213,8 +231,13 @@ class _Columns:
             array[self.size] = row[name]
         self.size += 1
 
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({name: array[: self.size] for name, array in self._arrays.items()})
+    def frame(self, names: Sequence[str]) -> pd.DataFrame:
+        """The columns ``names`` of every row so far, in that order, as read-only views."""
+        return pd.DataFrame({name: _read_only(self._arrays[name][: self.size]) for name in names}, copy=False)
+
+    def column(self, name: str, rows: int) -> np.ndarray:
+        """The first ``rows`` values of column ``name``, a view (no copy)."""
+        return self._arrays[name][: min(rows, self.size)]
 
 
 def _progress_columns() -> _Columns:
@@ -224,15 +247,7 @@ def _progress_columns() -> _Columns:
 
 def _breakdown_columns() -> _Columns:
     """``batch_id, phase, ms``; the phase is held as a code into the log's phases, and framed as a categorical."""
-    return _Columns({"batch_id": "int64", "phase": "int64", "ms": "int64"})
-
-
-def _progress_row(summary: Mapping[str, Any]) -> dict[str, Any]:
-    row = dict(summary)
-    for name in _TIME_COLUMNS:
-        stamp = summary[name]
-        row[name] = _NAT if pd.isna(stamp) else np.datetime64(pd.Timestamp(stamp).value, "ns")
-    return row
+    return _Columns({"batch_id": "int64", "phase": "int16", "ms": "int64"})
 
 
 class ProgressLog:
@@ -241,8 +256,9 @@ class ProgressLog:
     Once ``run_id`` is set (after the query starts), progress of any other run
     is ignored: a name can be reused by a later run on the same session.
     :meth:`frames` appends only the batches added since its last call to
-    growable columns, so a refresh costs about the same after hours of
-    batches as after a minute.
+    growable columns, and :meth:`drawn` finds the batches a chart draws from
+    what it found at its last call (:class:`~streaming.engine.extremes.Extremes`),
+    so a refresh costs about the same after hours of batches as after a minute.
     """
 
     def __init__(self) -> None:
@@ -257,7 +273,9 @@ class ProgressLog:
         self._progress_columns = _progress_columns()
         self._breakdown_columns = _breakdown_columns()
         self._phases: dict[str, int] = {}
+        self._dropped = 0
         self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
+        self._extremes: dict[tuple[tuple[str, ...], int], Extremes] = {}
         self._path: Path | None = None
 
     def keep(self, path: Path) -> None:
@@ -343,30 +361,49 @@ class ProgressLog:
         return pending, restart
 
     def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """``(progress_frame, breakdown_frame)`` of every batch so far (the breakdown's ``phase`` a categorical); treat them as read-only."""
+        """``(progress_frame, breakdown_frame)`` of every batch so far (the breakdown's ``phase`` a categorical).
+
+        The frames share the log's columns (no copy): treat them as read-only.
+        """
         with self._frames_lock:
             pending, restart = self._unframed()
             if restart:
                 self._progress_columns = _progress_columns()
                 self._breakdown_columns = _breakdown_columns()
                 self._phases = {}
+                self._dropped = 0
+                self._extremes.clear()
             if self._frames is not None and not pending and not restart:
                 return self._frames
             for summary in pending:
-                self._progress_columns.append(_progress_row(summary))
-                for phase, ms in summary["durations"].items():
+                self._dropped += summary["rows_dropped_by_watermark"]
+                self._progress_columns.append(summary | {"cumulative_rows_dropped": self._dropped})
+                for phase, ms in summary["durations"]:
                     if phase != "triggerExecution":
                         code = self._phases.setdefault(phase, len(self._phases))
                         self._breakdown_columns.append({"batch_id": summary["batch_id"], "phase": code, "ms": ms})
             if self._progress_columns.size == 0:
                 self._frames = (progress_frame([]), breakdown_frame([]))
                 return self._frames
-            progress = self._progress_columns.frame()
-            progress["cumulative_rows_dropped"] = progress["rows_dropped_by_watermark"].cumsum()
-            breakdown = self._breakdown_columns.frame()
-            breakdown["phase"] = pd.Categorical.from_codes(breakdown["phase"].to_numpy(), categories=list(self._phases))
-            self._frames = (progress[PROGRESS_COLUMNS], breakdown)
+            breakdown = self._breakdown_columns.frame(("batch_id", "phase", "ms"))
+            breakdown["phase"] = pd.Categorical.from_codes(breakdown["phase"].to_numpy(), categories=list(self._phases), validate=False)
+            self._frames = (self._progress_columns.frame(PROGRESS_COLUMNS), breakdown)
             return self._frames
+
+    def drawn(self, columns: Sequence[str], rows: int, max_points: int) -> np.ndarray:
+        """Positions of the rows of the progress frame a chart of ``columns`` draws: the first ``rows`` (the frame's length) thinned to about ``max_points``.
+
+        The rule is :class:`~streaming.engine.extremes.Extremes`'; each set of
+        columns keeps its own, so a refresh costs the batches added since the
+        last one plus the rows returned. ``rows`` is the length of the frame
+        :meth:`frames` returned, whose rows the positions index.
+        """
+        with self._frames_lock:
+            key = (tuple(columns), max_points)
+            extremes = self._extremes.get(key)
+            if extremes is None:
+                extremes = self._extremes[key] = Extremes(len(columns), max_points)
+            return extremes.positions([self._progress_columns.column(name, rows) for name in columns])
 
     def __len__(self) -> int:
         with self._lock:

@@ -227,7 +227,7 @@ class QueryRegistry:
         lost = []
         for run in runs:
             summaries = run.log.summaries()
-            watermark = next((str(summary["watermark"]) for summary in reversed(summaries) if pd.notna(summary.get("watermark"))), None)
+            watermark = next((str(pd.Timestamp(summary["watermark"])) for summary in reversed(summaries) if pd.notna(summary.get("watermark"))), None)
             lost.append(LostRun(run.name, len(summaries), watermark, len(run.table), run.stopped_by_user, run.kept))
             run.sink.close(read=False)
             if run.feeder is not None:
