@@ -210,3 +210,27 @@ def test_a_run_waits_for_its_first_batch_and_no_longer_than_asked(tmp_path) -> N
     query.isActive = False
     ended = ResultTable("update")
     assert Run("ended", run.config, query, ended, ProgressLog(), None, tmp_path, pd.Timestamp.now(), FoldSink(ended)).await_first_batch(30) is False
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_frame_patched_batch_by_batch_equals_one_made_from_every_window(seed: int) -> None:
+    """The frame is patched with the windows each batch touched; it must equal a frame made from scratch, whatever the batches."""
+    import random
+
+    rng = random.Random(seed)
+    mode, aggregation, max_rows = rng.choice(["update", "append", "complete"]), rng.choice(["count", "sum"]), rng.choice([None, 4, 25, 300])
+    patched, batches, clock = ResultTable(mode, aggregation, max_rows=max_rows), [], 0
+    for batch in range(40):
+        clock += rng.randint(-2, 4)  # now and then a batch brings windows before the last one
+        rows = []
+        for _ in range(rng.randint(0, 12)):
+            start, _end = w(clock + rng.randint(-6, 2), rng.choice([5, 10]))
+            key = rng.choice(["a", "b", "B", "é", "owl"])
+            rows.append((start, _end, key, rng.randint(0, 9)) if aggregation == "count" else (start, _end, key, rng.choice([None, 1.5, 2.0]), rng.randint(1, 3)))
+        batches.append(rows)
+        patched.apply(batch, rows)
+        if rng.random() < 0.6:
+            whole = ResultTable(mode, aggregation, max_rows=max_rows)
+            for number, earlier in enumerate(batches):
+                whole.apply(number, earlier)
+            pd.testing.assert_frame_equal(patched.frame(), whole.frame())

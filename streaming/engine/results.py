@@ -13,6 +13,11 @@ deltas: a batch appends its output rows to the journal, and the snapshot is
 written again once the journal holds as many rows as the table. Storing a
 batch therefore costs what the batch brings, not what the table holds, however
 long the run.
+
+Its frame is kept as sorted columns and patched with the windows each batch
+touched (new windows after the last one are appended, evicted ones removed),
+so a refresh costs what the batches since the last one changed, not the size
+of the table; a batch that would reorder it rebuilds it.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ import json
 import math
 import os
 import threading
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +71,31 @@ def _timestamps(micros: Sequence[int] | np.ndarray) -> np.ndarray:
     return np.array(micros, dtype="int64").astype("datetime64[us]").astype("datetime64[ns]")
 
 
+Slot = tuple[int, int, str]
+"""A window of the result table: ``(window_start_us, window_end_us, key)``."""
+
+
+@dataclass(frozen=True)
+class _Sorted:
+    """The windows as columns sorted by start, end and key (epoch microseconds), with their number columns; never changed once made."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    keys: np.ndarray
+    numbers: dict[str, np.ndarray]
+
+    def position(self, slot: Slot) -> int | None:
+        """The row of ``slot``, found by bisection; ``None`` when it is not in the columns."""
+        start, end, key = slot
+        first, last = np.searchsorted(self.starts, start, "left"), np.searchsorted(self.starts, start, "right")
+        if first == last:
+            return None
+        low = int(first + np.searchsorted(self.ends[first:last], end, "left"))
+        high = int(first + np.searchsorted(self.ends[first:last], end, "right"))
+        at = bisect_left(self.keys, key, low, high)
+        return at if at < high and self.keys[at] == key else None
+
+
 class ResultTable:
     """Thread-safe fold of micro-batch output into the current result table.
 
@@ -91,6 +123,9 @@ class ResultTable:
         self._lock = threading.Lock()
         self._version = 0
         self._framed: tuple[int, pd.DataFrame] | None = None
+        self._sorted: _Sorted | None = None
+        self._touched: set[Slot] | None = None
+        """Windows folded or evicted since ``_sorted`` was made; ``None``: make it again from every window."""
         self._path: Path | None = None
         self._journal_rows = 0
         self.first_batch = threading.Event()
@@ -117,12 +152,20 @@ class ResultTable:
                 return True
             if self.output_mode == "complete":
                 self._windows.clear()
+                self._touched = None
+            touched = self._touched
             if self.measure == "count":
                 for start, end, key, count in rows:
-                    self._windows[(int(start), int(end), str(key))] = int(count)
+                    slot = (int(start), int(end), str(key))
+                    self._windows[slot] = int(count)
+                    if touched is not None:
+                        touched.add(slot)
             else:
                 for start, end, key, value, count in rows:
-                    self._windows[(int(start), int(end), str(key))] = (math.nan if value is None else float(value), int(count))
+                    slot = (int(start), int(end), str(key))
+                    self._windows[slot] = (math.nan if value is None else float(value), int(count))
+                    if touched is not None:
+                        touched.add(slot)
             self._evict()
             return True
 
@@ -200,6 +243,7 @@ class ResultTable:
             else:
                 self._windows.update({(int(a), int(b), str(k)): (float(v), int(c)) for a, b, k, v, c in record["rows"]})
             self._version += 1
+            self._touched = None
             if self.batches_applied:
                 self.first_batch.set()
 
@@ -209,6 +253,8 @@ class ResultTable:
         excess = len(self._windows) - self.max_rows
         for slot in sorted(self._windows, key=lambda slot: (slot[1], slot[0], slot[2]))[:excess]:
             del self._windows[slot]
+            if self._touched is not None:
+                self._touched.add(slot)
         self.evicted_rows += excess
 
     def __len__(self) -> int:
@@ -218,44 +264,94 @@ class ResultTable:
     def frame(self) -> pd.DataFrame:
         """The result table, sorted by window (or event time) and key; timestamps are UTC-naive.
 
-        The frame is built once per change and shared by the calls until the
-        next batch: treat it as read-only.
+        The frame is made once per change and shared by the calls until the
+        next batch: treat it as read-only. A table of windows is patched with
+        what changed since the last frame (see the module docstring).
         """
         with self._lock:
             version = self._version
             if self._framed is not None and self._framed[0] == version:
                 return self._framed[1]
             if self.aggregation == "none":
-                rows: list[tuple] = list(self._raw)
-            elif self.measure == "count":
-                rows = [(*slot, count) for slot, count in self._windows.items()]
+                raw = list(self._raw)
             else:
-                rows = [(*slot, *numbers) for slot, numbers in self._windows.items()]  # type: ignore[misc]
-        table = self._build(rows)
+                self._sorted = self._patched() or self._sorted_windows()
+                self._touched = set()
+                columns = self._sorted
+        table = self._raw_frame(raw) if self.aggregation == "none" else self._window_frame(columns)
         with self._lock:
             if self._framed is None or self._framed[0] < version:
                 self._framed = (version, table)
         return table
 
-    def _build(self, rows: list[tuple]) -> pd.DataFrame:
-        """The frame of ``rows``, sorted by window (or event time), then key."""
-        columns = list(zip(*rows)) if rows else [(), (), (), (), ()]
-        if self.aggregation == "none":
-            times, keys = np.array(columns[0], dtype="int64"), np.array(columns[1], dtype=object)
-            order = np.lexsort((pd.factorize(keys, sort=True)[0], times))
-            return pd.DataFrame({"event_time": _timestamps(times[order]), "key": keys[order]})
-        starts, ends = np.array(columns[0], dtype="int64"), np.array(columns[1], dtype="int64")
-        keys = np.array(columns[2], dtype=object)
-        order = np.lexsort((pd.factorize(keys, sort=True)[0], ends, starts))
+    def _numbers(self, held: Sequence[int | tuple[float, int]]) -> dict[str, np.ndarray]:
         if self.measure == "value":
-            numbers = {"value": np.array(columns[3], dtype="float64"), "count": np.array(columns[4], dtype="int64")}
-        else:
-            numbers = {"count": np.array(columns[3], dtype="int64")}
-        return pd.DataFrame(
-            {
-                "window_start": _timestamps(starts[order]),
-                "window_end": _timestamps(ends[order]),
-                "key": keys[order],
-                **{name: values[order] for name, values in numbers.items()},
-            }
+            pairs = list(held)
+            return {"value": np.array([value for value, _ in pairs], dtype="float64"), "count": np.array([count for _, count in pairs], dtype="int64")}  # type: ignore[misc]
+        return {"count": np.array(held, dtype="int64")}
+
+    def _sorted_windows(self) -> _Sorted:
+        """Every window as sorted columns (call with the lock held)."""
+        slots = list(self._windows)
+        starts = np.fromiter((slot[0] for slot in slots), dtype="int64", count=len(slots))
+        ends = np.fromiter((slot[1] for slot in slots), dtype="int64", count=len(slots))
+        keys = np.array([slot[2] for slot in slots], dtype=object)
+        order = np.lexsort((pd.factorize(keys, sort=True)[0], ends, starts))
+        numbers = self._numbers(list(self._windows.values()))
+        return _Sorted(starts[order], ends[order], keys[order], {name: values[order] for name, values in numbers.items()})
+
+    def _patched(self) -> _Sorted | None:
+        """``_sorted`` with the windows touched since applied; ``None`` when it must be made again (call with the lock held).
+
+        Made again: when there is none yet, after a complete-mode batch or a
+        load, when more than an eighth of it was touched, or when a new window
+        sorts before the last one it holds.
+        """
+        base, touched = self._sorted, self._touched
+        if base is None or touched is None or len(touched) > max(64, len(base.keys) // 8):
+            return None
+        numbers = {name: values.copy() for name, values in base.numbers.items()}
+        gone: list[int] = []
+        new: list[Slot] = []
+        for slot in touched:
+            at = base.position(slot)
+            held = self._windows.get(slot)
+            if held is None:
+                if at is not None:
+                    gone.append(at)
+            elif at is None:
+                new.append(slot)
+            elif isinstance(held, tuple):
+                numbers["value"][at], numbers["count"][at] = held
+            else:
+                numbers["count"][at] = held
+        new.sort()
+        if new and len(base.keys) and new[0] <= (int(base.starts[-1]), int(base.ends[-1]), base.keys[-1]):
+            return None
+        kept = np.ones(len(base.keys), dtype=bool)
+        kept[gone] = False
+        added = self._numbers([self._windows[slot] for slot in new])
+        return _Sorted(
+            np.concatenate([base.starts[kept], np.array([slot[0] for slot in new], dtype="int64")]),
+            np.concatenate([base.ends[kept], np.array([slot[1] for slot in new], dtype="int64")]),
+            np.concatenate([base.keys[kept], np.array([slot[2] for slot in new], dtype=object)]),
+            {name: np.concatenate([values[kept], added[name]]) for name, values in numbers.items()},
         )
+
+    @staticmethod
+    def _window_frame(columns: _Sorted) -> pd.DataFrame:
+        """The frame of ``columns``; the columns it shares with them are made read-only, as the next patch starts from them."""
+        for shared in (columns.keys, *columns.numbers.values()):
+            shared.flags.writeable = False
+        return pd.DataFrame(
+            {"window_start": _timestamps(columns.starts), "window_end": _timestamps(columns.ends), "key": columns.keys, **columns.numbers},
+            copy=False,
+        )
+
+    @staticmethod
+    def _raw_frame(rows: list[tuple[int, str]]) -> pd.DataFrame:
+        """The frame of pass-through rows, sorted by event time, then key."""
+        times = np.array([time for time, _ in rows], dtype="int64")
+        keys = np.array([key for _, key in rows], dtype=object)
+        order = np.lexsort((pd.factorize(keys, sort=True)[0], times))
+        return pd.DataFrame({"event_time": _timestamps(times[order]), "key": keys[order]})
