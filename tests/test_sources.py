@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -9,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import GUIDE_BATCHES
+from conftest import GUIDE_BATCHES, ROOT
 
 from streaming.engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from streaming.engine.errors import ConfigError
@@ -251,3 +254,33 @@ def test_failed_start_leaves_nothing_behind(registry, tmp_path) -> None:
         registry.start(QueryConfig(FeedSource(tmp_path, seconds_per_file=0)), name)
     assert registry.get(name) is None
     assert not list(Path(tempfile.gettempdir()).glob(f"streaming-lab-{name}-*"))
+
+
+STOP_NOISE = {
+    "org.apache.spark.storage.ShuffleBlockFetcherIterator": "Error occurred while fetching local blocks, null",
+    "org.apache.spark.broadcast.TorrentBroadcast": "Store broadcast broadcast_247 fail, remove all pieces of the broadcast",
+    "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec":
+        "Data source write support MicroBatchWrite[epoch: 53, writer: NoopStreamingWrite] aborted.",
+}
+
+
+def test_the_lines_a_stop_makes_spark_log_are_dropped_and_no_others() -> None:
+    """A stop interrupts the running batch; Spark logs these lines for the interrupt and rethrows. The driver's log configuration drops them, only them.
+
+    A JVM of its own, whose standard error this test reads (the shared session's goes where pytest pointed it at launch).
+    """
+    script = f"""
+from streaming.engine.session import get_session
+spark = get_session()
+for name, line in {STOP_NOISE!r}.items():
+    logger = spark._jvm.org.apache.logging.log4j.LogManager.getLogger(name)
+    logger.error(line)
+    logger.error(line + " (not the stop: kept)")
+spark._jvm.java.lang.System.err.flush()
+spark.stop()
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for line in STOP_NOISE.values():
+        assert f"{line} (not the stop: kept)" in done.stderr
+        assert f"{line}\n" not in done.stderr
