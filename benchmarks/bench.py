@@ -576,21 +576,29 @@ def run_noop(spark, config, name: str, seconds: float, warmup_s: float, poll_s: 
 
 
 def measure_overhead(
-    spark, registry, config, *, rounds: int, seconds: float, warmup_s: float, poll_s: float, root: Path | None
+    spark, registry, config, *, rounds: int, seconds: float, warmup_s: float, poll_s: float, root: Path | None, warmup_rounds: int = 0
 ) -> tuple[Throughput, Throughput]:
-    """``(dashboard, noop)`` totals over ``rounds`` pairs run in the order noop, dashboard, dashboard, noop, ..."""
+    """``(dashboard, noop)`` totals over ``rounds`` pairs run in the order noop, dashboard, dashboard, noop, ...
+
+    ``warmup_rounds`` pairs run first and are not counted: on a JVM a minute
+    old, the first big batches pay for compiling code and growing the heap,
+    whichever query runs them.
+    """
     dashboard = noop = Throughput()
     order = []
-    for index in range(rounds):
+    for index in range(warmup_rounds + rounds):
         order += ["noop", "dashboard"] if index % 2 == 0 else ["dashboard", "noop"]
     for index, kind in enumerate(order):
-        name = f"bench_{kind}_{index}"
+        counted = index >= 2 * warmup_rounds
+        name = f"bench_{kind}_{index}" if counted else f"bench_{kind}_warmup_{index}"
         if kind == "dashboard":
-            dashboard += run_dashboard(registry, config, name, seconds, warmup_s, poll_s)
+            sample = run_dashboard(registry, config, name, seconds, warmup_s, poll_s)
+            dashboard += sample if counted else Throughput()
             continue
         spark.streams.removeListener(registry.listener)
         try:
-            noop += run_noop(spark, config, name, seconds, warmup_s, poll_s, root)
+            sample = run_noop(spark, config, name, seconds, warmup_s, poll_s, root)
+            noop += sample if counted else Throughput()
         finally:
             spark.streams.addListener(registry.listener)
     return dashboard, noop
@@ -639,7 +647,8 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
     )
     lines.append(
         f"          wall-clock rows/s: dashboard {dashboard.wall_rows_per_s:,.0f}, noop {noop.wall_rows_per_s:,.0f}; "
-        f"{args.rows_per_batch:,} rows/batch, {args.overhead_rounds} round(s) of {args.overhead_seconds:.0f} s after {args.overhead_warmup_seconds:.0f} s warm-up"
+        f"{args.rows_per_batch:,} rows/batch, {args.overhead_rounds} round(s) of {args.overhead_seconds:.0f} s after {args.overhead_warmup_seconds:.0f} s warm-up, "
+        f"after {args.overhead_warmup_rounds} uncounted round(s)"
     )
     for kind, sample in (("dashboard", dashboard), ("noop", noop)):
         if sample.batches < MIN_BATCHES:
@@ -764,6 +773,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--overhead-seconds", type=float, default=30.0, help="measured seconds of each overhead run (default 30)")
     top.add_argument("--overhead-warmup-seconds", type=float, default=10.0, help="seconds of each overhead run not counted (default 10)")
     top.add_argument("--overhead-rounds", type=int, default=2, help="noop/dashboard pairs, alternating order (default 2)")
+    top.add_argument("--overhead-warmup-rounds", type=int, default=1, help="noop/dashboard pairs run first and not counted (default 1)")
     hidden = argparse.SUPPRESS
     top.add_argument("--short-seconds", type=float, default=60.0, help=hidden)
     top.add_argument("--cold-start-child", action="store_true", help=hidden)
@@ -782,6 +792,8 @@ def _check(args, top: argparse.ArgumentParser) -> None:
     for name in ("polls", "rows_per_batch", "overhead_rounds", "overhead_keys", "events_per_second", "keys"):
         if getattr(args, name) < 1:
             top.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.overhead_warmup_rounds < 0:
+        top.error("--overhead-warmup-rounds must be 0 or more")
     if args.overhead_seconds <= 0 or args.overhead_warmup_seconds < 0 or args.poll_interval < 0:
         top.error("durations must be positive")
 
@@ -849,6 +861,7 @@ def _measure(args, live_config, overhead_config, begun: float, server) -> int:
         dashboard, noop = measure_overhead(
             spark, registry, overhead_config,
             rounds=args.overhead_rounds, seconds=args.overhead_seconds, warmup_s=args.overhead_warmup_seconds, poll_s=5.0, root=None,
+            warmup_rounds=args.overhead_warmup_rounds,
         )
         marks = [("1min", args.short_seconds), ("long", args.minutes * 60)]
         _note(f"live query: marks at {args.short_seconds:.0f} s and {args.minutes * 60:.0f} s")
