@@ -244,18 +244,18 @@ def test_empty_result_table_still_names_the_output_mode() -> None:
 # --- long histories ---------------------------------------------------------------------
 
 
-def test_downsample_keeps_every_extreme_and_the_ends() -> None:
-    from streaming.charts.common import downsample
+def test_drawn_rows_keep_every_extreme_and_the_ends() -> None:
+    from streaming.charts.common import drawn_rows
 
     values = np.zeros(10_000)
     values[1234], values[8765] = 500.0, -7.0
     frame = pd.DataFrame({"batch_id": np.arange(10_000), "value": values, "other": np.arange(10_000) % 13})
-    thinned = downsample(frame, ["value", "other"], max_points=400)
+    thinned = frame.iloc[drawn_rows(frame, ["value", "other"], max_points=400)]
     assert len(thinned) <= 400 + 2
     assert {0, 1234, 8765, 9999} <= set(thinned["batch_id"])
     assert thinned["batch_id"].is_monotonic_increasing
     assert thinned["other"].max() == 12 and thinned["other"].min() == 0
-    assert downsample(frame.head(300), ["value"], max_points=400) is not None and len(downsample(frame.head(300), ["value"], max_points=400)) == 300
+    assert len(drawn_rows(frame.head(300), ["value"], max_points=400)) == 300
 
 
 def test_long_histories_are_drawn_downsampled_and_say_so() -> None:
@@ -266,6 +266,26 @@ def test_long_histories_are_drawn_downsampled_and_say_so() -> None:
     bars = _trace(figure, "dropped in batch")
     assert len(bars.x) < 1000 and 2222 in list(bars.x) and max(bars.y) == 5000
     assert "of 3,000 batches drawn" in figure.layout.title.subtitle.text
+
+
+def test_a_log_found_batch_by_batch_draws_the_figures_a_whole_reading_draws() -> None:
+    """The live view passes its log's ``drawn``: the figures must be those drawn from the frames read whole."""
+    from streaming.engine.progress import ProgressLog
+
+    log = ProgressLog()
+    for batch in range(1_500):
+        event = _progress(batch, rows=(batch * 7) % 23, dropped=(batch * 5) % 11, state_total=batch % 97, memory=(batch * 31) % 1009,
+                          durations={"addBatch": batch % 50, "getBatch": batch % 3, "triggerExecution": 60 + batch % 50})
+        log.add({**event, "timestamp": "2016-05-10T12:00:00.000Z", "eventTime": {"watermark": f"2016-05-10T12:{batch % 60:02d}:00.000Z"}})
+        if batch % 250 == 0:  # earlier refreshes, as the page makes them
+            progress, breakdown = log.frames()
+            live.live_figures(pd.DataFrame(), progress, breakdown, output_mode="update", drawn=log.drawn)
+    progress, breakdown = log.frames()
+    incremental = live.live_figures(pd.DataFrame(), progress, breakdown, output_mode="update", drawn=log.drawn)
+    whole = live.live_figures(pd.DataFrame(), progress, breakdown, output_mode="update")
+    for name in ("drops", "state", "rates", "input", "duration", "gap"):
+        assert "of 1,500 batches drawn" in incremental[name].layout.title.subtitle.text, name
+        assert incremental[name].to_json() == whole[name].to_json(), name
 
 
 def test_only_the_latest_windows_are_drawn_in_a_long_result_table() -> None:

@@ -13,7 +13,9 @@ def by_definition(values: list[np.ndarray], max_points: int) -> np.ndarray:
     rows = len(values[0])
     if rows <= max_points:
         return np.arange(rows)
-    size = Extremes(len(values), max_points).size_for(rows)
+    size = 1
+    while -(-rows // size) > max(1, max_points // (2 * len(values))):
+        size *= 2
     kept = {0, rows - 1}
     for start in range(0, rows, size):
         for column in values:
@@ -46,11 +48,26 @@ def test_a_spike_and_both_ends_survive_and_the_count_is_bounded() -> None:
     assert np.all(np.diff(drawn) > 0)
 
 
-def test_a_history_that_shrank_is_read_again() -> None:
+def test_stretches_are_the_smallest_power_of_two_that_fits() -> None:
+    assert [Extremes(1, 600).size_for(rows) for rows in (601, 1_200, 1_201, 7_200)] == [4, 4, 8, 32]
+    assert Extremes(2, 400).size_for(10_000) == 128
+
+
+def test_a_caller_a_refresh_behind_gets_the_rows_of_its_own_length() -> None:
+    rng = np.random.default_rng(7)
+    values = rng.normal(size=5_000)
+    extremes = Extremes(1, 100)
+    extremes.positions([values])
+    for rows in (4_990, 4_000, 1_000, 5_000):  # two pages on one run, one behind the other
+        np.testing.assert_array_equal(extremes.positions([values[:rows]]), by_definition([values[:rows]], 100))
+
+
+def test_after_a_reset_a_rebuilt_history_is_read_again() -> None:
     extremes = Extremes(1, 10)
-    extremes.positions([np.arange(100.0)])
-    rebuilt = np.zeros(50)
+    extremes.positions([np.zeros(100)])
+    rebuilt = np.zeros(100)
     rebuilt[7] = 1.0
+    extremes.reset()
     assert 7 in extremes.positions([rebuilt]).tolist()
 
 

@@ -293,9 +293,9 @@ def test_log_draws_the_rows_the_rule_draws_as_batches_arrive_and_after_a_restart
     log = ProgressLog()
     columns = ("rows_dropped_by_watermark", "batch_duration_ms")
 
-    def add(batch: int) -> None:
+    def add(batch: int, dropped: int | None = None) -> None:
         log.add(canned(batch, timestamp="2024-03-04T09:00:00.000Z", durationMs={"triggerExecution": (batch * 37) % 101},
-                       stateOperators=[{"numRowsDroppedByWatermark": (batch * 13) % 7}]))
+                       stateOperators=[{"numRowsDroppedByWatermark": (batch * 13) % 7 if dropped is None else dropped}]))
 
     def assert_drawn_as_by_the_rule() -> None:
         progress, _ = log.frames()
@@ -306,10 +306,35 @@ def test_log_draws_the_rows_the_rule_draws_as_batches_arrive_and_after_a_restart
         if batch % 23 == 0:
             assert_drawn_as_by_the_rule()
     assert_drawn_as_by_the_rule()
-    add(150)  # a batch reported again: the log starts its columns, and what it found, over
+    add(150, dropped=1_000_000)  # a batch reported again, now with a spike: the log starts its columns, and what it found, over
     assert_drawn_as_by_the_rule()
+    progress, _ = log.frames()
+    assert 150 in progress["batch_id"].to_numpy()[log.drawn(columns, len(progress), 40)]
     for batch in range(300, 420):
         add(batch)
     assert_drawn_as_by_the_rule()
     progress, _ = log.frames()
     assert len(log.drawn(columns, len(progress), 40)) < len(progress)
+
+
+def test_a_frame_keeps_its_rows_while_the_log_grows_and_refuses_writes() -> None:
+    log = ProgressLog()
+
+    def add(batch: int, rows: int) -> None:
+        log.add(canned(batch, numInputRows=rows, timestamp="2024-03-04T09:00:00.000Z"))
+
+    for batch in range(10):
+        add(batch, batch)
+    early, _ = log.frames()
+    kept = early.copy(deep=True)
+    for batch in range(10, 300):  # the columns are copied into larger ones several times
+        add(batch, batch)
+        if batch % 40 == 0:
+            log.frames()
+    add(5, 555)  # reported again: the columns start over
+    assert len(log.frames()[0]) == 300 and log.frames()[0]["num_input_rows"].iloc[5] == 555
+    pd.testing.assert_frame_equal(early, kept)
+    with pytest.raises(ValueError, match="read-only"):
+        early["num_input_rows"].to_numpy()[0] = 99
+    with pytest.raises(ValueError, match="rows: 301 is more than the 300 batches framed"):
+        log.drawn(("num_input_rows",), 301, 40)

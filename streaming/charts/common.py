@@ -1,4 +1,4 @@
-"""What every figure of the product shares: colours per key, the empty figure, and the downsampling of long histories.
+"""What every figure of the product shares: colours per key, the empty figure, and the rows of a long history to draw.
 
 Pure functions, no Streamlit and no Spark. Colours: :func:`key_colors` maps a
 list of keys (or phases) to colours by their sorted position, so the same key
@@ -16,13 +16,13 @@ import plotly.graph_objects as go
 
 from ..engine.extremes import Extremes
 
-__all__ = ["MAX_POINTS", "NO_BATCHES", "PALETTE", "WATERMARK_COLOR", "current_watermark", "downsample", "drawn_rows", "empty_figure", "has_rows", "key_colors"]
+__all__ = ["MAX_POINTS", "NO_BATCHES", "PALETTE", "WATERMARK_COLOR", "current_watermark", "drawn_rows", "empty_figure", "has_rows", "key_colors"]
 
 NO_BATCHES = "No batches yet"
 PALETTE: tuple[str, ...] = tuple(plotly.colors.qualitative.Plotly) + tuple(plotly.colors.qualitative.Dark24)
 WATERMARK_COLOR = "#d62728"
 MAX_POINTS = 600
-"""A history longer than this many rows is drawn downsampled (:func:`downsample`)."""
+"""A history longer than this many rows is drawn thinned, keeping its extremes (:func:`drawn_rows`)."""
 
 def key_colors(keys: Iterable[object], palette: Sequence[str] = PALETTE) -> dict[str, str]:
     """Colour of each distinct key, by its position in the sorted key list (cycling through ``palette``).
@@ -70,9 +70,3 @@ def drawn_rows(frame: pd.DataFrame, columns: Sequence[str], max_points: int = MA
     if len(frame) <= max_points or not columns:
         return np.arange(len(frame))
     return Extremes(len(columns), max_points).positions([frame[column].to_numpy() for column in columns])
-
-
-def downsample(frame: pd.DataFrame, columns: Sequence[str], max_points: int = MAX_POINTS) -> pd.DataFrame:
-    """The rows of ``frame`` a chart of ``columns`` draws (:func:`drawn_rows`); ``frame`` itself when it draws them all."""
-    rows = drawn_rows(frame, columns, max_points)
-    return frame if len(rows) == len(frame) else frame.iloc[rows]

@@ -2,7 +2,8 @@
 
 Pure functions: pandas frames in (``ResultTable.frame()``, ``progress_frame``,
 ``breakdown_frame``), ``plotly.graph_objects.Figure`` out; no Streamlit, no
-Spark. Every builder accepts an empty frame and returns a valid figure with a
+Spark (a progress log's ``drawn``, when passed, remembers what it found between
+calls, and answers as the rule does). Every builder accepts an empty frame and returns a valid figure with a
 "no batches yet" annotation, so a page can draw before the first batch.
 Colours come from :func:`streaming.charts.common.key_colors`; pass its result
 as ``colors`` to keep them fixed across figures.
@@ -11,6 +12,10 @@ The live view redraws these every two seconds, so each is built in one go from
 numpy arrays and without plotly's property validation (``_validate=False``),
 which costs more than everything else of a refresh together. The tests build
 every figure again with validation on, so an invalid property still fails.
+A refresh costs the same after hours of batches as after a minute: a history
+past :data:`~streaming.charts.common.MAX_POINTS` batches is drawn thinned to its
+extremes, found from the last refresh when the caller passes a log's ``drawn``
+(:data:`Drawn`), and the result-table chart draws the latest windows only.
 """
 
 from __future__ import annotations
@@ -190,14 +195,14 @@ def _key_trace(
 
 
 def _history(
-    progress: pd.DataFrame, columns: Sequence[str], drawn: Drawn | None, also: Sequence[str] = ()
+    progress: pd.DataFrame, columns: Sequence[str], drawn: Drawn | None, also: Sequence[str] = (), max_points: int = MAX_POINTS
 ) -> tuple[dict[str, np.ndarray], str | None]:
     """``batch_id``, ``columns`` and ``also`` at the rows a chart of ``columns`` draws, and a subtitle saying so when it leaves rows out."""
     rows = len(progress)
     names = list(dict.fromkeys(("batch_id", *columns, *also)))
-    if rows <= MAX_POINTS:
+    if rows <= max_points:
         return {name: progress[name].to_numpy() for name in names}, None
-    positions = drawn_rows(progress, columns) if drawn is None else drawn(columns, rows, MAX_POINTS)
+    positions = drawn_rows(progress, columns, max_points) if drawn is None else drawn(columns, rows, max_points)
     note = f"{len(positions):,} of {rows:,} batches drawn; the highest and lowest of every stretch are kept"
     return {name: progress[name].to_numpy()[positions] for name in names}, note
 

@@ -36,9 +36,10 @@ class Extremes:
     """The rows of an append-only history to draw (see the module docstring), found incrementally.
 
     ``columns`` is how many columns :meth:`positions` is given each time, in the
-    same order. The history must only grow between calls: call :meth:`reset`
-    when it was rebuilt (a history shorter than at the last call resets it by
-    itself). Not thread-safe: its owner serializes the calls.
+    same order. The history must only grow between calls, except that a call
+    may see fewer rows than the last one (a caller a refresh behind): it gets
+    the rows of its own length. Call :meth:`reset` when the history was rebuilt.
+    Not thread-safe: its owner serializes the calls.
     """
 
     def __init__(self, columns: int, max_points: int) -> None:
@@ -74,8 +75,10 @@ class Extremes:
         if rows <= self.max_points:
             return np.arange(rows)
         size = self.size_for(rows)
-        if rows < self._rows or size < self._size:
+        if size < self._size:
             self.reset()
+        elif rows < self._rows:
+            self._lows, self._highs = self._lows[: rows // size], self._highs[: rows // size]
         self._rows = rows
         if self._size < size:
             self._merge(values, size)
