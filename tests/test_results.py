@@ -234,3 +234,40 @@ def test_a_frame_patched_batch_by_batch_equals_one_made_from_every_window(seed: 
             for number, earlier in enumerate(batches):
                 whole.apply(number, earlier)
             pd.testing.assert_frame_equal(patched.frame(), whole.frame())
+
+
+def test_batches_patch_the_frame_made_once_and_leave_earlier_frames_as_they_were(monkeypatch, tmp_path) -> None:
+    """New keys inside a window already shown, updates and evictions are patched in; a table taken in from disk is made once again."""
+    made: list[int] = []
+    make = ResultTable._sorted_windows
+    monkeypatch.setattr(ResultTable, "_sorted_windows", lambda table: made.append(1) or make(table))
+    table, batches = ResultTable("update", max_rows=50), []
+    table.keep(tmp_path / "result.json")
+    batches.append([row(0, "b", 1)])
+    table.apply(0, batches[0])
+    first = table.frame()
+    unchanged = first.copy(deep=True)
+    for batch in range(1, 60):  # "a" lands before "b" in a window already framed; past 50 windows the oldest go
+        batches.append([row(batch, "b", batch), row(batch - 1, "a", batch), row(batch, "a", 1)])
+        table.apply(batch, batches[-1])
+        table.frame()
+    assert made == [1] and table.evicted_rows > 0
+    pd.testing.assert_frame_equal(first, unchanged)
+    whole = ResultTable("update", max_rows=50)
+    for batch, rows in enumerate(batches):
+        whole.apply(batch, rows)
+    pd.testing.assert_frame_equal(table.frame(), whole.frame())
+    again = ResultTable("update", max_rows=50)
+    again.keep(tmp_path / "result.json")
+    pd.testing.assert_frame_equal(again.frame(), whole.frame())
+    assert made == [1, 1, 1]  # the fresh table, and the one taken in from disk
+
+
+def test_a_table_nobody_frames_does_not_remember_its_changes_without_bound() -> None:
+    table = ResultTable("update")
+    table.apply(0, [row(0, "a", 1)])
+    table.frame()  # watched once, then left
+    for batch in range(1, 500):
+        table.apply(batch, [row(batch, "a", batch)])
+    assert table._touched is None  # the next frame is made from every window; nothing more is remembered
+    assert len(table.frame()) == 500

@@ -14,10 +14,10 @@ written again once the journal holds as many rows as the table. Storing a
 batch therefore costs what the batch brings, not what the table holds, however
 long the run.
 
-Its frame is kept as sorted columns and patched with the windows each batch
-touched (new windows after the last one are appended, evicted ones removed),
-so a refresh costs what the batches since the last one changed, not the size
-of the table; a batch that would reorder it rebuilds it.
+Its frame is kept as sorted columns and patched with the windows the batches
+since the last frame touched (found and inserted by bisection, evicted ones
+removed): a refresh copies the columns (numpy) and does per-window work only
+for what changed, instead of rebuilding every row in Python.
 """
 
 from __future__ import annotations
@@ -74,6 +74,9 @@ def _timestamps(micros: Sequence[int] | np.ndarray) -> np.ndarray:
 Slot = tuple[int, int, str]
 """A window of the result table: ``(window_start_us, window_end_us, key)``."""
 
+PATCH_MIN_WINDOWS = 64
+"""A frame is patched while fewer windows than this, or than an eighth of the table, changed since the last one."""
+
 
 @dataclass(frozen=True)
 class _Sorted:
@@ -84,16 +87,14 @@ class _Sorted:
     keys: np.ndarray
     numbers: dict[str, np.ndarray]
 
-    def position(self, slot: Slot) -> int | None:
-        """The row of ``slot``, found by bisection; ``None`` when it is not in the columns."""
+    def locate(self, slot: Slot) -> tuple[int, bool]:
+        """``(row, found)``: the row of ``slot``, or where it would be inserted to keep the order, found by bisection."""
         start, end, key = slot
-        first, last = np.searchsorted(self.starts, start, "left"), np.searchsorted(self.starts, start, "right")
-        if first == last:
-            return None
-        low = int(first + np.searchsorted(self.ends[first:last], end, "left"))
-        high = int(first + np.searchsorted(self.ends[first:last], end, "right"))
+        first, last = int(np.searchsorted(self.starts, start, "left")), int(np.searchsorted(self.starts, start, "right"))
+        low = first + int(np.searchsorted(self.ends[first:last], end, "left"))
+        high = first + int(np.searchsorted(self.ends[first:last], end, "right"))
         at = bisect_left(self.keys, key, low, high)
-        return at if at < high and self.keys[at] == key else None
+        return at, at < high and self.keys[at] == key
 
 
 class ResultTable:
@@ -153,21 +154,24 @@ class ResultTable:
             if self.output_mode == "complete":
                 self._windows.clear()
                 self._touched = None
-            touched = self._touched
-            if self.measure == "count":
-                for start, end, key, count in rows:
-                    slot = (int(start), int(end), str(key))
-                    self._windows[slot] = int(count)
-                    if touched is not None:
-                        touched.add(slot)
-            else:
-                for start, end, key, value, count in rows:
-                    slot = (int(start), int(end), str(key))
+            for start, end, key, *numbers in rows:
+                slot = (int(start), int(end), str(key))
+                if self.measure == "count":
+                    self._windows[slot] = int(numbers[0])
+                else:
+                    value, count = numbers
                     self._windows[slot] = (math.nan if value is None else float(value), int(count))
-                    if touched is not None:
-                        touched.add(slot)
+                self._touch(slot)
             self._evict()
             return True
+
+    def _touch(self, slot: Slot) -> None:
+        """Note that ``slot`` changed since the frame was made; past the patch limit, the next frame is made again from every window."""
+        if self._touched is None:
+            return
+        self._touched.add(slot)
+        if len(self._touched) > max(PATCH_MIN_WINDOWS, len(self._windows) // 8):
+            self._touched = None
 
     def keep(self, path: Path) -> None:
         """Take in the table kept at ``path`` by earlier runs (:meth:`load`), then store every batch :meth:`apply` folds in.
@@ -253,8 +257,7 @@ class ResultTable:
         excess = len(self._windows) - self.max_rows
         for slot in sorted(self._windows, key=lambda slot: (slot[1], slot[0], slot[2]))[:excess]:
             del self._windows[slot]
-            if self._touched is not None:
-                self._touched.add(slot)
+            self._touch(slot)
         self.evicted_rows += excess
 
     def __len__(self) -> int:
@@ -272,17 +275,32 @@ class ResultTable:
             version = self._version
             if self._framed is not None and self._framed[0] == version:
                 return self._framed[1]
-            if self.aggregation == "none":
-                raw = list(self._raw)
-            else:
-                self._sorted = self._patched() or self._sorted_windows()
-                self._touched = set()
-                columns = self._sorted
-        table = self._raw_frame(raw) if self.aggregation == "none" else self._window_frame(columns)
+        table = self._raw_frame() if self.aggregation == "none" else self._window_frame()
         with self._lock:
             if self._framed is None or self._framed[0] < version:
                 self._framed = (version, table)
         return table
+
+    def _window_frame(self) -> pd.DataFrame:
+        with self._lock:
+            self._sorted = self._patched() or self._sorted_windows()
+            self._touched = set()
+            columns = self._sorted
+        for shared in (columns.keys, *columns.numbers.values()):
+            shared.flags.writeable = False  # the next patch starts from them
+        return pd.DataFrame(
+            {"window_start": _timestamps(columns.starts), "window_end": _timestamps(columns.ends), "key": columns.keys, **columns.numbers},
+            copy=False,
+        )
+
+    def _raw_frame(self) -> pd.DataFrame:
+        """The frame of pass-through rows, sorted by event time, then key."""
+        with self._lock:
+            rows = list(self._raw)
+        times = np.array([time for time, _ in rows], dtype="int64")
+        keys = np.array([key for _, key in rows], dtype=object)
+        order = np.lexsort((pd.factorize(keys, sort=True)[0], times))
+        return pd.DataFrame({"event_time": _timestamps(times[order]), "key": keys[order]})
 
     def _numbers(self, held: Sequence[int | tuple[float, int]]) -> dict[str, np.ndarray]:
         if self.measure == "value":
@@ -303,55 +321,40 @@ class ResultTable:
     def _patched(self) -> _Sorted | None:
         """``_sorted`` with the windows touched since applied; ``None`` when it must be made again (call with the lock held).
 
-        Made again: when there is none yet, after a complete-mode batch or a
-        load, when more than an eighth of it was touched, or when a new window
-        sorts before the last one it holds.
+        Made again when there is none yet, or after a complete-mode batch, a
+        load, or more touched windows than the patch limit (see :meth:`_touch`).
+        Windows are found and inserted by bisection, so the order holds without sorting.
         """
         base, touched = self._sorted, self._touched
-        if base is None or touched is None or len(touched) > max(64, len(base.keys) // 8):
+        if base is None or touched is None:
             return None
+        if not touched:
+            return base
         numbers = {name: values.copy() for name, values in base.numbers.items()}
         gone: list[int] = []
-        new: list[Slot] = []
+        new: list[tuple[int, Slot]] = []
         for slot in touched:
-            at = base.position(slot)
+            at, found = base.locate(slot)
             held = self._windows.get(slot)
             if held is None:
-                if at is not None:
+                if found:
                     gone.append(at)
-            elif at is None:
-                new.append(slot)
+            elif not found:
+                new.append((at, slot))
             elif isinstance(held, tuple):
                 numbers["value"][at], numbers["count"][at] = held
             else:
                 numbers["count"][at] = held
-        new.sort()
-        if new and len(base.keys) and new[0] <= (int(base.starts[-1]), int(base.ends[-1]), base.keys[-1]):
-            return None
         kept = np.ones(len(base.keys), dtype=bool)
         kept[gone] = False
-        added = self._numbers([self._windows[slot] for slot in new])
+        new.sort()  # by insertion row, then window: several new windows at one row keep their order
+        slots = [slot for _, slot in new]
+        rows = np.array([at for at, _ in new], dtype="int64")
+        rows -= np.searchsorted(np.sort(np.array(gone, dtype="int64")), rows, "left")  # rows removed before each insertion point
+        added = self._numbers([self._windows[slot] for slot in slots])
         return _Sorted(
-            np.concatenate([base.starts[kept], np.array([slot[0] for slot in new], dtype="int64")]),
-            np.concatenate([base.ends[kept], np.array([slot[1] for slot in new], dtype="int64")]),
-            np.concatenate([base.keys[kept], np.array([slot[2] for slot in new], dtype=object)]),
-            {name: np.concatenate([values[kept], added[name]]) for name, values in numbers.items()},
+            np.insert(base.starts[kept], rows, np.array([slot[0] for slot in slots], dtype="int64")),
+            np.insert(base.ends[kept], rows, np.array([slot[1] for slot in slots], dtype="int64")),
+            np.insert(base.keys[kept], rows, np.array([slot[2] for slot in slots], dtype=object)),
+            {name: np.insert(values[kept], rows, added[name]) for name, values in numbers.items()},
         )
-
-    @staticmethod
-    def _window_frame(columns: _Sorted) -> pd.DataFrame:
-        """The frame of ``columns``; the columns it shares with them are made read-only, as the next patch starts from them."""
-        for shared in (columns.keys, *columns.numbers.values()):
-            shared.flags.writeable = False
-        return pd.DataFrame(
-            {"window_start": _timestamps(columns.starts), "window_end": _timestamps(columns.ends), "key": columns.keys, **columns.numbers},
-            copy=False,
-        )
-
-    @staticmethod
-    def _raw_frame(rows: list[tuple[int, str]]) -> pd.DataFrame:
-        """The frame of pass-through rows, sorted by event time, then key."""
-        times = np.array([time for time, _ in rows], dtype="int64")
-        keys = np.array([key for _, key in rows], dtype=object)
-        order = np.lexsort((pd.factorize(keys, sort=True)[0], times))
-        return pd.DataFrame({"event_time": _timestamps(times[order]), "key": keys[order]})
