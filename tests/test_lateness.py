@@ -6,6 +6,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import GUIDE_BATCHES
@@ -77,10 +78,10 @@ def _window_table(rows: list[tuple[str, str, str, int]]) -> pd.DataFrame:
 
 def _summary(batch_id: int, start: str | None, end: str | None, rows: int, watermark: str | None, max_time: str | None, dropped: int = 0) -> dict:
     """A canned :func:`streaming.engine.progress.summarize` row, shaped like real ones from a feed replay."""
-    stamp = lambda text: pd.NaT if text is None else T(f"2024-01-01 {text}")  # noqa: E731
+    stamp = lambda text: np.datetime64("NaT", "ns") if text is None else np.datetime64(T(f"2024-01-01 {text}").value, "ns")  # noqa: E731
     return {
         "batch_id": batch_id,
-        "timestamp": T("2024-06-01 10:00:00") + pd.Timedelta(seconds=batch_id),
+        "timestamp": np.datetime64((T("2024-06-01 10:00:00") + pd.Timedelta(seconds=batch_id)).value, "ns"),
         "num_input_rows": rows,
         "input_rows_per_second": 0.0,
         "processed_rows_per_second": 0.0,
@@ -96,7 +97,7 @@ def _summary(batch_id: int, start: str | None, end: str | None, rows: int, water
         "malformed_rows": 0,
         "duplicates_dropped": 0,
         "source_offsets": (start, end),
-        "durations": {"triggerExecution": 100},
+        "durations": (("triggerExecution", 100),),
     }
 
 
