@@ -584,24 +584,23 @@ def measure_overhead(
     old, the first big batches pay for compiling code and growing the heap,
     whichever query runs them.
     """
-    dashboard = noop = Throughput()
-    order = []
-    for index in range(warmup_rounds + rounds):
-        order += ["noop", "dashboard"] if index % 2 == 0 else ["dashboard", "noop"]
-    for index, kind in enumerate(order):
+    totals = {"dashboard": Throughput(), "noop": Throughput()}
+    order = [("noop", "dashboard")] * warmup_rounds
+    order += [("noop", "dashboard") if index % 2 == 0 else ("dashboard", "noop") for index in range(rounds)]
+    for index, kind in enumerate(kind for pair in order for kind in pair):
         counted = index >= 2 * warmup_rounds
         name = f"bench_{kind}_{index}" if counted else f"bench_{kind}_warmup_{index}"
         if kind == "dashboard":
             sample = run_dashboard(registry, config, name, seconds, warmup_s, poll_s)
-            dashboard += sample if counted else Throughput()
-            continue
-        spark.streams.removeListener(registry.listener)
-        try:
-            sample = run_noop(spark, config, name, seconds, warmup_s, poll_s, root)
-            noop += sample if counted else Throughput()
-        finally:
-            spark.streams.addListener(registry.listener)
-    return dashboard, noop
+        else:
+            spark.streams.removeListener(registry.listener)
+            try:
+                sample = run_noop(spark, config, name, seconds, warmup_s, poll_s, root)
+            finally:
+                spark.streams.addListener(registry.listener)
+        if counted:
+            totals[kind] += sample
+    return totals["dashboard"], totals["noop"]
 
 
 # ---------------------------------------------------------------- report
