@@ -577,14 +577,17 @@ def run_noop(spark, config, name: str, seconds: float, warmup_s: float, poll_s: 
 
 def measure_overhead(
     spark, registry, config, *, rounds: int, seconds: float, warmup_s: float, poll_s: float, root: Path | None, warmup_rounds: int = 0
-) -> tuple[Throughput, Throughput]:
-    """``(dashboard, noop)`` totals over ``rounds`` pairs run in the order noop, dashboard, dashboard, noop, ...
+) -> tuple[Throughput, Throughput, list[tuple[str, Throughput]]]:
+    """``(dashboard, noop, runs)``: totals over ``rounds`` pairs run in the order noop, dashboard, dashboard, noop, ..., and each counted run in order.
 
     ``warmup_rounds`` pairs run first and are not counted: on a JVM a minute
     old, the first big batches pay for compiling code and growing the heap,
-    whichever query runs them.
+    whichever query runs them. The same query run twice in a row on this
+    machine differs by up to 10 %, so several short pairs average that out
+    better than a few long ones.
     """
     totals = {"dashboard": Throughput(), "noop": Throughput()}
+    runs: list[tuple[str, Throughput]] = []
     order = [("noop", "dashboard")] * warmup_rounds
     order += [("noop", "dashboard") if index % 2 == 0 else ("dashboard", "noop") for index in range(rounds)]
     for index, kind in enumerate(kind for pair in order for kind in pair):
@@ -600,7 +603,8 @@ def measure_overhead(
                 spark.streams.addListener(registry.listener)
         if counted:
             totals[kind] += sample
-    return totals["dashboard"], totals["noop"]
+            runs.append((kind, sample))
+    return totals["dashboard"], totals["noop"], runs
 
 
 # ---------------------------------------------------------------- report
@@ -617,7 +621,7 @@ def measure_first_chart(up_for: float, timeout: float) -> dict[str, Any] | None:
 
 
 def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, session_s: float, live: list[Mark], samples: list[RssSample],
-           figures_note: str, dashboard: Throughput, noop: Throughput, elapsed_s: float) -> str:
+           figures_note: str, dashboard: Throughput, noop: Throughput, elapsed_s: float, overhead_runs: Sequence[tuple[str, Throughput]] = ()) -> str:
     short, long = live[0], live[-1]
     overhead = ratio(dashboard.rows_per_s, noop.rows_per_s)
     poll_ratio = ratio(long.p95, short.p95)
@@ -649,6 +653,8 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         f"{args.rows_per_batch:,} rows/batch, {args.overhead_rounds} round(s) of {args.overhead_seconds:.0f} s after {args.overhead_warmup_seconds:.0f} s warm-up, "
         f"after {args.overhead_warmup_rounds} uncounted round(s)"
     )
+    if overhead_runs:
+        lines.append("          each counted run, in order (M rows/s): " + ", ".join(f"{kind} {sample.rows_per_s / 1e6:.2f}" for kind, sample in overhead_runs))
     for kind, sample in (("dashboard", dashboard), ("noop", noop)):
         if sample.batches < MIN_BATCHES:
             lines.append(
@@ -769,9 +775,9 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--poll-interval", type=float, default=0.2, help="seconds between polls (default 0.2)")
     top.add_argument("--rows-per-batch", type=int, default=4_000_000, help="rate-micro-batch rows per batch for the overhead runs (default 4,000,000)")
     top.add_argument("--overhead-keys", type=int, default=4, help="keys of the overhead query (default 4)")
-    top.add_argument("--overhead-seconds", type=float, default=30.0, help="measured seconds of each overhead run (default 30)")
+    top.add_argument("--overhead-seconds", type=float, default=20.0, help="measured seconds of each overhead run (default 20)")
     top.add_argument("--overhead-warmup-seconds", type=float, default=10.0, help="seconds of each overhead run not counted (default 10)")
-    top.add_argument("--overhead-rounds", type=int, default=2, help="noop/dashboard pairs, alternating order (default 2)")
+    top.add_argument("--overhead-rounds", type=int, default=4, help="noop/dashboard pairs, alternating order (default 4)")
     top.add_argument("--overhead-warmup-rounds", type=int, default=1, help="noop/dashboard pairs run first and not counted (default 1)")
     hidden = argparse.SUPPRESS
     top.add_argument("--short-seconds", type=float, default=60.0, help=hidden)
@@ -857,7 +863,7 @@ def _measure(args, live_config, overhead_config, begun: float, server) -> int:
         registry = QueryRegistry(spark, kept_root=None if server is not None else kept / ".queries")
         figures_note = "poll = table.frame + log.frames + the live page's figures (charts.live_figures)"
         _note("overhead: noop vs dashboard")
-        dashboard, noop = measure_overhead(
+        dashboard, noop, overhead_runs = measure_overhead(
             spark, registry, overhead_config,
             rounds=args.overhead_rounds, seconds=args.overhead_seconds, warmup_s=args.overhead_warmup_seconds, poll_s=5.0, root=None,
             warmup_rounds=args.overhead_warmup_rounds,
@@ -875,7 +881,7 @@ def _measure(args, live_config, overhead_config, begun: float, server) -> int:
         for query in spark.streams.active:
             query.stop()
         shutil.rmtree(kept, ignore_errors=True)
-    print(report(args, cold, first, session_s, live, samples, figures_note, dashboard, noop, time.monotonic() - begun), flush=True)
+    print(report(args, cold, first, session_s, live, samples, figures_note, dashboard, noop, time.monotonic() - begun, overhead_runs), flush=True)
     spark.stop()
     return 0
 

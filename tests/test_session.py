@@ -18,6 +18,7 @@ def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history()
     assert options[: len(DRIVER_JAVA_OPTIONS)] == DRIVER_JAVA_OPTIONS
     assert f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}" in options and LOG4J2_CONFIG.is_file()
     assert int(settings["spark.sql.ui.retainedExecutions"]) <= 100 and int(settings["spark.ui.retainedJobs"]) <= 200
+    assert settings["spark.sql.streaming.stateStore.commitValidation.enabled"] == "false"  # the fold reads every partition
 
 
 def test_connect_settings_leave_master_and_driver_to_the_server():
