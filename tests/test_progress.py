@@ -12,6 +12,7 @@ import pytest
 
 from streaming.engine.progress import (
     PROGRESS_COLUMNS,
+    ProgressJson,
     ProgressListener,
     ProgressLog,
     breakdown_frame,
@@ -259,6 +260,19 @@ def test_listener_routes_by_query_name() -> None:
     listener.unregister("mine")
     listener.onQueryProgress(event(canned(2, name="mine")))
     assert mine.last_batch_id == 1
+
+
+def test_the_jvm_bridge_hands_each_progress_json_to_the_listener() -> None:
+    listener = ProgressListener()
+    mine = ProgressLog()
+    listener.register("mine", mine)
+    bridge = ProgressJson(listener)
+    for batch in (0, 1):
+        text = json.dumps(canned(batch, name="mine"))
+        bridge.onQueryProgress(SimpleNamespace(progress=lambda text=text: SimpleNamespace(json=lambda: text)))
+    bridge.onQueryIdle(None)
+    bridge.onQueryTerminated(None)
+    assert [s["batch_id"] for s in mine.summaries()] == [0, 1]
 
 
 def test_log_frames_fold_new_batches_and_equal_a_full_rebuild() -> None:

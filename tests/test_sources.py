@@ -182,7 +182,13 @@ def test_generator_source(registry) -> None:
     run_until_counted(registry, config, {"key-0", "key-1", "key-2"})
 
 
-def test_rate_micro_batch_source(registry) -> None:
+def test_rate_micro_batch_source_with_progress_handed_over_as_json(registry, monkeypatch) -> None:
+    from pyspark.sql.streaming import listener as pyspark_listener
+
+    def built_call_by_call(cls, jprogress):
+        raise AssertionError("the progress listener should read the progress's JSON, not PySpark's field-by-field copy")
+
+    monkeypatch.setattr(pyspark_listener.StreamingQueryProgress, "fromJObject", classmethod(built_call_by_call))
     config = QueryConfig(RateMicroBatchSource(rows_per_batch=6, advance="1 second", keys=2), window="5 seconds",
                          watermark="5 seconds", trigger="processing_time", trigger_interval="500 ms")
     run = run_until_counted(registry, config, {"key-0", "key-1"})
