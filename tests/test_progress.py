@@ -273,6 +273,9 @@ def test_the_jvm_bridge_hands_each_progress_json_to_the_listener() -> None:
     bridge.onQueryIdle(None)
     bridge.onQueryTerminated(None)
     assert [s["batch_id"] for s in mine.summaries()] == [0, 1]
+    no_rates = {key: value for key, value in canned(2, name="mine").items() if not key.endswith("RowsPerSecond")}
+    bridge.onQueryProgress(SimpleNamespace(progress=lambda: SimpleNamespace(json=lambda: json.dumps(no_rates))))
+    assert math.isnan(mine.summaries()[-1]["input_rows_per_second"])  # Spark leaves a NaN rate out of the JSON
 
 
 def test_log_frames_fold_new_batches_and_equal_a_full_rebuild() -> None:

@@ -185,16 +185,20 @@ def test_generator_source(registry) -> None:
 def test_rate_micro_batch_source_with_progress_handed_over_as_json(registry, monkeypatch) -> None:
     from pyspark.sql.streaming import listener as pyspark_listener
 
-    def built_call_by_call(cls, jprogress):
+    copied: list[object] = []
+
+    def copied_field_by_field(cls, jprogress):
+        copied.append(jprogress)
         raise AssertionError("the progress listener should read the progress's JSON, not PySpark's field-by-field copy")
 
-    monkeypatch.setattr(pyspark_listener.StreamingQueryProgress, "fromJObject", classmethod(built_call_by_call))
+    monkeypatch.setattr(pyspark_listener.StreamingQueryProgress, "fromJObject", classmethod(copied_field_by_field))
     config = QueryConfig(RateMicroBatchSource(rows_per_batch=6, advance="1 second", keys=2), window="5 seconds",
                          watermark="5 seconds", trigger="processing_time", trigger_interval="500 ms")
     run = run_until_counted(registry, config, {"key-0", "key-1"})
     inputs = [s["num_input_rows"] for s in run.log.summaries()]
     assert 6 in inputs
     assert set(inputs) <= {0, 6}  # exactly rows_per_batch per data batch
+    assert copied == []
 
 
 def test_socket_source(registry) -> None:

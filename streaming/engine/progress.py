@@ -18,6 +18,7 @@ Frames hold ``datetime64[ns]`` columns.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,6 +74,7 @@ _NAT = np.datetime64("NaT", "ns")
 
 
 ROW_FIELDS = ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
+RATE_FIELDS = ROW_FIELDS[1:]
 
 
 def progress_dict(progress: Any) -> dict[str, Any]:
@@ -421,10 +423,10 @@ class ProgressListener(StreamingQueryListener):
 
     Logs are registered by name before the query starts, so no event is missed.
 
-    Spark calls it on a py4j thread about 80 ms after a batch ends; events of
-    runs not registered are ignored. On a classic session the JVM hands it each
-    progress as JSON (:class:`ProgressJson`); on Spark Connect PySpark's client
-    calls :meth:`onQueryProgress`.
+    A progress reaches it shortly after its batch ends: on a classic session
+    through :class:`ProgressJson` on a py4j thread (which passes on no other
+    event), on Spark Connect through PySpark's client calling
+    :meth:`onQueryProgress`. Events of runs not registered are ignored.
     """
 
     def __init__(self) -> None:
@@ -433,7 +435,7 @@ class ProgressListener(StreamingQueryListener):
 
     @property
     def _jlistener(self) -> JavaObject:
-        """What ``spark.streams.addListener`` registers with the JVM of a classic session (PySpark's hook, read once per listener)."""
+        """What ``spark.streams.addListener`` registers with the JVM of a classic session: built on first use and reused, so ``removeListener`` finds the same object."""
         if not hasattr(self, "_jlistenerobj"):
             from pyspark import SparkContext
 
@@ -476,11 +478,11 @@ class ProgressListener(StreamingQueryListener):
 class ProgressJson:
     """Spark's ``PythonStreamingQueryListener``, implemented over py4j: each progress goes to ``listener`` as the dict of its JSON.
 
-    PySpark's own implementation builds a ``StreamingQueryProgress`` from the
-    JVM object field by field before calling a listener: over a hundred py4j
-    round trips, measured at 90-160 ms an event while a batch ran beside it on
-    two cores, against about 1 ms for the one ``json()`` call here. The batch
-    pays for that CPU. Called on a py4j thread; the other events are ignored.
+    PySpark's own bridge builds a ``StreamingQueryProgress`` field by field
+    first: over a hundred py4j round trips, 90-160 ms an event while the next
+    batch runs beside them; this reads the progress's JSON in one call. Spark
+    leaves a rate that is NaN or infinite out of the JSON; it reads as NaN.
+    Called on a py4j thread; the other events are ignored.
     """
 
     def __init__(self, listener: ProgressListener) -> None:
@@ -490,7 +492,10 @@ class ProgressJson:
         pass
 
     def onQueryProgress(self, jevent: JavaObject) -> None:
-        self._listener.progressed(json.loads(jevent.progress().json()))
+        progress = json.loads(jevent.progress().json())
+        for name in RATE_FIELDS:
+            progress.setdefault(name, math.nan)
+        self._listener.progressed(progress)
 
     def onQueryIdle(self, jevent: JavaObject) -> None:
         pass
