@@ -245,6 +245,12 @@ def event(progress: dict) -> SimpleNamespace:
     return SimpleNamespace(progress=SimpleNamespace(json=json.dumps(progress)))
 
 
+def jevent(progress: dict) -> SimpleNamespace:
+    """What the JVM hands :class:`ProgressJson`: an event whose ``progress()`` has a ``json()``."""
+    text = json.dumps(progress)
+    return SimpleNamespace(progress=lambda: SimpleNamespace(json=lambda: text))
+
+
 def test_listener_routes_by_query_name() -> None:
     listener = ProgressListener()
     mine, other = ProgressLog(), ProgressLog()
@@ -268,13 +274,12 @@ def test_the_jvm_bridge_hands_each_progress_json_to_the_listener() -> None:
     listener.register("mine", mine)
     bridge = ProgressJson(listener)
     for batch in (0, 1):
-        text = json.dumps(canned(batch, name="mine"))
-        bridge.onQueryProgress(SimpleNamespace(progress=lambda text=text: SimpleNamespace(json=lambda: text)))
+        bridge.onQueryProgress(jevent(canned(batch, name="mine")))
     bridge.onQueryIdle(None)
     bridge.onQueryTerminated(None)
     assert [s["batch_id"] for s in mine.summaries()] == [0, 1]
     no_rates = {key: value for key, value in canned(2, name="mine").items() if not key.endswith("RowsPerSecond")}
-    bridge.onQueryProgress(SimpleNamespace(progress=lambda: SimpleNamespace(json=lambda: json.dumps(no_rates))))
+    bridge.onQueryProgress(jevent(no_rates))
     assert math.isnan(mine.summaries()[-1]["input_rows_per_second"])  # Spark leaves a NaN rate out of the JSON
 
 
