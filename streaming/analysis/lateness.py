@@ -4,7 +4,7 @@ Everything here is a pure pandas function of a feed's events and a run's
 progress summaries; no Spark is needed (the exact answer comes from
 :func:`streaming.analysis.exact.exact_counts`).
 
-The model of Spark Structured Streaming it encodes (checked against PySpark 4.3
+The model of Spark Structured Streaming it encodes (checked against PySpark 4.2
 with real replays in ``tests/test_lateness.py``):
 
 * Each feed file ``i`` is read by exactly one micro-batch; the batch's progress

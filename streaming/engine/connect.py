@@ -1,8 +1,9 @@
 """A local Spark Connect server started from the project's own pyspark, for users (``make connect``) and tests.
 
 The pip ``pyspark`` package is a Spark home: it ships the Connect server jar
-and ``sbin/start-connect-server.sh``. :class:`ConnectServer` starts that script
-on 127.0.0.1 and a free port, with its pid file and logs in a folder of its
+and ``sbin/spark-daemon.sh`` (not ``start-connect-server.sh``, which only the
+full distribution has: that script is one line, ``spark-daemon.sh submit`` of
+the server class). :class:`ConnectServer` runs it on 127.0.0.1 and a free port, with its pid file and logs in a folder of its
 own (so several can run), the same driver settings as the app's local session
 (:func:`~streaming.engine.session.server_settings`) and this interpreter as the
 Python of its workers; :meth:`ConnectServer.url` is the ``SPARK_REMOTE`` to use.
@@ -94,7 +95,8 @@ class ConnectServer:
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
         }
-        command = [str(spark_home() / "sbin" / "start-connect-server.sh"), "--master", self.master]
+        daemon = str(spark_home() / "sbin" / "spark-daemon.sh")
+        command = [daemon, "submit", SERVER_CLASS, "1", "--name", "Spark Connect server", "--master", self.master]
         for name, value in settings.items():
             command += ["--conf", f"{name}={value}"]
         return command
@@ -103,7 +105,7 @@ class ConnectServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(self.command(), env=self._env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
-            raise RuntimeError(f"start-connect-server.sh exited with {done.returncode}: {(done.stderr or done.stdout).strip()[-500:]}")
+            raise RuntimeError(f"spark-daemon.sh submit {SERVER_CLASS} exited with {done.returncode}: {(done.stderr or done.stdout).strip()[-500:]}")
         deadline = time.monotonic() + timeout
         while not (server_reachable(self.url, timeout=0.5) and self.pid is not None and _alive(self.pid)):
             pid = self.pid

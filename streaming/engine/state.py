@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .errors import ConfigError
+from .session import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -72,9 +73,21 @@ def _state(spark: SparkSession, checkpoint: Path, operator_id: int) -> DataFrame
     """
     from pyspark.sql import functions as F
 
+    _start_coordinator(spark)
     state = spark.read.format("statestore").option("operatorId", int(operator_id)).load(str(checkpoint))
     key_type, value_type = _unique_names(state.schema["key"].dataType), _unique_names(state.schema["value"].dataType)
     return state.select(F.col("key").cast(key_type).alias("key"), F.col("value").cast(value_type).alias("value"))
+
+
+def _start_coordinator(spark: SparkSession) -> None:
+    """Make sure the driver runs its state store coordinator, which the State Data Source asks (Spark 4.2).
+
+    Spark starts it with a session's streaming query manager; a session that
+    has started no query (the ``state`` command's) has none, and the read fails
+    with ``Cannot find endpoint: spark://StateStoreCoordinator``.
+    """
+    if not is_connect(spark):
+        spark.streams  # noqa: B018 - creating the manager starts the coordinator
 
 
 def _has_state(checkpoint: Path) -> bool:
