@@ -18,8 +18,9 @@ import streamlit as st
 from streaming.engine.config import FEED_COLUMNS, ColumnMapping
 from streaming.engine.datasets import FORMATS, DatasetStore, FileFormat, Upload, UploadReport
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import SAMPLE_FEEDS, TIME_FORMATS
+from streaming.engine.feeds import SAMPLE_FEEDS
 from streaming.engine.preview import Preview, dataset_schema, preview, read_dataset
+from streaming.engine.times import TIME_FORMATS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

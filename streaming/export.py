@@ -32,11 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .engine.columns import NO_KEY
 from .engine.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
-from .engine.feeds import EPOCH_SECONDS_LIMIT, NO_KEY, TIME_PATTERN, feed_header
+from .engine.feeds import TIME_PATTERN, feed_header
 from .engine.results import measure_column
+from .engine.times import EPOCH_SECONDS_LIMIT
 
 __all__ = ["RESULT_PREFIX", "pyspark_code"]
 

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, Literal
 
-from .engine.config import require_int, require_share
+from .engine.checks import require_int, require_share
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_FORMAT, batch_file_name
 

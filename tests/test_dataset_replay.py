@@ -135,8 +135,9 @@ def test_shipped_sample_datasets_run_with_their_mapping_and_count_every_event(sp
     """No watermark, update mode: the final table is the batch count of every well-formed row, duplicates included."""
     from pyspark.sql import functions as F
 
+    from streaming.engine.columns import dataset_columns
     from streaming.engine.datasets import DatasetStore
-    from streaming.engine.feeds import SAMPLE_FEEDS, dataset_columns
+    from streaming.engine.feeds import SAMPLE_FEEDS
     from streaming.engine.preview import dataset_schema, read_dataset
 
     samples = DatasetStore(SAMPLE_FEEDS)

@@ -13,8 +13,8 @@ import pytest
 
 from streaming.engine.config import ColumnMapping
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import check_time_fit, check_time_format, time_column
 from streaming.engine.preview import preview
+from streaming.engine.times import check_time_fit, check_time_format, time_column
 
 # --- time formats: pure checks ---------------------------------------------------------
 

@@ -22,10 +22,12 @@ import numpy as np
 import pandas as pd
 
 from ..engine.batching import interval_slots
+from ..engine.columns import dataset_columns
 from ..engine.config import FeedSource
 from ..engine.durations import parse_duration
-from ..engine.feeds import dataset_columns, feed_events, time_column
+from ..engine.feeds import feed_events
 from ..engine.preview import dataset_schema, read_dataset, stream_schema
+from ..engine.times import time_column
 from .lateness import lateness, lateness_summary
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["Batching", "arrival_pauses", "batch_files", "cut_batches", "interval_batches", "interval_slots", "read_rows", "write_rows"]
+__all__ = ["Batching", "arrival_micros", "arrival_pauses", "batch_files", "cut_batches", "interval_batches", "interval_slots", "read_rows", "write_rows"]
 
 _ROWS = re.compile(r"rows:(\d+)")
 
@@ -137,14 +137,14 @@ def arrival_pauses(arrivals_us: Sequence[int], speed: float) -> list[float]:
     return [(later - earlier) / 1e6 / speed for earlier, later in pairwise(arrivals_us)] + ([0.0] if arrivals_us else [])
 
 
-def _arrival_micros(
+def arrival_micros(
     spark: SparkSession, path: Path, fmt: FileFormat, column: str, time_format: str, schema: dict[str, str], struct: Any
 ) -> list[int | None]:
     """The arrival time of each row of ``path`` in row order, read with the whole dataset's schema ``struct``."""
     from pyspark.sql import functions as F
 
-    from .feeds import time_column
     from .preview import read_dataset
+    from .times import time_column
 
     expression = time_column(column, time_format, schema[column], "columns.arrival_format")
     return [row[0] for row in read_dataset(spark, [path], fmt, struct).select(F.unix_micros(expression)).collect()]
@@ -186,7 +186,7 @@ def cut_batches(
                 raise ConfigError("batch_by", column, "needs the Spark session and the dataset's schema to read arrival times")
             if column not in schema:
                 raise ConfigError("batch_by", column, f"is not a column of the dataset (columns: {', '.join(schema)})")
-            file_times = _arrival_micros(spark, path, fmt, column, time_format, schema, struct)
+            file_times = arrival_micros(spark, path, fmt, column, time_format, schema, struct)
             if len(file_times) != len(file_rows):
                 raise ConfigError("batch_by", column, f"cannot line rows up with arrival times in {path.name} ({len(file_rows)} rows, Spark read {len(file_times)})")
             times.extend(file_times)

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from .config import QueryConfig, SocketSource, config_from_dict, config_to_dict
+from .config import QueryConfig, config_from_dict, config_to_dict
 from .errors import ConfigError
 from .results import ResultTable, journal_path
 
@@ -39,7 +39,7 @@ __all__ = ["QUERIES_FOLDER", "UNCHECKED", "KeptQuery", "differences", "kept_quer
 
 QUERIES_FOLDER = ".queries"
 """The folder of kept queries under the data root (hidden: the data root's other folders are datasets)."""
-UNCHECKED = ("trigger", "trigger_interval", "source.seconds_per_file", "source.speed")
+UNCHECKED = ("trigger", "trigger_interval", "source.seconds_per_file", "source.speed", "source.max_offsets_per_trigger")
 """Settings a resumed query may change: they pace the input, not what the query computes."""
 
 
@@ -125,8 +125,8 @@ class KeptQuery:
 
     def check(self, config: QueryConfig) -> None:
         """:class:`ConfigError` unless the folder is new or was made for ``config`` (see :meth:`open`); nothing is written."""
-        if isinstance(config.source, SocketSource):
-            raise ConfigError("checkpoint", str(self.folder), "cannot be kept for the socket source: Spark's socket source keeps no offsets to resume from")
+        if not config.resumable:
+            raise ConfigError("checkpoint", str(self.folder), f"cannot be kept for the {config.source.kind} source: Spark keeps no offsets of it to resume from")
         if self.exists():
             changed = differences(self.record()["config"], config_to_dict(config))
             if changed:

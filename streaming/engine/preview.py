@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .config import ColumnMapping
+from .columns import ColumnMapping
 from .datasets import FileFormat
 from .errors import ConfigError, first_line
-from .feeds import column_kind, quoted, time_column
+from .times import column_kind, quoted, time_column
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

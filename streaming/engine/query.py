@@ -29,7 +29,7 @@ from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .session import is_connect
 from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink
-from .sources import FeedReplayer, batch_rows, input_frame
+from .sources import FeedReplayer
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -60,7 +60,7 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
     """
     from pyspark.sql import functions as F
 
-    frame, feeder = input_frame(spark, config.source, staging, now_ms)
+    frame, feeder = config.source.read(spark, staging, now_ms)
     malformed = malformed_rows(config)
     frame = frame.observe(
         INPUT_METRICS,
@@ -79,11 +79,9 @@ def exact_frame(spark: SparkSession, config: QueryConfig) -> DataFrame:
 
     Malformed rows are left out as the stream leaves them out; with
     ``deduplicate`` every id is kept once (``dropDuplicates``: an infinite
-    watermark forgets no id). Only feed sources have an end to compute it over.
+    watermark forgets no id). Only sources with an end have one (:meth:`~streaming.engine.sources.StreamSource.rows`).
     """
-    if not isinstance(config.source, FeedSource):
-        raise ConfigError("source", config.source.kind, "has no end: the exact answer is computed over a feed or dataset")
-    frame = batch_rows(spark, config.source).where(~malformed_rows(config))
+    frame = config.source.rows(spark).where(~malformed_rows(config))
     if config.deduplicate:
         frame = frame.dropDuplicates(["dedup_id"])
     return _result_frame(frame, config)
@@ -394,7 +392,6 @@ def warm_up(spark: SparkSession, root: Path | None = None, timeout: int = 120) -
     does not pay for them. Its feed and working folder are made under ``root``
     (the system temp folder by default) and deleted.
     """
-    from .config import FeedSource
 
     folder = Path(tempfile.mkdtemp(prefix="streaming-lab-warm-up-", dir=root))
     try:

@@ -75,7 +75,8 @@ class Replay:
 
     def json_records(self) -> list[dict[str, Any]]:
         """The records of :meth:`result_records` with ``value`` (the aggregate; the count for a count) and ``key`` null when the data has no key column."""
-        keyless = isinstance(self.config.source, FeedSource) and self.config.source.columns.key is None
+        columns = self.config.source.columns
+        keyless = columns is not None and columns.key is None
         return [
             {**record, "key": None if keyless else record["key"], "value": record.get("value", record["count"])}
             for record in self.result_records()

@@ -1,0 +1,53 @@
+"""A user's dataset replayed: its files read with the schema Spark infers once, cut into micro-batches by its batching rule.
+
+The columns and types come from one batch read of every file (CSV as text,
+JSON lines inferred, Parquet as written: :func:`~streaming.engine.preview.read_dataset`),
+checked against the column mapping before the stream starts; then the files
+of its micro-batches (:func:`~streaming.engine.batching.cut_batches`) are
+handed to Spark one per micro-batch by a :class:`~.replayer.FeedReplayer`,
+paced by ``seconds_per_file`` or by the arrival column × a speed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..batching import Batching, arrival_pauses, cut_batches
+from ..columns import ColumnMapping, dataset_columns
+from ..datasets import FileFormat
+from ..preview import dataset_schema, read_dataset, stream_schema
+from .replayer import FeedReplayer
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["dataset_frame", "dataset_rows"]
+
+
+def dataset_frame(
+    spark: SparkSession, files: Sequence[Path], file_format: FileFormat, columns: ColumnMapping, batching: Batching, staging: Path, *,
+    seconds_per_file: float, speed: float | None, arrival_format: str,
+) -> tuple[DataFrame, FeedReplayer]:
+    """The stream of a dataset's micro-batches (see the module docstring) and the replayer that hands them over."""
+    batch = read_dataset(spark, files, file_format)
+    schema, struct = dataset_schema(batch), stream_schema(batch)
+    selected = dataset_columns(columns, schema)
+    batches, arrivals = cut_batches(spark, files, file_format, batching, staging.parent / "batches", time_format=arrival_format, schema=schema, struct=struct)
+    pauses = arrival_pauses(arrivals, speed) if speed is not None and arrivals is not None else None
+    replayer = FeedReplayer(batches, staging, seconds_per_file, pauses)
+    reader = spark.readStream.schema(struct).option("maxFilesPerTrigger", 1)
+    if file_format == "csv":
+        raw = reader.option("header", True).option("mode", "PERMISSIVE").csv(str(staging))
+    elif file_format == "json":
+        raw = reader.option("mode", "PERMISSIVE").json(str(staging))
+    else:
+        raw = reader.parquet(str(staging))
+    return raw.select(*selected), replayer
+
+
+def dataset_rows(spark: SparkSession, files: Sequence[Path], file_format: FileFormat, columns: ColumnMapping) -> DataFrame:
+    """Every row of a dataset as one batch DataFrame of the columns its stream yields."""
+    batch = read_dataset(spark, files, file_format)
+    return batch.select(*dataset_columns(columns, dataset_schema(batch)))

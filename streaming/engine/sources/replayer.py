@@ -1,0 +1,86 @@
+"""Handing files to Spark's file source one micro-batch at a time: the replay of a feed or a dataset."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["FeedReplayer"]
+
+
+class FeedReplayer:
+    """Hands a feed's files to Spark's file source one at a time, in file-name order.
+
+    Each file is written atomically into ``staging`` with a strictly increasing
+    modification time (also after the files an earlier run of a kept query staged there), so with ``maxFilesPerTrigger=1`` each file is exactly one
+    micro-batch. With ``seconds_per_file > 0``, :meth:`start` runs a daemon
+    thread that stages one file per interval (or, with ``pauses``, waits
+    ``pauses[i]`` seconds after file ``i``); with ``0`` the caller steps it
+    with :meth:`stage_next` (the runner does, waiting for the query to go idle
+    between files, as a paced stream would) or stages everything with
+    :meth:`stage_all`.
+    """
+
+    def __init__(self, files: list[Path], staging: Path, seconds_per_file: float, pauses: Sequence[float] | None = None) -> None:
+        self.files = list(files)
+        self.staging = Path(staging)
+        self.seconds_per_file = seconds_per_file
+        self.pauses = [float(seconds_per_file)] * len(self.files) if pauses is None else [float(pause) for pause in pauses]
+        """Seconds to wait after staging each file before the next (paced replays only)."""
+        self.staging.mkdir(parents=True, exist_ok=True)
+        earlier = [path for path in self.staging.iterdir() if not path.name.startswith(".")]
+        self.staged = len(earlier)
+        """Files handed over so far: a staging folder kept from an earlier run goes on after its files."""
+        self.done = threading.Event()
+        if self.staged >= len(self.files):
+            self.done.set()
+        self._stop = threading.Event()
+        latest = max((path.stat().st_mtime for path in earlier), default=0.0)
+        self._base_mtime = max(time.time(), latest + 1) - self.staged
+        self._thread: threading.Thread | None = None
+
+    @property
+    def stepped(self) -> bool:
+        """True when the caller, not a thread, decides when the next file is staged."""
+        return self.seconds_per_file == 0
+
+    def stage_next(self) -> bool:
+        """Stage the next file; ``False`` when every file is staged already."""
+        index = self.staged
+        if index >= len(self.files):
+            self.done.set()
+            return False
+        source = self.files[index]
+        target = self.staging / f"{index:06d}-{source.name}"
+        partial = self.staging / f".{target.name}.partial"
+        shutil.copyfile(source, partial)
+        mtime = self._base_mtime + index
+        os.utime(partial, (mtime, mtime))
+        os.replace(partial, target)
+        self.staged = index + 1
+        if self.staged == len(self.files):
+            self.done.set()
+        return True
+
+    def stage_all(self) -> None:
+        while self.stage_next():
+            pass
+
+    def _run(self) -> None:
+        while self.stage_next():
+            if self._stop.wait(self.pauses[self.staged - 1]):
+                return
+
+    def start(self) -> None:
+        if not self.stepped:
+            self._thread = threading.Thread(target=self._run, name="feed-replayer", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
