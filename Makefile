@@ -1,13 +1,18 @@
 # Two entry points: `make run` serves the dashboard, `make test` runs the suite.
 # `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmarks (dashboard, then tuner);
 # `make connect` starts a local Spark Connect server and prints the SPARK_REMOTE to run the app against it.
-# Both create .venv from the pinned requirements.txt first (once, and again when it changes).
+# `make kafka` starts a local Apache Kafka broker and prints the KAFKA_BOOTSTRAP to use; `make kafka-stop` stops it.
+# All create .venv from the pinned requirements.txt first (once, and again when it changes), and fetch the
+# JVM parts pinned in jvm/*.pom.xml (Spark's Kafka connector, the Kafka broker) from Maven Central into jvm/lib/.
 
 PYTHON ?= python3
+MVN ?= mvn
 VENV := .venv
 STAMP := $(VENV)/.installed-requirements
+JARS := jvm/lib/.fetched
+FETCH := $(MVN) -q -B -Dstyle.color=never dependency:copy-dependencies -DincludeScope=runtime
 
-.PHONY: run test lint bench connect java
+.PHONY: run test lint bench connect kafka kafka-stop jars java
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,22 +20,37 @@ $(STAMP): requirements.txt
 	$(VENV)/bin/pip install --quiet -r requirements.txt
 	cp requirements.txt $(STAMP)
 
+$(JARS): jvm/kafka-connector.pom.xml jvm/kafka-broker.pom.xml
+	@command -v $(MVN) >/dev/null 2>&1 || { echo "Maven (mvn) is required to fetch Spark's Kafka connector and the Kafka broker from Maven Central (install e.g. maven)." >&2; exit 1; }
+	rm -rf jvm/lib
+	$(FETCH) -f jvm/kafka-connector.pom.xml -DoutputDirectory=$(CURDIR)/jvm/lib/kafka-connector
+	$(FETCH) -f jvm/kafka-broker.pom.xml -DoutputDirectory=$(CURDIR)/jvm/lib/kafka-broker
+	touch $@
+
+jars: $(JARS)
+
 java:
 	@command -v java >/dev/null 2>&1 || { echo "Java 17 is required by Spark and was not found on PATH (install e.g. openjdk-17-jre-headless, or set JAVA_HOME)." >&2; exit 1; }
 
-run: $(STAMP) java
+run: $(STAMP) $(JARS) java
 	$(VENV)/bin/streamlit run app.py
 
-test: $(STAMP) java
+test: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-connect: $(STAMP) java
+connect: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m streaming.engine.connect $(CONNECT_ARGS)
 
-bench: $(STAMP) java
+bench: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m benchmarks.bench $(BENCH_ARGS)
 	$(VENV)/bin/python -m benchmarks.sweep $(SWEEP_ARGS)
+
+kafka: $(STAMP) $(JARS) java
+	$(VENV)/bin/python -m streaming.engine.broker $(KAFKA_ARGS)
+
+kafka-stop: $(STAMP)
+	$(VENV)/bin/python -m streaming.engine.broker --stop $(KAFKA_ARGS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -54,6 +55,25 @@ def connect_server(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A real single-node Apache Kafka broker (KRaft) on 127.0.0.1, started once per run by the first test that asks; stopped at the end."""
+    from streaming.engine.broker import KafkaBroker
+
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka-broker"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def topic_name(request) -> str:
+    """A topic name no other test uses."""
+    return f"{re.sub(r'[^A-Za-z0-9.]+', '-', request.node.name)[:60].strip('-')}-{uuid.uuid4().hex[:6]}"
 
 
 @pytest.fixture

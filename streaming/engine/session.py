@@ -21,11 +21,12 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from .errors import ConfigError
+from .jars import connector_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,7 +53,7 @@ quietly. A 32 MiB stack (address space; only the pages used are committed) lets 
 FOLD_SETTINGS = {"spark.sql.streaming.stateStore.commitValidation.enabled": "false"}
 """Settings for the ``foreachBatch`` fold every query of a classic session writes to.
 
-Spark 4.3 checks after each ``foreachBatch`` call of a stateful query that every
+Spark (4.2 and later) checks after each ``foreachBatch`` call of a stateful query that every
 state store committed, to catch a function that reads only some partitions
 (``show()``, ``limit()``). The fold collects every row of every batch, so the check
 finds nothing and costs its time: measured on this project's overhead query
@@ -84,9 +85,16 @@ def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
     return settings
 
 
-def server_settings(environ: Mapping[str, str]) -> dict[str, str]:
-    """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration and the thread stack."""
+def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = None) -> dict[str, str]:
+    """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration, the thread stack and the jars.
+
+    ``jars`` (default: Spark's Kafka connector as set-up fetched it,
+    :func:`~streaming.engine.jars.connector_jars`) are local files handed to the
+    driver as ``spark.jars``; a standalone cluster's executors fetch them from it.
+    """
+    jars = connector_jars() if jars is None else jars
     return {
+        **({"spark.jars": ",".join(str(path) for path in jars)} if jars else {}),
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": environ.get("SPARK_DRIVER_MEMORY", "2g"),
         # The Spark UI keeps every job, stage and SQL execution up to these caps; a

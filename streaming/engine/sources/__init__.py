@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .base import Arrival, Feeder, StreamSource
 from .feed import FILE_FORMATS, MAX_SPEED, ONE_FILE_PER_BATCH, FeedSource
 from .generator import GeneratorSource, generator_columns
+from .kafka import KafkaSource
 from .rate import RateSource
 from .rate_micro_batch import RateMicroBatchSource
 from .replayer import FeedReplayer
@@ -34,6 +35,7 @@ __all__ = [
     "FeedSource",
     "Feeder",
     "GeneratorSource",
+    "KafkaSource",
     "LineServer",
     "RateMicroBatchSource",
     "RateSource",
@@ -45,10 +47,10 @@ __all__ = [
     "input_frame",
 ]
 
-Source = FeedSource | GeneratorSource | RateSource | RateMicroBatchSource | SocketSource
+Source = FeedSource | GeneratorSource | RateSource | RateMicroBatchSource | SocketSource | KafkaSource
 """Every source configuration a query can run on."""
 
-SOURCE_KINDS: dict[str, type[Source]] = {kind.kind: kind for kind in (FeedSource, GeneratorSource, RateSource, RateMicroBatchSource, SocketSource)}
+SOURCE_KINDS: dict[str, type[Source]] = {kind.kind: kind for kind in (FeedSource, GeneratorSource, RateSource, RateMicroBatchSource, SocketSource, KafkaSource)}
 """Each source class by its ``kind`` (as a kept query's ``query.json`` names it)."""
 
 

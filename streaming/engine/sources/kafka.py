@@ -1,0 +1,313 @@
+"""A Kafka topic (or a pattern of topics) read with Spark's own Kafka connector.
+
+Each record's value is a JSON object or a line of CSV text; its columns and
+their types (:attr:`KafkaSource.value_columns`) come from a sample of the
+topic's messages, read once when the source is configured
+(:func:`streaming.engine.topics.infer_value_columns`), and are parsed with
+``from_json`` / ``from_csv``. Besides the value's columns, every record has
+two of Kafka's own: :data:`KAFKA_TIMESTAMP` (the record's timestamp: when it
+was produced, or the arrival time a publisher gave it) and :data:`KAFKA_KEY`
+(the record's key as text). The column mapping picks the event time, the key,
+the value, an id for deduplication among them: event time from a value column
+(written in any of :mod:`streaming.engine.times`' formats) or the record
+timestamp, the key from a value column or the record key, or no key.
+
+The record timestamp is the arrival time: with event time from a value column
+it is mapped as the arrival column, so lateness behind arrival is known for
+every record. A message whose value does not parse is a malformed row (its
+event time is null): counted, never a failed query.
+
+Reading starts at the earliest or latest offsets or at a time
+(``startingTimestamp``), at most ``max_offsets_per_trigger`` records per
+micro-batch (Spark's ``maxOffsetsPerTrigger``). With the available-now trigger
+the query ends at the offsets that were the latest when it started.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, get_args
+
+from ..checks import require_choice, require_int
+from ..columns import ColumnMapping, dataset_columns
+from ..errors import ConfigError
+from .base import Arrival, StreamSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "KAFKA_COLUMNS",
+    "KAFKA_KEY",
+    "KAFKA_TIMESTAMP",
+    "RECORD_COLUMNS",
+    "VALUE_FORMATS",
+    "VALUE_TYPES",
+    "KafkaSource",
+    "check_bootstrap",
+    "check_topic",
+    "parse_kafka_url",
+]
+
+KAFKA_TIMESTAMP = "kafka_timestamp"
+"""The record's timestamp, as a column the mapping can name (event time, or the arrival time)."""
+KAFKA_KEY = "kafka_key"
+"""The record's key as text, as a column the mapping can name."""
+KAFKA_COLUMNS: dict[str, str] = {KAFKA_TIMESTAMP: "timestamp", KAFKA_KEY: "string"}
+"""The record's own columns next to the value's, with their Spark types."""
+CORRUPT = "_corrupt_record"
+CLIENT_TIMEOUTS = {"kafka.default.api.timeout.ms": "5000", "kafka.request.timeout.ms": "5000"}
+"""How long Spark's Kafka clients wait for a broker that does not answer (Kafka's defaults: 60 s and 30 s).
+
+Spark runs its offset requests uninterruptibly, so a query whose broker died
+cannot stop before the request in flight gives up: with the defaults, Stop
+took a minute. With 5 s, the query fails within seconds of its broker's
+death (after Spark's three retries), with a timeout the page explains, and
+resumes from its checkpoint once the broker is back."""
+
+ValueFormat = Literal["json", "csv"]
+VALUE_FORMATS: tuple[str, ...] = get_args(ValueFormat)
+StartingOffsets = Literal["earliest", "latest"]
+STARTING_OFFSETS: tuple[str, ...] = get_args(StartingOffsets)
+VALUE_TYPES: tuple[str, ...] = ("string", "bigint", "int", "double", "boolean", "timestamp", "date")
+"""The Spark types a value column may have; a sample's nested values are read as text."""
+
+_HOST_PORT = re.compile(r"[A-Za-z0-9._\-\[\]:]+:(\d{1,5})")
+_TOPIC = re.compile(r"[A-Za-z0-9._\-]{1,249}")
+
+
+def check_bootstrap(value: object, field_name: str = "source.bootstrap") -> str:
+    """``value`` stripped when it is a comma-separated list of ``host:port``; :class:`ConfigError` otherwise."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(field_name, value, "must name the brokers as host:port (several separated by commas), e.g. 127.0.0.1:9092")
+    servers = [part.strip() for part in value.split(",")]
+    for server in servers:
+        match = _HOST_PORT.fullmatch(server)
+        if match is None or not 0 < int(match.group(1)) < 65536:
+            raise ConfigError(field_name, value, f"has {server!r}, which is not host:port")
+    return ",".join(servers)
+
+
+def check_topic(value: object, field_name: str = "source.topic") -> str:
+    """``value`` when it is a valid Kafka topic name (letters, digits, ``.``, ``_``, ``-``; at most 249); :class:`ConfigError` otherwise."""
+    if not isinstance(value, str) or _TOPIC.fullmatch(value) is None or value in (".", ".."):
+        raise ConfigError(field_name, value, "is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249)")
+    return value
+
+
+def parse_kafka_url(url: str) -> tuple[str, str]:
+    """``(bootstrap, topic)`` of ``kafka://HOST:PORT[,HOST:PORT]/TOPIC``; :class:`ConfigError` naming ``PATH`` otherwise."""
+    if not url.startswith("kafka://") or "/" not in url[len("kafka://"):]:
+        raise ConfigError("PATH", url, "is not kafka://HOST:PORT/TOPIC")
+    servers, topic = url[len("kafka://"):].split("/", 1)
+    return check_bootstrap(servers, "PATH"), check_topic(topic.strip("/"), "PATH")
+
+
+RECORD_COLUMNS = ColumnMapping(event_time=KAFKA_TIMESTAMP, key=KAFKA_KEY)
+"""The default mapping: event time from the record timestamp, key from the record key."""
+
+
+@dataclass(frozen=True)
+class KafkaSource(StreamSource):
+    """Records of ``topic`` (a name, or with ``pattern`` a Java regex of names) on the brokers ``bootstrap``.
+
+    ``value_columns`` are the value's ``(name, Spark type)`` pairs in order
+    (for CSV, the fields of a line, all ``string``); ``columns`` maps them and
+    the record's :data:`KAFKA_COLUMNS`. ``starting_offsets`` is where a new
+    query starts (``earliest`` or ``latest``), unless ``starting_timestamp``
+    (epoch milliseconds) is given: then each partition starts at its first
+    record at or after it. ``max_offsets_per_trigger`` caps the records of a
+    micro-batch (``None``: everything available). ``fail_on_data_loss`` is
+    Spark's ``failOnDataLoss``: a query whose next offsets were deleted by
+    retention (or whose topic was) stops with an error, or goes on from what
+    is left when ``False``. ``end_offsets`` (``(partition, offset)`` pairs,
+    exclusive; a single topic only) bounds the records read: what a replay of a
+    fixed offset range (the tuner, Compare) reads, whatever arrives later.
+    """
+
+    bootstrap: str
+    topic: str
+    value_columns: tuple[tuple[str, str], ...]
+    value_format: ValueFormat = "json"
+    columns: ColumnMapping = RECORD_COLUMNS
+    pattern: bool = False
+    starting_offsets: StartingOffsets = "earliest"
+    starting_timestamp: int | None = None
+    max_offsets_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    end_offsets: tuple[tuple[int, int], ...] | None = None
+    kind: Literal["kafka"] = field(default="kafka", init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bootstrap", check_bootstrap(self.bootstrap))
+        if not isinstance(self.pattern, bool):
+            raise ConfigError("source.pattern", self.pattern, "must be true or false")
+        if self.pattern:
+            if not isinstance(self.topic, str) or not self.topic.strip():
+                raise ConfigError("source.topic", self.topic, "must be a pattern of topic names, e.g. clicks-.*")
+        else:
+            check_topic(self.topic)
+        require_choice("source.value_format", self.value_format, VALUE_FORMATS)
+        object.__setattr__(self, "value_columns", tuple(tuple(pair) for pair in self.value_columns))
+        self._check_value_columns()
+        require_choice("source.starting_offsets", self.starting_offsets, STARTING_OFFSETS)
+        if self.starting_timestamp is not None:
+            require_int("source.starting_timestamp", self.starting_timestamp, 0)
+        if self.max_offsets_per_trigger is not None:
+            require_int("source.max_offsets_per_trigger", self.max_offsets_per_trigger, 1)
+        if not isinstance(self.fail_on_data_loss, bool):
+            raise ConfigError("source.fail_on_data_loss", self.fail_on_data_loss, "must be true or false")
+        if self.end_offsets is not None:
+            if self.pattern:
+                raise ConfigError("source.end_offsets", self.end_offsets, "apply to one topic, not a pattern")
+            ends = tuple((int(partition), int(offset)) for partition, offset in self.end_offsets)
+            if any(partition < 0 or offset < 0 for partition, offset in ends):
+                raise ConfigError("source.end_offsets", self.end_offsets, "must be (partition, offset) pairs of whole numbers of at least 0")
+            object.__setattr__(self, "end_offsets", ends)
+        if not isinstance(self.columns, ColumnMapping):
+            raise ConfigError("source.columns", self.columns, "is not a column mapping")
+        if self.columns.event_time != KAFKA_TIMESTAMP and self.columns.arrival is None:
+            object.__setattr__(self, "columns", replace(self.columns, arrival=KAFKA_TIMESTAMP, arrival_format="auto"))
+        self.columns.check_columns(self.schema)
+
+    def _check_value_columns(self) -> None:
+        pairs = self.value_columns
+        if not pairs:
+            raise ConfigError("source.value_columns", pairs, "are empty: read a sample of the topic's messages first")
+        seen: set[str] = set()
+        for pair in pairs:
+            if len(pair) != 2 or not all(isinstance(part, str) for part in pair) or not pair[0]:
+                raise ConfigError("source.value_columns", pair, "must be a (name, type) pair")
+            name, data_type = pair
+            if name in KAFKA_COLUMNS or name == CORRUPT:
+                raise ConfigError("source.value_columns", name, f"is a name the record's own columns take ({', '.join(KAFKA_COLUMNS)}); rename it in the messages")
+            if name in seen:
+                raise ConfigError("source.value_columns", name, "appears twice")
+            seen.add(name)
+            if data_type not in VALUE_TYPES:
+                raise ConfigError("source.value_columns", pair, f"has type {data_type!r}, not one of {', '.join(VALUE_TYPES)}")
+            if self.value_format == "csv" and data_type != "string":
+                raise ConfigError("source.value_columns", pair, "must be of type string: CSV text is read as text and parsed by role, as datasets are")
+
+    @property
+    def schema(self) -> dict[str, str]:
+        """Every column a record offers the mapping, name → Spark type: the value's, then :data:`KAFKA_COLUMNS`."""
+        return {**dict(self.value_columns), **KAFKA_COLUMNS}
+
+    @property
+    def arrival(self) -> Arrival:
+        return "record"
+
+    @property
+    def reports_lag(self) -> bool:
+        return True
+
+    @property
+    def ends(self) -> bool:
+        return True
+
+    @property
+    def label(self) -> str:
+        return self.topic
+
+    def options(self) -> dict[str, str]:
+        """The options of Spark's Kafka source for this configuration (as ``readStream.format("kafka").options(...)`` takes them)."""
+        options = {"kafka.bootstrap.servers": self.bootstrap, "subscribePattern" if self.pattern else "subscribe": self.topic}
+        if self.starting_timestamp is not None:
+            options["startingTimestamp"] = str(self.starting_timestamp)
+        else:
+            options["startingOffsets"] = self.starting_offsets
+        if self.max_offsets_per_trigger is not None:
+            options["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
+        options["failOnDataLoss"] = str(self.fail_on_data_loss).lower()
+        options.update(CLIENT_TIMEOUTS)
+        return options
+
+    def value_struct(self) -> StructType:
+        """The value's schema as Spark takes it, with the corrupt-record column Spark fills for a value that does not parse."""
+        from pyspark.sql import types as T
+
+        types = {
+            "string": T.StringType(), "bigint": T.LongType(), "int": T.IntegerType(), "double": T.DoubleType(),
+            "boolean": T.BooleanType(), "timestamp": T.TimestampType(), "date": T.DateType(),
+        }
+        fields = [T.StructField(name, types[data_type]) for name, data_type in self.value_columns]
+        return T.StructType([*fields, T.StructField(CORRUPT, T.StringType())])
+
+    def decoded(self, raw: DataFrame) -> DataFrame:
+        """``raw`` Kafka records (Spark's columns ``key``, ``value``, ``timestamp``...) as the value's columns and :data:`KAFKA_COLUMNS`, plus ``kafka_partition``, ``kafka_offset`` and ``malformed`` (the value did not parse)."""
+        from pyspark.sql import functions as F
+
+        text = F.col("value").cast("string")
+        struct = self.value_struct()
+        options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+        if self.value_format == "json":
+            value = F.from_json(text, struct, options)
+        else:
+            value = F.from_csv(text, _ddl(struct), options)
+        record = raw.select(
+            value.alias("v"), F.col("timestamp").alias(KAFKA_TIMESTAMP), F.col("key").cast("string").alias(KAFKA_KEY),
+            F.col("partition").alias("kafka_partition"), F.col("offset").alias("kafka_offset"), text.alias("kafka_value"),
+        )
+        columns = [F.col("v").getField(name).alias(name) for name, _ in self.value_columns]
+        return record.select(
+            *columns, KAFKA_TIMESTAMP, KAFKA_KEY, "kafka_partition", "kafka_offset", "kafka_value",
+            (F.col("v").getField(CORRUPT).isNotNull() | F.col("kafka_value").isNull()).alias("malformed"),
+        )
+
+    def _bounded(self, records: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        if self.end_offsets is None:
+            return records
+        inside = F.lit(False)
+        for partition, offset in self.end_offsets:
+            inside = inside | ((F.col("partition") == partition) & (F.col("offset") < offset))
+        return records.where(inside)
+
+    def _selected(self, decoded: DataFrame) -> list[Column]:
+        from pyspark.sql import functions as F
+
+        event_time, key, *rest = dataset_columns(self.columns, self.schema)
+        return [F.when(~F.col("malformed"), event_time).alias("event_time"), key, *rest]
+
+    def read(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, None]:
+        from ..jars import require_connector
+
+        require_connector()
+        raw = spark.readStream.format("kafka").options(**self.options()).load()
+        decoded = self.decoded(self._bounded(raw))
+        return decoded.select(*self._selected(decoded)), None
+
+    def rows(self, spark: SparkSession) -> DataFrame:
+        """The records from the starting offsets to :attr:`end_offsets` (or the latest) as one batch DataFrame of the stream's columns."""
+        decoded = self.records(spark)
+        return decoded.select(*self._selected(decoded))
+
+    def records(self, spark: SparkSession, start: str | None = None, end: str | None = None) -> DataFrame:
+        """The decoded records (:meth:`decoded`) of a batch read from ``start`` to ``end`` (Spark's offsets JSON; default: the source's start, :attr:`end_offsets` or the latest)."""
+        import json
+
+        from ..jars import require_connector
+
+        require_connector()
+        options = {name: value for name, value in self.options().items() if name not in ("maxOffsetsPerTrigger", "startingOffsets", "startingTimestamp")}
+        if start is not None:
+            options["startingOffsets"] = start
+        elif self.starting_timestamp is not None:
+            options["startingTimestamp"] = str(self.starting_timestamp)
+        else:
+            options["startingOffsets"] = self.starting_offsets
+        if end is not None:
+            options["endingOffsets"] = end
+        elif self.end_offsets is not None:
+            options["endingOffsets"] = json.dumps({self.topic: {str(partition): offset for partition, offset in self.end_offsets}})
+        return self.decoded(spark.read.format("kafka").options(**options).load())
+
+
+def _ddl(struct: StructType) -> str:
+    """``struct`` as a DDL schema string, every name back-quoted (a back-quote in a name doubled): what ``from_csv`` takes."""
+    return ", ".join("`" + item.name.replace("`", "``") + "` " + item.dataType.simpleString() for item in struct.fields)

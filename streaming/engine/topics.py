@@ -1,0 +1,300 @@
+"""What a Kafka cluster holds, asked with a Kafka client from the app's side (confluent-kafka), not through Spark.
+
+Spark's Kafka source retries an unreachable broker for minutes and reports a
+missing topic only once a query runs; the pages and the CLI ask first, with a
+timeout of a few seconds, and say what is wrong in words: the address that
+does not answer, the topics that do exist. The same client reads a topic's
+partitions and offsets, its latest messages and a sample to infer the value's
+columns from (:func:`infer_value_columns`, with Spark's own inference on the
+sample: the types a query will read).
+
+Every function takes the brokers (``host:port[,host:port]``) and a timeout in
+seconds, and raises :class:`~streaming.engine.errors.ConfigError` naming the
+field it was given for (``source.bootstrap``, ``source.topic``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from .errors import ConfigError
+from .sources.kafka import CORRUPT, KAFKA_COLUMNS, VALUE_TYPES, ValueFormat, check_bootstrap, check_topic
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "MESSAGE_COLUMNS",
+    "TIMEOUT",
+    "PartitionOffsets",
+    "TopicInfo",
+    "create_topic",
+    "delete_topic",
+    "describe_topic",
+    "infer_value_columns",
+    "latest_messages",
+    "require_topic",
+    "topic_names",
+]
+
+TIMEOUT = 5.0
+"""Seconds a question to the brokers may take before the address is reported as not answering."""
+MESSAGE_COLUMNS = ["partition", "offset", "timestamp", "key", "value"]
+CLIENT_ID = "streaming-lab"
+LOG = logging.getLogger(f"{__name__}.client")
+"""librdkafka's own lines (a broker that does not answer, retried): logged at debug, never printed; the functions raise what matters."""
+LOG.propagate = False
+LOG.addHandler(logging.NullHandler())
+
+
+def client_settings(bootstrap: str, timeout: float = TIMEOUT) -> dict[str, Any]:
+    """librdkafka settings for a short-lived client of ``bootstrap``: fail within ``timeout`` seconds, log nothing to stderr."""
+    return {
+        "bootstrap.servers": check_bootstrap(bootstrap),
+        "client.id": CLIENT_ID,
+        "socket.timeout.ms": int(timeout * 1000),
+        "socket.connection.setup.timeout.ms": int(timeout * 1000),
+        "logger": LOG,
+    }
+
+
+def _admin(bootstrap: str, timeout: float) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(client_settings(bootstrap, timeout))
+
+
+def _unreachable(bootstrap: str, timeout: float) -> ConfigError:
+    return ConfigError(
+        "source.bootstrap", bootstrap,
+        f"does not answer within {timeout:g} s: no Kafka broker listens there (start one with `make kafka`, or check the address)",
+    )
+
+
+def _metadata(bootstrap: str, timeout: float, topic: str | None = None) -> Any:
+    from confluent_kafka import KafkaException
+
+    try:
+        return _admin(bootstrap, timeout).list_topics(topic=topic, timeout=timeout)
+    except KafkaException:
+        raise _unreachable(bootstrap, timeout) from None
+
+
+def topic_names(bootstrap: str, timeout: float = TIMEOUT) -> list[str]:
+    """The topics of the cluster, without Kafka's internal ones (``__consumer_offsets``...), sorted."""
+    topics = _metadata(bootstrap, timeout).topics
+    return sorted(name for name in topics if not name.startswith("__"))
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """One partition: its earliest offset (the first record retention kept) and its latest (the next record's offset)."""
+
+    partition: int
+    earliest: int
+    latest: int
+
+    @property
+    def messages(self) -> int:
+        return self.latest - self.earliest
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """A topic's partitions and their offsets, read at ``read_at`` (epoch seconds)."""
+
+    name: str
+    partitions: tuple[PartitionOffsets, ...]
+    read_at: float
+
+    @property
+    def messages(self) -> int:
+        return sum(partition.messages for partition in self.partitions)
+
+    @property
+    def latest_total(self) -> int:
+        return sum(partition.latest for partition in self.partitions)
+
+    def end_offsets(self) -> tuple[tuple[int, int], ...]:
+        """``(partition, latest)`` pairs: the end of what the topic holds now."""
+        return tuple((partition.partition, partition.latest) for partition in self.partitions)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            [(item.partition, item.earliest, item.latest, item.messages) for item in self.partitions],
+            columns=["partition", "earliest offset", "latest offset", "messages"],
+        )
+
+
+def require_topic(bootstrap: str, topic: str, timeout: float = TIMEOUT) -> list[int]:
+    """The partition numbers of ``topic``; :class:`ConfigError` listing the topics that exist when it does not."""
+    check_topic(topic)
+    metadata = _metadata(bootstrap, timeout)
+    found = metadata.topics.get(topic)
+    if found is None or found.error is not None:
+        names = sorted(name for name in metadata.topics if not name.startswith("__"))
+        listed = ", ".join(names) if names else "none yet: publish a dataset or a sample feed to one (Datasets page, or python -m streaming publish)"
+        raise ConfigError("source.topic", topic, f"does not exist on {bootstrap} (topics: {listed})")
+    return sorted(found.partitions)
+
+
+def describe_topic(bootstrap: str, topic: str, timeout: float = TIMEOUT) -> TopicInfo:
+    """``topic``'s partitions with their earliest and latest offsets (:class:`TopicInfo`)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    partitions = require_topic(bootstrap, topic, timeout)
+    consumer = Consumer({**client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False})
+    try:
+        offsets = []
+        for partition in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            offsets.append(PartitionOffsets(partition, int(low), int(high)))
+    except KafkaException:
+        raise _unreachable(bootstrap, timeout) from None
+    finally:
+        consumer.close()
+    return TopicInfo(topic, tuple(offsets), time.time())
+
+
+def latest_messages(bootstrap: str, topic: str, count: int = 20, timeout: float = TIMEOUT, *, earliest: bool = False) -> pd.DataFrame:
+    """At most ``count`` of ``topic``'s latest messages (or, with ``earliest``, its first), newest last: :data:`MESSAGE_COLUMNS`.
+
+    ``timestamp`` is the record timestamp (UTC, naive), ``key`` and ``value``
+    the bytes decoded as UTF-8 (invalid bytes replaced). The count is spread
+    over the partitions in proportion to what each holds.
+    """
+    from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
+
+    info = describe_topic(bootstrap, topic, timeout)
+    total = info.messages
+    if total == 0 or count <= 0:
+        return pd.DataFrame(columns=MESSAGE_COLUMNS)
+    wanted: dict[int, tuple[int, int]] = {}
+    for partition in info.partitions:
+        share = min(partition.messages, max(1, round(count * partition.messages / total))) if partition.messages else 0
+        if share:
+            start = partition.earliest if earliest else partition.latest - share
+            wanted[partition.partition] = (start, start + share)
+    consumer = Consumer({**client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False})
+    records: list[tuple[Any, ...]] = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, start) for partition, (start, _) in wanted.items()])
+        remaining = {partition: end for partition, (_, end) in wanted.items()}
+        deadline = time.monotonic() + timeout
+        while remaining and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is None or message.error() is not None:
+                continue
+            number, offset = int(message.partition() or 0), int(message.offset() or 0)
+            end = remaining.get(number)
+            if end is None or offset >= end:
+                continue
+            _, stamp = message.timestamp()
+            records.append((number, offset, pd.Timestamp(stamp, unit="ms"), _text(message.key()), _text(message.value())))
+            if offset + 1 >= end:
+                remaining.pop(number)
+                consumer.pause([TopicPartition(topic, number, OFFSET_END)])
+    except KafkaException:
+        raise _unreachable(bootstrap, timeout) from None
+    finally:
+        consumer.close()
+    frame = pd.DataFrame(records, columns=MESSAGE_COLUMNS)
+    return frame.sort_values(["timestamp", "partition", "offset"], ignore_index=True)
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = TIMEOUT) -> bool:
+    """Create ``topic`` with ``partitions`` partitions, keeping its records whatever their age (``retention.ms=-1``); ``False`` when it exists already.
+
+    Records published from a dataset carry its past arrival times: under a
+    time-based retention the broker would delete them at once.
+    """
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    check_topic(topic)
+    if isinstance(partitions, bool) or not isinstance(partitions, int) or not 1 <= partitions <= 1000:
+        raise ConfigError("partitions", partitions, "must be a whole number between 1 and 1000")
+    _metadata(bootstrap, timeout)
+    admin = _admin(bootstrap, timeout)  # kept referenced: a collected client abandons its pending requests
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=-1, config={"retention.ms": "-1"})], operation_timeout=timeout
+    )
+    try:
+        futures[topic].result(timeout=timeout)
+    except KafkaException as err:
+        if err.args and err.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        raise ConfigError("topic", topic, f"could not be created: {err.args[0].str() if err.args else err}") from None
+    deadline = time.monotonic() + timeout
+    while topic not in _metadata(bootstrap, timeout).topics and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
+
+
+def delete_topic(bootstrap: str, topic: str, timeout: float = TIMEOUT) -> None:
+    """Delete ``topic`` and its records; nothing when it does not exist."""
+    from confluent_kafka import KafkaException
+
+    check_topic(topic)
+    if topic not in _metadata(bootstrap, timeout).topics:
+        return
+    try:
+        admin = _admin(bootstrap, timeout)
+        admin.delete_topics([topic], operation_timeout=timeout)[topic].result(timeout=timeout)
+    except KafkaException as err:
+        raise ConfigError("topic", topic, f"could not be deleted: {err.args[0].str() if err.args else err}") from None
+
+
+def infer_value_columns(
+    spark: SparkSession, values: Sequence[str | None], value_format: ValueFormat, csv_columns: Sequence[str] | None = None,
+) -> tuple[tuple[str, str], ...]:
+    """The value's ``(name, Spark type)`` pairs inferred from ``values`` (a sample of messages) with Spark, as a dataset's are.
+
+    JSON objects: Spark's JSON inference over the sample; a nested object or
+    array is read as text, a type not in :data:`VALUE_TYPES` as text.
+    CSV lines: ``csv_columns`` names the fields (by default ``_c0``, ``_c1``...,
+    as Spark names the columns of a CSV without a header), all text.
+    :class:`ConfigError` when the sample holds no message that parses.
+    """
+    lines = [value for value in values if value is not None and value.strip()]
+    if value_format == "csv":
+        width = max((len(next(csv.reader(io.StringIO(line)), [])) for line in lines), default=0)
+        names = list(csv_columns) if csv_columns else [f"_c{index}" for index in range(width)]
+        if not names:
+            raise ConfigError("source.topic", "", "has no messages to read the value's columns from")
+        if len(set(names)) != len(names):
+            raise ConfigError("source.csv_columns", ",".join(names), "name a column twice")
+        return tuple((name, "string") for name in names)
+    from .preview import dataset_schema, read_dataset
+
+    objects = []
+    for line in lines:
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict):
+            objects.append(line)
+    if not objects:
+        raise ConfigError("source.value_format", "json", "fits no message of the sample: none is a JSON object (try csv)")
+    with tempfile.TemporaryDirectory(prefix="streaming-lab-sample-") as folder:
+        sample = Path(folder) / "sample.jsonl"
+        sample.write_text("".join(line.replace("\n", " ") + "\n" for line in objects), encoding="utf-8")
+        schema = dataset_schema(read_dataset(spark, [sample], "json"))
+    return tuple((name, data_type if data_type in VALUE_TYPES else "string") for name, data_type in schema.items() if name not in (*KAFKA_COLUMNS, CORRUPT))
