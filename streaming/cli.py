@@ -7,7 +7,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from .engine.batching import Batching
 from .engine.checkpoints import KeptQuery
@@ -25,6 +25,14 @@ from .engine.config import (
 from .engine.datasets import FORMATS, FileFormat
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN
+from .engine.sources import Source
+from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, ValueFormat, parse_kafka_url
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SAMPLE_MESSAGES = 200
+"""The first messages of a topic its value's columns are inferred from."""
 
 __all__ = ["detect_format", "main", "parser", "replay_source"]
 
@@ -62,29 +70,76 @@ def parser() -> argparse.ArgumentParser:
 
 def _add_data_arguments(command: argparse.ArgumentParser) -> None:
     """The flags that say what the data is, how it arrives and what is aggregated: shared by ``replay`` and ``tune``."""
-    command.add_argument("feed_dir", type=Path, metavar="PATH", help="a folder of files (replayed in file-name order) or one file")
-    command.add_argument("--format", dest="file_format", choices=FILE_FORMATS, default=None, help="csv, json (JSON lines) or parquet (default: from the file names)")
-    command.add_argument("--event-time", default="event_time", help="the event-time column (default: event_time)")
+    command.add_argument(
+        "feed_dir", metavar="PATH",
+        help="a folder of files (replayed in file-name order), one file, or kafka://HOST:PORT/TOPIC (read from the earliest offsets to those latest at the start)",
+    )
+    command.add_argument(
+        "--format", dest="file_format", choices=FILE_FORMATS, default=None,
+        help="csv, json (JSON lines) or parquet (default: from the file names); for a topic, how values are written: json (default) or csv",
+    )
+    command.add_argument("--event-time", default="event_time", help=f"the event-time column (default: event_time; a topic's record timestamp: {KAFKA_TIMESTAMP})")
     command.add_argument(
         "--time-format", default=None,
         help="auto, epoch_s, epoch_ms or a Spark datetime pattern (default: auto; a folder of CSV files with event_time and key "
         f"columns is read as the sample feeds are, {TIME_PATTERN})",
     )
     keys = command.add_mutually_exclusive_group()
-    keys.add_argument("--key", default="key", help="the key column (default: key)")
+    keys.add_argument("--key", default="key", help=f"the key column (default: key; a topic's record key: {KAFKA_KEY})")
     keys.add_argument("--no-key", action="store_true", help="no key column: one global group per window (key null in --json)")
     command.add_argument("--value", default=None, help="the value column --agg reads (numbers; text that is not one is left out)")
     command.add_argument("--agg", default="count", choices=("count", *VALUE_AGGREGATIONS), help="the aggregate per window and key (default: count)")
     command.add_argument("--batch-by", default="file", help="file (one file per micro-batch, default), rows:N, or an arrival-time column")
     command.add_argument("--batch-interval", default=None, help="with --batch-by COLUMN: rows arriving in the same interval of this length form a batch")
     command.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark (needs a watermark)")
+    command.add_argument("--max-offsets-per-trigger", type=int, default=None, metavar="N", help="a topic: at most N records per micro-batch (Spark's maxOffsetsPerTrigger)")
+    command.add_argument("--csv-columns", default=None, help="a topic of CSV values: the names of their fields, comma-separated (default: _c0, _c1, ...)")
 
 
-def _source(args: argparse.Namespace) -> FeedSource:
+def _source(args: argparse.Namespace, spark: SparkSession | None = None) -> Source:
+    """The source the data flags describe: a file replay, or (with ``spark``, to infer the value's columns) a topic."""
+    if _is_topic(args):
+        if spark is None:
+            raise ConfigError("PATH", args.feed_dir, "is a topic: its value's columns are read from a sample once Spark runs")
+        return topic_source(spark, args)
+    if args.max_offsets_per_trigger is not None:
+        raise ConfigError("--max-offsets-per-trigger", args.max_offsets_per_trigger, "applies to a topic (kafka://HOST:PORT/TOPIC), not to files")
     return replay_source(
-        args.feed_dir, args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value, args.dedup_by,
+        Path(args.feed_dir), args.file_format, args.event_time, args.time_format, None if args.no_key else args.key, args.value, args.dedup_by,
         Batching(args.batch_by, args.batch_interval),
     )
+
+
+def _is_topic(args: argparse.Namespace) -> bool:
+    return str(args.feed_dir).startswith("kafka://")
+
+
+def check_topic_args(args: argparse.Namespace) -> tuple[str, str]:
+    """``(bootstrap, topic)`` of a ``kafka://`` PATH once the brokers answer and the topic exists; :class:`ConfigError` naming what does not fit."""
+    from .engine.topics import require_topic
+
+    bootstrap, topic = parse_kafka_url(args.feed_dir)
+    if args.file_format not in (None, *VALUE_FORMATS):
+        raise ConfigError("--format", args.file_format, f"is not a format of a topic's values ({', '.join(VALUE_FORMATS)})")
+    if args.batch_by != "file" or args.batch_interval is not None:
+        raise ConfigError("--batch-by", args.batch_by, "applies to files: a topic's micro-batches are cut by --max-offsets-per-trigger")
+    require_topic(bootstrap, topic)
+    return bootstrap, topic
+
+
+def topic_source(spark: SparkSession, args: argparse.Namespace) -> KafkaSource:
+    """The topic a ``kafka://`` PATH names, read from its earliest offsets, its value's columns inferred from its first messages."""
+    from .engine.topics import infer_value_columns, latest_messages
+
+    bootstrap, topic = check_topic_args(args)
+    value_format = cast("ValueFormat", args.file_format or "json")
+    sample = latest_messages(bootstrap, topic, SAMPLE_MESSAGES, earliest=True)
+    names = [name.strip() for name in args.csv_columns.split(",")] if args.csv_columns else None
+    value_columns = infer_value_columns(spark, list(sample["value"]), value_format, names)
+    columns = ColumnMapping(
+        event_time=args.event_time, time_format=args.time_format or "auto", key=None if args.no_key else args.key, value=args.value, dedup_id=args.dedup_by,
+    )
+    return KafkaSource(bootstrap, topic, value_columns, value_format, columns, max_offsets_per_trigger=args.max_offsets_per_trigger)
 
 
 def detect_format(path: Path) -> FileFormat:
@@ -132,6 +187,23 @@ def _dropped(spark, outcome):
     return dropped_events(classified, deduplicate=config.deduplicate)
 
 
+def _replay_config(args: argparse.Namespace, source: Source) -> QueryConfig:
+    """The query ``replay``'s flags describe on ``source``; a topic is read under the available-now trigger."""
+    return QueryConfig(
+        source,
+        window=args.window or "1 minute",
+        slide=args.slide,
+        watermark=args.watermark,
+        output_mode=args.output_mode,
+        aggregation=args.agg,
+        deduplicate=args.dedup_by is not None,
+        session_gap=args.session_gap,
+        state_store=args.state_store,
+        changelog_checkpointing=args.changelog_checkpointing,
+        trigger="available_now" if isinstance(source, KafkaSource) else "default",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "tune":
@@ -142,41 +214,41 @@ def main(argv: list[str] | None = None) -> int:
     from .engine.runner import run_to_idle
     from .engine.session import get_session
 
-    if not args.feed_dir.exists():
+    topic = _is_topic(args)
+    if not topic and not Path(args.feed_dir).exists():
         print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
         return 2
     try:
-        config = QueryConfig(
-            _source(args),
-            window=args.window or "1 minute",
-            slide=args.slide,
-            watermark=args.watermark,
-            output_mode=args.output_mode,
-            aggregation=args.agg,
-            deduplicate=args.dedup_by is not None,
-            session_gap=args.session_gap,
-            state_store=args.state_store,
-            changelog_checkpointing=args.changelog_checkpointing,
-        )
         if args.stop_after is not None and args.stop_after < 1:
             raise ConfigError("--stop-after", args.stop_after, "must be a whole number of at least 1")
         if args.stop_after is not None and args.checkpoint is None:
             raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
-        if args.checkpoint is not None:
-            KeptQuery(args.checkpoint).check(config)
         if args.dropped is not None and args.session_gap is not None:
             raise ConfigError("--dropped", str(args.dropped), "needs fixed windows: a session's end moves with its events")
         if args.dropped is not None and args.dropped.suffix.lower() not in (".csv", ".parquet"):
             raise ConfigError("--dropped", str(args.dropped), "must end in .csv or .parquet")
+        if topic:
+            if args.stop_after is not None:
+                raise ConfigError("--stop-after", args.stop_after, "applies to files: a topic's replay ends at the offsets latest when it starts")
+            check_topic_args(args)  # the brokers and the topic, within seconds and before Spark starts
+            config = None
+        else:
+            config = _replay_config(args, _source(args))
+            if args.checkpoint is not None:
+                KeptQuery(args.checkpoint).check(config)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     spark = get_session()
     registry = QueryRegistry(spark)
     try:
+        if config is None:
+            config = _replay_config(args, _source(args, spark))
+            if args.checkpoint is not None:
+                KeptQuery(args.checkpoint).check(config)
         outcome = run_to_idle(registry, config, keep=args.checkpoint, stop_after=args.stop_after)
         dropped = _dropped(spark, outcome) if args.dropped is not None else None
-    except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files; a checkpoint of another query
+    except ConfigError as err:  # a mapping that does not fit the types Spark reads (JSON, Parquet, a topic's values); a checkpoint of another query
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
@@ -246,7 +318,10 @@ def _tune_table(outcome) -> str:
 def _tune_main(args) -> int:
     from .analysis.tune import canonical_delays, check_target, tune_configs, tuning_output_mode
 
-    if not args.feed_dir.exists():
+    if _is_topic(args):
+        print("error: PATH: tuning a topic is not available yet: publish it from a dataset and tune the dataset", file=sys.stderr)
+        return 2
+    if not Path(args.feed_dir).exists():
         print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
         return 2
     try:

@@ -8,6 +8,7 @@ advanced.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from .errors import ConfigError
 from .progress import progress_frame
 from .registry import QueryRegistry
 from .results import TIMESTAMP_FORMAT, stamp
+from .sources import KafkaSource
 
 __all__ = ["TIMESTAMP_FORMAT", "Replay", "replay"]
 
@@ -82,7 +84,14 @@ class Replay:
             for record in self.result_records()
         ]
 
+    @property
+    def end_offsets(self) -> dict[str, Any] | None:
+        """Where the replay ended in its source: the last batch's end offsets as Spark reports them (a topic's: ``{topic: {partition: offset}}``)."""
+        ends = [summary["source_offsets"][1] for summary in self.summaries if summary.get("source_offsets") and summary["source_offsets"][1]]
+        return json.loads(ends[-1]) if ends else None
+
     def to_json(self) -> dict[str, Any]:
+        extra = {"end_offsets": self.end_offsets} if isinstance(self.config.source, KafkaSource) else {}
         return {
             "result": self.json_records(),
             "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
@@ -102,6 +111,7 @@ class Replay:
                 }
                 for row in self.progress.itertuples(index=False)
             ],
+            **extra,
         }
 
 

@@ -1,0 +1,276 @@
+"""Kafka end to end on a real broker (one per run): publishing, a topic as a source, the CLI contract, bad input, a broker lost under a query."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_cli import run_cli
+
+from streaming.cli import main
+from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
+from streaming.engine.datasets import DatasetStore
+from streaming.engine.errors import ConfigError
+from streaming.engine.feeds import SAMPLE_FEEDS, TIME_PATTERN
+from streaming.engine.jars import connector_jars, connector_version, require_connector
+from streaming.engine.publish import publish
+from streaming.engine.runner import run_to_idle
+from streaming.engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, KafkaSource, parse_kafka_url
+from streaming.engine.topics import create_topic, describe_topic, infer_value_columns, latest_messages, require_topic, topic_names
+
+WEB_CLICKS = SAMPLE_FEEDS / "web_clicks"
+CLICK_VALUES = (("event_time", "string"), ("key", "string"))
+CLICK_COLUMNS = ColumnMapping(event_time="event_time", time_format=TIME_PATTERN, key="key")
+BATCH_COLUMNS = ["num_input_rows", "rows_dropped_by_watermark", "malformed_rows", "watermark", "state_rows_total"]
+
+
+@pytest.fixture(scope="module")
+def clicks_topic(spark, kafka_broker) -> str:
+    """The web_clicks sample feed published once into a topic of one partition: 40 batches of 50 rows, in file order."""
+    published = publish(spark, FeedSource(WEB_CLICKS, seconds_per_file=0), kafka_broker.bootstrap, "web-clicks")
+    assert (published.messages, published.batches, published.end_offsets) == (2000, 40, ((0, 2000),))
+    return "web-clicks"
+
+
+def clicks(bootstrap: str, topic: str, **settings) -> KafkaSource:
+    return KafkaSource(bootstrap, topic, CLICK_VALUES, columns=CLICK_COLUMNS, **{"max_offsets_per_trigger": 50, **settings})
+
+
+def clicks_query(source, **settings) -> QueryConfig:
+    return QueryConfig(source, window="1 minute", watermark="30 seconds", **{"trigger": "available_now", **settings})
+
+
+# -- set-up: the connector and the broker come from Maven Central, at the installed PySpark's version ---------------------
+
+
+def test_the_connector_is_fetched_at_the_installed_pysparks_version() -> None:
+    import pyspark
+
+    assert connector_version() == pyspark.__version__
+    names = sorted(path.name.rsplit("-", 1)[0] for path in connector_jars())
+    assert names == ["commons-pool2", "kafka-clients", "spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13"]
+    assert {path.name for path in connector_jars()} >= {f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}.jar"}
+
+
+def test_a_missing_connector_is_named_with_how_to_fetch_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="make jars") as caught:
+        require_connector(tmp_path)
+    assert caught.value.field == "source"
+
+
+# -- publish, then replay the topic ------------------------------------------------------------------------------------
+
+
+def test_published_records_are_the_feeds_rows_in_batch_order_keyed_by_the_key_column(kafka_broker, clicks_topic) -> None:
+    records = latest_messages(kafka_broker.bootstrap, clicks_topic, 2000, earliest=True)
+    rows = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False) for path in sorted(WEB_CLICKS.glob("*.csv"))], ignore_index=True)
+    assert list(records["offset"]) == list(range(2000))
+    assert [json.loads(value) for value in records["value"]] == rows.to_dict("records")
+    assert list(records["key"]) == list(rows["key"])
+
+
+@pytest.mark.parametrize("mode", ["update", "append"])
+def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(registry, kafka_broker, clicks_topic, mode: str) -> None:
+    """Both read 50 rows a micro-batch back to back (available-now): the same batches, so the same drops, state and result."""
+    on_files = run_to_idle(registry, clicks_query(FeedSource(WEB_CLICKS, seconds_per_file=0), output_mode=mode))
+    on_topic = run_to_idle(registry, clicks_query(clicks(kafka_broker.bootstrap, clicks_topic), output_mode=mode))
+    assert on_files.rows_dropped_by_watermark > 0 and on_files.malformed_rows > 0  # late and malformed rows: the comparison means something
+    pd.testing.assert_frame_equal(on_topic.result, on_files.result)
+    pd.testing.assert_frame_equal(on_topic.progress[BATCH_COLUMNS], on_files.progress[BATCH_COLUMNS])
+    assert on_topic.to_json()["end_offsets"] == {clicks_topic: {"0": 2000}}
+
+
+def test_records_carry_the_arrival_column_as_their_timestamp_and_a_paced_publish_waits(spark, kafka_broker, topic_name) -> None:
+    store = DatasetStore(SAMPLE_FEEDS)
+    columns = ColumnMapping.from_dict(store.saved_columns("orders_jsonl") or {})
+    from streaming.engine.batching import Batching
+
+    source = FeedSource(store.folder("orders_jsonl"), 0, "json", columns, Batching("ingested_at", "20 seconds"))
+    seen: list[tuple[int, int, int]] = []
+    published = publish(spark, source, kafka_broker.bootstrap, topic_name, speed=200.0, progress=lambda *done: seen.append(done))
+    records = latest_messages(kafka_broker.bootstrap, topic_name, published.messages, earliest=True)
+    lines = [line for path in source.files() for line in path.read_text().splitlines() if line.strip()]
+    arrival = {json.loads(line)["order_id"]: json.loads(line)["ingested_at"] for line in lines}
+    stamps = {json.loads(value)["order_id"]: stamp for value, stamp in zip(records["value"], records["timestamp"])}
+    assert published.messages == len(lines) and stamps == {order: pd.Timestamp(ms, unit="ms") for order, ms in arrival.items()}
+    assert [done[0] for done in seen] == list(range(1, published.batches + 1))
+    first, last = min(arrival.values()), max(arrival.values())
+    assert published.seconds >= (last - first) / 1000 / 200.0 * 0.5  # paced: the arrival span ÷ the speed, less its last interval at most
+
+
+def test_a_topic_of_csv_lines_replays_like_its_json_twin(spark, registry, kafka_broker, clicks_topic, topic_name) -> None:
+    publish(spark, FeedSource(WEB_CLICKS, seconds_per_file=0), kafka_broker.bootstrap, topic_name, value_format="csv")
+    sample = latest_messages(kafka_broker.bootstrap, topic_name, 10, earliest=True)
+    assert sample["value"].iloc[0] == "2024-03-04 08:59:52,home"
+    values = infer_value_columns(spark, list(sample["value"]), "csv", ["event_time", "key"])
+    as_csv = KafkaSource(kafka_broker.bootstrap, topic_name, values, "csv", CLICK_COLUMNS, max_offsets_per_trigger=50)
+    pd.testing.assert_frame_equal(
+        run_to_idle(registry, clicks_query(as_csv)).result, run_to_idle(registry, clicks_query(clicks(kafka_broker.bootstrap, clicks_topic))).result
+    )
+
+
+def test_the_record_timestamp_and_key_can_be_the_event_time_and_the_key(spark, registry, kafka_broker, topic_name) -> None:
+    from confluent_kafka import Producer
+
+    create_topic(kafka_broker.bootstrap, topic_name)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap})
+    base = int(pd.Timestamp("2024-01-01 00:00:00").timestamp() * 1000)
+    for second, key in [(1, "a"), (2, "b"), (61, "a"), (62, "a"), (5, "b"), (200, "b"), (10, "a")]:
+        producer.produce(topic_name, key=key, value=json.dumps({"n": second}), timestamp=base + second * 1000)
+    producer.produce(topic_name, key="a", value="not json", timestamp=base + 300_000)
+    assert producer.flush(10) == 0
+    values = infer_value_columns(spark, list(latest_messages(kafka_broker.bootstrap, topic_name, 10, earliest=True)["value"]), "json")
+    assert values == (("n", "bigint"),)
+    source = KafkaSource(kafka_broker.bootstrap, topic_name, values)  # event time and key from the record by default
+    assert (source.columns.event_time, source.columns.key, source.columns.arrival) == (KAFKA_TIMESTAMP, KAFKA_KEY, None)
+    replay = run_to_idle(registry, QueryConfig(source, window="1 minute", watermark="1 minute", trigger="available_now"))
+    counts = {(str(row.window_start.time()), row.key): row.count for row in replay.result.itertuples()}
+    assert counts == {("00:00:00", "a"): 2, ("00:00:00", "b"): 2, ("00:01:00", "a"): 2, ("00:03:00", "b"): 1}
+    assert replay.malformed_rows == 1  # "not json": its value does not parse
+
+
+def test_messages_that_do_not_parse_are_counted_as_malformed_and_never_fail_the_query(spark, registry, kafka_broker, topic_name) -> None:
+    from confluent_kafka import Producer
+
+    create_topic(kafka_broker.bootstrap, topic_name)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap})
+    good = [{"event_time": f"2024-03-04 09:00:0{second}", "key": "home"} for second in range(3)]
+    bad: list[str | None] = ["{not json", json.dumps({"event_time": "yesterday", "key": "home"}), json.dumps({"event_time": "2024-03-04 09:00:05"}), None]
+    for value in [json.dumps(row) for row in good] + bad:
+        producer.produce(topic_name, value=None if value is None else value.encode())
+    assert producer.flush(10) == 0
+    replay = run_to_idle(registry, clicks_query(clicks(kafka_broker.bootstrap, topic_name)))
+    assert (replay.input_rows, replay.malformed_rows, int(replay.result["count"].sum())) == (7, 4, 3)
+
+
+# -- the CLI contract ----------------------------------------------------------------------------------------------------
+
+
+def plain_kafka_counts(spark, bootstrap: str, topic: str, tmp_path: Path, max_offsets: int) -> list[dict]:
+    """The same windowed count in plain PySpark: the topic from its earliest offsets, available-now, ``maxOffsetsPerTrigger``, the memory sink."""
+    from pyspark.sql import functions as F
+
+    name = f"plain_{topic.replace('-', '_')}"
+    raw = (
+        spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+        .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", max_offsets).load()
+    )
+    value = F.from_json(F.col("value").cast("string"), "event_time STRING, key STRING")
+    rows = raw.select(F.try_to_timestamp(F.trim(value["event_time"]), F.lit(TIME_PATTERN)).alias("event_time"), F.nullif(F.trim(value["key"]), F.lit("")).alias("key"))
+    counts = (
+        rows.where(F.col("event_time").isNotNull() & F.col("key").isNotNull()).withWatermark("event_time", "30 seconds")
+        .groupBy(F.window("event_time", "1 minute"), "key").count()
+    )
+    query = (
+        counts.writeStream.format("memory").queryName(name).outputMode("update").trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / name)).start()
+    )
+    try:
+        assert query.awaitTermination(300), "the plain query did not end in 300 s"
+        latest: dict[tuple, int] = {}
+        for row in spark.table(name).collect():  # update mode appends each changed row: the last one of a window and key holds
+            latest[(row.window.start, row.window.end, row.key)] = row["count"]
+    finally:
+        query.stop()
+        spark.catalog.dropTempView(name)
+    stamp = "%Y-%m-%d %H:%M:%S"
+    return [
+        {"window_start": start.strftime(stamp), "window_end": end.strftime(stamp), "key": key, "value": count, "count": count}
+        for (start, end, key), count in sorted(latest.items())
+    ]
+
+
+def test_replay_of_a_three_partition_topic_equals_plain_pyspark_and_names_its_end_offsets(spark, kafka_broker, tmp_path, topic_name) -> None:
+    published = publish(spark, FeedSource(WEB_CLICKS, seconds_per_file=0), kafka_broker.bootstrap, topic_name, partitions=3)
+    assert published.partitions == 3 and all(offset > 0 for _, offset in published.end_offsets)
+    out = tmp_path / "replay.json"
+    done = run_cli(
+        "replay", f"kafka://{kafka_broker.bootstrap}/{topic_name}", "--time-format", TIME_PATTERN, "--window", "1 minute", "--watermark", "30 seconds",
+        "--max-offsets-per-trigger", "120", "--json", str(out),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = json.loads(out.read_text())
+    assert set(written) == {"result", "rows_dropped_by_watermark", "final_watermark", "input_rows", "malformed_rows", "duplicates_dropped", "batches", "end_offsets"}
+    assert written["end_offsets"] == {topic_name: {str(partition): offset for partition, offset in published.end_offsets}}
+    assert written["input_rows"] == 2000 and all(batch["input_rows"] <= 120 for batch in written["batches"])
+    assert written["result"] == plain_kafka_counts(spark, kafka_broker.bootstrap, topic_name, tmp_path, 120)
+
+
+def test_replay_refuses_an_unreachable_broker_and_a_missing_topic_within_seconds(kafka_broker, clicks_topic, capsys) -> None:
+    from streaming.engine.connect import _free_port
+
+    started = time.monotonic()
+    assert main(["replay", f"kafka://127.0.0.1:{_free_port()}/clicks", "--window", "1 minute"]) == 2
+    assert time.monotonic() - started < 15  # a few seconds, not Spark's minute of retries
+    assert "does not answer within 5 s" in capsys.readouterr().err
+    assert main(["replay", f"kafka://{kafka_broker.bootstrap}/no-such-topic", "--window", "1 minute"]) == 2
+    error = capsys.readouterr().err
+    assert "'no-such-topic' does not exist" in error and clicks_topic in error
+    assert main(["replay", "kafka://127.0.0.1/clicks", "--window", "1 minute"]) == 2
+    assert "is not host:port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [("kafka://127.0.0.1:9092", "is not kafka://HOST:PORT/TOPIC"), ("kafka://127.0.0.1/t", "is not host:port"), ("kafka://127.0.0.1:9092/a b", "is not a Kafka topic name")],
+)
+def test_kafka_urls_are_checked(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_kafka_url(url)
+
+
+def test_topics_are_listed_and_described(kafka_broker, clicks_topic) -> None:
+    assert clicks_topic in topic_names(kafka_broker.bootstrap)
+    info = describe_topic(kafka_broker.bootstrap, clicks_topic)
+    assert (info.messages, info.end_offsets()) == (2000, ((0, 2000),))
+    assert require_topic(kafka_broker.bootstrap, clicks_topic) == [0]
+
+
+# -- a broker lost under a running query ----------------------------------------------------------------------------------
+
+
+def test_a_query_whose_broker_was_killed_resumes_from_its_checkpoint_with_nothing_lost_or_doubled(spark, tmp_path) -> None:
+    from streaming.analysis.exact import exact_answer
+    from streaming.engine.broker import KafkaBroker
+    from streaming.engine.registry import QueryRegistry
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, files in ((first, sorted(WEB_CLICKS.glob("*.csv"))[:20]), (second, sorted(WEB_CLICKS.glob("*.csv"))[20:])):
+        folder.mkdir()
+        for path in files:
+            shutil.copyfile(path, folder / path.name)
+    broker = KafkaBroker(tmp_path / "broker").start()
+    registry = QueryRegistry(spark, kept_root=tmp_path / "kept")
+    try:
+        publish(spark, FeedSource(first, seconds_per_file=0), broker.bootstrap, "clicks")
+        config = QueryConfig(clicks(broker.bootstrap, "clicks"), window="1 minute", watermark=None)
+        run = registry.start(config, "lost_broker", keep=True)
+        wait_for_offset(run, "clicks", 1000)
+        broker.kill()
+        run.stop()
+        broker.start()  # the same folder: the same port and topics
+        publish(spark, FeedSource(second, seconds_per_file=0), broker.bootstrap, "clicks")
+        run = registry.resume("lost_broker")
+        wait_for_offset(run, "clicks", 2000)
+        run.await_idle(120)
+        exact = exact_answer(spark, QueryConfig(FeedSource(WEB_CLICKS, seconds_per_file=0), window="1 minute", watermark=None))
+        pd.testing.assert_frame_equal(run.table.frame(), exact)
+    finally:
+        registry.close()
+        broker.stop()
+
+
+def wait_for_offset(run, topic: str, offset: int, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        ends = [json.loads(summary["source_offsets"][1]) for summary in run.log.summaries() if summary["source_offsets"][1]]
+        if ends and sum(ends[-1][topic].values()) >= offset:
+            return
+        assert run.query.isActive, run.error
+        assert time.monotonic() < deadline, f"the query did not read to offset {offset} in {timeout} s"
+        time.sleep(0.1)
+
