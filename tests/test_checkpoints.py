@@ -78,8 +78,8 @@ def test_every_source_kind_round_trips_through_its_record(late_feed: Path, tmp_p
 
 def test_a_record_with_an_unknown_kind_or_field_is_refused(late_feed: Path) -> None:
     record = config_to_dict(_config(late_feed))
-    with pytest.raises(ConfigError, match=r"source\.kind: 'kafka'"):
-        config_from_dict({**record, "source": {**record["source"], "kind": "kafka"}})
+    with pytest.raises(ConfigError, match=r"source\.kind: 'pigeon'"):
+        config_from_dict({**record, "source": {**record["source"], "kind": "pigeon"}})
     with pytest.raises(ConfigError, match=r"source\.rows"):
         config_from_dict({**record, "source": {**record["source"], "rows": 3}})
     with pytest.raises(ConfigError, match="colour"):
