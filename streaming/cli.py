@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from .engine.batching import Batching
+from .engine.broker import BOOTSTRAP_VARIABLE
 from .engine.checkpoints import KeptQuery
 from .engine.config import (
     FEED_COLUMNS,
@@ -26,7 +28,7 @@ from .engine.datasets import FORMATS, FileFormat
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN
 from .engine.sources import Source
-from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, ValueFormat, parse_kafka_url
+from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, ValueFormat, check_bootstrap, parse_kafka_url
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -61,6 +63,7 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--state-store", default="hdfs", choices=STATE_STORES, help="where the state lives: hdfs (Spark's default) or rocksdb")
     replay.add_argument("--changelog-checkpointing", action="store_true", help="with --state-store rocksdb: commit each batch's changes, not a snapshot")
     _add_tune_parser(commands)
+    _add_publish_parser(commands)
     state = commands.add_parser("state", help="print the rows a query's state holds, from its checkpoint")
     state.add_argument("checkpoint", type=Path, metavar="DIR", help="a folder given to replay --checkpoint, or a Spark checkpoint")
     state.add_argument("--operator", type=int, default=None, help="the stateful operator's id (default: the aggregation's)")
@@ -208,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "tune":
         return _tune_main(args)
+    if args.command == "publish":
+        return _publish_main(args)
     if args.command == "state":
         return _state_main(args)
     from .engine.registry import QueryRegistry
@@ -407,4 +412,64 @@ def _state_main(args) -> int:
     print(f"rows={len(report['rows'])} operator={report['operator']}")
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- publish
+
+
+def _add_publish_parser(commands) -> None:
+    publish = commands.add_parser("publish", help="publish a feed or dataset into a Kafka topic, batch by batch")
+    _add_data_arguments(publish)
+    publish.add_argument(
+        "--bootstrap", default=os.environ.get(BOOTSTRAP_VARIABLE), metavar="HOST:PORT",
+        help=f"the brokers (default: ${BOOTSTRAP_VARIABLE}, which make kafka prints)",
+    )
+    publish.add_argument("--topic", required=True, help="the topic (created when it does not exist, keeping its records whatever their age)")
+    publish.add_argument("--partitions", type=int, default=1, help="partitions of a new topic (default: 1)")
+    publish.add_argument("--value-format", default="json", choices=VALUE_FORMATS, help="each record's value: the row as a JSON object (default), or a CSV file's line")
+    pace = publish.add_mutually_exclusive_group()
+    pace.add_argument("--speed", type=float, default=None, help="with --batch-by COLUMN: pace by arrival time, this many times faster than the data arrived")
+    pace.add_argument("--seconds-per-batch", type=float, default=0.0, help="pause this long after each batch (default: 0, as fast as possible)")
+
+
+def _publish_main(args) -> int:
+    from .engine.publish import publish
+    from .engine.session import get_session
+    from .engine.topics import topic_names
+
+    try:
+        if _is_topic(args) or not Path(args.feed_dir).exists():
+            raise ConfigError("PATH", args.feed_dir, "is not a folder or a file")
+        if args.bootstrap is None:
+            raise ConfigError("--bootstrap", None, f"is required (or set {BOOTSTRAP_VARIABLE}): the brokers to publish to")
+        for flag, value in (("--max-offsets-per-trigger", args.max_offsets_per_trigger), ("--csv-columns", args.csv_columns)):
+            if value is not None:
+                raise ConfigError(flag, value, "applies to reading a topic, not to publishing")
+        source = _source(args)
+        assert isinstance(source, FeedSource)
+        topic_names(check_bootstrap(args.bootstrap, "--bootstrap"))  # the brokers answer, within seconds
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    spark = get_session()
+
+    def report(done: int, total: int, messages: int) -> None:
+        print(f"batch {done}/{total}: {messages} messages", file=sys.stderr)
+
+    try:
+        published = publish(
+            spark, source, args.bootstrap, args.topic, partitions=args.partitions, value_format=args.value_format, speed=args.speed,
+            seconds_per_batch=args.seconds_per_batch, progress=report,
+        )
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+    ends = ", ".join(f"{partition}:{offset}" for partition, offset in published.end_offsets)
+    print(
+        f"published={published.messages} batches={published.batches} topic={published.topic} partitions={published.partitions} "
+        f"created={str(published.created).lower()} seconds={published.seconds:.1f} end_offsets={ends}"
+    )
     return 0

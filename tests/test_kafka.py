@@ -184,9 +184,12 @@ def plain_kafka_counts(spark, bootstrap: str, topic: str, tmp_path: Path, max_of
     ]
 
 
-def test_replay_of_a_three_partition_topic_equals_plain_pyspark_and_names_its_end_offsets(spark, kafka_broker, tmp_path, topic_name) -> None:
-    published = publish(spark, FeedSource(WEB_CLICKS, seconds_per_file=0), kafka_broker.bootstrap, topic_name, partitions=3)
-    assert published.partitions == 3 and all(offset > 0 for _, offset in published.end_offsets)
+def test_publish_and_replay_of_a_three_partition_topic_equal_plain_pyspark_and_name_its_end_offsets(spark, kafka_broker, tmp_path, topic_name) -> None:
+    done = run_cli("publish", str(WEB_CLICKS), "--bootstrap", kafka_broker.bootstrap, "--topic", topic_name, "--partitions", "3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    ends = describe_topic(kafka_broker.bootstrap, topic_name).end_offsets()
+    assert f"published=2000 batches=40 topic={topic_name} partitions=3 created=true" in done.stdout
+    assert len(ends) == 3 and all(offset > 0 for _, offset in ends)
     out = tmp_path / "replay.json"
     done = run_cli(
         "replay", f"kafka://{kafka_broker.bootstrap}/{topic_name}", "--time-format", TIME_PATTERN, "--window", "1 minute", "--watermark", "30 seconds",
@@ -195,7 +198,7 @@ def test_replay_of_a_three_partition_topic_equals_plain_pyspark_and_names_its_en
     assert done.returncode == 0, done.stderr[-3000:]
     written = json.loads(out.read_text())
     assert set(written) == {"result", "rows_dropped_by_watermark", "final_watermark", "input_rows", "malformed_rows", "duplicates_dropped", "batches", "end_offsets"}
-    assert written["end_offsets"] == {topic_name: {str(partition): offset for partition, offset in published.end_offsets}}
+    assert written["end_offsets"] == {topic_name: {str(partition): offset for partition, offset in ends}}
     assert written["input_rows"] == 2000 and all(batch["input_rows"] <= 120 for batch in written["batches"])
     assert written["result"] == plain_kafka_counts(spark, kafka_broker.bootstrap, topic_name, tmp_path, 120)
 
