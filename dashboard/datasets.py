@@ -189,8 +189,11 @@ def _delete(store: DatasetStore, name: str) -> None:
     st.session_state["delete_sure"] = False
 
 
-def mapping_widgets(columns: Sequence[str], saved: ColumnMapping | None = None, prefix: str = "map") -> dict[str, Any]:
-    """Which column holds what, and how times are written (starting from ``saved``, else from the column names); the values for :func:`build_mapping`."""
+def mapping_widgets(columns: Sequence[str], saved: ColumnMapping | None = None, prefix: str = "map", *, arrival: bool = True) -> dict[str, Any]:
+    """Which column holds what, and how times are written (starting from ``saved``, else from the column names); the values for :func:`build_mapping`.
+
+    Without ``arrival`` the arrival column is not asked for (a source that knows each row's arrival itself).
+    """
     formats = [*TIME_FORMATS, PATTERN]
     optional = [NONE, *columns]
 
@@ -217,7 +220,7 @@ def mapping_widgets(columns: Sequence[str], saved: ColumnMapping | None = None, 
         values["value"] = pick("Value column", "value", optional, None, "The number sum/avg/min/max read")
     with right:
         values["dedup_id"] = pick("Id column (deduplication)", "dedup_id", optional, None, "Rows with the same id are duplicate deliveries")
-        values["arrival"] = pick("Arrival column", "arrival", optional, guess_column(columns, ARRIVAL_NAMES), "When each row arrived (ingestion time)")
+        values["arrival"] = NONE if not arrival else pick("Arrival column", "arrival", optional, guess_column(columns, ARRIVAL_NAMES), "When each row arrived (ingestion time)")
         if values["arrival"] != NONE:
             values.update(time_format("Arrival format", "arrival_format"))
     return values
@@ -289,7 +292,7 @@ def preview_view(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, ma
         pd.DataFrame(
             [
                 {"column": column.name, "type": column.data_type, "role": column.role, "empty": column.nulls,
-                 "unparsable": "" if column.unparsable is None else column.unparsable}
+                 "unparsable": "" if column.unparsable is None else f"{column.unparsable:,}"}
                 for column in result.columns
             ]
         ),

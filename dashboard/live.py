@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from streaming.analysis import lateness
+from streaming.analysis.profile import topic_events_of
 from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
 from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
@@ -45,10 +46,13 @@ from streaming.engine.feeds import SAMPLE_FEEDS, feed_events
 from streaming.engine.progress import state_store_metrics
 from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+from streaming.engine.sources.kafka import KafkaSource, initial_offsets
 from streaming.engine.state import state_operators, state_rows
+from streaming.engine.topics import require_topic
 
 from .data import batching_widgets, dataset_source, events_of, runnable_datasets
 from .datasets import dataset_store
+from .kafka import kafka_source, kafka_widgets, topic_view
 from .shared import REFRESH_SECONDS, feed_select, feed_source, get_registry, session_starter, show_code, watermark_widget, windows_widgets
 
 __all__ = [
@@ -193,6 +197,7 @@ SOURCES: Mapping[str, SourceChoice] = {
     "rate": SourceChoice("Spark rate source", _rate_widgets, partial(_from_params, RateSource)),
     "rate-micro-batch": SourceChoice("Spark rate-micro-batch source", _rate_micro_batch_widgets, partial(_from_params, RateMicroBatchSource)),
     "socket": SourceChoice("Socket (sample feed sent line by line)", _socket_widgets, _socket_feed),
+    "kafka": SourceChoice("Kafka topic", kafka_widgets, kafka_source),
 }
 
 
@@ -307,7 +312,17 @@ def begin_run(begin: Callable[[], Run], doing: str, first_batch_wait: float = FI
 def start_query(
     registry: QueryRegistry, config: QueryConfig, name: str | None, pending_key: str = PENDING_KEY, first_batch_wait: float = FIRST_BATCH_WAIT_SECONDS
 ) -> None:
-    """Start ``config`` as ``name`` (kept on disk when Spark can resume it) and watch it after a rerun; shows ``st.error`` when the name is taken or Spark refuses."""
+    """Start ``config`` as ``name`` (kept on disk when Spark can resume it) and watch it after a rerun; shows ``st.error`` when the name is taken or Spark refuses.
+
+    A topic is asked for first (its brokers answer and it exists, within seconds): Spark would wait for a missing one without a word.
+    """
+    source = config.source
+    if isinstance(source, KafkaSource) and not source.pattern:
+        try:
+            require_topic(source.bootstrap, source.topic)
+        except ConfigError as err:
+            st.error(str(err))
+            return
     run = begin_run(lambda: registry.start(config, name, keep=config.resumable and registry.can_keep), "Starting the query", first_batch_wait)
     if run is not None:
         st.session_state[pending_key] = run.name
@@ -469,6 +484,22 @@ def _engine_charts(figures: Mapping[str, go.Figure]) -> None:
         )
 
 
+def _topic_view(run: Run, figures: Mapping[str, go.Figure]) -> None:
+    """For a query on a topic: how far behind the topic it is after each batch, and on demand the topic itself."""
+    source = run.config.source
+    if not isinstance(source, KafkaSource):
+        return
+    st.subheader(f"The topic: {source.topic}")
+    st.plotly_chart(figures["lag"], key="lab_chart_lag")
+    st.caption(
+        "Records between the offsets the query has read up to and the topic's latest, after each batch (the source's "
+        "avgOffsetsBehindLatest and maxOffsetsBehindLatest). A line that keeps rising: the query reads slower than records arrive."
+    )
+    with st.expander("Partitions, offsets and the latest messages"):
+        if st.toggle("Read the topic at every refresh", key="lab_read_topic", help="Asks the brokers with a Kafka client, not through Spark"):
+            topic_view(source, key=f"lab_topic_{run.name}")
+
+
 def _details(run: Run, table: pd.DataFrame) -> None:
     with st.expander(f"Result table ({len(table)} rows)"):
         st.dataframe(table, hide_index=True)
@@ -483,15 +514,42 @@ def _feed_events(folder: str) -> pd.DataFrame:
     return feed_events(Path(folder))
 
 
+@st.cache_data(max_entries=4, show_spinner="Reading the records the query has read…")
+def _topic_events(name: str, last_batch: int, _run: Run) -> pd.DataFrame:
+    """The records ``_run`` has read up to ``last_batch`` (:func:`~streaming.analysis.profile.topic_events_of`), read again only when it has read more."""
+    source = _run.config.source
+    assert isinstance(source, KafkaSource)
+    return topic_events_of(get_registry().spark, source, _run.log.summaries(), initial_offsets(_run.workdir / "checkpoint"))
+
+
+def _events(run: Run) -> pd.DataFrame | None:
+    """Every event ``run`` has read, with the micro-batch that read it; ``None`` with a caption where the arrival of each is not known."""
+    source, config = run.config.source, run.config
+    if config.aggregation == "none" or config.session_gap is not None or not isinstance(source, (FeedSource, KafkaSource)):
+        st.caption("Event-by-event lateness is shown for replayed feeds, datasets and topics over fixed windows, where the arrival of every event is known.")
+        return None
+    if isinstance(source, FeedSource):
+        return _feed_events(str(source.path)) if source.sample_layout else events_of(source)
+    if source.pattern:
+        st.caption("Event-by-event lateness is shown for a query on one topic, not a pattern of topics.")
+        return None
+    if not st.toggle("Judge every record the query has read", key="lab_judge_topic",
+                     help="Reads the records of the offsets the query's batches covered again, with a Spark batch query, whenever a batch has read more"):
+        return None
+    try:
+        return _topic_events(run.name, run.log.last_batch_id, run)
+    except Exception as err:  # noqa: BLE001 - the brokers gone, or records deleted since: shown, the next refresh tries again
+        st.info(f"The topic's records cannot be read now: {first_line(err)}")
+        return None
+
+
 def _lateness_view(run: Run) -> None:
     """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
     st.subheader("Why was it dropped?")
-    source = run.config.source
-    if not isinstance(source, FeedSource) or run.config.aggregation == "none" or run.config.session_gap is not None:
-        st.caption("Event-by-event lateness is shown for replayed feeds and datasets over fixed windows, where the arrival of every event is known.")
+    events = _events(run)
+    if events is None:
         return
     summaries = run.log.summaries()
-    events = _feed_events(str(source.path)) if source.sample_layout else events_of(source)
     classified, batches = lateness.judge(events, summaries, run.config.window_ms, run.config.slide_ms)
     numbers = lateness.drop_summary(classified, summaries)
     columns = st.columns(4)
@@ -555,9 +613,13 @@ def live_view(run: Run) -> None:
     _stall_warning(watermark_stall(progress, int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES))))
     if run.status == "failed":
         st.error(f"Query {run.name} failed: {run.error}")
+        hint = run.config.source.explain_failure(run.error or "")
+        if hint is not None:
+            st.info(hint)
     figures = live_figures(
         table, progress, breakdown, output_mode=run.config.output_mode, measure=run.config.measure,
         slide=None if run.config.session_gap is not None else pd.Timedelta(milliseconds=run.config.slide_ms), drawn=run.log.drawn,
+        lag=run.config.source.reports_lag,
     )
     st.plotly_chart(figures["counts"], key="lab_chart_counts")
     _evicted_note(run)
@@ -565,6 +627,7 @@ def live_view(run: Run) -> None:
     _state_store_view(run)
     _lateness_view(run)
     _engine_charts(figures)
+    _topic_view(run, figures)
     _details(run, table)
     _state_view(run)
     show_code(run.config, key=f"lab_code_{run.name}")

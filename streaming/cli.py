@@ -183,10 +183,15 @@ def _print_replay(outcome) -> None:
 def _dropped(spark, outcome):
     """The events ``outcome`` dropped (:func:`~streaming.analysis.lateness.dropped_events`), judged by the watermark each of its batches had."""
     from .analysis.lateness import dropped_events, judge
-    from .analysis.profile import feed_events_of
+    from .analysis.profile import feed_events_of, topic_events_of
 
     config = outcome.config
-    classified, _ = judge(feed_events_of(spark, config.source), outcome.summaries, config.window_ms, config.slide_ms)
+    source = config.source
+    if isinstance(source, KafkaSource):
+        events = topic_events_of(spark, source, outcome.summaries, outcome.initial_offsets)
+    else:
+        events = feed_events_of(spark, source)
+    classified, _ = judge(events, outcome.summaries, config.window_ms, config.slide_ms)
     return dropped_events(classified, deduplicate=config.deduplicate)
 
 

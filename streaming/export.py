@@ -16,8 +16,10 @@ SparkSession, ready to paste into a notebook or to run with ``python`` or
   program prints it as one line ``RESULT <json>``: the records of
   :meth:`streaming.engine.runner.Replay.result_records` (a value aggregate's
   without ``count``, which only the dashboard measures by).
-* The unbounded sources (generator, rate, rate-micro-batch, socket) get the same
-  query with a console sink and ``awaitTermination()``.
+* The unbounded sources (generator, rate, rate-micro-batch, socket) and a Kafka
+  topic get the same query with a console sink and ``awaitTermination()``; a
+  topic's program takes Spark's Kafka connector from ``KAFKA_CONNECTOR_JARS``
+  (jar paths) or, without it, from Maven Central (``spark.jars.packages``).
 
 Every value taken from the configuration is written as a Python literal
 (``ascii()``, so the program is pure ASCII and a path can never leave its
@@ -37,7 +39,9 @@ from .engine.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, Q
 from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
 from .engine.feeds import TIME_PATTERN, feed_header
+from .engine.jars import connector_coordinates
 from .engine.results import measure_column
+from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, KafkaSource
 from .engine.times import EPOCH_SECONDS_LIMIT
 
 __all__ = ["RESULT_PREFIX", "pyspark_code"]
@@ -79,6 +83,7 @@ _SOURCE_NAMES = {
     "rate": "Spark's rate source",
     "rate-micro-batch": "Spark's rate-micro-batch source",
     "socket": "lines from a TCP socket; start a line server first (see below)",
+    "kafka": "a Kafka topic, read with Spark's Kafka connector (see CONNECTOR below)",
 }
 
 
@@ -215,6 +220,22 @@ def _socket_settings(source: SocketSource) -> list[str]:
     ]
 
 
+def _kafka_settings(source: KafkaSource) -> list[str]:
+    columns = source.columns
+    options = "{" + ", ".join(f"{_lit(name)}: {_lit(value)}" for name, value in source.options().items()) + "}"
+    return [
+        f"OPTIONS = {options}  # Spark's Kafka source: the brokers, the topic, where to start",
+        f"VALUE_FORMAT = {_lit(source.value_format)}  # each record's value: a JSON object or a CSV line",
+        f"VALUE_SCHEMA = {_lit(source.value_ddl())}  # the value's columns, as sampled from the topic",
+        f"EVENT_TIME = {_lit(columns.event_time)}  # a value column, or {_lit(KAFKA_TIMESTAMP)}: the record's timestamp",
+        f"TIME_FORMAT = {_lit(columns.time_format)}  # auto, epoch_s, epoch_ms or a Spark datetime pattern (UTC)",
+        f"KEY = {_lit(columns.key)}  # a value column, {_lit(KAFKA_KEY)} (the record's key), or None: every row in one group, {_lit(NO_KEY)}",
+        f"VALUE = {_lit(columns.value)}  # the value column an aggregate reads (None: none)",
+        f"DEDUP_ID = {_lit(columns.dedup_id)}  # the id column duplicates are recognised by (None: none)",
+        f"CONNECTOR = {_lit(connector_coordinates())}  # Spark's Kafka connector, from Maven Central",
+    ]
+
+
 def _settings(config: QueryConfig) -> str:
     lines = [_rule('The query, as configured in Streaming Lab'), *_CODE[type(config.source)].settings(config.source)]
     if config.session_gap_ms is not None:
@@ -233,6 +254,15 @@ def _settings(config: QueryConfig) -> str:
 
 
 def _session(config: QueryConfig) -> str:
+    jars: tuple[str, ...] = ()
+    if isinstance(config.source, KafkaSource):
+        jars = (
+            "    # Spark's Kafka connector: the jars named in KAFKA_CONNECTOR_JARS (comma-separated paths),",
+            "    # else fetched from Maven Central at CONNECTOR's version. Only a new session takes them.",
+            "    .config(",
+            "        *(('spark.jars', os.environ['KAFKA_CONNECTOR_JARS']) if os.environ.get('KAFKA_CONNECTOR_JARS') else ('spark.jars.packages', CONNECTOR))",
+            "    )",
+        )
     store: tuple[str, ...] = ()
     if config.state_store != "hdfs":
         store = (
@@ -250,6 +280,7 @@ def _session(config: QueryConfig) -> str:
         "    .config('spark.sql.session.timeZone', 'UTC')",
         "    .config('spark.sql.shuffle.partitions', str(os.cpu_count() or 1))",
         "    .config('spark.ui.showConsoleProgress', 'false')",
+        *jars,
         "    .getOrCreate()",
         ")",
         "# Set again in case getOrCreate() returned a session that already existed (a notebook's).",
@@ -358,32 +389,41 @@ def _dataset_source(source: FeedSource) -> str:
         "    return spark.read.schema(schema).parquet(*paths)",
         "",
         "",
-        "def quoted(name):",
-        "    return '`' + name.replace('`', '``') + '`'",
-        "",
-        "",
-        "def event_time_column(name, time_format=TIME_FORMAT):",
-        '    """The time in column `name`, written as `time_format`; null where a value does not parse."""',
-        "    column = F.col(quoted(name))",
-        "    if schema[name].dataType.typeName() in ('timestamp', 'timestamp_ntz', 'date'):",
-        "        return column.cast('timestamp')",
-        "    if time_format == 'auto':",
-        "        return F.try_to_timestamp(F.trim(column))",
-        "    # An epoch beyond year 9999 (nanoseconds read as milliseconds...) is null, not a failed query.",
-        "    number = column.try_cast('double')",
-        "    if time_format == 'epoch_s':",
-        f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT}), F.timestamp_seconds(number))",
-        "    if time_format == 'epoch_ms':",
-        f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT * 1000}), F.timestamp_millis(number.cast('bigint')))",
-        "    return F.try_to_timestamp(F.trim(column.cast('string')), F.lit(time_format))",
-        "",
-        "",
+        *_COLUMN_CODE,
         *_batch_cutting(source),
-        "key = F.lit(" + _lit(NO_KEY) + ") if KEY is None else F.nullif(F.trim(F.col(quoted(KEY)).cast('string')), F.lit(''))",
-        "value = [] if VALUE is None else [F.col(quoted(VALUE)).alias('value')]",
-        "dedup_id = [] if DEDUP_ID is None else [F.col(quoted(DEDUP_ID)).alias('dedup_id')]",
+        *_ROLE_CODE,
         "events = raw.select(event_time_column(EVENT_TIME).alias('event_time'), key.alias('key'), *value, *dedup_id)",
     )
+
+
+_COLUMN_CODE = (
+    "def quoted(name):",
+    "    return '`' + name.replace('`', '``') + '`'",
+    "",
+    "",
+    "def event_time_column(name, time_format=TIME_FORMAT):",
+    '    """The time in column `name` of `schema`, written as `time_format`; null where a value does not parse."""',
+    "    column = F.col(quoted(name))",
+    "    if schema[name].dataType.typeName() in ('timestamp', 'timestamp_ntz', 'date'):",
+    "        return column.cast('timestamp')",
+    "    if time_format == 'auto':",
+    "        return F.try_to_timestamp(F.trim(column))",
+    "    # An epoch beyond year 9999 (nanoseconds read as milliseconds...) is null, not a failed query.",
+    "    number = column.try_cast('double')",
+    "    if time_format == 'epoch_s':",
+    f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT}), F.timestamp_seconds(number))",
+    "    if time_format == 'epoch_ms':",
+    f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT * 1000}), F.timestamp_millis(number.cast('bigint')))",
+    "    return F.try_to_timestamp(F.trim(column.cast('string')), F.lit(time_format))",
+    "",
+    "",
+)
+"""The program's reading of a column by role: a time in any of the lab's formats (over a StructType ``schema``)."""
+_ROLE_CODE = (
+    "key = F.lit(" + _lit(NO_KEY) + ") if KEY is None else F.nullif(F.trim(F.col(quoted(KEY)).cast('string')), F.lit(''))",
+    "value = [] if VALUE is None else [F.col(quoted(VALUE)).alias('value')]",
+    "dedup_id = [] if DEDUP_ID is None else [F.col(quoted(DEDUP_ID)).alias('dedup_id')]",
+)
 
 
 def _batch_cutting(source: FeedSource) -> list[str]:
@@ -524,12 +564,37 @@ class _SourceCode:
     source: Callable[[Any], str]
 
 
+def _kafka_source(source: KafkaSource) -> str:
+    return _block(
+        _rule("Source: the topic, read with Spark's Kafka connector"),
+        "# Each record's value is parsed with the schema sampled from the topic; a value that",
+        "# does not parse fills _corrupt_record, and its row counts as malformed. The record's",
+        "# own timestamp and key are columns too.",
+        "raw = spark.readStream.format('kafka').options(**OPTIONS).load()",
+        "text = F.col('value').cast('string')",
+        "parse = {'mode': 'PERMISSIVE', 'columnNameOfCorruptRecord': '_corrupt_record'}",
+        "parsed = F.from_json(text, VALUE_SCHEMA, parse) if VALUE_FORMAT == 'json' else F.from_csv(text, VALUE_SCHEMA, parse)",
+        "records = raw.select(",
+        "    parsed.alias('v'), F.col('timestamp').alias('kafka_timestamp'), F.col('key').cast('string').alias('kafka_key'), text.alias('kafka_value')",
+        ").select('v.*', 'kafka_timestamp', 'kafka_key', 'kafka_value')",
+        "schema = records.schema",
+        "",
+        "",
+        *_COLUMN_CODE,
+        *_ROLE_CODE,
+        "well_formed = F.col('_corrupt_record').isNull() & F.col('kafka_value').isNotNull()",
+        "event_time = F.when(well_formed, event_time_column(EVENT_TIME))",
+        "events = records.select(event_time.alias('event_time'), key.alias('key'), *value, *dedup_id)",
+    )
+
+
 _CODE: dict[type, _SourceCode] = {
     FeedSource: _SourceCode(_feed_settings, _feed_source),
     GeneratorSource: _SourceCode(_generator_settings, _generator_source),
     RateSource: _SourceCode(_rate_settings, _rate_source),
     RateMicroBatchSource: _SourceCode(_rate_micro_batch_settings, _rate_micro_batch_source),
     SocketSource: _SourceCode(_socket_settings, _socket_source),
+    KafkaSource: _SourceCode(_kafka_settings, _kafka_source),
 }
 """One entry per kind of :data:`~streaming.engine.config.Source`."""
 

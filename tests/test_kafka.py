@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from test_cli import run_cli
 
+from streaming.analysis.lateness import dropped_events, judge
+from streaming.analysis.profile import feed_events_of, topic_events_of
 from streaming.cli import main
 from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
 from streaming.engine.datasets import DatasetStore
@@ -25,6 +27,7 @@ from streaming.engine.topics import create_topic, describe_topic, infer_value_co
 WEB_CLICKS = SAMPLE_FEEDS / "web_clicks"
 CLICK_VALUES = (("event_time", "string"), ("key", "string"))
 CLICK_COLUMNS = ColumnMapping(event_time="event_time", time_format=TIME_PATTERN, key="key")
+DROPPED = ["batch_id", "event_time", "key", "watermark", "window_start", "window_end", "rule"]
 BATCH_COLUMNS = ["num_input_rows", "rows_dropped_by_watermark", "malformed_rows", "watermark", "state_rows_total"]
 
 
@@ -74,14 +77,23 @@ def test_published_records_are_the_feeds_rows_in_batch_order_keyed_by_the_key_co
 
 
 @pytest.mark.parametrize("mode", ["update", "append"])
-def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(registry, kafka_broker, clicks_topic, mode: str) -> None:
-    """Both read 50 rows a micro-batch back to back (available-now): the same batches, so the same drops, state and result."""
+def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(spark, registry, kafka_broker, clicks_topic, mode: str) -> None:
+    """Both read 50 rows a micro-batch back to back (available-now): the same batches, so the same drops, state, result and dropped events."""
     on_files = run_to_idle(registry, clicks_query(FeedSource(WEB_CLICKS, seconds_per_file=0), output_mode=mode))
     on_topic = run_to_idle(registry, clicks_query(clicks(kafka_broker.bootstrap, clicks_topic), output_mode=mode))
     assert on_files.rows_dropped_by_watermark > 0 and on_files.malformed_rows > 0  # late and malformed rows: the comparison means something
     pd.testing.assert_frame_equal(on_topic.result, on_files.result)
     pd.testing.assert_frame_equal(on_topic.progress[BATCH_COLUMNS], on_files.progress[BATCH_COLUMNS])
     assert on_topic.to_json()["end_offsets"] == {clicks_topic: {"0": 2000}}
+    assert on_topic.initial_offsets == {clicks_topic: {"0": 0}}
+    topic_events = topic_events_of(spark, on_topic.config.source, on_topic.summaries, on_topic.initial_offsets)
+    assert topic_events["arrival"].notna().all()  # the record timestamp: lateness behind arrival is known for every record
+    judged = [
+        dropped_events(judge(events, replay.summaries, replay.config.window_ms, replay.config.slide_ms)[0])[DROPPED]
+        for events, replay in ((feed_events_of(spark, on_files.config.source), on_files), (topic_events, on_topic))
+    ]
+    assert len(judged[0]) > 0
+    pd.testing.assert_frame_equal(judged[1], judged[0])
 
 
 def test_records_carry_the_arrival_column_as_their_timestamp_and_a_paced_publish_waits(spark, kafka_broker, topic_name) -> None:
@@ -277,3 +289,70 @@ def wait_for_offset(run, topic: str, offset: int, timeout: float = 120.0) -> Non
         assert time.monotonic() < deadline, f"the query did not read to offset {offset} in {timeout} s"
         time.sleep(0.1)
 
+
+
+# -- the Live query page on a topic -----------------------------------------------------------------------------------
+
+
+def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_records(kafka_broker, clicks_topic) -> None:
+    from test_app import _errors, _metric, _page, _wait_until
+
+    from dashboard import shared
+
+    registry, name = shared.get_registry(), "t_app_kafka"
+    at = _page(shared.LIVE_PAGE)
+    at.selectbox(key="lab_source").set_value("kafka").run()
+    at.text_input(key="lab_kafka_bootstrap").set_value("127.0.0.1:1").run()
+    assert any("127.0.0.1:1" in warning.value for warning in at.warning)  # nobody answers there: said, and nothing to start
+    assert any("source.topic" in error for error in _errors(at))
+    at.text_input(key="lab_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
+    at.selectbox(key="lab_kafka_topic").set_value(clicks_topic).run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert at.selectbox(key="lab_kafka_map_event_time").value == "event_time" and at.selectbox(key="lab_kafka_map_key").value == "key"
+    assert any({"event_time", "key", KAFKA_TIMESTAMP, KAFKA_KEY} <= set(frame.value.columns) for frame in at.dataframe)  # the sample's first rows
+    at.number_input(key="lab_kafka_max_offsets").set_value(50)
+    at.text_input(key="lab_watermark").set_value("30 seconds")
+    at.text_input(key="lab_name").set_value(name)
+    try:
+        at.button(key="lab_start").click().run()
+        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        assert _wait_until(at, lambda page: int(_metric(page, "Batches")) >= 40, 180.0), "the topic was not read to its end"
+        lag = next(chart for chart in at.get("plotly_chart") if "Behind the topic" in chart.proto.spec)
+        assert "most behind" in lag.proto.spec
+        at.toggle(key="lab_judge_topic").set_value(True).run()
+        assert not at.exception, at.exception
+        assert int(_metric(at, "Events so far")) == 1987 and int(_metric(at, "Not counted")) > 0
+        at.toggle(key="lab_read_topic").set_value(True).run()
+        assert _metric(at, "Messages held") == "2,000"
+    finally:
+        registry.delete(name)
+
+
+def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, kafka_broker, clicks_topic) -> None:
+    """Show code's program on a topic: its query, run on this session into a memory sink, ends with the lab's result table."""
+    import os
+
+    from streaming.engine.jars import connector_coordinates
+    from streaming.export import pyspark_code
+
+    config = clicks_query(clicks(kafka_broker.bootstrap, clicks_topic), output_mode="complete")
+    code = pyspark_code(config)
+    assert "KAFKA_CONNECTOR_JARS" in code and ascii(connector_coordinates()) in code
+    definitions, run = code.split("# --- Run ", 1)
+    assert "writer.start()" in run
+    namespace: dict = {"__name__": "export_test"}
+    try:
+        exec(compile(definitions, "<export>", "exec"), namespace)
+    finally:
+        spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    query = namespace["result"].writeStream.outputMode("complete").format("memory").queryName("exported_kafka").trigger(availableNow=True).start()
+    try:
+        assert query.awaitTermination(300), "the exported query did not read the topic to its end"
+        exported = spark.table("exported_kafka").toPandas()
+    finally:
+        query.stop()
+    expected = run_to_idle(registry, config).result
+    order = ["window_start", "window_end", "key"]
+    exported = exported.astype({"count": "int64"}).sort_values(order, ignore_index=True)
+    assert len(expected) > 10
+    pd.testing.assert_frame_equal(exported[list(expected.columns)], expected.sort_values(order, ignore_index=True), check_dtype=False)

@@ -96,6 +96,8 @@ def _summary(batch_id: int, start: str | None, end: str | None, rows: int, water
         "state_memory_bytes": 0,
         "malformed_rows": 0,
         "duplicates_dropped": 0,
+        "offsets_behind_avg": float("nan"),
+        "offsets_behind_max": float("nan"),
         "source_offsets": (start, end),
         "durations": (("triggerExecution", 100),),
     }

@@ -108,10 +108,23 @@ def _log_offset(text: Any) -> int | None:
     raise ValueError(f"source_offsets: {text!r} is not a file-source offset ({{\"logOffset\": n}})")
 
 
+def _topic_offsets(text: Any) -> Mapping[str, Any] | None:
+    """A Kafka source's offsets (``{topic: {partition: offset}}``) from their JSON text; ``None`` for anything else."""
+    if not isinstance(text, str):
+        return None
+    value = json.loads(text)
+    return value if isinstance(value, Mapping) and value and all(isinstance(item, Mapping) for item in value.values()) else None
+
+
 def _files_from_offsets(rows: list[dict[str, Any]]) -> dict[int, int]:
     files: dict[int, int] = {}
     for row in rows:
         start, end = row["source_offsets"]
+        ends = _topic_offsets(end)
+        if ends is not None:  # a topic: the records of a batch are "file" batch_id (see topic_events_of)
+            if ends != _topic_offsets(start):
+                files[int(row["batch_id"])] = int(row["batch_id"])
+            continue
         first, last = _log_offset(start), _log_offset(end)
         if last is None or first == last:
             continue
@@ -152,7 +165,9 @@ def file_batches(
     ``source_offsets``) or a progress frame (``Replay.progress`` /
     :func:`streaming.engine.progress.progress_frame`). With offsets, the batch whose
     first-source ``endOffset`` is ``{"logOffset": i}`` (and differs from its
-    ``startOffset``) read file ``i``. Without them, the batches that read rows
+    ``startOffset``) read file ``i``; with a topic's offsets, each batch that
+    read records is its own "file" (:func:`~streaming.analysis.profile.topic_events_of`
+    numbers records by the batch that read them). Without them, the batches that read rows
     are matched, in order, to the feed's non-empty files; pass ``rows_per_file``
     (:attr:`FeedEvents.rows_per_file`) to skip empty files and check the counts.
 

@@ -15,6 +15,8 @@ uses; :func:`lateness_profile` is a pure function of them.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +29,14 @@ from ..engine.config import FeedSource
 from ..engine.durations import parse_duration
 from ..engine.feeds import feed_events
 from ..engine.preview import dataset_schema, read_dataset, stream_schema
+from ..engine.sources.kafka import KAFKA_TIMESTAMP, KafkaSource
 from ..engine.times import time_column
 from .lateness import lateness, lateness_summary
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["PROFILE_COLUMNS", "LatenessProfile", "feed_events_of", "lateness_profile"]
+__all__ = ["PROFILE_COLUMNS", "LatenessProfile", "feed_events_of", "lateness_profile", "topic_batches", "topic_events_of"]
 
 PROFILE_COLUMNS = ["key", "events", "late_events", "p50", "p95", "p99", "p999", "max"]
 """The per-key table: lateness behind the stream, in seconds."""
@@ -86,6 +89,72 @@ def feed_events_of(spark: SparkSession, source: FeedSource) -> pd.DataFrame:
             "key": frame["key"].astype(object),
             "arrival": pd.to_datetime(frame["arrival_us"], unit="us") if arrival is not None else pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]"),
             "file_index": frame["file_index"].astype("int64"),
+        }
+    ).reset_index(drop=True)
+
+
+def topic_batches(
+    summaries: Iterable[Mapping[str, Any]], initial: Mapping[str, Mapping[str, int]] | None
+) -> list[tuple[int, dict[str, dict[str, int]], dict[str, dict[str, int]]]]:
+    """``(batch_id, start, end)`` of each batch of a Kafka query that read records, offsets as ``{topic: {partition: offset}}``, in batch order.
+
+    The first batch's start is ``initial`` (progress names none: see
+    :func:`~streaming.engine.sources.kafka.initial_offsets`); a batch whose end
+    equals its start read nothing.
+    """
+    latest = {int(summary["batch_id"]): summary for summary in summaries}
+    batches = []
+    before = {topic: dict(partitions) for topic, partitions in (initial or {}).items()}
+    for batch_id in sorted(latest):
+        start_text, end_text = latest[batch_id].get("source_offsets") or (None, None)
+        if end_text is None:
+            continue
+        start = json.loads(start_text) if start_text is not None else before
+        end = json.loads(end_text)
+        if end != start:
+            batches.append((batch_id, start, end))
+        before = end
+    return batches
+
+
+def topic_events_of(spark: SparkSession, source: KafkaSource, summaries: Iterable[Mapping[str, Any]], initial: Mapping[str, Mapping[str, int]] | None) -> pd.DataFrame:
+    """The well-formed records a Kafka query has read so far, as :func:`feed_events_of` gives a feed's: ``file_index`` is the batch that read each.
+
+    ``event_time`` and ``key`` by the source's mapping; ``arrival`` is the
+    record timestamp. Read with one batch query over the offsets the batches
+    covered (``initial`` is where the query started); the batch of a record is
+    the first whose end offset in its partition lies past it. A single topic only.
+    """
+    from pyspark.sql import functions as F
+
+    columns = {"event_time": "datetime64[ns]", "key": object, "arrival": "datetime64[ns]", "file_index": "int64"}
+    batches = topic_batches(summaries, initial)
+    if source.pattern or not batches or source.topic not in batches[0][1]:
+        return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in columns.items()})
+    first, last = batches[0][1], batches[-1][2]
+    decoded = source.records(spark, start=json.dumps({source.topic: first[source.topic]}), end=json.dumps({source.topic: last[source.topic]}))
+    event_time, key, *_ = source.selected(decoded)
+    read: pd.DataFrame = decoded.select(
+        F.unix_micros(event_time).alias("event_us"), key, F.unix_micros(KAFKA_TIMESTAMP).alias("arrival_us"), "kafka_partition", "kafka_offset"
+    ).toPandas()
+    rows = read[read["event_us"].notna() & read["key"].notna()]
+    batch_of = np.full(len(rows), -1, dtype="int64")
+    partitions = rows["kafka_partition"].to_numpy()
+    offsets = rows["kafka_offset"].to_numpy()
+    ids = np.array([batch_id for batch_id, _, _ in batches], dtype="int64")
+    for partition in np.unique(partitions):
+        ends = np.array([end[source.topic].get(str(partition), 0) for _, _, end in batches], dtype="int64")
+        mine = partitions == partition
+        found = np.searchsorted(np.maximum.accumulate(ends), offsets[mine], side="right")
+        batch_of[mine] = np.where(found < len(ids), ids[np.minimum(found, len(ids) - 1)], -1)
+    rows = rows.assign(file_index=batch_of)
+    rows = rows[rows["file_index"] >= 0].sort_values(["file_index", "kafka_partition", "kafka_offset"])
+    return pd.DataFrame(
+        {
+            "event_time": pd.to_datetime(rows["event_us"].astype("int64"), unit="us"),
+            "key": rows["key"].astype(object),
+            "arrival": pd.to_datetime(rows["arrival_us"].astype("int64"), unit="us"),
+            "file_index": rows["file_index"].astype("int64"),
         }
     ).reset_index(drop=True)
 

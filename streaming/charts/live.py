@@ -36,6 +36,7 @@ __all__ = [
     "batch_duration_figure",
     "drops_figure",
     "input_rows_figure",
+    "lag_figure",
     "live_figures",
     "rates_figure",
     "state_figure",
@@ -384,6 +385,20 @@ def watermark_gap_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> 
     return _batch_figure(title, "seconds behind batch time", note, [_line(shown["batch_id"], shown["watermark_gap_seconds"], "gap")])
 
 
+def lag_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
+    """How far behind its topic the query was after each batch: records behind the latest offsets, averaged over and the most of the partitions."""
+    title = "Behind the topic"
+    columns = ("batch_id", "offsets_behind_avg", "offsets_behind_max")
+    if not has_rows(progress, columns) or progress["offsets_behind_max"].isna().all():
+        return empty_figure(title, "No batch has reported its lag yet: the source says how far behind it is after each batch")
+    shown, note = _history(progress, columns[1:], drawn)
+    traces = [
+        _line(shown["batch_id"], shown["offsets_behind_max"], "most behind (a partition)"),
+        _line(shown["batch_id"], shown["offsets_behind_avg"], "average over partitions", line={"dash": "dot"}),
+    ]
+    return _batch_figure(title, "records behind the latest offset", note, traces)
+
+
 def live_figures(
     table: pd.DataFrame,
     progress: pd.DataFrame,
@@ -393,8 +408,9 @@ def live_figures(
     slide: pd.Timedelta | None = None,
     measure: str = "count",
     drawn: Drawn | None = None,
+    lag: bool = False,
 ) -> dict[str, go.Figure]:
-    """Every figure of the live view for one refresh, by name: ``counts``, ``drops``, ``state``, ``rates``, ``input``, ``duration``, ``gap``.
+    """Every figure of the live view for one refresh, by name: ``counts``, ``drops``, ``state``, ``rates``, ``input``, ``duration``, ``gap`` (and ``lag``, with ``lag=True``).
 
     ``table`` is the result table, ``progress`` and ``breakdown`` come from
     :func:`streaming.engine.progress.progress_frame` and :func:`~streaming.engine.progress.breakdown_frame`
@@ -416,4 +432,5 @@ def live_figures(
         "input": input_rows_figure(progress, drawn),
         "duration": batch_duration_figure(breakdown, progress, drawn=drawn),
         "gap": watermark_gap_figure(progress, drawn),
+        **({"lag": lag_figure(progress, drawn)} if lag else {}),
     }

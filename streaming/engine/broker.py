@@ -190,7 +190,7 @@ class KafkaBroker:
         if (self.data_dir / "meta.properties").is_file():
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        command = self._java("kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(self.properties_file), heap=["-Xmx128m"])
+        command = self._java("kafka.tools.StorageTool", "format", f"--cluster-id={_cluster_id()}", "-c", str(self.properties_file), heap=["-Xmx128m"])
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             raise RuntimeError(f"formatting the broker's storage failed: {(done.stderr or done.stdout).strip()[-500:]}")
@@ -252,7 +252,10 @@ class KafkaBroker:
 
 
 def _cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as ``kafka-storage random-uuid`` prints it."""
+    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as ``kafka-storage random-uuid`` prints it.
+
+    One in 64 starts with ``-``: it is passed as ``--cluster-id=ID``, never as a separate argument an option parser would take for a flag.
+    """
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

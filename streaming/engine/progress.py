@@ -67,6 +67,8 @@ PROGRESS_COLUMNS = [
     "state_memory_bytes",
     "malformed_rows",
     "duplicates_dropped",
+    "offsets_behind_avg",
+    "offsets_behind_max",
 ]
 
 _EPOCH = pd.Timestamp(0)
@@ -113,6 +115,12 @@ def _offsets(progress: Mapping[str, Any]) -> tuple[str | None, str | None]:
     return (None if start is None else json.dumps(start), None if end is None else json.dumps(end))
 
 
+def _behind(progress: Mapping[str, Any], metric: str) -> float:
+    """A source's ``metrics[metric]`` (Kafka's ``avgOffsetsBehindLatest``...: text), the largest over the sources; NaN when none reports it."""
+    values = [float(value) for source in progress.get("sources") or [] if (value := (source.get("metrics") or {}).get(metric)) is not None]
+    return max(values) if values else float("nan")
+
+
 def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
     """One batch's progress as a flat row (see ``PROGRESS_COLUMNS``, less the cumulative ones); times are ``datetime64[ns]``.
 
@@ -121,6 +129,10 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
     for a feed, ``{"logOffset": i}`` ends the batch that read file ``i``),
     ``state_custom`` (the state store's own metrics, ``(name, value)`` pairs as Spark reports them) and
     ``output_rows`` (the rows the sink was given, -1 when Spark does not say).
+    ``offsets_behind_avg`` / ``offsets_behind_max`` are how many records the
+    query was behind the latest offsets after the batch, averaged over and the
+    largest of the partitions (Kafka's ``avgOffsetsBehindLatest`` /
+    ``maxOffsetsBehindLatest``; NaN for a source that does not report them).
     """
     operators = progress.get("stateOperators") or []
     event_time = progress.get("eventTime") or {}
@@ -145,6 +157,8 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
         "state_memory_bytes": sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
         "malformed_rows": _observed(progress, "malformed_rows"),
         "duplicates_dropped": sum(int((op.get("customMetrics") or {}).get("numDroppedDuplicateRows") or 0) for op in operators),
+        "offsets_behind_avg": _behind(progress, "avgOffsetsBehindLatest"),
+        "offsets_behind_max": _behind(progress, "maxOffsetsBehindLatest"),
         "output_rows": int((progress.get("sink") or {}).get("numOutputRows", -1)),
         "source_offsets": _offsets(progress),
         "durations": tuple(durations.items()),
@@ -207,7 +221,7 @@ _INT_COLUMNS = (
     "batch_id", "num_input_rows", "batch_duration_ms", "rows_dropped_by_watermark", "cumulative_rows_dropped",
     "state_rows_total", "state_rows_updated", "state_rows_removed", "state_memory_bytes", "malformed_rows", "duplicates_dropped",
 )
-_FLOAT_COLUMNS = ("input_rows_per_second", "processed_rows_per_second", "watermark_gap_seconds")
+_FLOAT_COLUMNS = ("input_rows_per_second", "processed_rows_per_second", "watermark_gap_seconds", "offsets_behind_avg", "offsets_behind_max")
 _TIME_COLUMNS = ("timestamp", "watermark", "max_event_time")
 
 

@@ -23,6 +23,7 @@ from .progress import progress_frame
 from .registry import QueryRegistry
 from .results import TIMESTAMP_FORMAT, stamp
 from .sources import KafkaSource
+from .sources.kafka import initial_offsets
 
 __all__ = ["TIMESTAMP_FORMAT", "Replay", "replay"]
 
@@ -39,6 +40,8 @@ class Replay:
     """For session windows when asked: the sessions still open at the end (``window_start, window_end, key, count``)."""
     summaries: tuple[dict[str, Any], ...] = ()
     """Every batch's progress summary (:func:`~streaming.engine.progress.summarize`, with its source offsets)."""
+    initial_offsets: dict[str, dict[str, int]] | None = None
+    """For a topic: where the query started reading (:func:`~streaming.engine.sources.kafka.initial_offsets`)."""
 
     @property
     def rows_dropped_by_watermark(self) -> int:
@@ -169,7 +172,8 @@ def run_to_idle(
         result, progress = run.table.frame(), progress_frame(summaries)
         run.stop()
         still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
-        return Replay(config, result, progress, still_open, tuple(summaries))
+        started = initial_offsets(run.workdir / "checkpoint") if isinstance(config.source, KafkaSource) else None
+        return Replay(config, result, progress, still_open, tuple(summaries), started)
     finally:
         registry.remove(name)
 

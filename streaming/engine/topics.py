@@ -41,12 +41,14 @@ __all__ = [
     "PartitionOffsets",
     "TopicInfo",
     "create_topic",
+    "decode_messages",
     "delete_topic",
     "describe_topic",
     "infer_value_columns",
     "latest_messages",
     "require_topic",
     "topic_names",
+    "write_sample",
 ]
 
 TIMEOUT = 5.0
@@ -298,3 +300,71 @@ def infer_value_columns(
         sample.write_text("".join(line.replace("\n", " ") + "\n" for line in objects), encoding="utf-8")
         schema = dataset_schema(read_dataset(spark, [sample], "json"))
     return tuple((name, data_type if data_type in VALUE_TYPES else "string") for name, data_type in schema.items() if name not in (*KAFKA_COLUMNS, CORRUPT))
+
+
+def write_sample(messages: pd.DataFrame, value_format: ValueFormat, path: Path, csv_columns: Sequence[str] | None = None) -> Path:
+    """``messages`` (as :func:`latest_messages` gives them) written to ``path`` as a dataset file a preview reads: each value with the record's columns.
+
+    JSON lines: each message's object with :data:`~streaming.engine.sources.kafka.KAFKA_COLUMNS`
+    added (a value that is no object is written as it is: a malformed row).
+    CSV: a header (``csv_columns``, or ``_c0``, ``_c1``...) and each line with
+    the two record columns appended. The file is only rewritten when its text
+    changes, so a cache keyed by its modification time stays valid.
+    """
+    lines = [value for value in messages["value"].tolist() if value is not None]
+    stamps = [f"{stamp:%Y-%m-%d %H:%M:%S.%f}"[:-3] for stamp in messages["timestamp"]]
+    keys = messages["key"].tolist()
+    if value_format == "csv":
+        width = max((len(next(csv.reader(io.StringIO(line)), [])) for line in lines), default=0)
+        names = list(csv_columns) if csv_columns else [f"_c{index}" for index in range(width)]
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([*names, *KAFKA_COLUMNS])
+        for value, stamp, key in zip(messages["value"], stamps, keys):
+            fields = next(csv.reader(io.StringIO(value or "")), [])
+            writer.writerow([*fields[: len(names)], *[""] * (len(names) - len(fields)), stamp, key or ""])
+        text = out.getvalue()
+    else:
+        rows = []
+        for value, stamp, key in zip(messages["value"], stamps, keys):
+            try:
+                parsed = json.loads(value) if value is not None else None
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict):
+                rows.append(json.dumps({**parsed, **dict(zip(KAFKA_COLUMNS, (stamp, key)))}))
+            else:
+                rows.append((value or "").replace("\n", " "))
+        text = "".join(row + "\n" for row in rows)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def decode_messages(messages: pd.DataFrame, value_format: ValueFormat, names: Sequence[str]) -> pd.DataFrame:
+    """``messages`` (:data:`MESSAGE_COLUMNS`) with each value split into the columns ``names``, as text, and ``malformed`` (the value does not parse).
+
+    A JSON value must be an object (its fields outside ``names`` are left out);
+    a CSV value is split into fields, named in order. The record's partition,
+    offset, timestamp and key come first, named as a query names them
+    (``kafka_partition``, ``kafka_offset``, ``kafka_timestamp``, ``kafka_key``).
+    """
+    rows: list[dict[str, Any]] = []
+    for value in messages["value"].tolist():
+        fields: dict[str, Any] = {}
+        malformed = value is None
+        if value is not None and value_format == "csv":
+            parts = next(csv.reader(io.StringIO(value)), [])
+            fields = dict(zip(names, parts))
+        elif value is not None:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                parsed = None
+            malformed = not isinstance(parsed, dict)
+            fields = {name: parsed[name] for name in names if name in parsed} if isinstance(parsed, dict) else {}
+        rows.append({**{name: None if name not in fields else str(fields[name]) for name in names}, "malformed": malformed})
+    decoded = pd.DataFrame(rows, columns=[*names, "malformed"])
+    record = messages[MESSAGE_COLUMNS[:4]].reset_index(drop=True)
+    return pd.concat([record.rename(columns={name: f"kafka_{name}" for name in MESSAGE_COLUMNS}), decoded], axis=1)

@@ -80,6 +80,10 @@ class StreamSource:
         """A short description for tables and messages."""
         return getattr(self, "kind", type(self).__name__)
 
+    def explain_failure(self, error: str) -> str | None:
+        """What a user can do about a failed query's ``error`` (its text), when the source caused it; ``None`` otherwise."""
+        return None
+
     def read(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:
         """``(frame, feeder)``: the source's streaming DataFrame and the helper that feeds it (or ``None``).
 

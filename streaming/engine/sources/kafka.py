@@ -49,6 +49,7 @@ __all__ = [
     "KafkaSource",
     "check_bootstrap",
     "check_topic",
+    "initial_offsets",
     "parse_kafka_url",
 ]
 
@@ -96,6 +97,26 @@ def check_topic(value: object, field_name: str = "source.topic") -> str:
     if not isinstance(value, str) or _TOPIC.fullmatch(value) is None or value in (".", ".."):
         raise ConfigError(field_name, value, "is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249)")
     return value
+
+
+def initial_offsets(checkpoint: Path) -> dict[str, dict[str, int]] | None:
+    """Where a query's Kafka source started, ``{topic: {partition: offset}}``, as Spark wrote it in the checkpoint (``sources/0/0``); ``None`` before it did.
+
+    Progress names no start offsets for a query's first batch; Spark keeps the
+    offsets it resolved (``earliest``, ``latest`` or a timestamp) there.
+    """
+    import json
+
+    path = checkpoint / "sources" / "0" / "0"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("{"):
+            offsets = json.loads(line)
+            return {topic: {str(partition): int(offset) for partition, offset in partitions.items()} for topic, partitions in offsets.items()}
+    return None
 
 
 def parse_kafka_url(url: str) -> tuple[str, str]:
@@ -213,6 +234,23 @@ class KafkaSource(StreamSource):
     def label(self) -> str:
         return self.topic
 
+    def explain_failure(self, error: str) -> str | None:
+        """The brokers stopped answering, records the query had not read were deleted, or the topic was: what happened, and what to do."""
+        lowered = error.lower()
+        if "unknowntopicorpartition" in lowered or ("topic" in lowered and "does not exist" in lowered):
+            return f"The topic {self.topic} is gone from {self.bootstrap}: it was deleted while the query read it. The result so far is kept; start a new query on a topic that exists."
+        if "offsetoutofrange" in lowered or "data loss" in lowered or "failondataloss" in lowered or "data may have been lost" in lowered:
+            return (
+                f"Records of {self.topic} the query had not read yet are gone: retention deleted them, or the topic was deleted and made again. "
+                "Spark stops rather than skip them (failOnDataLoss). The result so far is kept; a new query starts from what the topic holds now."
+            )
+        if "timeout" in lowered or "node assignment" in lowered or "listnodes" in lowered:
+            return (
+                f"The brokers at {self.bootstrap} stopped answering. Once they are back (`make kafka` starts the local one again), resume the "
+                "query on the Queries page: it goes on from its checkpoint, with nothing lost or counted twice."
+            )
+        return None
+
     def options(self) -> dict[str, str]:
         """The options of Spark's Kafka source for this configuration (as ``readStream.format("kafka").options(...)`` takes them)."""
         options = {"kafka.bootstrap.servers": self.bootstrap, "subscribePattern" if self.pattern else "subscribe": self.topic}
@@ -237,6 +275,10 @@ class KafkaSource(StreamSource):
         fields = [T.StructField(name, types[data_type]) for name, data_type in self.value_columns]
         return T.StructType([*fields, T.StructField(CORRUPT, T.StringType())])
 
+    def value_ddl(self) -> str:
+        """:meth:`value_struct` as a DDL schema string (what ``from_csv`` takes, and an exported program)."""
+        return _ddl(self.value_struct())
+
     def decoded(self, raw: DataFrame) -> DataFrame:
         """``raw`` Kafka records (Spark's columns ``key``, ``value``, ``timestamp``...) as the value's columns and :data:`KAFKA_COLUMNS`, plus ``kafka_partition``, ``kafka_offset`` and ``malformed`` (the value did not parse)."""
         from pyspark.sql import functions as F
@@ -247,7 +289,7 @@ class KafkaSource(StreamSource):
         if self.value_format == "json":
             value = F.from_json(text, struct, options)
         else:
-            value = F.from_csv(text, _ddl(struct), options)
+            value = F.from_csv(text, self.value_ddl(), options)
         record = raw.select(
             value.alias("v"), F.col("timestamp").alias(KAFKA_TIMESTAMP), F.col("key").cast("string").alias(KAFKA_KEY),
             F.col("partition").alias("kafka_partition"), F.col("offset").alias("kafka_offset"), text.alias("kafka_value"),
@@ -268,7 +310,8 @@ class KafkaSource(StreamSource):
             inside = inside | ((F.col("partition") == partition) & (F.col("offset") < offset))
         return records.where(inside)
 
-    def _selected(self, decoded: DataFrame) -> list[Column]:
+    def selected(self, decoded: DataFrame) -> list[Column]:
+        """The stream's columns (``event_time`` -- null for a malformed record --, ``key``, then the value and id when mapped) of :meth:`decoded` records."""
         from pyspark.sql import functions as F
 
         event_time, key, *rest = dataset_columns(self.columns, self.schema)
@@ -280,12 +323,12 @@ class KafkaSource(StreamSource):
         require_connector()
         raw = spark.readStream.format("kafka").options(**self.options()).load()
         decoded = self.decoded(self._bounded(raw))
-        return decoded.select(*self._selected(decoded)), None
+        return decoded.select(*self.selected(decoded)), None
 
     def rows(self, spark: SparkSession) -> DataFrame:
         """The records from the starting offsets to :attr:`end_offsets` (or the latest) as one batch DataFrame of the stream's columns."""
         decoded = self.records(spark)
-        return decoded.select(*self._selected(decoded))
+        return decoded.select(*self.selected(decoded))
 
     def records(self, spark: SparkSession, start: str | None = None, end: str | None = None) -> DataFrame:
         """The decoded records (:meth:`decoded`) of a batch read from ``start`` to ``end`` (Spark's offsets JSON; default: the source's start, :attr:`end_offsets` or the latest)."""
