@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.config import FEED_COLUMNS, ColumnMapping
+from streaming.engine.batching import Batching
+from streaming.engine.config import FEED_COLUMNS, ColumnMapping, FeedSource
 from streaming.engine.datasets import FORMATS, DatasetStore, FileFormat, Upload, UploadReport
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS
@@ -224,6 +225,17 @@ def mapping_widgets(columns: Sequence[str], saved: ColumnMapping | None = None, 
         if values["arrival"] != NONE:
             values.update(time_format("Arrival format", "arrival_format"))
     return values
+
+
+def dataset_feed(store: DatasetStore, choice: DatasetChoice, mapping: ColumnMapping, batching: Mapping[str, Any], samples_root: Path = SAMPLE_FEEDS) -> FeedSource:
+    """``choice`` as a source read with ``mapping`` and cut by ``batching`` (``batch_by``: ``file``, ``rows:N`` or ``arrival``; ``batch_interval``)."""
+    owner = _store_of(store, choice, samples_root)
+    by = batching.get("batch_by", "file")
+    if by == "arrival":
+        if mapping.arrival is None:
+            raise ConfigError("batch_by", "arrival", "needs the arrival column: map it above")
+        by = mapping.arrival
+    return FeedSource(owner.folder(choice.name), 0.0, owner.file_format(choice.name), mapping, Batching(by, batching.get("batch_interval")))
 
 
 def saved_mapping(store: DatasetStore, choice: DatasetChoice, samples_root: Path = SAMPLE_FEEDS) -> ColumnMapping | None:

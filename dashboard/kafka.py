@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +20,25 @@ import pandas as pd
 import streamlit as st
 
 from streaming.engine.broker import BOOTSTRAP_VARIABLE
+from streaming.engine.config import MAX_SPEED, FeedSource
 from streaming.engine.errors import ConfigError
-from streaming.engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, check_bootstrap
+from streaming.engine.publish import Published, publish
+from streaming.engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, check_bootstrap, check_topic
 from streaming.engine.topics import TopicInfo, decode_messages, describe_topic, infer_value_columns, latest_messages, topic_names, write_sample
 
+from .data import batching_widgets
 from .datasets import KEY_NAMES, TIME_NAMES, build_mapping, dataset_store, guess_column, mapping_widgets, preview_view
+from .jobs import Job, job_controls, start_job
 from .shared import get_spark, session_starter
 
 __all__ = [
+    "PUBLISH_JOB",
     "SAMPLE_MESSAGES",
     "STARTS",
     "kafka_source",
     "kafka_widgets",
+    "publish_panel",
+    "publish_settings",
     "start_time_ms",
     "topic_rates",
     "topic_view",
@@ -211,3 +219,103 @@ def topic_view(source: KafkaSource, key: str) -> None:
     st.dataframe(info.frame(), hide_index=True)
     st.markdown(f"**The latest {len(last)} messages**, decoded as the query reads them ({int(last['malformed'].sum()) if len(last) else 0} malformed)")
     st.dataframe(last, hide_index=True)
+
+
+# --- publishing a dataset -------------------------------------------------------------------
+
+PUBLISH_JOB = "publish_job"
+PACES = ("as fast as possible", "seconds per batch", "arrival time × speed")
+
+
+@dataclass(frozen=True)
+class PublishSettings:
+    """A publish, checked: the dataset as a source (its batching and mapping) and where and how it goes."""
+
+    source: FeedSource
+    bootstrap: str
+    topic: str
+    partitions: int
+    value_format: str
+    speed: float | None
+    seconds_per_batch: float
+
+
+def publish_settings(source: FeedSource, values: Mapping[str, Any]) -> PublishSettings:
+    """The publish the panel's ``values`` describe for ``source``; :class:`ConfigError` naming the field and value (nothing asked of the brokers)."""
+    bootstrap = check_bootstrap(values.get("bootstrap"), "Bootstrap servers")
+    topic = check_topic(str(values.get("topic", "")).strip(), "Topic")
+    pace = values.get("pace", PACES[0])
+    if pace == PACES[2] and source.batching.column is None:
+        raise ConfigError("Pace", pace, "needs micro-batches by arrival time (and the dataset's arrival column mapped)")
+    speed = float(values["speed"]) if pace == PACES[2] else None
+    seconds = float(values.get("seconds_per_batch") or 0.0) if pace == PACES[1] else 0.0
+    return PublishSettings(source, bootstrap, topic, int(values.get("partitions", 1)), str(values.get("value_format", "json")), speed, seconds)
+
+
+def _publish_work(settings: PublishSettings) -> Callable[[Job], Published]:
+    spark = get_spark()
+
+    def work(job: Job) -> Published:
+        def report(done: int, total: int, messages: int) -> None:
+            job.report(f"batch {done:,} of {total:,}, {messages:,} messages sent")
+
+        return publish(
+            spark, settings.source, settings.bootstrap, settings.topic, partitions=settings.partitions, value_format=settings.value_format,  # type: ignore[arg-type]
+            speed=settings.speed, seconds_per_batch=settings.seconds_per_batch, cancel=job.cancel, progress=report,
+        )
+
+    return work
+
+
+def _published(job: Job) -> None:
+    published: Published = job.result
+    st.success(
+        f"Published {published.messages:,} messages in {published.batches:,} batches to {published.topic} "
+        f"({published.partitions} partition{'s' if published.partitions != 1 else ''}, {'created' if published.created else 'appended to'}) "
+        f"in {published.seconds:.1f} s. Query it on the Live query page: source *Kafka topic*.",
+        icon=":material/check_circle:",
+    )
+    st.dataframe(pd.DataFrame(published.end_offsets, columns=["partition", "end offset"]), hide_index=True)
+
+
+def publish_panel(name: str, source_of: Callable[[Mapping[str, Any]], FeedSource], *, arrival: bool, ready: bool) -> None:
+    """Publish the dataset ``name`` into a topic in its batch order: ``source_of(batching)`` is the dataset as a source cut by the chosen batching.
+
+    The publish runs in the background (progress, Cancel); a broker that does
+    not answer or a bad topic name is said before it starts.
+    """
+    st.subheader("Publish to a Kafka topic")
+    st.caption(
+        "Each row becomes a record: its value the row (a JSON object, or a CSV line), its key the key column, its timestamp the arrival "
+        "column (else the time it is sent). Batches go in order; a topic is created when it does not exist and keeps its records whatever their age."
+    )
+    left, right = st.columns(2)
+    values: dict[str, Any] = {
+        "bootstrap": left.text_input("Bootstrap servers", value=os.environ.get(BOOTSTRAP_VARIABLE, ""), key="publish_bootstrap", placeholder="127.0.0.1:9092"),
+        "topic": right.text_input("Topic", value=re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:200], key=f"publish_topic_{name}"),
+        "partitions": left.number_input("Partitions (of a new topic)", min_value=1, max_value=100, value=1, key="publish_partitions"),
+        "value_format": right.selectbox("Value format", VALUE_FORMATS, format_func=lambda fmt: FORMAT_LABELS.get(fmt, fmt), key="publish_format"),
+    }
+    with left:
+        batching = batching_widgets("publish") if arrival else {"batch_by": "file", "batch_interval": None}
+    with right:
+        paces = PACES if batching.get("batch_by") == "arrival" else PACES[:2]
+        values["pace"] = st.radio("Pace", paces, key="publish_pace")
+        if values["pace"] == PACES[1]:
+            values["seconds_per_batch"] = st.number_input("Seconds per batch", min_value=0.0, value=1.0, step=0.5, key="publish_seconds")
+        elif values["pace"] == PACES[2]:
+            values["speed"] = st.number_input("Speed (× arrival time)", min_value=0.1, max_value=MAX_SPEED, value=10.0, step=5.0, key="publish_speed")
+
+    def start() -> None:
+        try:
+            settings = publish_settings(source_of(batching), values)
+            topic_names(settings.bootstrap)  # the brokers answer, within seconds
+        except ConfigError as err:
+            st.error(f"Cannot publish: {err}")
+            return
+        start_job(PUBLISH_JOB, f"Publishing {name} to {settings.topic}", settings, _publish_work(settings))
+
+    job_controls(
+        PUBLISH_JOB, "Publish", "publish_start", ready=ready, start=start, render=_published, idle_text="Not published yet.",
+        help_text="Sends the dataset's rows into the topic, batch by batch, in the background",
+    )

@@ -356,3 +356,26 @@ def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, k
     exported = exported.astype({"count": "int64"}).sort_values(order, ignore_index=True)
     assert len(expected) > 10
     pd.testing.assert_frame_equal(exported[list(expected.columns)], expected.sort_values(order, ignore_index=True), check_dtype=False)
+
+
+def test_the_datasets_page_publishes_a_dataset_in_the_background_and_refuses_a_silent_broker(kafka_broker, topic_name) -> None:
+    from test_app import _errors, _page, _wait_until
+
+    from dashboard import shared
+
+    at = _page(shared.DATASETS_PAGE)
+    at.selectbox(key="dataset_choice").set_value("orders_jsonl (sample)").run()
+    at.text_input(key="publish_bootstrap").set_value("127.0.0.1:1")
+    at.text_input(key="publish_topic_orders_jsonl").set_value(topic_name)
+    at.button(key="publish_start").click().run()
+    assert any("Cannot publish" in error and "127.0.0.1:1" in error for error in _errors(at)), _errors(at)
+    at.text_input(key="publish_bootstrap").set_value(kafka_broker.bootstrap)
+    at.number_input(key="publish_partitions").set_value(2)
+    at.button(key="publish_start").click().run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert _wait_until(at, lambda page: any("Published" in message.value for message in page.success), 120.0), "the publish did not finish"
+    [success] = at.success
+    rows = sum(1 for path in (SAMPLE_FEEDS / "orders_jsonl").glob("*.jsonl") for line in path.read_text().splitlines() if line.strip())
+    files = len(list((SAMPLE_FEEDS / "orders_jsonl").glob("*.jsonl")))
+    assert f"Published {rows:,} messages in {files} batches to {topic_name} (2 partitions, created)" in success.value
+    assert describe_topic(kafka_broker.bootstrap, topic_name).messages == rows

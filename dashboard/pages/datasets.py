@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard import datasets
+from dashboard import datasets, kafka
 from dashboard.shared import get_spark, session_starter, session_status, wait_for_session
 from streaming.engine.errors import ConfigError
 
@@ -39,3 +39,7 @@ try:
     datasets.save_mapping_button(store, choice, mapping)
 except ConfigError as err:
     st.error(f"Cannot read this dataset that way: {err}")
+    st.stop()
+kafka.publish_panel(
+    choice.name, lambda batching: datasets.dataset_feed(store, choice, mapping, batching), arrival=mapping.arrival is not None, ready=True,
+)
