@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from streaming.analysis import lateness
-from streaming.analysis.profile import topic_events_of
+from streaming.analysis.profile import topic_batches, topic_events_of
 from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
 from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
@@ -519,7 +519,8 @@ def _topic_events(name: str, last_batch: int, _run: Run) -> pd.DataFrame:
     """The records ``_run`` has read up to ``last_batch`` (:func:`~streaming.analysis.profile.topic_events_of`), read again only when it has read more."""
     source = _run.config.source
     assert isinstance(source, KafkaSource)
-    return topic_events_of(get_registry().spark, source, _run.log.summaries(), initial_offsets(_run.workdir / "checkpoint"))
+    batches = topic_batches(_run.log.summaries(), initial_offsets(_run.workdir / "checkpoint"), source.topic)
+    return topic_events_of(get_registry().spark, source, batches)
 
 
 def _events(run: Run) -> pd.DataFrame | None:

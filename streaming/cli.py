@@ -183,12 +183,12 @@ def _print_replay(outcome) -> None:
 def _dropped(spark, outcome):
     """The events ``outcome`` dropped (:func:`~streaming.analysis.lateness.dropped_events`), judged by the watermark each of its batches had."""
     from .analysis.lateness import dropped_events, judge
-    from .analysis.profile import feed_events_of, topic_events_of
+    from .analysis.profile import feed_events_of, topic_batches, topic_events_of
 
     config = outcome.config
     source = config.source
     if isinstance(source, KafkaSource):
-        events = topic_events_of(spark, source, outcome.summaries, outcome.initial_offsets)
+        events = topic_events_of(spark, source, topic_batches(outcome.summaries, outcome.initial_offsets, source.topic))
     else:
         events = feed_events_of(spark, source)
     classified, _ = judge(events, outcome.summaries, config.window_ms, config.slide_ms)
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _add_tune_parser(commands) -> None:
-    tune = commands.add_parser("tune", help="replay a feed under several watermark delays and recommend the smallest good one")
+    tune = commands.add_parser("tune", help="replay a feed, a dataset or a topic's offsets under several watermark delays and recommend the smallest good one")
     _add_data_arguments(tune)
     windows = tune.add_mutually_exclusive_group(required=True)
     windows.add_argument("--window", help='window length, e.g. "5 minutes"')
@@ -326,12 +326,10 @@ def _tune_table(outcome) -> str:
 
 
 def _tune_main(args) -> int:
-    from .analysis.tune import canonical_delays, check_target, tune_configs, tuning_output_mode
+    from .analysis.tune import bound_topic, canonical_delays, check_target, tune_configs, tuning_output_mode
 
-    if _is_topic(args):
-        print("error: PATH: tuning a topic is not available yet: publish it from a dataset and tune the dataset", file=sys.stderr)
-        return 2
-    if not Path(args.feed_dir).exists():
+    topic = _is_topic(args)
+    if not topic and not Path(args.feed_dir).exists():
         print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
         return 2
     try:
@@ -339,14 +337,22 @@ def _tune_main(args) -> int:
     except ValueError:
         print(f"error: target: {args.target!r} is not a number", file=sys.stderr)
         return 2
+
+    def query_of(source: Source) -> QueryConfig:
+        """The shape to tune on ``source``; a topic bounded at the offsets that are its end now."""
+        query = bound_topic(QueryConfig(
+            source, window=args.window or "1 minute", slide=args.slide, watermark=delays[0], aggregation=args.agg,
+            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, output_mode=tuning_output_mode(args.session_gap),
+        ))
+        tune_configs(query, delays)
+        return query
+
     try:
         delays = canonical_delays([part.strip() for part in args.delays.split(",")])
         check_target(target)
-        query = QueryConfig(
-            _source(args), window=args.window or "1 minute", slide=args.slide, watermark=delays[0], aggregation=args.agg,
-            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, output_mode=tuning_output_mode(args.session_gap),
-        )
-        tune_configs(query, delays)
+        if topic:
+            check_topic_args(args)  # the brokers and the topic, within seconds and before Spark starts
+        query = None if topic else query_of(_source(args))
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -357,6 +363,8 @@ def _tune_main(args) -> int:
     spark = get_session()
     registry = QueryRegistry(spark)
     try:
+        if query is None:  # a topic: its value's columns from a sample, its offsets bounded at their end now
+            query = query_of(_source(args, spark))
         outcome = tune(registry, query, delays=delays, target=target, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
     except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
         print(f"error: {err}", file=sys.stderr)

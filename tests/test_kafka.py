@@ -12,7 +12,7 @@ import pytest
 from test_cli import run_cli
 
 from streaming.analysis.lateness import dropped_events, judge
-from streaming.analysis.profile import feed_events_of, topic_events_of
+from streaming.analysis.profile import feed_events_of, topic_batches, topic_events_of
 from streaming.cli import main
 from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
 from streaming.engine.datasets import DatasetStore
@@ -86,7 +86,7 @@ def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(
     pd.testing.assert_frame_equal(on_topic.progress[BATCH_COLUMNS], on_files.progress[BATCH_COLUMNS])
     assert on_topic.to_json()["end_offsets"] == {clicks_topic: {"0": 2000}}
     assert on_topic.initial_offsets == {clicks_topic: {"0": 0}}
-    topic_events = topic_events_of(spark, on_topic.config.source, on_topic.summaries, on_topic.initial_offsets)
+    topic_events = topic_events_of(spark, on_topic.config.source, topic_batches(on_topic.summaries, on_topic.initial_offsets, clicks_topic))
     assert topic_events["arrival"].notna().all()  # the record timestamp: lateness behind arrival is known for every record
     judged = [
         dropped_events(judge(events, replay.summaries, replay.config.window_ms, replay.config.slide_ms)[0])[DROPPED]
@@ -379,3 +379,42 @@ def test_the_datasets_page_publishes_a_dataset_in_the_background_and_refuses_a_s
     files = len(list((SAMPLE_FEEDS / "orders_jsonl").glob("*.jsonl")))
     assert f"Published {rows:,} messages in {files} batches to {topic_name} (2 partitions, created)" in success.value
     assert describe_topic(kafka_broker.bootstrap, topic_name).messages == rows
+
+
+# -- the tuner on a topic: the model of a catch-up replay, confirmed by Spark ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clicks_in_three(spark, kafka_broker) -> str:
+    """web_clicks published into three partitions (keyed: uneven ones), for the rate limit's split and per-partition drops."""
+    publish(spark, FeedSource(WEB_CLICKS, seconds_per_file=0), kafka_broker.bootstrap, "web-clicks-3", partitions=3)
+    return "web-clicks-3"
+
+
+def test_the_model_of_a_topics_replay_equals_spark_on_every_measure_and_delay(registry, kafka_broker, clicks_in_three) -> None:
+    """Spark's Kafka source cuts the offsets (97 records a batch over three partitions) and runs no no-data batch between batches: the model knows both."""
+    from streaming.analysis.tune import bound_topic, tune
+
+    query = bound_topic(QueryConfig(clicks(kafka_broker.bootstrap, clicks_in_three, max_offsets_per_trigger=97), window="1 minute", slide="20 seconds"))
+    assert dict(query.source.end_offsets) == {partition.partition: partition.latest for partition in describe_topic(kafka_broker.bootstrap, clicks_in_three).partitions}
+    delays = ["0 seconds", "20 seconds", "1 minute"]
+    model = tune(registry, query, delays=delays)
+    spark = tune(registry, query, delays=delays, method="spark")
+    assert model.method == "model" and model.confirmation is not None and model.confirmation.agree, model.confirmation
+    measured = [name for name in model.frame().columns if name not in ("method", "mean_batch_duration_ms", "peak_state_memory_bytes", "mean_state_memory_bytes")]
+    assert model.frame()["rows_dropped_by_watermark"].iloc[0] > 0 and model.frame()["windows_emitted"].min() > 0
+    pd.testing.assert_frame_equal(model.frame()[measured], spark.frame()[measured])
+
+
+def test_tune_on_a_topic_from_the_cli_is_confirmed_on_spark_and_names_its_offsets(kafka_broker, clicks_in_three, tmp_path) -> None:
+    out = tmp_path / "tune.json"
+    done = run_cli(
+        "tune", f"kafka://{kafka_broker.bootstrap}/{clicks_in_three}", "--time-format", TIME_PATTERN, "--window", "1 minute",
+        "--delays", "10 seconds,1 minute", "--max-offsets-per-trigger", "100", "--json", str(out),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "model and Spark agree" in done.stdout
+    written = json.loads(out.read_text())
+    ends = {str(partition): offset for partition, offset in describe_topic(kafka_broker.bootstrap, clicks_in_three).end_offsets()}
+    assert written["feed_dir"] == f"kafka://{kafka_broker.bootstrap}/{clicks_in_three}" and written["end_offsets"] == ends
+    assert written["method"] == "model" and written["confirmation"]["agree"] is True

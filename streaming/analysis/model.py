@@ -27,6 +27,20 @@ partition:
   ``end``), as :func:`streaming.analysis.measure.emission_frame` derives it
   from a real run.
 
+A **catch-up** replay (a topic read under the available-now trigger, where
+every batch's data is there before it starts) runs no no-data batch between
+batches, only one at the end when the last batch moved the watermark; the
+rules shift by one batch (checked against real replays of topics in
+``tests/test_kafka.py``):
+
+* Batch ``i`` is checked against ``M[i-2] - delay`` (the watermark batch ``i-1``
+  evicted with); batches 0 and 1 against none.
+* A group leaves the state, and append mode emits a window, in the batch after
+  the first batch ``e`` with ``M[e] - delay >= end`` (the final no-data batch
+  after the last one), or in the group's first batch when that is later.
+* Each batch is read as one partition per topic partition: Spark's dropped-row
+  count counts (batch, partition, window, key) groups.
+
 It covers a count or value aggregate over fixed windows, by key or global,
 without deduplication (a deduplication drops events by their own time, and a
 session's end moves with its events): the tuner runs Spark for the others.
@@ -43,6 +57,7 @@ import pandas as pd
 
 from ..engine.config import FeedSource, QueryConfig
 from ..engine.errors import ConfigError
+from ..engine.sources.kafka import KafkaSource
 from .lateness import completeness
 from .measure import emission_frame
 
@@ -61,8 +76,11 @@ SWEEP_COLUMNS = [
 
 def covers(config: QueryConfig) -> str | None:
     """``None`` when the model answers exactly for ``config``'s shape, else why not (the tuner then runs Spark for every delay)."""
-    if not isinstance(config.source, FeedSource):
-        return "the model needs a feed or dataset"
+    if isinstance(config.source, KafkaSource):
+        if config.source.pattern or config.source.end_offsets is None or config.trigger != "available_now":
+            return "the model needs one topic replayed over fixed offsets under the available-now trigger"
+    elif not isinstance(config.source, FeedSource):
+        return "the model needs a feed, a dataset or a topic"
     if config.session_gap is not None:
         return "session windows end where their events end: Spark is run for every delay"
     if config.deduplicate:
@@ -82,16 +100,25 @@ class Timeline:
     """The key of each code."""
     batch: np.ndarray
     batches: int
+    catch_up: bool = False
+    """A catch-up replay (see the module docstring): no no-data batch between batches."""
+    part: np.ndarray | None = None
+    """Each event's input partition within its batch (a topic's partition); ``None``: one partition."""
 
     def __post_init__(self) -> None:
         if not len(self.event_ns) == len(self.key_code) == len(self.batch):
             raise ConfigError("timeline", len(self.event_ns), "needs one key code and one batch per event")
+        if self.part is not None and len(self.part) != len(self.batch):
+            raise ConfigError("timeline", len(self.part), "needs one partition per event")
         if len(self.batch) and (self.batch.min() < 0 or self.batch.max() >= self.batches):
             raise ConfigError("batches", self.batches, "must be more than every event's batch index")
 
     @classmethod
-    def of(cls, events: pd.DataFrame, batches: int | None = None) -> Timeline:
-        """From a frame with ``event_time``, ``key`` and ``file_index`` (the micro-batch), as :func:`~streaming.analysis.profile.feed_events_of` gives it."""
+    def of(cls, events: pd.DataFrame, batches: int | None = None, *, catch_up: bool = False) -> Timeline:
+        """From a frame with ``event_time``, ``key`` and ``file_index`` (the micro-batch), as :func:`~streaming.analysis.profile.feed_events_of` gives it.
+
+        A ``partition`` column (:func:`~streaming.analysis.profile.topic_events_of`) is each event's input partition.
+        """
         codes, keys = pd.factorize(events["key"].astype("object"), sort=True)
         batch = events["file_index"].to_numpy("int64")
         count = int(batch.max()) + 1 if len(batch) else 0
@@ -101,6 +128,8 @@ class Timeline:
             keys=np.asarray(keys, dtype=object),
             batch=batch,
             batches=max(count, batches or 0),
+            catch_up=catch_up,
+            part=events["partition"].to_numpy("int64") if "partition" in events else None,
         )
 
     def clock(self) -> np.ndarray:
@@ -114,6 +143,12 @@ class Timeline:
         clock = self.clock()
         before = np.concatenate(([NONE], clock[:-1])) if self.batches else clock
         advances = (clock > before).astype("int64")
+        if self.catch_up:  # evictions of batch e happen in batch e + 1; after the last, in a no-data batch if it moved the clock
+            final = int(self.batches > 0 and advances[-1])
+            no_data = np.arange(1, self.batches + 1, dtype="int64")
+            if self.batches and not final:
+                no_data[-1] = -1
+            return np.arange(self.batches, dtype="int64"), no_data, self.batches + final
         file_batch = np.arange(self.batches, dtype="int64") + np.concatenate(([0], np.cumsum(advances)[:-1])) if self.batches else advances
         no_data = np.where(advances == 1, file_batch + 1, -1)
         return file_batch, no_data, int(self.batches + advances.sum())
@@ -162,7 +197,8 @@ def expand(timeline: Timeline, window_ms: int, slide_ms: int | None = None) -> E
     start = np.concatenate([values for _, values in parts]) if parts else np.empty(0, "int64")
     clock = timeline.clock()
     batch = timeline.batch[event]
-    previous = np.where(batch > 0, clock[np.maximum(batch - 1, 0)], NONE)
+    lag = 2 if timeline.catch_up else 1
+    previous = np.where(batch >= lag, clock[np.maximum(batch - lag, 0)], NONE)
     starts, pair_window = np.unique(start, return_inverse=True)
     ends = starts + window_ns
     slack = np.where(previous == NONE, NONE, previous - ends[pair_window])
@@ -170,7 +206,9 @@ def expand(timeline: Timeline, window_ms: int, slide_ms: int | None = None) -> E
     groups, pair_group = np.unique(pair_window.astype("int64") * keys + timeline.key_code[event], return_inverse=True)
     order = np.lexsort((batch, pair_group))  # each group's pairs by batch: its first pair first
     first = order[np.r_[True, pair_group[order][1:] != pair_group[order][:-1]]] if len(order) else order
-    batch_groups = np.unique(pair_group.astype("int64") * max(timeline.batches, 1) + batch, return_index=True)[1]
+    partition = np.zeros(len(event), dtype="int64") if timeline.part is None else timeline.part[event]
+    partitions = int(partition.max()) + 1 if len(partition) else 1
+    batch_groups = np.unique((pair_group.astype("int64") * max(timeline.batches, 1) + batch) * partitions + partition, return_index=True)[1]
     window_min_slack = np.full(len(starts), np.iinfo(np.int64).max, dtype="int64")
     np.minimum.at(window_min_slack, pair_window, slack)
     return Expansion(
@@ -216,15 +254,21 @@ def sweep(timeline: Timeline, expansion: Expansion, delays_ms: Sequence[int]) ->
         # state: a group counted at all enters with its first pair and leaves after the batch whose clock passes end + delay
         live = expansion.group_first_slack < delay
         first = expansion.group_first_batch[live]
-        leave = np.maximum(first, np.searchsorted(clock, group_end[live] + delay, side="left"))
+        reach = np.searchsorted(clock, group_end[live] + delay, side="left")
+        if timeline.catch_up:
+            leaves_at = np.where(reach < timeline.batches, np.maximum(first, reach + 1), total)
+        else:
+            leave = np.maximum(first, reach)
+            leaves_at = np.where(leave < timeline.batches, no_data[np.minimum(leave, timeline.batches - 1)], total)
         entering = np.bincount(file_batch[first], minlength=total + 1)
-        leaving = np.bincount(np.where(leave < timeline.batches, no_data[np.minimum(leave, timeline.batches - 1)], total), minlength=total + 1)
+        leaving = np.bincount(leaves_at, minlength=total + 1)
         state = np.cumsum(entering - leaving)[:total]
         # append-mode emission of every window with a counted pair
         windows = expansion.window_min_slack < delay
         emit = np.searchsorted(clock, ends[windows] + delay, side="left")
         emitted = emit < timeline.batches
-        seconds = (clock[emit[emitted]] - ends[windows][emitted]) / 1e9
+        seen = np.minimum(emit[emitted] + int(timeline.catch_up), timeline.batches - 1)  # the clock of the batch that emits
+        seconds = (clock[seen] - ends[windows][emitted]) / 1e9
         batches = no_data[emit[emitted]] - file_batch[reached[windows][emitted]]
         rows.append(
             {
@@ -281,12 +325,12 @@ def delay_frames(timeline: Timeline, expansion: Expansion, delay_ms: int) -> tup
 
 
 def _progress(timeline: Timeline, delay_ms: int) -> pd.DataFrame:
-    """The micro-batches of a stepped replay under ``delay_ms`` as a progress frame holds them: ``batch_id``, ``watermark`` (the one each batch applies), ``max_event_time``."""
+    """The micro-batches of a replay under ``delay_ms`` as a progress frame holds them: ``batch_id``, ``watermark`` (the one each batch applies), ``max_event_time``."""
     clock = timeline.clock()
     file_batch, no_data, _ = timeline.positions()
     before = np.concatenate(([NONE], clock[:-1])) if timeline.batches else clock
     delay = int(delay_ms) * NS_PER_MS
-    after = no_data >= 0
+    after = no_data == timeline.batches if timeline.catch_up else no_data >= 0  # the no-data batches: a catch-up replay's final one only
     ids = np.concatenate((file_batch, no_data[after]))
     watermarks = np.concatenate((np.where(before != NONE, before - delay, NONE), (clock - delay)[after]))
     maxima = np.concatenate((clock, np.full(int(after.sum()), NONE)))  # the clock: emission_frame takes the running maximum anyway

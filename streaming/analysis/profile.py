@@ -16,7 +16,7 @@ uses; :func:`lateness_profile` is a pure function of them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -93,46 +93,54 @@ def feed_events_of(spark: SparkSession, source: FeedSource) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
-def topic_batches(
-    summaries: Iterable[Mapping[str, Any]], initial: Mapping[str, Mapping[str, int]] | None
-) -> list[tuple[int, dict[str, dict[str, int]], dict[str, dict[str, int]]]]:
-    """``(batch_id, start, end)`` of each batch of a Kafka query that read records, offsets as ``{topic: {partition: offset}}``, in batch order.
+Offsets = Mapping[int, int]
+"""A topic's offsets by partition."""
+
+
+def topic_batches(summaries: Iterable[Mapping[str, Any]], initial: Mapping[str, Mapping[str, int]] | None, topic: str) -> list[tuple[int, Offsets, Offsets]]:
+    """``(batch_id, start, end)`` of each batch of a Kafka query on ``topic`` that read records, in batch order, from its progress summaries.
 
     The first batch's start is ``initial`` (progress names none: see
     :func:`~streaming.engine.sources.kafka.initial_offsets`); a batch whose end
     equals its start read nothing.
     """
     latest = {int(summary["batch_id"]): summary for summary in summaries}
-    batches = []
-    before = {topic: dict(partitions) for topic, partitions in (initial or {}).items()}
+    batches: list[tuple[int, Offsets, Offsets]] = []
+    before = {int(partition): int(offset) for partition, offset in ((initial or {}).get(topic) or {}).items()}
     for batch_id in sorted(latest):
         start_text, end_text = latest[batch_id].get("source_offsets") or (None, None)
         if end_text is None:
             continue
-        start = json.loads(start_text) if start_text is not None else before
-        end = json.loads(end_text)
+        start = _partitions(json.loads(start_text), topic) if start_text is not None else before
+        end = _partitions(json.loads(end_text), topic)
         if end != start:
             batches.append((batch_id, start, end))
         before = end
     return batches
 
 
-def topic_events_of(spark: SparkSession, source: KafkaSource, summaries: Iterable[Mapping[str, Any]], initial: Mapping[str, Mapping[str, int]] | None) -> pd.DataFrame:
-    """The well-formed records a Kafka query has read so far, as :func:`feed_events_of` gives a feed's: ``file_index`` is the batch that read each.
+def _partitions(offsets: Mapping[str, Mapping[str, int]], topic: str) -> dict[int, int]:
+    return {int(partition): int(offset) for partition, offset in (offsets.get(topic) or {}).items()}
+
+
+def topic_events_of(spark: SparkSession, source: KafkaSource, batches: Sequence[tuple[int, Offsets, Offsets]]) -> pd.DataFrame:
+    """The well-formed records ``batches`` read (``(batch_id, start, end)``, :func:`topic_batches`), as :func:`feed_events_of` gives a feed's events.
 
     ``event_time`` and ``key`` by the source's mapping; ``arrival`` is the
-    record timestamp. Read with one batch query over the offsets the batches
-    covered (``initial`` is where the query started); the batch of a record is
-    the first whose end offset in its partition lies past it. A single topic only.
+    record timestamp, ``file_index`` the batch that read the record and
+    ``partition`` its partition. Read with one batch query over the offsets
+    the batches cover; the batch of a record is the first whose end offset in
+    its partition lies past it. A single topic only.
     """
     from pyspark.sql import functions as F
 
-    columns = {"event_time": "datetime64[ns]", "key": object, "arrival": "datetime64[ns]", "file_index": "int64"}
-    batches = topic_batches(summaries, initial)
-    if source.pattern or not batches or source.topic not in batches[0][1]:
+    columns = {"event_time": "datetime64[ns]", "key": object, "arrival": "datetime64[ns]", "file_index": "int64", "partition": "int64"}
+    if source.pattern or not batches:
         return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in columns.items()})
     first, last = batches[0][1], batches[-1][2]
-    decoded = source.records(spark, start=json.dumps({source.topic: first[source.topic]}), end=json.dumps({source.topic: last[source.topic]}))
+    start = {source.topic: {str(partition): offset for partition, offset in first.items()}}
+    end = {source.topic: {str(partition): offset for partition, offset in last.items()}}
+    decoded = source.records(spark, start=json.dumps(start), end=json.dumps(end))
     event_time, key, *_ = source.selected(decoded)
     read: pd.DataFrame = decoded.select(
         F.unix_micros(event_time).alias("event_us"), key, F.unix_micros(KAFKA_TIMESTAMP).alias("arrival_us"), "kafka_partition", "kafka_offset"
@@ -143,7 +151,7 @@ def topic_events_of(spark: SparkSession, source: KafkaSource, summaries: Iterabl
     offsets = rows["kafka_offset"].to_numpy()
     ids = np.array([batch_id for batch_id, _, _ in batches], dtype="int64")
     for partition in np.unique(partitions):
-        ends = np.array([end[source.topic].get(str(partition), 0) for _, _, end in batches], dtype="int64")
+        ends = np.array([until.get(int(partition), 0) for _, _, until in batches], dtype="int64")
         mine = partitions == partition
         found = np.searchsorted(np.maximum.accumulate(ends), offsets[mine], side="right")
         batch_of[mine] = np.where(found < len(ids), ids[np.minimum(found, len(ids) - 1)], -1)
@@ -155,6 +163,7 @@ def topic_events_of(spark: SparkSession, source: KafkaSource, summaries: Iterabl
             "key": rows["key"].astype(object),
             "arrival": pd.to_datetime(rows["arrival_us"].astype("int64"), unit="us"),
             "file_index": rows["file_index"].astype("int64"),
+            "partition": rows["kafka_partition"].astype("int64"),
         }
     ).reset_index(drop=True)
 

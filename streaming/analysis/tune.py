@@ -53,6 +53,7 @@ import pandas as pd
 from ..engine.config import FeedSource, OutputMode, QueryConfig
 from ..engine.durations import format_duration, parse_duration
 from ..engine.errors import ConfigError
+from ..engine.sources.kafka import KafkaSource
 from .measure import OutputDelay, RunMeasures, measure, run_all
 
 if TYPE_CHECKING:
@@ -154,15 +155,36 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
     """
     if not isinstance(query, QueryConfig):
         raise ConfigError("query", query, "is not a QueryConfig")
-    if not isinstance(query.source, FeedSource):
-        raise ConfigError("source", query.source.kind, "cannot be tuned: the tuner replays a feed or dataset to its end")
+    source = query.source
+    if isinstance(source, KafkaSource):
+        if source.pattern or source.end_offsets is None:
+            raise ConfigError("source.end_offsets", source.end_offsets, "must bound one topic: a topic is tuned over fixed offsets (see bound_topic)")
+        replayed: FeedSource | KafkaSource = replace(source, starting_offsets="earliest", starting_timestamp=None)
+        trigger: Literal["default", "available_now"] = "available_now"
+    elif isinstance(source, FeedSource):
+        replayed, trigger = replace(source, seconds_per_file=0), "default"
+    else:
+        raise ConfigError("source", source.kind, "cannot be tuned: the tuner replays a feed, a dataset or a topic's offsets to their end")
     if query.aggregation == "none":
         raise ConfigError("aggregation", "none", "cannot be tuned: a watermark drops rows only for an aggregation")
-    source = replace(query.source, seconds_per_file=0)
     return [
-        replace(query, source=source, watermark=delay, output_mode=tuning_output_mode(query.session_gap), trigger="default", trigger_interval=None)
+        replace(query, source=replayed, watermark=delay, output_mode=tuning_output_mode(query.session_gap), trigger=trigger, trigger_interval=None)
         for delay in canonical_delays(delays)
     ]
+
+
+def bound_topic(query: QueryConfig) -> QueryConfig:
+    """``query`` with its topic bounded at the offsets that are its end now (asked of the brokers), from its earliest; other sources as they are.
+
+    A sweep and its confirmation then replay the same records, whatever arrives meanwhile.
+    """
+    from ..engine.topics import describe_topic
+
+    source = query.source
+    if not isinstance(source, KafkaSource) or source.end_offsets is not None or source.pattern:
+        return query
+    ends = describe_topic(source.bootstrap, source.topic).end_offsets()
+    return replace(query, source=replace(source, starting_offsets="earliest", starting_timestamp=None, end_offsets=ends))
 
 
 @dataclass(frozen=True)
@@ -210,8 +232,10 @@ class TuneResult:
         return self.outcomes[0].method if self.outcomes else "spark"
 
     @property
-    def feed_dir(self) -> Path:
-        return cast(FeedSource, self.query.source).path
+    def feed_dir(self) -> Path | str:
+        """The feed or dataset swept, or the topic as ``kafka://HOST:PORT/TOPIC``."""
+        source = self.query.source
+        return f"kafka://{source.bootstrap}/{source.topic}" if isinstance(source, KafkaSource) else cast(FeedSource, source).path
 
     @property
     def window(self) -> str:
@@ -226,7 +250,9 @@ class TuneResult:
         return pd.DataFrame([outcome.to_json() for outcome in self.outcomes])
 
     def to_json(self) -> dict[str, Any]:
-        columns = cast(FeedSource, self.query.source).columns
+        source = self.query.source
+        columns = cast("FeedSource | KafkaSource", source).columns
+        topic = {"end_offsets": dict(source.end_offsets or ())} if isinstance(source, KafkaSource) else {}
         return {
             "feed_dir": str(self.feed_dir),
             "window": None if self.query.session_gap_ms is not None else self.window,
@@ -236,7 +262,8 @@ class TuneResult:
             "value": columns.value if self.query.aggregation != "count" else None,
             "key": columns.key,
             "dedup_by": columns.dedup_id if self.query.deduplicate else None,
-            "batch_by": cast(FeedSource, self.query.source).batching.by,
+            "batch_by": f"max_offsets_per_trigger:{source.max_offsets_per_trigger}" if isinstance(source, KafkaSource) else cast(FeedSource, source).batching.by,
+            **topic,
             "target": self.target,
             "delays": [outcome.to_json() for outcome in self.outcomes],
             "recommended": self.recommended,
@@ -369,20 +396,33 @@ def _on_spark(registry, query: QueryConfig, delay: str, exact: pd.DataFrame, can
     return measure(delay, replay.result, replay.progress, exact)
 
 
+def _timeline(spark, source: FeedSource | KafkaSource):
+    """The data as the model reads it: a feed's batches, or the batches Spark's Kafka source cuts a topic's fixed offsets into (a catch-up replay)."""
+    from ..engine.sources.kafka import planned_batches
+    from ..engine.topics import describe_topic
+    from .model import Timeline
+    from .profile import feed_events_of, topic_events_of
+
+    if isinstance(source, KafkaSource):
+        earliest = {partition.partition: partition.earliest for partition in describe_topic(source.bootstrap, source.topic).partitions}
+        planned = planned_batches(earliest, dict(source.end_offsets or ()), source.max_offsets_per_trigger)
+        batches = [(number, start, end) for number, (start, end) in enumerate(planned)]
+        return Timeline.of(topic_events_of(spark, source, batches), len(batches), catch_up=True)
+    events = feed_events_of(spark, source)
+    return Timeline.of(events, len(source.files()) if source.batching.by == "file" else None)
+
+
 def _model_tune(
     registry, query: QueryConfig, configs: list[QueryConfig], canonical: list[str], goal: float,
     cancel: threading.Event | None, report: Callable[[str], None] | None,
 ) -> TuneResult:
     """The model's sweep over every delay, confirmed on Spark at the recommended delay (or the largest); the state memory from Spark's bytes per state row."""
-    from .model import Timeline, expand
-    from .profile import feed_events_of
+    from .model import expand
 
     started = time.monotonic()
-    source = cast(FeedSource, configs[0].source)
     if report is not None:
         report("reading the data")
-    events = feed_events_of(registry.spark, source)
-    timeline = Timeline.of(events, len(source.files()) if source.batching.by == "file" else None)
+    timeline = _timeline(registry.spark, cast("FeedSource | KafkaSource", configs[0].source))
     expansion = expand(timeline, configs[0].window_ms, configs[0].slide_ms)
     outcomes, exact = _model_outcomes(timeline, expansion, canonical)
     recommended = recommend(outcomes, goal)

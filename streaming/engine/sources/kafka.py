@@ -25,7 +25,9 @@ the query ends at the offsets that were the latest when it started.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
@@ -51,6 +53,7 @@ __all__ = [
     "check_topic",
     "initial_offsets",
     "parse_kafka_url",
+    "planned_batches",
 ]
 
 KAFKA_TIMESTAMP = "kafka_timestamp"
@@ -117,6 +120,39 @@ def initial_offsets(checkpoint: Path) -> dict[str, dict[str, int]] | None:
             offsets = json.loads(line)
             return {topic: {str(partition): int(offset) for partition, offset in partitions.items()} for topic, partitions in offsets.items()}
     return None
+
+
+def planned_batches(start: Mapping[int, int], end: Mapping[int, int], limit: int | None) -> list[tuple[dict[int, int], dict[int, int]]]:
+    """The ``(from, to)`` offsets (partition → offset) of each micro-batch an available-now query reads from ``start`` to ``end``, at most ``limit`` records a batch.
+
+    Spark's Kafka source (``KafkaMicroBatchStream.rateLimit``) gives each
+    partition its share of ``limit`` in proportion to what it has left,
+    rounded down (up below 1, so no partition starves), never past ``end``;
+    without a limit, one batch reads everything. Batches that would read
+    nothing are not run.
+    """
+    current = {int(partition): int(offset) for partition, offset in start.items()}
+    until = {int(partition): int(offset) for partition, offset in end.items()}
+    batches: list[tuple[dict[int, int], dict[int, int]]] = []
+    while True:
+        sizes = {partition: until[partition] - current.get(partition, until[partition]) for partition in until}
+        sizes = {partition: size for partition, size in sizes.items() if size > 0}
+        total = float(sum(sizes.values()))
+        if total < 1:
+            return batches
+        if limit is None:
+            following = dict(until)
+        else:
+            following = {}
+            for partition, last in until.items():
+                if partition not in sizes:
+                    following[partition] = last
+                    continue
+                prorate = limit * (sizes[partition] / total)
+                share = math.ceil(prorate) if prorate < 1 else math.floor(prorate)
+                following[partition] = min(last, current[partition] + share)
+        batches.append((dict(current), following))
+        current = following
 
 
 def parse_kafka_url(url: str) -> tuple[str, str]:
