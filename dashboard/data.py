@@ -28,6 +28,7 @@ from .shared import DEFAULT_FEED, feed_source, get_spark
 __all__ = [
     "BATCHING_RULES",
     "DataChoice",
+    "aggregate_widgets",
     "batching_widgets",
     "choice_of",
     "data_choices",
@@ -151,17 +152,19 @@ def data_widgets(prefix: str, label: str | None) -> dict[str, Any]:
         return plain
     if columns is None:
         return plain
-    batching = batching_widgets(prefix)
+    return {"batching": batching_widgets(prefix), **aggregate_widgets(prefix, columns)}
+
+
+def aggregate_widgets(prefix: str, columns: ColumnMapping) -> dict[str, Any]:
+    """What is aggregated, offered from the mapping ``columns``: ``{"aggregation": ..., "deduplicate": ...}``."""
     aggregations = ["count", *(VALUE_AGGREGATIONS if columns.value is not None else ())]
     aggregation = st.selectbox(
-        "Aggregate", aggregations, key=f"{prefix}_aggregation",
-        help="count rows, or sum / avg / min / max / approx_distinct of the value column mapped on the Datasets page",
+        "Aggregate", aggregations, key=f"{prefix}_aggregation", help="count rows, or sum / avg / min / max / approx_distinct of the mapped value column",
     )
     deduplicate = columns.dedup_id is not None and st.checkbox(
-        f"Drop duplicate deliveries (by {columns.dedup_id})", key=f"{prefix}_deduplicate",
-        help="dropDuplicatesWithinWatermark on the id column mapped on the Datasets page",
+        f"Drop duplicate deliveries (by {columns.dedup_id})", key=f"{prefix}_deduplicate", help="dropDuplicatesWithinWatermark on the mapped id column",
     )
-    return {"batching": batching, "aggregation": aggregation, "deduplicate": bool(deduplicate)}
+    return {"aggregation": aggregation, "deduplicate": bool(deduplicate)}
 
 
 def source_fingerprint(source: FeedSource) -> tuple:

@@ -111,21 +111,25 @@ def _sample_topic(names: Sequence[str], pattern: str) -> str | None:
         return None
 
 
-def _topic_widgets(names: Sequence[str]) -> dict[str, Any] | None:
-    if st.toggle("A pattern of topics", key="lab_kafka_pattern", help="subscribePattern: every topic whose name matches, new ones as they appear"):
-        pattern = st.text_input("Topic pattern (Java regular expression)", value=".*", key="lab_kafka_topic_pattern")
+def _topic_widgets(names: Sequence[str], prefix: str, patterns: bool) -> dict[str, Any] | None:
+    if patterns and st.toggle("A pattern of topics", key=f"{prefix}_pattern", help="subscribePattern: every topic whose name matches, new ones as they appear"):
+        pattern = st.text_input("Topic pattern (Java regular expression)", value=".*", key=f"{prefix}_topic_pattern")
         return {"topic": pattern, "pattern": True, "sampled": _sample_topic(names, pattern)}
     if not names:
         st.warning("The brokers hold no topic yet: publish a dataset or a sample feed into one on the Datasets page (or `python -m streaming publish`).")
         return None
-    topic = st.selectbox("Topic", list(names), key="lab_kafka_topic")
+    topic = st.selectbox("Topic", list(names), key=f"{prefix}_topic")
     return {"topic": topic, "pattern": False, "sampled": topic}
 
 
-def kafka_widgets(feeds: Sequence[str]) -> dict[str, Any]:
-    """The Kafka source's settings: brokers, topic, where to start, the value's format, and the column mapping shown against a sample of messages."""
+def kafka_widgets(feeds: Sequence[str], prefix: str = "lab_kafka", *, replayed: bool = False) -> dict[str, Any]:
+    """The Kafka source's settings: brokers, topic, where to start, the value's format, and the column mapping shown against a sample of messages.
+
+    ``replayed``: for an experiment that replays one topic from its earliest
+    offsets to its end (the tuner), with no pattern and no start to choose.
+    """
     bootstrap = st.text_input(
-        "Bootstrap servers", value=os.environ.get(BOOTSTRAP_VARIABLE, ""), key="lab_kafka_bootstrap", placeholder="127.0.0.1:9092",
+        "Bootstrap servers", value=os.environ.get(BOOTSTRAP_VARIABLE, ""), key=f"{prefix}_bootstrap", placeholder="127.0.0.1:9092",
         help=f"host:port of the brokers, several separated by commas (default: ${BOOTSTRAP_VARIABLE}; `make kafka` starts a broker and prints it)",
     )
     params: dict[str, Any] = {"bootstrap": bootstrap}
@@ -134,26 +138,28 @@ def kafka_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     except ConfigError as err:
         st.warning(str(err))
         return params
-    chosen = _topic_widgets(names)
+    chosen = _topic_widgets(names, prefix, not replayed)
     if chosen is None:
         return params
     params.update(chosen)
-    start = st.radio("Start at", STARTS, horizontal=True, key="lab_kafka_start", help="Where a new query starts reading; a resumed one goes on from its checkpoint")
+    start = STARTS[0] if replayed else st.radio(
+        "Start at", STARTS, horizontal=True, key=f"{prefix}_start", help="Where a new query starts reading; a resumed one goes on from its checkpoint",
+    )
     params["start"] = start
     if start == STARTS[2]:
-        params["starting_time"] = st.text_input("Start time (UTC)", value=f"{pd.Timestamp.now('UTC'):%Y-%m-%d %H:00:00}", key="lab_kafka_start_time")
+        params["starting_time"] = st.text_input("Start time (UTC)", value=f"{pd.Timestamp.now('UTC'):%Y-%m-%d %H:00:00}", key=f"{prefix}_start_time")
     params["max_offsets_per_trigger"] = st.number_input(
-        "Max offsets per trigger", min_value=0, value=0, step=100, key="lab_kafka_max_offsets",
+        "Max offsets per trigger", min_value=0, value=100 if replayed else 0, step=100, key=f"{prefix}_max_offsets",
         help="At most this many records per micro-batch (maxOffsetsPerTrigger); 0: everything available",
     )
-    value_format = st.selectbox("Value format", VALUE_FORMATS, format_func=lambda name: FORMAT_LABELS.get(name, name), key="lab_kafka_format")
+    value_format = st.selectbox("Value format", VALUE_FORMATS, format_func=lambda name: FORMAT_LABELS.get(name, name), key=f"{prefix}_format")
     params["value_format"] = value_format
-    csv_columns = _csv_names(st.text_input("CSV column names", value="", key="lab_kafka_csv_columns", placeholder="empty: _c0, _c1, …")) if value_format == "csv" else ()
-    params.update(_mapping_widgets(bootstrap, params["sampled"], value_format, csv_columns))
+    csv_columns = _csv_names(st.text_input("CSV column names", value="", key=f"{prefix}_csv_columns", placeholder="empty: _c0, _c1, …")) if value_format == "csv" else ()
+    params.update(_mapping_widgets(bootstrap, params["sampled"], value_format, csv_columns, prefix))
     return params
 
 
-def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_columns: tuple[str, ...]) -> dict[str, Any]:
+def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_columns: tuple[str, ...], prefix: str) -> dict[str, Any]:
     """The value's columns from a sample of ``topic``, the column mapping over them and the record's columns, and the sample's preview."""
     if topic is None:
         st.warning("No topic matches the pattern yet: its value's columns are read from a sample of a matching topic's messages.")
@@ -172,7 +178,7 @@ def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_c
         return {}
     names = [name for name, _ in value_columns]
     guessed = _guess(names)
-    values = mapping_widgets([*names, KAFKA_TIMESTAMP, KAFKA_KEY], guessed, prefix="lab_kafka_map", arrival=False)
+    values = mapping_widgets([*names, KAFKA_TIMESTAMP, KAFKA_KEY], guessed, prefix=f"{prefix}_map", arrival=False)
     st.caption(f"{KAFKA_TIMESTAMP} is each record's timestamp, {KAFKA_KEY} its key; the record timestamp is the arrival time.")
     with st.expander(f"Sample: the latest {len(messages)} messages of {topic}"):
         try:

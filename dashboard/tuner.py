@@ -10,11 +10,12 @@ import pandas as pd
 import streamlit as st
 
 from streaming.analysis.model import covers, grid
-from streaming.analysis.profile import LatenessProfile, lateness_profile
+from streaming.analysis.profile import LatenessProfile, lateness_profile, replayed_topic_events
 from streaming.analysis.tune import (
     SHOWN,
     Confirmation,
     TuneResult,
+    bound_topic,
     canonical_delays,
     check_target,
     confirm,
@@ -29,9 +30,12 @@ from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.durations import format_duration, parse_duration
 from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
+from streaming.engine.sources.kafka import KafkaSource
 
-from .data import choice_of, data_select, data_source, data_widgets, events_of, source_fingerprint
+from .data import aggregate_widgets, choice_of, data_select, data_source, data_widgets, events_of, source_fingerprint
+from .datasets import build_mapping
 from .jobs import Job, job_controls, start_job
+from .kafka import kafka_source, kafka_widgets
 from .shared import InputErrors, get_registry, percent, show_code, windows_widgets
 
 __all__ = [
@@ -90,28 +94,33 @@ class TuneInputs:
     target: float
 
     @property
-    def source(self) -> FeedSource:
-        return cast(FeedSource, self.query.source)
+    def source(self) -> FeedSource | KafkaSource:
+        return cast("FeedSource | KafkaSource", self.query.source)
 
     @property
     def recall(self) -> tuple:
         """What identifies this sweep for a reloaded page: the page, the data, the shape, the delays and the target."""
         return ("tune", self.feed, self.query, tuple(self.delays), self.target)
 
-    def config(self, delay: str) -> QueryConfig:
-        """The update-mode query the sweep runs for ``delay``; the recommended one for the code panel."""
-        [config] = tune_configs(self.query, [delay])
-        return config
+
+
+def swept_config(result: TuneResult, delay: str) -> QueryConfig:
+    """The query ``result``'s sweep ran for ``delay`` (a topic bounded where the sweep began); the recommended one for the code panel."""
+    [config] = tune_configs(result.query, [delay])
+    return config
 
 
 def tune_inputs(
     feed: str | None, window: str, slide: str | None, delays: str, target: object,
     batching: Mapping[str, Any] | None = None, aggregation: str = "count", deduplicate: bool = False, session_gap: str | None = None,
+    topic: Mapping[str, Any] | None = None,
 ) -> TuneInputs:
     """The sweep's validated inputs; :class:`InputErrors` lists every bad field, named with its value.
 
     ``feed`` is a label of :func:`dashboard.data.data_choices`; ``batching``,
     ``aggregation`` and ``deduplicate`` are a dataset's (:func:`dashboard.data.data_widgets`).
+    With ``topic`` (the values of :func:`dashboard.kafka.kafka_widgets`) the sweep
+    replays that topic instead, from its earliest offsets to its end when it starts.
     """
     errors: list[ConfigError] = []
 
@@ -122,7 +131,9 @@ def tune_inputs(
             errors.append(err)
             return None
 
-    source = attempt(lambda: data_source(choice_of(feed), batching))
+    source: FeedSource | KafkaSource | None = attempt(lambda: kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching))
+    if isinstance(source, KafkaSource):
+        feed = f"topic {source.topic}"
     parsed = attempt(lambda: parse_delays(delays))
     goal = attempt(lambda: check_target(target))
     query = None
@@ -134,7 +145,8 @@ def tune_inputs(
             )
         )
         if query is not None and parsed is not None:
-            attempt(lambda: tune_configs(query, parsed))
+            bounded = replace(query, source=replace(query.source, end_offsets=())) if isinstance(query.source, KafkaSource) else query  # bound when it starts
+            attempt(lambda: tune_configs(bounded, parsed))
             reason = covers(query)
             if reason is not None and len(parsed) > MAX_SPARK_DELAYS:
                 errors.append(ConfigError("delays", delays, f"lists {len(parsed)} delays; at most {MAX_SPARK_DELAYS} here: {reason}"))
@@ -147,7 +159,7 @@ def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB)
     """Start the sweep of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
 
     def work(job: Job) -> TuneResult:
-        return tune(registry, inputs.query, delays=inputs.delays, target=inputs.target, cancel=job.cancel, report=job.report)
+        return tune(registry, bound_topic(inputs.query), delays=inputs.delays, target=inputs.target, cancel=job.cancel, report=job.report)
 
     start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work, inputs.recall)
 
@@ -162,7 +174,17 @@ def _seconds(value: Any) -> str:
     return "–" if pd.isna(value) else f"{pd.Timedelta(value).total_seconds():g} s"
 
 
-def lateness_section(source: FeedSource, ready: bool) -> None:
+@st.cache_data(max_entries=4, ttl=60, show_spinner="Reading the topic's records…")
+def _topic_events(_spark: Any, source: KafkaSource) -> pd.DataFrame:
+    """The records of ``source``'s topic as a replay from its earliest offsets to its end now reads them, batch by batch (kept a minute)."""
+    return replayed_topic_events(_spark, source)[0]
+
+
+def _events(source: FeedSource | KafkaSource) -> pd.DataFrame:
+    return _topic_events(get_registry().spark, source) if isinstance(source, KafkaSource) else events_of(source)
+
+
+def lateness_section(source: FeedSource | KafkaSource, ready: bool) -> None:
     """On demand, how late the events of ``source`` are: percentiles, the histogram, the latest keys; the first thing to see before choosing delays."""
     if not st.toggle("How late are the events?", key="tune_profile", help="Reads the data once (cached) and shows how far behind the stream events arrive"):
         return
@@ -170,7 +192,9 @@ def lateness_section(source: FeedSource, ready: bool) -> None:
         st.info("The profile reads the data with Spark: it shows once Spark is ready.")
         return
     try:
-        profile = _profile(source_fingerprint(source), events_of(source))
+        events = _events(source)
+        fingerprint = ("topic", source.bootstrap, source.topic, len(events)) if isinstance(source, KafkaSource) else source_fingerprint(source)
+        profile = _profile(fingerprint, events)
     except ConfigError as err:
         st.error(f"Cannot read the events: {err}")
         return
@@ -197,8 +221,16 @@ def tune_widgets() -> dict[str, Any]:
     """Data (and, for a dataset, its batching and aggregate), window (and slide), delays and target: the keyword arguments of :func:`tune_inputs`."""
     columns = st.columns([3, 3, 5, 2])
     with columns[0]:
-        feed = data_select("tune_feed")
-        shape = data_widgets("tune", feed)
+        if st.toggle("A Kafka topic", key="tune_from_topic", help="Its records from the earliest offsets to those latest when the sweep starts"):
+            feed, topic = None, kafka_widgets((), "tune_kafka", replayed=True)
+            try:
+                mapping = build_mapping(topic["mapping"]) if "mapping" in topic else None
+            except ConfigError:
+                mapping = None
+            shape = {"topic": topic, **(aggregate_widgets("tune", mapping) if mapping is not None else {})}
+        else:
+            feed = data_select("tune_feed")
+            shape = data_widgets("tune", feed)
     with columns[1]:
         window, slide, session_gap = windows_widgets("tune")
     with columns[2]:
@@ -345,7 +377,7 @@ def _grid_section(result: TuneResult, inputs: TuneInputs) -> None:
         if chosen is None:
             st.caption(f"No delay reaches {percent(result.target)} with {format_duration(window)} windows.")
             return
-        config = replace(inputs.config(chosen), window=format_duration(window), slide=None)
+        config = replace(swept_config(result, chosen), window=format_duration(window), slide=None)
         st.markdown(f"**{format_duration(window)} windows, watermark {chosen}** (the smallest delay reaching {percent(result.target)})")
         show_code(config, key="tune_grid_code")
 
@@ -377,5 +409,6 @@ def tune_results(job: Job) -> None:
     if result.recommended is None:
         st.caption("No recommended configuration to export: add longer delays or lower the target.")
         return
-    st.markdown(f"**Recommended query** ({inputs.config(result.recommended).output_mode} mode, watermark {result.recommended})")
-    show_code(inputs.config(result.recommended), key="tune_code")
+    recommended = swept_config(result, result.recommended)
+    st.markdown(f"**Recommended query** ({recommended.output_mode} mode, watermark {result.recommended})")
+    show_code(recommended, key="tune_code")

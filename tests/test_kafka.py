@@ -418,3 +418,21 @@ def test_tune_on_a_topic_from_the_cli_is_confirmed_on_spark_and_names_its_offset
     ends = {str(partition): offset for partition, offset in describe_topic(kafka_broker.bootstrap, clicks_in_three).end_offsets()}
     assert written["feed_dir"] == f"kafka://{kafka_broker.bootstrap}/{clicks_in_three}" and written["end_offsets"] == ends
     assert written["method"] == "model" and written["confirmation"]["agree"] is True
+
+
+def test_the_tuner_page_sweeps_a_topic_profiles_its_lateness_behind_arrival_and_confirms_on_spark(kafka_broker, clicks_topic) -> None:
+    from test_app import _errors, _metric, _page, _wait_until
+
+    from dashboard import shared
+
+    at = _page(shared.TUNER_PAGE)
+    at.toggle(key="tune_from_topic").set_value(True).run()
+    at.text_input(key="tune_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
+    at.selectbox(key="tune_kafka_topic").set_value(clicks_topic).run()
+    at.text_input(key="tune_delays").set_value("10 seconds, 1 minute")
+    at.toggle(key="tune_profile").set_value(True).run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert _metric(at, "late events").endswith("of 1987")
+    assert any("Behind their arrival time" in caption.value for caption in at.caption)  # the record timestamp is the arrival time
+    at.button(key="tune_run").click().run()
+    assert _wait_until(at, lambda page: any("Confirmed on Spark" in message.value for message in page.success), 300.0), (_errors(at), at.warning)

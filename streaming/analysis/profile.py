@@ -36,7 +36,7 @@ from .lateness import lateness, lateness_summary
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["PROFILE_COLUMNS", "LatenessProfile", "feed_events_of", "lateness_profile", "topic_batches", "topic_events_of"]
+__all__ = ["PROFILE_COLUMNS", "LatenessProfile", "feed_events_of", "lateness_profile", "replayed_topic_events", "topic_batches", "topic_events_of"]
 
 PROFILE_COLUMNS = ["key", "events", "late_events", "p50", "p95", "p99", "p999", "max"]
 """The per-key table: lateness behind the stream, in seconds."""
@@ -166,6 +166,22 @@ def topic_events_of(spark: SparkSession, source: KafkaSource, batches: Sequence[
             "partition": rows["kafka_partition"].astype("int64"),
         }
     ).reset_index(drop=True)
+
+
+def replayed_topic_events(spark: SparkSession, source: KafkaSource) -> tuple[pd.DataFrame, int]:
+    """``(events, batches)`` of an available-now replay of ``source``'s topic from its earliest offsets to :attr:`~KafkaSource.end_offsets`.
+
+    The batches are those Spark's Kafka source cuts the offsets into
+    (:func:`~streaming.engine.sources.kafka.planned_batches`); ``events`` as
+    :func:`topic_events_of` gives them.
+    """
+    from ..engine.sources.kafka import planned_batches
+    from ..engine.topics import describe_topic
+
+    info = describe_topic(source.bootstrap, source.topic)
+    ends = dict(source.end_offsets) if source.end_offsets is not None else dict(info.end_offsets())
+    planned = planned_batches({partition.partition: partition.earliest for partition in info.partitions}, ends, source.max_offsets_per_trigger)
+    return topic_events_of(spark, source, [(number, start, end) for number, (start, end) in enumerate(planned)]), len(planned)
 
 
 @dataclass(frozen=True)

@@ -398,16 +398,12 @@ def _on_spark(registry, query: QueryConfig, delay: str, exact: pd.DataFrame, can
 
 def _timeline(spark, source: FeedSource | KafkaSource):
     """The data as the model reads it: a feed's batches, or the batches Spark's Kafka source cuts a topic's fixed offsets into (a catch-up replay)."""
-    from ..engine.sources.kafka import planned_batches
-    from ..engine.topics import describe_topic
     from .model import Timeline
-    from .profile import feed_events_of, topic_events_of
+    from .profile import feed_events_of, replayed_topic_events
 
     if isinstance(source, KafkaSource):
-        earliest = {partition.partition: partition.earliest for partition in describe_topic(source.bootstrap, source.topic).partitions}
-        planned = planned_batches(earliest, dict(source.end_offsets or ()), source.max_offsets_per_trigger)
-        batches = [(number, start, end) for number, (start, end) in enumerate(planned)]
-        return Timeline.of(topic_events_of(spark, source, batches), len(batches), catch_up=True)
+        events, batches = replayed_topic_events(spark, source)
+        return Timeline.of(events, batches, catch_up=True)
     events = feed_events_of(spark, source)
     return Timeline.of(events, len(source.files()) if source.batching.by == "file" else None)
 
