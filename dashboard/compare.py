@@ -8,14 +8,17 @@ from typing import Any
 
 import streamlit as st
 
-from streaming.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, Comparison, compare, config_label
+from streaming.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, Comparison, compare, config_label, topic_url
+from streaming.analysis.tune import bound_topic
 from streaming.charts.compare import comparison_counts
 from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
+from streaming.engine.sources.kafka import KafkaSource
 
 from .data import choice_of, data_source
 from .jobs import Job, start_job
+from .kafka import kafka_source
 from .shared import InputErrors, show_code, watermark_widget, windows_widgets
 
 __all__ = ["COMPARE_JOB", "SLOT_DEFAULTS", "CompareInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "start_compare"]
@@ -26,7 +29,7 @@ COMPARE_JOB = "exp_compare_job"
 @dataclass(frozen=True)
 class CompareInputs:
     feed: str
-    source: FeedSource
+    source: FeedSource | KafkaSource
     configs: list[QueryConfig]
     labels: list[str]
 
@@ -38,18 +41,22 @@ class CompareInputs:
 
 def compare_inputs(
     feed: str | None, slots: Sequence[Mapping[str, Any]],
-    batching: Mapping[str, Any] | None = None, aggregation: str = "count", deduplicate: bool = False,
+    batching: Mapping[str, Any] | None = None, aggregation: str = "count", deduplicate: bool = False, topic: Mapping[str, Any] | None = None,
 ) -> CompareInputs:
     """The comparison's validated configs, one per slot (``window, slide, watermark, output_mode``).
 
     ``feed`` is a label of :func:`dashboard.data.data_choices`; ``batching``,
     ``aggregation`` and ``deduplicate`` are a dataset's, shared by every slot.
+    With ``topic`` (:func:`dashboard.kafka.kafka_widgets`' values) every config
+    replays that topic, from its earliest offsets to its end when the comparison starts.
     :class:`InputErrors` lists every bad slot as ``Config N: field: 'value' ...``.
     """
     try:
-        source = data_source(choice_of(feed), batching)
+        source: FeedSource | KafkaSource = kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching)
     except ConfigError as err:
         raise InputErrors([err]) from None
+    if isinstance(source, KafkaSource):
+        feed = f"topic {source.topic}"
     if not MIN_CONFIGS <= len(slots) <= MAX_CONFIGS:
         raise InputErrors([ConfigError("configs", len(slots), f"given; compare needs {MIN_CONFIGS} to {MAX_CONFIGS}")])
     errors: list[ConfigError] = []
@@ -69,7 +76,12 @@ def start_compare(registry: QueryRegistry, inputs: CompareInputs, key: str = COM
     """Start the comparison of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
 
     def work(job: Job) -> Comparison:
-        return compare(registry, inputs.source.path, inputs.configs, labels=inputs.labels, cancel=job.cancel, report=job.report)
+        source = inputs.source
+        if isinstance(source, KafkaSource):  # one bound for every config: they replay the same records
+            bounded = bound_topic(inputs.configs[0]).source
+            configs = [config.with_changes(source=bounded) for config in inputs.configs]
+            return compare(registry, topic_url(source), configs, labels=inputs.labels, cancel=job.cancel, report=job.report)
+        return compare(registry, source.path, inputs.configs, labels=inputs.labels, cancel=job.cancel, report=job.report)
 
     start_job(key, f"Comparison of {len(inputs.configs)} configs on {inputs.feed}", inputs, work, inputs.recall)
 

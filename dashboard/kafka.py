@@ -26,7 +26,7 @@ from streaming.engine.publish import Published, publish
 from streaming.engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, check_bootstrap, check_topic
 from streaming.engine.topics import TopicInfo, decode_messages, describe_topic, infer_value_columns, latest_messages, topic_names, write_sample
 
-from .data import batching_widgets
+from .data import aggregate_widgets, batching_widgets
 from .datasets import KEY_NAMES, TIME_NAMES, build_mapping, dataset_store, guess_column, mapping_widgets, preview_view
 from .jobs import Job, job_controls, start_job
 from .shared import get_spark, session_starter
@@ -41,6 +41,7 @@ __all__ = [
     "publish_settings",
     "start_time_ms",
     "topic_rates",
+    "topic_shape",
     "topic_view",
 ]
 
@@ -193,6 +194,16 @@ def _guess(names: Sequence[str]):
     from streaming.engine.columns import ColumnMapping
 
     return ColumnMapping(event_time=guess_column(names, TIME_NAMES, KAFKA_TIMESTAMP) or KAFKA_TIMESTAMP, key=guess_column(names, KEY_NAMES, KAFKA_KEY))
+
+
+def topic_shape(prefix: str) -> dict[str, Any]:
+    """For an experiment on a topic (tuner, Compare): the topic (:func:`kafka_widgets`, replayed) and what is aggregated, as their ``*_inputs`` take them."""
+    topic = kafka_widgets((), f"{prefix}_kafka", replayed=True)
+    try:
+        mapping = build_mapping(topic["mapping"]) if "mapping" in topic else None
+    except ConfigError:
+        mapping = None
+    return {"topic": topic, **(aggregate_widgets(prefix, mapping) if mapping is not None else {})}
 
 
 # --- the topic view ------------------------------------------------------------------

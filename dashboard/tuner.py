@@ -32,10 +32,9 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
 
-from .data import aggregate_widgets, choice_of, data_select, data_source, data_widgets, events_of, source_fingerprint
-from .datasets import build_mapping
+from .data import choice_of, data_select, data_source, data_widgets, events_of, source_fingerprint
 from .jobs import Job, job_controls, start_job
-from .kafka import kafka_source, kafka_widgets
+from .kafka import kafka_source, topic_shape
 from .shared import InputErrors, get_registry, percent, show_code, windows_widgets
 
 __all__ = [
@@ -222,12 +221,7 @@ def tune_widgets() -> dict[str, Any]:
     columns = st.columns([3, 3, 5, 2])
     with columns[0]:
         if st.toggle("A Kafka topic", key="tune_from_topic", help="Its records from the earliest offsets to those latest when the sweep starts"):
-            feed, topic = None, kafka_widgets((), "tune_kafka", replayed=True)
-            try:
-                mapping = build_mapping(topic["mapping"]) if "mapping" in topic else None
-            except ConfigError:
-                mapping = None
-            shape = {"topic": topic, **(aggregate_widgets("tune", mapping) if mapping is not None else {})}
+            feed, shape = None, topic_shape("tune")
         else:
             feed = data_select("tune_feed")
             shape = data_widgets("tune", feed)

@@ -436,3 +436,21 @@ def test_the_tuner_page_sweeps_a_topic_profiles_its_lateness_behind_arrival_and_
     assert any("Behind their arrival time" in caption.value for caption in at.caption)  # the record timestamp is the arrival time
     at.button(key="tune_run").click().run()
     assert _wait_until(at, lambda page: any("Confirmed on Spark" in message.value for message in page.success), 300.0), (_errors(at), at.warning)
+
+
+def test_the_compare_page_replays_the_same_offsets_of_a_topic_under_each_config(kafka_broker, clicks_topic) -> None:
+    from test_app import _errors, _page, _wait_until
+
+    from dashboard import shared
+
+    at = _page(shared.COMPARE_PAGE)
+    at.toggle(key="cmp_from_topic").set_value(True).run()
+    at.text_input(key="cmp_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
+    at.selectbox(key="cmp_kafka_topic").set_value(clicks_topic).run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    at.button(key="cmp_run").click().run()
+    assert _wait_until(at, lambda page: any("completeness_finalized" in frame.value.columns for frame in page.dataframe) or _errors(page), 300.0)
+    assert not _errors(at), _errors(at)
+    summary = next(frame.value for frame in at.dataframe if "completeness_finalized" in frame.value.columns)
+    assert len(summary) == 2 and summary["exact"].nunique() == 1 and set(summary["batches"]) == {21}  # 2000 records, 100 a batch, and the final no-data batch
+    assert summary["completeness"].iloc[1] > summary["completeness"].iloc[0]  # 5 minutes of watermark keep what 30 seconds drop

@@ -38,6 +38,7 @@ import pandas as pd
 from ..engine.config import FeedSource, QueryConfig
 from ..engine.durations import format_duration
 from ..engine.errors import ConfigError
+from ..engine.sources.kafka import KafkaSource
 from .measure import RunMeasures, finalized_completeness, measure, run_all
 from .tune import DEFAULT_CONCURRENT, tuning_output_mode
 
@@ -50,6 +51,7 @@ __all__ = [
     "compare",
     "config_label",
     "time_range",
+    "topic_url",
 ]
 
 MIN_CONFIGS = 2
@@ -140,7 +142,8 @@ class ComparedRun:
 class Comparison:
     """The runs of :func:`compare`, in the order of the configs given."""
 
-    feed_dir: Path
+    feed_dir: Path | str
+    """The feed or dataset compared, or the topic as ``kafka://HOST:PORT/TOPIC``."""
     runs: list[ComparedRun]
     concurrent: bool
     wall_seconds: float
@@ -174,7 +177,12 @@ class Comparison:
         }
 
 
-def _checked(feed: Path, configs: Sequence[QueryConfig]) -> list[QueryConfig]:
+def topic_url(source: KafkaSource) -> str:
+    """``kafka://HOST:PORT/TOPIC``: how a comparison names the topic it replays."""
+    return f"kafka://{source.bootstrap}/{source.topic}"
+
+
+def _checked(feed: Path | str, configs: Sequence[QueryConfig]) -> list[QueryConfig]:
     if isinstance(configs, QueryConfig) or not isinstance(configs, Sequence):
         raise ConfigError("configs", configs, f"must be a list of {MIN_CONFIGS} to {MAX_CONFIGS} QueryConfig objects")
     if not MIN_CONFIGS <= len(configs) <= MAX_CONFIGS:
@@ -184,17 +192,30 @@ def _checked(feed: Path, configs: Sequence[QueryConfig]) -> list[QueryConfig]:
         where = f"configs[{index}]"
         if not isinstance(config, QueryConfig):
             raise ConfigError(where, config, "is not a QueryConfig")
-        if not isinstance(config.source, FeedSource):
-            raise ConfigError(f"{where}.source", config.source.kind, "source cannot be compared: compare replays a feed folder (FeedSource)")
-        if config.source.path.resolve() != feed.resolve():
-            raise ConfigError(f"{where}.source.path", str(config.source.path), f"is not the compared feed {str(feed)!r}")
         if config.aggregation == "none":
             raise ConfigError(f"{where}.aggregation", config.aggregation, "cannot be compared: compare measures aggregations")
         if config.trigger == "processing_time":
             raise ConfigError(f"{where}.trigger", "processing_time", "cannot be compared: compare replays with the default trigger")
+        source = config.source
+        if isinstance(source, KafkaSource):  # every config replays the same offsets, from the earliest, under the available-now trigger
+            if source.pattern or source.end_offsets is None or source.end_offsets != _first_bound(configs):
+                raise ConfigError(f"{where}.source.end_offsets", source.end_offsets, "must bound one topic where every config's does")
+            if topic_url(source) != str(feed):
+                raise ConfigError(f"{where}.source.topic", source.topic, f"is not the compared topic {str(feed)!r}")
+            checked.append(config.with_changes(source=replace(source, starting_offsets="earliest", starting_timestamp=None), trigger="available_now"))
+            continue
+        if not isinstance(source, FeedSource):
+            raise ConfigError(f"{where}.source", source.kind, "source cannot be compared: compare replays a feed, a dataset or a topic's offsets")
+        if source.path.resolve() != Path(feed).resolve():
+            raise ConfigError(f"{where}.source.path", str(source.path), f"is not the compared feed {str(feed)!r}")
         # A paced feed is replayed stepped, so every config sees the same micro-batches.
-        checked.append(config.with_changes(source=replace(config.source, seconds_per_file=0)))
+        checked.append(config.with_changes(source=replace(source, seconds_per_file=0)))
     return checked
+
+
+def _first_bound(configs: Sequence[QueryConfig]) -> tuple[tuple[int, int], ...] | None:
+    source = configs[0].source
+    return source.end_offsets if isinstance(source, KafkaSource) else None
 
 
 def _unique_labels(configs: Sequence[QueryConfig], labels: Sequence[str] | None) -> list[str]:
@@ -226,7 +247,7 @@ def _exact_shape(config: QueryConfig) -> QueryConfig:
 
 def compare(
     registry,
-    feed_dir: Path,
+    feed_dir: Path | str,
     configs: list[QueryConfig],
     *,
     labels: list[str] | None = None,
@@ -237,14 +258,17 @@ def compare(
     """Run 2–4 ``configs`` on ``feed_dir`` and measure each against the exact answer for its own window and slide.
 
     Each config's source must be ``FeedSource(feed_dir, ...)`` (build it with
-    ``seconds_per_file=0``; a paced one is replayed stepped anyway). Raises
+    ``seconds_per_file=0``; a paced one is replayed stepped anyway), or the
+    topic ``feed_dir`` names (:func:`topic_url`) bounded at the same end offsets
+    in every config (:func:`~streaming.analysis.tune.bound_topic`): each replays
+    those offsets from the earliest under the available-now trigger. Raises
     ``ValueError`` naming ``configs`` (or ``configs[i]...``, ``labels``) before
     anything runs. ``concurrent=None`` uses :data:`streaming.analysis.tune.DEFAULT_CONCURRENT`.
     ``report`` and ``cancel`` work as in :func:`streaming.analysis.tune.tune`.
     """
     from .exact import exact_answer
 
-    feed = Path(feed_dir)
+    feed = feed_dir if isinstance(feed_dir, str) and feed_dir.startswith("kafka://") else Path(feed_dir)
     checked = _checked(feed, configs)
     names = _unique_labels(checked, labels)
     mode = DEFAULT_CONCURRENT if concurrent is None else bool(concurrent)
