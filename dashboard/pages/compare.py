@@ -10,7 +10,7 @@ from dashboard.shared import InputErrors, get_registry, refuse, session_starter,
 
 st.title("Compare")
 st.caption(
-    "Replays the same feed under each configuration and measures every run against the exact answer for its own "
+    "Replays the same feed, dataset or topic offsets under each configuration and measures every run against the exact answer for its own "
     "window and slide. Append runs hold only finalized windows: compare them on *completeness (finalized windows)*; "
     "an append run of session windows holds only the sessions it closed (the tuner also counts those still open)."
 )

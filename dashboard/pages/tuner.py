@@ -8,7 +8,7 @@ from dashboard.shared import InputErrors, get_registry, refuse, session_starter,
 
 st.title("Watermark tuner")
 st.caption(
-    "Measures a sample feed or your dataset under each watermark delay (its windowed count or aggregate, in update mode) against "
+    "Measures a sample feed, your dataset or a Kafka topic under each watermark delay (its windowed count or aggregate, in update mode) against "
     "the exact answer: a longer delay loses fewer late events but keeps more state and finalizes windows later. The watermark model computes "
     "every delay at once and Spark confirms the recommended one; session windows and deduplication replay every delay on Spark."
 )
