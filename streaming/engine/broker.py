@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from .daemons import alive, terminate
 from .datasets import data_root
 from .jars import JVM_DIR, broker_classpath
 
@@ -57,20 +58,6 @@ def _accepts(port: int, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 class KafkaBroker:
@@ -127,7 +114,7 @@ class KafkaBroker:
     @property
     def running(self) -> bool:
         pid = self.pid
-        return pid is not None and _alive(pid)
+        return pid is not None and alive(pid)
 
     def _recorded(self, name: str) -> int | None:
         """The port the folder's last ``server.properties`` gave ``name`` (``advertised.listeners`` or ``controller.quorum.voters``)."""
@@ -231,23 +218,15 @@ class KafkaBroker:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the broker (SIGTERM, then SIGKILL after ``timeout`` seconds); idempotent. Its topics stay in ``data/``."""
-        pid = self.pid
-        if pid is not None and _alive(pid):
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while _alive(pid):
-                if time.monotonic() > deadline:
-                    os.kill(pid, signal.SIGKILL)
-                    break
-                time.sleep(0.1)
+        terminate(self.pid, timeout)
         self.pid_file.unlink(missing_ok=True)
 
     def kill(self) -> None:
         """End the broker at once (SIGKILL), as a crash would: for tests of a broker lost under a running query."""
         pid = self.pid
-        if pid is not None and _alive(pid):
+        if pid is not None and alive(pid):
             os.kill(pid, signal.SIGKILL)
-            while _alive(pid):
+            while alive(pid):
                 time.sleep(0.05)
 
 

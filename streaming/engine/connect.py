@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .daemons import alive, terminate
 from .session import server_reachable, server_settings
 
 __all__ = ["IDENT", "ConnectServer", "main", "spark_home"]
@@ -107,9 +107,9 @@ class ConnectServer:
         if done.returncode != 0:
             raise RuntimeError(f"spark-daemon.sh submit {SERVER_CLASS} exited with {done.returncode}: {(done.stderr or done.stdout).strip()[-500:]}")
         deadline = time.monotonic() + timeout
-        while not (server_reachable(self.url, timeout=0.5) and self.pid is not None and _alive(self.pid)):
+        while not (server_reachable(self.url, timeout=0.5) and self.pid is not None and alive(self.pid)):
             pid = self.pid
-            if time.monotonic() > deadline or (pid is not None and not _alive(pid)):
+            if time.monotonic() > deadline or (pid is not None and not alive(pid)):
                 self.stop()
                 raise RuntimeError(f"the Spark Connect server did not start on port {self.port}; see its log in {self.log_dir}")
             time.sleep(0.25)
@@ -117,32 +117,10 @@ class ConnectServer:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``timeout`` seconds); idempotent."""
-        pid = self.pid
-        if pid is not None and _alive(pid):
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while _alive(pid):
-                if time.monotonic() > deadline:
-                    os.kill(pid, signal.SIGKILL)
-                    break
-                time.sleep(0.1)
+        terminate(self.pid, timeout)
         self.pid_file.unlink(missing_ok=True)
         if self._owns_folder:
             shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def main(argv: list[str] | None = None) -> int:
