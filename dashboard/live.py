@@ -41,6 +41,7 @@ from streaming.engine.config import (
     Source,
     describe,
 )
+from streaming.engine.durations import human_duration
 from streaming.engine.errors import ConfigError, first_line
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_events
 from streaming.engine.progress import state_store_metrics
@@ -559,6 +560,7 @@ def _lateness_view(run: Run) -> None:
     columns[2].metric("Partly counted", numbers["partly_counted"], help="Sliding windows: counted in only some of their windows")
     columns[3].metric("Spark: rows dropped", numbers["rows_dropped_by_watermark"], help="numRowsDroppedByWatermark, summed")
     st.caption(numbers["explanation"])
+    _arrival_caption(events, run.config.source)
     if run.config.deduplicate:
         st.caption("Duplicates are dropped first: the numbers above judge every delivery by its windows; the list below also names "
                    "the deliveries the deduplication dropped as late (their own event time at or before the watermark).")
@@ -566,6 +568,19 @@ def _lateness_view(run: Run) -> None:
     left.plotly_chart(lateness_charts.arrival_figure(classified, batches), key="lab_chart_arrival")
     right.plotly_chart(lateness_charts.lateness_figure(classified), key="lab_chart_lateness")
     _dropped_list(run, classified)
+
+
+def _arrival_caption(events: pd.DataFrame, source: Source) -> None:
+    """How long the events read so far took to arrive (arrival − event time), where each one's arrival is known (a topic's record timestamp, a dataset's arrival column)."""
+    if "arrival" not in events or events["arrival"].isna().all():
+        return
+    late = (events["arrival"] - events["event_time"]).dropna().dt.total_seconds()
+    where = "their record timestamps" if isinstance(source, KafkaSource) else "their arrival column"
+    quantiles = late.quantile([0.5, 0.95, 0.99]).tolist()
+    st.caption(
+        f"Behind their arrival ({where}, arrival − event time) over {len(late):,} events: p50 {human_duration(quantiles[0])}, "
+        f"p95 {human_duration(quantiles[1])}, p99 {human_duration(quantiles[2])}, max {human_duration(float(late.max()))}."
+    )
 
 
 def _dropped_list(run: Run, classified: pd.DataFrame) -> None:

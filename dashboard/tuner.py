@@ -101,12 +101,10 @@ class TuneInputs:
         """What identifies this sweep for a reloaded page: the page, the data, the shape, the delays and the target."""
         return ("tune", self.feed, self.query, tuple(self.delays), self.target)
 
-
-
-def swept_config(result: TuneResult, delay: str) -> QueryConfig:
-    """The query ``result``'s sweep ran for ``delay`` (a topic bounded where the sweep began); the recommended one for the code panel."""
-    [config] = tune_configs(result.query, [delay])
-    return config
+    def config(self, delay: str) -> QueryConfig:
+        """The update-mode query the sweep runs for ``delay``; the recommended one for the code panel (a topic's offsets are bounded when the sweep starts)."""
+        [config] = tune_configs(self.query, [delay])
+        return config
 
 
 def tune_inputs(
@@ -144,8 +142,7 @@ def tune_inputs(
             )
         )
         if query is not None and parsed is not None:
-            bounded = replace(query, source=replace(query.source, end_offsets=())) if isinstance(query.source, KafkaSource) else query  # bound when it starts
-            attempt(lambda: tune_configs(bounded, parsed))
+            attempt(lambda: tune_configs(query, parsed))
             reason = covers(query)
             if reason is not None and len(parsed) > MAX_SPARK_DELAYS:
                 errors.append(ConfigError("delays", delays, f"lists {len(parsed)} delays; at most {MAX_SPARK_DELAYS} here: {reason}"))
@@ -371,7 +368,7 @@ def _grid_section(result: TuneResult, inputs: TuneInputs) -> None:
         if chosen is None:
             st.caption(f"No delay reaches {percent(result.target)} with {format_duration(window)} windows.")
             return
-        config = replace(swept_config(result, chosen), window=format_duration(window), slide=None)
+        config = replace(inputs.config(chosen), window=format_duration(window), slide=None)
         st.markdown(f"**{format_duration(window)} windows, watermark {chosen}** (the smallest delay reaching {percent(result.target)})")
         show_code(config, key="tune_grid_code")
 
@@ -403,6 +400,5 @@ def tune_results(job: Job) -> None:
     if result.recommended is None:
         st.caption("No recommended configuration to export: add longer delays or lower the target.")
         return
-    recommended = swept_config(result, result.recommended)
-    st.markdown(f"**Recommended query** ({recommended.output_mode} mode, watermark {result.recommended})")
-    show_code(recommended, key="tune_code")
+    st.markdown(f"**Recommended query** ({inputs.config(result.recommended).output_mode} mode, watermark {result.recommended})")
+    show_code(inputs.config(result.recommended), key="tune_code")

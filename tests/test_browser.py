@@ -30,9 +30,9 @@ def data_root(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory, data_root):
-    """The app served by ``streamlit run`` on a free loopback port, in its own process group, with its data root in a temp folder."""
-    env = {"STREAMING_LAB_DATA": str(data_root), "STREAMING_LAB_MAX_UPLOAD_MB": "1"}
+def app_url(tmp_path_factory, data_root, kafka_broker):
+    """The app served by ``streamlit run`` on a free loopback port, in its own process group, with its data root in a temp folder and the run's Kafka broker."""
+    env = {"STREAMING_LAB_DATA": str(data_root), "STREAMING_LAB_MAX_UPLOAD_MB": "1", "KAFKA_BOOTSTRAP": kafka_broker.bootstrap}
     with served_app(tmp_path_factory.mktemp("server"), start_timeout=SERVER_START_SECONDS, env=env) as app:
         yield app.url
 
@@ -149,6 +149,40 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
         page.locator('[data-testid="stSidebarNav"] a', has_text="Live query").first.click()
         page.get_by_role("button", name="Start query").wait_for(timeout=120_000)
         _start_see_chart_and_stop(page, "Your dataset (uploaded on the Datasets page)", "browser_dataset")
+    finally:
+        page.close()
+
+
+def test_the_demo_on_a_real_broker_publish_web_clicks_then_query_the_topic(app_url, browser):
+    """Publish the web_clicks sample from the Datasets page, then start a query on its topic: counts, dropped rows and the lag behind the topic draw."""
+    page = browser.new_page(viewport={"width": 1600, "height": 1600})
+    try:
+        page.goto(f"{app_url}/Datasets", wait_until="domcontentloaded")
+        page.get_by_role("heading", name="Datasets").first.wait_for(timeout=120_000)
+        _pick(page, "Dataset", "web_clicks (sample)")
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_role("heading", name="Publish to a Kafka topic").wait_for(timeout=120_000)
+        page.get_by_role("textbox", name="Topic").fill("demo-clicks")
+        page.get_by_role("textbox", name="Topic").press("Enter")
+        page.get_by_role("button", name="Publish").click()
+        page.get_by_text("Published 2,000 messages in 40 batches to demo-clicks").wait_for(timeout=120_000)
+        page.locator('[data-testid="stSidebarNav"] a', has_text="Live query").first.click()
+        page.get_by_role("button", name="Start query").wait_for(timeout=120_000)
+        _pick(page, "Source", "Kafka topic")
+        _pick(page, "Topic", "demo-clicks")
+        page.get_by_text("Sample: the latest 200 messages of demo-clicks").wait_for(timeout=120_000)
+        offsets = page.get_by_role("spinbutton", name="Max offsets per trigger")
+        offsets.fill("100")
+        offsets.press("Enter")
+        page.get_by_role("textbox", name="Query name").fill("browser_kafka")
+        page.get_by_role("textbox", name="Query name").press("Enter")
+        page.get_by_role("button", name="Start query").click()
+        page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+        page.get_by_text("The topic: demo-clicks").wait_for(timeout=60_000)
+        page.locator(".js-plotly-plot", has_text="Behind the topic").first.wait_for(timeout=60_000)
+        assert page.locator(".stException").count() == 0
+        page.get_by_role("button", name="Stop query").click()
+        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
     finally:
         page.close()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.engine.durations import DurationError, format_duration, parse_duration
+from streaming.engine.durations import DurationError, format_duration, human_duration, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -113,3 +113,8 @@ def test_format_duration_refuses_negative() -> None:
 @pytest.mark.parametrize("ms", [0, 1, 999, 1_000, 1_001, 59_999, 60_000, 61_000, 3_599_000, 3_600_000, 90_061_001])
 def test_format_then_parse_round_trips(ms: int) -> None:
     assert parse_duration(format_duration(ms)) == ms
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0.42, "0.4 s"), (45, "45 s"), (750, "12.5 min"), (16_260.1, "4.5 h"), (276_480, "3.2 d"), (float("nan"), "–")])
+def test_human_durations_take_the_largest_readable_unit(seconds: float, text: str) -> None:
+    assert human_duration(seconds) == text

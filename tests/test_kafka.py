@@ -76,11 +76,10 @@ def test_published_records_are_the_feeds_rows_in_batch_order_keyed_by_the_key_co
     assert list(records["key"]) == list(rows["key"])
 
 
-@pytest.mark.parametrize("mode", ["update", "append"])
-def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(spark, registry, kafka_broker, clicks_topic, mode: str) -> None:
+def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(spark, registry, kafka_broker, clicks_topic) -> None:
     """Both read 50 rows a micro-batch back to back (available-now): the same batches, so the same drops, state, result and dropped events."""
-    on_files = run_to_idle(registry, clicks_query(FeedSource(WEB_CLICKS, seconds_per_file=0), output_mode=mode))
-    on_topic = run_to_idle(registry, clicks_query(clicks(kafka_broker.bootstrap, clicks_topic), output_mode=mode))
+    on_files = run_to_idle(registry, clicks_query(FeedSource(WEB_CLICKS, seconds_per_file=0)))
+    on_topic = run_to_idle(registry, clicks_query(clicks(kafka_broker.bootstrap, clicks_topic)))
     assert on_files.rows_dropped_by_watermark > 0 and on_files.malformed_rows > 0  # late and malformed rows: the comparison means something
     pd.testing.assert_frame_equal(on_topic.result, on_files.result)
     pd.testing.assert_frame_equal(on_topic.progress[BATCH_COLUMNS], on_files.progress[BATCH_COLUMNS])
@@ -322,6 +321,7 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
         at.toggle(key="lab_judge_topic").set_value(True).run()
         assert not at.exception, at.exception
         assert int(_metric(at, "Events so far")) == 1987 and int(_metric(at, "Not counted")) > 0
+        assert any("Behind their arrival (their record timestamps" in caption.value for caption in at.caption)
         at.toggle(key="lab_read_topic").set_value(True).run()
         assert _metric(at, "Messages held") == "2,000"
     finally:
@@ -397,7 +397,7 @@ def test_the_model_of_a_topics_replay_equals_spark_on_every_measure_and_delay(re
 
     query = bound_topic(QueryConfig(clicks(kafka_broker.bootstrap, clicks_in_three, max_offsets_per_trigger=97), window="1 minute", slide="20 seconds"))
     assert dict(query.source.end_offsets) == {partition.partition: partition.latest for partition in describe_topic(kafka_broker.bootstrap, clicks_in_three).partitions}
-    delays = ["0 seconds", "20 seconds", "1 minute"]
+    delays = ["0 seconds", "1 minute"]
     model = tune(registry, query, delays=delays)
     spark = tune(registry, query, delays=delays, method="spark")
     assert model.method == "model" and model.confirmation is not None and model.confirmation.agree, model.confirmation
@@ -410,7 +410,7 @@ def test_tune_on_a_topic_from_the_cli_is_confirmed_on_spark_and_names_its_offset
     out = tmp_path / "tune.json"
     done = run_cli(
         "tune", f"kafka://{kafka_broker.bootstrap}/{clicks_in_three}", "--time-format", TIME_PATTERN, "--window", "1 minute",
-        "--delays", "10 seconds,1 minute", "--max-offsets-per-trigger", "100", "--json", str(out),
+        "--delays", "10 seconds,1 minute", "--max-offsets-per-trigger", "500", "--json", str(out),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "model and Spark agree" in done.stdout
@@ -454,3 +454,34 @@ def test_the_compare_page_replays_the_same_offsets_of_a_topic_under_each_config(
     summary = next(frame.value for frame in at.dataframe if "completeness_finalized" in frame.value.columns)
     assert len(summary) == 2 and summary["exact"].nunique() == 1 and set(summary["batches"]) == {21}  # 2000 records, 100 a batch, and the final no-data batch
     assert summary["completeness"].iloc[1] > summary["completeness"].iloc[0]  # 5 minutes of watermark keep what 30 seconds drop
+
+
+def test_a_topic_replayed_over_spark_connect_equals_the_classic_session(connect_server, registry, kafka_broker, clicks_topic, tmp_path) -> None:
+    """The Connect server the project starts has the connector too: the same replay, the same answer."""
+    from test_connect import connect_cli
+
+    out = tmp_path / "connect.json"
+    done = connect_cli(
+        connect_server, "replay", f"kafka://{kafka_broker.bootstrap}/{clicks_topic}", "--time-format", TIME_PATTERN, "--window", "1 minute",
+        "--watermark", "30 seconds", "--max-offsets-per-trigger", "250", "--json", str(out),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    remote = json.loads(out.read_text())
+    local = run_to_idle(registry, clicks_query(clicks(kafka_broker.bootstrap, clicks_topic, max_offsets_per_trigger=250))).to_json()
+    assert local["rows_dropped_by_watermark"] > 0
+    for field in ("result", "input_rows", "malformed_rows", "rows_dropped_by_watermark", "final_watermark", "end_offsets"):
+        assert remote[field] == local[field], field
+    assert len(remote["batches"]) == len(local["batches"])
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    ("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. Call: listNodes", "stopped answering"),
+    ("org.apache.kafka.clients.consumer.OffsetOutOfRangeException: Fetch position out of range", "are gone"),
+    ("java.lang.IllegalStateException: Partition clicks-0's offset was changed from 78 to 0, some data may have been lost", "are gone"),
+    ("org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this topic-partition", "was deleted"),
+    ("java.lang.ArithmeticException: / by zero", None),
+])
+def test_a_query_failed_by_its_topic_is_explained_in_words(error: str, said: str | None) -> None:
+    hint = clicks("127.0.0.1:9092", "clicks").explain_failure(error)
+    assert (hint is None) if said is None else (hint is not None and said in hint)
+    assert FeedSource(WEB_CLICKS, seconds_per_file=0).explain_failure(error) is None

@@ -157,8 +157,8 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
         raise ConfigError("query", query, "is not a QueryConfig")
     source = query.source
     if isinstance(source, KafkaSource):
-        if source.pattern or source.end_offsets is None:
-            raise ConfigError("source.end_offsets", source.end_offsets, "must bound one topic: a topic is tuned over fixed offsets (see bound_topic)")
+        if source.pattern:
+            raise ConfigError("source.pattern", source.topic, "cannot be tuned: the tuner replays one topic's offsets")
         replayed: FeedSource | KafkaSource = replace(source, starting_offsets="earliest", starting_timestamp=None)
         trigger: Literal["default", "available_now"] = "available_now"
     elif isinstance(source, FeedSource):
@@ -306,6 +306,8 @@ def tune(
     from .model import covers
 
     configs = tune_configs(query, delays)
+    if isinstance(query.source, KafkaSource) and query.source.end_offsets is None:
+        raise ConfigError("source.end_offsets", None, "must bound the topic: a sweep replays fixed offsets (see bound_topic)")
     canonical = [format_duration(cast(int, config.watermark_ms)) for config in configs]
     goal = check_target(target)
     if method not in ("auto", "spark"):

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from .errors import ConfigError
 
-__all__ = ["DurationError", "format_duration", "parse_duration"]
+__all__ = ["DurationError", "format_duration", "human_duration", "parse_duration"]
 
 _UNIT_MS = {
     "ms": 1,
@@ -97,3 +97,14 @@ def format_duration(ms: int) -> str:
             count = ms // size
             return f"{count} {name}" if count == 1 else f"{count} {name}s"
     raise AssertionError("unreachable: milliseconds divide every integer")
+
+
+def human_duration(seconds: float) -> str:
+    """``seconds`` in the largest unit that keeps it readable: ``0.4 s``, ``45 s``, ``12.5 min``, ``4.5 h``, ``3.2 d``; ``–`` for NaN."""
+    if seconds != seconds:
+        return "–"
+    size = abs(seconds)
+    for unit, span in (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
+        if size >= span:
+            return f"{seconds / span:.1f} {unit}"
+    return f"{seconds:.1f} s" if size < 10 else f"{seconds:.0f} s"
