@@ -153,6 +153,24 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
         page.close()
 
 
+def _publish_to(page, topic: str, attempts: int = 5) -> None:
+    """Name the topic and press Publish until the publish to it shows (running or done): a rerun in flight can swallow a keystroke or a click."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    shown = page.get_by_text(f"to {topic}")
+    for attempt in range(attempts):
+        field = page.get_by_role("textbox", name="Topic")
+        field.fill(topic)
+        field.press("Enter")
+        page.get_by_role("button", name="Publish", exact=True).click()
+        try:
+            shown.first.wait_for(timeout=15_000)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == attempts - 1:
+                raise
+
+
 def test_the_demo_on_a_real_broker_publish_web_clicks_then_query_the_topic(app_url, browser):
     """Publish the web_clicks sample from the Datasets page, then start a query on its topic: counts, dropped rows and the lag behind the topic draw."""
     page = browser.new_page(viewport={"width": 1600, "height": 1600})
@@ -162,9 +180,7 @@ def test_the_demo_on_a_real_broker_publish_web_clicks_then_query_the_topic(app_u
         _pick(page, "Dataset", "web_clicks (sample)")
         page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
         page.get_by_role("heading", name="Publish to a Kafka topic").wait_for(timeout=120_000)
-        page.get_by_role("textbox", name="Topic").fill("demo-clicks")
-        page.get_by_role("textbox", name="Topic").press("Enter")
-        page.get_by_role("button", name="Publish").click()
+        _publish_to(page, "demo-clicks")
         page.get_by_text("Published 2,000 messages in 40 batches to demo-clicks").wait_for(timeout=120_000)
         page.locator('[data-testid="stSidebarNav"] a', has_text="Live query").first.click()
         page.get_by_role("button", name="Start query").wait_for(timeout=120_000)
