@@ -224,12 +224,8 @@ def test_odd_characters_in_a_feed_path_stay_a_string_literal(tmp_path):
     assert not (workdir / "PWNED").exists() and not (tmp_path / "PWNED").exists()
 
 
-@pytest.mark.parametrize("kind", ["generator", "rate", "rate-micro-batch", "socket"])
-def test_unbounded_exports_define_a_valid_streaming_query(spark, write_feed, kind):
-    """The console programs' query, up to ``writer``, analyses on a real session (nothing is started)."""
-    feed = write_feed(GUIDE_BATCHES)
-    source = {"generator": GeneratorSource(), "rate": RateSource(), "rate-micro-batch": RateMicroBatchSource(), "socket": SocketSource(feed)}[kind]
-    code = pyspark_code(QueryConfig(source, window="1 minute", slide="30 seconds", output_mode="update"))
+def console_definitions(spark, code: str) -> dict:
+    """The names a console program defines up to its run (its ``spark``, ``result``...), executed on ``spark``; nothing is started."""
     definitions, run = code.split("# --- Run ", 1)
     assert "writer.start()" in run
     namespace: dict = {"__name__": "export_test"}
@@ -237,6 +233,15 @@ def test_unbounded_exports_define_a_valid_streaming_query(spark, write_feed, kin
         exec(compile(definitions, "<export>", "exec"), namespace)
     finally:
         spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    return namespace
+
+
+@pytest.mark.parametrize("kind", ["generator", "rate", "rate-micro-batch", "socket"])
+def test_unbounded_exports_define_a_valid_streaming_query(spark, write_feed, kind):
+    """The console programs' query, up to ``writer``, analyses on a real session (nothing is started)."""
+    feed = write_feed(GUIDE_BATCHES)
+    source = {"generator": GeneratorSource(), "rate": RateSource(), "rate-micro-batch": RateMicroBatchSource(), "socket": SocketSource(feed)}[kind]
+    namespace = console_definitions(spark, pyspark_code(QueryConfig(source, window="1 minute", slide="30 seconds", output_mode="update")))
     result = namespace["result"]
     assert result.isStreaming
     assert result.columns == ["window_start", "window_end", "key", "count"]

@@ -330,7 +330,7 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
 
 def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, kafka_broker, clicks_topic) -> None:
     """Show code's program on a topic: its query, run on this session into a memory sink, ends with the lab's result table."""
-    import os
+    from test_export import console_definitions
 
     from streaming.engine.jars import connector_coordinates
     from streaming.export import pyspark_code
@@ -338,14 +338,7 @@ def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, k
     config = clicks_query(clicks(kafka_broker.bootstrap, clicks_topic), output_mode="complete")
     code = pyspark_code(config)
     assert "KAFKA_CONNECTOR_JARS" in code and ascii(connector_coordinates()) in code
-    definitions, run = code.split("# --- Run ", 1)
-    assert "writer.start()" in run
-    namespace: dict = {"__name__": "export_test"}
-    try:
-        exec(compile(definitions, "<export>", "exec"), namespace)
-    finally:
-        spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
-    query = namespace["result"].writeStream.outputMode("complete").format("memory").queryName("exported_kafka").trigger(availableNow=True).start()
+    query = console_definitions(spark, code)["result"].writeStream.outputMode("complete").format("memory").queryName("exported_kafka").trigger(availableNow=True).start()
     try:
         assert query.awaitTermination(300), "the exported query did not read the topic to its end"
         exported = spark.table("exported_kafka").toPandas()
