@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from streaming.engine.broker import BOOTSTRAP_VARIABLE
+from streaming.engine.columns import ColumnMapping
 from streaming.engine.config import MAX_SPEED, FeedSource
 from streaming.engine.errors import ConfigError
 from streaming.engine.publish import Published, publish
@@ -190,9 +191,8 @@ def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_c
     return {"value_columns": value_columns, "mapping": values}
 
 
-def _guess(names: Sequence[str]):
-    from streaming.engine.columns import ColumnMapping
-
+def _guess(names: Sequence[str]) -> ColumnMapping:
+    """The mapping a topic's form starts from: time and key columns guessed by name, else the record's timestamp and key."""
     return ColumnMapping(event_time=guess_column(names, TIME_NAMES, KAFKA_TIMESTAMP) or KAFKA_TIMESTAMP, key=guess_column(names, KEY_NAMES, KAFKA_KEY))
 
 

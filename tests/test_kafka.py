@@ -478,3 +478,19 @@ def test_a_query_failed_by_its_topic_is_explained_in_words(error: str, said: str
     hint = clicks("127.0.0.1:9092", "clicks").explain_failure(error)
     assert (hint is None) if said is None else (hint is not None and said in hint)
     assert FeedSource(WEB_CLICKS, seconds_per_file=0).explain_failure(error) is None
+
+
+def test_a_csv_sample_is_written_with_a_header_and_the_record_columns_and_decoded_by_field(tmp_path) -> None:
+    from streaming.engine.topics import decode_messages, write_sample
+
+    messages = pd.DataFrame({
+        "partition": [0, 0], "offset": [0, 1], "timestamp": [pd.Timestamp("2026-01-01 10:00:00.5"), pd.Timestamp("2026-01-01 10:00:01")],
+        "key": ["a", None], "value": ["2026-01-01 09:59:00,home", "not,a,row,x"],
+    })
+    path = write_sample(messages, "csv", tmp_path / "sample.csv")
+    assert path.read_text().splitlines() == [
+        "_c0,_c1,_c2,_c3,kafka_timestamp,kafka_key", "2026-01-01 09:59:00,home,,,2026-01-01 10:00:00.500,a", "not,a,row,x,2026-01-01 10:00:01.000,",
+    ]
+    decoded = decode_messages(messages, "csv", ["when", "page"])
+    assert list(decoded.columns) == ["kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key", "when", "page", "malformed"]
+    assert decoded["page"].tolist() == ["home", "a"] and not decoded["malformed"].any()

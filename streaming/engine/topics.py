@@ -263,6 +263,14 @@ def delete_topic(bootstrap: str, topic: str, timeout: float = TIMEOUT) -> None:
         raise ConfigError("topic", topic, f"could not be deleted: {err.args[0].str() if err.args else err}") from None
 
 
+def _csv_field_names(lines: Sequence[str], csv_columns: Sequence[str] | None) -> list[str]:
+    """The names of CSV values' fields: ``csv_columns``, or ``_c0``, ``_c1``... as wide as the widest line (as Spark names a CSV without a header)."""
+    if csv_columns:
+        return list(csv_columns)
+    width = max((len(next(csv.reader(io.StringIO(line)), [])) for line in lines), default=0)
+    return [f"_c{index}" for index in range(width)]
+
+
 def infer_value_columns(
     spark: SparkSession, values: Sequence[str | None], value_format: ValueFormat, csv_columns: Sequence[str] | None = None,
 ) -> tuple[tuple[str, str], ...]:
@@ -276,8 +284,7 @@ def infer_value_columns(
     """
     lines = [value for value in values if value is not None and value.strip()]
     if value_format == "csv":
-        width = max((len(next(csv.reader(io.StringIO(line)), [])) for line in lines), default=0)
-        names = list(csv_columns) if csv_columns else [f"_c{index}" for index in range(width)]
+        names = _csv_field_names(lines, csv_columns)
         if not names:
             raise ConfigError("source.topic", "", "has no messages to read the value's columns from")
         if len(set(names)) != len(names):
@@ -315,8 +322,7 @@ def write_sample(messages: pd.DataFrame, value_format: ValueFormat, path: Path, 
     stamps = [f"{stamp:%Y-%m-%d %H:%M:%S.%f}"[:-3] for stamp in messages["timestamp"]]
     keys = messages["key"].tolist()
     if value_format == "csv":
-        width = max((len(next(csv.reader(io.StringIO(line)), [])) for line in lines), default=0)
-        names = list(csv_columns) if csv_columns else [f"_c{index}" for index in range(width)]
+        names = _csv_field_names(lines, csv_columns)
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow([*names, *KAFKA_COLUMNS])
