@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -21,12 +22,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from streaming.analysis import lateness
+from streaming.analysis.latency import latency_summary
 from streaming.analysis.profile import topic_batches, topic_events_of
 from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
 from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
+from streaming.charts.latency import END_WORDS, latency_figures
 from streaming.charts.live import live_figures, state_store_figure, windowed_counts_figure
 from streaming.engine.config import (
+    INTERVAL_TRIGGERS,
     MAX_SPEED,
     OUTPUT_MODES,
     STATE_STORES,
@@ -77,7 +81,11 @@ TRIGGER_LABELS: Mapping[str, str] = {
     "default": "Default (next batch as soon as the last one ends)",
     "processing_time": "Processing time (fixed interval)",
     "available_now": "Available now (process what is there, then stop)",
+    "real_time": "Real-time mode (a topic: each row written as soon as it is read)",
 }
+LATENCY_ENDS: Mapping[str, str] = {"shown": "to this page", "folded": "to the result table", "written": "to the sink"}
+LATENCY_WINDOW_SECONDS = 60
+"""The latency metrics cover the records that reached their end in this many recent seconds."""
 STATE_STORE_LABELS: Mapping[str, str] = {"hdfs": "Spark's default (HDFS-backed)", "rocksdb": "RocksDB"}
 
 FIRST_BATCH_WAIT_SECONDS = 5.0
@@ -238,15 +246,17 @@ def source_widgets(feeds: Sequence[str], sources: Mapping[str, SourceChoice] = S
 
 
 def query_widgets(
-    output_modes: Sequence[str] = OUTPUT_MODES, triggers: Mapping[str, str] = TRIGGER_LABELS, *, with_value: bool = False
+    output_modes: Sequence[str] = OUTPUT_MODES, triggers: Mapping[str, str] = TRIGGER_LABELS, *, with_value: bool = False, passthrough: bool = False,
 ) -> dict[str, Any]:
-    """Window, watermark, output mode and trigger (and, ``with_value``, the aggregate): the keyword arguments of :class:`QueryConfig` besides the source."""
+    """Window, watermark, output mode and trigger (and, ``with_value``, the aggregate; ``passthrough`` offers none, rows as they come): the keyword arguments of :class:`QueryConfig` besides the source."""
+    choices = ["count", *(VALUE_AGGREGATIONS if with_value else ()), *(["none"] if passthrough else [])]
     aggregation = (
         st.selectbox(
-            "Aggregate", ["count", *VALUE_AGGREGATIONS], key="lab_aggregation",
-            help="count rows, or sum / avg / min / max / approx_distinct of the dataset's value column (mapped on the Datasets page)",
+            "Aggregate", choices, key="lab_aggregation", format_func=lambda name: "none (rows passed through)" if name == "none" else name,
+            help="count rows, or sum / avg / min / max / approx_distinct of the dataset's value column (mapped on the Datasets page)"
+            + ("; none passes each row through: what real-time mode runs on this Spark" if passthrough else ""),
         )
-        if with_value
+        if len(choices) > 1
         else "count"
     )
     deduplicate = with_value and st.checkbox(
@@ -260,7 +270,14 @@ def query_widgets(
         help="update: changed rows; append: finalized rows; complete: the whole table",
     )
     trigger = st.selectbox("Trigger", list(TRIGGER_KINDS), format_func=lambda kind: triggers.get(kind, kind), key="lab_trigger")
-    interval = st.text_input("Trigger interval", value="5 seconds", key="lab_trigger_interval") if trigger == "processing_time" else None
+    interval = (
+        st.text_input(
+            "Trigger interval" if trigger == "processing_time" else "Real-time batch length", value="5 seconds", key="lab_trigger_interval",
+            help=None if trigger == "processing_time" else "How long a real-time batch runs before Spark checkpoints it (at least 5 seconds): not a latency",
+        )
+        if trigger in INTERVAL_TRIGGERS
+        else None
+    )
     state_store = st.selectbox(
         "State store", list(STATE_STORES), format_func=lambda store: STATE_STORE_LABELS.get(store, store), key="lab_state_store",
         help="Where the query's state lives: Spark's default (JVM memory, files in the checkpoint) or RocksDB (off the heap, with its own metrics)",
@@ -501,6 +518,38 @@ def _topic_view(run: Run, figures: Mapping[str, go.Figure]) -> None:
             topic_view(source, key=f"lab_topic_{run.name}")
 
 
+def _latency_view(run: Run, now_ms: int) -> None:
+    """For a run whose records carry their produce time: each record's end-to-end latency, to the sink, the result table or this page."""
+    if run.latency is None:
+        return
+    st.subheader("End-to-end latency")
+    end = st.segmented_control(
+        "Measured", list(LATENCY_ENDS), format_func=LATENCY_ENDS.__getitem__, default="shown", key="lab_latency_end",
+        help="From each record's Kafka timestamp (when it was produced) to the moment its output reached the sink, the result table, or a page that drew the table",
+    ) or "shown"
+    entries = run.latency.frame()
+    summary = latency_summary(entries, end, since_ms=now_ms - LATENCY_WINDOW_SECONDS * 1000)
+    columns = st.columns(5)
+    for column, name in zip(columns, ("p50", "p95", "p99", "max"), strict=False):
+        value = summary[name]
+        column.metric(f"Latency {name}", "–" if value != value else f"{value:,.0f} ms")
+    columns[4].metric(f"Records, last {LATENCY_WINDOW_SECONDS} s", f"{summary['records']:,.0f}", help=f"{run.latency.records:,} measured since the start")
+    figures = latency_figures(entries, end)
+    left, right = st.columns(2)
+    left.plotly_chart(figures["latency"], key="lab_chart_latency")
+    right.plotly_chart(figures["latency_histogram"], key="lab_chart_latency_histogram")
+    if run.config.trigger == "real_time":
+        st.caption(
+            f"Real-time mode: each row's latency {END_WORDS[end]}. Spark runs one long task per topic partition for the whole batch "
+            f"({run.config.trigger_interval}), so each partition holds a core the whole time; rows reach the app through a topic of the run's own."
+        )
+    else:
+        st.caption(
+            f"Micro-batches: each record's latency {END_WORDS[end]}. A record waits for the next batch to start, for the batch's work "
+            "(the batch-duration chart), then for the app to fold it; the records of a batch are measured from their exact percentiles."
+        )
+
+
 def _details(run: Run, table: pd.DataFrame) -> None:
     with st.expander(f"Result table ({len(table)} rows)"):
         st.dataframe(table, hide_index=True)
@@ -638,10 +687,13 @@ def live_view(run: Run) -> None:
         lag=run.config.source.reports_lag,
     )
     st.plotly_chart(figures["counts"], key="lab_chart_counts")
+    if run.latency is not None:
+        run.latency.shown(time.time_ns() // 1_000_000)
     _evicted_note(run)
     _late_and_state(figures)
     _state_store_view(run)
     _lateness_view(run)
+    _latency_view(run, time.time_ns() // 1_000_000)
     _engine_charts(figures)
     _topic_view(run, figures)
     _details(run, table)

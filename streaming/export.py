@@ -123,7 +123,7 @@ def _imports(config: QueryConfig) -> str:
         extra = ["from datetime import datetime, timedelta", ""]
         types = [*(["from pyspark.sql import Window"] if cutting else []), "from pyspark.sql.types import StringType, StructField, StructType"]
     else:
-        modules = ["os", "time"] if isinstance(config.source, RateMicroBatchSource) else ["os"]
+        modules = ["os", "time"] if isinstance(config.source, RateMicroBatchSource) else ["os", *(["tempfile"] if config.trigger == "real_time" else [])]
         extra = [""]
         types = []
     return _block(
@@ -250,6 +250,9 @@ def _settings(config: QueryConfig) -> str:
     if config.trigger == "processing_time":
         interval = format_duration(parse_duration(config.trigger_interval or "0"))
         lines.append(f"TRIGGER_INTERVAL = {_lit(interval)}  # start a micro-batch this often")
+    if config.trigger == "real_time":
+        interval = format_duration(parse_duration(config.trigger_interval or "0"))
+        lines.append(f"TRIGGER_INTERVAL = {_lit(interval)}  # real-time mode: checkpoint this often (not a latency)")
     return _block(*lines)
 
 
@@ -750,6 +753,13 @@ def _trigger_lines(config: QueryConfig, indent: str = "    ") -> list[str]:
         return [
             f"{indent}# Trigger: process everything available at the start, in micro-batches, then stop.",
             f"{indent}.trigger(availableNow=True)",
+        ]
+    if config.trigger == "real_time":
+        return [
+            f"{indent}# Trigger: real-time mode. Long-running tasks write each row as soon as it is read;",
+            f"{indent}# a batch lasts TRIGGER_INTERVAL, then Spark checkpoints. It needs a checkpoint folder.",
+            f"{indent}.trigger(realTime=TRIGGER_INTERVAL)",
+            f"{indent}.option('checkpointLocation', tempfile.mkdtemp(prefix='streaming-lab-real-time-'))",
         ]
     return [f"{indent}# Default trigger: the next micro-batch starts as soon as the previous one ends."]
 

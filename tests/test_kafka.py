@@ -318,6 +318,7 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
         assert _wait_until(at, lambda page: int(_metric(page, "Batches")) >= 40, 180.0), "the topic was not read to its end"
         lag = next(chart for chart in at.get("plotly_chart") if "Behind the topic" in chart.proto.spec)
         assert "most behind" in lag.proto.spec
+        assert any("End-to-end latency over time" in chart.proto.spec for chart in at.get("plotly_chart")) and _metric(at, "Latency p99") != "–"
         at.toggle(key="lab_judge_topic").set_value(True).run()
         assert not at.exception, at.exception
         assert int(_metric(at, "Events so far")) == 1987 and int(_metric(at, "Not counted")) > 0

@@ -31,7 +31,7 @@ elif starter.status == "starting":
 with st.sidebar:
     st.header("New query")
     kind, source_params = live.source_widgets(feed_names())
-    query_params = live.query_widgets(with_value=kind in ("dataset", "kafka"))
+    query_params = live.query_widgets(with_value=kind in ("dataset", "kafka"), passthrough=kind == "kafka")
     name_text = st.text_input("Query name", value="", key="lab_name", placeholder="empty: query_N")
     try:
         config = live.build_config(kind, source_params, query_params)

@@ -35,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..engine.config import FeedSource, QueryConfig
+from ..engine.config import INTERVAL_TRIGGERS, FeedSource, QueryConfig
 from ..engine.durations import format_duration
 from ..engine.errors import ConfigError
 from ..engine.sources.kafka import KafkaSource
@@ -194,8 +194,8 @@ def _checked(feed: Path | str, configs: Sequence[QueryConfig]) -> list[QueryConf
             raise ConfigError(where, config, "is not a QueryConfig")
         if config.aggregation == "none":
             raise ConfigError(f"{where}.aggregation", config.aggregation, "cannot be compared: compare measures aggregations")
-        if config.trigger == "processing_time":
-            raise ConfigError(f"{where}.trigger", "processing_time", "cannot be compared: compare replays with the default trigger")
+        if config.trigger in INTERVAL_TRIGGERS:
+            raise ConfigError(f"{where}.trigger", config.trigger, "cannot be compared: compare replays with the default trigger")
         source = config.source
         if isinstance(source, KafkaSource):  # every config replays the same offsets, from the earliest, under the available-now trigger
             if source.pattern or source.end_offsets is None or source.end_offsets != _first_bound(configs):

@@ -38,6 +38,7 @@ __all__ = [
     "input_rows_figure",
     "lag_figure",
     "live_figures",
+    "passed_rows_figure",
     "rates_figure",
     "state_figure",
     "watermark_gap_figure",
@@ -399,6 +400,29 @@ def lag_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
     return _batch_figure(title, "records behind the latest offset", note, traces)
 
 
+def passed_rows_figure(table: pd.DataFrame, seconds: int = 300, colors: Mapping[str, str] | None = None) -> go.Figure:
+    """A pass-through query's rows (``event_time``, ``key``): how many per second of event time and key, over the latest ``seconds`` of event time."""
+    title = "Result table: rows passed through, per second of event time and key"
+    if not has_rows(table, ("event_time", "key")):
+        return empty_figure(title, "No rows yet: each record read shows here as a row of the result table")
+    latest = table["event_time"].max()
+    recent = table[table["event_time"] > latest - pd.Timedelta(seconds=seconds)]
+    counts = recent.assign(second=recent["event_time"].dt.floor("s")).groupby(["second", "key"], dropna=False).size().rename("rows").reset_index()
+    colors = colors or key_colors(counts["key"])
+    figure = go.Figure(
+        [
+            go.Bar(x=group["second"], y=group["rows"], name=str(key), marker={"color": colors.get(str(key))},
+                   hovertemplate=f"{key}<br>%{{x|%H:%M:%S}}<br>%{{y}} rows<extra></extra>")
+            for key, group in counts.groupby("key", dropna=False)
+        ]
+    )
+    figure.update_layout(
+        title={"text": title, "subtitle": {"text": f"the latest {seconds} s of event time; {len(table):,} rows in the table"}},
+        barmode="stack", xaxis_title="event time (UTC)", yaxis_title="rows", height=340,
+    )
+    return figure
+
+
 def live_figures(
     table: pd.DataFrame,
     progress: pd.DataFrame,
@@ -417,8 +441,9 @@ def live_figures(
     (or a :class:`~streaming.engine.progress.ProgressLog`'s ``frames``; pass its ``drawn`` too, so a long
     history is thinned from what the last refresh found rather than read whole).
     """
+    passed = "event_time" in table.columns
     return {
-        "counts": windowed_counts_figure(
+        "counts": passed_rows_figure(table) if passed else windowed_counts_figure(
             table,
             watermark=current_watermark(progress),
             output_mode=output_mode,

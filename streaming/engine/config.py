@@ -36,8 +36,11 @@ from .sources import (
 __all__ = [
     "FEED_COLUMNS",
     "FILE_FORMATS",
+    "INTERVAL_TRIGGERS",
     "MAX_SPEED",
     "ONE_FILE_PER_BATCH",
+    "REAL_TIME_AGGREGATES",
+    "REAL_TIME_MIN_BATCH",
     "VALUE_AGGREGATIONS",
     "Aggregation",
     "ColumnMapping",
@@ -59,7 +62,7 @@ __all__ = [
 ]
 
 OutputMode = Literal["append", "update", "complete"]
-TriggerKind = Literal["default", "processing_time", "available_now"]
+TriggerKind = Literal["default", "processing_time", "available_now", "real_time"]
 Aggregation = Literal["count", "sum", "avg", "min", "max", "approx_distinct", "none"]
 StateStore = Literal["hdfs", "rocksdb"]
 
@@ -74,6 +77,21 @@ STATE_STORE_PROVIDERS: dict[str, str] = {
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
 }
 """``spark.sql.streaming.stateStore.providerClass`` of each state store: Spark's default (state in JVM memory, snapshots and deltas on disk) and RocksDB (state off the heap)."""
+INTERVAL_TRIGGERS: tuple[str, ...] = ("processing_time", "real_time")
+"""The triggers that take ``trigger_interval``: the time between micro-batches, or a real-time batch's length."""
+REAL_TIME_MIN_BATCH = "5 seconds"
+"""The shortest real-time batch Spark accepts (``spark.sql.streaming.realTimeMode.minBatchDuration``)."""
+
+
+def _spark_version() -> tuple[int, int]:
+    from importlib.metadata import version
+
+    major, minor = version("pyspark").split(".")[:2]
+    return int(major), int(minor)
+
+
+REAL_TIME_AGGREGATES = _spark_version() >= (4, 3)
+"""True when the installed Spark runs aggregations in real-time mode (4.3 on; 4.2 refuses them with ``OPERATOR_OR_SINK_NOT_IN_ALLOWLIST``)."""
 
 
 @dataclass(frozen=True)
@@ -140,14 +158,50 @@ class QueryConfig:
             raise ConfigError("changelog_checkpointing", self.changelog_checkpointing, "must be true or false")
         if self.changelog_checkpointing and self.state_store != "rocksdb":
             raise ConfigError("changelog_checkpointing", True, f"applies to the rocksdb state store only, not {self.state_store!r}")
-        if self.trigger == "processing_time":
+        if self.trigger in INTERVAL_TRIGGERS:
             if self.trigger_interval is None:
-                raise ConfigError("trigger_interval", None, "is required for the processing_time trigger")
+                raise ConfigError("trigger_interval", None, f"is required for the {self.trigger} trigger")
             if duration_ms("trigger_interval", self.trigger_interval) <= 0:
                 raise ConfigError("trigger_interval", self.trigger_interval, "must be longer than 0")
         elif self.trigger_interval is not None:
-            raise ConfigError("trigger_interval", self.trigger_interval, f"applies only to the processing_time trigger, not {self.trigger!r}")
+            raise ConfigError("trigger_interval", self.trigger_interval, f"applies only to the processing_time and real_time triggers, not {self.trigger!r}")
+        if self.trigger == "real_time":
+            self._check_real_time()
         self._check_spark_rules()
+
+    def _check_real_time(self) -> None:
+        """What Spark's real-time mode refuses, refused here first with the reason.
+
+        Real-time mode reads a Kafka topic in long-running tasks and writes each
+        row as soon as it is processed; ``trigger_interval`` is how long a batch
+        runs before Spark checkpoints it, not a latency.
+        """
+        if self.source.kind != "kafka":
+            raise ConfigError("trigger", "real_time", f"reads only a Kafka topic, not the {self.source.kind} source")
+        if self.output_mode != "update":
+            raise ConfigError("output_mode", self.output_mode, "is not supported in real-time mode: real-time mode needs update output mode")
+        if self.session_gap is not None:
+            raise ConfigError("session_gap", self.session_gap, "is not supported in real-time mode: session windows are not supported in real-time mode")
+        if self.deduplicate:
+            raise ConfigError("deduplicate", True, "is not supported in real-time mode (dropDuplicatesWithinWatermark is not among its operators)")
+        if self.aggregation != "none" and not REAL_TIME_AGGREGATES:
+            raise ConfigError(
+                "aggregation", self.aggregation,
+                "is not supported in real-time mode by the installed Spark (aggregations come in Spark 4.3): choose none, rows passed through",
+            )
+        if getattr(self.source, "max_offsets_per_trigger", None) is not None:
+            raise ConfigError(
+                "source.max_offsets_per_trigger", self.source.max_offsets_per_trigger,
+                "is not supported in real-time mode: Spark rejects maxOffsetsPerTrigger there (a real-time batch reads what arrives)",
+            )
+        if getattr(self.source, "end_offsets", None) is not None:
+            raise ConfigError("source.end_offsets", self.source.end_offsets, "do not apply in real-time mode: it follows the topic as records arrive")
+        if duration_ms("trigger_interval", self.trigger_interval) < parse_duration(REAL_TIME_MIN_BATCH):
+            raise ConfigError(
+                "trigger_interval", self.trigger_interval,
+                f"is shorter than real-time mode's shortest batch, {REAL_TIME_MIN_BATCH} (spark.sql.streaming.realTimeMode.minBatchDuration); "
+                "it is how often Spark checkpoints, not a latency",
+            )
 
     def _check_spark_rules(self) -> None:
         """Combinations Spark's analyzer refuses, refused here first with the reason."""
@@ -188,8 +242,8 @@ class QueryConfig:
 
     @property
     def resumable(self) -> bool:
-        """True when Spark can resume the query from its checkpoint: every source but the socket, which keeps no offsets."""
-        return self.source.resumable
+        """True when Spark can resume the query from its checkpoint: every source but the socket, which keeps no offsets; not in real-time mode, whose rows reach the app through a topic of the run's own."""
+        return self.source.resumable and self.trigger != "real_time"
 
     @property
     def measure(self) -> str:

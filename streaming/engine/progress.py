@@ -31,6 +31,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from .extremes import Extremes
 from .jsonl import drop_cut_line, read_json_lines
+from .latency import LATENCY_METRICS, LatencyLog, observed_produced
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
@@ -279,8 +280,10 @@ class ProgressLog:
     so a refresh costs about the same after hours of batches as after a minute.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, latency: LatencyLog | None = None) -> None:
         self.run_id: str | None = None
+        self.latency = latency
+        """Where the produce times a batch observed go (:mod:`streaming.engine.latency`); they are not kept with the progress."""
         self._summaries: dict[int, dict[str, Any]] = {}
         self._order: list[int] = []
         self._reordered = False
@@ -309,6 +312,12 @@ class ProgressLog:
     def add(self, progress: Mapping[str, Any]) -> None:
         if self.run_id is not None and progress.get("runId") != self.run_id:
             return
+        observed = progress.get("observedMetrics") or {}
+        if LATENCY_METRICS in observed:
+            produced = observed_produced(progress)
+            progress = {**progress, "observedMetrics": {name: value for name, value in observed.items() if name != LATENCY_METRICS}}
+            if self.latency is not None and produced is not None:
+                self.latency.batch_produced(int(progress["batchId"]), *produced)
         self._take(progress)
         if self._path is not None:
             with self._path.open("a") as handle:

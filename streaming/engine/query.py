@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -22,13 +23,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from .checkpoints import KeptQuery
-from .config import STATE_STORE_PROVIDERS, VALUE_AGGREGATIONS, FeedSource, QueryConfig
+from .config import INTERVAL_TRIGGERS, STATE_STORE_PROVIDERS, VALUE_AGGREGATIONS, FeedSource, QueryConfig
 from .durations import format_duration, parse_duration
 from .errors import Cancelled, ConfigError
+from .latency import LATENCY_METRICS, PRODUCED, QUANTILES, LatencyLog
 from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .session import is_connect
-from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink
+from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink, TopicSink
 from .sources import FeedReplayer
 
 if TYPE_CHECKING:
@@ -67,6 +69,12 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
         F.count(F.lit(1)).alias("input_rows"),
         F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias("malformed_rows"),
     ).where(~malformed)
+    if PRODUCED in frame.columns and config.trigger != "real_time":
+        frame = frame.observe(
+            LATENCY_METRICS,
+            F.count(F.lit(1)).alias("produced_count"),
+            F.percentile(F.col(PRODUCED), [index / QUANTILES for index in range(QUANTILES + 1)]).alias("produced_percentiles"),
+        )
     if config.watermark_ms is not None:
         frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
     if config.deduplicate:
@@ -101,7 +109,8 @@ def _result_frame(frame: DataFrame, config: QueryConfig) -> DataFrame:
     from pyspark.sql import functions as F
 
     if config.aggregation == "none":
-        return frame.select(F.unix_micros("event_time").alias("event_time"), "key")
+        produced = [PRODUCED] if config.trigger == "real_time" and PRODUCED in frame.columns else []
+        return frame.select(F.unix_micros("event_time").alias("event_time"), "key", *produced)
     return windowed_counts(frame, config.window_ms, config.slide_ms, config.aggregation, config.session_gap_ms)
 
 
@@ -162,6 +171,8 @@ class Run:
     workdir: Path
     started_at: pd.Timestamp
     sink: Sink
+    latency: LatencyLog | None = field(default=None)
+    """Each record's end-to-end latency, for a source whose records carry their produce time (a Kafka topic); ``None`` for the others."""
     stopped_by_user: bool = field(default=False)
     kept: bool = field(default=False)
     """True when ``workdir`` is a kept folder (:class:`~streaming.engine.checkpoints.KeptQuery`): :meth:`close` leaves it, :meth:`delete` removes it."""
@@ -261,9 +272,10 @@ def _cancelled(cancel: threading.Event | None, name: str) -> bool:
 
 
 def _trigger(config: QueryConfig) -> dict[str, Any]:
-    if config.trigger == "processing_time":
+    if config.trigger in INTERVAL_TRIGGERS:
         # canonical form: Spark's interval parser refuses units parse_duration accepts, such as "ms"
-        return {"processingTime": format_duration(parse_duration(config.trigger_interval or "", field="trigger_interval"))}
+        interval = format_duration(parse_duration(config.trigger_interval or "", field="trigger_interval"))
+        return {"processingTime" if config.trigger == "processing_time" else "realTime": interval}
     if config.trigger == "available_now":
         return {"availableNow": True}
     return {}
@@ -321,19 +333,28 @@ def start_run(
         discard()
         raise
     table = ResultTable(config.output_mode, config.aggregation, max_rows)
-    log = ProgressLog()
+    latency = LatencyLog() if config.source.arrival == "record" else None  # its records carry their produce time
+    log = ProgressLog(latency)
     if kept is not None:
         table.keep(kept.result_file)
         log.keep(kept.progress_file)
 
     sink: Sink
-    if connect:
+    if config.trigger == "real_time":
+        sink = TopicSink(config.source.bootstrap, f"streaming-lab-{name}-{uuid.uuid4().hex[:8]}", table, latency)  # type: ignore[attr-defined]
+        frame = sink.prepare(frame)
+    elif connect:
         sink = MemorySinkReader(spark, name, config.output_mode, table, log, max_sink_rows=max_sink_rows)
     else:
-        sink = FoldSink(table)
-    writer = sink.attach(
-        frame.writeStream.queryName(name).outputMode(config.output_mode).option("checkpointLocation", str(workdir / "checkpoint"))
-    )
+        sink = FoldSink(table, latency)
+    try:
+        writer = sink.attach(
+            frame.writeStream.queryName(name).outputMode(config.output_mode).option("checkpointLocation", str(workdir / "checkpoint"))
+        )
+    except Exception:
+        sink.close(read=False)
+        discard()
+        raise
     listener.register(name, log)
     if isinstance(feeder, FeedReplayer) and config.trigger == "available_now":
         feeder.stage_all()
@@ -349,10 +370,13 @@ def start_run(
         listener.unregister(name)
         if feeder is not None:
             feeder.stop()
+        sink.close(read=False)
         discard()
         raise
     sink.started(query)
-    return Run(name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, kept=kept is not None)
+    return Run(
+        name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latency, kept=kept is not None
+    )
 
 
 def _start(spark: SparkSession, writer: DataStreamWriter, config: QueryConfig) -> StreamingQuery:

@@ -3,6 +3,10 @@
 On a classic session (local or standalone cluster) :class:`FoldSink` folds
 every micro-batch in this process with ``foreachBatch``, as Spark hands it over.
 
+In real-time mode Spark allows no ``foreachBatch``: :class:`TopicSink` has
+Spark's Kafka sink write each row, as soon as it is processed, to a topic of
+the run's own on the source's brokers, and a thread here folds what arrives there.
+
 On Spark Connect a ``foreachBatch`` function runs in a Python worker of the
 *server*: what it folds is invisible to the app (and a function holding a lock
 cannot even be sent there). :class:`MemorySinkReader` writes to Spark's memory
@@ -29,19 +33,23 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import count_setting
 from .errors import ConfigError
+from .latency import PRODUCED
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
+    from .latency import LatencyLog
     from .progress import ProgressLog
     from .results import ResultTable
 
-__all__ = ["DEFAULT_MAX_SINK_ROWS", "MAX_SINK_ROWS_VARIABLE", "FoldSink", "MemorySinkReader", "Sink", "max_sink_rows", "split_batches"]
+__all__ = [
+    "DEFAULT_MAX_SINK_ROWS", "MAX_SINK_ROWS_VARIABLE", "FoldSink", "MemorySinkReader", "Sink", "TopicSink", "max_sink_rows", "split_batches",
+]
 
 LOG = logging.getLogger(__name__)
 MAX_SINK_ROWS_VARIABLE = "STREAMING_LAB_MAX_SINK_ROWS"
@@ -84,15 +92,21 @@ class Sink(Protocol):
 class FoldSink:
     """``foreachBatch`` in this process: each batch is folded by Spark's own call, before the batch commits (a kept table stores it then too)."""
 
-    def __init__(self, table: ResultTable) -> None:
+    def __init__(self, table: ResultTable, latency: LatencyLog | None = None) -> None:
         self.table = table
+        self.latency = latency
+        """Told when each batch's rows were received and folded (:mod:`streaming.engine.latency`)."""
         self.error: str | None = None
 
     def attach(self, writer: DataStreamWriter) -> DataStreamWriter:
-        table = self.table
+        table, latency = self.table, self.latency
 
         def fold(batch: DataFrame, batch_id: int) -> None:
-            table.apply(batch_id, [tuple(row) for row in batch.collect()])
+            rows = [tuple(row) for row in batch.collect()]
+            written = time.time_ns() // 1_000_000
+            table.apply(batch_id, rows)
+            if latency is not None:
+                latency.batch_written(batch_id, written, time.time_ns() // 1_000_000)
 
         return writer.foreachBatch(fold)
 
@@ -254,3 +268,126 @@ class MemorySinkReader:
             self.spark.catalog.dropTempView(self.name)
         except Exception as err:  # noqa: BLE001 - the session may be gone: what was folded stays
             LOG.debug("last read of the memory sink of %s failed: %s", self.name, err)
+
+
+class TopicSink:
+    """Real-time mode's output: Spark's Kafka sink writes each row to ``topic`` on ``bootstrap``; a thread reads it back and folds it. Thread-safe.
+
+    Rows travel as JSON objects of the output's columns. A pass-through row
+    carries its record's produce time (``produced_ms``), so each row's latency
+    is measured: to the Kafka record timestamp Spark's producer gave the output
+    (written) and to the moment it was folded here. Every read of the topic is
+    folded as one "batch" of the table. The topic is made before the query
+    starts and deleted by :meth:`close`.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, table: ResultTable, latency: LatencyLog | None, *, poll: float = 0.1) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.table = table
+        self.latency = latency
+        self.poll = poll
+        self.error: str | None = None
+        self.folded_rows = 0
+        self._chunk = -1
+        self._consumer: Any = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._made = False
+        self._columns: list[str] = []
+
+    def prepare(self, frame: DataFrame) -> DataFrame:
+        """``frame``'s rows as the Kafka sink takes them: one JSON value each. Makes the topic."""
+        from pyspark.sql import functions as F
+
+        from .topics import create_topic
+
+        self._columns = [name for name in frame.columns if name != PRODUCED]
+        self._made = create_topic(self.bootstrap, self.topic, 1) or True
+        return frame.select(F.to_json(F.struct(*frame.columns)).alias("value"))
+
+    def attach(self, writer: DataStreamWriter) -> DataStreamWriter:
+        return writer.format("kafka").option("kafka.bootstrap.servers", self.bootstrap).option("topic", self.topic)
+
+    def started(self, query: StreamingQuery) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        from .topics import client_settings
+
+        settings = {**client_settings(self.bootstrap), "group.id": self.topic, "enable.auto.commit": False, "enable.partition.eof": False}
+        self._consumer = Consumer(settings)
+        self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        self._thread = threading.Thread(target=self._run, name=f"topic-sink-{self.topic}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.fold_next(self.poll)
+            except Exception as err:  # noqa: BLE001 - a broker that stops answering is tried again; the query reports its own failure
+                LOG.debug("reading %s failed: %s", self.topic, err)
+                self._stop.wait(self.poll)
+
+    def fold_next(self, timeout: float) -> int:
+        """Fold the rows that arrive within ``timeout`` seconds (at most 10,000); the number folded."""
+        import json
+
+        with self._lock:
+            if self._consumer is None:
+                return 0
+            messages = [message for message in self._consumer.consume(10_000, timeout) if message.error() is None]
+            if not messages:
+                return 0
+            values = [json.loads(message.value()) for message in messages]
+            self._chunk += 1
+            self.table.apply(self._chunk, [tuple(value.get(name) for name in self._columns) for value in values])
+            self.folded_rows += len(values)
+            if self.latency is not None and values and PRODUCED in values[0]:
+                folded = time.time_ns() // 1_000_000
+                self.latency.add([value[PRODUCED] for value in values], [message.timestamp()[1] for message in messages], folded)
+            return len(values)
+
+    def _behind(self) -> int:
+        with self._lock:
+            if self._consumer is None:
+                return 0
+            from confluent_kafka import TopicPartition
+
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=5)
+            [position] = self._consumer.position([TopicPartition(self.topic, 0)])
+            return max(0, high - max(position.offset, 0))
+
+    def catch_up(self, timeout: float) -> None:
+        """Return once every row the topic holds now is folded; ``TimeoutError`` after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while self._behind() > 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.topic}: rows not read after {timeout} s")
+            if self._thread is None or not self._thread.is_alive():
+                self.fold_next(0.1)
+            else:
+                self._stop.wait(0.05)
+
+    def close(self, read: bool = True) -> None:
+        """Stop reading, after folding what the topic holds unless ``read`` is false; delete the topic. Idempotent."""
+        try:
+            if read and self._consumer is not None and not self._stop.is_set():
+                self.catch_up(10.0)
+        except Exception as err:  # noqa: BLE001 - the brokers may be gone: what was folded stays
+            LOG.debug("last read of %s failed: %s", self.topic, err)
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        with self._lock:
+            if self._consumer is not None:
+                self._consumer.close()
+                self._consumer = None
+        if self._made:
+            self._made = False
+            try:
+                from .topics import delete_topic
+
+                delete_topic(self.bootstrap, self.topic)
+            except Exception as err:  # noqa: BLE001 - a topic left behind is harmless
+                LOG.debug("deleting %s failed: %s", self.topic, err)

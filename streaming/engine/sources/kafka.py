@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 from ..checks import require_choice, require_int
 from ..columns import ColumnMapping, dataset_columns
 from ..errors import ConfigError
+from ..latency import PRODUCED
 from .base import Arrival, StreamSource
 
 if TYPE_CHECKING:
@@ -357,9 +358,11 @@ class KafkaSource(StreamSource):
         from ..jars import require_connector
 
         require_connector()
+        from pyspark.sql import functions as F
+
         raw = spark.readStream.format("kafka").options(**self.options()).load()
         decoded = self.decoded(self._bounded(raw))
-        return decoded.select(*self.selected(decoded)), None
+        return decoded.select(*self.selected(decoded), F.unix_millis(KAFKA_TIMESTAMP).alias(PRODUCED)), None
 
     def rows(self, spark: SparkSession) -> DataFrame:
         """The records from the starting offsets to :attr:`end_offsets` (or the latest) as one batch DataFrame of the stream's columns."""

@@ -1,0 +1,87 @@
+"""End-to-end latency, folded from a run's :class:`~streaming.engine.latency.LatencyLog` entries: percentiles, over time, a histogram.
+
+Pure pandas: an entries frame in (``produced_ms``, ``written_ms``,
+``folded_ms``, ``weight``), numbers and frames out. ``to`` picks the end of
+the latency: ``"written"`` (the sink received the record's output) or
+``"folded"`` (it was in the result table) or ``"shown"`` (a page drew that
+table; entries not drawn yet are left out). Percentiles are weighted nearest-rank: the
+smallest latency at or below which at least that share of the records' weight lies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["PERCENTILES", "LatencyEnd", "latencies", "latency_histogram", "latency_over_time", "latency_summary", "weighted_percentiles"]
+
+LatencyEnd = Literal["written", "folded", "shown"]
+PERCENTILES: dict[str, float] = {"p50": 0.50, "p95": 0.95, "p99": 0.99, "max": 1.0}
+
+
+def latencies(entries: pd.DataFrame, to: LatencyEnd = "folded") -> pd.DataFrame:
+    """``entries`` with ``latency_ms`` (from produced to ``to``) and ``at`` (the moment ``to``, as UTC-naive time), oldest first."""
+    if to not in ("written", "folded", "shown"):
+        raise ValueError(f"to: {to!r} is not one of written, folded, shown")
+    entries = entries[entries[f"{to}_ms"].notna()] if to == "shown" else entries
+    end = entries[f"{to}_ms"].to_numpy(dtype="float64")
+    return pd.DataFrame({
+        "latency_ms": end - entries["produced_ms"].to_numpy(dtype="float64"),
+        "at": pd.to_datetime(end, unit="ms"),
+        "weight": entries["weight"].to_numpy(dtype="float64"),
+    })
+
+
+def weighted_percentiles(values: Sequence[float] | np.ndarray, weights: Sequence[float] | np.ndarray, shares: Sequence[float]) -> list[float]:
+    """For each share in [0, 1], the smallest value at or below which at least that share of the total weight lies; NaN for no values."""
+    data = np.asarray(values, dtype="float64")
+    if data.size == 0:
+        return [float("nan")] * len(shares)
+    order = np.argsort(data, kind="stable")
+    ordered, cumulative = data[order], np.cumsum(np.asarray(weights, dtype="float64")[order])
+    total = cumulative[-1]
+    picks = []
+    for share in shares:
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"shares: {share!r} is not in [0, 1]")
+        index = int(np.searchsorted(cumulative, share * total * (1 - 1e-12), side="left"))
+        picks.append(float(ordered[min(index, ordered.size - 1)]))
+    return picks
+
+
+def latency_summary(entries: pd.DataFrame, to: LatencyEnd = "folded", since_ms: float | None = None) -> dict[str, float]:
+    """``p50``, ``p95``, ``p99``, ``max`` (ms) and ``records`` of the entries whose ``to`` time is at or after ``since_ms`` (all by default)."""
+    frame = entries if since_ms is None else entries[entries[f"{to}_ms"] >= since_ms]
+    measured = latencies(frame, to)
+    values = weighted_percentiles(measured["latency_ms"], measured["weight"], list(PERCENTILES.values()))
+    return {**dict(zip(PERCENTILES, values, strict=True)), "records": round(float(measured["weight"].sum()), 6)}
+
+
+def latency_over_time(entries: pd.DataFrame, bucket_ms: int, to: LatencyEnd = "folded") -> pd.DataFrame:
+    """Per ``bucket_ms`` of the ``to`` time: ``at`` (the bucket's start), ``p50``, ``p95``, ``p99``, ``max`` (ms) and ``records``; buckets without records left out."""
+    if bucket_ms <= 0:
+        raise ValueError(f"bucket_ms: {bucket_ms!r} must be more than 0")
+    columns = ["at", *PERCENTILES, "records"]
+    if entries.empty:
+        return pd.DataFrame(columns=columns)
+    measured = latencies(entries, to)
+    bucket = (measured["at"].to_numpy(dtype="datetime64[ms]").astype("int64") // bucket_ms)
+    rows = []
+    for start, group in measured.groupby(bucket, sort=True):
+        values = weighted_percentiles(group["latency_ms"], group["weight"], list(PERCENTILES.values()))
+        rows.append([pd.Timestamp(int(start) * bucket_ms, unit="ms"), *values, round(float(group["weight"].sum()), 6)])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def latency_histogram(entries: pd.DataFrame, bins: int = 40, to: LatencyEnd = "folded") -> pd.DataFrame:
+    """Records per latency bin: ``low_ms``, ``high_ms``, ``records``; ``bins`` equal bins from the least to the largest latency."""
+    if bins < 1:
+        raise ValueError(f"bins: {bins!r} must be at least 1")
+    measured = latencies(entries, to)
+    if measured.empty:
+        return pd.DataFrame(columns=["low_ms", "high_ms", "records"])
+    counts, edges = np.histogram(measured["latency_ms"], bins=bins, weights=measured["weight"])
+    return pd.DataFrame({"low_ms": edges[:-1], "high_ms": edges[1:], "records": counts})

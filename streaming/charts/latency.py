@@ -1,0 +1,68 @@
+"""Plotly figures of end-to-end latency: percentiles over time and a histogram.
+
+Pure functions: the entries of a :class:`~streaming.engine.latency.LatencyLog`
+(``frame()``) in, figures out, folded by :mod:`streaming.analysis.latency`.
+Each accepts no entries and then says what it waits for.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..analysis.latency import LatencyEnd, latency_histogram, latency_over_time
+from .common import empty_figure
+
+__all__ = ["END_WORDS", "NO_LATENCY", "latency_figures", "latency_histogram_figure", "latency_over_time_figure"]
+
+NO_LATENCY = "No record measured yet: latency shows once the output of the records read since the start is in the result table"
+END_WORDS: dict[str, str] = {
+    "written": "until the sink received its output",
+    "folded": "until its output was in the result table",
+    "shown": "until a page drew the result table holding it",
+}
+PERCENTILE_STYLE = {"p50": {"dash": "solid"}, "p95": {"dash": "dash"}, "p99": {"dash": "dot"}, "max": {"dash": "dashdot", "width": 1}}
+
+
+def latency_over_time_figure(entries: pd.DataFrame, bucket_ms: int = 1_000, to: LatencyEnd = "folded") -> go.Figure:
+    """p50, p95, p99 and the maximum of the latency of the records that reached ``to`` in each ``bucket_ms``."""
+    title = f"End-to-end latency over time (produced → {to})"
+    over_time = latency_over_time(entries, bucket_ms, to)
+    if over_time.empty:
+        return empty_figure(title, NO_LATENCY)
+    figure = go.Figure(
+        [
+            go.Scatter(
+                x=over_time["at"], y=over_time[name], name=name, mode="lines+markers", line=style,
+                customdata=over_time["records"], hovertemplate=f"%{{x|%H:%M:%S}}<br>{name} %{{y:,.0f}} ms<br>%{{customdata:,.0f}} records<extra></extra>",
+            )
+            for name, style in PERCENTILE_STYLE.items()
+        ]
+    )
+    figure.update_layout(
+        title={"text": title, "subtitle": {"text": f"each record's time from its Kafka timestamp {END_WORDS[to]}, per {bucket_ms / 1000:g} s"}},
+        xaxis_title="when it arrived (UTC)", yaxis_title="latency (ms)", height=340, hovermode="x unified",
+    )
+    return figure
+
+
+def latency_histogram_figure(entries: pd.DataFrame, bins: int = 40, to: LatencyEnd = "folded") -> go.Figure:
+    """How many records had each latency: ``bins`` equal bins from the least to the largest."""
+    title = f"Latency distribution (produced → {to})"
+    histogram = latency_histogram(entries, bins, to)
+    if histogram.empty:
+        return empty_figure(title, NO_LATENCY)
+    middle = (histogram["low_ms"] + histogram["high_ms"]) / 2
+    figure = go.Figure(
+        go.Bar(
+            x=middle, y=histogram["records"], width=histogram["high_ms"] - histogram["low_ms"], name="records",
+            customdata=histogram[["low_ms", "high_ms"]], hovertemplate="%{customdata[0]:,.0f}–%{customdata[1]:,.0f} ms<br>%{y:,.0f} records<extra></extra>",
+        )
+    )
+    figure.update_layout(title=title, xaxis_title="latency (ms)", yaxis_title="records", height=340, bargap=0)
+    return figure
+
+
+def latency_figures(entries: pd.DataFrame, to: LatencyEnd = "folded", bucket_ms: int = 1_000) -> dict[str, go.Figure]:
+    """The latency figures of one refresh, by name: ``latency`` (over time) and ``latency_histogram``."""
+    return {"latency": latency_over_time_figure(entries, bucket_ms, to), "latency_histogram": latency_histogram_figure(entries, to=to)}

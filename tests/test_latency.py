@@ -1,0 +1,216 @@
+"""End-to-end latency per record and real-time mode: the folds on known times, the refusals, and both trigger kinds on a real topic."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pandas as pd
+import pytest
+
+from streaming.analysis.latency import latency_histogram, latency_over_time, latency_summary, weighted_percentiles
+from streaming.engine.config import REAL_TIME_AGGREGATES, FeedSource, QueryConfig
+from streaming.engine.errors import ConfigError
+from streaming.engine.latency import LatencyLog
+from streaming.engine.sources.kafka import KafkaSource
+from streaming.engine.topics import create_topic
+
+VALUES = (("n", "bigint"),)
+
+
+def topic_source(**changes) -> KafkaSource:
+    return KafkaSource("127.0.0.1:9092", "clicks", VALUES, starting_offsets="latest", **changes)
+
+
+# -- the folds, on entries with known times ---------------------------------------------------------------------------
+
+
+def entries(rows: list[tuple[float, float, float, float]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["produced_ms", "written_ms", "folded_ms", "weight"])
+    return frame.assign(shown_ms=frame["folded_ms"] + 100)
+
+
+def test_percentiles_are_nearest_rank_and_weighted() -> None:
+    assert weighted_percentiles(range(1, 101), [1] * 100, [0.5, 0.95, 0.99, 1.0]) == [50.0, 95.0, 99.0, 100.0]
+    assert weighted_percentiles([10, 20], [9, 1], [0.5, 0.9, 0.91]) == [10.0, 10.0, 20.0]
+    assert all(value != value for value in weighted_percentiles([], [], [0.5]))  # NaN for nothing measured
+    with pytest.raises(ValueError, match=r"1\.5"):
+        weighted_percentiles([1], [1], [1.5])
+
+
+def test_a_summary_measures_to_the_sink_or_to_the_table_and_over_a_sliding_window() -> None:
+    log = entries([(1_000, 1_100, 1_150, 1), (1_000, 1_300, 1_320, 1), (2_000, 2_050, 2_400, 1), (2_500, 3_000, 3_010, 1)])
+    assert latency_summary(log, "written") == {"p50": 100.0, "p95": 500.0, "p99": 500.0, "max": 500.0, "records": 4.0}
+    assert latency_summary(log, "folded")["max"] == 510.0
+    assert latency_summary(log, "folded", since_ms=2_000) == {"p50": 400.0, "p95": 510.0, "p99": 510.0, "max": 510.0, "records": 2.0}
+    over_time = latency_over_time(log, 1_000, "written")
+    assert list(over_time["at"]) == [pd.Timestamp(1_000, unit="ms"), pd.Timestamp(2_000, unit="ms"), pd.Timestamp(3_000, unit="ms")]
+    assert list(over_time["max"]) == [300.0, 50.0, 500.0] and list(over_time["records"]) == [2.0, 1.0, 1.0]
+    histogram = latency_histogram(log, bins=2, to="written")
+    assert list(histogram["records"]) == [2.0, 2.0] and (histogram["low_ms"].iloc[0], histogram["high_ms"].iloc[-1]) == (50.0, 500.0)
+
+
+def test_a_batch_enters_the_log_once_its_rows_are_folded_and_its_progress_has_come_in_whichever_first() -> None:
+    log = LatencyLog()
+    log.batch_written(0, written_ms=5_000, folded_ms=5_010)
+    assert log.records == 0
+    log.batch_produced(0, [1_000.0, 2_000.0, 3_000.0, 4_000.0], 8)  # 8 records, as 4 percentiles of weight 2
+    log.batch_produced(1, [4_000.0, 4_500.0], 2)
+    log.batch_written(1, written_ms=6_000, folded_ms=6_000)
+    assert log.records == 10
+    summary = latency_summary(log.frame(), "written")
+    assert (summary["max"], summary["records"]) == (4_000.0, 10.0)
+    log.batch_written(2, 7_000, 7_000)
+    log.batch_produced(2, [], 0)  # a batch that read nothing
+    assert log.records == 10 and log.version == 2
+
+
+def test_the_log_keeps_its_latest_entries() -> None:
+    log = LatencyLog(max_entries=3)
+    for index in range(5):
+        log.add([index, index], [10, 10], 10)
+    assert list(log.frame()["produced_ms"]) == [3.0, 3.0, 4.0, 4.0] and log.records == 10
+
+
+# -- real-time mode: what Spark refuses, refused first -----------------------------------------------------------------
+
+
+def real_time(**changes) -> QueryConfig:
+    settings = {"source": topic_source(), "aggregation": "none", "watermark": None, "output_mode": "update", "trigger": "real_time", "trigger_interval": "5 seconds"}
+    return QueryConfig(**{**settings, **changes})
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "reason"),
+    [
+        ({"source": FeedSource("sample_feeds/web_clicks", seconds_per_file=0)}, "trigger", "reads only a Kafka topic, not the feed source"),
+        ({"output_mode": "append"}, "output_mode", "real-time mode needs update output mode"),
+        ({"aggregation": "count", "output_mode": "complete"}, "output_mode", "needs update output mode"),
+        ({"trigger_interval": "1 second"}, "trigger_interval", "shorter than real-time mode's shortest batch, 5 seconds"),
+        ({"trigger_interval": None}, "trigger_interval", "is required for the real_time trigger"),
+        ({"source": topic_source(max_offsets_per_trigger=100)}, "source.max_offsets_per_trigger", "Spark rejects maxOffsetsPerTrigger"),
+        ({"source": topic_source(end_offsets=((0, 10),))}, "source.end_offsets", "follows the topic as records arrive"),
+    ],
+)
+def test_real_time_mode_refuses_what_spark_refuses_naming_the_field(changes, field, reason) -> None:
+    with pytest.raises(ConfigError) as err:
+        real_time(**changes)
+    assert err.value.field == field and reason in str(err.value)
+
+
+def test_real_time_mode_refuses_session_windows_deduplication_and_on_this_spark_aggregations() -> None:
+    from streaming.engine.columns import ColumnMapping
+
+    with pytest.raises(ConfigError, match="session windows are not supported in real-time mode"):
+        real_time(aggregation="count", session_gap="1 minute", watermark="1 minute")
+    with_id = topic_source(columns=ColumnMapping(event_time="kafka_timestamp", key="kafka_key", dedup_id="n"))
+    with pytest.raises(ConfigError, match="dropDuplicatesWithinWatermark"):
+        real_time(source=with_id, deduplicate=True, watermark="1 minute")
+    if not REAL_TIME_AGGREGATES:
+        with pytest.raises(ConfigError) as err:
+            real_time(aggregation="count", watermark="1 minute")
+        assert err.value.field == "aggregation" and "aggregations come in Spark 4.3" in str(err.value)
+    assert not real_time().resumable and real_time().trigger_interval == "5 seconds"
+
+
+# -- both trigger kinds on a real topic, records with known produce times -----------------------------------------------
+
+
+def produce(bootstrap: str, topic: str, stamps: list[int]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for index, stamp in enumerate(stamps):
+        producer.produce(topic, key="k", value=json.dumps({"n": index}), timestamp=stamp)
+    assert producer.flush(10) == 0
+
+
+def wait_for(condition, what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} after {timeout} s"
+        time.sleep(0.1)
+
+
+def test_a_micro_batch_measures_each_records_latency_from_its_produce_time(registry, kafka_broker, topic_name) -> None:
+    create_topic(kafka_broker.bootstrap, topic_name)
+    newest = int(time.time() * 1000) - 30_000
+    produce(kafka_broker.bootstrap, topic_name, [newest - second * 1_000 for second in range(10)])  # produced 30 to 39 s ago
+    source = KafkaSource(kafka_broker.bootstrap, topic_name, VALUES)
+    run = registry.start(QueryConfig(source, window="1 minute", watermark="1 minute"), "latency_micro_batch")
+    try:
+        assert run.latency is not None
+        wait_for(lambda: run.latency.records == 10 or not run.query.isActive, "10 records not measured")
+        checked = int(time.time() * 1000)
+        measured = run.latency.frame()
+        written = measured["written_ms"] - measured["produced_ms"]
+        assert set(measured["written_ms"]) == {measured["written_ms"].iloc[0]}  # one batch read them all
+        assert written.max() - written.min() == 9_000  # the spread of their produce times, exactly
+        assert 30_000 <= written.min() <= checked - newest and (measured["folded_ms"] >= measured["written_ms"]).all()
+        summary = latency_summary(measured, "written")
+        assert summary["records"] == 10 and summary["max"] == written.max() and abs(summary["p50"] - (written.min() + 4_500)) <= 10
+        assert "latency" not in json.dumps(run.log.latest.get("observedMetrics"))  # the produce times are not kept with the progress
+    finally:
+        registry.delete("latency_micro_batch")
+
+
+def test_real_time_mode_folds_each_row_as_it_is_written_with_its_latency(registry, kafka_broker, topic_name) -> None:
+    from streaming.engine.topics import topic_names
+
+    create_topic(kafka_broker.bootstrap, topic_name)
+    source = KafkaSource(kafka_broker.bootstrap, topic_name, VALUES)
+    run = registry.start(real_time(source=source), "latency_real_time")
+    try:
+        output = run.sink.topic
+        assert output in topic_names(kafka_broker.bootstrap)
+        stamps = [int(time.time() * 1000) - 5_000 + index for index in range(20)]  # produced "5 s ago"
+        produce(kafka_broker.bootstrap, topic_name, stamps)
+        wait_for(lambda: run.latency.records == 20 or not run.query.isActive, f"20 rows not folded ({run.error})")
+        assert sorted(run.table.frame()["event_time"].astype("int64") // 1_000_000) == stamps  # event time: the record timestamp
+        measured = run.latency.frame()
+        written = measured["written_ms"] - measured["produced_ms"]
+        assert (written >= 5_000).all() and (measured["folded_ms"] >= measured["written_ms"]).all() and (measured["weight"] == 1).all()
+    finally:
+        registry.delete("latency_real_time")
+    assert output not in topic_names(kafka_broker.bootstrap)
+
+
+def test_a_record_counts_as_shown_once_a_page_has_drawn_the_table_holding_it() -> None:
+    log = LatencyLog()
+    log.add([1_000], [1_100], 1_200)
+    log.shown(1_500)
+    log.add([2_000], [2_100], 2_200)
+    log.shown(2_150)  # drawn before the second was folded
+    assert latency_summary(log.frame(), "shown") == {"p50": 500.0, "p95": 500.0, "p99": 500.0, "max": 500.0, "records": 1.0}
+    log.shown(3_000)
+    assert list(latency_summary(log.frame(), "shown").values())[-2:] == [1_000.0, 2.0]
+
+
+def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latency(kafka_broker, topic_name) -> None:
+    from test_app import _errors, _metric, _page, _wait_until
+
+    from dashboard import shared
+
+    create_topic(kafka_broker.bootstrap, topic_name)
+    produce(kafka_broker.bootstrap, topic_name, [int(time.time() * 1000)])  # a message to infer the value's columns from
+    registry, name = shared.get_registry(), "t_app_real_time"
+    at = _page(shared.LIVE_PAGE)
+    at.selectbox(key="lab_source").set_value("kafka").run()
+    at.text_input(key="lab_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
+    at.selectbox(key="lab_kafka_topic").set_value(topic_name).run()
+    at.selectbox(key="lab_trigger").set_value("real_time").run()
+    assert not REAL_TIME_AGGREGATES and any("aggregation: 'count'" in error and "Spark 4.3" in error for error in _errors(at))  # refused before Start
+    at.selectbox(key="lab_aggregation").set_value("none").run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    at.text_input(key="lab_name").set_value(name)
+    try:
+        at.button(key="lab_start").click().run()
+        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        produce(kafka_broker.bootstrap, topic_name, [int(time.time() * 1000) - 5_000 + index for index in range(20)])
+        assert _wait_until(at, lambda page: int(_metric(page, "Result rows")) == 21, 120.0), "the rows did not reach the page"
+        assert _wait_until(at, lambda page: _metric(page, "Latency max") != "–", 30.0)
+        charts = [chart.proto.spec for chart in at.get("plotly_chart")]
+        assert any("End-to-end latency over time" in spec for spec in charts) and any("rows passed through" in spec for spec in charts)
+        assert any("Real-time mode: each row's latency" in caption.value for caption in at.caption)
+    finally:
+        registry.delete(name)
