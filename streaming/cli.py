@@ -18,6 +18,7 @@ from .engine.config import (
     FILE_FORMATS,
     ONE_FILE_PER_BATCH,
     OUTPUT_MODES,
+    REAL_TIME_MIN_BATCH,
     STATE_STORES,
     VALUE_AGGREGATIONS,
     ColumnMapping,
@@ -43,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m streaming", description="Run Structured Streaming queries headless.")
     commands = top.add_subparsers(dest="command", required=True)
     replay = commands.add_parser("replay", help="replay a feed through a windowed count until the stream is idle")
-    _add_data_arguments(replay)
+    _add_data_arguments(replay, passthrough=True)
     windows = replay.add_mutually_exclusive_group(required=True)
     windows.add_argument("--window", help='window length, e.g. "5 minutes"')
     windows.add_argument("--session-gap", default=None, help="session windows instead: a key's session ends this long after its last event")
@@ -62,6 +63,12 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--stop-after", type=int, default=None, metavar="N", help="stop once the stream's first N micro-batches have been processed")
     replay.add_argument("--state-store", default="hdfs", choices=STATE_STORES, help="where the state lives: hdfs (Spark's default) or rocksdb")
     replay.add_argument("--changelog-checkpointing", action="store_true", help="with --state-store rocksdb: commit each batch's changes, not a snapshot")
+    replay.add_argument(
+        "--trigger", type=_trigger_arg, default=("default", None), metavar="realtime[:DURATION]",
+        help="a topic: realtime runs Spark's real-time mode (batches of DURATION, default 5 seconds; update mode, --agg none on Spark 4.2) "
+        "and follows the topic until it has read what the topic held at the start",
+    )
+    replay.add_argument("--latency", action="store_true", help="a topic: add each record's latency, produced -> written by the sink, to --json (latency_ms)")
     _add_tune_parser(commands)
     _add_publish_parser(commands)
     state = commands.add_parser("state", help="print the rows a query's state holds, from its checkpoint")
@@ -71,7 +78,17 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def _add_data_arguments(command: argparse.ArgumentParser) -> None:
+def _trigger_arg(text: str) -> tuple[str, str | None]:
+    """``--trigger``: ``default``, or ``realtime`` with an optional ``:DURATION``, as ``(trigger, trigger_interval)``."""
+    kind, _, duration = text.partition(":")
+    if kind == "default" and not duration:
+        return "default", None
+    if kind == "realtime":
+        return "real_time", duration.strip() or REAL_TIME_MIN_BATCH
+    raise argparse.ArgumentTypeError(f"{text!r} is not default or realtime[:DURATION]")
+
+
+def _add_data_arguments(command: argparse.ArgumentParser, *, passthrough: bool = False) -> None:
     """The flags that say what the data is, how it arrives and what is aggregated: shared by ``replay`` and ``tune``."""
     command.add_argument(
         "feed_dir", metavar="PATH",
@@ -91,7 +108,11 @@ def _add_data_arguments(command: argparse.ArgumentParser) -> None:
     keys.add_argument("--key", default="key", help=f"the key column (default: key; a topic's record key: {KAFKA_KEY})")
     keys.add_argument("--no-key", action="store_true", help="no key column: one global group per window (key null in --json)")
     command.add_argument("--value", default=None, help="the value column --agg reads (numbers; text that is not one is left out)")
-    command.add_argument("--agg", default="count", choices=("count", *VALUE_AGGREGATIONS), help="the aggregate per window and key (default: count)")
+    aggregates = ("count", *VALUE_AGGREGATIONS, *(["none"] if passthrough else []))
+    command.add_argument(
+        "--agg", default="count", choices=aggregates,
+        help="the aggregate per window and key (default: count)" + ("; none passes each row through (event_time, key)" if passthrough else ""),
+    )
     command.add_argument("--batch-by", default="file", help="file (one file per micro-batch, default), rows:N, or an arrival-time column")
     command.add_argument("--batch-interval", default=None, help="with --batch-by COLUMN: rows arriving in the same interval of this length form a batch")
     command.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark (needs a watermark)")
@@ -208,8 +229,16 @@ def _replay_config(args: argparse.Namespace, source: Source) -> QueryConfig:
         session_gap=args.session_gap,
         state_store=args.state_store,
         changelog_checkpointing=args.changelog_checkpointing,
-        trigger="available_now" if isinstance(source, KafkaSource) else "default",
+        **_trigger_settings(args, source),
     )
+
+
+def _trigger_settings(args: argparse.Namespace, source: Source) -> dict[str, str | None]:
+    """A topic is read under the available-now trigger, or with ``--trigger realtime`` in real-time mode; files under the default trigger."""
+    trigger, interval = getattr(args, "trigger", ("default", None))
+    if trigger == "real_time":
+        return {"trigger": trigger, "trigger_interval": interval}
+    return {"trigger": "available_now" if isinstance(source, KafkaSource) else "default", "trigger_interval": None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
         if args.dropped is not None and args.session_gap is not None:
             raise ConfigError("--dropped", str(args.dropped), "needs fixed windows: a session's end moves with its events")
+        if args.latency and not topic:
+            raise ConfigError("--latency", True, "needs a topic (kafka://HOST:PORT/TOPIC): only a record's Kafka timestamp says when it was produced")
         if args.dropped is not None and args.dropped.suffix.lower() not in (".csv", ".parquet"):
             raise ConfigError("--dropped", str(args.dropped), "must end in .csv or .parquet")
         if topic:
@@ -273,9 +304,20 @@ def main(argv: list[str] | None = None) -> int:
         else:
             dropped.to_csv(args.dropped, index=False)
         print(f"dropped_events={dropped['event_id'].nunique()} dropped_pairs={len(dropped)} written to {args.dropped}")
+    latency = _latency_ms(outcome.latency) if args.latency and outcome.latency is not None else None
+    if latency is not None:
+        print("latency_ms " + " ".join(f"{name}={value}" for name, value in latency.items()))
     if args.json is not None:
-        args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
+        args.json.write_text(json.dumps({**outcome.to_json(), **({"latency_ms": latency} if latency is not None else {})}, indent=2) + "\n")
     return 0
+
+
+def _latency_ms(entries) -> dict[str, float]:
+    """``p50``, ``p95``, ``p99``, ``max`` of the records' latency from their produce time to the sink, in ms (0.1 ms)."""
+    from .analysis.latency import latency_summary
+
+    summary = latency_summary(entries, "written")
+    return {name: round(summary[name], 1) for name in ("p50", "p95", "p99", "max")}
 
 
 # --------------------------------------------------------------------------- tune
@@ -389,9 +431,20 @@ def _tune_main(args) -> int:
             print(f"confirmed on Spark at {confirmation.delay}: model and Spark agree on completeness, counted, exact and rows dropped")
         else:
             print(f"DISAGREEMENT at {confirmation.delay} (please report it): " + "; ".join(confirmation.differences()), file=sys.stderr)
+    latency = _latency_ms(outcome.latency) if args.latency and outcome.latency is not None else None
+    if latency is not None:
+        print("latency_ms " + " ".join(f"{name}={value}" for name, value in latency.items()))
     if args.json is not None:
-        args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
+        args.json.write_text(json.dumps({**outcome.to_json(), **({"latency_ms": latency} if latency is not None else {})}, indent=2) + "\n")
     return 0
+
+
+def _latency_ms(entries) -> dict[str, float]:
+    """``p50``, ``p95``, ``p99``, ``max`` of the records' latency from their produce time to the sink, in ms (0.1 ms)."""
+    from .analysis.latency import latency_summary
+
+    summary = latency_summary(entries, "written")
+    return {name: round(summary[name], 1) for name in ("p50", "p95", "p99", "max")}
 
 
 # --------------------------------------------------------------------------- state

@@ -13,7 +13,7 @@ from streaming.engine.config import REAL_TIME_AGGREGATES, FeedSource, QueryConfi
 from streaming.engine.errors import ConfigError
 from streaming.engine.latency import LatencyLog
 from streaming.engine.sources.kafka import KafkaSource
-from streaming.engine.topics import create_topic
+from streaming.engine.topics import create_topic, topic_names
 
 VALUES = (("n", "bigint"),)
 
@@ -154,38 +154,6 @@ def test_a_micro_batch_measures_each_records_latency_from_its_produce_time(regis
         registry.delete("latency_micro_batch")
 
 
-def test_real_time_mode_folds_each_row_as_it_is_written_with_its_latency(registry, kafka_broker, topic_name) -> None:
-    from streaming.engine.topics import topic_names
-
-    create_topic(kafka_broker.bootstrap, topic_name)
-    source = KafkaSource(kafka_broker.bootstrap, topic_name, VALUES)
-    run = registry.start(real_time(source=source), "latency_real_time")
-    try:
-        output = run.sink.topic
-        assert output in topic_names(kafka_broker.bootstrap)
-        stamps = [int(time.time() * 1000) - 5_000 + index for index in range(20)]  # produced "5 s ago"
-        produce(kafka_broker.bootstrap, topic_name, stamps)
-        wait_for(lambda: run.latency.records == 20 or not run.query.isActive, f"20 rows not folded ({run.error})")
-        assert sorted(run.table.frame()["event_time"].astype("int64") // 1_000_000) == stamps  # event time: the record timestamp
-        measured = run.latency.frame()
-        written = measured["written_ms"] - measured["produced_ms"]
-        assert (written >= 5_000).all() and (measured["folded_ms"] >= measured["written_ms"]).all() and (measured["weight"] == 1).all()
-    finally:
-        registry.delete("latency_real_time")
-    assert output not in topic_names(kafka_broker.bootstrap)
-
-
-def test_a_record_counts_as_shown_once_a_page_has_drawn_the_table_holding_it() -> None:
-    log = LatencyLog()
-    log.add([1_000], [1_100], 1_200)
-    log.shown(1_500)
-    log.add([2_000], [2_100], 2_200)
-    log.shown(2_150)  # drawn before the second was folded
-    assert latency_summary(log.frame(), "shown") == {"p50": 500.0, "p95": 500.0, "p99": 500.0, "max": 500.0, "records": 1.0}
-    log.shown(3_000)
-    assert list(latency_summary(log.frame(), "shown").values())[-2:] == [1_000.0, 2.0]
-
-
 def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latency(kafka_broker, topic_name) -> None:
     from test_app import _errors, _metric, _page, _wait_until
 
@@ -206,11 +174,52 @@ def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latenc
     try:
         at.button(key="lab_start").click().run()
         assert not at.exception and not _errors(at), (at.exception, _errors(at))
-        produce(kafka_broker.bootstrap, topic_name, [int(time.time() * 1000) - 5_000 + index for index in range(20)])
+        run = registry.get(name)
+        output = run.sink.topic  # the rows reach the app through a topic of the run's own
+        assert output in topic_names(kafka_broker.bootstrap)
+        stamps = [int(time.time() * 1000) - 5_000 + index for index in range(20)]  # produced "5 s ago"
+        produce(kafka_broker.bootstrap, topic_name, stamps)
         assert _wait_until(at, lambda page: int(_metric(page, "Result rows")) == 21, 120.0), "the rows did not reach the page"
         assert _wait_until(at, lambda page: _metric(page, "Latency max") != "–", 30.0)
         charts = [chart.proto.spec for chart in at.get("plotly_chart")]
         assert any("End-to-end latency over time" in spec for spec in charts) and any("rows passed through" in spec for spec in charts)
         assert any("Real-time mode: each row's latency" in caption.value for caption in at.caption)
+        assert set(stamps) <= set(run.table.frame()["event_time"].astype("int64") // 1_000_000)  # event time: the record timestamp
+        measured = run.latency.frame()
+        measured = measured[measured["produced_ms"].isin(stamps)]
+        assert len(measured) == 20 and (measured["written_ms"] - measured["produced_ms"] >= 5_000).all() and (measured["weight"] == 1).all()
+        assert (measured["folded_ms"] >= measured["written_ms"]).all() and (measured["shown_ms"] >= measured["folded_ms"]).all()
     finally:
         registry.delete(name)
+    assert output not in topic_names(kafka_broker.bootstrap)
+
+
+def test_replay_follows_a_topic_in_real_time_mode_and_writes_each_records_latency(kafka_broker, topic_name, tmp_path) -> None:
+    from test_cli import run_cli
+
+    create_topic(kafka_broker.bootstrap, topic_name)
+    stamps = [int(time.time() * 1000) - 60_000 + index for index in range(30)]  # produced a minute ago
+    produce(kafka_broker.bootstrap, topic_name, stamps)
+    out = tmp_path / "replay.json"
+    started = time.time() * 1000
+    done = run_cli(
+        "replay", f"kafka://{kafka_broker.bootstrap}/{topic_name}", "--event-time", "kafka_timestamp", "--key", "kafka_key", "--window", "1 minute", "--agg", "none",
+        "--trigger", "realtime:5 seconds", "--latency", "--json", str(out),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = json.loads(out.read_text())
+    assert sorted(pd.Timestamp(row["event_time"]).value // 1_000_000 for row in written["result"]) == stamps
+    latency = written["latency_ms"]
+    assert 60_000 <= latency["p50"] <= latency["p95"] <= latency["p99"] <= latency["max"] <= time.time() * 1000 - stamps[0]
+    assert f"latency_ms p50={latency['p50']}" in done.stdout and started - stamps[0] <= latency["max"]
+
+
+def test_replay_refuses_latency_without_a_topic_and_an_unknown_trigger(write_feed, capsys) -> None:
+    from streaming.cli import main
+
+    feed = write_feed([[("2016-05-10 12:07:00", "dog")]])
+    assert main(["replay", str(feed), "--window", "1 minute", "--latency"]) == 2
+    assert "--latency: True needs a topic" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["replay", str(feed), "--window", "1 minute", "--trigger", "continuous"])
+    assert exited.value.code == 2 and "is not default or realtime[:DURATION]" in capsys.readouterr().err

@@ -251,6 +251,9 @@ class Run:
         before each file is handed over (so within one micro-batch).
         """
         deadline = time.monotonic() + timeout
+        if self.config.trigger == "real_time":
+            self._await_real_time(deadline, timeout)
+            return
         if isinstance(self.feeder, FeedReplayer) and self.feeder.stepped:
             self.query.processAllAvailable()
             while (
@@ -262,6 +265,27 @@ class Run:
         self.query.processAllAvailable()
         if not self.log.caught_up(self.query, deadline):
             raise TimeoutError(f"{self.name}: progress of the last batch not received after {timeout} s")
+        self.sink.catch_up(max(1.0, deadline - time.monotonic()))
+
+    def _await_real_time(self, deadline: float, timeout: float) -> None:
+        """Real-time mode runs no batch on demand: wait until a batch's progress has the topic read up to its latest offsets as they were when the wait began, then for the sink."""
+        import json
+
+        from .topics import describe_topic
+
+        source = self.config.source
+        wanted = dict(describe_topic(source.bootstrap, source.topic).end_offsets())  # type: ignore[attr-defined]
+        while True:
+            ends = [json.loads(end) for summary in self.log.summaries() if (end := summary["source_offsets"][1])]
+            read = {int(partition): int(offset) for partition, offset in (ends[-1].get(source.topic, {}) if ends else {}).items()}  # type: ignore[attr-defined]
+            if all(read.get(partition, 0) >= offset for partition, offset in wanted.items()):
+                break
+            if not self.query.isActive:
+                exception = self.query.exception()
+                raise RuntimeError(f"{self.name}: the query ended before reading to the topic's end: {exception}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name}: the topic not read to offsets {wanted} after {timeout} s")
+            time.sleep(0.1)
         self.sink.catch_up(max(1.0, deadline - time.monotonic()))
 
 

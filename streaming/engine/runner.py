@@ -42,6 +42,8 @@ class Replay:
     """Every batch's progress summary (:func:`~streaming.engine.progress.summarize`, with its source offsets)."""
     initial_offsets: dict[str, dict[str, int]] | None = None
     """For a topic: where the query started reading (:func:`~streaming.engine.sources.kafka.initial_offsets`)."""
+    latency: pd.DataFrame | None = None
+    """For a topic: every record's latency entry (:meth:`~streaming.engine.latency.LatencyLog.frame`)."""
 
     @property
     def rows_dropped_by_watermark(self) -> int:
@@ -65,7 +67,12 @@ class Replay:
         return self.progress["watermark"].dropna().max() if len(self.progress) else pd.NaT
 
     def result_records(self) -> list[dict[str, Any]]:
-        """The result table as ``{"window_start", "window_end", "key", "count"}`` objects, sorted; a value aggregation adds ``value`` (null when Spark's is) before ``count``."""
+        """The result table as ``{"window_start", "window_end", "key", "count"}`` objects, sorted; a value aggregation adds ``value`` (null when Spark's is) before ``count``.
+
+        A pass-through query's rows are ``{"event_time", "key"}`` objects.
+        """
+        if self.config.aggregation == "none":
+            return [{"event_time": stamp(row.event_time), "key": row.key} for row in self.result.itertuples(index=False)]
         valued = "value" in self.result.columns
         return [
             {
@@ -82,6 +89,8 @@ class Replay:
         """The records of :meth:`result_records` with ``value`` (the aggregate; the count for a count) and ``key`` null when the data has no key column."""
         columns = self.config.source.columns
         keyless = columns is not None and columns.key is None
+        if self.config.aggregation == "none":
+            return [{**record, "key": None if keyless else record["key"]} for record in self.result_records()]
         return [
             {**record, "key": None if keyless else record["key"], "value": record.get("value", record["count"])}
             for record in self.result_records()
@@ -173,7 +182,8 @@ def run_to_idle(
         run.stop()
         still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
         started = initial_offsets(run.workdir / "checkpoint") if isinstance(config.source, KafkaSource) else None
-        return Replay(config, result, progress, still_open, tuple(summaries), started)
+        latency = None if run.latency is None else run.latency.frame()
+        return Replay(config, result, progress, still_open, tuple(summaries), started, latency)
     finally:
         registry.remove(name)
 
