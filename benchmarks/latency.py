@@ -21,7 +21,6 @@ import json
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -36,29 +35,11 @@ def _note(message: str) -> None:
     print(f"[latency bench] {message}", file=sys.stderr, flush=True)
 
 
-def publish_paced(bootstrap: str, topic: str, rate: int, seconds: float) -> tuple[int, float]:
-    """Produce ``rate`` records a second for ``seconds`` seconds, in steps of 10 ms; ``(records, start_ms)``."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
-    started = time.monotonic()
-    start_ms = time.time() * 1000
-    sent = 0
-    while (elapsed := time.monotonic() - started) < seconds:
-        due = int(elapsed * rate)
-        for _ in range(due - sent):
-            producer.produce(topic, key="k", value=b'{"n": 1}')
-        sent = max(sent, due)
-        producer.poll(0)
-        time.sleep(0.01)
-    producer.flush(30)
-    return sent, start_ms
-
-
 def measure(registry, bootstrap: str, topic: str, settings: dict, rate: int, seconds: float, warm_up: float, batch: str) -> dict:
     """One run: the latency summaries of the records produced after ``warm_up`` seconds, to the sink and to the table."""
     from streaming.analysis.latency import latency_summary
     from streaming.engine.config import QueryConfig
+    from streaming.engine.publish import publish_paced
     from streaming.engine.sources.kafka import KafkaSource
     from streaming.engine.topics import create_topic
 
@@ -70,10 +51,8 @@ def measure(registry, bootstrap: str, topic: str, settings: dict, rate: int, sec
     name = topic.replace("-", "_")
     run = registry.start(config, name)
     try:
-        result: dict = {}
-        publisher = threading.Thread(target=lambda: result.update(zip(("records", "start_ms"), publish_paced(bootstrap, topic, rate, seconds), strict=True)))
-        publisher.start()
-        publisher.join()
+        start_ms = time.time() * 1000
+        result = {"records": publish_paced(bootstrap, topic, [("k", '{"n": 1}')], rate, seconds), "start_ms": start_ms}
         deadline = time.monotonic() + 120
         while run.latency.records < result["records"]:
             if time.monotonic() > deadline or not run.query.isActive:

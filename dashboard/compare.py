@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
 
 from streaming.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, Comparison, compare, config_label, topic_url
+from streaming.analysis.triggers import LatencyComparison, compare_latency
 from streaming.analysis.tune import bound_topic
 from streaming.charts.compare import comparison_counts
+from streaming.charts.latency import latency_cdf_figure
 from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
@@ -21,7 +23,10 @@ from .jobs import Job, start_job
 from .kafka import kafka_source
 from .shared import InputErrors, show_code, watermark_widget, windows_widgets
 
-__all__ = ["COMPARE_JOB", "SLOT_DEFAULTS", "CompareInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "start_compare"]
+__all__ = [
+    "COMPARE_JOB", "LATENCY_JOB", "SLOT_DEFAULTS", "CompareInputs", "LatencyInputs", "compare_inputs", "compare_results", "compare_slot_widgets",
+    "latency_inputs", "latency_results", "latency_widgets", "start_compare", "start_latency",
+]
 
 COMPARE_JOB = "exp_compare_job"
 
@@ -139,3 +144,83 @@ def compare_results(job: Job) -> None:
         with column:
             st.markdown(f"**{run.label}**")
             show_code(run.config, key=f"cmp_code_{number}")
+
+
+# --- latency: the same pass-through query under several triggers, on records published live ---------------------------
+
+LATENCY_JOB = "exp_latency_job"
+LATENCY_TRIGGERS: Mapping[str, str] = {
+    "default": "Micro-batch, default trigger", "processing_time": "Micro-batch every 1 second", "real_time": "Real-time mode",
+}
+
+
+@dataclass(frozen=True)
+class LatencyInputs:
+    source: KafkaSource
+    configs: list[QueryConfig]
+    rate: int
+    seconds: float
+
+    @property
+    def recall(self) -> tuple:
+        return ("latency", self.source, tuple(self.configs), self.rate, self.seconds)
+
+
+def latency_inputs(topic: Mapping[str, Any], triggers: Sequence[str], real_time_batch: str, rate: int, seconds: float) -> LatencyInputs:
+    """The latency comparison's validated inputs: one pass-through config per trigger on the topic's shape; :class:`InputErrors` naming what does not fit."""
+    errors: list[ConfigError] = []
+    try:
+        source = replace(kafka_source(topic), max_offsets_per_trigger=None)
+    except ConfigError as err:
+        raise InputErrors([err]) from None
+    if not 2 <= len(triggers) <= 3:
+        errors.append(ConfigError("triggers", list(triggers), "choose 2 or 3 to compare"))
+    intervals = {"default": None, "processing_time": "1 second", "real_time": real_time_batch}
+    configs = []
+    for trigger in triggers:
+        try:
+            configs.append(QueryConfig(source, aggregation="none", watermark=None, output_mode="update", trigger=trigger, trigger_interval=intervals[trigger]))
+        except ConfigError as err:
+            errors.append(err)
+    if not 10 <= seconds <= 300:
+        errors.append(ConfigError("seconds", seconds, "must be between 10 and 300"))
+    if errors:
+        raise InputErrors(errors)
+    return LatencyInputs(source, configs, int(rate), float(seconds))
+
+
+def latency_widgets() -> dict[str, Any]:
+    """The triggers to compare, the real-time batch length, the rate and how long to publish."""
+    triggers = st.multiselect(
+        "Triggers", list(LATENCY_TRIGGERS), default=["default", "real_time"], format_func=LATENCY_TRIGGERS.__getitem__, key="cmp_lat_triggers",
+    )
+    left, middle, right = st.columns(3)
+    batch = left.text_input("Real-time batch length", value="10 seconds", key="cmp_lat_batch", help="How often Spark checkpoints in real-time mode (at least 5 seconds)")
+    rate = middle.number_input("Records a second", min_value=1, max_value=20_000, value=1_000, step=500, key="cmp_lat_rate")
+    seconds = right.number_input("Seconds to publish", min_value=10, max_value=300, value=20, step=10, key="cmp_lat_seconds")
+    return {"triggers": triggers, "real_time_batch": batch, "rate": int(rate), "seconds": float(seconds)}
+
+
+def start_latency(registry: QueryRegistry, inputs: LatencyInputs, key: str = LATENCY_JOB) -> None:
+    """Start the latency comparison of ``inputs`` in the background and rerun."""
+
+    def work(job: Job) -> LatencyComparison:
+        return compare_latency(registry, inputs.source, inputs.configs, rate=inputs.rate, seconds=inputs.seconds, cancel=job.cancel, report=job.report)
+
+    start_job(key, f"Latency of {len(inputs.configs)} triggers on {inputs.source.topic}", inputs, work, inputs.recall)
+
+
+def latency_results(job: Job) -> None:
+    """Each trigger's latency percentiles, throughput and cores held, and the latency distributions on one axis."""
+    comparison: LatencyComparison = job.result
+    st.caption(
+        f"{comparison.records:,} records published at {comparison.rate:,}/s for {comparison.seconds:g} s into a topic of {comparison.partitions} "
+        f"partition(s) made for the comparison; the first {comparison.warm_up:g} s are not counted (the queries were starting). Latency: from each "
+        "record's Kafka timestamp to the moment the sink received its row."
+    )
+    st.dataframe(comparison.summary(), hide_index=True, column_config={
+        "label": st.column_config.TextColumn("trigger"), "records": st.column_config.NumberColumn("records", format="%d"),
+        **{name: st.column_config.NumberColumn(name.replace("_ms", " (ms)"), format="%.0f") for name in ("p50_ms", "p95_ms", "p99_ms", "max_ms")},
+        "rows_per_second": st.column_config.NumberColumn("rows/s", format="%.0f"), "cores_held": st.column_config.TextColumn("cores held"),
+    })
+    st.plotly_chart(latency_cdf_figure({run.label: comparison.counted(run) for run in comparison.runs}), key="cmp_chart_latency")

@@ -223,3 +223,29 @@ def test_replay_refuses_latency_without_a_topic_and_an_unknown_trigger(write_fee
     with pytest.raises(SystemExit) as exited:
         main(["replay", str(feed), "--window", "1 minute", "--trigger", "continuous"])
     assert exited.value.code == 2 and "is not default or realtime[:DURATION]" in capsys.readouterr().err
+
+
+def test_the_compare_page_runs_micro_batches_and_real_time_mode_on_the_same_live_records(kafka_broker, topic_name) -> None:
+    from test_app import _errors, _page, _wait_until
+
+    from dashboard import shared
+
+    create_topic(kafka_broker.bootstrap, topic_name)
+    produce(kafka_broker.bootstrap, topic_name, [int(time.time() * 1000)] * 5)
+    at = _page(shared.COMPARE_PAGE)
+    at.toggle(key="cmp_from_topic").set_value(True).run()
+    at.text_input(key="cmp_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
+    at.selectbox(key="cmp_kafka_topic").set_value(topic_name).run()
+    at.text_input(key="cmp_lat_batch").set_value("2 seconds").run()
+    assert any("trigger_interval: '2 seconds' is shorter than real-time mode's shortest batch" in error for error in _errors(at))
+    at.text_input(key="cmp_lat_batch").set_value("10 seconds")
+    at.number_input(key="cmp_lat_rate").set_value(200)
+    at.number_input(key="cmp_lat_seconds").set_value(10).run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    at.button(key="cmp_lat_run").click().run()
+    assert _wait_until(at, lambda page: any("cores_held" in frame.value.columns for frame in page.dataframe), 180.0), _errors(at)
+    summary = next(frame.value for frame in at.dataframe if "cores_held" in frame.value.columns)
+    assert list(summary["label"]) == ["micro-batch, default trigger", "real-time mode (10 seconds batches)"]
+    assert (summary["records"] >= 900).all() and (summary["p50_ms"] > 0).all() and summary["cores_held"].iloc[1].startswith("1 (")
+    assert any("End-to-end latency by trigger" in chart.proto.spec for chart in at.get("plotly_chart"))
+    assert not [name for name in topic_names(kafka_broker.bootstrap) if name.startswith(f"{topic_name}-latency-")]  # its topic is gone

@@ -40,3 +40,20 @@ job_controls(
     render=compare.compare_results, idle_text="Set up the configurations and press **Run comparison**.", help_text="Runs in the background",
     recall=inputs.recall,
 )
+
+if st.session_state.get("cmp_from_topic"):
+    st.divider()
+    st.subheader("Latency: the same query, micro-batches against real-time mode")
+    st.caption(
+        "Publishes the topic's latest messages again, at a fixed rate, into a topic made for the comparison, and runs the query under each "
+        "trigger at once, passing rows through (what real-time mode runs on Spark 4.2): how long after it was produced each record reached the sink."
+    )
+    try:
+        latency_inputs = compare.latency_inputs(shape["topic"], **compare.latency_widgets())
+    except InputErrors as err:
+        refuse(err, "latency comparison")
+    job_controls(
+        compare.LATENCY_JOB, "Compare latency", "cmp_lat_run", ready=ready, start=lambda: compare.start_latency(get_registry(), latency_inputs),
+        render=compare.latency_results, idle_text="Choose the triggers and press **Compare latency**.", help_text="Runs in the background",
+        recall=latency_inputs.recall,
+    )

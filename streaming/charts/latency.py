@@ -7,13 +7,15 @@ Each accepts no entries and then says what it waits for.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.latency import LatencyEnd, latency_histogram, latency_over_time
+from ..analysis.latency import LatencyEnd, latencies, latency_histogram, latency_over_time
 from .common import empty_figure
 
-__all__ = ["END_WORDS", "NO_LATENCY", "latency_figures", "latency_histogram_figure", "latency_over_time_figure"]
+__all__ = ["END_WORDS", "NO_LATENCY", "latency_cdf_figure", "latency_figures", "latency_histogram_figure", "latency_over_time_figure"]
 
 NO_LATENCY = "No record measured yet: latency shows once the output of the records read since the start is in the result table"
 END_WORDS: dict[str, str] = {
@@ -66,3 +68,26 @@ def latency_histogram_figure(entries: pd.DataFrame, bins: int = 40, to: LatencyE
 def latency_figures(entries: pd.DataFrame, to: LatencyEnd = "folded", bucket_ms: int = 1_000) -> dict[str, go.Figure]:
     """The latency figures of one refresh, by name: ``latency`` (over time) and ``latency_histogram``."""
     return {"latency": latency_over_time_figure(entries, bucket_ms, to), "latency_histogram": latency_histogram_figure(entries, to=to)}
+
+
+def latency_cdf_figure(runs: Mapping[str, pd.DataFrame], to: LatencyEnd = "written") -> go.Figure:
+    """The share of records whose latency is at most x, one line per run (``label → entries``), on a log axis: the lower and further left, the faster."""
+    title = f"End-to-end latency by trigger (produced → {to})"
+    traces = []
+    for label, entries in runs.items():
+        measured = latencies(entries, to).sort_values("latency_ms")
+        if measured.empty:
+            continue
+        share = measured["weight"].cumsum() / measured["weight"].sum()
+        traces.append(go.Scatter(
+            x=measured["latency_ms"].clip(lower=0.1), y=share, name=label, mode="lines", line={"shape": "hv"},
+            hovertemplate=f"{label}<br>%{{y:.1%}} of records within %{{x:,.0f}} ms<extra></extra>",
+        ))
+    if not traces:
+        return empty_figure(title, NO_LATENCY)
+    figure = go.Figure(traces)
+    figure.update_layout(
+        title={"text": title, "subtitle": {"text": "share of records at or below each latency; further left is faster"}},
+        xaxis={"title": "latency (ms, log scale)", "type": "log"}, yaxis={"title": "share of records", "tickformat": ".0%"}, height=360,
+    )
+    return figure

@@ -43,7 +43,7 @@ from .topics import client_settings, create_topic, describe_topic
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["Published", "publish"]
+__all__ = ["Published", "publish", "publish_paced"]
 
 ProgressCallback = Callable[[int, int, int], None]
 """Called after each batch with (batches published, batches in all, messages published)."""
@@ -190,3 +190,37 @@ def publish(
                 raise Cancelled(f"publishing to {topic}: cancelled after {index + 1} of {len(batches)} batches")
     info = describe_topic(bootstrap, topic)
     return Published(topic, len(info.partitions), created, messages, len(batches), time.monotonic() - started, info.end_offsets())
+
+
+def publish_paced(
+    bootstrap: str, topic: str, messages: Sequence[tuple[str | None, str | None]], rate: int, seconds: float, cancel: threading.Event | None = None,
+) -> int:
+    """Produce ``rate`` records a second into ``topic`` for ``seconds`` seconds, cycling through ``messages`` (``(key, value)`` pairs); the records produced.
+
+    Each record's timestamp is the moment it is produced (``CreateTime``):
+    what end-to-end latency is measured from. Records go out in steps of 10 ms
+    with 1 ms of lingering. Stops early once ``cancel`` is set.
+    """
+    from confluent_kafka import Producer
+
+    if isinstance(rate, bool) or not isinstance(rate, int) or not 1 <= rate <= 1_000_000:
+        raise ConfigError("rate", rate, "must be a whole number of records a second between 1 and 1,000,000")
+    if not messages:
+        raise ConfigError("messages", [], "are empty: there is nothing to publish")
+    producer = Producer({**client_settings(bootstrap), "linger.ms": 1})
+    encoded = [(None if key is None else key.encode(), None if value is None else value.encode()) for key, value in messages]
+    started = time.monotonic()
+    sent = 0
+    while (elapsed := time.monotonic() - started) < seconds and not (cancel is not None and cancel.is_set()):
+        for index in range(sent, int(elapsed * rate)):
+            key, value = encoded[index % len(encoded)]
+            try:
+                producer.produce(topic, key=key, value=value)
+            except BufferError:
+                producer.poll(0.05)
+                producer.produce(topic, key=key, value=value)
+            sent = index + 1
+        producer.poll(0)
+        time.sleep(0.01)
+    producer.flush(30)
+    return sent

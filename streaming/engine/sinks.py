@@ -330,13 +330,17 @@ class TopicSink:
                 self._stop.wait(self.poll)
 
     def fold_next(self, timeout: float) -> int:
-        """Fold the rows that arrive within ``timeout`` seconds (at most 10,000); the number folded."""
+        """Fold the next rows: wait ``timeout`` seconds at most for one, then take what has arrived besides (at most 10,000); the number folded."""
         import json
 
         with self._lock:
             if self._consumer is None:
                 return 0
-            messages = [message for message in self._consumer.consume(10_000, timeout) if message.error() is None]
+            first = self._consumer.poll(timeout)  # returns as soon as a row arrives; consume() would wait out its timeout
+            if first is None:
+                return 0
+            received = [first, *self._consumer.consume(10_000, 0)]
+            messages = [message for message in received if message.error() is None]
             if not messages:
                 return 0
             values = [json.loads(message.value()) for message in messages]
