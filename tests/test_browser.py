@@ -199,8 +199,36 @@ def test_the_demo_on_a_real_broker_publish_web_clicks_then_query_the_topic(app_u
         assert page.locator(".stException").count() == 0
         page.get_by_role("button", name="Stop query").click()
         page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+        _compare_latency(page, "demo-clicks")
     finally:
         page.close()
+
+
+LATENCY_P50 = """() => {
+  const plot = Array.from(document.querySelectorAll('.js-plotly-plot')).find(p => p.layout && JSON.stringify(p.layout.title).includes('latency by trigger'));
+  const traces = plot && plot._fullData;  // the drawn traces: x and y decoded into arrays
+  if (!traces || traces.length < 2) return null;
+  return Object.fromEntries(traces.map(t => [t.name, t.x[Array.from(t.y).findIndex(share => share >= 0.5)]]));
+}"""
+"""Each trace's median latency (ms) in the Compare page's latency chart, by trigger; ``null`` until both lines are drawn."""
+
+
+def _compare_latency(page, topic: str) -> None:
+    """On the Compare page, the same pass-through query on ``topic``'s records under the default trigger and in real-time mode: real-time is faster."""
+    page.locator('[data-testid="stSidebarNav"] a', has_text="Compare").first.click()
+    page.get_by_text("A Kafka topic").first.click()
+    _pick(page, "Topic", topic)
+    page.get_by_role("heading", name="Latency: the same query, micro-batches against real-time mode").wait_for(timeout=120_000)
+    for label, value in (("Records a second", "300"), ("Seconds to publish", "12")):
+        box = page.get_by_role("spinbutton", name=label)
+        box.fill(value)
+        box.press("Enter")
+    page.get_by_role("button", name="Compare latency").click()
+    medians = page.wait_for_function(LATENCY_P50, timeout=240_000).json_value()
+    print(f"median latency to the sink in Chromium: {medians}")
+    assert set(medians) == {"micro-batch, default trigger", "real-time mode (10 seconds batches)"}
+    assert medians["real-time mode (10 seconds batches)"] < medians["micro-batch, default trigger"], medians
+    assert page.locator(".stException").count() == 0
 
 
 def _java_under(pid: int) -> int:

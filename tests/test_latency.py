@@ -225,27 +225,39 @@ def test_replay_refuses_latency_without_a_topic_and_an_unknown_trigger(write_fee
     assert exited.value.code == 2 and "is not default or realtime[:DURATION]" in capsys.readouterr().err
 
 
-def test_the_compare_page_runs_micro_batches_and_real_time_mode_on_the_same_live_records(kafka_broker, topic_name) -> None:
-    from test_app import _errors, _page, _wait_until
+def test_the_compare_page_refuses_a_latency_comparison_naming_each_field() -> None:
+    from dashboard.compare import latency_inputs
+    from dashboard.shared import InputErrors
 
-    from dashboard import shared
+    topic = {"bootstrap": "127.0.0.1:9092", "topic": "clicks", "value_columns": [("n", "bigint")], "mapping": {"event_time": "kafka_timestamp", "key": "kafka_key"}}
+    inputs = latency_inputs(topic, ["default", "real_time"], "10 seconds", 1_000, 20)
+    assert [config.trigger for config in inputs.configs] == ["default", "real_time"] and {config.aggregation for config in inputs.configs} == {"none"}
+    with pytest.raises(InputErrors) as err:
+        latency_inputs(topic, ["real_time"], "2 seconds", 1_000, 5)
+    assert [error.field for error in err.value.errors] == ["triggers", "trigger_interval", "seconds"]
+    with pytest.raises(InputErrors) as err:
+        latency_inputs({**topic, "topic": None}, ["default", "real_time"], "10 seconds", 1_000, 20)
+    assert [error.field for error in err.value.errors] == ["source.topic"]
 
-    create_topic(kafka_broker.bootstrap, topic_name)
+
+def test_a_latency_comparison_summarises_each_trigger_and_deletes_its_topic(registry, kafka_broker, topic_name) -> None:
+    from streaming.analysis.triggers import compare_latency
+
+    from confluent_kafka import Producer
+
+    create_topic(kafka_broker.bootstrap, topic_name, 2)
     produce(kafka_broker.bootstrap, topic_name, [int(time.time() * 1000)] * 5)
-    at = _page(shared.COMPARE_PAGE)
-    at.toggle(key="cmp_from_topic").set_value(True).run()
-    at.text_input(key="cmp_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
-    at.selectbox(key="cmp_kafka_topic").set_value(topic_name).run()
-    at.text_input(key="cmp_lat_batch").set_value("2 seconds").run()
-    assert any("trigger_interval: '2 seconds' is shorter than real-time mode's shortest batch" in error for error in _errors(at))
-    at.text_input(key="cmp_lat_batch").set_value("10 seconds")
-    at.number_input(key="cmp_lat_rate").set_value(200)
-    at.number_input(key="cmp_lat_seconds").set_value(10).run()
-    assert not at.exception and not _errors(at), (at.exception, _errors(at))
-    at.button(key="cmp_lat_run").click().run()
-    assert _wait_until(at, lambda page: any("cores_held" in frame.value.columns for frame in page.dataframe), 180.0), _errors(at)
-    summary = next(frame.value for frame in at.dataframe if "cores_held" in frame.value.columns)
-    assert list(summary["label"]) == ["micro-batch, default trigger", "real-time mode (10 seconds batches)"]
-    assert (summary["records"] >= 900).all() and (summary["p50_ms"] > 0).all() and summary["cores_held"].iloc[1].startswith("1 (")
-    assert any("End-to-end latency by trigger" in chart.proto.spec for chart in at.get("plotly_chart"))
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap})
+    producer.produce(topic_name, key="k", value="not json")  # malformed: not published again, so every record published is measured
+    assert producer.flush(10) == 0
+    source = KafkaSource(kafka_broker.bootstrap, topic_name, VALUES)
+    configs = [real_time(source=source).with_changes(trigger=trigger, trigger_interval=interval) for trigger, interval in (("default", None), ("real_time", "5 seconds"))]
+    with pytest.raises(ConfigError, match="must be none"):
+        compare_latency(registry, source, [configs[0].with_changes(aggregation="count", watermark="1 minute")] * 2, rate=10, seconds=10)
+    comparison = compare_latency(registry, source, configs, rate=200, seconds=8, warm_up=3)
+    summary = comparison.summary()
+    assert list(summary["label"]) == ["micro-batch, default trigger", "real-time mode (5 seconds batches)"] and comparison.partitions == 2
+    assert (summary["records"] >= 900).all() and (summary["p50_ms"] >= 0).all() and summary["cores_held"].iloc[1].startswith("2 (")
+    assert 1_590 <= comparison.records <= 1_600 and all(run.latency["weight"].sum() >= comparison.records - 0.1 for run in comparison.runs)
     assert not [name for name in topic_names(kafka_broker.bootstrap) if name.startswith(f"{topic_name}-latency-")]  # its topic is gone
+    assert not [run for run in registry.runs() if run.name.startswith("latency_")]

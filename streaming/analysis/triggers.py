@@ -22,18 +22,23 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from ..engine.config import QueryConfig
 from ..engine.errors import Cancelled, ConfigError
 from ..engine.publish import publish_paced
+from ..engine.query import malformed_rows
 from ..engine.registry import QueryRegistry
 from ..engine.sources.kafka import KafkaSource
 from ..engine.topics import create_topic, delete_topic, describe_topic, latest_messages
 from .latency import latency_summary
 
-__all__ = ["LatencyComparison", "TriggerRun", "compare_latency", "trigger_label"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["LatencyComparison", "TriggerRun", "compare_latency", "trigger_label", "well_formed"]
 
 TRIGGER_WORDS = {"default": "micro-batch, default trigger", "processing_time": "micro-batch every {interval}", "real_time": "real-time mode ({interval} batches)"}
 
@@ -102,7 +107,9 @@ def compare_latency(
     messages = latest_messages(source.bootstrap, source.topic, 200)
     if messages.empty:
         raise ConfigError("topic", source.topic, "holds no messages to publish again: publish some first (Datasets page)")
-    pairs = list(zip(messages["key"], messages["value"], strict=True))
+    pairs = well_formed(registry.spark, configs[0], messages)
+    if not pairs:
+        raise ConfigError("topic", source.topic, "holds no message the query can read among its latest 200: each is malformed for its mapping")
     partitions = len(describe_topic(source.bootstrap, source.topic).partitions)
     topic = f"{source.topic}-latency-{uuid.uuid4().hex[:8]}"
     create_topic(source.bootstrap, topic, partitions)
@@ -135,6 +142,26 @@ def compare_latency(
         for name in names:
             registry.remove(name)
         delete_topic(source.bootstrap, topic)
+
+
+def well_formed(spark: SparkSession, config: QueryConfig, messages: pd.DataFrame) -> list[tuple[str | None, str | None]]:
+    """The ``(key, value)`` of the ``messages`` (:func:`~streaming.engine.topics.latest_messages`) that ``config``'s query reads as rows, not as malformed ones.
+
+    Only those are published again, so every record published reaches each run's result table.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = T.StructType([
+        T.StructField("key", T.StringType()), T.StructField("value", T.StringType()), T.StructField("timestamp", T.TimestampType()),
+        T.StructField("partition", T.IntegerType()), T.StructField("offset", T.LongType()),
+    ])
+    rows = [(key, value, stamp.to_pydatetime(), 0, index) for index, (key, value, stamp) in enumerate(zip(messages["key"], messages["value"], messages["timestamp"], strict=True))]
+    source = config.source
+    decoded = source.decoded(spark.createDataFrame(rows, schema))  # type: ignore[attr-defined]
+    read = decoded.select(*source.selected(decoded), F.col("kafka_offset").alias("index")).where(~malformed_rows(config))  # type: ignore[attr-defined]
+    kept = {int(row["index"]) for row in read.select("index").collect()}
+    return [(key, value) for index, (key, value) in enumerate(zip(messages["key"], messages["value"], strict=True)) if index in kept]
 
 
 def _busy(summaries: Sequence[Mapping], config: QueryConfig, seconds: float) -> float:
