@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import streamlit as st
 
@@ -13,7 +13,7 @@ from streaming.analysis.triggers import LatencyComparison, compare_latency
 from streaming.analysis.tune import bound_topic
 from streaming.charts.compare import comparison_counts
 from streaming.charts.latency import latency_cdf_figure
-from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig
+from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig, TriggerKind
 from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
@@ -179,7 +179,9 @@ def latency_inputs(topic: Mapping[str, Any], triggers: Sequence[str], real_time_
     configs = []
     for trigger in triggers:
         try:
-            configs.append(QueryConfig(source, aggregation="none", watermark=None, output_mode="update", trigger=trigger, trigger_interval=intervals[trigger]))
+            configs.append(QueryConfig(
+                source, aggregation="none", watermark=None, output_mode="update", trigger=cast("TriggerKind", trigger), trigger_interval=intervals[trigger],
+            ))
         except ConfigError as err:
             errors.append(err)
     if not 10 <= seconds <= 300:

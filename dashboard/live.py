@@ -15,14 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from streaming.analysis import lateness
-from streaming.analysis.latency import latency_summary
+from streaming.analysis.latency import LatencyEnd, latency_summary
 from streaming.analysis.profile import topic_batches, topic_events_of
 from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
 from streaming.charts import lateness as lateness_charts
@@ -527,6 +527,7 @@ def _latency_view(run: Run, now_ms: int) -> None:
         "Measured", list(LATENCY_ENDS), format_func=LATENCY_ENDS.__getitem__, default="shown", key="lab_latency_end",
         help="From each record's Kafka timestamp (when it was produced) to the moment its output reached the sink, the result table, or a page that drew the table",
     ) or "shown"
+    end = cast("LatencyEnd", end)
     entries = run.latency.frame()
     summary = latency_summary(entries, end, since_ms=now_ms - LATENCY_WINDOW_SECONDS * 1000)
     columns = st.columns(5)

@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .engine.batching import Batching
 from .engine.broker import BOOTSTRAP_VARIABLE
@@ -233,7 +233,7 @@ def _replay_config(args: argparse.Namespace, source: Source) -> QueryConfig:
     )
 
 
-def _trigger_settings(args: argparse.Namespace, source: Source) -> dict[str, str | None]:
+def _trigger_settings(args: argparse.Namespace, source: Source) -> dict[str, Any]:
     """A topic is read under the available-now trigger, or with ``--trigger realtime`` in real-time mode; files under the default trigger."""
     trigger, interval = getattr(args, "trigger", ("default", None))
     if trigger == "real_time":
@@ -431,20 +431,9 @@ def _tune_main(args) -> int:
             print(f"confirmed on Spark at {confirmation.delay}: model and Spark agree on completeness, counted, exact and rows dropped")
         else:
             print(f"DISAGREEMENT at {confirmation.delay} (please report it): " + "; ".join(confirmation.differences()), file=sys.stderr)
-    latency = _latency_ms(outcome.latency) if args.latency and outcome.latency is not None else None
-    if latency is not None:
-        print("latency_ms " + " ".join(f"{name}={value}" for name, value in latency.items()))
     if args.json is not None:
-        args.json.write_text(json.dumps({**outcome.to_json(), **({"latency_ms": latency} if latency is not None else {})}, indent=2) + "\n")
+        args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     return 0
-
-
-def _latency_ms(entries) -> dict[str, float]:
-    """``p50``, ``p95``, ``p99``, ``max`` of the records' latency from their produce time to the sink, in ms (0.1 ms)."""
-    from .analysis.latency import latency_summary
-
-    summary = latency_summary(entries, "written")
-    return {name: round(summary[name], 1) for name in ("p50", "p95", "p99", "max")}
 
 
 # --------------------------------------------------------------------------- state

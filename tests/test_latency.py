@@ -241,9 +241,9 @@ def test_the_compare_page_refuses_a_latency_comparison_naming_each_field() -> No
 
 
 def test_a_latency_comparison_summarises_each_trigger_and_deletes_its_topic(registry, kafka_broker, topic_name) -> None:
-    from streaming.analysis.triggers import compare_latency
-
     from confluent_kafka import Producer
+
+    from streaming.analysis.triggers import compare_latency
 
     create_topic(kafka_broker.bootstrap, topic_name, 2)
     produce(kafka_broker.bootstrap, topic_name, [int(time.time() * 1000)] * 5)
@@ -261,3 +261,11 @@ def test_a_latency_comparison_summarises_each_trigger_and_deletes_its_topic(regi
     assert 1_590 <= comparison.records <= 1_600 and all(run.latency["weight"].sum() >= comparison.records - 0.1 for run in comparison.runs)
     assert not [name for name in topic_names(kafka_broker.bootstrap) if name.startswith(f"{topic_name}-latency-")]  # its topic is gone
     assert not [run for run in registry.runs() if run.name.startswith("latency_")]
+
+
+def test_show_code_exports_a_real_time_query_with_its_trigger_and_a_checkpoint() -> None:
+    from streaming.export import pyspark_code
+
+    code = pyspark_code(real_time(trigger_interval="10 seconds"))
+    assert "TRIGGER_INTERVAL = '10 seconds'" in code and ".trigger(realTime=TRIGGER_INTERVAL)" in code and "checkpointLocation" in code
+    assert ".format('console')" in code  # a sink real-time mode allows

@@ -158,8 +158,10 @@ def well_formed(spark: SparkSession, config: QueryConfig, messages: pd.DataFrame
     ])
     rows = [(key, value, stamp.to_pydatetime(), 0, index) for index, (key, value, stamp) in enumerate(zip(messages["key"], messages["value"], messages["timestamp"], strict=True))]
     source = config.source
-    decoded = source.decoded(spark.createDataFrame(rows, schema))  # type: ignore[attr-defined]
-    read = decoded.select(*source.selected(decoded), F.col("kafka_offset").alias("index")).where(~malformed_rows(config))  # type: ignore[attr-defined]
+    if not isinstance(source, KafkaSource):
+        raise ConfigError("source", source.kind, "is not a Kafka topic")
+    decoded = source.decoded(spark.createDataFrame(rows, schema))
+    read = decoded.select(*source.selected(decoded), F.col("kafka_offset").alias("index")).where(~malformed_rows(config))
     kept = {int(row["index"]) for row in read.select("index").collect()}
     return [(key, value) for index, (key, value) in enumerate(zip(messages["key"], messages["value"], strict=True)) if index in kept]
 

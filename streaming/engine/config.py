@@ -196,7 +196,7 @@ class QueryConfig:
             )
         if getattr(self.source, "end_offsets", None) is not None:
             raise ConfigError("source.end_offsets", self.source.end_offsets, "do not apply in real-time mode: it follows the topic as records arrive")
-        if duration_ms("trigger_interval", self.trigger_interval) < parse_duration(REAL_TIME_MIN_BATCH):
+        if duration_ms("trigger_interval", self.trigger_interval or "") < parse_duration(REAL_TIME_MIN_BATCH):
             raise ConfigError(
                 "trigger_interval", self.trigger_interval,
                 f"is shorter than real-time mode's shortest batch, {REAL_TIME_MIN_BATCH} (spark.sql.streaming.realTimeMode.minBatchDuration); "

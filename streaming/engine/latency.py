@@ -95,7 +95,7 @@ class LatencyLog:
         with self._lock:
             return self._version
 
-    def add(self, produced_ms: Sequence[float], written_ms: Sequence[float], folded_ms: Sequence[float] | float, weight: float = 1.0) -> None:
+    def add(self, produced_ms: Sequence[float], written_ms: Sequence[float] | float, folded_ms: Sequence[float] | float, weight: float = 1.0) -> None:
         """Add records (or percentiles standing for ``weight`` records each) with their times."""
         produced = np.asarray(produced_ms, dtype="float64")
         if produced.size == 0:

@@ -31,7 +31,7 @@ from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .session import is_connect
 from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink, TopicSink
-from .sources import FeedReplayer
+from .sources import FeedReplayer, KafkaSource
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -274,10 +274,11 @@ class Run:
         from .topics import describe_topic
 
         source = self.config.source
-        wanted = dict(describe_topic(source.bootstrap, source.topic).end_offsets())  # type: ignore[attr-defined]
+        assert isinstance(source, KafkaSource)  # QueryConfig refuses real-time mode on any other source
+        wanted = dict(describe_topic(source.bootstrap, source.topic).end_offsets())
         while True:
             ends = [json.loads(end) for summary in self.log.summaries() if (end := summary["source_offsets"][1])]
-            read = {int(partition): int(offset) for partition, offset in (ends[-1].get(source.topic, {}) if ends else {}).items()}  # type: ignore[attr-defined]
+            read = {int(partition): int(offset) for partition, offset in (ends[-1].get(source.topic, {}) if ends else {}).items()}
             if all(read.get(partition, 0) >= offset for partition, offset in wanted.items()):
                 break
             if not self.query.isActive:
@@ -365,7 +366,8 @@ def start_run(
 
     sink: Sink
     if config.trigger == "real_time":
-        sink = TopicSink(config.source.bootstrap, f"streaming-lab-{name}-{uuid.uuid4().hex[:8]}", table, latency)  # type: ignore[attr-defined]
+        assert isinstance(config.source, KafkaSource)  # QueryConfig refuses real-time mode on any other source
+        sink = TopicSink(config.source.bootstrap, f"streaming-lab-{name}-{uuid.uuid4().hex[:8]}", table, latency)
         frame = sink.prepare(frame)
     elif connect:
         sink = MemorySinkReader(spark, name, config.output_mode, table, log, max_sink_rows=max_sink_rows)
