@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -19,12 +19,12 @@ from streaming.engine.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
 
 from .data import choice_of, data_source
-from .jobs import Job, start_job
+from .jobs import Job, job_controls, start_job
 from .kafka import kafka_source
 from .shared import InputErrors, show_code, watermark_widget, windows_widgets
 
 __all__ = [
-    "COMPARE_JOB", "LATENCY_JOB", "SLOT_DEFAULTS", "CompareInputs", "LatencyInputs", "compare_inputs", "compare_results", "compare_slot_widgets",
+    "COMPARE_JOB", "LATENCY_JOB", "SLOT_DEFAULTS", "CompareInputs", "LatencyInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "experiment",
     "latency_inputs", "latency_results", "latency_widgets", "start_compare", "start_latency",
 ]
 
@@ -226,3 +226,23 @@ def latency_results(job: Job) -> None:
         "rows_per_second": st.column_config.NumberColumn("rows/s", format="%.0f"), "cores_held": st.column_config.TextColumn("cores held"),
     })
     st.plotly_chart(latency_cdf_figure({run.label: comparison.counted(run) for run in comparison.runs}), key="cmp_chart_latency")
+
+
+def experiment(
+    what: str, inputs_of: Callable[[], Any], key: str, button: str, button_key: str, *, ready: bool,
+    start: Callable[[Any], None], render: Callable[[Job], None], idle_text: str,
+) -> None:
+    """One experiment of the page: its inputs (``inputs_of``, which may raise :class:`InputErrors`), its button and its job.
+
+    Refused inputs are listed, naming field and value, and only this experiment is left out: the page's others stay.
+    """
+    try:
+        inputs = inputs_of()
+    except InputErrors as err:
+        for error in err.errors:
+            st.error(f"Cannot run this {what}: {error}")
+        return
+    job_controls(
+        key, button, button_key, ready=ready, start=lambda: start(inputs), render=render, idle_text=idle_text, help_text="Runs in the background",
+        recall=inputs.recall,
+    )

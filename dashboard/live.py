@@ -525,7 +525,8 @@ def _latency_view(run: Run, now_ms: int) -> None:
     st.subheader("End-to-end latency")
     end = st.segmented_control(
         "Measured", list(LATENCY_ENDS), format_func=LATENCY_ENDS.__getitem__, default="shown", key="lab_latency_end",
-        help="From each record's Kafka timestamp (when it was produced) to the moment its output reached the sink, the result table, or a page that drew the table",
+        help="From when each record was produced (a topic's record timestamp; the generator's and the rate source's row timestamp) to the moment "
+        "its output reached the sink, the result table, or a page that drew the table",
     ) or "shown"
     end = cast("LatencyEnd", end)
     entries = run.latency.frame()
@@ -539,6 +540,7 @@ def _latency_view(run: Run, now_ms: int) -> None:
     left, right = st.columns(2)
     left.plotly_chart(figures["latency"], key="lab_chart_latency")
     right.plotly_chart(figures["latency_histogram"], key="lab_chart_latency_histogram")
+    st.plotly_chart(figures["latency_breakdown"], key="lab_chart_latency_breakdown")
     if run.config.trigger == "real_time":
         st.caption(
             f"Real-time mode: each row's latency {END_WORDS[end]}. Spark runs one long task per topic partition for the whole batch "
@@ -547,7 +549,7 @@ def _latency_view(run: Run, now_ms: int) -> None:
     else:
         st.caption(
             f"Micro-batches: each record's latency {END_WORDS[end]}. A record waits for the next batch to start, for the batch's work "
-            "(the batch-duration chart), then for the app to fold it; the records of a batch are measured from their exact percentiles."
+            "(its phases are in the batch-duration chart), then for the app to fold it; the records of a batch are measured from their exact percentiles."
         )
 
 

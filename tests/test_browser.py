@@ -60,14 +60,21 @@ def _pick(page, label: str, option: str, timeout: float = 60.0) -> None:
                 raise
 
 
-def _start_see_chart_and_stop(page, source: str, name: str) -> None:
-    """On the Live query page: start a query of ``source`` named ``name``, wait until its chart has data, then stop it."""
+LATENCY_HAS_POINTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
+  p => p.layout && JSON.stringify(p.layout.title).includes('End-to-end latency over time') && (p._fullData || []).some(t => t.x && t.x.length > 0))"""
+"""True once the live view's latency-over-time chart has a point."""
+
+
+def _start_see_chart_and_stop(page, source: str, name: str, *, latency: bool = False) -> None:
+    """On the Live query page: start a query of ``source`` named ``name``, wait until its chart (and with ``latency``, its latency chart) has data, then stop it."""
     _pick(page, "Source", source)
     page.get_by_role("textbox", name="Query name").fill(name)
     page.get_by_role("textbox", name="Query name").press("Enter")
     page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
     page.get_by_role("button", name="Start query").click()
     page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+    if latency:
+        page.wait_for_function(LATENCY_HAS_POINTS, timeout=CHART_DATA_SECONDS * 1000)
     assert page.locator(".stException").count() == 0
     page.get_by_role("button", name="Stop query").click()
     page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
@@ -79,7 +86,7 @@ def test_live_page_starts_charts_and_stops_a_generator_query(app_url, browser):
         page.goto(f"{app_url}/", wait_until="domcontentloaded")
         page.get_by_role("link", name="Live query").first.click()
         page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
-        _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "browser_generator")
+        _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "browser_generator", latency=True)
     finally:
         page.close()
 

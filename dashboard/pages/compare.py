@@ -4,9 +4,8 @@ import streamlit as st
 
 from dashboard import compare
 from dashboard.data import data_select, data_widgets
-from dashboard.jobs import job_controls
 from dashboard.kafka import topic_shape
-from dashboard.shared import InputErrors, get_registry, refuse, session_starter, session_status, wait_for_session
+from dashboard.shared import get_registry, session_starter, session_status, wait_for_session
 
 st.title("Compare")
 st.caption(
@@ -31,16 +30,11 @@ slots = []
 for number, column in enumerate(st.columns(int(count)), start=1):
     with column, st.container(border=True):
         slots.append(compare.compare_slot_widgets(number, compare.SLOT_DEFAULTS[number - 1]))
-try:
-    inputs = compare.compare_inputs(feed, slots, **shape)
-except InputErrors as err:
-    refuse(err, "comparison")
-job_controls(
-    compare.COMPARE_JOB, "Run comparison", "cmp_run", ready=ready, start=lambda: compare.start_compare(get_registry(), inputs),
-    render=compare.compare_results, idle_text="Set up the configurations and press **Run comparison**.", help_text="Runs in the background",
-    recall=inputs.recall,
+compare.experiment(
+    "comparison", lambda: compare.compare_inputs(feed, slots, **shape), compare.COMPARE_JOB, "Run comparison", "cmp_run", ready=ready,
+    start=lambda inputs: compare.start_compare(get_registry(), inputs), render=compare.compare_results,
+    idle_text="Set up the configurations and press **Run comparison**.",
 )
-
 if st.session_state.get("cmp_from_topic"):
     st.divider()
     st.subheader("Latency: the same query, micro-batches against real-time mode")
@@ -48,12 +42,9 @@ if st.session_state.get("cmp_from_topic"):
         "Publishes the topic's latest messages again, at a fixed rate, into a topic made for the comparison, and runs the query under each "
         "trigger at once, passing rows through (what real-time mode runs on Spark 4.2): how long after it was produced each record reached the sink."
     )
-    try:
-        latency_inputs = compare.latency_inputs(shape["topic"], **compare.latency_widgets())
-    except InputErrors as err:
-        refuse(err, "latency comparison")
-    job_controls(
-        compare.LATENCY_JOB, "Compare latency", "cmp_lat_run", ready=ready, start=lambda: compare.start_latency(get_registry(), latency_inputs),
-        render=compare.latency_results, idle_text="Choose the triggers and press **Compare latency**.", help_text="Runs in the background",
-        recall=latency_inputs.recall,
+    chosen = compare.latency_widgets()
+    compare.experiment(
+        "latency comparison", lambda: compare.latency_inputs(shape["topic"], **chosen), compare.LATENCY_JOB, "Compare latency", "cmp_lat_run",
+        ready=ready, start=lambda inputs: compare.start_latency(get_registry(), inputs), render=compare.latency_results,
+        idle_text="Choose the triggers and press **Compare latency**.",
     )

@@ -16,7 +16,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["PERCENTILES", "LatencyEnd", "latencies", "latency_histogram", "latency_over_time", "latency_summary", "weighted_percentiles"]
+__all__ = [
+    "PERCENTILES", "LatencyEnd", "latencies", "latency_breakdown", "latency_histogram", "latency_over_time", "latency_summary", "weighted_percentiles",
+]
 
 LatencyEnd = Literal["written", "folded", "shown"]
 PERCENTILES: dict[str, float] = {"p50": 0.50, "p95": 0.95, "p99": 0.99, "max": 1.0}
@@ -85,3 +87,37 @@ def latency_histogram(entries: pd.DataFrame, bins: int = 40, to: LatencyEnd = "f
         return pd.DataFrame(columns=["low_ms", "high_ms", "records"])
     counts, edges = np.histogram(measured["latency_ms"], bins=bins, weights=measured["weight"])
     return pd.DataFrame({"low_ms": edges[:-1], "high_ms": edges[1:], "records": counts})
+
+
+BATCH_PHASES: dict[str, tuple[str, str]] = {
+    "waiting for its micro-batch to start": ("produced_ms", "started_ms"),
+    "its micro-batch, until the sink had its rows": ("started_ms", "written_ms"),
+    "the app folding them into the result table": ("written_ms", "folded_ms"),
+    "until a page drew the table": ("folded_ms", "shown_ms"),
+}
+ROW_PHASES: dict[str, tuple[str, str]] = {
+    "read, processed and written by Spark's sink": ("produced_ms", "written_ms"),
+    "the app reading and folding it into the result table": ("written_ms", "folded_ms"),
+    "until a page drew the table": ("folded_ms", "shown_ms"),
+}
+
+
+def latency_breakdown(entries: pd.DataFrame) -> pd.DataFrame:
+    """Where a record's time went, on average: ``phase``, ``mean_ms``, ``records``, in order; the means add up to the mean latency to the page.
+
+    Micro-batch entries (with ``started_ms``) are split at their batch's start;
+    real-time entries (each row on its own) are not. Only entries a page has
+    drawn count (``shown_ms`` known).
+    """
+    if "started_ms" not in entries.columns:
+        entries = entries.assign(started_ms=float("nan"))
+    drawn = entries[entries["shown_ms"].notna()] if "shown_ms" in entries.columns else entries.iloc[:0]
+    rows = []
+    for phases, part in ((BATCH_PHASES, drawn[drawn["started_ms"].notna()]), (ROW_PHASES, drawn[drawn["started_ms"].isna()])):
+        weight = part["weight"].to_numpy(dtype="float64")
+        if weight.sum() <= 0:
+            continue
+        for phase, (start, end) in phases.items():
+            spent = part[end].to_numpy(dtype="float64") - part[start].to_numpy(dtype="float64")
+            rows.append({"phase": phase, "mean_ms": float((spent * weight).sum() / weight.sum()), "records": round(float(weight.sum()), 6)})
+    return pd.DataFrame(rows, columns=["phase", "mean_ms", "records"])

@@ -12,10 +12,12 @@ from collections.abc import Mapping
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.latency import LatencyEnd, latencies, latency_histogram, latency_over_time
+from ..analysis.latency import LatencyEnd, latencies, latency_breakdown, latency_histogram, latency_over_time
 from .common import empty_figure
 
-__all__ = ["END_WORDS", "NO_LATENCY", "latency_cdf_figure", "latency_figures", "latency_histogram_figure", "latency_over_time_figure"]
+__all__ = [
+    "END_WORDS", "NO_LATENCY", "latency_breakdown_figure", "latency_cdf_figure", "latency_figures", "latency_histogram_figure", "latency_over_time_figure",
+]
 
 NO_LATENCY = "No record measured yet: latency shows once the output of the records read since the start is in the result table"
 END_WORDS: dict[str, str] = {
@@ -42,7 +44,7 @@ def latency_over_time_figure(entries: pd.DataFrame, bucket_ms: int = 1_000, to: 
         ]
     )
     figure.update_layout(
-        title={"text": title, "subtitle": {"text": f"each record's time from its Kafka timestamp {END_WORDS[to]}, per {bucket_ms / 1000:g} s"}},
+        title={"text": title, "subtitle": {"text": f"each record's time from when it was produced {END_WORDS[to]}, per {bucket_ms / 1000:g} s"}},
         xaxis_title="when it arrived (UTC)", yaxis_title="latency (ms)", height=340, hovermode="x unified",
     )
     return figure
@@ -65,9 +67,32 @@ def latency_histogram_figure(entries: pd.DataFrame, bins: int = 40, to: LatencyE
     return figure
 
 
+def latency_breakdown_figure(entries: pd.DataFrame) -> go.Figure:
+    """Where a record's time went, on average, from its production to a page drawing it: one stacked bar."""
+    title = "Where a record's time went (mean, produced → shown)"
+    breakdown = latency_breakdown(entries)
+    if breakdown.empty:
+        return empty_figure(title, NO_LATENCY)
+    figure = go.Figure(
+        [
+            go.Bar(x=[row.mean_ms], y=["mean record"], name=row.phase, orientation="h", hovertemplate=f"{row.phase}<br>%{{x:,.0f}} ms<extra></extra>")
+            for row in breakdown.itertuples(index=False)
+        ]
+    )
+    total = breakdown["mean_ms"].sum()
+    figure.update_layout(
+        title={"text": title, "subtitle": {"text": f"{total:,.0f} ms in all, over {breakdown['records'].iloc[0]:,.0f} records drawn"}},
+        barmode="stack", xaxis_title="ms", height=260, legend={"orientation": "h", "y": -0.4},
+    )
+    return figure
+
+
 def latency_figures(entries: pd.DataFrame, to: LatencyEnd = "folded", bucket_ms: int = 1_000) -> dict[str, go.Figure]:
-    """The latency figures of one refresh, by name: ``latency`` (over time) and ``latency_histogram``."""
-    return {"latency": latency_over_time_figure(entries, bucket_ms, to), "latency_histogram": latency_histogram_figure(entries, to=to)}
+    """The latency figures of one refresh, by name: ``latency`` (over time), ``latency_histogram`` and ``latency_breakdown``."""
+    return {
+        "latency": latency_over_time_figure(entries, bucket_ms, to), "latency_histogram": latency_histogram_figure(entries, to=to),
+        "latency_breakdown": latency_breakdown_figure(entries),
+    }
 
 
 def latency_cdf_figure(runs: Mapping[str, pd.DataFrame], to: LatencyEnd = "written") -> go.Figure:

@@ -1,7 +1,9 @@
 """End-to-end latency per record: from the moment a record was produced to the moment its effect reached the result table.
 
 A Kafka record's timestamp is its produce time (``CreateTime``: the producer's
-clock, on the machine that publishes). A record's latency is measured twice:
+clock, on the machine that publishes); a row of Spark's ``rate`` source (and
+so of the generator) carries the moment the source made it available. Sources
+whose rows carry such a time say so (``stamps_rows``) and add it as :data:`PRODUCED`. A record's latency is measured twice:
 to the moment the sink received the output of the batch (or, in real-time
 mode, the row) it took part in -- **written** -- and to the moment the app had
 folded that output into the run's :class:`~streaming.engine.results.ResultTable`
@@ -46,7 +48,7 @@ PRODUCED = "produced_ms"
 """The column with a record's produce time (epoch milliseconds) in a source frame that knows it."""
 QUANTILES = 1000
 """A batch's produce times are observed as the percentiles 0, 1/QUANTILES, ..., 1: exact to 0.1 % of its records."""
-COLUMNS = ("produced_ms", "written_ms", "folded_ms", "weight", "shown_ms")
+COLUMNS = ("produced_ms", "written_ms", "folded_ms", "weight", "shown_ms", "started_ms")
 
 
 def observed_produced(progress: Mapping[str, Any]) -> tuple[list[float], int] | None:
@@ -64,9 +66,10 @@ def observed_produced(progress: Mapping[str, Any]) -> tuple[list[float], int] | 
 class LatencyLog:
     """The latencies of one run's records: the latest ``max_entries`` entries. Thread-safe.
 
-    An entry is ``(produced_ms, written_ms, folded_ms, weight, shown_ms)``: one record
+    An entry is ``(produced_ms, written_ms, folded_ms, weight, shown_ms, started_ms)``: one record
     (weight 1) or one of a batch's percentiles (weight: records it stands for);
-    ``shown_ms`` is when a page first drew the table holding it (:meth:`shown`; NaN before).
+    ``shown_ms`` is when a page first drew the table holding it (:meth:`shown`; NaN before),
+    ``started_ms`` when its micro-batch started (NaN in real-time mode).
     """
 
     def __init__(self, max_entries: int = 500_000) -> None:
@@ -77,7 +80,7 @@ class LatencyLog:
         self._entries = 0
         self._records = 0.0
         self._written: dict[int, tuple[int, int]] = {}
-        self._produced: dict[int, tuple[list[float], int]] = {}
+        self._produced: dict[int, tuple[list[float], int, float]] = {}
         self._lock = threading.Lock()
         self._version = 0
         self._unshown = 0
@@ -95,8 +98,11 @@ class LatencyLog:
         with self._lock:
             return self._version
 
-    def add(self, produced_ms: Sequence[float], written_ms: Sequence[float] | float, folded_ms: Sequence[float] | float, weight: float = 1.0) -> None:
-        """Add records (or percentiles standing for ``weight`` records each) with their times."""
+    def add(
+        self, produced_ms: Sequence[float], written_ms: Sequence[float] | float, folded_ms: Sequence[float] | float, weight: float = 1.0,
+        started_ms: float = float("nan"),
+    ) -> None:
+        """Add records (or percentiles standing for ``weight`` records each) with their times; ``started_ms``: their micro-batch's start."""
         produced = np.asarray(produced_ms, dtype="float64")
         if produced.size == 0:
             return
@@ -106,6 +112,7 @@ class LatencyLog:
         chunk[:, 2] = np.broadcast_to(np.asarray(folded_ms, dtype="float64"), produced.shape)
         chunk[:, 3] = weight
         chunk[:, 4] = np.nan
+        chunk[:, 5] = started_ms
         with self._lock:
             self._chunks.append(chunk)
             self._entries += produced.size
@@ -136,20 +143,20 @@ class LatencyLog:
         if produced is not None:
             self._add_batch(produced, written_ms, folded_ms)
 
-    def batch_produced(self, batch_id: int, percentiles: list[float], count: int) -> None:
-        """Batch ``batch_id`` read ``count`` records whose produce times have these ``percentiles`` (from its progress)."""
+    def batch_produced(self, batch_id: int, percentiles: list[float], count: int, started_ms: float = float("nan")) -> None:
+        """Batch ``batch_id``, started at ``started_ms``, read ``count`` records whose produce times have these ``percentiles`` (from its progress)."""
         with self._lock:
             written = self._written.pop(batch_id, None)
             if written is None:
-                self._produced[batch_id] = (percentiles, count)
+                self._produced[batch_id] = (percentiles, count, started_ms)
                 self._forget_old(self._produced)
         if written is not None:
-            self._add_batch((percentiles, count), *written)
+            self._add_batch((percentiles, count, started_ms), *written)
 
-    def _add_batch(self, produced: tuple[list[float], int], written_ms: int, folded_ms: int) -> None:
-        percentiles, count = produced
+    def _add_batch(self, produced: tuple[list[float], int, float], written_ms: int, folded_ms: int) -> None:
+        percentiles, count, started_ms = produced
         if count and percentiles:
-            self.add(percentiles, written_ms, folded_ms, weight=count / len(percentiles))
+            self.add(percentiles, written_ms, folded_ms, weight=count / len(percentiles), started_ms=started_ms)
 
     @staticmethod
     def _forget_old(pending: dict[int, Any], keep: int = 64) -> None:

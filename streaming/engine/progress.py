@@ -317,7 +317,8 @@ class ProgressLog:
             produced = observed_produced(progress)
             progress = {**progress, "observedMetrics": {name: value for name, value in observed.items() if name != LATENCY_METRICS}}
             if self.latency is not None and produced is not None:
-                self.latency.batch_produced(int(progress["batchId"]), *produced)
+                started = _time(progress.get("timestamp"))
+                self.latency.batch_produced(int(progress["batchId"]), *produced, started_ms=float(started.astype("int64")) / 1e6 if not np.isnat(started) else float("nan"))
         self._take(progress)
         if self._path is not None:
             with self._path.open("a") as handle:

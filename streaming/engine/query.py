@@ -172,7 +172,7 @@ class Run:
     started_at: pd.Timestamp
     sink: Sink
     latency: LatencyLog | None = field(default=None)
-    """Each record's end-to-end latency, for a source whose records carry their produce time (a Kafka topic); ``None`` for the others."""
+    """Each record's end-to-end latency, for a source whose rows carry when they were produced (``stamps_rows``: a topic, the generator, rate); ``None`` for the others."""
     stopped_by_user: bool = field(default=False)
     kept: bool = field(default=False)
     """True when ``workdir`` is a kept folder (:class:`~streaming.engine.checkpoints.KeptQuery`): :meth:`close` leaves it, :meth:`delete` removes it."""
@@ -358,7 +358,7 @@ def start_run(
         discard()
         raise
     table = ResultTable(config.output_mode, config.aggregation, max_rows)
-    latency = LatencyLog() if config.source.arrival == "record" else None  # its records carry their produce time
+    latency = LatencyLog() if config.source.stamps_rows else None
     log = ProgressLog(latency)
     if kept is not None:
         table.keep(kept.result_file)

@@ -66,6 +66,11 @@ class StreamSource:
         return False
 
     @property
+    def stamps_rows(self) -> bool:
+        """True when each row :meth:`read` yields carries when it was produced or handed to Spark (``produced_ms``): its end-to-end latency is measured."""
+        return False
+
+    @property
     def ends(self) -> bool:
         """True when the available-now trigger can reach an end: the source holds a known amount of data when the query starts."""
         return False

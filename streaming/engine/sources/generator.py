@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..checks import duration_ms, require_int, require_positive_duration, require_share
 from ..durations import parse_duration
+from ..latency import PRODUCED
 from .base import StreamSource
 from .rate import key_column
 
@@ -61,8 +62,15 @@ class GeneratorSource(StreamSource):
         return None if self.stall_after is None else parse_duration(self.stall_after)
 
     def read(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, None]:
+        from pyspark.sql import functions as F
+
         rate = spark.readStream.format("rate").option("rowsPerSecond", self.events_per_second).load()
-        return rate.select(*generator_columns(self)), None
+        return rate.select(*generator_columns(self), F.unix_millis("timestamp").alias(PRODUCED)), None
+
+    @property
+    def stamps_rows(self) -> bool:
+        """The rate source's timestamp: when Spark's rate source made the row available."""
+        return True
 
 
 def generator_columns(source: GeneratorSource, value: Column | None = None, timestamp: Column | None = None) -> list[Column]:

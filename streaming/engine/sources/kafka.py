@@ -264,6 +264,11 @@ class KafkaSource(StreamSource):
         return True
 
     @property
+    def stamps_rows(self) -> bool:
+        """The record timestamp: when the record was produced (or the arrival time its publisher gave it)."""
+        return True
+
+    @property
     def ends(self) -> bool:
         return True
 

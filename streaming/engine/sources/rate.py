@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..checks import require_int
+from ..latency import PRODUCED
 from .base import StreamSource
 
 if TYPE_CHECKING:
@@ -39,4 +40,9 @@ class RateSource(StreamSource):
         from pyspark.sql import functions as F
 
         rate = spark.readStream.format("rate").option("rowsPerSecond", self.rows_per_second).load()
-        return rate.select(F.col("timestamp").alias("event_time"), key_column(F.col("value"), self.keys)), None
+        return rate.select(F.col("timestamp").alias("event_time"), key_column(F.col("value"), self.keys), F.unix_millis("timestamp").alias(PRODUCED)), None
+
+    @property
+    def stamps_rows(self) -> bool:
+        """The row's timestamp: when Spark's rate source made it available."""
+        return True
