@@ -676,6 +676,7 @@ def live_view(run: Run) -> None:
     """
     if session_starter().status != "ready" or get_registry().get(run.name) is not run:
         st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
+    read_at = time.time_ns() // 1_000_000
     (progress, breakdown), table = run.log.frames(), run.table.frame()
     _status_row(run, progress)
     _stall_warning(watermark_stall(progress, int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES))))
@@ -691,7 +692,7 @@ def live_view(run: Run) -> None:
     )
     st.plotly_chart(figures["counts"], key="lab_chart_counts")
     if run.latency is not None:
-        run.latency.shown(time.time_ns() // 1_000_000)
+        run.latency.shown(read_at)  # the rows folded before the table was read are the ones this refresh drew
     _evicted_note(run)
     _late_and_state(figures)
     _state_store_view(run)

@@ -264,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
         if args.dropped is not None and args.session_gap is not None:
             raise ConfigError("--dropped", str(args.dropped), "needs fixed windows: a session's end moves with its events")
+        if args.dropped is not None and args.agg == "none":
+            raise ConfigError("--dropped", str(args.dropped), "needs windows: a query passing rows through (--agg none) drops none")
         if args.latency and not topic:
             raise ConfigError("--latency", True, "needs a topic (kafka://HOST:PORT/TOPIC): only a record's Kafka timestamp says when it was produced")
         if args.dropped is not None and args.dropped.suffix.lower() not in (".csv", ".parquet"):
@@ -312,12 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _latency_ms(entries) -> dict[str, float]:
-    """``p50``, ``p95``, ``p99``, ``max`` of the records' latency from their produce time to the sink, in ms (0.1 ms)."""
+def _latency_ms(entries) -> dict[str, float | None]:
+    """``p50``, ``p95``, ``p99``, ``max`` of the records' latency from their produce time to the sink, in ms (0.1 ms); ``None`` when none was read."""
     from .analysis.latency import latency_summary
 
     summary = latency_summary(entries, "written")
-    return {name: round(summary[name], 1) for name in ("p50", "p95", "p99", "max")}
+    return {name: None if summary[name] != summary[name] else round(summary[name], 1) for name in ("p50", "p95", "p99", "max")}  # NaN: nothing read
 
 
 # --------------------------------------------------------------------------- tune

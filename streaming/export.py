@@ -111,7 +111,7 @@ def _header(config: QueryConfig) -> str:
         *how,
         "",
         "Run with `python this_file.py` or `spark-submit this_file.py`, or paste it into a",
-        "notebook. Needs PySpark 3.5 or later.",
+        f"notebook. Needs PySpark {'4.1 (real-time mode)' if config.trigger == 'real_time' else '3.5'} or later.",
         '"""',
     )
 

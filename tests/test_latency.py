@@ -161,7 +161,8 @@ def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latenc
     at.text_input(key="lab_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
     at.selectbox(key="lab_kafka_topic").set_value(topic_name).run()
     at.selectbox(key="lab_trigger").set_value("real_time").run()
-    assert not REAL_TIME_AGGREGATES and any("aggregation: 'count'" in error and "Spark 4.3" in error for error in _errors(at))  # refused before Start
+    if not REAL_TIME_AGGREGATES:  # Spark 4.2: refused before Start
+        assert any("aggregation: 'count'" in error and "Spark 4.3" in error for error in _errors(at))
     at.selectbox(key="lab_aggregation").set_value("none").run()
     assert not at.exception and not _errors(at), (at.exception, _errors(at))
     at.text_input(key="lab_name").set_value(name)
@@ -205,7 +206,7 @@ def measure_a_micro_batch(registry, bootstrap: str, topic_name: str) -> None:
         assert written.max() - written.min() == 9_000  # the spread of their produce times, exactly
         assert 30_000 <= written.min() <= checked - newest and (measured["folded_ms"] >= measured["written_ms"]).all()
         summary = latency_summary(measured, "written")
-        assert summary["records"] == 10 and summary["max"] == written.max() and abs(summary["p50"] - (written.min() + 4_500)) <= 10
+        assert summary["records"] == 10 and summary["max"] == written.max() and abs(summary["p50"] - (written.min() + 4_000)) <= 10  # the 5th of 10
         assert "latency" not in json.dumps(run.log.latest.get("observedMetrics"))  # the produce times are not kept with the progress
         started = measured["started_ms"].iloc[0]
         assert newest < started <= measured["written_ms"].iloc[0]  # the batch started after they were produced, before its sink had them
@@ -283,7 +284,7 @@ def test_a_latency_comparison_summarises_each_trigger_and_deletes_its_topic(regi
     summary = comparison.summary()
     assert list(summary["label"]) == ["micro-batch, default trigger", "real-time mode (5 seconds batches)"] and comparison.partitions == 2
     assert (summary["records"] >= 700).all() and (summary["p50_ms"] >= 0).all() and summary["cores_held"].iloc[1].startswith("2 (")
-    assert 1_190 <= comparison.records <= 1_200 and all(run.latency["weight"].sum() >= comparison.records - 0.1 for run in comparison.runs)
+    assert comparison.records == 1_200 and all(run.latency["weight"].sum() >= comparison.records - 0.1 for run in comparison.runs)
     assert not [name for name in topic_names(kafka_broker.bootstrap) if name.startswith(f"{topic_name}-latency-")]  # its topic is gone
     assert not [run for run in registry.runs() if run.name.startswith("latency_")]
 

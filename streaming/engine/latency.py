@@ -156,6 +156,9 @@ class LatencyLog:
     def _add_batch(self, produced: tuple[list[float], int, float], written_ms: int, folded_ms: int) -> None:
         percentiles, count, started_ms = produced
         if count and percentiles:
+            if count < len(percentiles):  # the percentiles at k / (count - 1): the batch's own records, not points interpolated between them
+                picks = np.linspace(0, len(percentiles) - 1, count).round().astype(int)
+                percentiles = [percentiles[index] for index in picks]
             self.add(percentiles, written_ms, folded_ms, weight=count / len(percentiles), started_ms=started_ms)
 
     @staticmethod

@@ -222,5 +222,11 @@ def publish_paced(
             sent = index + 1
         producer.poll(0)
         time.sleep(0.01)
+    cancelled = cancel is not None and cancel.is_set()
+    for index in range(sent, sent if cancelled else int(seconds * rate)):  # what a late wake-up left at the deadline
+        key, value = encoded[index % len(encoded)]
+        producer.produce(topic, key=key, value=value)
+        producer.poll(0)
+        sent = index + 1
     producer.flush(30)
     return sent

@@ -368,7 +368,11 @@ def start_run(
     if config.trigger == "real_time":
         assert isinstance(config.source, KafkaSource)  # QueryConfig refuses real-time mode on any other source
         sink = TopicSink(config.source.bootstrap, f"streaming-lab-{name}-{uuid.uuid4().hex[:8]}", table, latency)
-        frame = sink.prepare(frame)
+        try:
+            frame = sink.prepare(frame)
+        except Exception:
+            discard()
+            raise
     elif connect:
         sink = MemorySinkReader(spark, name, config.output_mode, table, log, max_sink_rows=max_sink_rows)
     else:
@@ -399,7 +403,14 @@ def start_run(
         sink.close(read=False)
         discard()
         raise
-    sink.started(query)
+    try:
+        sink.started(query)
+    except Exception:
+        query.stop()
+        listener.unregister(name)
+        sink.close(read=False)
+        discard()
+        raise
     return Run(
         name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latency, kept=kept is not None
     )

@@ -215,6 +215,9 @@ class MemorySinkReader:
                     return 0
                 for batch_id, batch_rows in pieces:
                     self.table.apply(batch_id, batch_rows)
+                    if self.log.latency is not None:
+                        now = time.time_ns() // 1_000_000
+                        self.log.latency.batch_written(batch_id, now, now)
                 self.sink_rows += wanted
             self.folded_batch = counts[-1][0]
             if self.sink_rows >= self.max_sink_rows:
