@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from streaming.analysis import lateness
-from streaming.analysis.latency import LatencyEnd, latency_summary
+from streaming.analysis.latency import LatencyEnd, latency_summary, produced_before
 from streaming.analysis.profile import topic_batches, topic_events_of
 from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
 from streaming.charts import lateness as lateness_charts
@@ -525,8 +525,7 @@ def _latency_view(run: Run, now_ms: int) -> None:
     st.subheader("End-to-end latency")
     end = st.segmented_control(
         "Measured", list(LATENCY_ENDS), format_func=LATENCY_ENDS.__getitem__, default="shown", key="lab_latency_end",
-        help="From when each record was produced (a topic's record timestamp; the generator's and the rate source's row timestamp) to the moment "
-        "its output reached the sink, the result table, or a page that drew the table",
+        help=f"From {run.config.source.stamp} to the moment its output reached the sink, the result table, or a page that drew the table",
     ) or "shown"
     end = cast("LatencyEnd", end)
     entries = run.latency.frame()
@@ -541,6 +540,14 @@ def _latency_view(run: Run, now_ms: int) -> None:
     left.plotly_chart(figures["latency"], key="lab_chart_latency")
     right.plotly_chart(figures["latency_histogram"], key="lab_chart_latency_histogram")
     st.plotly_chart(figures["latency_breakdown"], key="lab_chart_latency_breakdown")
+    backlog = produced_before(entries, run.started_at.value / 1e6)
+    if backlog["records"] > 0:
+        st.info(
+            f"{backlog['share']:.0%} of the records measured were produced before this query started (the oldest "
+            f"{human_duration(backlog['oldest_ms'] / 1000)} before): their latency includes the time they waited for it. On a topic published "
+            "with its data's arrival times, that is the records' age, not the pipeline's latency: publish without an arrival column, "
+            "or start from the latest offsets, to measure the pipeline."
+        )
     if run.config.trigger == "real_time":
         st.caption(
             f"Real-time mode: each row's latency {END_WORDS[end]}. Spark runs one long task per topic partition for the whole batch "
@@ -548,7 +555,7 @@ def _latency_view(run: Run, now_ms: int) -> None:
         )
     else:
         st.caption(
-            f"Micro-batches: each record's latency {END_WORDS[end]}. A record waits for the next batch to start, for the batch's work "
+            f"Micro-batches: each record's latency, from {run.config.source.stamp} {END_WORDS[end]}. A record waits for the next batch to start, for the batch's work "
             "(its phases are in the batch-duration chart), then for the app to fold it; the records of a batch are measured from their exact percentiles."
         )
 

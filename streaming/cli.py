@@ -68,7 +68,7 @@ def parser() -> argparse.ArgumentParser:
         help="a topic: realtime runs Spark's real-time mode (batches of DURATION, default 5 seconds; update mode, --agg none on Spark 4.2) "
         "and follows the topic until it has read what the topic held at the start",
     )
-    replay.add_argument("--latency", action="store_true", help="a topic: add each record's latency, produced -> written by the sink, to --json (latency_ms)")
+    replay.add_argument("--latency", action="store_true", help="add each record's latency to --json (latency_ms): from its Kafka timestamp (a topic) or from when its file was handed to Spark (files), to the sink")
     _add_tune_parser(commands)
     _add_publish_parser(commands)
     state = commands.add_parser("state", help="print the rows a query's state holds, from its checkpoint")
@@ -266,8 +266,6 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--dropped", str(args.dropped), "needs fixed windows: a session's end moves with its events")
         if args.dropped is not None and args.agg == "none":
             raise ConfigError("--dropped", str(args.dropped), "needs windows: a query passing rows through (--agg none) drops none")
-        if args.latency and not topic:
-            raise ConfigError("--latency", True, "needs a topic (kafka://HOST:PORT/TOPIC): only a record's Kafka timestamp says when it was produced")
         if args.dropped is not None and args.dropped.suffix.lower() not in (".csv", ".parquet"):
             raise ConfigError("--dropped", str(args.dropped), "must end in .csv or .parquet")
         if topic:

@@ -168,7 +168,8 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         assert list(table.columns) == ["window_start", "window_end", "key", "count"]
         assert _metric(at, "Status") == "active"
         charts = at.get("plotly_chart")
-        assert len(charts) == 9  # 7 engine charts, event time vs arrival, lateness histogram
+        assert len(charts) == 12  # 7 engine charts, event time vs arrival, lateness histogram, 3 of latency (from each file's hand-over)
+        assert {"lab_chart_latency", "lab_chart_latency_histogram", "lab_chart_latency_breakdown"} <= {chart.key for chart in charts}
         assert int(_metric(at, "Events so far")) > 0
         assert str(table["key"].iloc[0]) in charts[0].proto.spec  # the result-table figure has a line per key
         at.toggle(key="lab_dropped_list").set_value(True).run()

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from benchmarks.bench import CHILD_MARKER, FINAL_KEYS, Throughput, final_block, parse_child_result, parser, percentile, ratio, throughput
+from benchmarks.replay import _span
 
 
 def _progress(batch_id: int, stamp: str, rows: int, ms: int) -> dict:
@@ -31,6 +32,11 @@ def test_throughput_of_nothing_is_nan_and_sums_add():
     assert math.isnan(throughput([], 0).rows_per_s)
     total = Throughput(10, 1_000, 1) + Throughput(30, 1_000, 2)
     assert (total.rows, total.batches, total.rows_per_s) == (40, 3, 20)
+
+
+def test_a_replays_span_runs_from_the_first_batch_with_data_to_the_end_of_the_last():
+    assert _span([(100.0, 0, 50.0), (101.0, 5, 200.0), (101.5, 0, 400.0), (101.2, 3, 100.0)]) == pytest.approx(0.9)
+    assert _span([(100.0, 0, 50.0)]) == 0.0
 
 
 def test_percentile_interpolates_and_ratio_guards():

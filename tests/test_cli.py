@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,13 +56,20 @@ def test_replay_subprocess_json_equals_in_process(registry, write_feed, tmp_path
     mode = "append"
     feed = write_feed(GUIDE_BATCHES)
     out = tmp_path / "replay.json"
-    process = start_cli("replay", str(feed), *GUIDE_ARGS, "--output-mode", mode, "--json", str(out))
+    started_ms = time.time() * 1000
+    process = start_cli("replay", str(feed), *GUIDE_ARGS, "--output-mode", mode, "--latency", "--json", str(out))
     try:  # the in-process replay runs while the subprocess starts its own Spark
         in_process = replay(registry, feed, window="10 minutes", slide="5 minutes", watermark="10 minutes", output_mode=mode, timeout=300)
     finally:
         done = finish(process, 400)
     assert done.returncode == 0, done.stderr[-3000:]
     written = json.loads(out.read_text())
+    latency = written.pop("latency_ms")  # from when each file was handed to Spark to its batch's sink
+    assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"] <= latency["max"] < time.time() * 1000 - started_ms
+    measured = in_process.latency
+    assert measured["weight"].sum() == in_process.input_rows == sum(map(len, GUIDE_BATCHES))
+    assert measured.groupby("produced_ms")["written_ms"].nunique().eq(1).all()  # a file's rows: one hand-over time, one batch
+    assert measured["produced_ms"].nunique() == len(GUIDE_BATCHES) and (measured["written_ms"] > measured["produced_ms"]).all()
     expected = json.loads(json.dumps(in_process.to_json()))
     assert without_durations(written) == without_durations(expected)
     assert all(isinstance(b["duration_ms"], int) and b["duration_ms"] >= 0 for b in written["batches"])

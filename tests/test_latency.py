@@ -8,7 +8,7 @@ import time
 import pandas as pd
 import pytest
 
-from streaming.analysis.latency import latency_breakdown, latency_histogram, latency_over_time, latency_summary, weighted_percentiles
+from streaming.analysis.latency import latency_breakdown, latency_histogram, latency_over_time, latency_summary, produced_before, weighted_percentiles
 from streaming.engine.config import REAL_TIME_AGGREGATES, FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.latency import LatencyLog
@@ -48,6 +48,13 @@ def test_a_summary_measures_to_the_sink_or_to_the_table_and_over_a_sliding_windo
     assert list(over_time["max"]) == [300.0, 50.0, 500.0] and list(over_time["records"]) == [2.0, 1.0, 1.0]
     histogram = latency_histogram(log, bins=2, to="written")
     assert list(histogram["records"]) == [2.0, 2.0] and (histogram["low_ms"].iloc[0], histogram["high_ms"].iloc[-1]) == (50.0, 500.0)
+
+
+def test_records_produced_before_the_query_started_are_counted_with_the_oldest_age() -> None:
+    log = entries([(1_000, 9_000, 9_000, 3), (4_000, 9_000, 9_000, 1), (6_000, 9_000, 9_000, 4)])
+    assert produced_before(log, 5_000) == {"records": 4.0, "share": 0.5, "oldest_ms": 4_000.0}
+    assert produced_before(log, 1_000) == {"records": 0.0, "share": 0.0, "oldest_ms": 0.0}
+    assert produced_before(log.iloc[:0], 1_000)["share"] == 0.0
 
 
 def test_a_batch_enters_the_log_once_its_rows_are_folded_and_its_progress_has_come_in_whichever_first() -> None:
@@ -240,12 +247,10 @@ def test_replay_follows_a_topic_in_real_time_mode_while_a_micro_batch_measures_e
     assert f"latency_ms p50={latency['p50']}" in done.stdout and started - min(stamps) <= latency["max"]
 
 
-def test_replay_refuses_latency_without_a_topic_and_an_unknown_trigger(write_feed, capsys) -> None:
+def test_replay_refuses_an_unknown_trigger(write_feed, capsys) -> None:
     from streaming.cli import main
 
     feed = write_feed([[("2016-05-10 12:07:00", "dog")]])
-    assert main(["replay", str(feed), "--window", "1 minute", "--latency"]) == 2
-    assert "--latency: True needs a topic" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main(["replay", str(feed), "--window", "1 minute", "--trigger", "continuous"])
     assert exited.value.code == 2 and "is not default or realtime[:DURATION]" in capsys.readouterr().err

@@ -107,19 +107,30 @@ def test_generator_without_lateness(spark) -> None:
 # -- feeders without Spark --------------------------------------------------------------------
 
 
-def test_feed_replayer_stages_in_order_with_increasing_mtimes(tmp_path) -> None:
+def test_feed_replayer_stages_in_order_stamped_with_the_hand_over_time(tmp_path) -> None:
+    import itertools
+    import time
+
     files = feed_files(GUIDE)
-    replayer = FeedReplayer(files, tmp_path / "staging", seconds_per_file=0)
+    replayer = FeedReplayer(files[:3], tmp_path / "staging", seconds_per_file=0)
     assert replayer.stepped
     staged = []
+    before_ms = time.time_ns() // 1_000_000
     while replayer.stage_next():
         staged.append(sorted((tmp_path / "staging").iterdir())[-1])
     assert replayer.done.is_set()
-    assert [p.name for p in staged] == [f"{i:06d}-{f.name}" for i, f in enumerate(files)]
-    assert [p.read_bytes() for p in staged] == [f.read_bytes() for f in files]
-    mtimes = [p.stat().st_mtime for p in staged]
-    assert mtimes == sorted(mtimes) and len(set(mtimes)) == len(mtimes)
+    assert [p.name for p in staged] == [f"{i:06d}-{f.name}" for i, f in enumerate(files[:3])]
+    assert [p.read_bytes() for p in staged] == [f.read_bytes() for f in files[:3]]
+    assert all(p.stat().st_mtime_ns % 1_000_000 == 0 for p in staged)  # whole milliseconds, as Spark reads them
+    mtimes_ms = [p.stat().st_mtime_ns // 1_000_000 for p in staged]
+    assert all(later > earlier for earlier, later in itertools.pairwise(mtimes_ms))
+    assert before_ms <= mtimes_ms[0] <= time.time_ns() // 1_000_000 + len(files)  # when it was handed over, not a made-up time
     assert not list((tmp_path / "staging").glob(".*"))
+
+    resumed = FeedReplayer(files, tmp_path / "staging", seconds_per_file=0)  # a kept query's staging goes on after its files
+    resumed.stage_all()
+    later_ms = sorted(p.stat().st_mtime_ns // 1_000_000 for p in (tmp_path / "staging").iterdir())
+    assert len(later_ms) == len(files) and len(set(later_ms)) == len(files) and later_ms[:3] == mtimes_ms
 
 
 def test_feed_header_requires_event_time_and_key(tmp_path) -> None:

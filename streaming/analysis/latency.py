@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "PERCENTILES", "LatencyEnd", "latencies", "latency_breakdown", "latency_histogram", "latency_over_time", "latency_summary", "weighted_percentiles",
+    "PERCENTILES", "LatencyEnd", "latencies", "latency_breakdown", "latency_histogram", "latency_over_time", "latency_summary", "produced_before",
+    "weighted_percentiles",
 ]
 
 LatencyEnd = Literal["written", "folded", "shown"]
@@ -60,6 +61,24 @@ def latency_summary(entries: pd.DataFrame, to: LatencyEnd = "folded", since_ms: 
     measured = latencies(frame, to)
     values = weighted_percentiles(measured["latency_ms"], measured["weight"], list(PERCENTILES.values()))
     return {**dict(zip(PERCENTILES, values, strict=True)), "records": round(float(measured["weight"].sum()), 6)}
+
+
+def produced_before(entries: pd.DataFrame, started_ms: float) -> dict[str, float]:
+    """The records produced before ``started_ms`` (a query's start): ``records`` (their weight), ``share`` of all, and ``oldest_ms`` (how long before the start the oldest was produced; 0 for none).
+
+    Their latency includes the time they waited for the query (a topic's backlog), or, for a topic published with
+    historical timestamps (a dataset's arrival times), is their age rather than the pipeline's.
+    """
+    produced = entries["produced_ms"].to_numpy(dtype="float64")
+    weight = entries["weight"].to_numpy(dtype="float64")
+    before = produced < started_ms
+    total = float(weight.sum())
+    records = float(weight[before].sum())
+    return {
+        "records": round(records, 6),
+        "share": records / total if total > 0 else 0.0,
+        "oldest_ms": float(started_ms - produced[before].min()) if before.any() else 0.0,
+    }
 
 
 def latency_over_time(entries: pd.DataFrame, bucket_ms: int, to: LatencyEnd = "folded") -> pd.DataFrame:

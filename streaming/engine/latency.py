@@ -2,8 +2,10 @@
 
 A Kafka record's timestamp is its produce time (``CreateTime``: the producer's
 clock, on the machine that publishes); a row of Spark's ``rate`` source (and
-so of the generator) carries the moment the source made it available. Sources
-whose rows carry such a time say so (``stamps_rows``) and add it as :data:`PRODUCED`. A record's latency is measured twice:
+so of the generator) carries the moment the source made it available; a row
+of a replayed file (a feed or a dataset) carries the moment its file -- its
+micro-batch -- was handed to Spark's file source. Sources
+whose rows carry such a time say what it is (``stamp``) and add it as :data:`PRODUCED`. A record's latency is measured twice:
 to the moment the sink received the output of the batch (or, in real-time
 mode, the row) it took part in -- **written** -- and to the moment the app had
 folded that output into the run's :class:`~streaming.engine.results.ResultTable`

@@ -51,8 +51,11 @@ CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.
 _START_LOCK = threading.Lock()
 
 
-def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:
+def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:
     """``(frame, feeder)``: the result-table DataFrame for ``config`` and the source's feeder (or ``None``).
+
+    With ``latency`` (and a source whose rows carry a produce time, in micro-batches) each batch observes its
+    records' produce times (:data:`~streaming.engine.latency.LATENCY_METRICS`); ``False`` leaves that out, as a benchmark's baseline does.
 
     Malformed rows (unparsable ``event_time``, missing ``key``, or a missing id when deduplicating) are counted in
     the observed metrics ``input.malformed_rows`` and left out; they never reach
@@ -69,7 +72,7 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
         F.count(F.lit(1)).alias("input_rows"),
         F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias("malformed_rows"),
     ).where(~malformed)
-    if PRODUCED in frame.columns and config.trigger != "real_time":
+    if latency and PRODUCED in frame.columns and config.trigger != "real_time":
         frame = frame.observe(
             LATENCY_METRICS,
             F.count(F.lit(1)).alias("produced_count"),
@@ -172,7 +175,7 @@ class Run:
     started_at: pd.Timestamp
     sink: Sink
     latency: LatencyLog | None = field(default=None)
-    """Each record's end-to-end latency, for a source whose rows carry when they were produced (``stamps_rows``: a topic, the generator, rate); ``None`` for the others."""
+    """Each record's end-to-end latency, for a source whose rows carry when they were produced (``stamp``: a topic, a feed or dataset, the generator, rate); ``None`` for the others."""
     stopped_by_user: bool = field(default=False)
     kept: bool = field(default=False)
     """True when ``workdir`` is a kept folder (:class:`~streaming.engine.checkpoints.KeptQuery`): :meth:`close` leaves it, :meth:`delete` removes it."""
@@ -358,7 +361,7 @@ def start_run(
         discard()
         raise
     table = ResultTable(config.output_mode, config.aggregation, max_rows)
-    latency = LatencyLog() if config.source.stamps_rows else None
+    latency = LatencyLog() if config.source.stamp is not None else None
     log = ProgressLog(latency)
     if kept is not None:
         table.keep(kept.result_file)

@@ -43,7 +43,7 @@ class Replay:
     initial_offsets: dict[str, dict[str, int]] | None = None
     """For a topic: where the query started reading (:func:`~streaming.engine.sources.kafka.initial_offsets`)."""
     latency: pd.DataFrame | None = None
-    """For a topic: every record's latency entry (:meth:`~streaming.engine.latency.LatencyLog.frame`)."""
+    """For a source that stamps its rows (a topic, files, the generator): every record's latency entry (:meth:`~streaming.engine.latency.LatencyLog.frame`)."""
 
     @property
     def rows_dropped_by_watermark(self) -> int:

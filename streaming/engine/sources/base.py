@@ -66,9 +66,12 @@ class StreamSource:
         return False
 
     @property
-    def stamps_rows(self) -> bool:
-        """True when each row :meth:`read` yields carries when it was produced or handed to Spark (``produced_ms``): its end-to-end latency is measured."""
-        return False
+    def stamp(self) -> str | None:
+        """What the time each row :meth:`read` yields carries (``produced_ms``) is, in words ("when ..."); ``None`` when rows carry none.
+
+        A record's end-to-end latency is measured from it: a topic, replayed files, the generator and rate carry one; a socket does not.
+        """
+        return None
 
     @property
     def ends(self) -> bool:

@@ -18,7 +18,7 @@ from ..batching import Batching, arrival_pauses, cut_batches
 from ..columns import ColumnMapping, dataset_columns
 from ..datasets import FileFormat
 from ..preview import dataset_schema, read_dataset, stream_schema
-from .replayer import FeedReplayer
+from .replayer import FeedReplayer, handed_over
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -30,7 +30,7 @@ def dataset_frame(
     spark: SparkSession, files: Sequence[Path], file_format: FileFormat, columns: ColumnMapping, batching: Batching, staging: Path, *,
     seconds_per_file: float, speed: float | None, arrival_format: str,
 ) -> tuple[DataFrame, FeedReplayer]:
-    """The stream of a dataset's micro-batches (see the module docstring) and the replayer that hands them over."""
+    """The stream of a dataset's micro-batches (see the module docstring), each row with when its batch was handed over (``produced_ms``), and the replayer that hands them over."""
     batch = read_dataset(spark, files, file_format)
     schema, struct = dataset_schema(batch), stream_schema(batch)
     selected = dataset_columns(columns, schema)
@@ -44,7 +44,7 @@ def dataset_frame(
         raw = reader.option("mode", "PERMISSIVE").json(str(staging))
     else:
         raw = reader.parquet(str(staging))
-    return raw.select(*selected), replayer
+    return raw.select(*selected, handed_over(raw)), replayer
 
 
 def dataset_rows(spark: SparkSession, files: Sequence[Path], file_format: FileFormat, columns: ColumnMapping) -> DataFrame:

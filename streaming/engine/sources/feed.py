@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..feeds import FEED_COLUMNS, event_columns, feed_files, feed_header, feed_schema
 from .base import Arrival, Feeder, StreamSource
 from .dataset import dataset_frame, dataset_rows
-from .replayer import FeedReplayer
+from .replayer import FeedReplayer, handed_over
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -118,6 +118,10 @@ class FeedSource(StreamSource):
     def label(self) -> str:
         return self.path.name
 
+    @property
+    def stamp(self) -> str:
+        return "when its file (its micro-batch) was handed to Spark's file source"
+
     def read(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:
         files = self.files()
         if not self.sample_layout:
@@ -127,7 +131,8 @@ class FeedSource(StreamSource):
             )
         replayer = FeedReplayer(files, staging, self.seconds_per_file)
         reader = spark.readStream.schema(feed_schema(self.path)).option("header", True).option("maxFilesPerTrigger", 1).option("mode", "PERMISSIVE")
-        return reader.csv(str(staging)).select(*event_columns("event_time", "key")), replayer
+        raw = reader.csv(str(staging))
+        return raw.select(*event_columns("event_time", "key"), handed_over(raw)), replayer
 
     def rows(self, spark: SparkSession) -> DataFrame:
         """Every row of the feed's files as one batch DataFrame of the columns its stream yields (``event_time``, ``key``, and the mapped ``value``, ``dedup_id``)."""

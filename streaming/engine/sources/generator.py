@@ -68,9 +68,8 @@ class GeneratorSource(StreamSource):
         return rate.select(*generator_columns(self), F.unix_millis("timestamp").alias(PRODUCED)), None
 
     @property
-    def stamps_rows(self) -> bool:
-        """The rate source's timestamp: when Spark's rate source made the row available."""
-        return True
+    def stamp(self) -> str:
+        return "when Spark's rate source made the row available"
 
 
 def generator_columns(source: GeneratorSource, value: Column | None = None, timestamp: Column | None = None) -> list[Column]:

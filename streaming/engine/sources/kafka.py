@@ -264,9 +264,8 @@ class KafkaSource(StreamSource):
         return True
 
     @property
-    def stamps_rows(self) -> bool:
-        """The record timestamp: when the record was produced (or the arrival time its publisher gave it)."""
-        return True
+    def stamp(self) -> str:
+        return "when it was produced: its Kafka record timestamp (or the arrival time its publisher gave it)"
 
     @property
     def ends(self) -> bool:

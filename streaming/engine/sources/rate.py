@@ -43,6 +43,5 @@ class RateSource(StreamSource):
         return rate.select(F.col("timestamp").alias("event_time"), key_column(F.col("value"), self.keys), F.unix_millis("timestamp").alias(PRODUCED)), None
 
     @property
-    def stamps_rows(self) -> bool:
-        """The row's timestamp: when Spark's rate source made it available."""
-        return True
+    def stamp(self) -> str:
+        return "when Spark's rate source made the row available"

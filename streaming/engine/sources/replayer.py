@@ -8,16 +8,35 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["FeedReplayer"]
+from ..latency import PRODUCED
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["FeedReplayer", "handed_over"]
+
+
+def handed_over(raw: DataFrame) -> Column:
+    """``produced_ms`` of a row read from a replayer's staging folder: when its file was handed over (its modification time, epoch ms).
+
+    Read from the file source's metadata column, which a column of the data named ``_metadata`` does not hide.
+    """
+    from pyspark.sql import functions as F
+
+    return F.unix_millis(raw.metadataColumn("_metadata").getField("file_modification_time")).alias(PRODUCED)
 
 
 class FeedReplayer:
     """Hands a feed's files to Spark's file source one at a time, in file-name order.
 
-    Each file is written atomically into ``staging`` with a strictly increasing
-    modification time (also after the files an earlier run of a kept query staged there), so with ``maxFilesPerTrigger=1`` each file is exactly one
-    micro-batch. With ``seconds_per_file > 0``, :meth:`start` runs a daemon
+    Each file is written atomically into ``staging``; its modification time is
+    when it was handed over, in whole milliseconds and strictly increasing (at
+    least 1 ms after the file before it, also after the files an earlier run of
+    a kept query staged there), so with ``maxFilesPerTrigger=1`` each file is
+    exactly one micro-batch, and a row's latency can be measured from its
+    file's modification time (Spark's ``_metadata.file_modification_time``). With ``seconds_per_file > 0``, :meth:`start` runs a daemon
     thread that stages one file per interval (or, with ``pauses``, waits
     ``pauses[i]`` seconds after file ``i``); with ``0`` the caller steps it
     with :meth:`stage_next` (the runner does, waiting for the query to go idle
@@ -39,8 +58,7 @@ class FeedReplayer:
         if self.staged >= len(self.files):
             self.done.set()
         self._stop = threading.Event()
-        latest = max((path.stat().st_mtime for path in earlier), default=0.0)
-        self._base_mtime = max(time.time(), latest + 1) - self.staged
+        self._last_ms = max((path.stat().st_mtime_ns // 1_000_000 for path in earlier), default=0)
         self._thread: threading.Thread | None = None
 
     @property
@@ -58,8 +76,8 @@ class FeedReplayer:
         target = self.staging / f"{index:06d}-{source.name}"
         partial = self.staging / f".{target.name}.partial"
         shutil.copyfile(source, partial)
-        mtime = self._base_mtime + index
-        os.utime(partial, (mtime, mtime))
+        self._last_ms = max(time.time_ns() // 1_000_000, self._last_ms + 1)
+        os.utime(partial, ns=(self._last_ms * 1_000_000, self._last_ms * 1_000_000))
         os.replace(partial, target)
         self.staged = index + 1
         if self.staged == len(self.files):
