@@ -24,6 +24,7 @@ import streamlit as st
 from streaming.analysis import lateness
 from streaming.analysis.latency import LatencyEnd, latency_summary, produced_before
 from streaming.analysis.profile import topic_batches, topic_events_of
+from streaming.analysis.spreadsheet import neutralise_formulas
 from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
 from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
@@ -659,8 +660,14 @@ def _dropped_list(run: Run, classified: pd.DataFrame) -> None:
     st.caption(f"{shown['event_id'].nunique()} events, {len(shown)} rows" + (f"; the first {DROPPED_ROWS} shown, all downloaded" if len(shown) > DROPPED_ROWS else ""))
     buffer = io.BytesIO()
     shown.to_parquet(buffer, index=False)
+    safe, neutralised = neutralise_formulas(shown)
+    if neutralised:
+        st.caption(
+            f"{neutralised} text cells start like a spreadsheet formula (=, +, -, @): the CSV has them with a leading ' so a spreadsheet "
+            "shows them as text instead of running them; the Parquet file has them as they are."
+        )
     left, right = st.columns(2)
-    left.download_button("Download CSV", shown.to_csv(index=False), file_name=f"{run.name}-dropped.csv", mime="text/csv", key="lab_dropped_csv")
+    left.download_button("Download CSV", safe.to_csv(index=False), file_name=f"{run.name}-dropped.csv", mime="text/csv", key="lab_dropped_csv")
     right.download_button("Download Parquet", buffer.getvalue(), file_name=f"{run.name}-dropped.parquet", mime="application/octet-stream", key="lab_dropped_parquet")
 
 

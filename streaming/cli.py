@@ -302,7 +302,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.dropped.suffix.lower() == ".parquet":
             dropped.to_parquet(args.dropped, index=False)
         else:
-            dropped.to_csv(args.dropped, index=False)
+            from .analysis.spreadsheet import neutralise_formulas
+
+            safe, neutralised = neutralise_formulas(dropped)
+            safe.to_csv(args.dropped, index=False)
+            if neutralised:
+                print(f"{neutralised} text cells that start like a spreadsheet formula are written with a leading ' (the Parquet output keeps them as they are)")
         print(f"dropped_events={dropped['event_id'].nunique()} dropped_pairs={len(dropped)} written to {args.dropped}")
     latency = _latency_ms(outcome.latency) if args.latency and outcome.latency is not None else None
     if latency is not None:

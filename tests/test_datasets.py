@@ -101,11 +101,13 @@ def test_bad_files_are_refused_one_by_one_and_the_good_ones_kept(make_store) -> 
         Upload("huge.csv", b"event_time,key\n" + b"2026-03-02 14:01:01,a\n" * 400),
         Upload("good.csv", CSV),
         Upload("table.parquet", parquet_bytes()),
+        Upload("cut.csv", b"event_time,key\n2026-03-02 14:01:01,\xc3"),
     ])
     assert report.kept == {"good.csv": 2}
     reasons = {error.value: error.reason for error in report.refused}
-    assert set(reasons) == {"binary.csv", "empty.csv", "header_only.csv", "broken.jsonl", "notes.txt", "huge.csv", "table.parquet"}
-    assert "binary" in reasons["binary.csv"]
+    assert set(reasons) == {"binary.csv", "empty.csv", "header_only.csv", "broken.jsonl", "notes.txt", "huge.csv", "table.parquet", "cut.csv"}
+    assert reasons["binary.csv"] == "is binary, not text (a NUL byte at byte 8)"
+    assert reasons["cut.csv"].startswith("is not UTF-8 text (it ends inside a character, byte 35)")
     assert reasons["empty.csv"] == "is empty"
     assert reasons["header_only.csv"] == "holds no rows (only a header)"
     assert reasons["broken.jsonl"].startswith("cannot be read as json")
@@ -114,6 +116,12 @@ def test_bad_files_are_refused_one_by_one_and_the_good_ones_kept(make_store) -> 
     assert "holds csv files" in reasons["table.parquet"]
     assert all(error.field == "file" for error in report.refused)
     assert sorted(path.name for path in (store.root / "mixed").iterdir()) == ["good.csv"]
+
+
+def test_a_bad_byte_far_into_a_file_is_found(make_store) -> None:
+    rows = 4_000  # 88 KB of good rows before it
+    report = make_store().add("late", [Upload("late.csv", b"event_time,key\n" + b"2026-03-02 14:01:01,a\n" * rows + b"2026-03-02 14:01:01,\xe9\n")])
+    assert report.kept == {} and [error.reason for error in report.refused] == [f"is not UTF-8 text (byte {15 + 22 * rows + 20})"]
 
 
 def test_an_upload_never_overwrites_a_stored_file(make_store) -> None:

@@ -443,3 +443,12 @@ def test_web_clicks_dropped_pairs_match_exact_minus_counted(registry, spark, tmp
     assert (batches["watermark"].iloc[1:] == (prior_max.iloc[1:] - delay).to_numpy()).all()
     on_time = classified["lateness"] <= delay
     assert (classified.loc[on_time, "status"] == "counted").all()
+
+
+def test_text_a_spreadsheet_would_run_is_neutralised_for_csv_and_numbers_are_left() -> None:
+    from streaming.analysis.spreadsheet import neutralise_formulas
+
+    frame = pd.DataFrame({"key": ['=HYPERLINK("http://x")', "-12.5", "ok", "@SUM(A1)", "+1 555", "\tx", None], "n": range(7)})
+    safe, changed = neutralise_formulas(frame)
+    assert safe["key"].tolist() == ["'=HYPERLINK(\"http://x\")", "-12.5", "ok", "'@SUM(A1)", "'+1 555", "'\tx", None]
+    assert changed == 4 and safe["n"].tolist() == list(range(7)) and frame["key"].iloc[0] == '=HYPERLINK("http://x")'  # the input is not changed

@@ -25,6 +25,7 @@ file name at the same moment may both be refused, never both kept.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import os
@@ -203,16 +204,27 @@ def require_same_columns(files: Sequence[Path], fmt: FileFormat, shown: Sequence
             raise ConfigError("file", name, f"has columns {got}, but {files[0].name} has {expected}; every file of a dataset needs the same columns")
 
 
-def _require_text(path: Path, name: str, probe_bytes: int = 1 << 16) -> None:
+def _require_text(path: Path, name: str, chunk_bytes: int = 1 << 20) -> None:
+    """:class:`ConfigError` unless the whole file is UTF-8 text without NUL bytes, naming the first bad byte's offset.
+
+    Read in chunks through an incremental decoder: a bad byte far into a big file is found, holding one chunk in memory.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
     with path.open("rb") as handle:
-        head = handle.read(probe_bytes)
-    if b"\x00" in head:
-        raise ConfigError("file", name, "is binary, not text")
+        while chunk := handle.read(chunk_bytes):
+            if (nul := chunk.find(b"\x00")) >= 0:
+                raise ConfigError("file", name, f"is binary, not text (a NUL byte at byte {offset + nul})")
+            pending = len(decoder.getstate()[0])  # the bytes of a character the last chunk cut, decoded with this one
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as err:
+                raise ConfigError("file", name, f"is not UTF-8 text (byte {offset - pending + err.start})") from None
+            offset += len(chunk)
     try:
-        head.decode("utf-8")
+        decoder.decode(b"", final=True)
     except UnicodeDecodeError as err:
-        if err.start < len(head) - 4:  # not just a character cut at the probe's end
-            raise ConfigError("file", name, f"is not UTF-8 text (byte {err.start})") from None
+        raise ConfigError("file", name, f"is not UTF-8 text (it ends inside a character, byte {offset - len(err.object) + err.start})") from None
 
 
 @dataclass(frozen=True)
