@@ -20,7 +20,7 @@ from streaming.engine.config import FEED_COLUMNS, ColumnMapping, FeedSource
 from streaming.engine.datasets import FORMATS, DatasetStore, FileFormat, Upload, UploadReport
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS
-from streaming.engine.preview import Preview, dataset_schema, preview, read_dataset
+from streaming.engine.preview import TIME_NAMES, Preview, column_profiles, dataset_schema, guess_event_time, preview, read_dataset, time_range_warning
 from streaming.engine.times import TIME_FORMATS
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ __all__ = [
 
 NONE = "(none)"
 PATTERN = "pattern…"
-TIME_NAMES = ("event_time", "timestamp", "ts", "time", "event_ts", "created_at")
 KEY_NAMES = ("key", "user", "user_id", "device", "sensor", "id")
 ARRIVAL_NAMES = ("arrival", "arrival_time", "ingested_at", "ingestion_time", "received_at")
 
@@ -190,8 +189,11 @@ def _delete(store: DatasetStore, name: str) -> None:
     st.session_state["delete_sure"] = False
 
 
-def mapping_widgets(columns: Sequence[str], saved: ColumnMapping | None = None, prefix: str = "map", *, arrival: bool = True) -> dict[str, Any]:
-    """Which column holds what, and how times are written (starting from ``saved``, else from the column names); the values for :func:`build_mapping`.
+def mapping_widgets(
+    columns: Sequence[str], saved: ColumnMapping | None = None, prefix: str = "map", *, arrival: bool = True, event_time: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """Which column holds what, and how times are written (starting from ``saved``, else from ``event_time`` -- the
+    guessed event-time column and its format -- and the column names); the values for :func:`build_mapping`.
 
     Without ``arrival`` the arrival column is not asked for (a source that knows each row's arrival itself).
     """
@@ -203,8 +205,8 @@ def mapping_widgets(columns: Sequence[str], saved: ColumnMapping | None = None, 
         index = list(options).index(chosen) if chosen is not None and chosen in options else 0
         return st.selectbox(label, options, index=index, key=f"{prefix}_{name}", help=help_text)
 
-    def time_format(label: str, name: str) -> dict[str, str]:
-        written = getattr(saved, name) if saved is not None else "auto"
+    def time_format(label: str, name: str, guess: str = "auto") -> dict[str, str]:
+        written = getattr(saved, name) if saved is not None else guess
         chosen = st.selectbox(
             label, formats, index=formats.index(written) if written in formats else len(formats) - 1, key=f"{prefix}_{name}",
             help="auto: timestamps as they are, ISO-8601 or yyyy-MM-dd HH:mm:ss[.SSS] text (UTC without an offset)",
@@ -215,8 +217,9 @@ def mapping_widgets(columns: Sequence[str], saved: ColumnMapping | None = None, 
 
     left, right = st.columns(2)
     with left:
-        values: dict[str, Any] = {"event_time": pick("Event-time column", "event_time", list(columns), guess_column(columns, TIME_NAMES), "The time each event happened")}
-        values.update(time_format("Event-time format", "time_format"))
+        guessed = event_time[0] if event_time is not None else guess_column(columns, TIME_NAMES)
+        values: dict[str, Any] = {"event_time": pick("Event-time column", "event_time", list(columns), guessed, "The time each event happened")}
+        values.update(time_format("Event-time format", "time_format", event_time[1] if event_time is not None else "auto"))
         values["key"] = pick("Key column", "key", optional, guess_column(columns, KEY_NAMES), "Group by this column; (none): one global group")
         values["value"] = pick("Value column", "value", optional, None, "The number sum/avg/min/max read")
     with right:
@@ -273,6 +276,16 @@ def file_stamps(files: Sequence[Path]) -> tuple[tuple[str, float, int], ...]:
     return tuple((str(path), path.stat().st_mtime, path.stat().st_size) for path in files)
 
 
+@st.cache_data(max_entries=32, ttl=3600, show_spinner="Looking for the event-time column…")
+def _event_time_guess(_spark: SparkSession, files: tuple[tuple[str, float, int], ...], fmt: FileFormat) -> tuple[str, str] | None:
+    return guess_event_time(column_profiles(read_dataset(_spark, [Path(path) for path, _, _ in files], fmt)))
+
+
+def event_time_guess(spark: SparkSession, files: Sequence[Path], fmt: FileFormat) -> tuple[str, str] | None:
+    """The column most likely to hold the event time and its format, from the values (cached like the preview); ``None`` when none reads as times."""
+    return _event_time_guess(spark, file_stamps(files), fmt)
+
+
 def schema_of(spark: SparkSession, files: Sequence[Path], fmt: FileFormat) -> dict[str, str]:
     """Column name → Spark type of the files, as the preview reads them (cached like the preview)."""
     return _schema(spark, file_stamps(files), fmt)
@@ -288,18 +301,25 @@ def preview_view(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, ma
     result = _preview(spark, file_stamps(files), fmt, mapping)
     cells = st.columns(4)
     cells[0].metric("Rows", f"{result.rows:,}")
-    cells[1].metric("Unparsable event times", f"{result.event_times_unparsable:,}")
+    unusable = result.event_times_unparsable + result.event_times_empty
+    cells[1].metric(
+        "Event times empty or unparsable", f"{unusable:,}",
+        help=f"{result.event_times_empty:,} empty, {result.event_times_unparsable:,} that do not parse as {mapping.time_format!r}",
+    )
     cells[2].metric("Malformed rows", f"{result.malformed_rows:,}", help="JSON lines Spark could not parse")
     cells[3].metric("Keys", "one global group" if result.keys is None else f"{result.keys:,}")
     if result.earliest is None or result.latest is None:
         st.warning("No event time parses with this column and format: choose another column or format.")
     else:
         st.caption(f"Event time from **{result.earliest}** to **{result.latest}** (UTC), {len(files)} file(s) of {fmt}.")
-    if result.event_times_unparsable:
+    if unusable:
         st.warning(
-            f"{result.event_times_unparsable:,} of {result.rows:,} event times do not parse as {mapping.time_format!r}: "
-            "a query counts those rows as malformed and leaves them out."
+            f"{unusable:,} of {result.rows:,} rows have no usable event time ({result.event_times_empty:,} empty, "
+            f"{result.event_times_unparsable:,} not parsing as {mapping.time_format!r}): a query counts those rows as malformed and leaves them out."
         )
+    implausible = time_range_warning(result.earliest, result.latest, result.rows, pd.Timestamp.now())
+    if implausible is not None:
+        st.warning(f"Is **{mapping.event_time}** the event time? {implausible[0].upper()}{implausible[1:]}.")
     st.dataframe(
         pd.DataFrame(
             [

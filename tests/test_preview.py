@@ -13,7 +13,7 @@ import pytest
 
 from streaming.engine.config import ColumnMapping
 from streaming.engine.errors import ConfigError
-from streaming.engine.preview import preview
+from streaming.engine.preview import ColumnProfile, column_profiles, guess_event_time, preview, read_dataset, time_range_warning
 from streaming.engine.times import check_time_fit, check_time_format, time_column
 
 # --- time formats: pure checks ---------------------------------------------------------
@@ -171,3 +171,44 @@ def test_preview_refuses_a_mapping_that_does_not_fit_before_running(spark, datas
     with pytest.raises(ConfigError) as caught:
         preview(spark, files, "json", ColumnMapping(event_time="ts", time_format="epoch_s", key="user"))
     assert (caught.value.field, caught.value.value) == ("columns.key", "user")
+
+
+# --- which column holds the event time ---------------------------------------------------------
+
+
+def test_the_event_time_is_guessed_from_the_values_not_from_the_first_number(spark, dataset) -> None:
+    """Flights as JSON lines: a delay first (numbers, no time), the departure in epoch seconds under a name the list lacks, empties."""
+    rows = [
+        {"arr_delay": delay, "carrier": "AA", "sched_dep_time": 1_772_460_000 + 600 * index, "dep_local": "2026-03-02 14:00:00", "note": "ok"}
+        for index, delay in enumerate([-5, 12, 240, None])
+    ]
+    files = dataset([rows], "json")
+    profiles = column_profiles(read_dataset(spark, files, "json"))
+    assert (profiles["arr_delay"].present, profiles["arr_delay"].numbers, profiles["arr_delay"].least, profiles["arr_delay"].greatest) == (3, 3, -5, 240)
+    assert [profiles[name].time_format for name in profiles] == [None, None, "auto", None, "epoch_s"]  # columns in Spark's (sorted) order
+    assert guess_event_time(profiles) == ("sched_dep_time", "epoch_s")  # a time word in the name beats text that also parses, a delay is never taken
+
+
+def test_the_guess_prefers_known_names_then_time_types_then_time_words() -> None:
+    def profile(name: str, data_type: str = "string", *, numbers: int = 0, least: float | None = None, greatest: float | None = None, times: int = 0):
+        return ColumnProfile(name, data_type, 10, numbers, least, greatest, times)
+
+    delay = profile("delay", "bigint", numbers=10, least=-5, greatest=900)
+    millis = profile("createdAt", "bigint", numbers=10, least=1.7e12, greatest=1.8e12)
+    stamped = profile("logged", "timestamp")
+    text = profile("when_text", times=10)
+    assert guess_event_time({"delay": delay}) is None
+    assert guess_event_time({"delay": delay, "createdAt": millis}) == ("createdAt", "epoch_ms")
+    assert guess_event_time({"createdAt": millis, "logged": stamped}) == ("logged", "auto")
+    assert guess_event_time({"logged": stamped, "TS": profile("TS", "bigint", numbers=10, least=1.7e9, greatest=1.8e9)}) == ("TS", "epoch_s")
+    assert guess_event_time({"notes": profile("notes", times=5)}) is None  # half the text parses: not a time column
+    assert guess_event_time({"x": text, "when": profile("when", times=9)}) == ("when", "auto")
+
+
+def test_an_implausible_event_time_range_is_named() -> None:
+    now = pd.Timestamp("2026-11-25")
+    assert "start on 1969-12-31" in time_range_warning(pd.Timestamp("1969-12-31 23:59"), pd.Timestamp("1970-01-01 00:04"), 20_000, now)
+    assert "reach 2700-01-01" in time_range_warning(pd.Timestamp("2026-01-01"), pd.Timestamp("2700-01-01"), 10, now)
+    assert "within 0.5 s" in time_range_warning(pd.Timestamp("2026-01-01"), pd.Timestamp("2026-01-01 00:00:00.5"), 200_000, now)
+    assert time_range_warning(pd.Timestamp("2026-01-01"), pd.Timestamp("2026-01-02"), 200_000, now) is None
+    assert time_range_warning(None, None, 0, now) is None

@@ -33,7 +33,10 @@ if not session_status(starter):
 try:
     files, fmt = datasets.dataset_files(store, choice)
     spark = get_spark()
-    values = datasets.mapping_widgets(list(datasets.schema_of(spark, files, fmt)), datasets.saved_mapping(store, choice), prefix=f"map_{label}")
+    values = datasets.mapping_widgets(
+        list(datasets.schema_of(spark, files, fmt)), datasets.saved_mapping(store, choice), prefix=f"map_{label}",
+        event_time=datasets.event_time_guess(spark, files, fmt),
+    )
     mapping = datasets.build_mapping(values)
     datasets.preview_view(spark, files, fmt, mapping)
     datasets.save_mapping_button(store, choice, mapping)

@@ -14,7 +14,8 @@ counts as unparsable is what the query will.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,10 +31,21 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["CORRUPT_COLUMN", "ColumnSummary", "Preview", "dataset_schema", "preview", "read_dataset", "stream_schema"]
+__all__ = [
+    "CORRUPT_COLUMN", "ColumnProfile", "ColumnSummary", "Preview", "column_profiles", "dataset_schema", "guess_event_time", "preview", "read_dataset",
+    "stream_schema", "time_range_warning",
+]
 
 CORRUPT_COLUMN = "_corrupt_record"
 """Spark's column for JSON lines it could not parse (dropped from the preview's columns, counted as malformed rows)."""
+TIME_NAMES = ("event_time", "timestamp", "ts", "time", "event_ts", "created_at", "datetime", "date")
+"""Column names taken for the event time first (case-insensitive), in this order."""
+TIME_WORDS = frozenset({"time", "timestamp", "ts", "date", "datetime", "at", "when", "dt"})
+"""Words of a column name (split at ``_``, ``-``, spaces and case changes) that say it holds a time."""
+EPOCH_RANGES: dict[str, tuple[float, float]] = {"epoch_s": (946_684_800, 4_102_444_800), "epoch_ms": (946_684_800_000, 4_102_444_800_000)}
+"""Numbers taken for epoch seconds or milliseconds: from 2000-01-01 to 2100-01-01 UTC."""
+PLAUSIBLE_YEARS = (1990, 10)
+"""A mapped event time earlier than this year, or later than this many years from now, is called implausible."""
 
 
 def read_dataset(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, schema: StructType | None = None) -> DataFrame:
@@ -65,6 +77,108 @@ def stream_schema(frame: DataFrame) -> StructType:
 
 
 @dataclass(frozen=True)
+class ColumnProfile:
+    """What one column's values look like, for guessing which one holds the event time: its Spark type, values present,
+    how many are numbers (and their least and greatest), and how many text values Spark's ``auto`` time format reads."""
+
+    name: str
+    data_type: str
+    present: int
+    numbers: int
+    least: float | None
+    greatest: float | None
+    times: int
+
+    @property
+    def epoch_format(self) -> str | None:
+        """``epoch_s`` or ``epoch_ms`` when every value present is a number in that unit's :data:`EPOCH_RANGES`; else ``None``."""
+        if self.present == 0 or self.numbers < self.present or self.least is None or self.greatest is None:
+            return None
+        return next((name for name, (low, high) in EPOCH_RANGES.items() if low <= self.least and self.greatest <= high), None)
+
+    @property
+    def time_format(self) -> str | None:
+        """How the column can be read as event times: ``auto`` (a timestamp or date, or text of which nine in ten values parse), an epoch unit, or ``None``."""
+        kind = column_kind(self.data_type)
+        if kind in ("timestamp", "date"):
+            return "auto"
+        if self.epoch_format is not None:
+            return self.epoch_format
+        return "auto" if kind == "text" and self.present and self.times >= 0.9 * self.present and self.numbers < self.present else None
+
+
+def column_profiles(frame: DataFrame) -> dict[str, ColumnProfile]:
+    """Every column's :class:`ColumnProfile`, in one Spark job over all rows."""
+    from pyspark.sql import functions as F
+
+    schema = dataset_schema(frame)
+    measures = []
+    for index, name in enumerate(schema):
+        raw = F.col(quoted(name))
+        number = raw.try_cast("double") if column_kind(schema[name]) in ("number", "text") else F.lit(None).cast("double")
+        parsed = F.try_to_timestamp(F.trim(raw)) if column_kind(schema[name]) == "text" else F.lit(None)
+        measures += [
+            F.count(raw).alias(f"p{index}"), F.count(number).alias(f"n{index}"), F.min(number).alias(f"l{index}"), F.max(number).alias(f"g{index}"),
+            F.count(parsed).alias(f"t{index}"),
+        ]
+    if not measures:
+        return {}
+    totals = frame.agg(*measures).collect()[0].asDict()
+    return {
+        name: ColumnProfile(name, data_type, int(totals[f"p{i}"]), int(totals[f"n{i}"]), totals[f"l{i}"], totals[f"g{i}"], int(totals[f"t{i}"]))
+        for i, (name, data_type) in enumerate(schema.items())
+    }
+
+
+def _name_words(name: str) -> set[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return {word.lower() for word in re.split(r"[\s_\-.]+", spaced) if word}
+
+
+def guess_event_time(profiles: Mapping[str, ColumnProfile]) -> tuple[str, str] | None:
+    """``(column, time format)`` most likely to hold the event time, or ``None`` when no column reads as times.
+
+    Only a column whose values read as times is taken (:attr:`ColumnProfile.time_format`: a number is taken
+    only as epoch seconds or milliseconds between 2000 and 2100, so a delay or an amount is not); among
+    those, first a name of :data:`TIME_NAMES`, then a timestamp or date type, then a name with a time word
+    (``dep_time``, ``createdAt``), then the first in column order.
+    """
+    readable = [(name, profile.time_format) for name, profile in profiles.items() if profile.time_format is not None]
+    if not readable:
+        return None
+    lowered = {name.lower(): (name, fmt) for name, fmt in readable}
+    for wanted in TIME_NAMES:
+        if wanted in lowered:
+            return lowered[wanted]
+    ranked = sorted(
+        readable,
+        key=lambda pair: (column_kind(profiles[pair[0]].data_type) not in ("timestamp", "date"), not _name_words(pair[0]) & TIME_WORDS),
+    )
+    return ranked[0]
+
+
+def time_range_warning(earliest: pd.Timestamp | None, latest: pd.Timestamp | None, rows: int, now: pd.Timestamp) -> str | None:
+    """Why a mapped event-time range looks wrong (a column that is not a time, or an epoch in the wrong unit), or ``None``.
+
+    Implausible: times before :data:`PLAUSIBLE_YEARS`'s year or more than its years after ``now``, or
+    100,000 rows or more within one second.
+    """
+    if earliest is None or latest is None:
+        return None
+    first_year, years_ahead = PLAUSIBLE_YEARS
+    if earliest.year < first_year:
+        return (
+            f"the event times start on {earliest:%Y-%m-%d}: the column may not hold times, or holds epoch milliseconds read as seconds "
+            "(or numbers that count something else)"
+        )
+    if latest.year > now.year + years_ahead:
+        return f"the event times reach {latest:%Y-%m-%d}: the column may hold epoch milliseconds or microseconds read as seconds, or not hold times"
+    if rows >= 100_000 and (latest - earliest) < pd.Timedelta(seconds=1):
+        return f"{rows:,} rows happen within {(latest - earliest).total_seconds():g} s: the column may not hold event times"
+    return None
+
+
+@dataclass(frozen=True)
 class ColumnSummary:
     """One column: its Spark type, its role in the mapping (or ``""``), its empty values and, for a time or number role, the values that do not parse."""
 
@@ -89,7 +203,13 @@ class Preview:
 
     @property
     def event_times_unparsable(self) -> int:
+        """Event-time values present that do not parse."""
         return next((column.unparsable or 0 for column in self.columns if "event_time" in column.role.split(", ")), 0)
+
+    @property
+    def event_times_empty(self) -> int:
+        """Rows without an event-time value (null or, in CSV, an empty cell)."""
+        return next((column.nulls for column in self.columns if "event_time" in column.role.split(", ")), 0)
 
 
 def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping: ColumnMapping, first: int = 20) -> Preview:
