@@ -99,6 +99,7 @@ def test_every_page_opens_without_an_exception(app_url, browser):
         links = page.locator('[data-testid="stSidebarNav"] a')
         titles = [links.nth(index).inner_text().strip().splitlines()[-1] for index in range(links.count())]
         assert {"Live query", "Queries"} <= set(titles)
+        assert page.get_by_test_id("stAppDeployButton").count() == 0 and page.get_by_test_id("stMainMenu").count() == 0
         for title in (title for title in titles if title != "Home"):
             page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
             page.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
