@@ -14,7 +14,7 @@ from streaming.analysis.tune import bound_topic
 from streaming.charts.compare import comparison_counts
 from streaming.charts.latency import latency_cdf_figure
 from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig, TriggerKind
-from streaming.engine.errors import ConfigError
+from streaming.engine.errors import ConfigError, brief
 from streaming.engine.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
 
@@ -240,7 +240,7 @@ def experiment(
         inputs = inputs_of()
     except InputErrors as err:
         for error in err.errors:
-            st.error(f"Cannot run this {what}: {error}")
+            st.error(f"Cannot run this {what}: {brief(str(error))}")
         return
     job_controls(
         key, button, button_key, ready=ready, start=lambda: start(inputs), render=render, idle_text=idle_text, help_text="Runs in the background",

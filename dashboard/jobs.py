@@ -35,6 +35,7 @@ functions stop and remove their own queries, whether they succeed or fail.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -44,11 +45,13 @@ from typing import Any
 
 import streamlit as st
 
-from streaming.engine.errors import Cancelled
+from streaming.engine.errors import Cancelled, ConfigError, brief
 
 from .shared import REFRESH_SECONDS
 
 __all__ = ["Job", "RecentJobs", "current_job", "job_controls", "job_progress", "job_view", "recent_jobs", "start_job"]
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
@@ -92,8 +95,10 @@ class Job:
                 if self.cancel.is_set():
                     raise Cancelled(f"{self.what}: cancelled before it started")
                 self.result = work(self)
-        except BaseException as err:  # noqa: BLE001 - shown on the page; the thread must not die silently
+        except BaseException as err:
             self.error = err
+            if not isinstance(err, (Cancelled, ConfigError)):
+                LOG.error("%s failed", self.what, exc_info=err)  # the page shows a brief reason; the log keeps the whole of it
         finally:
             self.finished = time.monotonic()
             self._done.set()
@@ -200,7 +205,7 @@ def job_view(job: Job | None, render: Callable[[Job], None], idle_text: str) -> 
     elif job.cancelled:
         st.warning(f"{job.what}: cancelled after {job.elapsed:.0f} s; its queries are stopped.")
     elif job.error is not None:
-        st.error(f"{job.what} failed after {job.elapsed:.0f} s: {type(job.error).__name__}: {job.error}")
+        st.error(f"{job.what} failed after {job.elapsed:.0f} s: {type(job.error).__name__}: {brief(str(job.error))}")
     else:
         render(job)
 

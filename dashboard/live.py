@@ -47,7 +47,7 @@ from streaming.engine.config import (
     describe,
 )
 from streaming.engine.durations import human_duration
-from streaming.engine.errors import ConfigError, first_line
+from streaming.engine.errors import ConfigError, brief, first_line
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_events
 from streaming.engine.progress import state_store_metrics
 from streaming.engine.query import Run
@@ -316,14 +316,15 @@ def begin_run(begin: Callable[[], Run], doing: str, first_batch_wait: float = FI
             if run.config.trigger != "processing_time":
                 run.await_first_batch(first_batch_wait)
     except (DuplicateQueryError, ConfigError) as err:
-        st.error(str(err))
+        st.error(brief(str(err)))
         return None
     except PySparkException as err:
-        st.error(f"Spark refused to start the query: {err}")
+        LOG.warning("%s: Spark refused: %s", doing, err)
+        st.error(f"Spark refused to start the query: {brief(str(err))}")
         return None
     except Exception as err:
         LOG.exception("%s failed", doing)
-        st.error(f"The query could not start: {type(err).__name__}: {first_line(err)}")
+        st.error(f"The query could not start: {type(err).__name__}: {brief(str(err))}")
         return None
     return run
 
@@ -340,7 +341,7 @@ def start_query(
         try:
             require_topic(source.bootstrap, source.topic)
         except ConfigError as err:
-            st.error(str(err))
+            st.error(brief(str(err)))
             return
     run = begin_run(lambda: registry.start(config, name, keep=config.resumable and registry.can_keep), "Starting the query", first_batch_wait)
     if run is not None:
@@ -695,7 +696,7 @@ def live_view(run: Run) -> None:
     _status_row(run, progress)
     _stall_warning(watermark_stall(progress, int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES))))
     if run.status == "failed":
-        st.error(f"Query {run.name} failed: {run.error}")
+        st.error(f"Query {run.name} failed: {brief(run.error or '')}")
         hint = run.config.source.explain_failure(run.error or "")
         if hint is not None:
             st.info(hint)

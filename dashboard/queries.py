@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from streaming.engine.config import describe
-from streaming.engine.errors import ConfigError
+from streaming.engine.errors import ConfigError, brief
 from streaming.engine.query import Run
 from streaming.engine.registry import QueryRegistry
 
@@ -19,6 +19,10 @@ from .shared import LIVE_PAGE, REFRESH_SECONDS, get_registry, session_starter
 __all__ = ["queries_view", "render_kept", "render_others", "render_run_card", "runs_frame", "source_summary"]
 
 
+DELETE_KEY = "lab_delete_pending"
+"""The kept query whose Delete was pressed once: the page asks again before deleting it."""
+DELETED_KEY = "lab_deleted"
+"""What the last Delete removed, said once on the next run of the page."""
 RUN_COLUMNS = ["name", "status", "batches", "last_progress", "source", "window", "watermark", "output_mode", "trigger", "error"]
 
 
@@ -55,13 +59,20 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
                 "watermark": description["watermark"],
                 "output_mode": description["output_mode"],
                 "trigger": description["trigger"],
-                "error": run.error or "",
+                "error": brief(run.error) if run.error else "",
             }
         )
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
-def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key: str = PENDING_KEY) -> None:
+def _problem(registry: QueryRegistry, run: Run) -> str | None:
+    """Why a stopped kept run cannot be resumed (see :attr:`~streaming.engine.checkpoints.KeptQuery.problem`), or ``None``."""
+    if not run.kept or run.status == "active":
+        return None
+    return next((query.problem for query in registry.kept() if query.folder.name == run.name), "its folder is gone")
+
+
+def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key: str = PENDING_KEY, problem: str | None = None) -> None:
     if st.button("Watch", key=f"lab_watch_{run.name}"):
         st.session_state[pending_key] = run.name
         st.switch_page(live_page)
@@ -70,37 +81,75 @@ def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key:
             registry.stop(run.name)
             st.rerun()
     elif run.kept:
-        _kept_actions(registry, run.name, live_page, pending_key)
+        _kept_actions(registry, run.name, live_page, pending_key, problem)
     elif st.button("Remove", key=f"lab_remove_run_{run.name}", help="Forget this run"):
         registry.remove(run.name)
         st.rerun()
 
 
-def _kept_actions(registry: QueryRegistry, name: str, live_page: str, pending_key: str = PENDING_KEY) -> None:
-    """Resume (from the checkpoint, then watch it) and Delete (checkpoint, result and progress) for a stopped kept query."""
-    if not registry.can_keep:
+def _kept_actions(registry: QueryRegistry, name: str, live_page: str, pending_key: str = PENDING_KEY, problem: str | None = None) -> None:
+    """Resume (from the checkpoint, then watch it) and Delete (checkpoint, result and progress) for a stopped kept query; Delete only when it has a ``problem``."""
+    if problem is not None:
+        pass  # nothing to resume from: Delete only
+    elif not registry.can_keep:
         st.caption("Resume needs a classic session: on Spark Connect the memory sink cannot resume from a checkpoint.")
     elif st.button("Resume", key=f"lab_resume_{name}", help="Go on from its checkpoint, with its result so far"):
         if begin_run(lambda: registry.resume(name), f"Resuming {name}") is None:
             return
         st.session_state[pending_key] = name
         st.switch_page(live_page)
-    if st.button("Delete", key=f"lab_delete_{name}", help="Delete its checkpoint, result and progress: it cannot be resumed after"):
-        registry.delete(name)
+    _delete_button(registry, name)
+
+
+def _delete_button(registry: QueryRegistry, name: str) -> None:
+    """Delete, asked twice; the page then says what went."""
+    if st.session_state.get(DELETE_KEY) != name:
+        if st.button("Delete", key=f"lab_delete_{name}", help="Delete its checkpoint, result and progress: it cannot be resumed after"):
+            st.session_state[DELETE_KEY] = name
+            st.rerun()
+        return
+    st.caption(f"Delete {name} for good?")
+    if st.button("Yes, delete", key=f"lab_delete_sure_{name}", type="primary"):
+        freed = registry.delete(name)
+        st.session_state.pop(DELETE_KEY, None)
+        st.session_state[DELETED_KEY] = f"Deleted {name}: its checkpoint, result and progress ({_size(freed)} freed on disk)."
         st.rerun()
+    if st.button("Cancel", key=f"lab_delete_cancel_{name}"):
+        st.session_state.pop(DELETE_KEY, None)
+        st.rerun()
+
+
+def _size(size: int) -> str:
+    for unit, span in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= span:
+            return f"{size / span:.1f} {unit}"
+    return f"{size} bytes"
 
 
 def render_kept(registry: QueryRegistry, live_page: str = LIVE_PAGE) -> None:
     """The kept queries on disk that this server has not run yet (stopped before a restart, or by a lost Spark session): Resume or Delete."""
     running = {run.name for run in registry.runs()}
     stored = [query for query in registry.kept() if query.folder.name not in running]
-    if not stored:
+    strays = [name for name in registry.strays() if name not in running]
+    if not stored and not strays:
         st.caption("None: every kept query is listed above.")
         return
-    for query in stored:
-        name = query.folder.name
+    for name in strays:
         with st.container(border=True):
             text, actions = st.columns([5, 1])
+            text.markdown(f"**{name}**: broken, a folder without its query.json (deleted by hand?); it holds the name {name} until it is deleted.")
+            with actions:
+                _delete_button(registry, name)
+    for query in stored:
+        name = query.folder.name
+        problem = query.problem
+        with st.container(border=True):
+            text, actions = st.columns([5, 1])
+            if problem is not None:
+                text.markdown(f"**{name}**: broken, {problem}.")
+                with actions:
+                    _delete_button(registry, name)
+                continue
             with text:
                 summary = query.summary()
                 st.markdown(f"**{name}**: stopped, {summary['batches']} batches, {summary['result_rows']} result rows, last change {summary['last_change']}")
@@ -123,9 +172,12 @@ def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAG
             settings = [f"{key}: {value}" for key, value in description.items() if not key.startswith("source.")]
             st.caption(" | ".join([source_summary(description), *settings]))
             if run.status == "failed":
-                st.error(f"{run.name} failed: {run.error}")
+                st.error(f"{run.name} failed: {brief(run.error or '')}")
+            problem = _problem(registry, run)
+            if problem is not None:
+                st.warning(f"Cannot be resumed: {problem}. Delete it to free its name.")
         with actions:
-            _run_actions(registry, run, live_page)
+            _run_actions(registry, run, live_page, problem=problem)
 
 
 def render_others(registry: QueryRegistry) -> None:
@@ -148,6 +200,9 @@ def queries_view(registry: QueryRegistry) -> None:
     """The registry's runs (table, then one card each) and the session's other active queries, refreshed in place."""
     if session_starter().status != "ready" or get_registry() is not registry:
         st.rerun(scope="app")  # Spark died: the page shows what was lost and the new session
+    deleted = st.session_state.pop(DELETED_KEY, None)
+    if deleted is not None:
+        st.success(deleted)
     runs = registry.runs()
     if runs:
         st.dataframe(runs_frame(runs), hide_index=True)

@@ -26,7 +26,7 @@ import streamlit as st
 from streaming.engine.checkpoints import QUERIES_FOLDER
 from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.datasets import data_root
-from streaming.engine.errors import ConfigError
+from streaming.engine.errors import ConfigError, brief
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.query import warm_up
 from streaming.engine.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
@@ -271,7 +271,7 @@ class InputErrors(ValueError):
 def refuse(errors: InputErrors, what: str) -> None:
     """Show every error of a refused form, naming field and value, and stop the page there."""
     for error in errors.errors:
-        st.error(f"Cannot run this {what}: {error}")
+        st.error(f"Cannot run this {what}: {brief(str(error))}")
     st.stop()
 
 

@@ -91,6 +91,14 @@ def write_feed(tmp_path):
     return write
 
 
+def wait_for(condition, what: str, timeout: float = 120.0) -> None:
+    """Poll ``condition`` every 0.1 s until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} after {timeout} s"
+        time.sleep(0.1)
+
+
 GUIDE_BATCHES = [
     [("2016-05-10 12:07:00", "dog"), ("2016-05-10 12:08:00", "owl")],
     [("2016-05-10 12:14:00", "dog"), ("2016-05-10 12:09:00", "cat")],

@@ -216,10 +216,20 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         assert resumed.log.summaries()[0]["batch_id"] == 0
         assert any("RocksDB: memory" in chart.proto.spec for chart in at.get("plotly_chart"))
         app_registry.stop(name)
+        stray = app_registry.kept_root / "t_app_stray"  # a kept folder that lost its query.json: broken, Delete only
+        (stray / "checkpoint").mkdir(parents=True)
         at.switch_page(QUERIES).run()
+        assert any("t_app_stray" in markdown.value and "broken" in markdown.value for markdown in at.markdown)
+        assert not [button for button in at.button if button.key == "lab_resume_t_app_stray"]
+        at.button(key="lab_delete_t_app_stray").click().run()
+        at.button(key="lab_delete_sure_t_app_stray").click().run()
+        assert not stray.exists() and any("Deleted t_app_stray" in message.value for message in at.success)
         at.button(key=f"lab_delete_{name}").click().run()
+        assert app_registry.get(name) is not None  # asked first
+        at.button(key=f"lab_delete_sure_{name}").click().run()
         assert not at.exception, at.exception
         assert app_registry.get(name) is None and name not in {query.folder.name for query in app_registry.kept()}
+        assert any(f"Deleted {name}: its checkpoint, result and progress" in message.value for message in at.success)
     finally:
         app_registry.delete(name)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import ROOT, wait_for
 
 from streaming.cli import main, replay_source
 from streaming.engine.batching import Batching
@@ -36,6 +36,44 @@ from streaming.engine.results import ResultTable, journal_path
 from streaming.engine.runner import run_to_idle
 from streaming.feedgen import FeedSpec
 from streaming.feedgen import write_feed as write_spec_feed
+
+
+def test_a_kept_folder_deleted_under_a_running_query_leaves_a_brief_failure_and_a_name_delete_frees(spark, late_feed: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from streaming.engine.errors import brief
+    from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+
+    registry = QueryRegistry(spark, kept_root=tmp_path / ".queries")
+    config = QueryConfig(FeedSource(late_feed, seconds_per_file=0.3), window="1 minute", watermark="40 seconds")
+    try:
+        run = registry.start(config, "doomed", keep=True)
+        wait_for(lambda: len(run.log) >= 1, "no batch", 120)
+        shutil.rmtree(run.workdir)  # by hand, while it runs
+        wait_for(lambda: run.status == "failed", "the query did not fail", 120)
+        shown = brief(run.error or "")
+        assert "Logical Plan" in (run.error or "") and str(tmp_path) in (run.error or "")  # what Spark says, kept for the log
+        assert shown.strip() and str(tmp_path) not in shown and "Logical Plan" not in shown and len(shown) <= 300
+        assert registry.kept() == [] and registry.strays() == []
+        registry.delete("doomed")
+        stray = tmp_path / ".queries" / "stray"
+        (stray / "checkpoint").mkdir(parents=True)
+        (stray / "checkpoint" / "metadata").write_text("{}")
+        assert registry.strays() == ["stray"]
+        with pytest.raises(DuplicateQueryError) as caught:
+            registry.start(config, "stray", keep=True)
+        assert "lost its query.json" in caught.value.reason and str(tmp_path) not in str(caught.value)
+        assert registry.delete("stray") == 2 and registry.strays() == []
+        again = registry.start(config, "doomed", keep=True)  # the name is free again
+        wait_for(lambda: len(again.log) >= 1, "no batch", 120)
+        registry.stop("doomed")
+        assert KeptQuery(again.workdir).problem is None
+        shutil.rmtree(again.workdir / "checkpoint")
+        assert KeptQuery(again.workdir).problem == "its checkpoint is gone: Spark has nothing to resume it from"
+    finally:
+        registry.stop_all()
+        spark.streams.removeListener(registry.listener)
+
 
 LATE_TAIL = FeedSpec(
     start=datetime(2026, 3, 2, 14, 0), batches=12, batch_interval_seconds=20, events_per_batch=40, keys=("a", "b", "c"),

@@ -7,6 +7,7 @@ import time
 
 import pandas as pd
 import pytest
+from conftest import wait_for
 
 from streaming.analysis.latency import latency_breakdown, latency_histogram, latency_over_time, latency_summary, produced_before, weighted_percentiles
 from streaming.engine.config import REAL_TIME_AGGREGATES, FeedSource, QueryConfig
@@ -146,13 +147,6 @@ def produce(bootstrap: str, topic: str, stamps: list[int]) -> None:
     for index, stamp in enumerate(stamps):
         producer.produce(topic, key="k", value=json.dumps({"n": index}), timestamp=stamp)
     assert producer.flush(10) == 0
-
-
-def wait_for(condition, what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} after {timeout} s"
-        time.sleep(0.1)
 
 
 def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latency(kafka_broker, topic_name) -> None:

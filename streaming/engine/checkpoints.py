@@ -35,7 +35,7 @@ from .config import QueryConfig, config_from_dict, config_to_dict
 from .errors import ConfigError
 from .results import ResultTable, journal_path
 
-__all__ = ["QUERIES_FOLDER", "UNCHECKED", "KeptQuery", "differences", "kept_queries"]
+__all__ = ["QUERIES_FOLDER", "UNCHECKED", "KeptQuery", "differences", "kept_queries", "stray_folders"]
 
 QUERIES_FOLDER = ".queries"
 """The folder of kept queries under the data root (hidden: the data root's other folders are datasets)."""
@@ -96,6 +96,20 @@ class KeptQuery:
     def exists(self) -> bool:
         return self.config_file.is_file()
 
+    @property
+    def problem(self) -> str | None:
+        """Why the folder cannot be resumed (its ``query.json`` unreadable, its checkpoint gone), or ``None``; only Delete is left for it.
+
+        A folder whose query is starting has no checkpoint yet either: ask only of a query that is not running.
+        """
+        try:
+            self.record()["config"]
+        except (ConfigError, KeyError, TypeError):
+            return "its query.json cannot be read"
+        if not (self.checkpoint / "metadata").is_file():
+            return "its checkpoint is gone: Spark has nothing to resume it from"
+        return None
+
     def record(self) -> dict[str, Any]:
         """What ``query.json`` holds: ``name``, ``config``, ``start_ms``; :class:`ConfigError` if it cannot be read."""
         try:
@@ -155,8 +169,22 @@ class KeptQuery:
             "last_change": pd.Timestamp(changed, unit="s").floor("s"),
         }
 
+    def size(self) -> int:
+        """The bytes the folder's files hold."""
+        return sum(path.stat().st_size for path in self.folder.rglob("*") if path.is_file()) if self.folder.is_dir() else 0
+
     def delete(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def stray_folders(root: Path) -> list[str]:
+    """Folders under ``root`` that hold files but no ``query.json`` (a kept query half deleted by hand, say): they block their name until deleted."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        folder.name for folder in root.iterdir()
+        if folder.is_dir() and not folder.name.startswith(".") and not KeptQuery(folder).exists() and any(folder.iterdir())
+    )
 
 
 def kept_queries(root: Path) -> list[KeptQuery]:

@@ -352,7 +352,7 @@ class DatasetStore:
         renamed = safe_name(new, "new name")
         target = _inside(self.root / renamed, self.root, "new name", new)
         if target.exists():
-            raise ConfigError("new name", new, f"is already taken by a dataset or file under {self.root}")
+            raise ConfigError("new name", new, "is already taken by a dataset or a file in the data root")
         source.rename(target)
         return renamed
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .checkpoints import KeptQuery, kept_queries
+from .checkpoints import KeptQuery, kept_queries, stray_folders
 from .config import QueryConfig, count_setting
 from .errors import ConfigError
 from .progress import ProgressListener
@@ -115,6 +115,10 @@ class QueryRegistry:
         """The kept queries on disk, oldest first: those of earlier server runs as well as this one's."""
         return [] if self.kept_root is None else kept_queries(self.kept_root)
 
+    def strays(self) -> list[str]:
+        """Names blocked by a folder under ``kept_root`` with files but no ``query.json`` (:meth:`delete` frees them)."""
+        return [] if self.kept_root is None else stray_folders(self.kept_root)
+
     def start(
         self, config: QueryConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS, keep: bool | Path = False,
         resume: bool = False,
@@ -143,6 +147,8 @@ class QueryRegistry:
                 folder = self._kept_folder(name) if keep or resume else None
             if folder is not None and folder.exists() and not resume:
                 raise DuplicateQueryError("name", name, "is a stopped query kept on disk: resume or delete it on the Queries page, or choose another name")
+            if folder is not None and not isinstance(keep, Path) and not folder.exists() and folder.folder.is_dir() and any(folder.folder.iterdir()):
+                raise DuplicateQueryError("name", name, "is taken by a kept query's folder that lost its query.json: delete it on the Queries page, or choose another name")
             if self.max_active is not None:
                 busy = len(self._starting) + sum(run.status == "active" for run in self._runs.values())
                 if busy >= self.max_active:
@@ -172,17 +178,20 @@ class QueryRegistry:
             raise ConfigError("name", name, "is not a kept query: nothing to resume")
         return self.start(folder.config(), name, max_rows=max_rows, resume=True)
 
-    def delete(self, name: str) -> None:
-        """Stop ``name`` and delete everything it keeps (checkpoint, result, progress); forget it."""
+    def delete(self, name: str) -> int:
+        """Stop ``name`` and delete everything it keeps (checkpoint, result, progress, or a stray folder of that name); forget it. The bytes freed on disk."""
         with self._lock:
             if name in self._starting:
                 raise DuplicateQueryError("name", name, "is starting: delete it once it runs")
             run = self._runs.pop(name, None)
+        kept = None if self.kept_root is None else self._kept_folder(name)
+        freed = 0 if kept is None else kept.size()
         if run is not None:
             run.delete()
             self.listener.unregister(name, run.log)
-        if self.kept_root is not None:
-            self._kept_folder(name).delete()
+        if kept is not None:
+            kept.delete()
+        return freed
 
     def get(self, name: str) -> Run | None:
         with self._lock:

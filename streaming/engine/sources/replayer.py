@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["FeedReplayer", "handed_over"]
+
+LOG = logging.getLogger(__name__)
 
 
 def handed_over(raw: DataFrame) -> Column:
@@ -89,9 +92,12 @@ class FeedReplayer:
             pass
 
     def _run(self) -> None:
-        while self.stage_next():
-            if self._stop.wait(self.pauses[self.staged - 1]):
-                return
+        try:
+            while self.stage_next():
+                if self._stop.wait(self.pauses[self.staged - 1]):
+                    return
+        except OSError as err:  # the staging folder went (a kept query's folder deleted under it): the query fails on its own
+            LOG.warning("feed replay into %s stopped after %d files: %s", self.staging.name, self.staged, err)
 
     def start(self) -> None:
         if not self.stepped:
