@@ -21,7 +21,7 @@ from test_runner import GUIDE, GUIDE_APPEND, GUIDE_COMPLETE, GUIDE_UPDATE, feed_
 
 from streaming.engine.errors import ConfigError
 from streaming.engine.runner import replay
-from streaming.engine.session import remote_address, server_reachable, session_settings
+from streaming.engine.session import CHECKPOINT_FILES, remote_address, server_reachable, session_settings
 from streaming.engine.sinks import MemorySinkReader, split_batches
 
 CONNECT_TIMEOUT = 300
@@ -48,7 +48,10 @@ def connect_replay(server, folder: Path, tmp_path: Path, **settings: str | None)
 
 def test_settings_sent_by_a_connect_client_are_the_ones_it_may_change() -> None:
     settings = session_settings({"SPARK_REMOTE": "sc://127.0.0.1:15002"}, cores=4)
-    assert settings == {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4", "spark.sql.streaming.numRecentProgressUpdates": "100"}
+    assert settings == {
+        "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4", "spark.sql.streaming.numRecentProgressUpdates": "100",
+        "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILES,
+    }
 
 
 def test_connect_urls_are_read_and_a_closed_port_is_unreachable() -> None:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from streaming.engine.session import DRIVER_JAVA_OPTIONS, LOG4J2_CONFIG, SessionStarter, session_settings
+from streaming.engine.session import CHECKPOINT_FILES, DRIVER_JAVA_OPTIONS, LOG4J2_CONFIG, SessionStarter, session_settings
 
 
 def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history():
@@ -71,6 +71,7 @@ def test_warm_up_runs_the_default_query_and_leaves_nothing_behind(spark, tmp_pat
     warm_up(spark, root=tmp_path)
     assert {query.id for query in spark.streams.active} == before
     assert not any(tmp_path.iterdir())
+    assert spark.conf.get("spark.sql.streaming.checkpointFileManagerClass") == CHECKPOINT_FILES  # the class exists: the query above wrote through it
 
 
 def test_a_live_session_is_alive_and_a_stopped_context_or_exited_jvm_is_not(spark) -> None:

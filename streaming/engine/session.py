@@ -59,6 +59,16 @@ state store committed, to catch a function that reads only some partitions
 finds nothing and costs its time: measured on this project's overhead query
 (4,000,000 rows a batch), 60-70 ms of a 700-800 ms batch."""
 
+CHECKPOINT_FILES = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+"""How Spark writes its checkpoint and state files: through Hadoop's ``FileSystem`` rather than its default ``FileContext``.
+
+On a local disk without Hadoop's native library, ``FileContext``'s rename asks for a
+link status by forking ``readlink`` (several times per file), and every file created
+forks ``chmod``: about 45 processes a micro-batch, each forked from the driver's JVM.
+Writing through ``FileSystem`` forks no ``readlink`` (rename is a local rename, atomic
+on one file system): measured on the stepped replay of ``web_clicks``, 358 → 219 ms a
+micro-batch (``walCommit`` and ``commitOffsets`` 45 → 15 ms each)."""
+
 CONNECT_RETRIES = 5
 """Retries of a Spark Connect call while the server is unavailable: after 50, 200, 800, 2000 and 2000 ms, then the call fails."""
 
@@ -74,6 +84,7 @@ def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(max(1, cores)),
         "spark.sql.streaming.numRecentProgressUpdates": "100",
+        "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILES,
     }
     if "SPARK_REMOTE" in environ:
         return settings
