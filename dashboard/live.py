@@ -388,7 +388,11 @@ def _watermark_text(watermark: pd.Timestamp | None) -> str:
 def _status_row(run: Run, progress: pd.DataFrame) -> None:
     watermark = current_watermark(progress)
     columns = st.columns(7 if run.config.deduplicate else 6)
-    columns[0].metric("Status", run.status)
+    drained = run.status == "active" and run.drained
+    columns[0].metric(
+        "Status", "all data read" if drained else run.status,
+        help="Every file of the replay has been handed over and read: the query is idle, waiting for data that will not come; Stop it" if drained else None,
+    )
     columns[1].metric("Batches", len(run.log))
     columns[2].metric("Watermark", _watermark_text(watermark), help=None if watermark is None else f"{watermark} UTC")
     columns[3].metric("Malformed rows", int(progress["malformed_rows"].sum()))

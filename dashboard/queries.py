@@ -51,7 +51,7 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
         rows.append(
             {
                 "name": run.name,
-                "status": run.status,
+                "status": "active, all data read" if run.status == "active" and run.drained else run.status,
                 "batches": len(run.log),
                 "last_progress": _last_progress(run),
                 "source": source_summary(description),

@@ -140,6 +140,7 @@ def test_home_page() -> None:
         "Compare: 2-4 configurations side by side on the same feed",
         "Datasets: upload your own events and check how Spark reads them",
     ]
+    assert [header.value for header in at.subheader] == ["Start with your own data"]  # where a newcomer with data begins
 
 
 @pytest.mark.parametrize(("path", "title"), [(LIVE, "Live query"), (QUERIES, "Queries")])

@@ -276,3 +276,21 @@ def test_stamps_keep_a_fraction_of_a_second_only_when_there_is_one() -> None:
     assert _stamp(pd.Timestamp("2026-03-02 14:01:01.196")) == "2026-03-02 14:01:01.196"
     assert _stamp(pd.Timestamp("2026-03-02 14:01:01.000000005")) == "2026-03-02 14:01:01.000000005"
     assert _stamp(pd.NaT) is None
+
+
+def test_a_replay_that_has_read_every_file_says_so_while_it_runs_on(registry, write_feed) -> None:
+    from conftest import wait_for
+
+    from streaming.engine.config import FeedSource, QueryConfig
+
+    feed = write_feed(GUIDE_BATCHES)
+    run = registry.start(QueryConfig(FeedSource(feed, seconds_per_file=0), window="10 minutes", watermark="10 minutes"), "drained_replay")
+    try:
+        assert not run.drained  # nothing handed over yet
+        run.await_idle(300)
+        wait_for(lambda: run.drained, "not drained after every file was read")
+        assert run.status == "active" and run.feeder.staged == len(GUIDE_BATCHES)
+        run.stop()
+        assert not run.drained
+    finally:
+        registry.delete("drained_replay")

@@ -11,12 +11,21 @@ st.markdown(
     "the **watermark** advance, late data being **dropped**, and the **state** Spark keeps for open windows."
 )
 st.markdown(
-    "- Choose a source: a replayed sample feed, a generator of out-of-order and late events, Spark's `rate` "
-    "and `rate-micro-batch` sources, or a socket.\n"
+    "- Choose a source: your own files or Kafka topic, a replayed sample feed, a generator of out-of-order and late events, "
+    "Spark's `rate` and `rate-micro-batch` sources, or a socket.\n"
     "- Choose tumbling or sliding windows, a watermark (or none), the **output mode** "
-    "(append, update, complete) and the **trigger** (default, processing time, available now).\n"
+    "(append, update, complete) and the **trigger** (default, processing time, available now, real-time mode).\n"
     "- Compare what the result table holds under each output mode, and read the numbers of the "
-    "Spark UI's streaming tab: input and process rates, batch durations, the watermark gap."
+    "Spark UI's streaming tab: input and process rates, batch durations, the watermark gap, each record's latency."
+)
+st.subheader("Start with your own data")
+st.markdown(
+    "1. **Datasets**: upload CSV, JSON lines or Parquet files (or publish them to a Kafka topic). The page guesses which column "
+    "holds the event time, previews how Spark reads it, and warns when the times look wrong; **Save mapping**.\n"
+    "2. **Watermark tuner**: how late your events arrive, and the smallest watermark delay that keeps the result complete enough.\n"
+    "3. **Live query**: run it with that delay as *Your dataset* and watch late rows dropped and state grow and shrink; "
+    "**Compare** runs several delays side by side.\n\n"
+    "New to event time? Start the Live query page's sample feed `guide_words`: the programming guide's example, batch by batch."
 )
 st.page_link(LIVE_PAGE, label="Live query: configure, start and watch a query", icon=":material/play_circle:")
 st.page_link(QUERIES_PAGE, label="Queries: everything running on the shared Spark session", icon=":material/list:")

@@ -189,6 +189,19 @@ class Run:
         return "stopped" if self.stopped_by_user else "finished"
 
     @property
+    def drained(self) -> bool:
+        """True while a replay runs on with nothing left to read: its feeder has handed over every file and a batch has read the last one.
+
+        The file source's offset (``logOffset``) counts the files it has read, one a batch, from 0, also across a resume.
+        """
+        if not isinstance(self.feeder, FeedReplayer) or not self.feeder.done.is_set() or not self.query.isActive:
+            return False
+        sources = (self.log.latest or {}).get("sources") or [{}]
+        end = sources[0].get("endOffset")
+        offset = end.get("logOffset") if isinstance(end, dict) else None
+        return isinstance(offset, int) and offset + 1 >= self.feeder.staged
+
+    @property
     def error(self) -> str | None:
         """What ended the query: the sink's reason, or the exception as Spark reports it; ``None`` while it runs or when it ended well."""
         if self.query.isActive:
