@@ -15,8 +15,11 @@ overhead
     client with ``--connect`` -- and the progress listener) against
     the same :func:`build_frame` frame written to Spark's ``noop`` sink with the
     listener removed, on ``rate-micro-batch`` with big batches and the default
-    trigger. rows/s = total ``numInputRows`` / total ``triggerExecution`` over
-    the batches that started after a warm-up. Runs alternate noop, dashboard,
+    trigger. rows/s = total ``numInputRows`` over the wall-clock span from the
+    first counted batch's start to the last one's end (what a user waits for:
+    on Connect it holds the client's fold, which ``triggerExecution`` leaves
+    out), over the batches that started after a warm-up; the ratio of
+    ``triggerExecution`` rows/s is printed beside it. Runs alternate noop, dashboard,
     dashboard, noop, ... so drift in the machine's speed cancels out. They run
     before the live query: the full collections of its marks (below) shrink the
     heap, and the big batches after them would pay for growing it again.
@@ -25,8 +28,8 @@ poll cost
     does it per tick (``table.frame()``, ``log.frames()``, and the figures of
     ``streaming.charts.live.live_figures``) after 1 minute and after
     ``--minutes`` of an update-mode generator query; p50 and p95. The plotly
-    JSON serialization ``st.plotly_chart`` adds is timed apart and reported as
-    extra lines, not in the poll cost.
+    JSON serialization ``st.plotly_chart`` adds is timed apart, and the verdicts
+    judge the tick with it (goal :data:`POLL_GOAL_MS`), as the page pays it.
 memory
     RSS of the driver JVM (the ``java`` child of this process, or the Connect
     server's with ``--connect``) and of this Python process at the same two marks,
@@ -116,6 +119,10 @@ class Throughput:
 
     def __add__(self, other: Throughput) -> Throughput:
         return Throughput(self.rows + other.rows, self.trigger_ms + other.trigger_ms, self.batches + other.batches, self.wall_s + other.wall_s)
+
+
+POLL_GOAL_MS = 30
+"""The goal for one refresh of the live view, st.plotly_chart's conversion of the figures included."""
 
 
 def _epoch_seconds(stamp: str) -> float:
@@ -623,8 +630,8 @@ def measure_first_chart(up_for: float, timeout: float) -> dict[str, Any] | None:
 def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, session_s: float, live: list[Mark], samples: list[RssSample],
            figures_note: str, dashboard: Throughput, noop: Throughput, elapsed_s: float, overhead_runs: Sequence[tuple[str, Throughput]] = ()) -> str:
     short, long = live[0], live[-1]
-    overhead = ratio(dashboard.rows_per_s, noop.rows_per_s)
-    poll_ratio = ratio(long.p95, short.p95)
+    overhead = ratio(dashboard.wall_rows_per_s, noop.wall_rows_per_s)
+    poll_ratio = ratio(long.tick_p95, short.tick_p95)
     jvm_ratio = ratio(long.jvm_rss_mib, short.jvm_rss_mib)
     python_ratio = ratio(long.python_rss_mib, short.python_rss_mib)
     lines = ["", "Streaming Lab benchmark", "======================="]
@@ -645,11 +652,13 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         )
     lines.append(f"this process: get_session {session_s:.2f} s")
     lines.append(
-        f"overhead: dashboard {dashboard.rows_per_s:,.0f} rows/s ({dashboard.batches} batches) vs noop {noop.rows_per_s:,.0f} rows/s "
-        f"({noop.batches} batches) -> ratio {_format(overhead)} (goal >= 0.95: {_verdict(None if math.isnan(overhead) else overhead >= 0.95)})"
+        f"overhead (wall-clock rows/s, what a user waits for): dashboard {dashboard.wall_rows_per_s:,.0f} rows/s ({dashboard.batches} batches) "
+        f"vs noop {noop.wall_rows_per_s:,.0f} rows/s ({noop.batches} batches) -> ratio {_format(overhead)} "
+        f"(goal >= 0.95: {_verdict(None if math.isnan(overhead) else overhead >= 0.95)})"
     )
     lines.append(
-        f"          wall-clock rows/s: dashboard {dashboard.wall_rows_per_s:,.0f}, noop {noop.wall_rows_per_s:,.0f}; "
+        f"          rows/s of Spark's triggerExecution (leaves out a Connect client's fold): dashboard {dashboard.rows_per_s:,.0f}, "
+        f"noop {noop.rows_per_s:,.0f} (ratio {_format(ratio(dashboard.rows_per_s, noop.rows_per_s))}); "
         f"{args.rows_per_batch:,} rows/batch, {args.overhead_rounds} round(s) of {args.overhead_seconds:.0f} s after {args.overhead_warmup_seconds:.0f} s warm-up, "
         f"after {args.overhead_warmup_rounds} uncounted round(s)"
     )
@@ -669,16 +678,16 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         )
         lines.append(
             f"        p95 parts: frames {mark.part_p95('frames_ms'):.1f} ms, figures {mark.part_p95('figures_ms'):.1f} ms; "
-            f"st.plotly_chart's own conversion (to_dict and to_json, not in the poll cost) {mark.part_p95('json_ms'):.1f} ms; p95 with it {mark.tick_p95:.1f} ms"
+            f"st.plotly_chart's own conversion (to_dict and to_json) {mark.part_p95('json_ms'):.1f} ms; p95 with it, what a tick costs the page, {mark.tick_p95:.1f} ms"
         )
         lines.append(
             f"        CPU time of the polling thread (frames + figures; less sensitive to a busy machine): "
             f"p50 {mark.part_p50('cpu_ms'):.1f} ms, p95 {mark.part_p95('cpu_ms'):.1f} ms"
         )
-    p95_ok = None if math.isnan(long.p95) else (max(short.p95, long.p95) <= 50)
+    p95_ok = None if math.isnan(long.tick_p95) else (max(short.tick_p95, long.tick_p95) <= POLL_GOAL_MS)
     lines.append(
-        f"  ratio long/short p95 {_format(poll_ratio)} (goal <= 1.5: {_verdict(None if math.isnan(poll_ratio) else poll_ratio <= 1.5)}); "
-        f"p95 <= 50 ms: {_verdict(p95_ok)}"
+        f"  judged with st.plotly_chart's conversion: ratio long/short p95 {_format(poll_ratio)} "
+        f"(goal <= 1.5: {_verdict(None if math.isnan(poll_ratio) else poll_ratio <= 1.5)}); p95 <= {POLL_GOAL_MS} ms: {_verdict(p95_ok)}"
     )
     lines.append("memory:")
     for mark in live:
