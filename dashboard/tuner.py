@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from streaming.analysis.model import covers, grid
-from streaming.analysis.profile import LatenessProfile, lateness_profile, replayed_topic_events
+from streaming.analysis.profile import LatenessProfile, lateness_profile, proposed_delays, replayed_topic_events
 from streaming.analysis.tune import (
     SHOWN,
     Confirmation,
@@ -27,7 +27,7 @@ from streaming.analysis.tune import (
 from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
 from streaming.engine.config import FeedSource, QueryConfig
-from streaming.engine.durations import format_duration, parse_duration
+from streaming.engine.durations import format_duration, human_duration, parse_duration
 from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
@@ -167,7 +167,7 @@ def _profile(fingerprint: tuple, _events: pd.DataFrame) -> LatenessProfile:
 
 
 def _seconds(value: Any) -> str:
-    return "–" if pd.isna(value) else f"{pd.Timedelta(value).total_seconds():g} s"
+    return "–" if pd.isna(value) else human_duration(pd.Timedelta(value).total_seconds())
 
 
 @st.cache_data(max_entries=4, ttl=60, show_spinner="Reading the topic's records…")
@@ -199,6 +199,13 @@ def lateness_section(source: FeedSource | KafkaSource, ready: bool) -> None:
     for column, (label, name) in zip(columns, [("p50", "p50"), ("p95", "p95"), ("p99", "p99"), ("p99.9", "p999"), ("max", "max")]):
         column.metric(f"{label} behind the stream", _seconds(summary[name]))
     columns[5].metric("late events", f"{summary['late_events']} of {summary['events']}")
+    proposal = ", ".join(format_duration(ms) for ms in proposed_delays(summary))
+    left, right = st.columns([4, 1])
+    left.caption(f"Delays around these percentiles, to sweep: **{proposal}**.")
+    right.button(
+        "Sweep these delays", key="tune_use_proposal", on_click=lambda: st.session_state.update({"tune_delays": proposal}),
+        help="Put them in the delays field above",
+    )
     st.plotly_chart(lateness_charts.lateness_figure(profile.stream_lateness), key="tune_profile_stream")
     if profile.behind_arrival is not None and profile.arrival_lateness is not None:
         arrival = profile.behind_arrival
@@ -225,7 +232,8 @@ def tune_widgets() -> dict[str, Any]:
     with columns[1]:
         window, slide, session_gap = windows_widgets("tune")
     with columns[2]:
-        delays = st.text_input("Watermark delays (comma-separated)", value=DEFAULT_DELAYS, key="tune_delays",
+        st.session_state.setdefault("tune_delays", DEFAULT_DELAYS)  # set here, not by value=, so the profile's proposal can replace it
+        delays = st.text_input("Watermark delays (comma-separated)", key="tune_delays",
                                help=f"At most {MAX_DELAYS} (computed by the model), or {MAX_SPARK_DELAYS} for session windows and deduplication (one replay each), e.g. '0s, 30 seconds, 2m'")
     with columns[3]:
         target = st.number_input("Completeness target", value=DEFAULT_TARGET, step=0.01, format="%.3f", key="tune_target",

@@ -472,6 +472,9 @@ def test_the_tuner_profiles_how_late_a_datasets_events_are(orders_root: Path) ->
     assert any(caption.value.startswith("Behind their arrival time") for caption in at.caption)
     assert len(at.get("plotly_chart")) == 2
     assert _table(at, {"key", "p99", "p999"})["key"].tolist()[0] in {"north", "south"}
+    at.button(key="tune_use_proposal").click().run()
+    assert at.text_input(key="tune_delays").value.startswith("0 seconds, ")  # the profile's proposal, in the field
+    assert not at.exception and not [warning for warning in at.warning if "Session State" in warning.value]
 
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from streaming.analysis.profile import PROFILE_COLUMNS, feed_events_of, lateness_profile
+from streaming.analysis.profile import PROFILE_COLUMNS, feed_events_of, lateness_profile, proposed_delays
 from streaming.engine.batching import Batching
 from streaming.engine.config import ColumnMapping, FeedSource
 from streaming.engine.feeds import SAMPLE_FEEDS
@@ -37,6 +37,13 @@ def test_the_profile_measures_behind_the_stream_and_behind_arrival_per_key() -> 
     assert profile.per_key.set_index("key").loc["b", "max"] == 30.0
     no_arrival = lateness_profile(events.assign(arrival=pd.NaT))
     assert no_arrival.behind_arrival is None and no_arrival.arrival_lateness is None
+
+
+def test_delays_are_proposed_around_the_lateness_percentiles_rounded_up_to_durations_people_write() -> None:
+    hour_scale = {"p50": pd.Timedelta(minutes=7), "p95": pd.Timedelta(minutes=52), "p99": pd.Timedelta(hours=2), "p999": pd.Timedelta(hours=4.5),
+                  "max": pd.Timedelta(days=3)}
+    assert proposed_delays(hour_scale) == [0, 600_000, 3_600_000, 7_200_000, 21_600_000, 604_800_000]
+    assert proposed_delays({"p50": pd.Timedelta(0), "p95": pd.Timedelta(seconds=3), "p99": pd.Timedelta(seconds=3), "p999": pd.NaT, "max": None}) == [0, 5_000]
 
 
 def test_the_profile_of_an_empty_feed_is_empty() -> None:

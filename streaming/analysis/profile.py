@@ -36,7 +36,7 @@ from .lateness import lateness, lateness_summary
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["PROFILE_COLUMNS", "LatenessProfile", "feed_events_of", "lateness_profile", "replayed_topic_events", "topic_batches", "topic_events_of"]
+__all__ = ["NICE_DELAYS_MS", "PROFILE_COLUMNS", "LatenessProfile", "feed_events_of", "lateness_profile", "proposed_delays", "replayed_topic_events", "topic_batches", "topic_events_of"]
 
 PROFILE_COLUMNS = ["key", "events", "late_events", "p50", "p95", "p99", "p999", "max"]
 """The per-key table: lateness behind the stream, in seconds."""
@@ -193,6 +193,32 @@ class LatenessProfile:
     per_key: pd.DataFrame = field(repr=False)
     stream_lateness: pd.Series = field(repr=False)
     arrival_lateness: pd.Series | None = field(repr=False)
+
+
+NICE_DELAYS_MS: tuple[int, ...] = tuple(
+    seconds * 1000 for seconds in (
+        1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1_800, 3_600, 7_200, 10_800, 21_600, 43_200, 86_400, 172_800, 604_800,
+    )
+)
+"""Delays a proposal rounds up to: 1 s ... 1 week, each a duration people write."""
+PROPOSAL_QUANTILES = ("p50", "p95", "p99", "p999", "max")
+
+
+def proposed_delays(behind_stream: dict[str, Any]) -> list[int]:
+    """Watermark delays (ms) worth sweeping for events this late: 0, then each of p50, p95, p99, p99.9 and the maximum
+    of how far events arrive behind the stream, rounded up to :data:`NICE_DELAYS_MS`; distinct, smallest first.
+
+    A delay at the p99 keeps about 99 % of the events in their windows; the sweep shows what each costs in state and output delay.
+    """
+    proposals = {0}
+    for name in PROPOSAL_QUANTILES:
+        value = behind_stream.get(name)
+        if value is None or pd.isna(value):
+            continue
+        ms = pd.Timedelta(value).total_seconds() * 1000
+        if ms > 0:
+            proposals.add(next((nice for nice in NICE_DELAYS_MS if nice >= ms), NICE_DELAYS_MS[-1]))
+    return sorted(proposals)
 
 
 def _with_p999(late: pd.Series, coverage: float) -> dict[str, Any]:
