@@ -6,12 +6,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+import pandas as pd
 import streamlit as st
 
 from streaming.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, Comparison, compare, config_label, topic_url
 from streaming.analysis.triggers import LatencyComparison, compare_latency
 from streaming.analysis.tune import bound_topic
-from streaming.charts.compare import comparison_counts
+from streaming.charts.compare import MAX_WINDOWS_SHOWN, comparison_counts
 from streaming.charts.latency import latency_cdf_figure
 from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig, TriggerKind
 from streaming.engine.errors import ConfigError, brief
@@ -21,7 +22,7 @@ from streaming.engine.sources.kafka import KafkaSource
 from .data import choice_of, data_source
 from .jobs import Job, job_controls, start_job
 from .kafka import kafka_source
-from .shared import InputErrors, show_code, watermark_widget, windows_widgets
+from .shared import InputErrors, readable_seconds, show_code, watermark_widget, windows_widgets
 
 __all__ = [
     "COMPARE_JOB", "LATENCY_JOB", "SLOT_DEFAULTS", "CompareInputs", "LatencyInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "experiment",
@@ -110,6 +111,9 @@ def compare_slot_widgets(number: int, defaults: Mapping[str, Any]) -> dict[str, 
     return {"window": window, "slide": slide, "session_gap": session_gap, "watermark": watermark, "output_mode": output_mode}
 
 
+MAX_KEYS_SHOWN = 10
+"""Keys the comparison chart draws at first; the busiest ones."""
+
 COMPARE_COLUMNS: Mapping[str, Any] = {
     "label": st.column_config.TextColumn("config"),
     "completeness": st.column_config.NumberColumn("completeness", format="percent"),
@@ -120,8 +124,8 @@ COMPARE_COLUMNS: Mapping[str, Any] = {
     "rows_dropped_by_watermark": st.column_config.NumberColumn("dropped (Spark)"),
     "lost_pairs": st.column_config.NumberColumn("lost (exact)"),
     "peak_state_rows": st.column_config.NumberColumn("peak state rows"),
-    "output_delay_seconds": st.column_config.NumberColumn("output delay (s)", format="%.0f"),
-    "max_output_delay_seconds": st.column_config.NumberColumn("max output delay (s)", format="%.0f"),
+    "output_delay_seconds": st.column_config.TextColumn("output delay"),
+    "max_output_delay_seconds": st.column_config.TextColumn("max output delay"),
     "output_delay_batches": st.column_config.NumberColumn("output delay (batches)", format="%.1f"),
     "windows_never_emitted": st.column_config.NumberColumn("never emitted"),
     "mean_batch_duration_ms": st.column_config.NumberColumn("mean batch (ms)", format="%.0f"),
@@ -135,10 +139,21 @@ def compare_results(job: Job) -> None:
     comparison: Comparison = job.result
     st.caption(f"{job.inputs.feed}: {len(comparison.runs)} configs in {comparison.wall_seconds:.0f} s "
                f"{'(run concurrently: batch durations are measured while they share the cores)' if comparison.concurrent else ''}")
-    summary = comparison.summary()
+    summary = readable_seconds(comparison.summary(), ["output_delay_seconds", "max_output_delay_seconds"])
     st.dataframe(summary[[name for name in COMPARE_COLUMNS if name in summary.columns]], hide_index=True, column_config=dict(COMPARE_COLUMNS))
-    st.plotly_chart(comparison_counts(comparison), key="cmp_chart_counts")
-    st.caption("Same event-time axis and the same colour per key in every panel; a legend entry toggles its key everywhere.")
+    every_key = comparison.keys()
+    exact = pd.concat([run.exact for run in comparison.runs])
+    volume = exact.assign(key=exact["key"].astype(str)).groupby("key")["count"].sum().sort_values(ascending=False, kind="stable")
+    busiest = set(volume.index[:MAX_KEYS_SHOWN])
+    default = every_key if len(every_key) <= MAX_KEYS_SHOWN else [key for key in every_key if key in busiest]
+    keys = st.multiselect("Keys", every_key, default=default, key="cmp_keys",
+                          help=f"The {MAX_KEYS_SHOWN} keys with the most events at first, when there are more")
+    st.plotly_chart(comparison_counts(comparison, keys=keys or every_key), key="cmp_chart_counts")
+    windows = len({start for run in comparison.runs for start in run.result["window_start"]})
+    st.caption(
+        "Same event-time axis and the same colour per key in every panel; a legend entry toggles its key everywhere."
+        + (f" The latest {MAX_WINDOWS_SHOWN} of {windows:,} windows are shown: drag to pan, double-click for all." if windows > MAX_WINDOWS_SHOWN else "")
+    )
     columns = st.columns(len(comparison.runs))
     for number, (column, run) in enumerate(zip(columns, comparison.runs), start=1):
         with column:

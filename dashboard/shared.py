@@ -26,6 +26,7 @@ import streamlit as st
 from streaming.engine.checkpoints import QUERIES_FOLDER
 from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.datasets import data_root
+from streaming.engine.durations import human_duration
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.query import warm_up
@@ -53,6 +54,7 @@ __all__ = [
     "get_spark",
     "loss_banner",
     "percent",
+    "readable_seconds",
     "refuse",
     "run_page",
     "session_losses",
@@ -286,6 +288,13 @@ def feed_source(name: str, seconds_per_file: float = 0.0, root: Path = SAMPLE_FE
 def percent(share: float) -> str:
     """``0.99`` → ``"99%"``, ``0.995`` → ``"99.5%"``."""
     return f"{round(share * 100, 4):g}%"
+
+
+def readable_seconds(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """``frame`` with each of ``columns`` (seconds) written in the unit that reads best (``4.5 h``, ``12 s``): for tables a person reads."""
+    return frame.assign(**{
+        name: [human_duration(float(value)) for value in frame[name]] for name in columns if name in frame.columns
+    })
 
 
 # --- widgets several pages use ----------------------------------------------------------

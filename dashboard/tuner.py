@@ -35,7 +35,7 @@ from streaming.engine.sources.kafka import KafkaSource
 from .data import choice_of, data_select, data_source, data_widgets, events_of, source_fingerprint
 from .jobs import Job, job_controls, start_job
 from .kafka import kafka_source, topic_shape
-from .shared import InputErrors, get_registry, percent, show_code, windows_widgets
+from .shared import InputErrors, get_registry, percent, readable_seconds, show_code, windows_widgets
 
 __all__ = [
     "COMPLETENESS_TEXT",
@@ -252,7 +252,7 @@ TUNE_COLUMNS: Mapping[str, Any] = {
     "mean_state_rows": st.column_config.NumberColumn("mean state rows", format="%.1f"),
     "peak_state_memory_bytes": st.column_config.NumberColumn("peak state memory", format="bytes"),
     "mean_state_memory_bytes": st.column_config.NumberColumn("mean state memory", format="bytes"),
-    "output_delay_seconds": st.column_config.NumberColumn("output delay (s)", format="%.0f", help="Mean over emitted windows, event time"),
+    "output_delay_seconds": st.column_config.TextColumn("output delay", help="Mean over emitted windows, event time"),
     "output_delay_batches": st.column_config.NumberColumn("output delay (batches)", format="%.1f", help="Mean over emitted windows"),
     "windows_never_emitted": st.column_config.NumberColumn("never emitted", help="Windows the final watermark never passed"),
     "batches": st.column_config.NumberColumn("batches"),
@@ -399,7 +399,8 @@ def tune_results(job: Job) -> None:
     (st.success if result.recommended is not None else st.warning)(text)
     _method(result, inputs)
     frame = tuner_charts.tune_frame(result)
-    st.dataframe(frame[[name for name in TUNE_COLUMNS if name in frame.columns]], hide_index=True, column_config=dict(TUNE_COLUMNS))
+    shown = readable_seconds(frame, ["output_delay_seconds"])
+    st.dataframe(shown[[name for name in TUNE_COLUMNS if name in shown.columns]], hide_index=True, column_config=dict(TUNE_COLUMNS))
     left, right = st.columns(2)
     left.plotly_chart(tuner_charts.completeness_vs_state(result), key="tune_chart_state")
     right.plotly_chart(tuner_charts.completeness_vs_output_delay(result), key="tune_chart_delay")

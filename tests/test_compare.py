@@ -99,3 +99,17 @@ def test_guide_comparison_tables_and_aligned_axes(guide_comparison):
     assert all(len(colour) == 1 for colour in by_key.values())
     assert {key: colour.pop() for key, colour in by_key.items()} == {k: colors[k] for k in ("cat", "dog", "owl")}
     assert sum(trace.showlegend for trace in figure.data) == 3
+
+
+def test_a_value_aggregate_is_charted_as_its_value_for_the_keys_chosen_and_many_windows_open_on_the_latest():
+    from types import SimpleNamespace
+
+    starts = pd.date_range("2026-01-01", periods=200, freq="h")
+    frame = pd.DataFrame({"window_start": starts, "window_end": starts + pd.Timedelta(hours=1), "key": ["a", "b"] * 100,
+                          "value": [float(index) for index in range(200)], "count": 1})
+    run = SimpleNamespace(label="avg", result=frame, config=SimpleNamespace(measure="avg(delay)"))
+    figure = comparison_counts(SimpleNamespace(runs=[run]), keys=["a"])
+    assert [trace.name for trace in figure.data] == ["a"]
+    assert list(figure.data[0].y[:3]) == [0.0, 2.0, 4.0]  # the average, not the count of 1; the latest 60 of key a's windows drawn first
+    assert figure.layout.yaxis.title.text == "avg(delay)" and "avg(delay)" in figure.layout.title.text
+    assert pd.Timestamp(figure.layout.xaxis.range[0]) == starts[::2][-60] and pd.Timestamp(figure.layout.xaxis.range[1]) == starts[::2][-1] + pd.Timedelta(hours=1)

@@ -346,7 +346,7 @@ def test_tuner_sweeps_the_guide_feed(jobs) -> None:
     assert list(table["recommended"]) == [False, True]
     assert table["completeness"].iloc[0] < 0.85 and table["completeness"].iloc[1] == pytest.approx(0.9)
     assert (table["counted"].iloc[1], table["exact"].iloc[1]) == (18, 20)
-    assert table["output_delay_seconds"].iloc[1] == 660.0
+    assert table["output_delay_seconds"].iloc[1] == "11.0 min"  # 660 s, read in minutes
     assert len(at.get("plotly_chart")) == 6  # the two trade-offs, three heat maps of windows x delays, one window's curve
     assert at.selectbox(key="tune_window_delay").value == "10 minutes"
     per_window = _table(at, {"window_start", "counted", "exact"})
