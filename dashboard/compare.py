@@ -22,7 +22,8 @@ from streaming.engine.sources.kafka import KafkaSource
 from .data import choice_of, data_source
 from .jobs import Job, job_controls, start_job
 from .kafka import kafka_source
-from .shared import InputErrors, readable_seconds, show_code, watermark_widget, windows_widgets
+from .live import open_in_live
+from .shared import KEPT, InputErrors, readable_seconds, show_code, watermark_widget, windows_widgets
 
 __all__ = [
     "COMPARE_JOB", "LATENCY_JOB", "SLOT_DEFAULTS", "CompareInputs", "LatencyInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "experiment",
@@ -107,7 +108,7 @@ def compare_slot_widgets(number: int, defaults: Mapping[str, Any]) -> dict[str, 
     window, slide, session_gap = windows_widgets(f"cmp_{number}", defaults["window"], defaults["slide"])
     watermark = watermark_widget(f"cmp_{number}", defaults["watermark"])
     modes = list(OUTPUT_MODES)
-    output_mode = st.selectbox("Output mode", modes, index=modes.index(defaults["output_mode"]), key=f"cmp_{number}_output_mode")
+    output_mode = st.selectbox("Output mode", modes, index=modes.index(defaults["output_mode"]), key=f"cmp_{number}_output_mode", **KEPT)
     return {"window": window, "slide": slide, "session_gap": session_gap, "watermark": watermark, "output_mode": output_mode}
 
 
@@ -158,6 +159,7 @@ def compare_results(job: Job) -> None:
     for number, (column, run) in enumerate(zip(columns, comparison.runs), start=1):
         with column:
             st.markdown(f"**{run.label}**")
+            open_in_live(run.config, key=f"cmp_open_live_{number}")
             show_code(run.config, key=f"cmp_code_{number}")
 
 
@@ -209,12 +211,12 @@ def latency_inputs(topic: Mapping[str, Any], triggers: Sequence[str], real_time_
 def latency_widgets() -> dict[str, Any]:
     """The triggers to compare, the real-time batch length, the rate and how long to publish."""
     triggers = st.multiselect(
-        "Triggers", list(LATENCY_TRIGGERS), default=["default", "real_time"], format_func=LATENCY_TRIGGERS.__getitem__, key="cmp_lat_triggers",
+        "Triggers", list(LATENCY_TRIGGERS), default=["default", "real_time"], format_func=LATENCY_TRIGGERS.__getitem__, key="cmp_lat_triggers", **KEPT,
     )
     left, middle, right = st.columns(3)
-    batch = left.text_input("Real-time batch length", value="10 seconds", key="cmp_lat_batch", help="How often Spark checkpoints in real-time mode (at least 5 seconds)")
-    rate = middle.number_input("Records a second", min_value=1, max_value=20_000, value=1_000, step=500, key="cmp_lat_rate")
-    seconds = right.number_input("Seconds to publish", min_value=10, max_value=300, value=20, step=10, key="cmp_lat_seconds")
+    batch = left.text_input("Real-time batch length", value="10 seconds", key="cmp_lat_batch", **KEPT, help="How often Spark checkpoints in real-time mode (at least 5 seconds)")
+    rate = middle.number_input("Records a second", min_value=1, max_value=20_000, value=1_000, step=500, key="cmp_lat_rate", **KEPT)
+    seconds = right.number_input("Seconds to publish", min_value=10, max_value=300, value=20, step=10, key="cmp_lat_seconds", **KEPT)
     return {"triggers": triggers, "real_time_batch": batch, "rate": int(rate), "seconds": float(seconds)}
 
 

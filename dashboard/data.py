@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -23,10 +23,11 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 
 from .datasets import dataset_store
-from .shared import DEFAULT_FEED, feed_source, get_spark
+from .shared import DEFAULT_FEED, KEPT, feed_source, get_spark
 
 __all__ = [
     "BATCHING_RULES",
+    "CURRENT_DATA",
     "DataChoice",
     "aggregate_widgets",
     "batching_widgets",
@@ -36,9 +37,13 @@ __all__ = [
     "data_source",
     "data_widgets",
     "dataset_source",
+    "follow_data",
+    "label_of",
+    "remember_data",
     "runnable_datasets",
 ]
 
+T = TypeVar("T")
 BATCHING_RULES = ("one file each", "N rows each", "by arrival time")
 
 
@@ -112,30 +117,74 @@ def data_source(choice: DataChoice, batching: Mapping[str, Any] | None = None, s
     return dataset_source({**(batching or {}), "root": str(choice.root), "dataset": choice.name, "seconds_per_file": seconds_per_file})
 
 
+def label_of(choice: DataChoice, labels: Mapping[T, DataChoice]) -> T | None:
+    """The label ``labels`` gives ``choice`` (the same kind, name and folder), or ``None`` when it lists no such data."""
+    return next((label for label, listed in labels.items() if _same(listed, choice)), None)
+
+
+def _same(one: DataChoice, other: DataChoice) -> bool:
+    return (one.kind, one.name) == (other.kind, other.name) and Path(one.root).resolve() == Path(other.root).resolve()
+
+
+# --- carried between pages --------------------------------------------------------
+
+CURRENT_DATA = "data_current"
+"""Session-state key of the data last chosen on any page (a :class:`DataChoice`): a page whose own choice differs opens on it."""
+
+
+def remember_data(choice: DataChoice | None, picker: str) -> None:
+    """Note ``choice``, shown by the picker ``picker``, as this session's current data, for the pages opened next (:func:`follow_data`)."""
+    if choice is not None:
+        st.session_state[CURRENT_DATA] = st.session_state[f"{picker}_seen"] = choice
+
+
+def follow_data(picker: str, labels: Mapping[T, DataChoice]) -> T | None:
+    """The label (among ``labels``) of the data chosen last on another page, when it is not what the picker ``picker`` showed last; else ``None``.
+
+    The page then sets its picker to it: the data chosen on one page is what
+    the next opens on. A page's link (its URL) is read first, in a new session.
+    """
+    current = st.session_state.get(CURRENT_DATA)
+    seen = st.session_state.get(f"{picker}_seen")
+    if current is None or (seen is not None and _same(seen, current)):
+        return None
+    st.session_state[f"{picker}_seen"] = current
+    return label_of(current, labels)
+
+
 # --- widgets ------------------------------------------------------------------------
 
 
 def data_select(key: str, label: str = "Data") -> str | None:
-    """The picker over :func:`data_choices` (``web_clicks`` first when present): the chosen label, for :func:`choice_of`."""
-    labels = list(data_choices(dataset_store()))
+    """The picker over :func:`data_choices` (``web_clicks`` first when present): the chosen label, for :func:`choice_of`.
+
+    It follows the data chosen on another page (:func:`follow_data`), and what it shows becomes the current data.
+    """
+    choices = data_choices(dataset_store())
+    labels = list(choices)
+    followed = follow_data(key, choices)
+    if followed is not None:
+        st.session_state[key] = followed
     index = labels.index(DEFAULT_FEED) if DEFAULT_FEED in labels else 0
-    return st.selectbox(
-        label, labels, index=index, key=key,
+    chosen = st.selectbox(
+        label, labels, index=index, key=key, **KEPT,
         help="A sample feed (one CSV file per micro-batch), or a dataset with the column mapping saved on the Datasets page",
     )
+    remember_data(choices.get(chosen) if chosen is not None else None, key)
+    return chosen
 
 
 def batching_widgets(prefix: str) -> dict[str, Any]:
     """How a dataset's rows become micro-batches: ``batch_by`` (``file``, ``rows:N``, ``arrival``) and ``batch_interval``."""
     rule = st.selectbox(
-        "Micro-batches", BATCHING_RULES, key=f"{prefix}_batching",
+        "Micro-batches", BATCHING_RULES, key=f"{prefix}_batching", **KEPT,
         help="by arrival time: the rows whose arrival column falls in the same interval form one batch (map the arrival column on the Datasets page)",
     )
     if rule == BATCHING_RULES[1]:
-        rows = st.number_input("Rows per batch", min_value=1, value=100, step=50, key=f"{prefix}_rows")
+        rows = st.number_input("Rows per batch", min_value=1, value=100, step=50, key=f"{prefix}_rows", **KEPT)
         return {"batch_by": f"rows:{int(rows)}", "batch_interval": None}
     if rule == BATCHING_RULES[2]:
-        return {"batch_by": "arrival", "batch_interval": st.text_input("Arrival interval", value="10 seconds", key=f"{prefix}_interval")}
+        return {"batch_by": "arrival", "batch_interval": st.text_input("Arrival interval", value="10 seconds", key=f"{prefix}_interval", **KEPT)}
     return {"batch_by": "file", "batch_interval": None}
 
 
@@ -159,10 +208,10 @@ def aggregate_widgets(prefix: str, columns: ColumnMapping) -> dict[str, Any]:
     """What is aggregated, offered from the mapping ``columns``: ``{"aggregation": ..., "deduplicate": ...}``."""
     aggregations = ["count", *(VALUE_AGGREGATIONS if columns.value is not None else ())]
     aggregation = st.selectbox(
-        "Aggregate", aggregations, key=f"{prefix}_aggregation", help="count rows, or sum / avg / min / max / approx_distinct of the mapped value column",
+        "Aggregate", aggregations, key=f"{prefix}_aggregation", **KEPT, help="count rows, or sum / avg / min / max / approx_distinct of the mapped value column",
     )
     deduplicate = columns.dedup_id is not None and st.checkbox(
-        f"Drop duplicate deliveries (by {columns.dedup_id})", key=f"{prefix}_deduplicate", help="dropDuplicatesWithinWatermark on the mapped id column",
+        f"Drop duplicate deliveries (by {columns.dedup_id})", key=f"{prefix}_deduplicate", **KEPT, help="dropDuplicatesWithinWatermark on the mapped id column",
     )
     return {"aggregation": aggregation, "deduplicate": bool(deduplicate)}
 

@@ -42,6 +42,7 @@ __all__ = [
     "save_mapping_button",
     "saved_mapping",
     "schema_of",
+    "store_root",
     "store_uploads",
     "upload_form",
 ]
@@ -84,6 +85,11 @@ def dataset_choices(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> l
 
 def _store_of(store: DatasetStore, choice: DatasetChoice, samples_root: Path) -> DatasetStore:
     return DatasetStore(samples_root) if choice.sample else store
+
+
+def store_root(store: DatasetStore, choice: DatasetChoice, samples_root: Path = SAMPLE_FEEDS) -> Path:
+    """The folder holding ``choice``'s dataset: the samples folder or the data root."""
+    return _store_of(store, choice, samples_root).root
 
 
 def dataset_files(store: DatasetStore, choice: DatasetChoice, samples_root: Path = SAMPLE_FEEDS) -> tuple[list[Path], FileFormat]:

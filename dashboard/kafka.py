@@ -30,7 +30,7 @@ from streaming.engine.topics import TopicInfo, decode_messages, describe_topic, 
 from .data import aggregate_widgets, batching_widgets
 from .datasets import KEY_NAMES, TIME_NAMES, build_mapping, dataset_store, guess_column, mapping_widgets, preview_view
 from .jobs import Job, job_controls, start_job
-from .shared import get_spark, session_starter
+from .shared import KEPT, get_spark, session_starter
 
 __all__ = [
     "PUBLISH_JOB",
@@ -114,13 +114,13 @@ def _sample_topic(names: Sequence[str], pattern: str) -> str | None:
 
 
 def _topic_widgets(names: Sequence[str], prefix: str, patterns: bool) -> dict[str, Any] | None:
-    if patterns and st.toggle("A pattern of topics", key=f"{prefix}_pattern", help="subscribePattern: every topic whose name matches, new ones as they appear"):
-        pattern = st.text_input("Topic pattern (Java regular expression)", value=".*", key=f"{prefix}_topic_pattern")
+    if patterns and st.toggle("A pattern of topics", key=f"{prefix}_pattern", **KEPT, help="subscribePattern: every topic whose name matches, new ones as they appear"):
+        pattern = st.text_input("Topic pattern (Java regular expression)", value=".*", key=f"{prefix}_topic_pattern", **KEPT)
         return {"topic": pattern, "pattern": True, "sampled": _sample_topic(names, pattern)}
     if not names:
         st.warning("The brokers hold no topic yet: publish a dataset or a sample feed into one on the Datasets page (or `python -m streaming publish`).")
         return None
-    topic = st.selectbox("Topic", list(names), key=f"{prefix}_topic")
+    topic = st.selectbox("Topic", list(names), key=f"{prefix}_topic", **KEPT)
     return {"topic": topic, "pattern": False, "sampled": topic}
 
 
@@ -131,7 +131,7 @@ def kafka_widgets(feeds: Sequence[str], prefix: str = "lab_kafka", *, replayed: 
     offsets to its end (the tuner), with no pattern and no start to choose.
     """
     bootstrap = st.text_input(
-        "Bootstrap servers", value=os.environ.get(BOOTSTRAP_VARIABLE, ""), key=f"{prefix}_bootstrap", placeholder="127.0.0.1:9092",
+        "Bootstrap servers", value=os.environ.get(BOOTSTRAP_VARIABLE, ""), key=f"{prefix}_bootstrap", persist_state="session", placeholder="127.0.0.1:9092",
         help=f"host:port of the brokers, several separated by commas (default: ${BOOTSTRAP_VARIABLE}; `make kafka` starts a broker and prints it)",
     )
     params: dict[str, Any] = {"bootstrap": bootstrap}
@@ -145,18 +145,18 @@ def kafka_widgets(feeds: Sequence[str], prefix: str = "lab_kafka", *, replayed: 
         return params
     params.update(chosen)
     start = STARTS[0] if replayed else st.radio(
-        "Start at", STARTS, horizontal=True, key=f"{prefix}_start", help="Where a new query starts reading; a resumed one goes on from its checkpoint",
+        "Start at", STARTS, horizontal=True, key=f"{prefix}_start", **KEPT, help="Where a new query starts reading; a resumed one goes on from its checkpoint",
     )
     params["start"] = start
     if start == STARTS[2]:
-        params["starting_time"] = st.text_input("Start time (UTC)", value=f"{pd.Timestamp.now('UTC'):%Y-%m-%d %H:00:00}", key=f"{prefix}_start_time")
+        params["starting_time"] = st.text_input("Start time (UTC)", value=f"{pd.Timestamp.now('UTC'):%Y-%m-%d %H:00:00}", key=f"{prefix}_start_time", **KEPT)
     params["max_offsets_per_trigger"] = st.number_input(
-        "Max offsets per trigger", min_value=0, value=100 if replayed else 0, step=100, key=f"{prefix}_max_offsets",
+        "Max offsets per trigger", min_value=0, value=100 if replayed else 0, step=100, key=f"{prefix}_max_offsets", **KEPT,
         help="At most this many records per micro-batch (maxOffsetsPerTrigger); 0: everything available",
     )
-    value_format = st.selectbox("Value format", VALUE_FORMATS, format_func=lambda name: FORMAT_LABELS.get(name, name), key=f"{prefix}_format")
+    value_format = st.selectbox("Value format", VALUE_FORMATS, format_func=lambda name: FORMAT_LABELS.get(name, name), key=f"{prefix}_format", **KEPT)
     params["value_format"] = value_format
-    csv_columns = _csv_names(st.text_input("CSV column names", value="", key=f"{prefix}_csv_columns", placeholder="empty: _c0, _c1, …")) if value_format == "csv" else ()
+    csv_columns = _csv_names(st.text_input("CSV column names", value="", key=f"{prefix}_csv_columns", **KEPT, placeholder="empty: _c0, _c1, …")) if value_format == "csv" else ()
     params.update(_mapping_widgets(bootstrap, params["sampled"], value_format, csv_columns, prefix))
     return params
 

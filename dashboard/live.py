@@ -30,6 +30,7 @@ from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
 from streaming.charts.latency import END_WORDS, latency_figures
 from streaming.charts.live import live_figures, state_store_figure, windowed_counts_figure
+from streaming.engine.batching import Batching
 from streaming.engine.config import (
     INTERVAL_TRIGGERS,
     MAX_SPEED,
@@ -56,10 +57,22 @@ from streaming.engine.sources.kafka import KafkaSource, initial_offsets
 from streaming.engine.state import state_operators, state_rows
 from streaming.engine.topics import require_topic
 
-from .data import batching_widgets, dataset_source, events_of, runnable_datasets
+from .data import BATCHING_RULES, DataChoice, batching_widgets, dataset_source, events_of, follow_data, remember_data, runnable_datasets
 from .datasets import dataset_store
 from .kafka import kafka_source, kafka_widgets, topic_view
-from .shared import REFRESH_SECONDS, feed_select, feed_source, get_registry, session_starter, show_code, watermark_widget, windows_widgets
+from .shared import (
+    KEPT,
+    LIVE_PAGE,
+    REFRESH_SECONDS,
+    feed_select,
+    feed_source,
+    get_registry,
+    go_to,
+    session_starter,
+    show_code,
+    watermark_widget,
+    windows_widgets,
+)
 
 __all__ = [
     "SOURCES",
@@ -67,7 +80,9 @@ __all__ = [
     "build_config",
     "build_source",
     "check_name",
+    "form_values",
     "live_view",
+    "open_in_live",
     "placeholder_chart",
     "query_selector",
     "query_widgets",
@@ -109,7 +124,7 @@ def _feed_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     return {
         "feed": feed_select(feeds, "lab_feed"),
         "seconds_per_file": st.number_input(
-            "Seconds per file", min_value=0.1, value=2.0, step=0.5, key="lab_seconds_per_file", help="One file, one micro-batch, every this many seconds"
+            "Seconds per file", min_value=0.1, value=2.0, step=0.5, key="lab_seconds_per_file", **KEPT, help="One file, one micro-batch, every this many seconds"
         ),
     }
 
@@ -117,21 +132,21 @@ def _feed_widgets(feeds: Sequence[str]) -> dict[str, Any]:
 def _socket_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     return {
         "feed": feed_select(feeds, "lab_socket_feed"),
-        "lines_per_second": st.number_input("Lines per second", min_value=0.1, value=20.0, step=5.0, key="lab_lines_per_second"),
+        "lines_per_second": st.number_input("Lines per second", min_value=0.1, value=20.0, step=5.0, key="lab_lines_per_second", **KEPT),
     }
 
 
 def _generator_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     return {
-        "events_per_second": st.number_input("Events per second", min_value=1, max_value=100_000, value=50, step=10, key="lab_gen_rate"),
-        "keys": st.number_input("Keys", min_value=1, max_value=1000, value=4, step=1, key="lab_gen_keys"),
-        "max_lag": st.text_input("Max lag (out of order)", value="20 seconds", key="lab_gen_max_lag"),
-        "late_share": st.number_input("Late share", min_value=0.0, max_value=1.0, value=0.05, step=0.01, key="lab_gen_late_share"),
-        "late_delay": st.text_input("Late delay", value="2 minutes", key="lab_gen_late_delay"),
-        "seed": st.number_input("Seed", min_value=0, value=7, step=1, key="lab_gen_seed"),
+        "events_per_second": st.number_input("Events per second", min_value=1, max_value=100_000, value=50, step=10, key="lab_gen_rate", **KEPT),
+        "keys": st.number_input("Keys", min_value=1, max_value=1000, value=4, step=1, key="lab_gen_keys", **KEPT),
+        "max_lag": st.text_input("Max lag (out of order)", value="20 seconds", key="lab_gen_max_lag", **KEPT),
+        "late_share": st.number_input("Late share", min_value=0.0, max_value=1.0, value=0.05, step=0.01, key="lab_gen_late_share", **KEPT),
+        "late_delay": st.text_input("Late delay", value="2 minutes", key="lab_gen_late_delay", **KEPT),
+        "seed": st.number_input("Seed", min_value=0, value=7, step=1, key="lab_gen_seed", **KEPT),
         "stall_after": (
-            st.text_input("Event time stops after", value="1 minute", key="lab_gen_stall_after")
-            if st.checkbox("Stall the watermark", key="lab_gen_stall", help="Event time stops advancing while events keep arriving: the watermark stalls")
+            st.text_input("Event time stops after", value="1 minute", key="lab_gen_stall_after", **KEPT)
+            if st.checkbox("Stall the watermark", key="lab_gen_stall", **KEPT, help="Event time stops advancing while events keep arriving: the watermark stalls")
             else None
         ),
     }
@@ -139,37 +154,39 @@ def _generator_widgets(feeds: Sequence[str]) -> dict[str, Any]:
 
 def _rate_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     return {
-        "rows_per_second": st.number_input("Rows per second", min_value=1, max_value=1_000_000, value=100, step=10, key="lab_rate_rows"),
-        "keys": st.number_input("Keys", min_value=1, max_value=1000, value=4, step=1, key="lab_rate_keys"),
+        "rows_per_second": st.number_input("Rows per second", min_value=1, max_value=1_000_000, value=100, step=10, key="lab_rate_rows", **KEPT),
+        "keys": st.number_input("Keys", min_value=1, max_value=1000, value=4, step=1, key="lab_rate_keys", **KEPT),
     }
 
 
 def _rate_micro_batch_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     return {
-        "rows_per_batch": st.number_input("Rows per batch", min_value=1, max_value=1_000_000, value=100, step=10, key="lab_rmb_rows"),
-        "advance": st.text_input("Event time advance per batch", value="1 second", key="lab_rmb_advance"),
-        "keys": st.number_input("Keys", min_value=1, max_value=1000, value=4, step=1, key="lab_rmb_keys"),
+        "rows_per_batch": st.number_input("Rows per batch", min_value=1, max_value=1_000_000, value=100, step=10, key="lab_rmb_rows", **KEPT),
+        "advance": st.text_input("Event time advance per batch", value="1 second", key="lab_rmb_advance", **KEPT),
+        "keys": st.number_input("Keys", min_value=1, max_value=1000, value=4, step=1, key="lab_rmb_keys", **KEPT),
     }
 
 
+PICKERS = {"feed": "lab_feed", "dataset": "lab_dataset"}
+"""The source kinds that replay a sample feed or a dataset, and the key of their picker."""
 PACES = ("seconds per batch", "arrival time × speed")
 
 
 def _dataset_widgets(feeds: Sequence[str]) -> dict[str, Any]:
     choices = runnable_datasets(dataset_store())
-    label = st.selectbox("Dataset", list(choices), key="lab_dataset", help="Your uploaded datasets and the samples, run with the mapping saved on the Datasets page")
+    label = st.selectbox("Dataset", list(choices), key="lab_dataset", **KEPT, help="Your uploaded datasets and the samples, run with the mapping saved on the Datasets page")
     root, name = choices[label] if label is not None else (None, None)
     batching = batching_widgets("lab_dataset")
     by_arrival = batching["batch_by"] == "arrival" and st.radio(
-        "Pace", PACES, horizontal=True, key="lab_dataset_pace",
+        "Pace", PACES, horizontal=True, key="lab_dataset_pace", **KEPT,
         help="arrival time × speed: the pause before each batch is the arrival time between it and the one before, divided by the speed",
     ) == PACES[1]
     speed = (
-        st.number_input("Speed (× arrival time)", min_value=0.1, max_value=MAX_SPEED, value=10.0, step=5.0, key="lab_dataset_speed")
+        st.number_input("Speed (× arrival time)", min_value=0.1, max_value=MAX_SPEED, value=10.0, step=5.0, key="lab_dataset_speed", **KEPT)
         if by_arrival else None
     )
     seconds = None if by_arrival else st.number_input(
-        "Seconds per batch", min_value=0.1, value=2.0, step=0.5, key="lab_dataset_seconds_per_file", help="One micro-batch every this many seconds"
+        "Seconds per batch", min_value=0.1, value=2.0, step=0.5, key="lab_dataset_seconds_per_file", **KEPT, help="One micro-batch every this many seconds"
     )
     return {**batching, "root": str(root), "dataset": name, "seconds_per_file": seconds or 2.0, "speed": speed}
 
@@ -222,6 +239,59 @@ def build_source(kind: str, params: Mapping[str, Any], root: Path = SAMPLE_FEEDS
     return choice.build(params, root)
 
 
+def form_values(config: QueryConfig, datasets: Mapping[str, tuple[Path, str]], root: Path = SAMPLE_FEEDS) -> dict[str, Any]:
+    """The Live query form's inputs (their session-state keys and values) that run ``config`` again, for another page's *Open in Live query*.
+
+    ``datasets`` are the runnable ones (:func:`~dashboard.data.runnable_datasets`).
+    Only the replay of a sample feed or of one of ``datasets`` is carried; the
+    form keeps its own pace and name. :class:`ConfigError` on ``source`` otherwise.
+    """
+    source = config.source
+    if not isinstance(source, FeedSource):
+        raise ConfigError("source", source.kind, "opens in Live query only when it replays a sample feed or a dataset")
+    folder = (source.path.parent.resolve(), source.path.name)
+    if source.sample_layout and folder == (Path(root).resolve(), source.path.name):
+        values: dict[str, Any] = {"lab_source": "feed", "lab_feed": source.path.name}
+    else:
+        label = next((label for label, (store, name) in datasets.items() if (Path(store).resolve(), name) == folder), None)
+        if label is None:
+            raise ConfigError("source", source.path.name, "is not a runnable dataset: save its column mapping on the Datasets page")
+        values = {"lab_source": "dataset", "lab_dataset": label, **_batching_values(source.batching, "lab_dataset")}
+    sliding = config.slide is not None
+    return {
+        **values,
+        "lab_aggregation": config.aggregation,
+        "lab_deduplicate": config.deduplicate,
+        "lab_sessions": config.session_gap is not None,
+        **({"lab_session_gap": config.session_gap} if config.session_gap is not None else {}),
+        "lab_window": config.window,
+        "lab_window_kind": "sliding" if sliding else "tumbling",
+        **({"lab_slide": config.slide} if sliding else {}),
+        "lab_use_watermark": config.watermark is not None,
+        **({"lab_watermark": config.watermark} if config.watermark is not None else {}),
+        "lab_output_mode": config.output_mode,
+    }
+
+
+def _batching_values(batching: Batching, prefix: str) -> dict[str, Any]:
+    if batching.rows is not None:
+        return {f"{prefix}_batching": BATCHING_RULES[1], f"{prefix}_rows": batching.rows}
+    if batching.by != "file":
+        return {f"{prefix}_batching": BATCHING_RULES[2], f"{prefix}_interval": batching.interval}
+    return {f"{prefix}_batching": BATCHING_RULES[0]}
+
+
+def open_in_live(config: QueryConfig, key: str) -> None:
+    """An *Open in Live query* button: the Live query form set to run ``config`` (:func:`form_values`), ready to start; none when it cannot be."""
+    try:
+        values = form_values(config, runnable_datasets(dataset_store()))
+    except ConfigError:
+        return
+    if st.button("Open in Live query", key=key, icon=":material/play_circle:", help="The Live query form set to this query, ready to start"):
+        st.session_state.update(values)
+        go_to(LIVE_PAGE)
+
+
 def build_config(kind: str, source_params: Mapping[str, Any], query_params: Mapping[str, Any], root: Path = SAMPLE_FEEDS) -> QueryConfig:
     """The validated query configuration from the form's values; raises :class:`ConfigError` naming field and value."""
     return QueryConfig(build_source(kind, source_params, root), **query_params)
@@ -240,10 +310,27 @@ def check_name(name: str) -> str | None:
 # --- configuration: widgets -------------------------------------------------------
 
 
+def _replayed_choices(feeds: Sequence[str]) -> dict[tuple[str, str], DataChoice]:
+    """(source kind, its picker's label) → the data it replays: the sample feeds, then the runnable datasets."""
+    choices = {("feed", name): DataChoice("feed", SAMPLE_FEEDS, name) for name in feeds}
+    choices.update({("dataset", label): DataChoice("dataset", root, name) for label, (root, name) in runnable_datasets(dataset_store()).items()})
+    return choices
+
+
 def source_widgets(feeds: Sequence[str], sources: Mapping[str, SourceChoice] = SOURCES) -> tuple[str, dict[str, Any]]:
-    """The source picker and its settings: ``(kind, params)`` for :func:`build_source`."""
-    kind: str = st.selectbox("Source", list(sources), format_func=lambda name: sources[name].label, key="lab_source")
-    return kind, sources[kind].widgets(feeds)
+    """The source picker and its settings: ``(kind, params)`` for :func:`build_source`.
+
+    It follows a sample feed or dataset chosen on another page (:func:`~dashboard.data.follow_data`), and notes the one it replays.
+    """
+    replayed = _replayed_choices(feeds)
+    followed = follow_data("lab_source", replayed)
+    if followed is not None:
+        st.session_state.update({"lab_source": followed[0], PICKERS[followed[0]]: followed[1]})
+    kind: str = st.selectbox("Source", list(sources), format_func=lambda name: sources[name].label, key="lab_source", **KEPT)
+    params = sources[kind].widgets(feeds)
+    if kind in PICKERS:
+        remember_data(replayed.get((kind, st.session_state.get(PICKERS[kind], ""))), "lab_source")
+    return kind, params
 
 
 def query_widgets(
@@ -253,7 +340,7 @@ def query_widgets(
     choices = ["count", *(VALUE_AGGREGATIONS if with_value else ()), *(["none"] if passthrough else [])]
     aggregation = (
         st.selectbox(
-            "Aggregate", choices, key="lab_aggregation", format_func=lambda name: "none (rows passed through)" if name == "none" else name,
+            "Aggregate", choices, key="lab_aggregation", **KEPT, format_func=lambda name: "none (rows passed through)" if name == "none" else name,
             help="count rows, or sum / avg / min / max / approx_distinct of the dataset's value column (mapped on the Datasets page)"
             + ("; none passes each row through: what real-time mode runs on this Spark" if passthrough else ""),
         )
@@ -261,30 +348,30 @@ def query_widgets(
         else "count"
     )
     deduplicate = with_value and st.checkbox(
-        "Drop duplicate deliveries", key="lab_deduplicate",
+        "Drop duplicate deliveries", key="lab_deduplicate", **KEPT,
         help="dropDuplicatesWithinWatermark on the dataset's id column (mapped on the Datasets page); needs a watermark",
     )
     window, slide, session_gap = windows_widgets("lab", sessions=with_value)
     watermark = watermark_widget("lab")
     output_mode = st.selectbox(
-        "Output mode", list(output_modes), index=list(output_modes).index("update"), key="lab_output_mode",
+        "Output mode", list(output_modes), index=list(output_modes).index("update"), key="lab_output_mode", **KEPT,
         help="update: changed rows; append: finalized rows; complete: the whole table",
     )
-    trigger = st.selectbox("Trigger", list(TRIGGER_KINDS), format_func=lambda kind: triggers.get(kind, kind), key="lab_trigger")
+    trigger = st.selectbox("Trigger", list(TRIGGER_KINDS), format_func=lambda kind: triggers.get(kind, kind), key="lab_trigger", **KEPT)
     interval = (
         st.text_input(
-            "Trigger interval" if trigger == "processing_time" else "Real-time batch length", value="5 seconds", key="lab_trigger_interval",
+            "Trigger interval" if trigger == "processing_time" else "Real-time batch length", value="5 seconds", key="lab_trigger_interval", **KEPT,
             help=None if trigger == "processing_time" else "How long a real-time batch runs before Spark checkpoints it (at least 5 seconds): not a latency",
         )
         if trigger in INTERVAL_TRIGGERS
         else None
     )
     state_store = st.selectbox(
-        "State store", list(STATE_STORES), format_func=lambda store: STATE_STORE_LABELS.get(store, store), key="lab_state_store",
+        "State store", list(STATE_STORES), format_func=lambda store: STATE_STORE_LABELS.get(store, store), key="lab_state_store", **KEPT,
         help="Where the query's state lives: Spark's default (JVM memory, files in the checkpoint) or RocksDB (off the heap, with its own metrics)",
     )
     changelog = state_store == "rocksdb" and st.checkbox(
-        "Changelog checkpointing", key="lab_changelog", help="RocksDB commits each batch's changes instead of a snapshot of its files",
+        "Changelog checkpointing", key="lab_changelog", **KEPT, help="RocksDB commits each batch's changes instead of a snapshot of its files",
     )
     return {
         "window": window,

@@ -14,7 +14,7 @@ from streaming.engine.query import Run
 from streaming.engine.registry import QueryRegistry
 
 from .live import PENDING_KEY, begin_run
-from .shared import LIVE_PAGE, REFRESH_SECONDS, get_registry, session_starter
+from .shared import LIVE_PAGE, REFRESH_SECONDS, get_registry, go_to, session_starter
 
 __all__ = ["queries_view", "render_kept", "render_others", "render_run_card", "runs_frame", "source_summary"]
 
@@ -75,7 +75,7 @@ def _problem(registry: QueryRegistry, run: Run) -> str | None:
 def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key: str = PENDING_KEY, problem: str | None = None) -> None:
     if st.button("Watch", key=f"lab_watch_{run.name}"):
         st.session_state[pending_key] = run.name
-        st.switch_page(live_page)
+        go_to(live_page)
     if run.status == "active":
         if st.button("Stop", key=f"lab_stop_run_{run.name}", help="Stop it; a kept query can be resumed"):
             registry.stop(run.name)
@@ -97,7 +97,7 @@ def _kept_actions(registry: QueryRegistry, name: str, live_page: str, pending_ke
         if begin_run(lambda: registry.resume(name), f"Resuming {name}") is None:
             return
         st.session_state[pending_key] = name
-        st.switch_page(live_page)
+        go_to(live_page)
     _delete_button(registry, name)
 
 

@@ -16,9 +16,10 @@ import atexit
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPARE_PAGE",
     "DATASETS_PAGE",
+    "KEPT",
     "LIVE_PAGE",
     "QUERIES_PAGE",
     "REFRESH_SECONDS",
@@ -52,6 +54,7 @@ __all__ = [
     "feed_source",
     "get_registry",
     "get_spark",
+    "go_to",
     "loss_banner",
     "percent",
     "readable_seconds",
@@ -68,6 +71,10 @@ __all__ = [
 ]
 
 LOG = logging.getLogger(__name__)
+KEPT: Mapping[str, Any] = MappingProxyType({"bind": "query-params", "persist_state": "session"})
+"""Options of a page's inputs: kept for the session when the user leaves the page, and written in the page's URL (values other
+than the default), so coming back, reloading or opening a shared link shows the same inputs. A link only fills the form: it
+never starts anything, and every value still goes through the checks a typed one does."""
 REFRESH_SECONDS = 2.0
 SESSION_TIMEOUT_SECONDS = 300.0
 DEFAULT_FEED = "web_clicks"
@@ -303,33 +310,42 @@ def readable_seconds(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFram
 def feed_select(feeds: Sequence[str], key: str) -> str:
     """The sample feed picker (``web_clicks`` first when present)."""
     index = list(feeds).index(DEFAULT_FEED) if DEFAULT_FEED in feeds else 0
-    return st.selectbox("Sample feed", feeds, index=index, key=key, help="A folder under sample_feeds/, replayed one CSV file per micro-batch")
+    return st.selectbox("Sample feed", feeds, index=index, key=key, **KEPT, help="A folder under sample_feeds/, replayed one CSV file per micro-batch")
 
 
 def window_widgets(prefix: str, window: str = "1 minute", slide: str | None = None) -> tuple[str, str | None]:
     """Window length and, for sliding windows, the slide: ``(window, slide)`` with ``slide=None`` for tumbling."""
-    length = st.text_input("Window length", value=window, key=f"{prefix}_window")
+    length = st.text_input("Window length", value=window, key=f"{prefix}_window", **KEPT)
     kinds = ["tumbling", "sliding"]
-    sliding = st.radio("Windows", kinds, index=1 if slide else 0, horizontal=True, key=f"{prefix}_window_kind") == "sliding"
-    chosen = st.text_input("Slide", value=slide or "30 seconds", key=f"{prefix}_slide") if sliding else None
+    sliding = st.radio("Windows", kinds, index=1 if slide else 0, horizontal=True, key=f"{prefix}_window_kind", **KEPT) == "sliding"
+    chosen = st.text_input("Slide", value=slide or "30 seconds", key=f"{prefix}_slide", **KEPT) if sliding else None
     return length, chosen
 
 
 def windows_widgets(prefix: str, window: str = "1 minute", slide: str | None = None, *, sessions: bool = True) -> tuple[str, str | None, str | None]:
     """Fixed windows (:func:`window_widgets`) or, when ``sessions`` offers them and they are chosen, session windows: ``(window, slide, session_gap)``."""
     chosen = sessions and st.checkbox(
-        "Session windows", key=f"{prefix}_sessions", help="session_window: a key's session ends after a gap without events (append or complete mode)"
+        "Session windows", key=f"{prefix}_sessions", **KEPT, help="session_window: a key's session ends after a gap without events (append or complete mode)"
     )
     if chosen:
-        return window, None, st.text_input("Session gap", value="30 seconds", key=f"{prefix}_session_gap")
+        return window, None, st.text_input("Session gap", value="30 seconds", key=f"{prefix}_session_gap", **KEPT)
     length, chosen_slide = window_widgets(prefix, window, slide)
     return length, chosen_slide, None
 
 
 def watermark_widget(prefix: str, delay: str | None = "30 seconds") -> str | None:
     """A watermark checkbox and its delay: the delay, or ``None`` for no watermark."""
-    use = st.checkbox("Watermark", value=delay is not None, key=f"{prefix}_use_watermark", help="How late an event may be, behind the latest event time seen")
-    return st.text_input("Watermark delay", value=delay or "30 seconds", key=f"{prefix}_watermark") if use else None
+    use = st.checkbox("Watermark", value=delay is not None, key=f"{prefix}_use_watermark", **KEPT, help="How late an event may be, behind the latest event time seen")
+    return st.text_input("Watermark delay", value=delay or "30 seconds", key=f"{prefix}_watermark", **KEPT) if use else None
+
+
+def go_to(page: str) -> None:
+    """Switch to ``page`` (a page script path) with no query parameters of its own.
+
+    An empty mapping, not the default: Streamlit 1.67's ``switch_page`` otherwise clears
+    the URL with a call that refuses while this page's inputs are bound to it (:data:`KEPT`).
+    """
+    st.switch_page(page, query_params={})
 
 
 def show_code(config: QueryConfig, key: str) -> None:

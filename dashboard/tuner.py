@@ -35,7 +35,8 @@ from streaming.engine.sources.kafka import KafkaSource
 from .data import choice_of, data_select, data_source, data_widgets, events_of, source_fingerprint
 from .jobs import Job, job_controls, start_job
 from .kafka import kafka_source, topic_shape
-from .shared import InputErrors, get_registry, percent, readable_seconds, show_code, windows_widgets
+from .live import open_in_live
+from .shared import KEPT, InputErrors, get_registry, percent, readable_seconds, show_code, windows_widgets
 
 __all__ = [
     "COMPLETENESS_TEXT",
@@ -224,7 +225,7 @@ def tune_widgets() -> dict[str, Any]:
     """Data (and, for a dataset, its batching and aggregate), window (and slide), delays and target: the keyword arguments of :func:`tune_inputs`."""
     columns = st.columns([3, 3, 5, 2])
     with columns[0]:
-        if st.toggle("A Kafka topic", key="tune_from_topic", help="Its records from the earliest offsets to those latest when the sweep starts"):
+        if st.toggle("A Kafka topic", key="tune_from_topic", **KEPT, help="Its records from the earliest offsets to those latest when the sweep starts"):
             feed, shape = None, topic_shape("tune")
         else:
             feed = data_select("tune_feed")
@@ -232,11 +233,10 @@ def tune_widgets() -> dict[str, Any]:
     with columns[1]:
         window, slide, session_gap = windows_widgets("tune")
     with columns[2]:
-        st.session_state.setdefault("tune_delays", DEFAULT_DELAYS)  # set here, not by value=, so the profile's proposal can replace it
-        delays = st.text_input("Watermark delays (comma-separated)", key="tune_delays",
+        delays = st.text_input("Watermark delays (comma-separated)", value=DEFAULT_DELAYS, key="tune_delays", **KEPT,
                                help=f"At most {MAX_DELAYS} (computed by the model), or {MAX_SPARK_DELAYS} for session windows and deduplication (one replay each), e.g. '0s, 30 seconds, 2m'")
     with columns[3]:
-        target = st.number_input("Completeness target", value=DEFAULT_TARGET, step=0.01, format="%.3f", key="tune_target",
+        target = st.number_input("Completeness target", value=DEFAULT_TARGET, step=0.01, format="%.3f", key="tune_target", **KEPT,
                                  help="Greater than 0 and at most 1: the smallest delay reaching it is recommended")
     return {"feed": feed, "window": window, "slide": slide, "session_gap": session_gap, "delays": delays, "target": target, **shape}
 
@@ -410,4 +410,5 @@ def tune_results(job: Job) -> None:
         st.caption("No recommended configuration to export: add longer delays or lower the target.")
         return
     st.markdown(f"**Recommended query** ({inputs.config(result.recommended).output_mode} mode, watermark {result.recommended})")
+    open_in_live(inputs.config(result.recommended), key="tune_open_live")
     show_code(inputs.config(result.recommended), key="tune_code")

@@ -165,6 +165,110 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
         page.close()
 
 
+def _flights(days: int = 3, per_day: int = 48) -> list[str]:
+    """JSON lines of departures, one file a day: the delay first (a number, not a time), then carrier, scheduled and actual time.
+
+    Each day's file also brings 4 departures of the day before, a day late: events hours behind the stream.
+    """
+    from datetime import datetime, timedelta
+
+    start = datetime(2024, 5, 1, 5, 0)
+
+    def line(day: int, index: int) -> str:
+        scheduled = start + timedelta(days=day, minutes=20 * index)
+        delay = (index * 37) % 180 - 20
+        return (f'{{"arr_delay": {delay}, "carrier": "{"AUD"[index % 3]}A", "sched_dep": "{scheduled:%Y-%m-%d %H:%M:%S}", '
+                f'"dep_time": "{scheduled + timedelta(minutes=max(delay, 0)):%Y-%m-%d %H:%M:%S}"}}\n')
+
+    return ["".join(line(day, index) for index in range(per_day)) + "".join(line(day - 1, index) for index in range(4) if day > 0) for day in range(days)]
+
+
+def _selected(page, label: str) -> str:
+    """The text the select box ``label`` shows."""
+    return page.get_by_role("combobox", name=label, exact=True).first.input_value()
+
+
+def _press_until(page, button: str, shown, attempts: int = 4) -> None:
+    """Press ``button`` until ``shown`` is visible: a rerun in flight can swallow a click."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    for attempt in range(attempts):
+        page.get_by_role("button", name=button).first.click()
+        try:
+            shown.wait_for(timeout=30_000)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == attempts - 1:
+                raise
+
+
+def _open(page, title: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+    page.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
+
+
+def test_a_newcomer_walks_an_hour_scale_dataset_through_every_page(app_url, browser, data_root):
+    """Datasets → Live query → Watermark tuner → Compare on departures spread over days, a number first: each page opens on the data chosen before, in hours, and its link reopens it."""
+    folder = data_root / "flights"
+    folder.mkdir()
+    for day, text in enumerate(_flights()):
+        (folder / f"day-{day}.jsonl").write_text(text)
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    try:
+        page.goto(f"{app_url}/Datasets?dataset_choice=flights", wait_until="domcontentloaded")  # a link to the dataset
+        page.get_by_role("heading", name="Datasets").first.wait_for(timeout=120_000)
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_text("Rows", exact=True).first.wait_for(timeout=120_000)
+        assert _selected(page, "Event-time column") == "dep_time"  # a column of times, not the delay before it
+        _pick(page, "Event-time column", "sched_dep")  # the user wants the scheduled time
+        page.get_by_text("2024-05-03 20:40:00").first.wait_for(timeout=120_000)
+        page.get_by_role("button", name="Save mapping").click()
+        page.get_by_text("This mapping is saved with flights").wait_for(timeout=60_000)
+
+        _open(page, "Watermark tuner")
+        assert _selected(page, "Data") == "flights"  # the data chosen on the Datasets page
+        page.get_by_text("How late are the events?").click()
+        page.get_by_text("p99 behind the stream").wait_for(timeout=120_000)
+        p99 = page.locator('[data-testid="stMetric"]', has_text="p99 behind the stream").first.locator('[data-testid="stMetricValue"]').inner_text()
+        assert p99.strip().endswith(" h"), p99  # a day late reads in hours
+        page.get_by_role("button", name="Sweep these delays").click()
+        page.wait_for_function("() => !document.body.innerText.includes('0 seconds, 30 seconds, 1 minute')", timeout=30_000)
+        page.get_by_role("button", name="Run tuner").click()
+        page.get_by_text("Smallest delay reaching 99%:").first.wait_for(timeout=300_000)
+        recommended = page.get_by_text("Smallest delay reaching 99%:").first.inner_text().split(": ", 1)[1].strip()
+        assert page.locator(".stException").count() == 0
+
+        page.get_by_text("Confirmed on Spark at").first.wait_for(timeout=300_000)
+        _press_until(page, "Open in Live query", page.get_by_role("heading", name="Live query").first)
+        assert _selected(page, "Source") == "Your dataset (uploaded on the Datasets page)" and _selected(page, "Dataset") == "flights"
+        assert page.get_by_role("textbox", name="Watermark delay").input_value() == recommended
+        page.get_by_role("textbox", name="Query name").fill("walk_flights")
+        page.get_by_role("textbox", name="Query name").press("Enter")
+        page.get_by_role("button", name="Start query").click()
+        page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+        page.get_by_role("button", name="Stop query").click()
+        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+
+        _open(page, "Compare")
+        assert _selected(page, "Data") == "flights"
+        page.get_by_role("button", name="Run comparison").click()
+        page.get_by_text("Same event-time axis").wait_for(timeout=300_000)
+        assert page.locator(".stException").count() == 0
+        page.get_by_role("spinbutton", name="Configurations").fill("3")
+        page.get_by_role("spinbutton", name="Configurations").press("Enter")
+        page.wait_for_url("**cmp_count=3**", timeout=30_000)  # an input changed is written in the page's link
+        linked = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:  # a new session from the link: the same inputs, nothing run
+            linked.goto(page.url, wait_until="domcontentloaded")
+            linked.get_by_text("Config 3", exact=True).wait_for(timeout=120_000)
+            assert linked.get_by_role("spinbutton", name="Configurations").input_value() == "3"
+            assert linked.get_by_text("Same event-time axis").count() == 0
+        finally:
+            linked.close()
+    finally:
+        page.close()
+
+
 def _publish_to(page, topic: str, attempts: int = 5) -> None:
     """Name the topic and press Publish until the publish to it shows (running or done): a rerun in flight can swallow a keystroke or a click."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError

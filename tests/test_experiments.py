@@ -458,6 +458,17 @@ def test_tuner_sweeps_a_dataset_sum_with_duplicates_dropped(jobs, orders_root: P
     code = at.code[0].value
     assert "dropDuplicatesWithinWatermark" in code and "F.sum(F.col('value')" in code and "'10 minutes'" in code
 
+    at.button(key="tune_open_live").click().run()  # the recommended query, in the Live query form
+    assert not at.exception and at.title[0].value == "Live query", at.exception
+    assert (at.selectbox(key="lab_source").value, at.selectbox(key="lab_dataset").value, at.text_input(key="lab_watermark").value) == (
+        "dataset", "orders", "10 minutes")
+    assert (at.selectbox(key="lab_aggregation").value, at.checkbox(key="lab_deduplicate").value) == ("sum", True)
+    at.switch_page(COMPARE).run()  # the data chosen on the tuner is what Compare opens on
+    assert at.selectbox(key="cmp_feed").value == "orders" and at.selectbox(key="cmp_aggregation").value == "count"
+    at.switch_page(TUNER).run()  # the tuner kept its inputs, and so finds its result again
+    assert (at.selectbox(key="tune_aggregation").value, at.text_input(key="tune_delays").value) == ("sum", "0s, 10 minutes")
+    assert _table_with(TUNE_TABLE)(at) and not at.exception
+
 
 def test_the_tuner_profiles_how_late_a_datasets_events_are(orders_root: Path) -> None:
     at = _page(TUNER)

@@ -5,7 +5,7 @@ import streamlit as st
 from dashboard import compare
 from dashboard.data import data_select, data_widgets
 from dashboard.kafka import topic_shape
-from dashboard.shared import get_registry, session_starter, session_status, wait_for_session
+from dashboard.shared import KEPT, get_registry, session_starter, session_status, wait_for_session
 
 st.title("Compare")
 st.caption(
@@ -19,13 +19,13 @@ if starter.status == "starting":
     wait_for_session(starter)
 feed_column, count_column = st.columns([2, 1])
 with feed_column:
-    if st.toggle("A Kafka topic", key="cmp_from_topic", help="Its records from the earliest offsets to those latest when the comparison starts"):
+    if st.toggle("A Kafka topic", key="cmp_from_topic", **KEPT, help="Its records from the earliest offsets to those latest when the comparison starts"):
         feed, shape = None, topic_shape("cmp")
     else:
         feed = data_select("cmp_feed")
         shape = data_widgets("cmp", feed)
 with count_column:
-    count = st.number_input("Configurations", min_value=2, max_value=4, value=2, step=1, key="cmp_count")
+    count = st.number_input("Configurations", min_value=2, max_value=4, value=2, step=1, key="cmp_count", **KEPT)
 slots = []
 for number, column in enumerate(st.columns(int(count)), start=1):
     with column, st.container(border=True):

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from dashboard import datasets, kafka
-from dashboard.shared import get_spark, session_starter, session_status, wait_for_session
+from dashboard import data, datasets, kafka
+from dashboard.shared import KEPT, get_spark, session_starter, session_status, wait_for_session
 from streaming.engine.errors import ConfigError
 
 st.title("Datasets")
@@ -19,10 +19,15 @@ except ConfigError as err:
     st.stop()
 datasets.upload_form(store, store.max_bytes // (1024 * 1024))
 choices = {choice.label: choice for choice in datasets.dataset_choices(store)}
-label = st.selectbox("Dataset", list(choices), key="dataset_choice")
+replayed = {label: data.DataChoice("dataset", datasets.store_root(store, choice), choice.name) for label, choice in choices.items()}
+followed = data.follow_data("dataset_choice", replayed)
+if followed is not None:
+    st.session_state["dataset_choice"] = followed
+label = st.selectbox("Dataset", list(choices), key="dataset_choice", **KEPT)
 if label is None:
     st.stop()
 choice = choices[label]
+data.remember_data(replayed[label], "dataset_choice")
 datasets.manage_dataset(store, choice)
 starter = session_starter()
 if not session_status(starter):
