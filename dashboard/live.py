@@ -735,11 +735,21 @@ def _arrival_caption(events: pd.DataFrame, source: Source) -> None:
     )
 
 
+def _readable_dropped(dropped: pd.DataFrame, source: Source) -> pd.DataFrame:
+    """The dropped events as a user reads them: the id under the dataset's own column name, and ``file_index`` only where a file is a micro-batch."""
+    columns = source.columns if isinstance(source, FeedSource) else None
+    if columns is not None and columns.dedup_id is not None and "id" in dropped and columns.dedup_id not in dropped:
+        dropped = dropped.rename(columns={"id": columns.dedup_id})
+    if isinstance(source, FeedSource) and source.batching.by != "file":
+        dropped = dropped.drop(columns="file_index")
+    return dropped
+
+
 def _dropped_list(run: Run, classified: pd.DataFrame) -> None:
     """On demand, the dropped events themselves with the rule that dropped each, filtered by key and window, as CSV or Parquet."""
     if not st.toggle("List the dropped events", key="lab_dropped_list", help="Every (event, window) pair the watermark dropped, to inspect or download"):
         return
-    dropped = lateness.dropped_events(classified, deduplicate=run.config.deduplicate)
+    dropped = _readable_dropped(lateness.dropped_events(classified, deduplicate=run.config.deduplicate), run.config.source)
     left, right = st.columns(2)
     keys = left.multiselect("Keys", sorted(dropped["key"].astype(str).unique()), key="lab_dropped_keys", placeholder="every key")
     starts = sorted(dropped["window_start"].dropna().unique())

@@ -20,7 +20,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import data, datasets, live, queries, shared
-from streaming.engine.config import FEED_COLUMNS, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
+from streaming.engine.batching import Batching
+from streaming.engine.config import FEED_COLUMNS, ColumnMapping, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
 from streaming.engine.datasets import DatasetStore, Upload
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
@@ -439,6 +440,60 @@ def test_a_dataset_source_takes_its_batching_rule(tmp_path: Path, monkeypatch) -
     store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user", "arrival": "ts2", "arrival_format": "epoch_ms"})
     source = live.build_source("dataset", {**params, "batch_by": "arrival", "batch_interval": "10 seconds"})
     assert (source.batching.column, source.arrival_format) == ("ts2", "epoch_ms")
+
+
+def test_a_query_opens_in_the_live_form_with_its_data_and_shape(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("STREAMING_LAB_DATA", str(tmp_path / "data"))
+    store = DatasetStore(tmp_path / "data")
+    store.add("orders", [Upload("topic.jsonl", EVENTS_JSONL)])
+    store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user", "value": "amount"})
+    runnable = data.runnable_datasets(store)
+    feed = QueryConfig(FeedSource(SAMPLE_FEEDS / "guide_words", 0), window="10 minutes", slide="5 minutes", watermark=None, output_mode="complete")
+    assert live.form_values(feed, runnable) == {
+        "lab_source": "feed", "lab_feed": "guide_words", "lab_aggregation": "count", "lab_deduplicate": False, "lab_sessions": False,
+        "lab_window": "10 minutes", "lab_window_kind": "sliding", "lab_slide": "5 minutes", "lab_use_watermark": False, "lab_output_mode": "complete",
+    }
+    source = live.build_source("dataset", {"root": str(store.root), "dataset": "orders", "batch_by": "rows:5", "batch_interval": None})
+    sessions = QueryConfig(source, watermark="2 minutes", output_mode="append", aggregation="avg", session_gap="30 seconds")
+    values = live.form_values(sessions, runnable)
+    assert {key: values[key] for key in ("lab_source", "lab_dataset", "lab_dataset_batching", "lab_dataset_rows")} == {
+        "lab_source": "dataset", "lab_dataset": "orders", "lab_dataset_batching": "N rows each", "lab_dataset_rows": 5}
+    assert (values["lab_sessions"], values["lab_session_gap"], values["lab_watermark"], values["lab_aggregation"]) == (True, "30 seconds", "2 minutes", "avg")
+    with pytest.raises(ConfigError) as err:  # a dataset whose mapping is gone is not runnable
+        live.form_values(sessions, {})
+    assert (err.value.field, err.value.value) == ("source", "orders")
+    with pytest.raises(ConfigError, match="sample feed or a dataset"):
+        live.form_values(IDLE_CONFIG, runnable)
+
+
+def test_the_dropped_list_names_the_id_as_the_dataset_does_and_a_file_only_where_it_is_a_batch(tmp_path: Path) -> None:
+    folder = tmp_path / "orders"
+    folder.mkdir()
+    (folder / "part-0.jsonl").write_bytes(EVENTS_JSONL)
+    columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="user", dedup_id="amount", arrival="user")
+    dropped = pd.DataFrame({"event_id": [3], "id": ["3.5"], "file_index": [0], "batch_id": [2], "rule": ["window end at or before the watermark"]})
+    by_file = live._readable_dropped(dropped, FeedSource(folder, 0, "json", columns))
+    assert list(by_file.columns) == ["event_id", "amount", "file_index", "batch_id", "rule"]
+    by_arrival = live._readable_dropped(dropped, FeedSource(folder, 0, "json", columns, Batching("user", "10 seconds")))
+    assert list(by_arrival.columns) == ["event_id", "amount", "batch_id", "rule"]  # a batch cut by arrival time is no file
+
+
+def test_the_form_is_kept_when_leaving_the_page_and_read_from_its_link() -> None:
+    at = _page(LIVE)
+    at.selectbox(key="lab_source").set_value("generator").run()
+    at.number_input(key="lab_gen_rate").set_value(70)
+    at.text_input(key="lab_window").set_value("2 minutes").run()
+    at.switch_page(QUERIES).run()
+    at.switch_page(LIVE).run()
+    assert not at.exception, at.exception
+    assert (at.selectbox(key="lab_source").value, at.number_input(key="lab_gen_rate").value, at.text_input(key="lab_window").value) == (
+        "generator", 70, "2 minutes")
+    linked = _app()
+    linked.query_params.update({"lab_window": "5 minutes", "lab_use_watermark": "false", "lab_output_mode": "no such mode"})
+    linked.run().switch_page(LIVE).run()
+    assert not linked.exception, linked.exception
+    assert linked.text_input(key="lab_window").value == "5 minutes" and "lab_watermark" not in {field.key for field in linked.text_input}
+    assert linked.selectbox(key="lab_output_mode").value == "update"  # a value the form does not offer is ignored
 
 
 class _Cached:

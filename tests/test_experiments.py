@@ -510,11 +510,13 @@ def test_the_live_page_lists_a_datasets_dropped_events(orders_root: Path) -> Non
             return sum(summary["num_input_rows"] for summary in run.log.summaries())
 
         assert rows > 0 and _wait_until(at, lambda _: read() == rows), f"the dataset did not replay: {rows} rows, {read()} read"
+        at.run()  # the page drawn after the last batch: the wait checked the log after its last run
         metrics = {metric.label: metric.value for metric in at.metric}
         assert int(metrics["Events so far"]) > 0 and int(metrics["Spark: rows dropped"]) > 0  # 90 s late orders, a 5 s watermark
         at.toggle(key="lab_dropped_list").set_value(True).run()
         dropped = _table(at, {"event_time", "window_start", "rule"})
         assert len(dropped) > 0 and set(dropped["rule"]) == {"window end at or before the watermark"}
+        assert {"order_id", "file_index"} <= set(dropped.columns) and dropped["order_id"].notna().all()  # one file, one batch: its index says something
         assert set(dropped["key"]) <= {"north", "south"}
     finally:
         registry.delete(name)

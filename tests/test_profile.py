@@ -68,11 +68,12 @@ def test_a_dataset_is_read_in_arrival_order_and_batched_by_its_rule(spark, tmp_p
     first = [(60, 1, "a"), (50, 15, "b"), (None, 16, "b"), (30, None, "a")]  # a malformed row; an arrival that does not parse
     second = [(70, 25, "a"), (40, 31, "b")]
     for name, rows in (("p1.jsonl", first), ("p2.jsonl", second)):
-        lines = [{"ts": None if at is None else base + 1000 * at, "arrived": None if arrived is None else base + 1000 * arrived, "k": key}
-                 for at, arrived, key in rows]
+        lines = [{"ts": None if at is None else base + 1000 * at, "arrived": None if arrived is None else base + 1000 * arrived, "k": key,
+                  "n": f"{name[:2]}-{index}"} for index, (at, arrived, key) in enumerate(rows)]
         (folder / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
-    columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="k", arrival="arrived", arrival_format="epoch_ms")
+    columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="k", dedup_id="n", arrival="arrived", arrival_format="epoch_ms")
     events = feed_events_of(spark, FeedSource(folder, 0, "json", columns, batching))
     assert [int((at - T("2024-01-01")).total_seconds()) for at in events["event_time"]] == [60, 50, 30, 70, 40]
+    assert list(events["id"]) == ["p1-0", "p1-1", "p1-3", "p2-0", "p2-1"]  # the id column, as written
     assert list(events["file_index"]) == batches
     assert events["arrival"].isna().sum() == 1 and events["arrival"].iloc[0] == T("2024-01-01 00:00:01")

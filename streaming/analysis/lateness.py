@@ -324,7 +324,8 @@ def classify(events: pd.DataFrame, batches: pd.DataFrame, window_ms: int, slide_
     none), ``windows`` (windows containing the event), ``windows_counted``
     (those ending after the watermark), ``windows_dropped``, ``status`` (one of
     ``STATUSES``: all, some or none of its windows counted) and
-    ``dropped_windows`` (tuple of ``(window_start, window_end)`` pairs dropped).
+    ``dropped_windows`` (tuple of ``(window_start, window_end)`` pairs dropped);
+    and ``id`` when the events have one.
     """
     window_ns, slide_ns = _window_ns(window_ms, slide_ms)
     if events.empty or batches.empty:
@@ -362,7 +363,7 @@ def classify(events: pd.DataFrame, batches: pd.DataFrame, window_ms: int, slide_
         status=status,
         dropped_windows=dropped_windows,
     )
-    return frame.sort_values(["batch_id", "event_id"], ignore_index=True)[CLASSIFIED_COLUMNS]
+    return frame.sort_values(["batch_id", "event_id"], ignore_index=True)[[*CLASSIFIED_COLUMNS, *(["id"] if "id" in frame else [])]]
 
 
 def judge(events: pd.DataFrame, summaries: Iterable[Mapping[str, Any]], window_ms: int, slide_ms: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -389,7 +390,7 @@ EVENT_RULE = "event time at or before the watermark"
 
 
 def dropped_events(classified: pd.DataFrame, deduplicate: bool = False) -> pd.DataFrame:
-    """The dropped events themselves (:data:`DROPPED_COLUMNS`), each with the rule that dropped it, in arrival order.
+    """The dropped events themselves (:data:`DROPPED_COLUMNS`, and ``id`` after ``event_id`` when the events have one), each with the rule that dropped it, in arrival order.
 
     One row per (event, window) pair a window aggregation dropped
     (:data:`WINDOW_RULE`). With ``deduplicate`` an event whose own time is at
@@ -408,7 +409,8 @@ def dropped_events(classified: pd.DataFrame, deduplicate: bool = False) -> pd.Da
         window_end=[window[1] for window in pairs["dropped_windows"]],
         rule=WINDOW_RULE,
     )
-    dropped = pd.concat([whole[DROPPED_COLUMNS], pairs[DROPPED_COLUMNS]], ignore_index=True)
+    columns = [*DROPPED_COLUMNS[:1], *(["id"] if "id" in frame else []), *DROPPED_COLUMNS[1:]]
+    dropped = pd.concat([whole[columns], pairs[columns]], ignore_index=True)
     for name in ("event_time", "watermark", "window_start", "window_end"):
         dropped[name] = pd.to_datetime(dropped[name]).astype("datetime64[ns]")
     return dropped.sort_values(["batch_id", "event_id", "window_start"], ignore_index=True, na_position="first")

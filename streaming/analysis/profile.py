@@ -45,6 +45,8 @@ PROFILE_COLUMNS = ["key", "events", "late_events", "p50", "p95", "p99", "p999", 
 def feed_events_of(spark: SparkSession, source: FeedSource) -> pd.DataFrame:
     """The well-formed events of ``source`` in arrival order: ``event_time``, ``key``, ``arrival`` (``NaT`` without an arrival column) and ``file_index`` (the micro-batch).
 
+    A dataset with an id column mapped (``dedup_id``) also has ``id``: each event's id, as it is written.
+
     The micro-batch follows the source's batching rule: its file, every ``N``
     rows (malformed rows included, as they are in the replay), or its arrival
     interval (a row whose arrival does not parse goes with the row before it,
@@ -61,6 +63,8 @@ def feed_events_of(spark: SparkSession, source: FeedSource) -> pd.DataFrame:
     schema, struct = dataset_schema(batch), stream_schema(batch)
     arrival, cut_by = source.columns.arrival, source.batching.column
     extra, names = [], ["event_us", "key"]
+    if source.columns.dedup_id is not None:
+        names.append("dedup_id")
     if arrival is not None:
         extra.append(F.unix_micros(time_column(arrival, source.columns.arrival_format, schema[arrival], "columns.arrival_format")).alias("arrival_us"))
         names.append("arrival_us")
@@ -89,6 +93,7 @@ def feed_events_of(spark: SparkSession, source: FeedSource) -> pd.DataFrame:
             "key": frame["key"].astype(object),
             "arrival": pd.to_datetime(frame["arrival_us"], unit="us") if arrival is not None else pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]"),
             "file_index": frame["file_index"].astype("int64"),
+            **({"id": frame["dedup_id"].astype(object)} if "dedup_id" in frame else {}),
         }
     ).reset_index(drop=True)
 
