@@ -295,9 +295,24 @@ def confirmation_view(confirmation: Confirmation) -> None:
             + ". This is a bug in the model: please report it with the data and these settings. Spark's numbers are the true ones."
         )
     st.dataframe(
-        pd.DataFrame({"measure": list(SHOWN), "model": [confirmation.model[name] for name in SHOWN], "Spark": [spark[name] for name in SHOWN]}),
+        pd.DataFrame({
+            "measure": [name.removesuffix("_seconds").replace("_", " ") for name in SHOWN],
+            "model": [_measure(name, confirmation.model[name]) for name in SHOWN],
+            "Spark": [_measure(name, spark[name]) for name in SHOWN],
+        }),
         hide_index=True,
     )
+
+
+def _measure(name: str, value: Any) -> str:
+    """One measure of a confirmation as a person reads it: a share in percent, the output delay in its best unit, a count with separators."""
+    if value is None or pd.isna(value):
+        return "–"
+    if name == "completeness":
+        return percent(float(value))
+    if name == "output_delay_seconds":
+        return human_duration(float(value))
+    return f"{value:,.1f}" if isinstance(value, float) and not value.is_integer() else f"{int(value):,}"
 
 
 def _method(result: TuneResult, inputs: TuneInputs) -> None:
