@@ -540,7 +540,17 @@ def _state_view(run: Run) -> None:
         st.dataframe(operators, hide_index=True)
         st.dataframe(rows, hide_index=True)
         shown = f"the first {STATE_ROWS}" if len(rows) == STATE_ROWS else f"{len(rows)}"
-        st.caption(f"{shown} rows of operator {chosen} at the latest committed batch; a window is emitted (append) and evicted once the watermark reaches its end.")
+        st.caption(f"{shown} rows of operator {chosen} at the latest committed batch; {_eviction(str(names[chosen]))}.")
+
+
+def _eviction(operator: str) -> str:
+    """When a row of the state operator ``operator`` (its name in the state metadata) leaves the state, in the guide's words."""
+    name = operator.lower()
+    if "dedup" in name:
+        return "an id is kept until the watermark passes its event time, then evicted: a duplicate arriving later is counted again"
+    if "session" in name:
+        return "a session is emitted (append) and evicted once the watermark passes its end: its last event plus the gap"
+    return "a window is emitted (append) and evicted once the watermark reaches its end"
 
 
 def _state_store_view(run: Run) -> None:

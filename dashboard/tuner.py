@@ -215,7 +215,7 @@ def lateness_section(source: FeedSource | KafkaSource, ready: bool) -> None:
             f"p99 {_seconds(arrival['p99'])}, p99.9 {_seconds(arrival['p999'])}, max {_seconds(arrival['max'])}."
         )
         st.plotly_chart(
-            lateness_charts.lateness_figure(profile.arrival_lateness, title="How long events took to arrive", xaxis_title="seconds from event time to arrival"),
+            lateness_charts.lateness_figure(profile.arrival_lateness, title="How long events took to arrive", xaxis_title="{unit} from event time to arrival"),
             key="tune_profile_arrival",
         )
     st.dataframe(profile.per_key.head(50), hide_index=True, column_config={"key": st.column_config.TextColumn("key (latest first)")})

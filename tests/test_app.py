@@ -478,6 +478,12 @@ def test_the_dropped_list_names_the_id_as_the_dataset_does_and_a_file_only_where
     assert list(by_arrival.columns) == ["event_id", "amount", "batch_id", "rule"]  # a batch cut by arrival time is no file
 
 
+def test_the_state_caption_says_when_each_operators_rows_leave() -> None:
+    assert live._eviction("dedupeWithinWatermark").startswith("an id is kept until the watermark passes its event time")
+    assert live._eviction("sessionWindowStateStoreSaveExec").startswith("a session is emitted")
+    assert live._eviction("stateStoreSave").startswith("a window is emitted")
+
+
 def test_the_form_is_kept_when_leaving_the_page_and_read_from_its_link() -> None:
     at = _page(LIVE)
     at.selectbox(key="lab_source").set_value("generator").run()

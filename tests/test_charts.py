@@ -148,7 +148,7 @@ def test_no_watermark_no_line(table: pd.DataFrame) -> None:
     assert not live.windowed_counts_figure(table, watermark=pd.NaT).layout.shapes
 
 
-@pytest.mark.parametrize(("mode", "phrase"), [("update", "latest count"), ("append", "finalized windows"), ("complete", "whole result table")])
+@pytest.mark.parametrize(("mode", "phrase"), [("update", "latest value"), ("append", "finalized windows"), ("complete", "whole result table")])
 def test_title_says_what_the_output_mode_puts_in_the_table(table: pd.DataFrame, mode: str, phrase: str) -> None:
     figure = live.windowed_counts_figure(table, output_mode=mode)
     assert f"({mode} mode)" in figure.layout.title.text
@@ -201,7 +201,15 @@ def test_watermark_gap(progress: pd.DataFrame) -> None:
     gap = _trace(live.watermark_gap_figure(progress), "gap")
     assert pd.isna(gap.y[0])  # batch 0 had no watermark yet
     # batch 1 at 12:11, watermark 12:04 -> 7 minutes; batch 2 at 12:12, watermark 12:11 -> 1 minute
-    assert list(gap.y[1:]) == [420.0, 60.0]
+    assert list(gap.y[1:]) == [7.0, 1.0]  # read in minutes
+    assert live.watermark_gap_figure(progress).layout.yaxis.title.text == "minutes behind batch time"
+
+
+@pytest.mark.parametrize(("seconds", "unit"), [([], "seconds"), ([0.0, 90.0], "seconds"), ([30.0, 7_200.0], "hours"),
+                                               ([float("nan"), -200.0], "minutes"), ([438.5e6], "days")])
+def test_an_axis_of_durations_reads_in_the_largest_unit_it_spans_twice(seconds: list[float], unit: str) -> None:
+    name, size = common.time_unit(seconds)
+    assert name == unit and dict(common.TIME_UNITS)[name] == size
 
 
 def test_watermark_gap_without_any_watermark_says_so(progress: pd.DataFrame) -> None:

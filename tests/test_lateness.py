@@ -354,6 +354,14 @@ def test_charts_draw_events_step_lines_and_lateness_marks() -> None:
     assert any(text.startswith("p99") for text in texts) and any("keeps 99%" in text for text in texts)
 
 
+def test_hours_of_lateness_are_drawn_in_hours() -> None:
+    events = _events([(0, "10:00:00", "a"), (0, "11:00:00", "a"), (1, "13:00:00", "a"), (2, "08:00:00", "a"), (2, "09:00:00", "b")])
+    histogram = lateness_figure(classify(events, _batches([None, "10:59:00", "12:59:00"]), MINUTE))
+    assert histogram.layout.xaxis.title.text.startswith("lateness (hours behind")
+    assert max(histogram.data[0].x) == 5.0  # 08:00 arrived after 13:00
+    assert any(text.startswith("a 5.0 h watermark keeps") for text in (annotation.text for annotation in histogram.layout.annotations))
+
+
 def test_charts_of_empty_input_are_valid_figures_with_a_note() -> None:
     empty = classify(_events([]), _batches([]), MINUTE)
     for figure in (arrival_figure(empty, _batches([])), lateness_figure(empty)):

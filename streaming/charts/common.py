@@ -16,7 +16,10 @@ import plotly.graph_objects as go
 
 from ..engine.extremes import Extremes
 
-__all__ = ["MAX_POINTS", "NO_BATCHES", "PALETTE", "WATERMARK_COLOR", "current_watermark", "drawn_rows", "empty_figure", "has_rows", "key_colors"]
+__all__ = [
+    "MAX_POINTS", "NO_BATCHES", "PALETTE", "TIME_UNITS", "WATERMARK_COLOR", "current_watermark", "drawn_rows", "empty_figure", "has_rows", "key_colors",
+    "time_unit",
+]
 
 NO_BATCHES = "No batches yet"
 PALETTE: tuple[str, ...] = tuple(plotly.colors.qualitative.Plotly) + tuple(plotly.colors.qualitative.Dark24)
@@ -32,6 +35,19 @@ def key_colors(keys: Iterable[object], palette: Sequence[str] = PALETTE) -> dict
     """
     ordered = sorted({str(key) for key in (pd.unique(keys) if isinstance(keys, pd.Series) else keys)})
     return {key: palette[index % len(palette)] for index, key in enumerate(ordered)}
+
+
+TIME_UNITS: tuple[tuple[str, float], ...] = (("days", 86_400.0), ("hours", 3_600.0), ("minutes", 60.0), ("seconds", 1.0))
+"""Units an axis of durations is drawn in, largest first, with their length in seconds."""
+
+
+def time_unit(seconds: Iterable[float]) -> tuple[str, float]:
+    """``(name, seconds in one)`` of the unit an axis of these durations reads best in: the largest of :data:`TIME_UNITS` at least twice over.
+
+    ``[30, 7200]`` → ``("hours", 3600.0)``; NaNs are ignored; only zeros or none → seconds.
+    """
+    largest = max((abs(float(value)) for value in seconds if value == value), default=0.0)
+    return next(((name, size) for name, size in TIME_UNITS if largest >= 2 * size), TIME_UNITS[-1])
 
 
 def empty_figure(title: str, message: str = NO_BATCHES) -> go.Figure:

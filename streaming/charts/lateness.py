@@ -19,7 +19,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis.lateness import STATUSES, lateness_summary, sample_events
-from .common import empty_figure
+from ..engine.durations import human_duration
+from .common import empty_figure, time_unit
 
 __all__ = ["STATUS_COLOURS", "arrival_figure", "lateness_figure"]
 
@@ -136,9 +137,11 @@ def lateness_figure(
     bins: int = 60,
     log_y: bool = True,
     title: str = "How far behind the stream events arrived",
-    xaxis_title: str = "lateness (seconds behind the max event time of earlier batches)",
+    xaxis_title: str = "lateness ({unit} behind the max event time of earlier batches)",
 ) -> go.Figure:
-    """Histogram of lateness in seconds with p50/p95/p99 lines and the delay that keeps ``coverage`` of events.
+    """Histogram of lateness with p50/p95/p99 lines and the delay that keeps ``coverage`` of events.
+
+    The axis is in the unit that reads best (:func:`~streaming.charts.common.time_unit`); ``xaxis_title`` names it where it says ``{unit}``.
 
     ``late`` is a frame with a ``lateness`` column (:func:`streaming.analysis.lateness.classify`)
     or a lateness series (:func:`streaming.analysis.lateness.lateness`). ``log_y`` (the
@@ -150,22 +153,23 @@ def lateness_figure(
     if summary["events"] == 0:
         return empty_figure(title, "No events yet")
     seconds = pd.to_timedelta(series).dropna().dt.total_seconds()
-    figure = go.Figure(go.Histogram(x=seconds, nbinsx=bins, marker={"color": "#8d99ae"}, name="events"))
+    unit, size = time_unit(seconds)
+    figure = go.Figure(go.Histogram(x=seconds / size, nbinsx=bins, marker={"color": "#8d99ae"}, name="events"))
     lines = [("p50", summary["p50"], "#2a9d8f", "dot"), ("p95", summary["p95"], "#e9c46a", "dot"), ("p99", summary["p99"], "#e76f51", "dot")]
     for name, value, colour, dash in lines:
         figure.add_vline(
-            x=_seconds(value),
+            x=_seconds(value) / size,
             line={"color": colour, "dash": dash},
-            annotation={"text": f"{name} {_seconds(value):g} s", "textangle": -90, "font": {"color": colour}},
+            annotation={"text": f"{name} {human_duration(_seconds(value))}", "textangle": -90, "font": {"color": colour}},
             annotation_position="top right",
         )
     delay = _seconds(summary["delay_for_coverage"])
-    figure.add_vline(x=delay, line={"color": "#e63946", "width": 2})
+    figure.add_vline(x=delay / size, line={"color": "#e63946", "width": 2})
     figure.add_annotation(
-        x=delay,
+        x=delay / size,
         y=1,
         yref="paper",
-        text=f"a {delay:g} s watermark keeps {coverage:.0%} of events in all their windows",
+        text=f"a {human_duration(delay)} watermark keeps {coverage:.0%} of events in all their windows",
         showarrow=True,
         arrowhead=2,
         ax=-40,
@@ -175,7 +179,7 @@ def lateness_figure(
     )
     figure.update_layout(
         title=f"{title} ({summary['late_events']} of {summary['events']} events behind)",
-        xaxis_title=xaxis_title,
+        xaxis_title=xaxis_title.format(unit=unit),
         yaxis_title="events",
         yaxis_type="log" if log_y else "linear",
         bargap=0.05,

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .common import MAX_POINTS, NO_BATCHES, WATERMARK_COLOR, current_watermark, drawn_rows, empty_figure, has_rows, key_colors
+from .common import MAX_POINTS, NO_BATCHES, WATERMARK_COLOR, current_watermark, drawn_rows, empty_figure, has_rows, key_colors, time_unit
 
 __all__ = [
     "OUTPUT_MODE_SEMANTICS",
@@ -56,7 +56,7 @@ MAX_WINDOWS_IN_VIEW = 200
 """The result-table chart draws the latest this many window starts; the page's table holds them all."""
 
 OUTPUT_MODE_SEMANTICS: Mapping[str, str] = MappingProxyType({
-    "update": "update mode: the latest count of each window; a window's row changes until the watermark passes its end",
+    "update": "update mode: each window's latest value; a window's row changes until the watermark passes its end",
     "append": "append mode: finalized windows only; a window appears once the watermark passes its end and never changes",
     "complete": "complete mode: the whole result table, every window since the start, rewritten each trigger",
 })
@@ -376,14 +376,15 @@ def _rows_of_batches(batches: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 
 def watermark_gap_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
-    """Global watermark gap per batch: seconds between the batch's trigger time and the watermark."""
+    """Global watermark gap per batch: how far the watermark is behind the batch's trigger time, in the unit that reads best (:func:`~streaming.charts.common.time_unit`)."""
     title = "Global watermark gap"
     if not has_rows(progress, ("batch_id", "watermark_gap_seconds")):
         return empty_figure(title)
     if progress["watermark_gap_seconds"].isna().all():
         return empty_figure(title, "No watermark yet: the query has none, or no batch has set it")
     shown, note = _history(progress, ("watermark_gap_seconds",), drawn)
-    return _batch_figure(title, "seconds behind batch time", note, [_line(shown["batch_id"], shown["watermark_gap_seconds"], "gap")])
+    unit, size = time_unit(shown["watermark_gap_seconds"])
+    return _batch_figure(title, f"{unit} behind batch time", note, [_line(shown["batch_id"], shown["watermark_gap_seconds"] / size, "gap")])
 
 
 def lag_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:

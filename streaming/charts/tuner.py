@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..engine.durations import format_duration
-from .common import empty_figure
+from .common import empty_figure, time_unit
 
 __all__ = [
     "RECOMMENDED_COLOR",
@@ -49,7 +49,8 @@ def tune_frame(tuning: Any) -> pd.DataFrame:
     return frame
 
 
-def _tradeoff(tuning: Any, x: str, x_title: str, title: str) -> go.Figure:
+def _tradeoff(tuning: Any, x: str, x_title: str, title: str, *, scaled: bool = False) -> go.Figure:
+    """Completeness against the measure ``x``, a point per delay; ``scaled``: ``x`` is in seconds, drawn in the unit that reads best, named where ``x_title`` says ``{unit}``."""
     data = _tune_json(tuning)
     frame = tune_frame(data)
     if frame.empty or x not in frame.columns:
@@ -57,10 +58,12 @@ def _tradeoff(tuning: Any, x: str, x_title: str, title: str) -> go.Figure:
     frame = frame[frame[x].notna()]
     if frame.empty:
         return empty_figure(title, f"No delay has a {x_title}")
+    unit, size = time_unit(frame[x]) if scaled else ("", 1.0)
+    x_title = x_title.format(unit=unit)
     colors = [RECOMMENDED_COLOR if flag else POINT_COLOR for flag in frame["recommended"]]
     figure = go.Figure(
         go.Scatter(
-            x=frame[x],
+            x=frame[x] / size,
             y=frame["completeness"],
             mode="markers+text+lines",
             text=frame["delay"],
@@ -95,7 +98,7 @@ def completeness_vs_state(tuning: Any) -> go.Figure:
 
 def completeness_vs_output_delay(tuning: Any) -> go.Figure:
     """Completeness against the mean append-mode output delay in event-time seconds, a point per delay."""
-    return _tradeoff(tuning, "output_delay_seconds", "mean output delay (s, event time)", "Completeness vs output delay")
+    return _tradeoff(tuning, "output_delay_seconds", "mean output delay ({unit}, event time)", "Completeness vs output delay", scaled=True)
 
 
 def grid_heatmap(grid: pd.DataFrame, value: str, title: str, *, target: float | None = None, percent: bool = False) -> go.Figure:
@@ -121,7 +124,7 @@ def grid_heatmap(grid: pd.DataFrame, value: str, title: str, *, target: float | 
     if target is not None:
         traces.append(
             go.Contour(
-                z=z, x=x, y=y, showscale=False, hoverinfo="skip", contours={"start": target, "end": target, "size": 1, "coloring": "lines"},
+                z=z, x=x, y=y, showscale=False, hoverinfo="skip", contours={"start": target, "end": target, "size": 1, "coloring": "none"},
                 line={"color": TARGET_COLOR, "width": 3}, name=f"target {target:.0%}",
             )
         )
