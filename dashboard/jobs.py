@@ -71,6 +71,8 @@ class Job:
     error: BaseException | None = None
     status: str = ""
     """What the work says it is doing now (``report``), shown while it runs."""
+    partial: Any = None
+    """A first answer the work has given before its end (``preview``), shown while it runs."""
     cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     """Set by Cancel: the work stops its queries within a micro-batch and raises :class:`~streaming.engine.errors.Cancelled`."""
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -105,6 +107,9 @@ class Job:
 
     def report(self, status: str) -> None:
         self.status = status
+
+    def preview(self, partial: Any) -> None:
+        self.partial = partial
 
     @property
     def cancelled(self) -> bool:
@@ -180,8 +185,8 @@ def start_job(key: str, what: str, inputs: Any, work: Callable[[Job], Any], reca
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
-def job_progress(job: Job) -> None:
-    """Elapsed seconds of a running ``job``, every ``REFRESH_SECONDS``; one full rerun once it is done."""
+def job_progress(job: Job, partial: Callable[[Any], None] | None = None) -> None:
+    """Elapsed seconds of a running ``job``, and ``partial(job.partial)`` once the work has given a first answer, every ``REFRESH_SECONDS``; one full rerun once it is done."""
     if job.done:
         st.rerun()
     if job.waiting:
@@ -194,14 +199,16 @@ def job_progress(job: Job) -> None:
         job.cancel.set()
         st.rerun(scope="fragment")
     st.caption("The replays run in the background; you may change the inputs or leave the page and come back.")
+    if partial is not None and job.partial is not None:
+        partial(job.partial)
 
 
-def job_view(job: Job | None, render: Callable[[Job], None], idle_text: str) -> None:
-    """``idle_text`` without a job, the progress fragment while it runs, then ``render(job)`` or its error."""
+def job_view(job: Job | None, render: Callable[[Job], None], idle_text: str, partial: Callable[[Any], None] | None = None) -> None:
+    """``idle_text`` without a job, the progress fragment (with ``partial``, see :func:`job_progress`) while it runs, then ``render(job)`` or its error."""
     if job is None:
         st.info(idle_text)
     elif not job.done:
-        job_progress(job)
+        job_progress(job, partial)
     elif job.cancelled:
         st.warning(f"{job.what}: cancelled after {job.elapsed:.0f} s; its queries are stopped.")
     elif job.error is not None:
@@ -212,7 +219,7 @@ def job_view(job: Job | None, render: Callable[[Job], None], idle_text: str) -> 
 
 def job_controls(
     key: str, button: str, button_key: str, *, ready: bool, start: Callable[[], None], render: Callable[[Job], None], idle_text: str, help_text: str,
-    recall: Hashable | None = None,
+    recall: Hashable | None = None, partial: Callable[[Any], None] | None = None,
 ) -> None:
     """An experiment page's run button and its job: the button (disabled while the job runs or Spark is not ready) calls ``start``.
 
@@ -223,4 +230,4 @@ def job_controls(
     running = job is not None and not job.done
     if st.button(button, key=button_key, type="primary", disabled=running or not ready, help=help_text):
         start()
-    job_view(job, render, idle_text)
+    job_view(job, render, idle_text, partial)

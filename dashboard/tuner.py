@@ -46,6 +46,7 @@ __all__ = [
     "TuneInputs",
     "confirmation_view",
     "lateness_section",
+    "model_answer",
     "parse_delays",
     "recommendation_text",
     "start_tune",
@@ -156,7 +157,9 @@ def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB)
     """Start the sweep of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
 
     def work(job: Job) -> TuneResult:
-        return tune(registry, bound_topic(inputs.query), delays=inputs.delays, target=inputs.target, cancel=job.cancel, report=job.report)
+        return tune(
+            registry, bound_topic(inputs.query), delays=inputs.delays, target=inputs.target, cancel=job.cancel, report=job.report, preview=job.preview,
+        )
 
     start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work, inputs.recall)
 
@@ -331,7 +334,7 @@ def _method(result: TuneResult, inputs: TuneInputs) -> None:
 
         def start() -> None:
             def work(job: Job) -> Confirmation:
-                return confirm(get_registry(), result, str(delay), cancel=job.cancel)
+                return confirm(get_registry(), result, str(delay), cancel=job.cancel, report=job.report)
 
             start_job(CONFIRM_JOB, f"Spark run at {delay}", inputs, work, ("confirm", inputs.recall, delay))
 
@@ -394,6 +397,19 @@ def _grid_section(result: TuneResult, inputs: TuneInputs) -> None:
         config = replace(inputs.config(chosen), window=format_duration(window), slide=None)
         st.markdown(f"**{format_duration(window)} windows, watermark {chosen}** (the smallest delay reaching {percent(result.target)})")
         show_code(config, key="tune_grid_code")
+
+
+MODEL_COLUMNS = ("delay", "completeness", "counted", "exact", "lost_pairs", "peak_state_rows", "mean_state_rows", "output_delay_seconds",
+                 "windows_never_emitted", "recommended")
+"""The columns of the model's answer shown while Spark confirms it (state memory needs Spark's bytes per row)."""
+
+
+def model_answer(result: TuneResult) -> None:
+    """The watermark model's answer, shown at once while Spark confirms it: the recommendation and one row per delay."""
+    text = recommendation_text(result)
+    (st.success if result.recommended is not None else st.warning)(f"{text} (the watermark model, in {result.wall_seconds:.1f} s; Spark is confirming it)")
+    shown = readable_seconds(tuner_charts.tune_frame(result), ["output_delay_seconds"])
+    st.dataframe(shown[[name for name in MODEL_COLUMNS if name in shown.columns]], hide_index=True, column_config=dict(TUNE_COLUMNS))
 
 
 def tune_results(job: Job) -> None:

@@ -209,8 +209,13 @@ def test_a_reloaded_page_finds_the_sweep_of_its_inputs_still_running(monkeypatch
 def test_the_tuner_shows_what_runs_and_cancels_a_sweep(monkeypatch, no_spark, jobs) -> None:
     reported = threading.Event()
 
-    def cancellable_tune(registry, query, *, cancel, report, **kwargs):
-        report("replayed 1 of 2 delays; now 1 minute")
+    def cancellable_tune(registry, query, *, cancel, report, preview, **kwargs):
+        from types import SimpleNamespace
+
+        delays = [{"delay": "0 seconds", "completeness": 0.9, "output_delay_seconds": 5.0},
+                  {"delay": "2 hours", "completeness": 0.995, "output_delay_seconds": 7_265.0}]
+        preview(SimpleNamespace(recommended="2 hours", target=0.99, wall_seconds=0.4, to_json=lambda: {"recommended": "2 hours", "delays": delays}))
+        report("confirming 2 hours on Spark: batch 12 of 478, about 3.9 min left")
         reported.set()
         if not cancel.wait(60):
             raise AssertionError("never cancelled")
@@ -219,7 +224,10 @@ def test_the_tuner_shows_what_runs_and_cancels_a_sweep(monkeypatch, no_spark, jo
     at = _sweep_page(monkeypatch, jobs, cancellable_tune)
     assert reported.wait(30)
     at.run()
-    assert any("replayed 1 of 2 delays; now 1 minute" in info.value for info in at.info), [info.value for info in at.info]
+    assert any("batch 12 of 478, about 3.9 min left" in info.value for info in at.info), [info.value for info in at.info]
+    assert [box.value for box in at.success] == ["Smallest delay reaching 99%: 2 hours (the watermark model, in 0.4 s; Spark is confirming it)"]
+    model = _table(at, {"delay", "completeness", "output_delay_seconds"})  # the model's answer while Spark runs
+    assert list(model["output_delay_seconds"]) == ["5.0 s", "2.0 h"]
     [cancel] = [button for button in at.button if button.label == "Cancel"]
     cancel.click().run()
     assert _job(at, tuner.TUNE_JOB).join(30)

@@ -190,8 +190,33 @@ def sweep(registry, sweep_feed):
 
 
 @pytest.fixture(scope="module")
-def modelled(registry, sweep_feed):
-    return tune(registry, _query(sweep_feed, "1 minute"), delays=["1m", "0", "20 seconds"], target=0.99)
+def modelled_steps(registry, sweep_feed):
+    """The model's sweep, with what it previewed and reported on its way."""
+    previews, reports = [], []
+    result = tune(registry, _query(sweep_feed, "1 minute"), delays=["1m", "0", "20 seconds"], target=0.99, report=reports.append, preview=previews.append)
+    return result, previews, reports
+
+
+@pytest.fixture(scope="module")
+def modelled(modelled_steps):
+    return modelled_steps[0]
+
+
+def test_the_models_answer_comes_first_and_the_confirmation_reports_each_batch(modelled_steps, sweep_feed):
+    result, [preview], reports = modelled_steps
+    assert preview.confirmation is None and result.confirmation is not None  # the model's answer, before Spark confirmed it
+    assert preview.recommended == result.recommended and [o.completeness for o in preview.outcomes] == [o.completeness for o in result.outcomes]
+    files = len(list(sweep_feed.glob("*.csv")))
+    steps = [line for line in reports if line.startswith(f"confirming {result.recommended} on Spark: batch ")]
+    assert steps[0].startswith(f"confirming {result.recommended} on Spark: batch 1 of {files}, about ") and steps[0].endswith(" left")
+    assert steps[-1] == f"confirming {result.recommended} on Spark: batch {files} of {files}" and len(steps) == files
+
+
+def test_the_confirmation_status_estimates_the_rest_at_the_pace_so_far():
+    from streaming.analysis.tune import confirmation_status
+
+    assert confirmation_status("1 day", 12, 478, 6.0) == "confirming 1 day on Spark: batch 12 of 478, about 3.9 min left"
+    assert confirmation_status("1 day", 0, 478, 0.0) == "confirming 1 day on Spark: batch 0 of 478"
 
 
 MODEL_FIELDS = (

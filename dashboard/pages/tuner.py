@@ -26,5 +26,5 @@ tuner.lateness_section(inputs.source, ready)
 job_controls(
     tuner.TUNE_JOB, "Run tuner", "tune_run", ready=ready, start=lambda: tuner.start_tune(get_registry(), inputs),
     render=tuner.tune_results, idle_text="Choose the delays and press **Run tuner**.", help_text="Runs in the background; takes minutes on a large feed",
-    recall=inputs.recall,
+    recall=inputs.recall, partial=tuner.model_answer,
 )

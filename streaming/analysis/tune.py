@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import pandas as pd
 
 from ..engine.config import FeedSource, OutputMode, QueryConfig
-from ..engine.durations import format_duration, parse_duration
+from ..engine.durations import format_duration, human_duration, parse_duration
 from ..engine.errors import ConfigError
 from ..engine.sources.kafka import KafkaSource
 from .measure import OutputDelay, RunMeasures, measure, run_all
@@ -68,6 +68,7 @@ __all__ = [
     "canonical_delays",
     "check_target",
     "confirm",
+    "confirmation_status",
     "recommend",
     "tune",
     "tune_configs",
@@ -292,6 +293,7 @@ def tune(
     cancel: threading.Event | None = None,
     report: Callable[[str], None] | None = None,
     method: TuneMethod = "auto",
+    preview: Callable[[TuneResult], None] | None = None,
 ) -> TuneResult:
     """Measure ``query``'s feed under each watermark delay (:func:`tuning_output_mode`); see the module docstring.
 
@@ -300,7 +302,9 @@ def tune(
     ``target``, ``source``, ``aggregation``, ``session_gap``, ``method``) before anything
     runs. ``concurrent=None`` uses :data:`DEFAULT_CONCURRENT` (for Spark runs). ``report`` gets a
     line on what runs now; once ``cancel`` is set the sweep stops within a
-    micro-batch and raises :class:`~streaming.engine.errors.Cancelled`.
+    micro-batch and raises :class:`~streaming.engine.errors.Cancelled`. When the
+    model answers, ``preview`` gets its result at once, before Spark confirms it
+    (no confirmation, no state memory yet); ``report`` then follows the confirmation batch by batch.
     """
     from .exact import exact_answer
     from .model import covers
@@ -314,7 +318,7 @@ def tune(
         raise ConfigError("method", method, "is not one of auto, spark")
     note = covers(configs[0])
     if method == "auto" and note is None:
-        return _model_tune(registry, query, configs, canonical, goal, cancel, report)
+        return _model_tune(registry, query, configs, canonical, goal, cancel, report, preview)
     mode = DEFAULT_CONCURRENT if concurrent is None else bool(concurrent)
     started = time.monotonic()
     sessions = query.session_gap is not None
@@ -379,22 +383,38 @@ def _shown(outcome: RunMeasures) -> dict[str, Any]:
     return {name: values[name] for name in SHOWN}
 
 
-def confirm(registry, result: TuneResult, delay: str, *, cancel: threading.Event | None = None) -> Confirmation:
-    """Run ``result``'s query with watermark ``delay`` (one of its delays) through Spark and hold it next to the model's answer."""
+def confirm(
+    registry, result: TuneResult, delay: str, *, cancel: threading.Event | None = None, report: Callable[[str], None] | None = None,
+) -> Confirmation:
+    """Run ``result``'s query with watermark ``delay`` (one of its delays) through Spark and hold it next to the model's answer; ``report`` follows it batch by batch."""
     delays = [outcome.delay for outcome in result.outcomes]
     canonical = canonical_delays([delay])[0]
     if canonical not in delays:
         raise ConfigError("delay", delay, f"is not one of the sweep's delays ({', '.join(map(str, delays))})")
-    spark = _on_spark(registry, result.query, canonical, result.exact, cancel)
+    spark = _on_spark(registry, result.query, canonical, result.exact, cancel, report)
     return Confirmation(canonical, _shown(result.outcomes[delays.index(canonical)]), _shown(spark))
 
 
-def _on_spark(registry, query: QueryConfig, delay: str, exact: pd.DataFrame, cancel: threading.Event | None) -> RunMeasures:
-    """``query`` replayed through Spark under watermark ``delay`` and measured against ``exact``."""
+def confirmation_status(delay: str, done: int, total: int, elapsed: float) -> str:
+    """What a confirmation on Spark has done: ``"confirming 1 day on Spark: batch 12 of 478, about 2.3 min left"`` (the rest at the pace so far)."""
+    left = f", about {human_duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
+    return f"confirming {delay} on Spark: batch {done} of {total}{left}"
+
+
+def _on_spark(
+    registry, query: QueryConfig, delay: str, exact: pd.DataFrame, cancel: threading.Event | None, report: Callable[[str], None] | None = None,
+) -> RunMeasures:
+    """``query`` replayed through Spark under watermark ``delay`` and measured against ``exact``; ``report`` gets :func:`confirmation_status` after each batch."""
     from ..engine.runner import run_to_idle
 
     [config] = tune_configs(query, [delay])
-    replay = run_to_idle(registry, config, cancel=cancel)
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        if report is not None:
+            report(confirmation_status(delay, done, total, time.monotonic() - started))
+
+    replay = run_to_idle(registry, config, cancel=cancel, progress=progress)
     return measure(delay, replay.result, replay.progress, exact)
 
 
@@ -412,7 +432,7 @@ def _timeline(spark, source: FeedSource | KafkaSource):
 
 def _model_tune(
     registry, query: QueryConfig, configs: list[QueryConfig], canonical: list[str], goal: float,
-    cancel: threading.Event | None, report: Callable[[str], None] | None,
+    cancel: threading.Event | None, report: Callable[[str], None] | None, preview: Callable[[TuneResult], None] | None = None,
 ) -> TuneResult:
     """The model's sweep over every delay, confirmed on Spark at the recommended delay (or the largest); the state memory from Spark's bytes per state row."""
     from .model import expand
@@ -427,7 +447,12 @@ def _model_tune(
     checked = recommended or canonical[-1]
     if report is not None:
         report(f"model: {len(canonical)} delays computed; confirming {checked} on Spark")
-    spark = _on_spark(registry, query, checked, exact, cancel)
+    if preview is not None:
+        preview(TuneResult(
+            query=query, target=goal, outcomes=outcomes, recommended=recommended, concurrent=False,
+            wall_seconds=round(time.monotonic() - started, 3), exact=exact, timeline=timeline,
+        ))
+    spark = _on_spark(registry, query, checked, exact, cancel, report)
     per_row = spark.peak_state_memory_bytes / spark.peak_state_rows if spark.peak_state_rows else 0.0
     outcomes = [
         replace(outcome, peak_state_memory_bytes=round(outcome.peak_state_rows * per_row), mean_state_memory_bytes=outcome.mean_state_rows * per_row)

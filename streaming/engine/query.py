@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -254,7 +255,10 @@ class Run:
                 return self.table.first_batch.is_set()
         return True
 
-    def await_idle(self, timeout: float = 300.0, cancel: threading.Event | None = None, stop_after: int | None = None) -> None:
+    def await_idle(
+        self, timeout: float = 300.0, cancel: threading.Event | None = None, stop_after: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         """Block until every fed row is processed and the progress of the last batch has been logged.
 
         A stepped feed is handed over one file at a time, each once Spark has run
@@ -264,7 +268,8 @@ class Run:
         Other feeders are waited for, then Spark is drained likewise.
         Raises ``TimeoutError`` after ``timeout`` seconds, or the query's exception;
         :class:`~streaming.engine.errors.Cancelled` once ``cancel`` is set, checked
-        before each file is handed over (so within one micro-batch).
+        before each file is handed over (so within one micro-batch). A stepped
+        feed calls ``progress(files processed, files in all)`` once Spark has run each file's batches.
         """
         deadline = time.monotonic() + timeout
         if self.config.trigger == "real_time":
@@ -276,6 +281,8 @@ class Run:
                 not _cancelled(cancel, self.name) and (stop_after is None or self.feeder.staged < stop_after) and self.feeder.stage_next()
             ):
                 self.query.processAllAvailable()
+                if progress is not None:
+                    progress(self.feeder.staged, len(self.feeder.files))
         elif self.feeder is not None and not self.feeder.done.wait(timeout):
             raise TimeoutError(f"{self.name}: feeder still running after {timeout} s")
         self.query.processAllAvailable()

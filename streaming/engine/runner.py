@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,7 @@ def replay(
 
 def run_to_idle(
     registry: QueryRegistry, config: QueryConfig, *, timeout: float = 600.0, open_sessions: bool = False, cancel: threading.Event | None = None,
-    keep: Path | None = None, stop_after: int | None = None,
+    keep: Path | None = None, stop_after: int | None = None, progress: Callable[[int, int], None] | None = None,
 ) -> Replay:
     """Run ``config`` (a feed source) until the stream is idle, stop it and return what it produced.
 
@@ -167,7 +168,8 @@ def run_to_idle(
     belong to the same configuration); the replay then holds the whole
     stream's result and batches. With ``stop_after`` it stops once that many
     of the feed's micro-batches (counted from the stream's start) have been
-    handed over and processed.
+    handed over and processed. ``progress(done, total)`` follows a stepped
+    replay file by file (:meth:`~streaming.engine.query.Run.await_idle`).
     """
     from .state import open_sessions as read_open_sessions
 
@@ -176,7 +178,7 @@ def run_to_idle(
     name = f"replay_{uuid.uuid4().hex[:12]}"
     run = registry.start(config, name, max_rows=None, keep=False if keep is None else Path(keep))
     try:
-        run.await_idle(timeout, cancel, stop_after)
+        run.await_idle(timeout, cancel, stop_after, progress)
         summaries = run.log.summaries()
         result, progress = run.table.frame(), progress_frame(summaries)
         run.stop()
