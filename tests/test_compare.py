@@ -54,10 +54,23 @@ def test_finalized_completeness_counts_only_closed_windows():
 
 
 @pytest.fixture(scope="module")
-def guide_comparison(registry):
+def guide_steps(registry):
+    """The comparison of two guide queries, and what it reported on its way."""
     tumbling_append = _guide(window="10 minutes", watermark="10 minutes", output_mode="append")
     sliding_update = _guide(window="10 minutes", slide="5 minutes", watermark="10 minutes", output_mode="update")
-    return compare(registry, GUIDE, [tumbling_append, sliding_update])
+    reports: list[str] = []
+    return compare(registry, GUIDE, [tumbling_append, sliding_update], report=reports.append), reports
+
+
+@pytest.fixture(scope="module")
+def guide_comparison(guide_steps):
+    return guide_steps[0]
+
+
+def test_a_comparison_reports_its_batches_over_every_run(guide_steps):
+    steps = [line for line in guide_steps[1] if line.startswith("replaying 2 configurations on Spark: batch ")]
+    assert len(steps) == 8 and "replaying 2 configurations on Spark: batch 8 of 8" in steps  # 4 files, 2 runs
+    assert any(line.endswith(" left") for line in steps)
 
 
 def test_guide_comparison_summary_rows(guide_comparison):

@@ -212,11 +212,11 @@ def test_the_models_answer_comes_first_and_the_confirmation_reports_each_batch(m
     assert steps[-1] == f"confirming {result.recommended} on Spark: batch {files} of {files}" and len(steps) == files
 
 
-def test_the_confirmation_status_estimates_the_rest_at_the_pace_so_far():
-    from streaming.analysis.tune import confirmation_status
+def test_the_replay_status_estimates_the_rest_at_the_pace_so_far():
+    from streaming.analysis.measure import replay_status
 
-    assert confirmation_status("1 day", 12, 478, 6.0) == "confirming 1 day on Spark: batch 12 of 478, about 3.9 min left"
-    assert confirmation_status("1 day", 0, 478, 0.0) == "confirming 1 day on Spark: batch 0 of 478"
+    assert replay_status("confirming 1 day on Spark", 12, 478, 6.0) == "confirming 1 day on Spark: batch 12 of 478, about 3.9 min left"
+    assert replay_status("replaying 2 configurations on Spark", 0, 956, 0.0) == "replaying 2 configurations on Spark: batch 0 of 956"
 
 
 MODEL_FIELDS = (

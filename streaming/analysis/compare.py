@@ -39,7 +39,7 @@ from ..engine.config import INTERVAL_TRIGGERS, FeedSource, QueryConfig
 from ..engine.durations import format_duration
 from ..engine.errors import ConfigError
 from ..engine.sources.kafka import KafkaSource
-from .measure import RunMeasures, finalized_completeness, measure, run_all
+from .measure import RunMeasures, batch_reporter, finalized_completeness, measure, run_all
 from .tune import DEFAULT_CONCURRENT, tuning_output_mode
 
 __all__ = [
@@ -282,7 +282,9 @@ def compare(
         if report is not None:
             report(f"replayed {done} of {total} configurations" + (f"; now {names[done]}" if done < total else ""))
 
-    replays = run_all(registry, checked, concurrent=mode, cancel=cancel, report=progress)
+    replays = run_all(
+        registry, checked, concurrent=mode, cancel=cancel, report=progress, batches=batch_reporter(report, f"replaying {len(checked)} configurations on Spark"),
+    )
     wall = time.monotonic() - started
     runs = []
     for label, config, replay in zip(names, checked, replays):

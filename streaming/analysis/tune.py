@@ -51,10 +51,10 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import pandas as pd
 
 from ..engine.config import FeedSource, OutputMode, QueryConfig
-from ..engine.durations import format_duration, human_duration, parse_duration
+from ..engine.durations import format_duration, parse_duration
 from ..engine.errors import ConfigError
 from ..engine.sources.kafka import KafkaSource
-from .measure import OutputDelay, RunMeasures, measure, run_all
+from .measure import OutputDelay, RunMeasures, batch_reporter, measure, run_all
 
 if TYPE_CHECKING:
     from ..engine.runner import Replay
@@ -68,7 +68,6 @@ __all__ = [
     "canonical_delays",
     "check_target",
     "confirm",
-    "confirmation_status",
     "recommend",
     "tune",
     "tune_configs",
@@ -322,6 +321,7 @@ def tune(
     mode = DEFAULT_CONCURRENT if concurrent is None else bool(concurrent)
     started = time.monotonic()
     sessions = query.session_gap is not None
+    replaying = f"replaying {len(configs)} delays on Spark"
 
     def progress(done: int, total: int) -> None:
         if report is not None:
@@ -330,13 +330,15 @@ def tune(
     if mode:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tune-exact") as pool:
             exact_future = pool.submit(exact_answer, registry.spark, configs[0])
-            replays = run_all(registry, configs, concurrent=True, open_sessions=sessions, cancel=cancel)
+            replays = run_all(registry, configs, concurrent=True, open_sessions=sessions, cancel=cancel, batches=batch_reporter(report, replaying))
             exact = exact_future.result()
     else:
         if report is not None:
             report("computing the exact answer")
         exact = exact_answer(registry.spark, configs[0])
-        replays = run_all(registry, configs, concurrent=False, open_sessions=sessions, cancel=cancel, report=progress)
+        replays = run_all(
+            registry, configs, concurrent=False, open_sessions=sessions, cancel=cancel, report=progress, batches=batch_reporter(report, replaying),
+        )
     wall = time.monotonic() - started
     outcomes = [measure(delay, _final_table(replay), replay.progress, exact) for delay, replay in zip(canonical, replays)]
     return TuneResult(
@@ -395,26 +397,14 @@ def confirm(
     return Confirmation(canonical, _shown(result.outcomes[delays.index(canonical)]), _shown(spark))
 
 
-def confirmation_status(delay: str, done: int, total: int, elapsed: float) -> str:
-    """What a confirmation on Spark has done: ``"confirming 1 day on Spark: batch 12 of 478, about 2.3 min left"`` (the rest at the pace so far)."""
-    left = f", about {human_duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
-    return f"confirming {delay} on Spark: batch {done} of {total}{left}"
-
-
 def _on_spark(
     registry, query: QueryConfig, delay: str, exact: pd.DataFrame, cancel: threading.Event | None, report: Callable[[str], None] | None = None,
 ) -> RunMeasures:
-    """``query`` replayed through Spark under watermark ``delay`` and measured against ``exact``; ``report`` gets :func:`confirmation_status` after each batch."""
+    """``query`` replayed through Spark under watermark ``delay`` and measured against ``exact``; ``report`` follows it batch by batch (:func:`~streaming.analysis.measure.replay_status`)."""
     from ..engine.runner import run_to_idle
 
     [config] = tune_configs(query, [delay])
-    started = time.monotonic()
-
-    def progress(done: int, total: int) -> None:
-        if report is not None:
-            report(confirmation_status(delay, done, total, time.monotonic() - started))
-
-    replay = run_to_idle(registry, config, cancel=cancel, progress=progress)
+    replay = run_to_idle(registry, config, cancel=cancel, progress=batch_reporter(report, f"confirming {delay} on Spark"))
     return measure(delay, replay.result, replay.progress, exact)
 
 
