@@ -9,15 +9,15 @@ Spark ran (no-data batches included), in runs alternating their order so that
 drift in the machine's speed cancels out:
 
 dashboard
-    :func:`~streaming.engine.runner.run_to_idle` as the app calls it: its sink
-    folding each batch into a result table, the progress listener, the latency
-    observation (each batch's 1,001 percentiles of when its file was handed over).
+    :func:`~streaming.engine.runner.run_to_idle` as the tuner and Compare call it: its sink
+    folding each batch into a result table and the progress listener.
+dashboard, latency
+    The same with each record's latency measured (each batch's 1,001 percentiles
+    of when its file was handed over), as ``replay --latency`` runs it: over
+    ``dashboard``, what measuring latency costs a replay.
 bare
     The same :func:`~streaming.engine.query.build_frame` frame written to Spark's
     ``noop`` sink, stepped the same way, without the app's listener.
-bare, no latency
-    The same, without the latency observation: ``bare`` over it is what
-    measuring each record's latency costs a replay.
 
 Wall milliseconds per batch, from the first file handed over to the last
 batch's end (the query's start is not counted), and Spark's own
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-VARIANTS = ("dashboard", "bare", "bare, no latency")
+VARIANTS = ("dashboard", "dashboard, latency", "bare")
 
 
 def _note(message: str) -> None:
@@ -62,24 +62,24 @@ Batch = tuple[float, int, float]
 """A batch's start (epoch seconds), input rows and ``triggerExecution`` (ms)."""
 
 
-def run_dashboard(registry, config) -> list[Batch]:
+def run_dashboard(registry, config, latency: bool) -> list[Batch]:
     """Every batch of the app's stepped replay."""
     import pandas as pd
 
     from streaming.engine.runner import run_to_idle
 
-    replayed = run_to_idle(registry, config)
+    replayed = run_to_idle(registry, config, latency=latency)
     return [(pd.Timestamp(s["timestamp"]).value / 1e9, s["num_input_rows"], s["batch_duration_ms"]) for s in replayed.summaries]
 
 
-def run_bare(spark, config, workdir: Path, latency: bool) -> list[Batch]:
+def run_bare(spark, config, workdir: Path) -> list[Batch]:
     """The same frame to the ``noop`` sink, stepped as :meth:`~streaming.engine.query.Run.await_idle` steps it."""
     import pandas as pd
 
     from streaming.engine.query import build_frame
     from streaming.engine.sources import FeedReplayer
 
-    frame, replayer = build_frame(spark, config, workdir / "staging", int(time.time() * 1000), latency=latency)
+    frame, replayer = build_frame(spark, config, workdir / "staging", int(time.time() * 1000), latency=False)
     assert isinstance(replayer, FeedReplayer)
     query = frame.writeStream.outputMode(config.output_mode).format("noop").option("checkpointLocation", str(workdir / "checkpoint")).start()
     try:
@@ -107,12 +107,12 @@ def measure(spark, registry, config, rounds: int) -> dict[str, dict[str, float]]
         for variant in order:
             workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-replay-bench-"))
             try:
-                if variant == "dashboard":
-                    progress = run_dashboard(registry, config)
+                if variant != "bare":
+                    progress = run_dashboard(registry, config, latency=variant == "dashboard, latency")
                 else:
                     spark.streams.removeListener(registry.listener)
                     try:
-                        progress = run_bare(spark, config, workdir, latency=variant == "bare")
+                        progress = run_bare(spark, config, workdir)
                     finally:
                         spark.streams.addListener(registry.listener)
             finally:
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, variants in report.items():
         for variant, row in variants.items():
             print(f"{label:<38} {variant:<18} {row['batches']:>7.0f} {row['ms_per_batch']:>8.1f} {row['spark_ms_per_batch']:>9.1f}")
-        latency = variants["bare"]["ms_per_batch"] / variants["bare, no latency"]["ms_per_batch"]
+        latency = variants["dashboard, latency"]["ms_per_batch"] / variants["dashboard"]["ms_per_batch"]
         overhead = variants["dashboard"]["ms_per_batch"] / variants["bare"]["ms_per_batch"]
         print(f"{label}: the latency observation costs x{latency:.3f} a batch; the dashboard's replay x{overhead:.3f} the bare query's")
     print(json.dumps(report))

@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             config = _replay_config(args, _source(args, spark))
             if args.checkpoint is not None:
                 KeptQuery(args.checkpoint).check(config)
-        outcome = run_to_idle(registry, config, keep=args.checkpoint, stop_after=args.stop_after)
+        outcome = run_to_idle(registry, config, keep=args.checkpoint, stop_after=args.stop_after, latency=args.latency)
         dropped = _dropped(spark, outcome) if args.dropped is not None else None
     except ConfigError as err:  # a mapping that does not fit the types Spark reads (JSON, Parquet, a topic's values); a checkpoint of another query
         print(f"error: {err}", file=sys.stderr)

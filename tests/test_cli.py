@@ -59,7 +59,7 @@ def test_replay_subprocess_json_equals_in_process(registry, write_feed, tmp_path
     started_ms = time.time() * 1000
     process = start_cli("replay", str(feed), *GUIDE_ARGS, "--output-mode", mode, "--latency", "--json", str(out))
     try:  # the in-process replay runs while the subprocess starts its own Spark
-        in_process = replay(registry, feed, window="10 minutes", slide="5 minutes", watermark="10 minutes", output_mode=mode, timeout=300)
+        in_process = replay(registry, feed, window="10 minutes", slide="5 minutes", watermark="10 minutes", output_mode=mode, timeout=300, latency=True)
     finally:
         done = finish(process, 400)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -339,6 +339,7 @@ def start_run(
     max_rows: int | None = None,
     keep: Path | None = None,
     max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
+    latency: bool = True,
 ) -> Run:
     """Start ``config`` as a query called ``name`` and return its :class:`Run`.
 
@@ -352,6 +353,7 @@ def start_run(
     :meth:`Run.close`. A folder made for another configuration is refused with
     :class:`ConfigError`.
     ``max_rows`` bounds the result table held in memory (``None``: unbounded).
+    ``latency=False`` leaves out measuring each record's latency (a replay that does not show it).
     On Spark Connect the run reads Spark's memory sink (:class:`~streaming.engine.sinks.MemorySinkReader`,
     stopped once the sink holds ``max_sink_rows`` rows) and cannot be kept: ``keep`` is refused with :class:`ConfigError`.
     The state store (``config.state_store``) is set for this query only: the
@@ -376,13 +378,13 @@ def start_run(
             shutil.rmtree(workdir, ignore_errors=True)
 
     try:
-        frame, feeder = build_frame(spark, config, workdir / "staging", now_ms)
+        frame, feeder = build_frame(spark, config, workdir / "staging", now_ms, latency=latency)
     except Exception:
         discard()
         raise
     table = ResultTable(config.output_mode, config.aggregation, max_rows)
-    latency = LatencyLog() if config.source.stamp is not None else None
-    log = ProgressLog(latency)
+    latencies = LatencyLog() if latency and config.source.stamp is not None else None
+    log = ProgressLog(latencies)
     if kept is not None:
         table.keep(kept.result_file)
         log.keep(kept.progress_file)
@@ -390,7 +392,7 @@ def start_run(
     sink: Sink
     if config.trigger == "real_time":
         assert isinstance(config.source, KafkaSource)  # QueryConfig refuses real-time mode on any other source
-        sink = TopicSink(config.source.bootstrap, f"streaming-lab-{name}-{uuid.uuid4().hex[:8]}", table, latency)
+        sink = TopicSink(config.source.bootstrap, f"streaming-lab-{name}-{uuid.uuid4().hex[:8]}", table, latencies)
         try:
             frame = sink.prepare(frame)
         except Exception:
@@ -399,7 +401,7 @@ def start_run(
     elif connect:
         sink = MemorySinkReader(spark, name, config.output_mode, table, log, max_sink_rows=max_sink_rows)
     else:
-        sink = FoldSink(table, latency)
+        sink = FoldSink(table, latencies)
     try:
         writer = sink.attach(
             frame.writeStream.queryName(name).outputMode(config.output_mode).option("checkpointLocation", str(workdir / "checkpoint"))
@@ -435,7 +437,7 @@ def start_run(
         discard()
         raise
     return Run(
-        name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latency, kept=kept is not None
+        name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latencies, kept=kept is not None
     )
 
 

@@ -137,8 +137,9 @@ def replay(
     watermark: str | None = None,
     output_mode: OutputMode = "update",
     timeout: float = 600.0,
+    latency: bool = False,
 ) -> Replay:
-    """Replay ``feed_dir`` through a windowed count per key and return the final result table.
+    """Replay ``feed_dir`` through a windowed count per key and return the final result table (and, with ``latency``, each record's latency).
 
     Raises :class:`~streaming.engine.config.ConfigError` for a configuration Spark would
     refuse, before anything starts.
@@ -150,12 +151,12 @@ def replay(
         watermark=watermark,
         output_mode=output_mode,
     )
-    return run_to_idle(registry, config, timeout=timeout)
+    return run_to_idle(registry, config, timeout=timeout, latency=latency)
 
 
 def run_to_idle(
     registry: QueryRegistry, config: QueryConfig, *, timeout: float = 600.0, open_sessions: bool = False, cancel: threading.Event | None = None,
-    keep: Path | None = None, stop_after: int | None = None, progress: Callable[[int, int], None] | None = None,
+    keep: Path | None = None, stop_after: int | None = None, progress: Callable[[int, int], None] | None = None, latency: bool = False,
 ) -> Replay:
     """Run ``config`` (a feed source) until the stream is idle, stop it and return what it produced.
 
@@ -170,13 +171,14 @@ def run_to_idle(
     of the feed's micro-batches (counted from the stream's start) have been
     handed over and processed. ``progress(done, total)`` follows a stepped
     replay file by file (:meth:`~streaming.engine.query.Run.await_idle`).
+    With ``latency`` the replay measures each record's latency (:attr:`Replay.latency`); a replay that does not show it saves that cost.
     """
     from .state import open_sessions as read_open_sessions
 
     if stop_after is not None and (isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 1):
         raise ConfigError("stop_after", stop_after, "must be a whole number of at least 1")
     name = f"replay_{uuid.uuid4().hex[:12]}"
-    run = registry.start(config, name, max_rows=None, keep=False if keep is None else Path(keep))
+    run = registry.start(config, name, max_rows=None, keep=False if keep is None else Path(keep), latency=latency)
     try:
         run.await_idle(timeout, cancel, stop_after, progress)
         summaries = run.log.summaries()
@@ -184,8 +186,8 @@ def run_to_idle(
         run.stop()
         still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
         started = initial_offsets(run.workdir / "checkpoint") if isinstance(config.source, KafkaSource) else None
-        latency = None if run.latency is None else run.latency.frame()
-        return Replay(config, result, progress, still_open, tuple(summaries), started, latency)
+        latencies = None if run.latency is None else run.latency.frame()
+        return Replay(config, result, progress, still_open, tuple(summaries), started, latencies)
     finally:
         registry.remove(name)
 
