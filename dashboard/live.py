@@ -463,8 +463,8 @@ def query_selector(registry: QueryRegistry, keys: tuple[str, str, str] = (SELECT
 
 def stop_button(run: Run) -> None:
     """A Stop button for ``run``, enabled while it is active."""
-    if st.button("Stop query", key="lab_stop", disabled=run.status != "active"):
-        run.stop()
+    if st.button("Stop query", key="lab_stop", disabled=run.status != "active" or run.stopping):
+        run.stop_soon()  # Spark's stop waits for the batch it interrupts: the page does not
         st.rerun()
 
 
@@ -477,7 +477,7 @@ def _status_row(run: Run, progress: pd.DataFrame) -> None:
     columns = st.columns(7 if run.config.deduplicate else 6)
     drained = run.status == "active" and run.drained
     columns[0].metric(
-        "Status", "all data read" if drained else run.status,
+        "Status", "stopping…" if run.stopping else "all data read" if drained else run.status,
         help="Every file of the replay has been handed over and read: the query is idle, waiting for data that will not come; Stop it" if drained else None,
     )
     columns[1].metric("Batches", len(run.log))

@@ -51,7 +51,7 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
         rows.append(
             {
                 "name": run.name,
-                "status": "active, all data read" if run.status == "active" and run.drained else run.status,
+                "status": "stopping…" if run.stopping else "active, all data read" if run.status == "active" and run.drained else run.status,
                 "batches": len(run.log),
                 "last_progress": _last_progress(run),
                 "source": source_summary(description),
@@ -77,8 +77,8 @@ def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key:
         st.session_state[pending_key] = run.name
         go_to(live_page)
     if run.status == "active":
-        if st.button("Stop", key=f"lab_stop_run_{run.name}", help="Stop it; a kept query can be resumed"):
-            registry.stop(run.name)
+        if st.button("Stop", key=f"lab_stop_run_{run.name}", disabled=run.stopping, help="Stop it; a kept query can be resumed"):
+            run.stop_soon()
             st.rerun()
     elif run.kept:
         _kept_actions(registry, run.name, live_page, pending_key, problem)

@@ -178,10 +178,11 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         assert not at.exception, at.exception
         assert any(list(frame.value.columns)[-1] == "rule" for frame in at.dataframe)
         assert {button.label for button in at.get("download_button")} >= {"Download CSV", "Download Parquet"}
-        at.button(key="lab_stop").click().run()
+        at.button(key="lab_stop").click().run()  # the page does not wait for Spark's stop
         assert not at.exception, at.exception
-        assert app_registry.get(name).status == "stopped"
-        assert _metric(at, "Status") == "stopped"
+        assert _wait_until(at, lambda _: app_registry.get(name).status == "stopped", 60), app_registry.get(name).status
+        at.run()
+        assert _metric(at, "Status") == "stopped" and at.button(key="lab_stop").disabled
     finally:
         app_registry.delete(name)
 
@@ -202,6 +203,7 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         assert first.kept and first.config.state_store == "rocksdb"
         assert _wait_until(at, lambda _: len(first.log) >= 2, WAIT_FOR_DATA), "no progress"
         at.button(key="lab_stop").click().run()
+        assert _wait_until(at, lambda _: first.status == "stopped", 60), first.status
         batches, staged = len(first.log), first.feeder.staged
         app_registry.remove(name)  # a server restart forgets the run; its folder stays
         at.switch_page(QUERIES).run()
@@ -291,7 +293,8 @@ def test_queries_page_lists_runs_and_other_queries_and_stops_them(app_registry, 
 
         at.button(key=f"lab_stop_run_{mine}").click().run()
         assert not at.exception, at.exception
-        assert app_registry.get(mine).status == "stopped"
+        assert _wait_until(at, lambda _: app_registry.get(mine).status == "stopped", 60), app_registry.get(mine).status
+        at.run()
         listed = at.dataframe[0].value
         assert listed.loc[listed["name"] == mine, "status"].item() == "stopped"
         assert f"lab_remove_run_{mine}" in _button_keys(at)

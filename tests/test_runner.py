@@ -290,7 +290,9 @@ def test_a_replay_that_has_read_every_file_says_so_while_it_runs_on(registry, wr
         run.await_idle(300)
         wait_for(lambda: run.drained, "not drained after every file was read")
         assert run.status == "active" and run.feeder.staged == len(GUIDE_BATCHES)
+        run.stop_soon()  # in the background, as the pages stop a query; a second stop at once takes its turn
         run.stop()
-        assert not run.drained
+        wait_for(lambda: not run.stopping, "still stopping")
+        assert run.status == "stopped" and not run.drained
     finally:
         registry.delete("drained_replay")

@@ -11,6 +11,7 @@ its sink, its feeder and its working folder.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 import threading
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 RunStatus = Literal["active", "finished", "stopped", "failed"]
+LOG = logging.getLogger(__name__)
 INPUT_METRICS = "input"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -180,6 +182,8 @@ class Run:
     stopped_by_user: bool = field(default=False)
     kept: bool = field(default=False)
     """True when ``workdir`` is a kept folder (:class:`~streaming.engine.checkpoints.KeptQuery`): :meth:`close` leaves it, :meth:`delete` removes it."""
+    _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stopper: threading.Thread | None = field(default=None, repr=False)
 
     @property
     def status(self) -> RunStatus:
@@ -213,19 +217,42 @@ class Run:
         return None if exception is None else str(exception)
 
     def stop(self) -> None:
-        """Stop the query and its feeder. Idempotent.
+        """Stop the query and its feeder. Idempotent; two threads stopping at once take turns.
 
+        Spark's stop waits for the batch it interrupts, which can take seconds.
         The working folder stays: tasks of a batch interrupted by the stop may
         still be writing state there. :meth:`close` deletes it.
         """
-        if self.query.isActive:
-            self.stopped_by_user = True
+        with self._stop_lock:
+            if self.query.isActive:
+                self.stopped_by_user = True
+            try:
+                if self.feeder is not None:
+                    self.feeder.stop()
+                self.query.stop()
+            finally:
+                self.sink.close()
+
+    def stop_soon(self) -> None:
+        """:meth:`stop` in a background thread, for a page that must not wait for it; :attr:`stopping` while it runs."""
+        with self._stop_lock:
+            if self.query.isActive:
+                self.stopped_by_user = True
+            if self._stopper is None or not self._stopper.is_alive():
+                self._stopper = threading.Thread(target=self._stop_logged, name=f"stop-{self.name}", daemon=True)
+                self._stopper.start()
+
+    def _stop_logged(self) -> None:
         try:
-            if self.feeder is not None:
-                self.feeder.stop()
-            self.query.stop()
-        finally:
-            self.sink.close()
+            self.stop()
+        except Exception:  # nobody waits for this thread: the failure goes to the log, and status says what the query is
+            LOG.exception("%s: stopping failed", self.name)
+
+    @property
+    def stopping(self) -> bool:
+        """True while a :meth:`stop_soon` runs and the query is still active."""
+        stopper = self._stopper
+        return stopper is not None and stopper.is_alive() and self.query.isActive
 
     def close(self) -> None:
         """Stop, then delete the working folder (staged files and checkpoint) unless it is kept. Idempotent.
