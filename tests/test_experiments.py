@@ -67,6 +67,12 @@ def _wait_until(at: AppTest, condition: Callable[[AppTest], bool], timeout: floa
     return False
 
 
+def _tuned(at: AppTest) -> bool:
+    """The sweep is done and its result drawn (the model's answer is drawn before it, while Spark confirms it)."""
+    job = _job(at, tuner.TUNE_JOB)
+    return job is not None and job.done and _table_with(TUNE_TABLE)(at)
+
+
 def _table_with(columns: set[str]) -> Callable[[AppTest], bool]:
     return lambda at: any(columns <= set(frame.value.columns) for frame in at.dataframe)
 
@@ -340,7 +346,7 @@ def test_tuner_sweeps_the_guide_feed(jobs) -> None:
     assert not at.exception and not _errors(at), (at.exception, _errors(at))
     assert _job(at, tuner.TUNE_JOB) is not None
 
-    assert _wait_until(at, _table_with(TUNE_TABLE)), f"no result table; errors: {_errors(at)}"
+    assert _wait_until(at, _tuned), f"no result table; errors: {_errors(at)}"
     assert not _errors(at)
     recommendation, confirmed = (box.value for box in at.success)
     assert recommendation == "Smallest delay reaching 85%: 10 minutes"
@@ -458,7 +464,7 @@ def test_tuner_sweeps_a_dataset_sum_with_duplicates_dropped(jobs, orders_root: P
     at.button(key="tune_run").click().run()
     assert not at.exception and not _errors(at), (at.exception, _errors(at))
 
-    assert _wait_until(at, _table_with(TUNE_TABLE)), f"no result table; errors: {_errors(at)}"
+    assert _wait_until(at, _tuned), f"no result table; errors: {_errors(at)}"
     assert [box.value for box in at.success] == ["Smallest delay reaching 99%: 10 minutes"]
     table = _table(at, TUNE_TABLE)
     assert table["completeness"].iloc[0] < 1.0 and table["completeness"].iloc[1] == 1.0
