@@ -234,13 +234,13 @@ class Run:
                 self.sink.close()
 
     def stop_soon(self) -> None:
-        """:meth:`stop` in a background thread, for a page that must not wait for it; :attr:`stopping` while it runs."""
-        with self._stop_lock:
-            if self.query.isActive:
-                self.stopped_by_user = True
-            if self._stopper is None or not self._stopper.is_alive():
-                self._stopper = threading.Thread(target=self._stop_logged, name=f"stop-{self.name}", daemon=True)
-                self._stopper.start()
+        """:meth:`stop` in a background thread, for a page that must not wait for it; :attr:`stopping` while it runs.
+
+        Never blocks: two calls at once may start two threads, whose stops take turns.
+        """
+        if self._stopper is None or not self._stopper.is_alive():
+            self._stopper = threading.Thread(target=self._stop_logged, name=f"stop-{self.name}", daemon=True)
+            self._stopper.start()
 
     def _stop_logged(self) -> None:
         try:
