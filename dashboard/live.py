@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -49,7 +49,7 @@ from streaming.engine.config import (
 )
 from streaming.engine.durations import human_duration
 from streaming.engine.errors import ConfigError, brief, first_line
-from streaming.engine.feeds import SAMPLE_FEEDS, feed_events
+from streaming.engine.feeds import SAMPLE_FEEDS, feed_events, feed_names
 from streaming.engine.progress import state_store_metrics
 from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
@@ -57,7 +57,7 @@ from streaming.engine.sources.kafka import KafkaSource, initial_offsets
 from streaming.engine.state import state_operators, state_rows
 from streaming.engine.topics import require_topic
 
-from .data import BATCHING_RULES, DataChoice, batching_widgets, dataset_source, events_of, follow_data, remember_data, runnable_datasets
+from .data import BATCHING_RULES, DataChoice, batching_widgets, dataset_source, events_of, follow_data, label_of, remember_data, runnable_datasets
 from .datasets import dataset_store
 from .kafka import kafka_source, kafka_widgets, topic_view
 from .shared import (
@@ -86,6 +86,7 @@ __all__ = [
     "placeholder_chart",
     "query_selector",
     "query_widgets",
+    "replayed_choices",
     "source_widgets",
     "stall_widget",
     "start_query",
@@ -239,24 +240,22 @@ def build_source(kind: str, params: Mapping[str, Any], root: Path = SAMPLE_FEEDS
     return choice.build(params, root)
 
 
-def form_values(config: QueryConfig, datasets: Mapping[str, tuple[Path, str]], root: Path = SAMPLE_FEEDS) -> dict[str, Any]:
+def form_values(config: QueryConfig, replayed: Mapping[tuple[str, str], DataChoice]) -> dict[str, Any]:
     """The Live query form's inputs (their session-state keys and values) that run ``config`` again, for another page's *Open in Live query*.
 
-    ``datasets`` are the runnable ones (:func:`~dashboard.data.runnable_datasets`).
-    Only the replay of a sample feed or of one of ``datasets`` is carried; the
-    form keeps its own pace and name. :class:`ConfigError` on ``source`` otherwise.
+    ``replayed`` is what the form offers (:func:`replayed_choices`). Only the
+    replay of one of those is carried; the form keeps its own pace and name.
+    :class:`ConfigError` on ``source`` otherwise.
     """
     source = config.source
     if not isinstance(source, FeedSource):
         raise ConfigError("source", source.kind, "opens in Live query only when it replays a sample feed or a dataset")
-    folder = (source.path.parent.resolve(), source.path.name)
-    if source.sample_layout and folder == (Path(root).resolve(), source.path.name):
-        values: dict[str, Any] = {"lab_source": "feed", "lab_feed": source.path.name}
-    else:
-        label = next((label for label, (store, name) in datasets.items() if (Path(store).resolve(), name) == folder), None)
-        if label is None:
-            raise ConfigError("source", source.path.name, "is not a runnable dataset: save its column mapping on the Datasets page")
-        values = {"lab_source": "dataset", "lab_dataset": label, **_batching_values(source.batching, "lab_dataset")}
+    kinds: tuple[Literal["feed", "dataset"], ...] = ("feed", "dataset") if source.sample_layout else ("dataset",)
+    found = next(filter(None, (label_of(DataChoice(kind, source.path.parent, source.path.name), replayed) for kind in kinds)), None)
+    if found is None:
+        raise ConfigError("source", source.path.name, "is not a runnable dataset: save its column mapping on the Datasets page")
+    kind, label = found
+    values = {"lab_source": kind, PICKERS[kind]: label, **(_batching_values(source.batching, "lab_dataset") if kind == "dataset" else {})}
     sliding = config.slide is not None
     return {
         **values,
@@ -284,7 +283,7 @@ def _batching_values(batching: Batching, prefix: str) -> dict[str, Any]:
 def open_in_live(config: QueryConfig, key: str) -> None:
     """An *Open in Live query* button: the Live query form set to run ``config`` (:func:`form_values`), ready to start; none when it cannot be."""
     try:
-        values = form_values(config, runnable_datasets(dataset_store()))
+        values = form_values(config, replayed_choices(feed_names()))
     except ConfigError:
         return
     if st.button("Open in Live query", key=key, icon=":material/play_circle:", help="The Live query form set to this query, ready to start"):
@@ -310,10 +309,12 @@ def check_name(name: str) -> str | None:
 # --- configuration: widgets -------------------------------------------------------
 
 
-def _replayed_choices(feeds: Sequence[str]) -> dict[tuple[str, str], DataChoice]:
-    """(source kind, its picker's label) → the data it replays: the sample feeds, then the runnable datasets."""
-    choices = {("feed", name): DataChoice("feed", SAMPLE_FEEDS, name) for name in feeds}
-    choices.update({("dataset", label): DataChoice("dataset", root, name) for label, (root, name) in runnable_datasets(dataset_store()).items()})
+def replayed_choices(feeds: Sequence[str], datasets: Mapping[str, tuple[Path, str]] | None = None, root: Path = SAMPLE_FEEDS) -> dict[tuple[str, str], DataChoice]:
+    """(source kind, its picker's label) → the data the form replays: the sample ``feeds`` (under ``root``), then the runnable ``datasets``
+    (:func:`~dashboard.data.runnable_datasets`, those of this server's data root when ``None``)."""
+    choices = {("feed", name): DataChoice("feed", root, name) for name in feeds}
+    runnable = runnable_datasets(dataset_store()) if datasets is None else datasets
+    choices.update({("dataset", label): DataChoice("dataset", store, name) for label, (store, name) in runnable.items()})
     return choices
 
 
@@ -322,7 +323,7 @@ def source_widgets(feeds: Sequence[str], sources: Mapping[str, SourceChoice] = S
 
     It follows a sample feed or dataset chosen on another page (:func:`~dashboard.data.follow_data`), and notes the one it replays.
     """
-    replayed = _replayed_choices(feeds)
+    replayed = replayed_choices(feeds)
     followed = follow_data("lab_source", replayed)
     if followed is not None:
         st.session_state.update({"lab_source": followed[0], PICKERS[followed[0]]: followed[1]})
@@ -747,12 +748,12 @@ def _arrival_caption(events: pd.DataFrame, source: Source) -> None:
 
 def _readable_dropped(dropped: pd.DataFrame, source: Source) -> pd.DataFrame:
     """The dropped events as a user reads them: the id under the dataset's own column name, and ``file_index`` only where a file is a micro-batch."""
-    columns = source.columns if isinstance(source, FeedSource) else None
-    if columns is not None and columns.dedup_id is not None and "id" in dropped and columns.dedup_id not in dropped:
-        dropped = dropped.rename(columns={"id": columns.dedup_id})
-    if isinstance(source, FeedSource) and source.batching.by != "file":
-        dropped = dropped.drop(columns="file_index")
-    return dropped
+    if not isinstance(source, FeedSource):
+        return dropped
+    id_name = source.columns.dedup_id
+    if id_name is not None and "id" in dropped and id_name not in dropped:
+        dropped = dropped.rename(columns={"id": id_name})
+    return dropped if source.batching.by == "file" else dropped.drop(columns="file_index")
 
 
 def _dropped_list(run: Run, classified: pd.DataFrame) -> None:

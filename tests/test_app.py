@@ -450,7 +450,7 @@ def test_a_query_opens_in_the_live_form_with_its_data_and_shape(tmp_path: Path, 
     store = DatasetStore(tmp_path / "data")
     store.add("orders", [Upload("topic.jsonl", EVENTS_JSONL)])
     store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user", "value": "amount"})
-    runnable = data.runnable_datasets(store)
+    runnable = live.replayed_choices(feed_names(), data.runnable_datasets(store))
     feed = QueryConfig(FeedSource(SAMPLE_FEEDS / "guide_words", 0), window="10 minutes", slide="5 minutes", watermark=None, output_mode="complete")
     assert live.form_values(feed, runnable) == {
         "lab_source": "feed", "lab_feed": "guide_words", "lab_aggregation": "count", "lab_deduplicate": False, "lab_sessions": False,
