@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
@@ -406,10 +406,18 @@ MODEL_COLUMNS = ("delay", "completeness", "counted", "exact", "lost_pairs", "pea
 
 def model_answer(result: TuneResult) -> None:
     """The watermark model's answer, shown at once while Spark confirms it: the recommendation and one row per delay."""
-    text = recommendation_text(result)
-    (st.success if result.recommended is not None else st.warning)(f"{text} (the watermark model, in {result.wall_seconds:.1f} s; Spark is confirming it)")
+    _recommendation(result, f" (the watermark model, in {result.wall_seconds:.1f} s; Spark is confirming it)")
+    _delays_table(result, MODEL_COLUMNS)
+
+
+def _recommendation(result: TuneResult, note: str = "") -> None:
+    (st.success if result.recommended is not None else st.warning)(recommendation_text(result) + note)
+
+
+def _delays_table(result: TuneResult, columns: Iterable[str]) -> None:
+    """One row per delay of ``result``, the ``columns`` it has, the output delay in its unit."""
     shown = readable_seconds(tuner_charts.tune_frame(result), ["output_delay_seconds"])
-    st.dataframe(shown[[name for name in MODEL_COLUMNS if name in shown.columns]], hide_index=True, column_config=dict(TUNE_COLUMNS))
+    st.dataframe(shown[[name for name in columns if name in shown.columns]], hide_index=True, column_config=dict(TUNE_COLUMNS))
 
 
 def tune_results(job: Job) -> None:
@@ -426,12 +434,9 @@ def tune_results(job: Job) -> None:
         f"{inputs.feed}: {what} per window of {shape}, {len(result.outcomes)} delays, target {percent(result.target)}: "
         f"{result.wall_seconds:.0f} s {'(delays run concurrently)' if result.concurrent else '(one delay at a time)'}."
     )
-    text = recommendation_text(result)
-    (st.success if result.recommended is not None else st.warning)(text)
+    _recommendation(result)
     _method(result, inputs)
-    frame = tuner_charts.tune_frame(result)
-    shown = readable_seconds(frame, ["output_delay_seconds"])
-    st.dataframe(shown[[name for name in TUNE_COLUMNS if name in shown.columns]], hide_index=True, column_config=dict(TUNE_COLUMNS))
+    _delays_table(result, TUNE_COLUMNS)
     left, right = st.columns(2)
     left.plotly_chart(tuner_charts.completeness_vs_state(result), key="tune_chart_state")
     right.plotly_chart(tuner_charts.completeness_vs_output_delay(result), key="tune_chart_delay")
