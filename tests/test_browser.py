@@ -188,18 +188,24 @@ def _selected(page, label: str) -> str:
     return page.get_by_role("combobox", name=label, exact=True).first.input_value()
 
 
-def _press_until(page, button: str, shown, attempts: int = 4) -> None:
-    """Press ``button`` until ``shown`` is visible: a rerun in flight can swallow a click."""
+def _until(act, done, attempts: int = 4) -> None:
+    """``act()`` until ``done()`` (a Playwright wait) succeeds: a rerun in flight can swallow a click or keystrokes."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     for attempt in range(attempts):
-        page.get_by_role("button", name=button).first.click()
+        act()
         try:
-            shown.wait_for(timeout=30_000)
+            done()
             return
         except PlaywrightTimeoutError:
             if attempt == attempts - 1:
                 raise
+
+
+def _enter(page, label: str, value: str) -> None:
+    field = page.get_by_role("spinbutton", name=label)
+    field.fill(value)
+    field.press("Enter")
 
 
 def _open(page, title: str) -> None:
@@ -237,7 +243,8 @@ def test_a_newcomer_walks_an_hour_scale_dataset_through_every_page(app_url, brow
         page.get_by_text("Confirmed on Spark at").first.wait_for(timeout=300_000)  # the model's answer shows first, then Spark's
         recommended = page.get_by_text("Smallest delay reaching 99%:").first.inner_text().split(": ", 1)[1].strip()
         assert page.locator(".stException").count() == 0
-        _press_until(page, "Open in Live query", page.get_by_role("heading", name="Live query").first)
+        _until(lambda: page.get_by_role("button", name="Open in Live query").first.click(),
+               lambda: page.get_by_role("heading", name="Live query").first.wait_for(timeout=30_000))
         assert _selected(page, "Source") == "Your dataset (uploaded on the Datasets page)" and _selected(page, "Dataset") == "flights"
         assert page.get_by_role("textbox", name="Watermark delay").input_value() == recommended
         page.get_by_role("textbox", name="Query name").fill("walk_flights")
@@ -252,9 +259,7 @@ def test_a_newcomer_walks_an_hour_scale_dataset_through_every_page(app_url, brow
         page.get_by_role("button", name="Run comparison").click()
         page.get_by_text("Same event-time axis").wait_for(timeout=300_000)
         assert page.locator(".stException").count() == 0
-        page.get_by_role("spinbutton", name="Configurations").fill("3")
-        page.get_by_role("spinbutton", name="Configurations").press("Enter")
-        page.wait_for_url("**cmp_count=3**", timeout=30_000)  # an input changed is written in the page's link
+        _until(lambda: _enter(page, "Configurations", "3"), lambda: page.wait_for_url("**cmp_count=3**", timeout=15_000))  # written in the page's link
         linked = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:  # a new session from the link: the same inputs, nothing run
             linked.goto(page.url, wait_until="domcontentloaded")
@@ -267,22 +272,16 @@ def test_a_newcomer_walks_an_hour_scale_dataset_through_every_page(app_url, brow
         page.close()
 
 
-def _publish_to(page, topic: str, attempts: int = 5) -> None:
-    """Name the topic and press Publish until the publish to it shows (running or done): a rerun in flight can swallow a keystroke or a click."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+def _publish_to(page, topic: str) -> None:
+    """Name the topic and press Publish until the publish to it shows (running or done)."""
 
-    shown = page.get_by_text(f"to {topic}")
-    for attempt in range(attempts):
+    def publish() -> None:
         field = page.get_by_role("textbox", name="Topic")
         field.fill(topic)
         field.press("Enter")
         page.get_by_role("button", name="Publish", exact=True).click()
-        try:
-            shown.first.wait_for(timeout=15_000)
-            return
-        except PlaywrightTimeoutError:
-            if attempt == attempts - 1:
-                raise
+
+    _until(publish, lambda: page.get_by_text(f"to {topic}").first.wait_for(timeout=15_000), attempts=5)
 
 
 def test_the_demo_on_a_real_broker_publish_web_clicks_then_query_the_topic(app_url, browser):
