@@ -25,7 +25,7 @@ from .engine.config import (
     FeedSource,
     QueryConfig,
 )
-from .engine.datasets import FORMATS, FileFormat
+from .engine.datasets import FileFormat, detect_format
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN
 from .engine.sources import Source
@@ -164,17 +164,6 @@ def topic_source(spark: SparkSession, args: argparse.Namespace) -> KafkaSource:
         event_time=args.event_time, time_format=args.time_format or "auto", key=None if args.no_key else args.key, value=args.value, dedup_id=args.dedup_by,
     )
     return KafkaSource(bootstrap, topic, value_columns, value_format, columns, max_offsets_per_trigger=args.max_offsets_per_trigger)
-
-
-def detect_format(path: Path) -> FileFormat:
-    """The format of a file by its name, or of a folder's data files (which must all have one); :class:`ConfigError` otherwise."""
-    names = [path.name] if path.is_file() else [child.name for child in path.iterdir() if child.is_file() and not child.name.startswith(".")]
-    found = sorted({FORMATS[Path(name).suffix.lower()] for name in names if Path(name).suffix.lower() in FORMATS})
-    if not found:
-        raise ConfigError("PATH", str(path), "holds no CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet) files")
-    if len(found) > 1:
-        raise ConfigError("PATH", str(path), f"holds files of several formats ({', '.join(found)}); choose one with --format")
-    return found[0]
 
 
 def replay_source(

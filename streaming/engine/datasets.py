@@ -53,6 +53,7 @@ __all__ = [
     "count_rows",
     "csv_header",
     "data_root",
+    "detect_format",
     "file_format",
     "max_upload_mb",
     "require_same_columns",
@@ -122,6 +123,17 @@ def file_format(name: str) -> FileFormat:
     if suffix not in FORMATS:
         raise ConfigError("file", name, f"is not {_DESCRIBED}")
     return FORMATS[suffix]
+
+
+def detect_format(path: Path, field_name: str = "PATH", choose: str = "--format") -> FileFormat:
+    """The format of a file by its name, or of a folder's data files (which must all have one); :class:`ConfigError` naming ``field_name`` otherwise."""
+    names = [path.name] if path.is_file() else [child.name for child in path.iterdir() if child.is_file() and not child.name.startswith(".")]
+    found = sorted({FORMATS[Path(name).suffix.lower()] for name in names if Path(name).suffix.lower() in FORMATS})
+    if not found:
+        raise ConfigError(field_name, str(path), "holds no CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet) files")
+    if len(found) > 1:
+        raise ConfigError(field_name, str(path), f"holds files of several formats ({', '.join(found)}); choose one with {choose}")
+    return found[0]
 
 
 def count_rows(path: Path, fmt: FileFormat, shown_name: str | None = None) -> int:

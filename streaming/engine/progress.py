@@ -129,7 +129,9 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
     ``source_offsets`` (the first source's start and end offsets as JSON text:
     for a feed, ``{"logOffset": i}`` ends the batch that read file ``i``),
     ``state_custom`` (the state store's own metrics, ``(name, value)`` pairs as Spark reports them) and
-    ``output_rows`` (the rows the sink was given, -1 when Spark does not say).
+    ``output_rows`` (the rows the sink was given, -1 when Spark does not say),
+    ``operators`` (each stateful operator's ``(name, rows in state, rows dropped by the watermark, state bytes)``)
+    and ``observed`` (each observation's ``(name, ((metric, value), ...))``, as the query's ``observe`` named them).
     ``offsets_behind_avg`` / ``offsets_behind_max`` are how many records the
     query was behind the latest offsets after the batch, averaged over and the
     largest of the partitions (Kafka's ``avgOffsetsBehindLatest`` /
@@ -164,6 +166,14 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
         "source_offsets": _offsets(progress),
         "durations": tuple(durations.items()),
         "state_custom": tuple(_custom_metrics(operators).items()),
+        "operators": tuple(
+            (
+                str(op.get("operatorName") or "?"), int(op.get("numRowsTotal") or 0), int(op.get("numRowsDroppedByWatermark") or 0),
+                int(op.get("memoryUsedBytes") or 0),
+            )
+            for op in operators
+        ),
+        "observed": tuple((str(name), tuple(sorted(metrics.items()))) for name, metrics in (progress.get("observedMetrics") or {}).items()),
     }
 
 
@@ -187,11 +197,15 @@ def state_store_metrics(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(records, columns=["batch_id", "metric", "value"])
 
 
+_NESTED = ("durations", "source_offsets", "state_custom", "operators", "observed")
+"""The summary's fields that are not columns of the progress frame."""
+
+
 def progress_frame(summaries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per batch in batch order, with ``cumulative_rows_dropped``; later summaries of a batch id win."""
     latest = {row["batch_id"]: row for row in summaries}
     rows = [latest[batch] for batch in sorted(latest)]
-    frame = pd.DataFrame([{k: v for k, v in row.items() if k not in ("durations", "source_offsets", "state_custom")} for row in rows])
+    frame = pd.DataFrame([{k: v for k, v in row.items() if k not in _NESTED} for row in rows])
     if frame.empty:
         return pd.DataFrame({column: pd.Series(dtype="float64") for column in PROGRESS_COLUMNS})
     frame["cumulative_rows_dropped"] = frame["rows_dropped_by_watermark"].cumsum()

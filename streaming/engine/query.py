@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,8 +42,18 @@ if TYPE_CHECKING:
     from .sources import Feeder
 
 __all__ = [
-    "CHANGELOG_CONF", "INPUT_METRICS", "PROVIDER_CONF", "Run", "RunStatus", "aggregate_column", "build_frame", "exact_frame", "malformed_rows",
-    "start_run", "windowed_counts",
+    "CHANGELOG_CONF",
+    "INPUT_METRICS",
+    "PROVIDER_CONF",
+    "Run",
+    "RunStatus",
+    "aggregate_column",
+    "build_frame",
+    "exact_frame",
+    "malformed_rows",
+    "start_run",
+    "start_with",
+    "windowed_counts",
 ]
 
 RunStatus = Literal["active", "finished", "stopped", "failed"]
@@ -469,12 +479,16 @@ def start_run(
 
 
 def _start(spark: SparkSession, writer: DataStreamWriter, config: QueryConfig) -> StreamingQuery:
-    """Start ``writer`` with ``config``'s state store, restoring the session's settings after.
+    """Start ``writer`` with ``config``'s state store (see :func:`start_with`)."""
+    return start_with(spark, writer, {PROVIDER_CONF: STATE_STORE_PROVIDERS[config.state_store], CHANGELOG_CONF: str(config.changelog_checkpointing).lower()})
+
+
+def start_with(spark: SparkSession, writer: DataStreamWriter, wanted: Mapping[str, str]) -> StreamingQuery:
+    """Start ``writer`` with the session settings ``wanted`` (name → value) for this query only, restoring the session's after.
 
     Spark copies the session's settings when a query starts; the lock keeps two
-    starts from seeing each other's state store.
+    starts from seeing each other's settings.
     """
-    wanted = {PROVIDER_CONF: STATE_STORE_PROVIDERS[config.state_store], CHANGELOG_CONF: str(config.changelog_checkpointing).lower()}
     with _START_LOCK:
         before = {name: spark.conf.get(name, None) for name in wanted}
         for name, setting in wanted.items():

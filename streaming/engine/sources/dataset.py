@@ -22,8 +22,9 @@ from .replayer import FeedReplayer, handed_over
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
-__all__ = ["dataset_frame", "dataset_rows"]
+__all__ = ["dataset_frame", "dataset_rows", "file_stream"]
 
 
 def dataset_frame(
@@ -37,14 +38,18 @@ def dataset_frame(
     batches, arrivals = cut_batches(spark, files, file_format, batching, staging.parent / "batches", time_format=arrival_format, schema=schema, struct=struct)
     pauses = arrival_pauses(arrivals, speed) if speed is not None and arrivals is not None else None
     replayer = FeedReplayer(batches, staging, seconds_per_file, pauses)
+    raw = file_stream(spark, struct, file_format, staging)
+    return raw.select(*selected, handed_over(raw)), replayer
+
+
+def file_stream(spark: SparkSession, struct: StructType, file_format: FileFormat, folder: Path) -> DataFrame:
+    """Spark's file source over ``folder``: one file per micro-batch (``maxFilesPerTrigger=1``), read with ``struct``; a malformed CSV or JSON row becomes nulls, never a failed query."""
     reader = spark.readStream.schema(struct).option("maxFilesPerTrigger", 1)
     if file_format == "csv":
-        raw = reader.option("header", True).option("mode", "PERMISSIVE").csv(str(staging))
-    elif file_format == "json":
-        raw = reader.option("mode", "PERMISSIVE").json(str(staging))
-    else:
-        raw = reader.parquet(str(staging))
-    return raw.select(*selected, handed_over(raw)), replayer
+        return reader.option("header", True).option("mode", "PERMISSIVE").csv(str(folder))
+    if file_format == "json":
+        return reader.option("mode", "PERMISSIVE").json(str(folder))
+    return reader.parquet(str(folder))
 
 
 def dataset_rows(spark: SparkSession, files: Sequence[Path], file_format: FileFormat, columns: ColumnMapping) -> DataFrame:
