@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from streaming.adfeeds import sample_ad_specs
 from streaming.engine.feeds import TIME_FORMAT
 from streaming.feedgen import (
     BAD_EVENT_TIME,
@@ -150,6 +151,14 @@ def test_shipped_generated_feeds_are_reproducible(name: str, tmp_path: Path) -> 
     shipped = sorted((SAMPLE_FEEDS / name).glob("batch-*.csv"))
     assert _contents(shipped) == _contents(written)
     assert sum(p.stat().st_size for p in shipped) < 200_000
+
+
+@pytest.mark.parametrize("pair", sorted(sample_ad_specs()))
+def test_shipped_ad_feeds_are_reproducible(pair: tuple[str, str], tmp_path: Path) -> None:
+    written = regenerate_samples(tmp_path)
+    for name in pair:
+        shipped = sorted((SAMPLE_FEEDS / name).glob("batch-*.csv"))
+        assert _contents(shipped) == _contents(written[name])
 
 
 def test_guide_words_is_the_programming_guide_example() -> None:

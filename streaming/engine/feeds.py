@@ -79,8 +79,16 @@ def feed_files(folder: Path, fmt: FileFormat = "csv") -> list[Path]:
 
 
 def feed_names(root: Path = SAMPLE_FEEDS) -> list[str]:
-    """Names of the folders under ``root`` that hold ``.csv`` files: the feeds a user may pick."""
-    return sorted(folder.name for folder in Path(root).iterdir() if folder.is_dir() and any(folder.glob("*.csv")))
+    """Names of the folders under ``root`` whose ``.csv`` files have the sample feeds' layout (``event_time`` and ``key``): the feeds a user may pick.
+
+    Other folders of CSV files (the ad feeds a join replays) are left out.
+    """
+    names = []
+    for folder in sorted(Path(root).iterdir()):
+        files = feed_files(folder) if folder.is_dir() else []
+        if files and set(REQUIRED_COLUMNS) <= set(csv_header(files[0])):
+            names.append(folder.name)
+    return names
 
 
 def feed_header(folder: Path) -> list[str]:
