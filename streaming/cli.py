@@ -70,6 +70,7 @@ def parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--latency", action="store_true", help="add each record's latency to --json (latency_ms): from its Kafka timestamp (a topic) or from when its file was handed to Spark (files), to the sink")
     _add_tune_parser(commands)
+    _add_join_parser(commands)
     _add_publish_parser(commands)
     state = commands.add_parser("state", help="print the rows a query's state holds, from its checkpoint")
     state.add_argument("checkpoint", type=Path, metavar="DIR", help="a folder given to replay --checkpoint, or a Spark checkpoint")
@@ -238,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         return _publish_main(args)
     if args.command == "state":
         return _state_main(args)
+    if args.command == "join":
+        return _join_main(args)
     from .engine.registry import QueryRegistry
     from .engine.runner import run_to_idle
     from .engine.session import get_session
@@ -427,6 +430,103 @@ def _tune_main(args) -> int:
             print(f"DISAGREEMENT at {confirmation.delay} (please report it): " + "; ".join(confirmation.differences()), file=sys.stderr)
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- join
+
+JOIN_FLAGS = {
+    "left.path": "LEFT", "right.path": "RIGHT", "left.event_time": "--left-time", "right.event_time": "--right-time",
+    "left.watermark": "--left-watermark", "right.watermark": "--right-watermark", "left.file_format": "--format", "right.file_format": "--format",
+    "left.time_format": "--time-format", "right.time_format": "--time-format", "on": "--on", "within": "--within", "join_type": "--type",
+    "policy": "--policy",
+}
+"""The flag of ``join`` that sets each field of a :class:`~streaming.engine.join.JoinConfig`, for its errors."""
+
+
+def _add_join_parser(commands) -> None:
+    from .engine.join import JOIN_TYPES, POLICIES
+
+    join = commands.add_parser("join", help="replay two feeds through a stream-stream join until both are read")
+    join.add_argument("left", metavar="LEFT", help="the left side: a folder of files (replayed in file-name order, file i in micro-batch i) or one file")
+    join.add_argument("right", metavar="RIGHT", help="the right side, read as LEFT is")
+    join.add_argument("--left-time", required=True, help="the left side's event-time column")
+    join.add_argument("--right-time", required=True, help="the right side's event-time column")
+    join.add_argument("--on", required=True, metavar="COL[,COL...]", help="the key columns, equal on both sides and named alike on each")
+    join.add_argument(
+        "--within", default=None, metavar="LOWER,UPPER",
+        help='the time range: the right time within [left time + LOWER, left time + UPPER], both inclusive, e.g. "0 seconds,1 hour" or "-5 minutes,5 minutes"; '
+        "required by outer and semi joins",
+    )
+    join.add_argument("--type", dest="join_type", default="inner", choices=JOIN_TYPES, help="the join type (default: inner)")
+    join.add_argument("--left-watermark", default=None, help="the left side's watermark delay (default: none)")
+    join.add_argument("--right-watermark", default=None, help="the right side's watermark delay (default: none)")
+    join.add_argument("--policy", default="min", choices=POLICIES, help="the global watermark: the smaller of the sides' (min, default) or the larger (max)")
+    join.add_argument("--format", dest="file_format", choices=FILE_FORMATS, default=None, help="csv, json (JSON lines) or parquet, both sides (default: from the file names)")
+    join.add_argument("--time-format", default="auto", help="auto (default), epoch_s, epoch_ms or a Spark datetime pattern, both sides' event times")
+    join.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the joined rows, the watermarks, the batches and the operators to OUT")
+
+
+def _join_config(args: argparse.Namespace):
+    """The :class:`~streaming.engine.join.JoinConfig` the ``join`` flags describe; :class:`ConfigError` naming the flag."""
+    from .engine.join import JoinConfig, JoinSide
+
+    within = None
+    if args.within is not None:
+        within = tuple(bound.strip() for bound in args.within.split(","))
+        if len(within) != 2:
+            raise ConfigError("--within", args.within, "must be LOWER,UPPER, e.g. '0 seconds,1 hour'")
+    try:
+        return JoinConfig(
+            JoinSide(Path(args.left), args.left_time, args.left_watermark, args.file_format, args.time_format, side="left"),
+            JoinSide(Path(args.right), args.right_time, args.right_watermark, args.file_format, args.time_format, side="right"),
+            on=tuple(name.strip() for name in args.on.split(",")),
+            within=within,
+            join_type=args.join_type,
+            policy=args.policy,
+        )
+    except ConfigError as err:
+        raise _as_flags(err) from None
+
+
+def _as_flags(err: ConfigError) -> ConfigError:
+    """``err`` naming the ``join`` flags instead of the configuration's fields (``right.watermark`` -> ``--right-watermark``)."""
+    named = " or ".join(JOIN_FLAGS.get(part, part) for part in err.field.split(" or "))
+    return ConfigError(named, err.value, err.reason)
+
+
+def _join_main(args: argparse.Namespace) -> int:
+    from .engine.join import run_join
+    from .engine.progress import ProgressListener
+    from .engine.session import get_session
+
+    try:
+        config = _join_config(args)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    spark = get_session()
+    listener = ProgressListener()
+    spark.streams.addListener(listener)
+    try:
+        outcome = run_join(spark, config, listener)
+    except ConfigError as err:  # a column missing on a side, a name on both sides, a time format that does not fit
+        print(f"error: {_as_flags(err)}", file=sys.stderr)
+        return 2
+    finally:
+        try:
+            spark.streams.removeListener(listener)
+        finally:
+            spark.stop()
+    report = outcome.to_json()
+    print(outcome.result.to_string(index=False) if len(outcome.result) else "(no joined rows)")
+    print(
+        f"batches={len(report['batches'])} rows={len(report['result'])} malformed_rows={report['malformed_rows']} "
+        f"rows_dropped_by_watermark={report['rows_dropped_by_watermark']} final_watermark={report['final_watermark']} "
+        f"left_watermark={report['side_watermarks']['left']} right_watermark={report['side_watermarks']['right']}"
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 

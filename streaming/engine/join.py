@@ -1,0 +1,465 @@
+"""Stream-stream joins: two replayed feeds joined on key columns and an event-time range, with a watermark on each side.
+
+A :class:`JoinConfig` is checked where it is received, so one that exists is
+one Spark accepts. Spark's rules for joining two streams:
+
+- the output mode is append (a joined row, or an outer join's NULL row, is
+  emitted once and never changed);
+- an inner join needs no watermark and no time range, but then its state
+  keeps every row of both sides for ever;
+- a left outer or left semi join needs a watermark on the right side and the
+  time range: a left row's NULL result (or, for semi, its state) ends once the
+  right side's watermark passes the end of its range. A right outer join
+  mirrors it; a full outer join needs the range and a watermark on either side.
+
+The time range reads: the right side's time within ``[left time + lower,
+left time + upper]``, both bounds inclusive and signed. Each side's
+watermark is its largest event time so far less its delay; the query's
+(global) watermark is the smaller of the two (policy ``min``, Spark's default)
+or the larger (``max``: faster results, more rows of the slower side dropped),
+set for this query only (``spark.sql.streaming.multipleWatermarkPolicy``).
+Spark reports only the global watermark: each side's is computed here from
+its largest event time, which the query observes (``observe``) per side.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import reduce
+from operator import and_
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+import numpy as np
+import pandas as pd
+
+from .datasets import FileFormat, detect_format
+from .durations import format_duration, parse_duration
+from .errors import ConfigError
+from .feeds import feed_files
+from .preview import dataset_schema, read_dataset, stream_schema
+from .progress import ProgressListener, ProgressLog
+from .query import start_with
+from .results import stamp
+from .sources import FILE_FORMATS
+from .sources.dataset import file_stream
+from .sources.replayer import FeedReplayer
+from .times import check_time_fit, check_time_format, quoted, time_column
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = [
+    "JOIN_TYPES",
+    "POLICIES",
+    "POLICY_CONF",
+    "JoinConfig",
+    "JoinOutcome",
+    "JoinSide",
+    "JoinType",
+    "WatermarkPolicy",
+    "join_columns",
+    "join_frame",
+    "run_join",
+    "side_watermarks",
+]
+
+JoinType = Literal["inner", "left_outer", "right_outer", "full_outer", "left_semi"]
+WatermarkPolicy = Literal["min", "max"]
+JOIN_TYPES: tuple[str, ...] = get_args(JoinType)
+POLICIES: tuple[str, ...] = get_args(WatermarkPolicy)
+POLICY_CONF = "spark.sql.streaming.multipleWatermarkPolicy"
+SIDES = ("left", "right")
+SIDE_METRICS = {"left": "left_side", "right": "right_side"}
+"""The name each side's observation (largest event time, rows, malformed rows) has in a batch's progress."""
+
+_NEEDS_WATERMARK: dict[str, tuple[str, ...]] = {"left_outer": ("right",), "left_semi": ("right",), "right_outer": ("left",), "full_outer": ("left", "right")}
+"""The sides one of which must have a watermark, per join type (an inner join needs none)."""
+
+
+def _words(join_type: str) -> str:
+    return join_type.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class JoinSide:
+    """One side of a join: a folder of files (or one file) replayed one file per micro-batch in file-name order.
+
+    ``event_time`` names its event-time column, read with ``time_format``
+    (``auto``, ``epoch_s``, ``epoch_ms`` or a Spark datetime pattern);
+    ``watermark`` is its delay (``None``: no watermark on this side);
+    ``file_format`` is ``csv``, ``json`` or ``parquet`` (``None``: from the
+    file names). ``side`` (``left`` or ``right``) names the fields in errors.
+    Every other column is carried into the joined rows as it is read (CSV as
+    text, JSON lines inferred, Parquet as written).
+    """
+
+    path: Path
+    event_time: str
+    watermark: str | None = None
+    file_format: FileFormat | None = None
+    time_format: str = "auto"
+    side: str = "left"
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ConfigError("side", self.side, "must be left or right")
+        object.__setattr__(self, "path", Path(self.path))
+        if not self.path.is_dir() and not self.path.is_file():
+            raise ConfigError(f"{self.side}.path", str(self.path), "is not a folder or a file")
+        if self.file_format is None:
+            object.__setattr__(self, "file_format", detect_format(self.path, f"{self.side}.path", f"{self.side}.file_format"))
+        elif self.file_format not in FILE_FORMATS:
+            raise ConfigError(f"{self.side}.file_format", self.file_format, f"is not one of {', '.join(FILE_FORMATS)}")
+        if not isinstance(self.event_time, str) or not self.event_time.strip():
+            raise ConfigError(f"{self.side}.event_time", self.event_time, "must name a column")
+        check_time_format(self.time_format, f"{self.side}.time_format")
+        if self.watermark is not None:
+            parse_duration(self.watermark, field=f"{self.side}.watermark")
+        if not self.files():
+            raise ConfigError(f"{self.side}.path", str(self.path), f"holds no {self.file_format} files")
+
+    @property
+    def format(self) -> FileFormat:
+        assert self.file_format is not None  # resolved in __post_init__
+        return self.file_format
+
+    @property
+    def watermark_ms(self) -> int | None:
+        return None if self.watermark is None else parse_duration(self.watermark, field=f"{self.side}.watermark")
+
+    def files(self) -> list[Path]:
+        """The files replayed, in order: the folder's files of the side's format in file-name order, or the one file ``path`` names."""
+        if self.path.is_file():
+            return [self.path]
+        return feed_files(self.path, self.format)
+
+
+def signed_duration_ms(text: str, field_name: str) -> int:
+    """``text`` (a duration, ``-`` in front for a negative one: ``-5 minutes``) in milliseconds; :class:`ConfigError` naming ``field_name``."""
+    if not isinstance(text, str):
+        raise ConfigError(field_name, text, "must be a duration such as '-5 minutes' or '1 hour'")
+    stripped = text.strip()
+    negative = stripped.startswith("-")
+    ms = parse_duration(stripped[1:] if negative else stripped, field=field_name)
+    return -ms if negative else ms
+
+
+@dataclass(frozen=True)
+class JoinConfig:
+    """A stream-stream join of ``left`` and ``right`` (see the module docstring for Spark's rules, checked here).
+
+    ``on`` names the key columns (one or more), equal on both sides and found
+    under the same name on each; ``within`` is the time range ``(lower, upper)``
+    (signed durations: the right side's time within ``[left time + lower,
+    left time + upper]``, both inclusive; ``None``: no range, inner joins
+    only). ``policy`` picks the global watermark: ``min`` or ``max`` of the
+    sides'. ``output_mode`` must be ``append``.
+    """
+
+    left: JoinSide
+    right: JoinSide
+    on: tuple[str, ...]
+    within: tuple[str, str] | None = None
+    join_type: JoinType = "inner"
+    policy: WatermarkPolicy = "min"
+    output_mode: str = "append"
+    bounds_ms: tuple[int, int] | None = field(default=None, init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name, side in (("left", self.left), ("right", self.right)):
+            if not isinstance(side, JoinSide) or side.side != name:
+                raise ConfigError(name, side, f"must be the join's {name} side")
+        if isinstance(self.on, str) or not isinstance(self.on, (tuple, list)):
+            raise ConfigError("on", self.on, "must list the key columns, e.g. ('ad_id',)")
+        object.__setattr__(self, "on", tuple(self.on))
+        if not self.on:
+            raise ConfigError("on", self.on, "must name at least one key column: a stream-stream join matches rows by key")
+        for name in self.on:
+            if not isinstance(name, str) or not name.strip():
+                raise ConfigError("on", name, "must name a column")
+            for side in (self.left, self.right):
+                if name == side.event_time:
+                    raise ConfigError("on", name, f"is the {side.side} side's event-time column; the time range (within) compares times")
+        if len(set(self.on)) != len(self.on):
+            raise ConfigError("on", self.on, "names a column twice")
+        if self.join_type not in JOIN_TYPES:
+            raise ConfigError("join_type", self.join_type, f"is not one of {', '.join(JOIN_TYPES)}")
+        if self.policy not in POLICIES:
+            raise ConfigError("policy", self.policy, "must be min (the slower side's watermark, Spark's default) or max (the faster side's)")
+        if self.output_mode != "append":
+            raise ConfigError("output_mode", self.output_mode, "must be append: Spark emits a stream-stream join's rows once, in append mode only")
+        if self.within is not None:
+            if isinstance(self.within, str) or not isinstance(self.within, (tuple, list)) or len(self.within) != 2:
+                raise ConfigError("within", self.within, "must be two durations (lower, upper), e.g. ('0 seconds', '1 hour')")
+            lower, upper = (signed_duration_ms(bound, "within") for bound in self.within)
+            if lower > upper:
+                raise ConfigError("within", self.within, "has its lower bound after its upper bound")
+            object.__setattr__(self, "within", tuple(self.within))
+            object.__setattr__(self, "bounds_ms", (lower, upper))
+        self._check_spark_rules()
+
+    def _check_spark_rules(self) -> None:
+        needed = _NEEDS_WATERMARK.get(self.join_type)
+        if needed is None:
+            return
+        if self.within is None:
+            raise ConfigError(
+                "within", None,
+                f"is required by a {_words(self.join_type)} join: a row waits for its match until the watermark passes the end of its time range",
+            )
+        sides = {"left": self.left, "right": self.right}
+        if all(sides[name].watermark is None for name in needed):
+            what = " or ".join(f"{name}.watermark" for name in needed)
+            reason = (
+                "the left rows' unmatched results are emitted once the right side's watermark passes their range" if needed == ("right",)
+                else "the right rows' unmatched results are emitted once the left side's watermark passes their range" if needed == ("left",)
+                else "a side's unmatched rows are emitted once the other side's watermark passes their range"
+            )
+            raise ConfigError(what, None, f"is required by a {_words(self.join_type)} join: {reason}")
+
+    @property
+    def sides(self) -> tuple[JoinSide, JoinSide]:
+        return self.left, self.right
+
+    def describe(self) -> str:
+        """One line: ``left_outer join of ad_impressions and ad_clicks on impression_id, click_time within [impression_time + 0 seconds, + 2 minutes]``."""
+        text = f"{self.join_type} join of {self.left.path.name} and {self.right.path.name} on {', '.join(self.on)}"
+        if self.bounds_ms is not None:
+            lower, upper = self.bounds_ms
+            text += f", {self.right.event_time} within [{self.left.event_time} {_signed(lower)}, {_signed(upper)}]"
+        return text
+
+
+def _signed(ms: int) -> str:
+    return ("- " if ms < 0 else "+ ") + format_duration(abs(ms))
+
+
+def join_columns(config: JoinConfig, left: Sequence[str], right: Sequence[str]) -> list[str]:
+    """The joined rows' columns, given each side's: the key columns once, then the left side's others, then the right side's (none for a semi join).
+
+    :class:`ConfigError` when a key or event-time column is missing, or a name
+    is on both sides without being a key (the joined row could not hold both).
+    """
+    for side, names in ((config.left, left), (config.right, right)):
+        if side.event_time not in names:
+            raise ConfigError(f"{side.side}.event_time", side.event_time, f"is not a column of the {side.side} side (columns: {', '.join(names)})")
+        for key in config.on:
+            if key not in names:
+                raise ConfigError("on", key, f"is not a column of the {side.side} side (columns: {', '.join(names)})")
+    shared = sorted((set(left) & set(right)) - set(config.on))
+    if shared:
+        raise ConfigError("on", shared[0], "is a column of both sides but not a key: rename it on one side, or join on it too")
+    rest_left = [name for name in left if name not in config.on]
+    rest_right = [] if config.join_type == "left_semi" else [name for name in right if name not in config.on]
+    return [*config.on, *rest_left, *rest_right]
+
+
+def _interval(ms: int) -> Column:
+    """A literal interval of ``ms`` milliseconds, which Spark reads in a join's range to bound each side's state."""
+    from pyspark.sql import functions as F
+
+    return F.expr(f"INTERVAL {int(ms)} MILLISECONDS")
+
+
+def _side_frame(spark: SparkSession, side: JoinSide, staging: Path) -> tuple[DataFrame, FeedReplayer, list[str]]:
+    """The side's stream (its event time parsed, rows without one counted and left out, its watermark set), its replayer and its columns."""
+    from pyspark.sql import functions as F
+
+    files = side.files()
+    batch = read_dataset(spark, files, side.format)
+    schema, struct = dataset_schema(batch), stream_schema(batch)
+    if side.event_time not in schema:
+        raise ConfigError(f"{side.side}.event_time", side.event_time, f"is not a column of the {side.side} side (columns: {', '.join(schema)})")
+    check_time_fit(side.time_format, schema[side.event_time], f"{side.side}.time_format")
+    parsed = time_column(side.event_time, side.time_format, schema[side.event_time], f"{side.side}.time_format")
+    replayer = FeedReplayer(files, staging, 0)
+    raw = file_stream(spark, struct, side.format, staging)
+    frame = raw.select(*[parsed.alias(name) if name == side.event_time else F.col(quoted(name)) for name in schema])
+    event_time = F.col(quoted(side.event_time))
+    frame = frame.observe(
+        SIDE_METRICS[side.side],
+        F.max(event_time).alias("max_event_time"),
+        F.count(F.lit(1)).alias("rows"),
+        F.count_if(event_time.isNull()).alias("malformed_rows"),
+    ).where(event_time.isNotNull())
+    if side.watermark_ms is not None:
+        frame = frame.withWatermark(quoted(side.event_time), format_duration(side.watermark_ms))
+    return frame, replayer, list(schema)
+
+
+def join_frame(spark: SparkSession, config: JoinConfig, staging: Path) -> tuple[DataFrame, list[FeedReplayer]]:
+    """The joined stream of ``config`` (columns as :func:`join_columns` says) and the replayers that hand each side's files to it (into ``staging``)."""
+    from pyspark.sql import functions as F
+
+    (left, left_replayer, left_names), (right, right_replayer, right_names) = (
+        _side_frame(spark, side, staging / side.side) for side in config.sides
+    )
+    columns = join_columns(config, left_names, right_names)
+
+    def column(side: str, name: str) -> Column:
+        return F.col(f"{side}.{quoted(name)}")
+
+    conditions = [column("left", key) == column("right", key) for key in config.on]
+    if config.bounds_ms is not None:
+        lower, upper = config.bounds_ms
+        left_time, right_time = column("left", config.left.event_time), column("right", config.right.event_time)
+        conditions += [right_time >= left_time + _interval(lower), right_time <= left_time + _interval(upper)]
+    joined = left.alias("left").join(right.alias("right"), reduce(and_, conditions), config.join_type)
+    keys = {
+        "right_outer": lambda key: column("right", key),
+        "full_outer": lambda key: F.coalesce(column("left", key), column("right", key)),
+    }.get(config.join_type, lambda key: column("left", key))
+    selected = [keys(key).alias(key) for key in config.on]
+    selected += [column("left", name).alias(name) for name in left_names if name not in config.on]
+    selected += [column("right", name).alias(name) for name in right_names if name not in config.on and name in columns]
+    return joined.select(*selected), [left_replayer, right_replayer]
+
+
+def side_watermarks(summaries: Iterable[Mapping[str, Any]], config: JoinConfig) -> pd.DataFrame:
+    """Per batch, each side's largest event time so far and watermark (that largest time less its delay; ``NaT`` without a watermark).
+
+    Columns ``batch_id``, ``left_max_event_time``, ``left_watermark``,
+    ``right_max_event_time``, ``right_watermark``: the watermark a side has
+    after the batch, which the next batch runs with (as Spark's global one).
+    """
+    rows = []
+    largest: dict[str, np.datetime64] = {}
+    for summary in sorted(summaries, key=lambda summary: summary["batch_id"]):
+        observed = dict(summary.get("observed") or ())
+        row: dict[str, Any] = {"batch_id": summary["batch_id"]}
+        for side in config.sides:
+            seen = dict(observed.get(SIDE_METRICS[side.side], ()))
+            if seen.get("max_event_time"):
+                moment = pd.Timestamp(seen["max_event_time"])
+                moment = moment.tz_convert(None) if moment.tzinfo else moment
+                value = np.datetime64(moment.value, "ns")
+                largest[side.side] = max(largest.get(side.side, value), value)
+            top = largest.get(side.side, np.datetime64("NaT", "ns"))
+            delay = side.watermark_ms
+            row[f"{side.side}_max_event_time"] = top
+            row[f"{side.side}_watermark"] = np.datetime64("NaT", "ns") if delay is None or np.isnat(top) else top - np.timedelta64(delay, "ms")
+        rows.append(row)
+    columns = ["batch_id", *(f"{side}_{what}" for side in SIDES for what in ("max_event_time", "watermark"))]
+    frame = pd.DataFrame(rows, columns=columns)
+    for name in columns[1:]:
+        frame[name] = pd.to_datetime(frame[name])
+    return frame
+
+
+def _plain(value: Any) -> Any:
+    """A result cell as JSON holds it: times as :func:`~streaming.engine.results.stamp` writes them, missing values as ``None``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NaT:
+        return None
+    if isinstance(value, (pd.Timestamp, np.datetime64)):
+        return stamp(pd.Timestamp(value))
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+@dataclass(frozen=True)
+class JoinOutcome:
+    """What a join replay produced: every joined row (``result``, columns as :func:`join_columns` says) and each batch's summary."""
+
+    config: JoinConfig
+    result: pd.DataFrame
+    summaries: tuple[dict[str, Any], ...]
+
+    @property
+    def rows_dropped_by_watermark(self) -> int:
+        return sum(int(summary["rows_dropped_by_watermark"]) for summary in self.summaries)
+
+    @property
+    def malformed_rows(self) -> int:
+        return sum(int(summary["malformed_rows"]) for summary in self.summaries)
+
+    @property
+    def final_watermark(self) -> pd.Timestamp:
+        marks = [pd.Timestamp(summary["watermark"]) for summary in self.summaries if not np.isnat(summary["watermark"])]
+        return max(marks) if marks else pd.NaT
+
+    def operators(self) -> list[dict[str, Any]]:
+        """Each stateful operator: its name, the rows in its state after the last batch and the rows it dropped as too late over the run."""
+        totals: dict[int, dict[str, Any]] = {}
+        for summary in self.summaries:
+            for index, (name, rows, dropped, _) in enumerate(summary.get("operators") or ()):
+                entry = totals.setdefault(index, {"name": name, "state_rows": 0, "rows_dropped_by_watermark": 0})
+                entry["state_rows"] = rows
+                entry["rows_dropped_by_watermark"] += dropped
+        return [totals[index] for index in sorted(totals)]
+
+    def result_records(self) -> list[dict[str, Any]]:
+        """The joined rows as objects of every column (nulls where a side has no match), sorted by their values."""
+        records = [{name: _plain(value) for name, value in zip(self.result.columns, row)} for row in self.result.itertuples(index=False)]
+        return sorted(records, key=lambda record: [(value is not None, str(value)) for value in record.values()])
+
+    def to_json(self) -> dict[str, Any]:
+        marks = side_watermarks(self.summaries, self.config)
+        last = marks.iloc[-1] if len(marks) else None
+        return {
+            "result": self.result_records(),
+            "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
+            "final_watermark": stamp(self.final_watermark),
+            "side_watermarks": {side: None if last is None else stamp(last[f"{side}_watermark"]) for side in SIDES},
+            "malformed_rows": self.malformed_rows,
+            "batches": [
+                {
+                    "batch_id": int(summary["batch_id"]),
+                    "input_rows": int(summary["num_input_rows"]),
+                    "watermark": stamp(pd.Timestamp(summary["watermark"])),
+                    "rows_dropped_by_watermark": int(summary["rows_dropped_by_watermark"]),
+                    "state_rows": int(summary["state_rows_total"]),
+                    "output_rows": int(summary["output_rows"]),
+                }
+                for summary in self.summaries
+            ],
+            "operators": self.operators(),
+        }
+
+
+def run_join(spark: SparkSession, config: JoinConfig, listener: ProgressListener, *, root: Path | None = None, timeout: float = 600.0) -> JoinOutcome:
+    """Replay both sides of ``config`` through the join and return every row it emitted.
+
+    Micro-batch ``i`` reads file ``i`` (in file-name order) of each side: both
+    are Spark file sources with ``maxFilesPerTrigger=1``, run under the
+    available-now trigger until every file is read (a side with fewer files
+    adds none to the later batches). The rows go to Spark's memory sink in
+    append mode; ``listener`` (registered on ``spark``) delivers each batch's
+    progress. The working folder (staged files, checkpoint) is made under
+    ``root`` and deleted. :class:`ConfigError` for columns that do not fit,
+    before the query starts; :class:`TimeoutError` after ``timeout`` seconds.
+    """
+    name = f"join_{uuid.uuid4().hex[:12]}"
+    workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-join-", dir=root))
+    log = ProgressLog()
+    try:
+        frame, replayers = join_frame(spark, config, workdir / "staging")
+        for replayer in replayers:
+            replayer.stage_all()
+        writer = (
+            frame.writeStream.format("memory").queryName(name).outputMode("append")
+            .option("checkpointLocation", str(workdir / "checkpoint")).trigger(availableNow=True)
+        )
+        listener.register(name, log)
+        query = start_with(spark, writer, {POLICY_CONF: config.policy})
+        try:
+            log.run_id = str(query.runId)
+            deadline = time.monotonic() + timeout
+            if not query.awaitTermination(math.ceil(timeout)):
+                raise TimeoutError(f"the join did not read every file within {timeout:g} s")
+            log.caught_up(query, deadline)
+            result = spark.table(name).toPandas()
+        finally:
+            query.stop()
+            spark.catalog.dropTempView(name)
+        return JoinOutcome(config, result, tuple(log.summaries()))
+    finally:
+        listener.unregister(name, log)
+        shutil.rmtree(workdir, ignore_errors=True)

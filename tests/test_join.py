@@ -1,0 +1,231 @@
+"""Stream-stream joins (:mod:`streaming.engine.join`, ``python -m streaming join``): held to plain PySpark on generated ad feeds
+with late rows on both sides, every join type under both watermark policies; Spark's refusals made before Spark sees the query."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_cli import finish, start_cli
+
+from streaming.adfeeds import AdFeedSpec, generate_ads, write_ad_feeds
+from streaming.cli import main
+from streaming.engine.errors import ConfigError
+from streaming.engine.join import JOIN_TYPES, POLICY_CONF, JoinConfig, JoinSide, join_frame, run_join, side_watermarks
+
+SPEC = AdFeedSpec(
+    start=datetime(2024, 3, 4, 12, 0, 0), batches=8, batch_interval_seconds=10, impressions_per_batch=6, ads=3, click_through=0.6,
+    mean_click_delay_seconds=12, max_click_delay_seconds=60, max_lag_seconds=4, late_share=0.15, late_delay_seconds=45, seed=11,
+)
+LEFT_WATERMARK, RIGHT_WATERMARK = "20 seconds", "5 seconds"
+WITHIN = ("-5 seconds", "30 seconds")
+
+
+@pytest.fixture(scope="module")
+def ads(tmp_path_factory) -> tuple[Path, Path]:
+    """The impressions and clicks of ``SPEC``; each side's files are modified in name order, the order plain Spark's file source reads them in."""
+    root = tmp_path_factory.mktemp("ads")
+    for paths in write_ad_feeds(SPEC, root / "impressions", root / "clicks"):
+        for index, path in enumerate(paths):
+            os.utime(path, (1_700_000_000 + index, 1_700_000_000 + index))
+    return root / "impressions", root / "clicks"
+
+
+def config_of(ads: tuple[Path, Path], join_type: str = "left_outer", policy: str = "min", **changes) -> JoinConfig:
+    impressions, clicks = ads
+    settings = {
+        "left_watermark": LEFT_WATERMARK, "right_watermark": RIGHT_WATERMARK, "within": WITHIN, "on": ("impression_id",),
+    } | changes
+    return JoinConfig(
+        JoinSide(impressions, "impression_time", settings["left_watermark"], side="left"),
+        JoinSide(clicks, "click_time", settings["right_watermark"], side="right"),
+        on=settings["on"], within=settings["within"], join_type=join_type, policy=policy,  # type: ignore[arg-type]
+    )
+
+
+def plain_join(spark, ads: tuple[Path, Path], join_type: str, policy: str, checkpoint: Path) -> tuple[pd.DataFrame, list[dict]]:
+    """The same join written with PySpark alone: ``(rows, progress)``."""
+    from pyspark.sql import functions as F
+
+    def side(folder: Path, time: str, delay: str):
+        schema = spark.read.csv(str(folder), header=True).schema
+        frame = spark.readStream.schema(schema).option("header", True).option("maxFilesPerTrigger", 1).csv(str(folder))
+        return frame.withColumn(time, F.to_timestamp(time)).withWatermark(time, delay)
+
+    impressions = side(ads[0], "impression_time", LEFT_WATERMARK).alias("i")
+    clicks = side(ads[1], "click_time", RIGHT_WATERMARK).alias("c")
+    condition = F.expr(
+        "i.impression_id = c.impression_id AND c.click_time >= i.impression_time - INTERVAL 5 SECONDS "
+        "AND c.click_time <= i.impression_time + INTERVAL 30 SECONDS"
+    )
+    key = {"right_outer": "c.impression_id", "full_outer": "coalesce(i.impression_id, c.impression_id)"}.get(join_type, "i.impression_id")
+    columns = [F.expr(key).alias("impression_id"), "i.ad_id", "i.impression_time", "i.campaign", *([] if join_type == "left_semi" else ["c.click_time"])]
+    name = f"plain_{uuid.uuid4().hex[:8]}"
+    writer = (
+        impressions.join(clicks, condition, join_type).select(*columns).writeStream.format("memory").queryName(name)
+        .outputMode("append").option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+    )
+    spark.conf.set(POLICY_CONF, policy)
+    try:
+        query = writer.start()
+    finally:
+        spark.conf.unset(POLICY_CONF)
+    try:
+        assert query.awaitTermination(300), "the plain join did not end"
+        return spark.table(name).toPandas(), list(query.recentProgress)
+    finally:
+        query.stop()
+        spark.catalog.dropTempView(name)
+
+
+def rows_of(frame: pd.DataFrame) -> list[tuple]:
+    return sorted(tuple(None if pd.isna(value) else str(value) for value in row) for row in frame.itertuples(index=False))
+
+
+def test_the_generated_feeds_have_late_rows_on_both_sides() -> None:
+    impressions, clicks = generate_ads(SPEC)
+    assert sum(impression.late for impression in impressions) >= 3
+    assert sum(click.late for click in clicks) >= 2
+    assert any(click.batch < int(click.impression_id[4:8]) for click in clicks)  # a click that arrives before its impression
+
+
+@pytest.mark.parametrize("policy", ["min", "max"])
+@pytest.mark.parametrize("join_type", JOIN_TYPES)
+def test_every_join_equals_plain_pyspark(spark, registry, ads, tmp_path: Path, join_type: str, policy: str) -> None:
+    outcome = run_join(spark, config_of(ads, join_type, policy), registry.listener, root=tmp_path, timeout=300)
+    expected, progress = plain_join(spark, ads, join_type, policy, tmp_path / "plain")
+    assert list(outcome.result.columns) == list(expected.columns)
+    assert rows_of(outcome.result) == rows_of(expected)
+    assert len(outcome.summaries) == len(progress)
+    assert outcome.rows_dropped_by_watermark == sum(op["numRowsDroppedByWatermark"] for batch in progress for op in batch["stateOperators"])
+    assert outcome.final_watermark == pd.Timestamp(progress[-1]["eventTime"]["watermark"]).tz_convert(None)
+    # what each join type shows on these feeds
+    result = outcome.result
+    assert len(result) > 0
+    if join_type in ("left_outer", "full_outer"):
+        assert result["click_time"].isna().any(), "an impression never clicked gets its NULL row once the clicks' watermark passes its range"
+    if join_type in ("right_outer", "full_outer"):
+        assert result["impression_time"].isna().any(), "a click whose impression was dropped as late gets its NULL row"
+    if join_type == "inner":
+        assert result.notna().all().all()
+
+
+def test_policy_max_follows_the_faster_side_and_drops_more(spark, registry, ads, tmp_path: Path) -> None:
+    slow, fast = (run_join(spark, config_of(ads, "inner", policy), registry.listener, root=tmp_path, timeout=300) for policy in ("min", "max"))
+    assert fast.final_watermark > slow.final_watermark
+    assert fast.rows_dropped_by_watermark > slow.rows_dropped_by_watermark
+    marks = side_watermarks(slow.summaries, slow.config).dropna()
+    last = marks.iloc[-1]
+    assert last["left_watermark"] == last["left_max_event_time"] - pd.Timedelta(LEFT_WATERMARK)
+    assert slow.final_watermark == min(last["left_watermark"], last["right_watermark"])  # min: the slower side's
+    assert fast.final_watermark == max(last["left_watermark"], last["right_watermark"])
+    assert slow.operators() == [{"name": "symmetricHashJoin", "state_rows": slow.summaries[-1]["state_rows_total"], "rows_dropped_by_watermark": slow.rows_dropped_by_watermark}]
+
+
+@pytest.mark.parametrize(
+    ("join_type", "changes", "field"),
+    [
+        ("left_outer", {"right_watermark": None}, "right.watermark"),
+        ("left_semi", {"right_watermark": None}, "right.watermark"),
+        ("right_outer", {"left_watermark": None}, "left.watermark"),
+        ("full_outer", {"left_watermark": None, "right_watermark": None}, "left.watermark or right.watermark"),
+        ("left_outer", {"within": None}, "within"),
+        ("inner", {"within": ("30 seconds", "-5 seconds")}, "within"),
+        ("inner", {"within": ("soon", "1 hour")}, "within"),
+        ("inner", {"on": ()}, "on"),
+        ("inner", {"on": ("click_time",)}, "on"),
+        ("inner", {"left_watermark": "-1 minute"}, "left.watermark"),
+    ],
+)
+def test_refusals_name_the_field(ads, join_type: str, changes: dict, field: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        config_of(ads, join_type, **changes)
+    assert refused.value.field == field
+
+
+def test_only_append_mode_and_the_two_policies(ads) -> None:
+    accepted = config_of(ads)
+    with pytest.raises(ConfigError, match="append"):
+        JoinConfig(accepted.left, accepted.right, accepted.on, accepted.within, "inner", "min", output_mode="update")
+    with pytest.raises(ConfigError) as refused:
+        JoinConfig(accepted.left, accepted.right, accepted.on, accepted.within, "inner", "avg")  # type: ignore[arg-type]
+    assert refused.value.field == "policy"
+
+
+def test_what_is_refused_is_what_spark_refuses(spark, ads, tmp_path: Path) -> None:
+    """Every join type with each pair of watermarks (the range given): Spark starts exactly the queries the configuration accepts."""
+    from pyspark.errors import AnalysisException
+
+    agreed = []
+    for join_type in ("left_outer", "right_outer", "full_outer", "left_semi"):
+        for left, right in ((None, None), (LEFT_WATERMARK, None), (None, RIGHT_WATERMARK)):
+            try:
+                config_of(ads, join_type, left_watermark=left, right_watermark=right)
+                ours = True
+            except ConfigError:
+                ours = False
+            config = config_of(ads, "inner", left_watermark=left, right_watermark=right)
+            object.__setattr__(config, "join_type", join_type)  # past our check, to ask Spark
+            frame, _ = join_frame(spark, config, tmp_path / f"{join_type}-{left}-{right}")
+            try:
+                query = frame.writeStream.format("noop").option("checkpointLocation", str(tmp_path / f"cp-{join_type}-{left}-{right}")).start()
+            except AnalysisException:
+                spark_accepts = False
+            else:
+                query.stop()
+                spark_accepts = True
+            agreed.append((join_type, left, right, ours, spark_accepts))
+    assert [case for case in agreed if case[3] != case[4]] == []
+    assert sum(case[3] for case in agreed) == 5  # left outer, right outer, semi: one each; full outer: either side
+
+
+def test_a_name_on_both_sides_that_is_not_a_key_is_refused(spark, registry, tmp_path: Path) -> None:
+    for side, header in (("left", "id,time,note"), ("right", "id,time2,note")):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "batch-0000.csv").write_text(f"{header}\na,2024-01-01 00:00:00,x\n")
+    config = JoinConfig(JoinSide(tmp_path / "left", "time", side="left"), JoinSide(tmp_path / "right", "time2", side="right"), on=("id",))
+    with pytest.raises(ConfigError) as refused:
+        run_join(spark, config, registry.listener, root=tmp_path)
+    assert (refused.value.field, refused.value.value) == ("on", "note")
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--type", "left_outer", "--within", "0s,30s"], "--right-watermark"),
+        (["--within", "0s"], "--within"),
+        (["--within", "0s,30s", "--left-watermark", "later"], "--left-watermark"),
+    ],
+)
+def test_cli_refusals_name_the_flag(ads, capsys: pytest.CaptureFixture[str], args: list[str], flag: str) -> None:
+    impressions, clicks = ads
+    assert main(["join", str(impressions), str(clicks), "--left-time", "impression_time", "--right-time", "click_time", "--on", "impression_id", *args]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {flag}: ")
+
+
+def test_cli_join_json_equals_the_engine(spark, registry, ads, tmp_path: Path) -> None:
+    impressions, clicks = ads
+    out = tmp_path / "join.json"
+    process = start_cli(
+        "join", str(impressions), str(clicks), "--left-time", "impression_time", "--right-time", "click_time", "--on", "impression_id",
+        "--within", ",".join(WITHIN), "--type", "full_outer", "--left-watermark", LEFT_WATERMARK, "--right-watermark", RIGHT_WATERMARK,
+        "--policy", "max", "--json", str(out),
+    )
+    try:  # the in-process join runs while the subprocess starts its own Spark
+        in_process = run_join(spark, config_of(ads, "full_outer", "max"), registry.listener, root=tmp_path, timeout=300)
+    finally:
+        done = finish(process, 400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = json.loads(out.read_text())
+    assert written == json.loads(json.dumps(in_process.to_json()))
+    assert set(written) >= {"result", "rows_dropped_by_watermark", "final_watermark", "batches", "operators"}
+    assert set(written["result"][0]) == {"impression_id", "ad_id", "impression_time", "campaign", "click_time"}
+    assert any(row["click_time"] is None for row in written["result"]) and any(row["impression_time"] is None for row in written["result"])
+    assert len(written["batches"]) == len(in_process.summaries) >= SPEC.batches
+    assert written["operators"][0]["name"] == "symmetricHashJoin"
+    assert f"rows_dropped_by_watermark={written['rows_dropped_by_watermark']}" in done.stdout
