@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPARE_PAGE",
     "DATASETS_PAGE",
+    "JOINS_PAGE",
     "KEPT",
     "LIVE_PAGE",
     "QUERIES_PAGE",
@@ -84,6 +85,7 @@ QUERIES_PAGE = "dashboard/pages/queries.py"
 TUNER_PAGE = "dashboard/pages/tuner.py"
 COMPARE_PAGE = "dashboard/pages/compare.py"
 DATASETS_PAGE = "dashboard/pages/datasets.py"
+JOINS_PAGE = "dashboard/pages/joins.py"
 
 
 # --- shared resources -------------------------------------------------------

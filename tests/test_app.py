@@ -139,6 +139,7 @@ def test_home_page() -> None:
         "Queries: everything running on the shared Spark session",
         "Watermark tuner: the smallest watermark delay that reaches a completeness target",
         "Compare: 2-4 configurations side by side on the same feed",
+        "Joins: two streams, a watermark on each, and the rows that wait for a match",
         "Datasets: upload your own events and check how Spark reads them",
     ]
     assert [header.value for header in at.subheader] == ["Start with your own data"]  # where a newcomer with data begins

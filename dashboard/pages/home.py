@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, LIVE_PAGE, QUERIES_PAGE, TUNER_PAGE
+from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, JOINS_PAGE, LIVE_PAGE, QUERIES_PAGE, TUNER_PAGE
 
 st.title("Streaming Lab")
 st.markdown(
@@ -31,6 +31,7 @@ st.page_link(LIVE_PAGE, label="Live query: configure, start and watch a query", 
 st.page_link(QUERIES_PAGE, label="Queries: everything running on the shared Spark session", icon=":material/list:")
 st.page_link(TUNER_PAGE, label="Watermark tuner: the smallest watermark delay that reaches a completeness target", icon=":material/tune:")
 st.page_link(COMPARE_PAGE, label="Compare: 2-4 configurations side by side on the same feed", icon=":material/compare:")
+st.page_link(JOINS_PAGE, label="Joins: two streams, a watermark on each, and the rows that wait for a match", icon=":material/join_inner:")
 st.page_link(DATASETS_PAGE, label="Datasets: upload your own events and check how Spark reads them", icon=":material/dataset:")
 st.caption(
     "Queries run on one Spark session shared by every browser tab and keep running when you leave a page; "

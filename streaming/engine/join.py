@@ -47,6 +47,7 @@ from .preview import dataset_schema, read_dataset, stream_schema
 from .progress import ProgressListener, ProgressLog
 from .query import start_with
 from .results import stamp
+from .session import is_connect
 from .sources import FILE_FORMATS
 from .sources.dataset import file_stream
 from .sources.replayer import FeedReplayer
@@ -371,6 +372,14 @@ class JoinOutcome:
     config: JoinConfig
     result: pd.DataFrame
     summaries: tuple[dict[str, Any], ...]
+    emitted: tuple[int, ...] | None = None
+    """The micro-batch that emitted each row of ``result``, in its order (``None`` on Spark Connect, whose memory sink does not say)."""
+
+    def emitted_by(self, batch_id: int) -> pd.DataFrame:
+        """The rows emitted by micro-batch ``batch_id`` (none when :attr:`emitted` is unknown)."""
+        if self.emitted is None:
+            return self.result.iloc[0:0]
+        return self.result[np.asarray(self.emitted, dtype="int64") == batch_id]
 
     @property
     def rows_dropped_by_watermark(self) -> int:
@@ -430,9 +439,10 @@ def run_join(spark: SparkSession, config: JoinConfig, listener: ProgressListener
     Micro-batch ``i`` reads file ``i`` (in file-name order) of each side: both
     are Spark file sources with ``maxFilesPerTrigger=1``, run under the
     available-now trigger until every file is read (a side with fewer files
-    adds none to the later batches). The rows go to Spark's memory sink in
-    append mode; ``listener`` (registered on ``spark``) delivers each batch's
-    progress. The working folder (staged files, checkpoint) is made under
+    adds none to the later batches). The rows go to ``foreachBatch`` in this
+    process in append mode, each batch's noted (:attr:`JoinOutcome.emitted`;
+    on Spark Connect to the memory sink, which does not say); ``listener``
+    (registered on ``spark``) delivers each batch's progress. The working folder (staged files, checkpoint) is made under
     ``root`` and deleted. :class:`ConfigError` for columns that do not fit,
     before the query starts; :class:`TimeoutError` after ``timeout`` seconds.
     """
@@ -443,10 +453,13 @@ def run_join(spark: SparkSession, config: JoinConfig, listener: ProgressListener
         frame, replayers = join_frame(spark, config, workdir / "staging")
         for replayer in replayers:
             replayer.stage_all()
-        writer = (
-            frame.writeStream.format("memory").queryName(name).outputMode("append")
-            .option("checkpointLocation", str(workdir / "checkpoint")).trigger(availableNow=True)
-        )
+        parts: list[tuple[int, pd.DataFrame]] = []
+        connect = is_connect(spark)
+        writer = frame.writeStream.queryName(name).outputMode("append").option("checkpointLocation", str(workdir / "checkpoint")).trigger(availableNow=True)
+        if connect:
+            writer = writer.format("memory")
+        else:
+            writer = writer.foreachBatch(lambda batch, batch_id: parts.append((int(batch_id), batch.toPandas())))
         listener.register(name, log)
         query = start_with(spark, writer, {POLICY_CONF: config.policy})
         try:
@@ -455,11 +468,16 @@ def run_join(spark: SparkSession, config: JoinConfig, listener: ProgressListener
             if not query.awaitTermination(math.ceil(timeout)):
                 raise TimeoutError(f"the join did not read every file within {timeout:g} s")
             log.caught_up(query, deadline)
-            result = spark.table(name).toPandas()
+            if connect:
+                result, emitted = spark.table(name).toPandas(), None
+            else:
+                result = pd.concat([part for _, part in parts], ignore_index=True) if parts else pd.DataFrame(columns=frame.columns)
+                emitted = tuple(batch_id for batch_id, part in parts for _ in range(len(part)))
         finally:
             query.stop()
-            spark.catalog.dropTempView(name)
-        return JoinOutcome(config, result, tuple(log.summaries()))
+            if connect:
+                spark.catalog.dropTempView(name)
+        return JoinOutcome(config, result, tuple(log.summaries()), emitted)
     finally:
         listener.unregister(name, log)
         shutil.rmtree(workdir, ignore_errors=True)

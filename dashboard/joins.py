@@ -1,0 +1,182 @@
+"""The Joins page's parts: the two sides and the join's form, the replay, and what each micro-batch did.
+
+A side is a folder of the samples (the ad feeds, the sample feeds, the sample
+datasets) or one of the user's datasets: only names the stores list are ever
+opened. The join replays both to their end (:func:`~streaming.engine.join.run_join`),
+then the page steps through its micro-batches.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from streaming.analysis.join import batch_caption, join_timeline, unmatched_side
+from streaming.charts.join import join_activity_figure, join_watermarks_figure
+from streaming.engine.datasets import DatasetStore, FileFormat, column_names, detect_format
+from streaming.engine.errors import ConfigError, brief
+from streaming.engine.feeds import SAMPLE_FEEDS, feed_files
+from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, run_join
+
+from .datasets import dataset_store
+from .shared import KEPT, get_registry
+
+__all__ = ["SideChoice", "join_form", "join_results", "run_join_form", "side_choices"]
+
+OUTCOME = "join_outcome"
+DEFAULT_SIDES = ("ad_impressions", "ad_clicks")
+DEFAULTS = {"left_watermark": "1 minute", "right_watermark": "30 seconds", "lower": "0 seconds", "upper": "2 minutes", "join_type": "left_outer"}
+
+
+@dataclass(frozen=True)
+class SideChoice:
+    """A folder one side of a join can replay: its label in the picker, where it is, its format and columns."""
+
+    label: str
+    folder: Path
+    file_format: FileFormat
+    columns: tuple[str, ...]
+
+
+def _columns(folder: Path, fmt: FileFormat) -> tuple[str, ...]:
+    files = feed_files(folder, fmt)
+    if not files:
+        return ()
+    named = column_names(files[0], fmt)
+    if named is not None:
+        return tuple(named)
+    with files[0].open(encoding="utf-8") as handle:  # JSON lines: the first object's fields
+        first = next((line for line in handle if line.strip()), "{}")
+    try:
+        parsed = json.loads(first)
+    except json.JSONDecodeError:
+        return ()
+    return tuple(parsed) if isinstance(parsed, dict) else ()
+
+
+def side_choices(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> dict[str, SideChoice]:
+    """Label → choice: every folder of data files under the samples folder, then the user's datasets (``name (dataset)``)."""
+    folders = [(path.name, path) for path in sorted(Path(samples_root).iterdir()) if path.is_dir()]
+    folders += [(f"{name} (dataset)", store.folder(name)) for name in store.names()]
+    choices = {}
+    for label, folder in folders:
+        try:
+            fmt = detect_format(folder)
+        except ConfigError:
+            continue
+        columns = _columns(folder, fmt)
+        if columns:
+            choices[label] = SideChoice(label, folder, fmt, columns)
+    return choices
+
+
+def _time_guess(choice: SideChoice) -> int:
+    named = [index for index, name in enumerate(choice.columns) if "time" in name.lower() or name.lower() in ("ts", "timestamp")]
+    return named[0] if named else 0
+
+
+def _side_widgets(side: str, choices: dict[str, SideChoice], default: str) -> tuple[SideChoice, str, str | None]:
+    labels = list(choices)
+    chosen = choices[st.selectbox(f"{side.title()} side", labels, index=labels.index(default) if default in labels else 0, key=f"join_{side}", **KEPT)]
+    event_time = st.selectbox(
+        "Event-time column", chosen.columns, index=_time_guess(chosen), key=f"join_{side}_time_{chosen.label}", **KEPT,
+        help="Read as Spark casts text (yyyy-MM-dd HH:mm:ss, ISO 8601) or as a timestamp",
+    )
+    use = st.checkbox("Watermark", value=True, key=f"join_{side}_use_watermark", **KEPT)
+    watermark = st.text_input("Watermark delay", value=DEFAULTS[f"{side}_watermark"], key=f"join_{side}_watermark", **KEPT) if use else None
+    return chosen, event_time, watermark
+
+
+def join_form() -> dict[str, Any]:
+    """The join's inputs: both sides, the keys, the time range, the type and the watermark policy."""
+    choices = side_choices(dataset_store())
+    left_column, right_column, join_column = st.columns(3)
+    with left_column, st.container(border=True):
+        left, left_time, left_watermark = _side_widgets("left", choices, DEFAULT_SIDES[0])
+    with right_column, st.container(border=True):
+        right, right_time, right_watermark = _side_widgets("right", choices, DEFAULT_SIDES[1])
+    with join_column, st.container(border=True):
+        shared = [name for name in left.columns if name in right.columns and name not in (left_time, right_time)]
+        on = st.multiselect("Join keys", shared, default=shared[:1], key=f"join_on_{left.label}_{right.label}", help="Columns named alike on both sides, equal in a match")
+        join_type = st.selectbox("Join type", JOIN_TYPES, index=JOIN_TYPES.index(DEFAULTS["join_type"]), key="join_type", **KEPT)
+        lower_column, upper_column = st.columns(2)
+        lower = lower_column.text_input("Range from", value=DEFAULTS["lower"], key="join_lower", **KEPT, help="The right time is at least the left time plus this (signed)")
+        upper = upper_column.text_input("Range to", value=DEFAULTS["upper"], key="join_upper", **KEPT, help="The right time is at most the left time plus this (signed)")
+        policy = st.radio(
+            "Global watermark", POLICIES, horizontal=True, key="join_policy", **KEPT,
+            help="min: the slower side's (Spark's default, fewer rows dropped); max: the faster side's (results sooner, more rows of the slower side dropped)",
+        )
+    return {
+        "left": (left, left_time, left_watermark), "right": (right, right_time, right_watermark), "on": tuple(on), "join_type": join_type,
+        "within": (lower, upper) if lower.strip() or upper.strip() else None, "policy": policy,
+    }
+
+
+def join_config(inputs: dict[str, Any]) -> JoinConfig:
+    """The :class:`JoinConfig` of the form; :class:`ConfigError` naming the field."""
+    sides = []
+    for side in ("left", "right"):
+        choice, event_time, watermark = inputs[side]
+        sides.append(JoinSide(choice.folder, event_time, watermark, choice.file_format, side=side))
+    return JoinConfig(sides[0], sides[1], on=inputs["on"], within=inputs["within"], join_type=inputs["join_type"], policy=inputs["policy"])
+
+
+def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
+    """The Run button: replays the join to its end and keeps the outcome for the session; a refusal or a failure shows as a message."""
+    try:
+        config = join_config(inputs)
+    except ConfigError as err:
+        st.error(f"Cannot run this join: {brief(str(err))}")
+        return
+    st.caption(config.describe())
+    if not st.button("Run join", type="primary", disabled=not ready, key="join_run"):
+        return
+    registry = get_registry()
+    try:
+        with st.spinner("Replaying both sides through the join…"):
+            outcome = run_join(registry.spark, config, registry.listener)
+    except ConfigError as err:
+        st.error(f"Cannot run this join: {brief(str(err))}")
+        return
+    except Exception as err:  # noqa: BLE001 - a failed query shows as a message, never a traceback
+        st.error(f"The join failed: {brief(str(err))}")
+        return
+    st.session_state[OUTCOME] = outcome
+    st.session_state.pop("join_batch", None)
+
+
+def _highlight(outcome: JoinOutcome, rows: pd.DataFrame) -> Any:
+    sides = unmatched_side(outcome, rows)
+    colors = {"left": "background-color: #fff3cd", "right": "background-color: #d1ecf1", "": ""}
+    return rows.style.apply(lambda row: [colors[sides[row.name]]] * len(row), axis=1)
+
+
+def join_results() -> None:
+    """The last join of this session, one micro-batch at a time: its caption, the watermarks, what it emitted and kept, and its rows."""
+    outcome: JoinOutcome | None = st.session_state.get(OUTCOME)
+    if outcome is None:
+        st.info("Choose both sides and press **Run join**.")
+        return
+    timeline = join_timeline(outcome)
+    last = int(timeline["batch_id"].max()) if len(timeline) else 0
+    config = outcome.config
+    left, right = config.left.path.name, config.right.path.name
+    st.subheader(f"{len(outcome.result):,} rows over {len(timeline)} micro-batches")
+    batch = int(st.number_input("Micro-batch", min_value=0, max_value=last, value=last, step=1, key="join_batch"))
+    st.markdown(batch_caption(outcome, timeline, batch))
+    charts = st.columns(2)
+    charts[0].plotly_chart(join_watermarks_figure(timeline, left, right, config.policy, batch), key="join_watermarks")
+    charts[1].plotly_chart(join_activity_figure(timeline, left, right, batch), key="join_activity")
+    emitted = outcome.emitted_by(batch)
+    st.markdown(f"**Rows emitted by micro-batch {batch}** — yellow: a {left} row without a match; blue: a {right} row without one.")
+    if emitted.empty:
+        st.caption("None.")
+    else:
+        st.dataframe(_highlight(outcome, emitted.reset_index(drop=True)), hide_index=True)
+    with st.expander(f"All {len(outcome.result):,} joined rows"):
+        st.dataframe(_highlight(outcome, outcome.result.reset_index(drop=True)), hide_index=True)

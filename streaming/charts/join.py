@@ -1,0 +1,61 @@
+"""Figures of a join replay: each side's watermark and the global one per batch, and what each batch emitted and kept in state.
+
+Pure functions of :func:`~streaming.analysis.join.join_timeline`'s frame; no Streamlit and no Spark.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from .common import PALETTE, WATERMARK_COLOR, empty_figure
+
+__all__ = ["join_activity_figure", "join_watermarks_figure"]
+
+
+def _marker(figure: go.Figure, batch_id: int | None) -> go.Figure:
+    if batch_id is not None:
+        figure.add_vline(x=batch_id, line_dash="dot", line_color="#555", annotation_text=f"batch {batch_id}", annotation_position="top left")
+    return figure
+
+
+def join_watermarks_figure(timeline: pd.DataFrame, left: str, right: str, policy: str, batch_id: int | None = None) -> go.Figure:
+    """Per batch, the watermark each side and the query ran with: ``policy`` (``min``/``max``) picks the global one from the sides'."""
+    title = "Watermarks: each side's and the global one"
+    if timeline.empty or timeline[["left_watermark", "right_watermark", "watermark"]].isna().all().all():
+        return empty_figure(title, "No watermark yet")
+    figure = go.Figure()
+    for column, name, color, dash in (
+        ("left_watermark", f"{left} (left)", PALETTE[0], "dash"),
+        ("right_watermark", f"{right} (right)", PALETTE[2], "dash"),
+        ("watermark", f"global ({policy} of the two)", WATERMARK_COLOR, "solid"),
+    ):
+        figure.add_trace(
+            go.Scatter(x=timeline["batch_id"], y=timeline[column], name=name, mode="lines+markers", line={"color": color, "dash": dash, "shape": "hv"})
+        )
+    figure.update_layout(title=title, xaxis_title="micro-batch", yaxis_title="event time", height=340, legend={"orientation": "h", "y": -0.25})
+    return _marker(figure, batch_id)
+
+
+def join_activity_figure(timeline: pd.DataFrame, left: str, right: str, batch_id: int | None = None) -> go.Figure:
+    """Per batch, the rows emitted (joined, and each side's without a match), the rows dropped as too late, and the rows in the join's state."""
+    title = "What each batch emitted, dropped and kept"
+    if timeline.empty:
+        return empty_figure(title)
+    matched = timeline["rows_emitted"] - timeline["left_unmatched"] - timeline["right_unmatched"]
+    figure = go.Figure()
+    for values, name, color in (
+        (matched, "joined rows", PALETTE[0]),
+        (timeline["left_unmatched"], f"{left} rows with NULLs for {right}", PALETTE[1]),
+        (timeline["right_unmatched"], f"{right} rows with NULLs for {left}", PALETTE[2]),
+        (timeline["rows_dropped_by_watermark"], "dropped as too late", WATERMARK_COLOR),
+    ):
+        figure.add_trace(go.Bar(x=timeline["batch_id"], y=values, name=name, marker_color=color))
+    figure.add_trace(
+        go.Scatter(x=timeline["batch_id"], y=timeline["state_rows"], name="rows in state", mode="lines", line={"color": "#555"}, yaxis="y2")
+    )
+    figure.update_layout(
+        title=title, barmode="stack", xaxis_title="micro-batch", yaxis_title="rows", height=340, legend={"orientation": "h", "y": -0.25},
+        yaxis2={"title": "rows in state", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+    )
+    return _marker(figure, batch_id)

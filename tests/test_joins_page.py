@@ -1,0 +1,56 @@
+"""The Joins page (AppTest): the sample ad feeds joined left outer, stepped to the batch that emits NULL rows; a refusal named before Spark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+from dashboard import shared
+from streaming.analysis.join import batch_caption, join_timeline
+
+APP = Path(__file__).resolve().parent.parent / "app.py"
+TIMEOUT = 180
+
+
+def _joins_page() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    shared.session_starter().wait(TIMEOUT)
+    return at.switch_page(shared.JOINS_PAGE).run()
+
+
+def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
+    at = _joins_page()
+    assert at.title[0].value == "Joins"
+    assert not at.error, [error.value for error in at.error]
+    assert at.selectbox(key="join_left").value == "ad_impressions" and at.selectbox(key="join_right").value == "ad_clicks"
+    assert "left_outer join of ad_impressions and ad_clicks on impression_id" in at.caption[1].value
+    at.button(key="join_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [error.value for error in at.error]
+    outcome = at.session_state["join_outcome"]
+    timeline = join_timeline(outcome)
+    assert at.subheader[0].value == f"{len(outcome.result):,} rows over {len(timeline)} micro-batches"
+    first = int(timeline.loc[timeline["left_unmatched"] > 0, "batch_id"].iloc[0])
+    step = timeline[timeline["batch_id"] == first].iloc[0]
+    emitted = outcome.emitted_by(first)
+    unmatched = emitted[emitted["click_time"].isna()]
+    assert (unmatched["impression_time"] + pd.Timedelta("2 minutes") < step.right_watermark).all()  # each range ended before the clicks' watermark
+    at.number_input(key="join_batch").set_value(first).run()
+    caption = batch_caption(outcome, timeline, first)
+    assert caption in [markdown.value for markdown in at.markdown]
+    assert "ad_impressions rows without a match, with NULLs for ad_clicks" in caption
+    shown = at.dataframe[0].value  # the rows that batch emitted
+    assert shown["click_time"].isna().sum() == step.left_unmatched > 0
+
+
+def test_a_left_outer_join_without_the_right_watermark_is_refused_naming_it() -> None:
+    at = _joins_page()
+    at.checkbox(key="join_right_use_watermark").uncheck().run()
+    assert [error.value for error in at.error] == [
+        "Cannot run this join: right.watermark: None is required by a left outer join: the left rows' unmatched results are emitted once the right side's "
+        "watermark passes their range"
+    ]
+    assert not [button for button in at.button if button.key == "join_run"]
