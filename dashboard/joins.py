@@ -9,6 +9,8 @@ then the page steps through its micro-batches.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,19 +18,20 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from streaming.analysis.join import batch_caption, join_timeline, unmatched_side
+from streaming.analysis.join import batch_caption, join_timeline, unmatched_side, waiting_rows
 from streaming.charts.join import join_activity_figure, join_watermarks_figure
 from streaming.engine.datasets import DatasetStore, FileFormat, column_names, detect_format
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_files
-from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, run_join
+from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, join_state, run_join
 
 from .datasets import dataset_store
-from .shared import KEPT, get_registry
+from .shared import KEPT, get_registry, get_spark
 
-__all__ = ["SideChoice", "join_form", "join_results", "run_join_form", "side_choices"]
+__all__ = ["SideChoice", "join_form", "join_results", "run_join_form", "side_choices", "waiting_view"]
 
 OUTCOME = "join_outcome"
+STATES = "join_states"
 DEFAULT_SIDES = ("ad_impressions", "ad_clicks")
 DEFAULTS = {"left_watermark": "1 minute", "right_watermark": "30 seconds", "lower": "0 seconds", "upper": "2 minutes", "join_type": "left_outer"}
 
@@ -137,17 +140,55 @@ def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
     if not st.button("Run join", type="primary", disabled=not ready, key="join_run"):
         return
     registry = get_registry()
+    folder = Path(tempfile.mkdtemp(prefix="streaming-lab-join-page-"))
     try:
         with st.spinner("Replaying both sides through the join…"):
-            outcome = run_join(registry.spark, config, registry.listener)
-    except ConfigError as err:
-        st.error(f"Cannot run this join: {brief(str(err))}")
+            outcome = run_join(registry.spark, config, registry.listener, keep=folder)
+    except Exception as err:  # noqa: BLE001 - a refusal or a failed query shows as a message, never a traceback
+        shutil.rmtree(folder, ignore_errors=True)
+        st.error(f"{'Cannot run this join' if isinstance(err, ConfigError) else 'The join failed'}: {brief(str(err))}")
         return
-    except Exception as err:  # noqa: BLE001 - a failed query shows as a message, never a traceback
-        st.error(f"The join failed: {brief(str(err))}")
-        return
+    _forget(st.session_state.get(OUTCOME))
     st.session_state[OUTCOME] = outcome
+    st.session_state[STATES] = {}
     st.session_state.pop("join_batch", None)
+
+
+def _forget(outcome: JoinOutcome | None) -> None:
+    """Delete the folder an earlier join of this session kept its checkpoint in."""
+    if outcome is not None and outcome.checkpoint is not None:
+        shutil.rmtree(outcome.checkpoint.parent, ignore_errors=True)
+
+
+def _state(outcome: JoinOutcome, side: str, batch: int) -> pd.DataFrame:
+    """A side's rows in state after ``batch``, read once per session and batch."""
+    states = st.session_state.setdefault(STATES, {})
+    if (side, batch) not in states:
+        states[side, batch] = join_state(get_spark(), outcome, side, batch)
+    return states[side, batch]
+
+
+def waiting_view(outcome: JoinOutcome, timeline: pd.DataFrame, batch: int) -> None:
+    """Each side's rows in the join's state after ``batch``, with when each can no longer match and when its NULL row comes."""
+    config = outcome.config
+    st.markdown(
+        f"**Rows waiting in the join's state after micro-batch {batch}.** A row waits while the global watermark is at or before "
+        "*matchable until* (a left row's time + the range's end; a right row's time − its start); the first batch running with a later "
+        "watermark removes it and, in an outer join, emits its NULL row if it never matched."
+    )
+    if outcome.checkpoint is None:
+        st.caption("This join kept no checkpoint to read its state from.")
+        return
+    for column, side in zip(st.columns(2), config.sides):
+        with column:
+            try:
+                rows = waiting_rows(outcome, timeline, side.side, _state(outcome, side.side, batch), batch)
+            except Exception as err:  # noqa: BLE001 - a state that cannot be read shows as a message
+                st.error(f"Cannot read the {side.side} side's state: {brief(str(err))}")
+                continue
+            st.caption(f"{side.path.name} ({side.side}): {len(rows):,} rows")
+            if not rows.empty:
+                st.dataframe(rows, hide_index=True, key=f"join_waiting_{side.side}")
 
 
 def _highlight(outcome: JoinOutcome, rows: pd.DataFrame) -> Any:
@@ -178,5 +219,6 @@ def join_results() -> None:
         st.caption("None.")
     else:
         st.dataframe(_highlight(outcome, emitted.reset_index(drop=True)), hide_index=True)
+    waiting_view(outcome, timeline, batch)
     with st.expander(f"All {len(outcome.result):,} joined rows"):
         st.dataframe(_highlight(outcome, outcome.result.reset_index(drop=True)), hide_index=True)

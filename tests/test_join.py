@@ -229,3 +229,30 @@ def test_cli_join_json_equals_the_engine(spark, registry, ads, tmp_path: Path) -
     assert len(written["batches"]) == len(in_process.summaries) >= SPEC.batches
     assert written["operators"][0]["name"] == "symmetricHashJoin"
     assert f"rows_dropped_by_watermark={written['rows_dropped_by_watermark']}" in done.stdout
+
+
+def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, registry, ads, tmp_path: Path) -> None:
+    """The waiting rows are the State Data Source's; each leaves the state in the batch the view names, a NULL row emitted there for an unmatched one."""
+    from streaming.analysis.join import join_timeline, waiting_rows
+    from streaming.engine.join import join_state
+
+    outcome = run_join(spark, config_of(ads, "left_outer"), registry.listener, keep=tmp_path / "kept", timeout=300)
+    timeline = join_timeline(outcome)
+    batch = 3
+    state = join_state(spark, outcome, "left", batch)
+    waiting = waiting_rows(outcome, timeline, "left", state, batch)
+    assert len(waiting) == len(state) > 0
+    assert sorted(waiting["impression_id"]) == sorted(state["impression_id"])
+    assert (waiting["matchable_until"] == waiting["impression_time"] + pd.Timedelta("30 seconds")).all()
+    leaving = waiting.dropna(subset=["leaves_state"])
+    assert len(leaving) > 0
+    for leaves, group in leaving.groupby("leaves_state"):
+        before = set(join_state(spark, outcome, "left", int(leaves) - 1)["impression_id"])
+        after = set(join_state(spark, outcome, "left", int(leaves))["impression_id"])
+        assert set(group["impression_id"]) <= before and not set(group["impression_id"]) & after
+        emitted = outcome.emitted_by(int(leaves))
+        nulls = set(emitted.loc[emitted["click_time"].isna(), "impression_id"])
+        never = group[group["null_row"] == f"batch {leaves}"]
+        assert set(never["impression_id"]) <= nulls and not (set(group["impression_id"]) - set(never["impression_id"])) & nulls
+    assert waiting.loc[waiting["matched"], "null_row"].str.startswith("none: matched in batch ").all()
+    assert (waiting["null_row"].str.startswith("batch ")).any() and (~waiting["matched"] & waiting["null_row"].str.startswith("none")).any()

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import shared
 from streaming.analysis.join import batch_caption, join_timeline
+from streaming.engine.join import join_state
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 TIMEOUT = 180
@@ -44,6 +45,12 @@ def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
     assert "ad_impressions rows without a match, with NULLs for ad_clicks" in caption
     shown = at.dataframe[0].value  # the rows that batch emitted
     assert shown["click_time"].isna().sum() == step.left_unmatched > 0
+    # the rows still waiting after that batch, as the State Data Source reads them
+    waiting = join_state(shared.get_spark(), outcome, "left", first)
+    assert f"ad_impressions (left): {len(waiting):,} rows" in [caption.value for caption in at.caption]
+    shown = at.dataframe[1].value
+    assert sorted(shown["impression_id"]) == sorted(waiting["impression_id"])
+    assert set(shown.columns) >= {"matchable_until", "matched", "leaves_state", "null_row"}
 
 
 def test_a_left_outer_join_without_the_right_watermark_is_refused_naming_it() -> None:

@@ -8,7 +8,7 @@ with, the rows it read per side, what it emitted and what its state held, and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,10 @@ from ..engine.results import stamp
 if TYPE_CHECKING:
     from ..engine.join import JoinOutcome
 
-__all__ = ["TIMELINE_COLUMNS", "batch_caption", "join_timeline", "unmatched_side"]
+__all__ = ["TIMELINE_COLUMNS", "WAITING_COLUMNS", "batch_caption", "join_timeline", "match_bound", "unmatched_side", "waiting_rows"]
+
+WAITING_COLUMNS = ["matchable_until", "matched", "leaves_state", "null_row"]
+"""What :func:`waiting_rows` adds to a side's rows in state."""
 
 TIMELINE_COLUMNS = [
     "batch_id", "left_rows", "right_rows", "left_watermark", "right_watermark", "watermark", "rows_emitted", "left_unmatched", "right_unmatched",
@@ -106,3 +109,73 @@ def batch_caption(outcome: JoinOutcome, timeline: pd.DataFrame, batch_id: int) -
         parts.append(f"{step.rows_dropped_by_watermark} rows arrived too late for the watermark and were dropped.")
     parts.append(f"The join's state held {step.state_rows} rows after it.")
     return " ".join(parts)
+
+
+def match_bound(outcome: JoinOutcome, side: str, times: pd.Series) -> pd.Series:
+    """The event time past which no row of the other side can match a ``side`` row of time ``times``: left time + upper, or right time - lower.
+
+    Spark keeps such a row in the join's state while the global watermark is at
+    or before this bound, and removes it (an outer join emits its NULL row if it
+    never matched) in the first micro-batch that runs with a later watermark.
+    """
+    bounds = outcome.config.bounds_ms
+    if bounds is None:
+        return pd.Series(pd.NaT, index=times.index, dtype="datetime64[ns]")
+    lower, upper = bounds
+    return times + pd.Timedelta(milliseconds=upper) if side == "left" else times - pd.Timedelta(milliseconds=lower)
+
+
+def _preserves(join_type: str, side: str) -> bool:
+    """Whether a ``side`` row without a match gets a NULL row in a ``join_type`` join."""
+    return join_type == "full_outer" or join_type == f"{side}_outer"
+
+
+def waiting_rows(outcome: JoinOutcome, timeline: pd.DataFrame, side: str, state: pd.DataFrame, batch_id: int) -> pd.DataFrame:
+    """``side``'s rows in the join's state after micro-batch ``batch_id`` (``state``, as :func:`~streaming.engine.join.join_state` reads them), each with:
+
+    - ``matchable_until``: :func:`match_bound`, the watermark that ends its wait;
+    - ``matched``: whether a joined row holding it was emitted by then;
+    - ``leaves_state``: the later micro-batch that removes it (the first to run with a watermark past the bound; ``NA`` if the replay has none);
+    - ``null_row``: for a side an outer join keeps, when its NULL row comes (``batch N``, ``after the stream ends``), or
+      ``none: matched in batch K`` when a match came first (later in the replay, perhaps); ``""`` for a side it does not keep.
+
+    Sorted by ``matchable_until``: the first to leave first.
+    """
+    config = outcome.config
+    own = config.left if side == "left" else config.right
+    other = config.right if side == "left" else config.left
+    if state.empty:
+        return pd.DataFrame(columns=[*state.columns, *WAITING_COLUMNS])
+    rows = state.reset_index(drop=True)
+    bound = match_bound(outcome, side, pd.to_datetime(rows[own.event_time]))
+    emitted = np.asarray(outcome.emitted if outcome.emitted is not None else (), dtype="int64")
+    joined = outcome.result.assign(_batch=emitted) if len(emitted) == len(outcome.result) else outcome.result.iloc[0:0].assign(_batch=0)
+    if config.join_type != "left_semi":
+        joined = joined[joined[other.event_time].notna() & joined[own.event_time].notna()]
+    identity = [*config.on, own.event_time]
+    first_match: dict[tuple[str, ...], int] = {}
+    for key, found in zip(joined[identity].astype(str).itertuples(index=False, name=None), joined["_batch"]):
+        first_match[key] = min(int(found), first_match.get(key, int(found)))
+    matches = [first_match.get(key) for key in rows[identity].astype(str).itertuples(index=False, name=None)]
+    matched = [found is not None and found <= batch_id for found in matches]
+    later = timeline[timeline["batch_id"] > batch_id]
+    marks = later["watermark"].to_numpy("datetime64[ns]")
+    ids = later["batch_id"].to_numpy()
+    leaves = []
+    for moment in bound.to_numpy("datetime64[ns]"):
+        past = np.flatnonzero(~np.isnat(marks) & (marks > moment)) if not np.isnat(moment) else np.array([], dtype=int)
+        leaves.append(int(ids[past[0]]) if len(past) else pd.NA)
+    rows["matchable_until"] = bound.to_numpy()
+    rows["matched"] = matched
+    rows["leaves_state"] = pd.array(leaves, dtype="Int64")
+    if _preserves(config.join_type, side):
+        rows["null_row"] = [_null_row(found, leaving) for found, leaving in zip(matches, leaves)]
+    else:
+        rows["null_row"] = ""
+    return rows.sort_values("matchable_until", kind="stable", ignore_index=True)
+
+
+def _null_row(matched_in: int | None, leaves: Any) -> str:
+    if matched_in is not None and (pd.isna(leaves) or matched_in <= leaves):
+        return f"none: matched in batch {matched_in}"
+    return "after the stream ends" if pd.isna(leaves) else f"batch {leaves}"

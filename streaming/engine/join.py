@@ -67,6 +67,7 @@ __all__ = [
     "WatermarkPolicy",
     "join_columns",
     "join_frame",
+    "join_state",
     "run_join",
     "side_watermarks",
 ]
@@ -374,6 +375,8 @@ class JoinOutcome:
     summaries: tuple[dict[str, Any], ...]
     emitted: tuple[int, ...] | None = None
     """The micro-batch that emitted each row of ``result``, in its order (``None`` on Spark Connect, whose memory sink does not say)."""
+    checkpoint: Path | None = None
+    """The query's checkpoint, when the replay was asked to keep it (:func:`run_join`'s ``keep``): :func:`join_state` reads it."""
 
     def emitted_by(self, batch_id: int) -> pd.DataFrame:
         """The rows emitted by micro-batch ``batch_id`` (none when :attr:`emitted` is unknown)."""
@@ -433,7 +436,9 @@ class JoinOutcome:
         }
 
 
-def run_join(spark: SparkSession, config: JoinConfig, listener: ProgressListener, *, root: Path | None = None, timeout: float = 600.0) -> JoinOutcome:
+def run_join(
+    spark: SparkSession, config: JoinConfig, listener: ProgressListener, *, root: Path | None = None, timeout: float = 600.0, keep: Path | None = None,
+) -> JoinOutcome:
     """Replay both sides of ``config`` through the join and return every row it emitted.
 
     Micro-batch ``i`` reads file ``i`` (in file-name order) of each side: both
@@ -443,11 +448,13 @@ def run_join(spark: SparkSession, config: JoinConfig, listener: ProgressListener
     process in append mode, each batch's noted (:attr:`JoinOutcome.emitted`;
     on Spark Connect to the memory sink, which does not say); ``listener``
     (registered on ``spark``) delivers each batch's progress. The working folder (staged files, checkpoint) is made under
-    ``root`` and deleted. :class:`ConfigError` for columns that do not fit,
+    ``root`` and deleted; with ``keep`` (an empty or new folder) the working folder is ``keep``
+    and stays, so the state can be read after (:attr:`JoinOutcome.checkpoint`). :class:`ConfigError` for columns that do not fit,
     before the query starts; :class:`TimeoutError` after ``timeout`` seconds.
     """
     name = f"join_{uuid.uuid4().hex[:12]}"
-    workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-join-", dir=root))
+    workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-join-", dir=root)) if keep is None else Path(keep)
+    workdir.mkdir(parents=True, exist_ok=True)
     log = ProgressLog()
     try:
         frame, replayers = join_frame(spark, config, workdir / "staging")
@@ -477,7 +484,28 @@ def run_join(spark: SparkSession, config: JoinConfig, listener: ProgressListener
             query.stop()
             if connect:
                 spark.catalog.dropTempView(name)
-        return JoinOutcome(config, result, tuple(log.summaries()), emitted)
+        return JoinOutcome(config, result, tuple(log.summaries()), emitted, None if keep is None else workdir / "checkpoint")
     finally:
         listener.unregister(name, log)
-        shutil.rmtree(workdir, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def join_state(spark: SparkSession, outcome: JoinOutcome, side: str, batch_id: int) -> pd.DataFrame:
+    """The rows of ``side`` (``left``/``right``) the join's state held after micro-batch ``batch_id``, read with Spark's State Data Source.
+
+    Columns: the side's own, as the join holds them (event time parsed). Empty
+    before the first batch that kept state; :class:`ConfigError` when the
+    outcome kept no checkpoint or the batch is not one it ran.
+    """
+    if side not in SIDES:
+        raise ConfigError("side", side, "must be left or right")
+    if outcome.checkpoint is None:
+        raise ConfigError("checkpoint", None, "was not kept: replay the join with keep= to read its state")
+    batches = [summary["batch_id"] for summary in outcome.summaries]
+    if batch_id not in batches:
+        raise ConfigError("batch_id", batch_id, f"is not a micro-batch of the replay (0 to {max(batches, default=-1)})")
+    if not (outcome.checkpoint / "state").is_dir():
+        return pd.DataFrame()
+    state = spark.read.format("statestore").option("joinSide", side).option("batchId", int(batch_id)).load(str(outcome.checkpoint))
+    return state.select("value.*").toPandas()
