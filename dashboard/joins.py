@@ -18,17 +18,17 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from streaming.analysis.join import batch_caption, join_timeline, unmatched_side, waiting_rows
-from streaming.charts.join import join_activity_figure, join_watermarks_figure
+from streaming.analysis.join import batch_caption, join_timeline, key_story, key_text, unmatched_side, waiting_rows
+from streaming.charts.join import join_activity_figure, join_key_figure, join_watermarks_figure
 from streaming.engine.datasets import DatasetStore, FileFormat, column_names, detect_format
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_files
-from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, join_state, run_join
+from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, join_state, run_join, side_rows
 
 from .datasets import dataset_store
 from .shared import KEPT, get_registry, get_spark
 
-__all__ = ["SideChoice", "join_form", "join_results", "run_join_form", "side_choices", "waiting_view"]
+__all__ = ["SideChoice", "join_form", "join_results", "key_view", "run_join_form", "side_choices", "waiting_view"]
 
 OUTCOME = "join_outcome"
 STATES = "join_states"
@@ -220,5 +220,37 @@ def join_results() -> None:
     else:
         st.dataframe(_highlight(outcome, emitted.reset_index(drop=True)), hide_index=True)
     waiting_view(outcome, timeline, batch)
+    key_view(outcome, timeline)
     with st.expander(f"All {len(outcome.result):,} joined rows"):
         st.dataframe(_highlight(outcome, outcome.result.reset_index(drop=True)), hide_index=True)
+
+
+def _side_rows(outcome: JoinOutcome) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both sides' input rows with the batch each arrives in, read once per join of the session."""
+    rows = st.session_state.setdefault(STATES, {})
+    if "rows" not in rows:
+        rows["rows"] = tuple(side_rows(get_spark(), side) for side in outcome.config.sides)
+    return rows["rows"]
+
+
+def key_view(outcome: JoinOutcome, timeline: pd.DataFrame) -> None:
+    """Why the rows of one key were or were not joined: both sides on one time axis, each row's range and what became of it."""
+    config = outcome.config
+    st.markdown("**Why was a row (not) joined?** Pick a key: its rows of both sides, the times each could match, and what became of each.")
+    try:
+        left_rows, right_rows = _side_rows(outcome)
+    except Exception as err:  # noqa: BLE001 - files that changed since the join ran show as a message
+        st.error(f"Cannot read the sides' rows: {brief(str(err))}")
+        return
+    on = list(config.on)
+    keys = sorted({key_text(tuple(values)) for rows in (left_rows, right_rows) for values in rows[on].dropna().itertuples(index=False, name=None)})
+    if not keys:
+        st.caption("No row has a key.")
+        return
+    alone = unmatched_side(outcome, outcome.result)
+    first = outcome.result[alone != ""]
+    default = key_text(tuple(first[on].iloc[0])) if len(first) else keys[0]
+    key = st.selectbox("Key", keys, index=keys.index(default) if default in keys else 0, key="join_key")
+    story = key_story(outcome, timeline, left_rows, right_rows, key)
+    st.plotly_chart(join_key_figure(story, config.left.path.name, config.right.path.name, key), key="join_key_chart")
+    st.dataframe(story[["side", "event_time", "batch", "status", "why"]], hide_index=True, key="join_key_rows")

@@ -479,3 +479,39 @@ def test_a_stopped_query_resumes_from_the_queries_page_after_a_server_restart(tm
             page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
         finally:
             page.close()
+
+
+NULL_ROWS_AT = """([batch, name]) => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
+  p => (p._fullData || []).some(t => t.name === name && t.x && Array.from(t.x).some((x, i) => x === batch && t.y[i] > 0)))"""
+"""True once the activity chart's trace ``name`` has a bar above 0 at ``batch``."""
+
+
+def test_a_left_outer_join_emits_a_null_row_once_the_watermark_passes_its_bound(app_url, browser, spark, registry):
+    from streaming.analysis.join import join_timeline
+    from streaming.engine.feeds import SAMPLE_FEEDS
+    from streaming.engine.join import JoinConfig, JoinSide, run_join
+
+    config = JoinConfig(  # the page's preset: the guide's impressions and clicks
+        JoinSide(SAMPLE_FEEDS / "ad_impressions", "impression_time", "1 minute", side="left"),
+        JoinSide(SAMPLE_FEEDS / "ad_clicks", "click_time", "30 seconds", side="right"),
+        on=("impression_id",), within=("0 seconds", "2 minutes"), join_type="left_outer",
+    )
+    timeline = join_timeline(run_join(spark, config, registry.listener, timeout=300))
+    first = int(timeline.loc[timeline["left_unmatched"] > 0, "batch_id"].iloc[0])
+    page = browser.new_page(viewport={"width": 1600, "height": 1400})
+    try:
+        page.goto(f"{app_url}/Joins", wait_until="domcontentloaded")
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_text(config.describe()).wait_for(timeout=60_000)
+        _until(lambda: page.get_by_role("button", name="Run join").click(), lambda: page.get_by_text("micro-batches").first.wait_for(timeout=120_000))
+        assert page.get_by_role("heading", name=f"rows over {len(timeline)} micro-batches").count() == 1
+        nulls = "ad_impressions rows with NULLs for ad_clicks"
+        for batch in (first - 1, first):
+            _until(lambda: _enter(page, "Micro-batch", str(batch)), lambda: page.get_by_text(f"Batch {batch} read").wait_for(timeout=15_000))
+        caption = page.get_by_text(f"Batch {first} read").inner_text()
+        assert "ad_impressions rows without a match, with NULLs for ad_clicks: their time range ended before ad_clicks's watermark" in caption
+        page.wait_for_function(NULL_ROWS_AT, arg=[first, nulls], timeout=30_000)
+        assert not page.evaluate(NULL_ROWS_AT, [first - 1, nulls])  # none before the watermark passed their bound
+        assert page.locator(".stException").count() == 0
+    finally:
+        page.close()

@@ -231,12 +231,18 @@ def test_cli_join_json_equals_the_engine(spark, registry, ads, tmp_path: Path) -
     assert f"rows_dropped_by_watermark={written['rows_dropped_by_watermark']}" in done.stdout
 
 
-def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, registry, ads, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def kept_left_outer(spark, registry, ads, tmp_path_factory):
+    """The left outer join of the ad feeds, its checkpoint kept."""
+    return run_join(spark, config_of(ads, "left_outer"), registry.listener, keep=tmp_path_factory.mktemp("kept") / "join", timeout=300)
+
+
+def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, kept_left_outer) -> None:
     """The waiting rows are the State Data Source's; each leaves the state in the batch the view names, a NULL row emitted there for an unmatched one."""
     from streaming.analysis.join import join_timeline, waiting_rows
     from streaming.engine.join import join_state
 
-    outcome = run_join(spark, config_of(ads, "left_outer"), registry.listener, keep=tmp_path / "kept", timeout=300)
+    outcome = kept_left_outer
     timeline = join_timeline(outcome)
     batch = 3
     state = join_state(spark, outcome, "left", batch)
@@ -256,3 +262,23 @@ def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, registry, ad
         assert set(never["impression_id"]) <= nulls and not (set(group["impression_id"]) - set(never["impression_id"])) & nulls
     assert waiting.loc[waiting["matched"], "null_row"].str.startswith("none: matched in batch ").all()
     assert (waiting["null_row"].str.startswith("batch ")).any() and (~waiting["matched"] & waiting["null_row"].str.startswith("none")).any()
+
+
+def test_each_rows_story_agrees_with_spark(spark, kept_left_outer) -> None:
+    """Over every key: the rows the story drops as too late are as many as Spark dropped, and each NULL row and joined row is told as such."""
+    from streaming.analysis.join import join_timeline, key_story, key_text
+    from streaming.engine.join import side_rows
+
+    outcome = kept_left_outer
+    timeline = join_timeline(outcome)
+    left, right = (side_rows(spark, side) for side in outcome.config.sides)
+    assert sorted(left["batch"].unique()) == list(range(SPEC.batches))
+    keys = sorted(set(left["impression_id"]) | set(right["impression_id"]))
+    stories = pd.concat([key_story(outcome, timeline, left, right, key_text((key,))) for key in keys], ignore_index=True)
+    assert len(stories) == len(left) + len(right)
+    assert (stories["status"] == "dropped as too late").sum() == outcome.rows_dropped_by_watermark > 0
+    nulls = outcome.result["click_time"].isna()
+    told = stories[(stories["side"] == "left") & (stories["status"] == "emitted with NULLs")]
+    assert len(told) == nulls.sum() > 0
+    assert (stories[stories["side"] == "left"]["status"] == "joined").sum() == (~nulls).sum()
+    assert set(stories["status"]) <= {"joined", "emitted with NULLs", "dropped as too late", "waiting at the end", "never matched"}

@@ -51,6 +51,11 @@ def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
     shown = at.dataframe[1].value
     assert sorted(shown["impression_id"]) == sorted(waiting["impression_id"])
     assert set(shown.columns) >= {"matchable_until", "matched", "leaves_state", "null_row"}
+    # why a row was not joined: the page opens on the key of the first row emitted with NULLs
+    key = at.selectbox(key="join_key").value
+    story = at.dataframe[3].value
+    assert key == outcome.result.loc[outcome.result["click_time"].isna(), "impression_id"].iloc[0]
+    assert list(story.loc[story["side"] == "left", "status"]) == ["emitted with NULLs"]
 
 
 def test_a_left_outer_join_without_the_right_watermark_is_refused_naming_it() -> None:

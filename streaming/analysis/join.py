@@ -19,7 +19,13 @@ from ..engine.results import stamp
 if TYPE_CHECKING:
     from ..engine.join import JoinOutcome
 
-__all__ = ["TIMELINE_COLUMNS", "WAITING_COLUMNS", "batch_caption", "join_timeline", "match_bound", "unmatched_side", "waiting_rows"]
+__all__ = [
+    "STORY_COLUMNS", "TIMELINE_COLUMNS", "WAITING_COLUMNS", "batch_caption", "join_timeline", "key_story", "key_text", "match_bound", "unmatched_side",
+    "waiting_rows",
+]
+
+STORY_COLUMNS = ["side", "event_time", "batch", "range_start", "range_end", "late_watermark", "status", "why"]
+"""One row per input row of a key (:func:`key_story`)."""
 
 WAITING_COLUMNS = ["matchable_until", "matched", "leaves_state", "null_row"]
 """What :func:`waiting_rows` adds to a side's rows in state."""
@@ -179,3 +185,76 @@ def _null_row(matched_in: int | None, leaves: Any) -> str:
     if matched_in is not None and (pd.isna(leaves) or matched_in <= leaves):
         return f"none: matched in batch {matched_in}"
     return "after the stream ends" if pd.isna(leaves) else f"batch {leaves}"
+
+
+def key_text(values: Any) -> str:
+    """A key as the page lists it: its values joined by `` | `` (one value: itself)."""
+    return " | ".join(str(value) for value in values) if isinstance(values, tuple) else str(values)
+
+
+def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFrame, right_rows: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Why each row of key ``key`` (:func:`key_text` of its key values) was or was not joined: one row per input row of either side (:data:`STORY_COLUMNS`).
+
+    ``left_rows``/``right_rows`` are each side's rows with the batch each arrives in
+    (:func:`~streaming.engine.join.side_rows`). ``range_start``/``range_end``: the
+    other side's times it can match. ``late_watermark``: Spark's watermark for late
+    rows in its batch, the one the batch before ran with: a row at or before it is
+    dropped. ``status``: ``dropped as too late``, ``joined``, ``emitted with NULLs``,
+    ``never matched`` or ``waiting at the end``; ``why`` says it in words.
+    """
+    config = outcome.config
+    lower, upper = config.bounds_ms if config.bounds_ms is not None else (None, None)
+    late_marks = timeline.set_index("batch_id")["watermark"].shift(1)
+    emitted = np.asarray(outcome.emitted if outcome.emitted is not None else (), dtype="int64")
+    result = outcome.result.assign(_batch=emitted) if len(emitted) == len(outcome.result) else outcome.result.iloc[0:0].assign(_batch=0)
+    result = result[[key_text(tuple(values)) == key for values in result[list(config.on)].itertuples(index=False, name=None)]]
+    stories = []
+    for side, rows in (("left", left_rows), ("right", right_rows)):
+        own = config.left if side == "left" else config.right
+        other = config.right if side == "left" else config.left
+        mine = rows[[key_text(tuple(values)) == key for values in rows[list(config.on)].itertuples(index=False, name=None)]]
+        for _, row in mine.iterrows():
+            moment = row[own.event_time]
+            late = late_marks.get(row["batch"], pd.NaT)
+            if lower is None:
+                start = end = pd.NaT
+            elif side == "left":
+                start, end = moment + pd.Timedelta(milliseconds=lower), moment + pd.Timedelta(milliseconds=upper)
+            else:
+                start, end = moment - pd.Timedelta(milliseconds=upper), moment - pd.Timedelta(milliseconds=lower)
+            hits = result[result[own.event_time] == moment] if own.event_time in result.columns else result.iloc[0:0]
+            semi = config.join_type == "left_semi"
+            joined = hits if semi else hits[hits[other.event_time].notna()]
+            alone = hits.iloc[0:0] if semi else hits[hits[other.event_time].isna()]
+            if pd.isna(moment):
+                status, why = "dropped as malformed", "its event time does not parse"
+            elif not pd.isna(late) and moment <= late:
+                status, why = "dropped as too late", f"it arrived in batch {row['batch']}, when the watermark for late rows was {_time(late)}: at or after its time"
+            elif semi and side == "right":
+                status, why = "kept to match", f"a left semi join emits {other.path.name} rows only; this row lets them match"
+            elif len(joined):
+                status = "joined"
+                why = f"joined in batch {int(joined['_batch'].min())}"
+                if not semi:
+                    why += f" with {other.path.name} at " + ", ".join(sorted({str(_time(value)) for value in joined[other.event_time]}))
+            elif len(alone):
+                status = "emitted with NULLs"
+                why = (
+                    f"no {other.path.name} row within {_time(start)} – {_time(end)} arrived before the watermark passed {_time(end)}; "
+                    f"its NULL row came in batch {int(alone['_batch'].min())}"
+                )
+            elif _leaves(timeline, end) is None:
+                status, why = "waiting at the end", "the watermark never passed the end of its range: it was still in the join's state when the replay ended"
+            else:
+                status, why = "never matched", f"no {other.path.name} row within {_time(start)} – {_time(end)} arrived in time, and this join type emits no row for it"
+            stories.append({"side": side, "event_time": moment, "batch": int(row["batch"]), "range_start": start, "range_end": end, "late_watermark": late,
+                            "status": status, "why": why})
+    return pd.DataFrame(stories, columns=STORY_COLUMNS)
+
+
+def _leaves(timeline: pd.DataFrame, bound: pd.Timestamp) -> int | None:
+    """The first micro-batch that runs with a watermark past ``bound``; ``None`` when none does."""
+    if pd.isna(bound):
+        return None
+    past = timeline[timeline["watermark"].notna() & (timeline["watermark"] > bound)]
+    return None if past.empty else int(past["batch_id"].iloc[0])

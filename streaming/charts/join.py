@@ -10,7 +10,13 @@ import plotly.graph_objects as go
 
 from .common import PALETTE, WATERMARK_COLOR, empty_figure
 
-__all__ = ["join_activity_figure", "join_watermarks_figure"]
+__all__ = ["STATUS_COLORS", "join_activity_figure", "join_key_figure", "join_watermarks_figure"]
+
+STATUS_COLORS = {
+    "joined": PALETTE[2], "emitted with NULLs": PALETTE[1], "never matched": "#7f7f7f", "waiting at the end": PALETTE[4],
+    "dropped as too late": WATERMARK_COLOR, "dropped as malformed": "#000000", "kept to match": PALETTE[0],
+}
+"""The colour of each status :func:`~streaming.analysis.join.key_story` gives a row."""
 
 
 def _marker(figure: go.Figure, batch_id: int | None) -> go.Figure:
@@ -59,3 +65,39 @@ def join_activity_figure(timeline: pd.DataFrame, left: str, right: str, batch_id
         yaxis2={"title": "rows in state", "overlaying": "y", "side": "right", "rangemode": "tozero"},
     )
     return _marker(figure, batch_id)
+
+
+def join_key_figure(story: pd.DataFrame, left: str, right: str, key: str) -> go.Figure:
+    """A key's rows of both sides on one event-time axis, coloured by what became of them, each with the range of the other side's times it could match.
+
+    ``story`` is :func:`~streaming.analysis.join.key_story`'s frame. A row's range is drawn on the other side's lane: a row
+    there inside the range, arriving before the watermark passed its end, is its match.
+    """
+    title = f"Key {key}: both sides on one time axis"
+    if story.empty:
+        return empty_figure(title, "No row has this key")
+    lanes = {"left": f"{left} (left)", "right": f"{right} (right)"}
+    figure = go.Figure()
+    for index, row in story.reset_index(drop=True).iterrows():
+        if pd.isna(row["range_start"]):
+            continue
+        other = lanes["right" if row["side"] == "left" else "left"]
+        figure.add_trace(
+            go.Scatter(
+                x=[row["range_start"], row["range_end"]], y=[other, other], mode="lines", showlegend=index == 0, name="range it can match",
+                line={"color": STATUS_COLORS.get(row["status"], "#555"), "width": 8}, opacity=0.25, hoverinfo="skip", legendgroup="range",
+            )
+        )
+    for status, rows in story.groupby("status", sort=False):
+        figure.add_trace(
+            go.Scatter(
+                x=rows["event_time"], y=[lanes[side] for side in rows["side"]], mode="markers", name=str(status),
+                marker={"color": STATUS_COLORS.get(str(status), "#555"), "size": 13, "line": {"width": 1, "color": "#fff"}},
+                customdata=list(zip(rows["batch"], rows["why"])), hovertemplate="%{x}<br>batch %{customdata[0]}<br>%{customdata[1]}<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        title=title, xaxis_title="event time", height=300, legend={"orientation": "h", "y": -0.35},
+        yaxis={"categoryorder": "array", "categoryarray": [lanes["right"], lanes["left"]]},
+    )
+    return figure

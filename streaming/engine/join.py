@@ -69,6 +69,7 @@ __all__ = [
     "join_frame",
     "join_state",
     "run_join",
+    "side_rows",
     "side_watermarks",
 ]
 
@@ -509,3 +510,22 @@ def join_state(spark: SparkSession, outcome: JoinOutcome, side: str, batch_id: i
         return pd.DataFrame()
     state = spark.read.format("statestore").option("joinSide", side).option("batchId", int(batch_id)).load(str(outcome.checkpoint))
     return state.select("value.*").toPandas()
+
+
+def side_rows(spark: SparkSession, side: JoinSide) -> pd.DataFrame:
+    """Every row of ``side``'s files as the join reads them (event time parsed; ``NaT`` where it does not), with ``batch``: the micro-batch it arrives in (its file's index)."""
+    from pyspark.sql import functions as F
+
+    files = side.files()
+    batch = read_dataset(spark, files, side.format)
+    schema = dataset_schema(batch)
+    if side.event_time not in schema:
+        raise ConfigError(f"{side.side}.event_time", side.event_time, f"is not a column of the {side.side} side (columns: {', '.join(schema)})")
+    parsed = time_column(side.event_time, side.time_format, schema[side.event_time], f"{side.side}.time_format")
+    paths = {path.resolve().as_uri().replace("file:///", "file:/"): index for index, path in enumerate(files)}
+    rows: pd.DataFrame = batch.select(
+        *[parsed.alias(name) if name == side.event_time else F.col(quoted(name)) for name in schema],
+        batch.metadataColumn("_metadata").getField("file_path").alias("_file"),
+    ).toPandas()
+    rows["batch"] = [paths.get(path.replace("file:///", "file:/"), -1) for path in rows.pop("_file")]
+    return rows
