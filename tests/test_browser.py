@@ -507,7 +507,7 @@ def test_a_left_outer_join_emits_a_null_row_once_the_watermark_passes_its_bound(
         assert page.get_by_role("heading", name=f"rows over {len(timeline)} micro-batches").count() == 1
         nulls = "ad_impressions rows with NULLs for ad_clicks"
         for batch in (first - 1, first):
-            _until(lambda: _enter(page, "Micro-batch", str(batch)), lambda: page.get_by_text(f"Batch {batch} read").wait_for(timeout=15_000))
+            _until(lambda b=batch: _enter(page, "Micro-batch", str(b)), lambda b=batch: page.get_by_text(f"Batch {b} read").wait_for(timeout=15_000))
         caption = page.get_by_text(f"Batch {first} read").inner_text()
         assert "ad_impressions rows without a match, with NULLs for ad_clicks: their time range ended before ad_clicks's watermark" in caption
         page.wait_for_function(NULL_ROWS_AT, arg=[first, nulls], timeout=30_000)
