@@ -26,7 +26,7 @@ from streaming.engine.feeds import SAMPLE_FEEDS, feed_files
 from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, join_state, run_join, side_rows
 
 from .datasets import dataset_store
-from .shared import KEPT, get_registry, get_spark
+from .shared import KEPT, get_registry, get_spark, show_code
 
 __all__ = ["SideChoice", "join_form", "join_results", "key_view", "run_join_form", "side_choices", "waiting_view"]
 
@@ -137,6 +137,7 @@ def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
         st.error(f"Cannot run this join: {brief(str(err))}")
         return
     st.caption(config.describe())
+    show_code(config, "join_code_download")
     if not st.button("Run join", type="primary", disabled=not ready, key="join_run"):
         return
     registry = get_registry()
@@ -208,7 +209,7 @@ def join_results() -> None:
     config = outcome.config
     left, right = config.left.path.name, config.right.path.name
     st.subheader(f"{len(outcome.result):,} rows over {len(timeline)} micro-batches")
-    batch = int(st.number_input("Micro-batch", min_value=0, max_value=last, value=last, step=1, key="join_batch"))
+    batch = int(st.columns([1, 3])[0].number_input("Micro-batch", min_value=0, max_value=last, value=last, step=1, key="join_batch"))
     st.markdown(batch_caption(outcome, timeline, batch))
     charts = st.columns(2)
     charts[0].plotly_chart(join_watermarks_figure(timeline, left, right, config.policy, batch), key="join_watermarks")

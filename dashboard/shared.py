@@ -30,11 +30,12 @@ from streaming.engine.datasets import data_root
 from streaming.engine.durations import human_duration
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
+from streaming.engine.join import JoinConfig
 from streaming.engine.query import warm_up
 from streaming.engine.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
 from streaming.engine.session import SessionStarter, forget_session, server_reachable, session_alive
 from streaming.engine.sinks import DEFAULT_MAX_SINK_ROWS, max_sink_rows
-from streaming.export import pyspark_code
+from streaming.export import join_code, pyspark_code
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -350,13 +351,14 @@ def go_to(page: str) -> None:
     st.switch_page(page, query_params={})
 
 
-def show_code(config: QueryConfig, key: str) -> None:
-    """A "Show code" panel: self-contained PySpark code for ``config``, to paste into a notebook or ``spark-submit``."""
+def show_code(config: QueryConfig | JoinConfig, key: str) -> None:
+    """A "Show code" panel: self-contained PySpark code for ``config`` (a query or a join), to paste into a notebook or ``spark-submit``."""
     with st.expander("Show code"):
         try:
-            code = pyspark_code(config)
+            code = join_code(config) if isinstance(config, JoinConfig) else pyspark_code(config)
         except ConfigError as err:
             st.info(f"No code for this query: {err}")
             return
         st.code(code, language="python")
-        st.download_button("Download streaming_query.py", code, file_name="streaming_query.py", mime="text/x-python", key=key)
+        name = "streaming_join.py" if isinstance(config, JoinConfig) else "streaming_query.py"
+        st.download_button(f"Download {name}", code, file_name=name, mime="text/x-python", key=key)

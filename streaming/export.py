@@ -40,11 +40,12 @@ from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
 from .engine.feeds import TIME_PATTERN, feed_header
 from .engine.jars import connector_coordinates
+from .engine.join import JoinConfig, JoinSide
 from .engine.results import measure_column
 from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, KafkaSource
 from .engine.times import EPOCH_SECONDS_LIMIT
 
-__all__ = ["RESULT_PREFIX", "pyspark_code"]
+__all__ = ["RESULT_PREFIX", "join_code", "pyspark_code"]
 
 RESULT_PREFIX = "RESULT "
 """The exported feed program prints its result table on one line starting with this."""
@@ -274,6 +275,11 @@ def _session(config: QueryConfig) -> str:
             "spark.conf.set('spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled', "
             f"{_lit(str(config.changelog_checkpointing).lower())})",
         )
+    return _session_block(jars, store)
+
+
+def _session_block(jars: tuple[str, ...] = (), settings: tuple[str, ...] = ()) -> str:
+    """The program's SparkSession: UTC, shuffle partitions = cores, ``jars`` lines in the builder and ``settings`` lines after it."""
     return _block(
         _rule('The SparkSession'),
         "# Event times are read and shown in UTC, and a small machine needs few shuffle",
@@ -289,7 +295,7 @@ def _session(config: QueryConfig) -> str:
         "# Set again in case getOrCreate() returned a session that already existed (a notebook's).",
         "spark.conf.set('spark.sql.session.timeZone', 'UTC')",
         "spark.conf.set('spark.sql.shuffle.partitions', str(os.cpu_count() or 1))",
-        *store,
+        *settings,
         "try:",
         "    spark.sparkContext.setLogLevel('WARN')",
         "except Exception:  # Spark Connect sessions have no SparkContext",
@@ -404,10 +410,12 @@ _COLUMN_CODE = (
     "    return '`' + name.replace('`', '``') + '`'",
     "",
     "",
-    "def event_time_column(name, time_format=TIME_FORMAT):",
-    '    """The time in column `name` of `schema`, written as `time_format`; null where a value does not parse."""',
+    "def event_time_column(name, time_format=None, fields=None):",
+    '    """The time in column `name` of `fields` (default: `schema`), written as `time_format` (default: TIME_FORMAT); null where a value does not parse."""',
+    "    time_format = TIME_FORMAT if time_format is None else time_format",
+    "    fields = schema if fields is None else fields",
     "    column = F.col(quoted(name))",
-    "    if schema[name].dataType.typeName() in ('timestamp', 'timestamp_ntz', 'date'):",
+    "    if fields[name].dataType.typeName() in ('timestamp', 'timestamp_ntz', 'date'):",
     "        return column.cast('timestamp')",
     "    if time_format == 'auto':",
     "        return F.try_to_timestamp(F.trim(column))",
@@ -421,7 +429,7 @@ _COLUMN_CODE = (
     "",
     "",
 )
-"""The program's reading of a column by role: a time in any of the lab's formats (over a StructType ``schema``)."""
+"""The program's reading of a column by role: a time in any of the lab's formats (over a StructType, ``schema`` unless given)."""
 _ROLE_CODE = (
     "key = F.lit(" + _lit(NO_KEY) + ") if KEY is None else F.nullif(F.trim(F.col(quoted(KEY)).cast('string')), F.lit(''))",
     "value = [] if VALUE is None else [F.col(quoted(VALUE)).alias('value')]",
@@ -986,5 +994,137 @@ def pyspark_code(config: QueryConfig) -> str:
     ]
     parts += [_feed_sink(config), _feed_run(config)] if is_feed else [_console_run(config)]
     code = "\n".join(parts)
+    compile(code, "<export>", "exec")
+    return code
+
+
+# --------------------------------------------------------------------------- joins
+
+
+def join_code(config: JoinConfig) -> str:
+    """Self-contained PySpark code (a Python program) that replays ``config``'s join as :func:`~streaming.engine.join.run_join` does.
+
+    Each side's files are staged in name order with increasing modification
+    times (``maxFilesPerTrigger=1``: file ``i`` in micro-batch ``i``), the
+    join runs under the available-now trigger, and the program prints the
+    joined rows as one line ``RESULT <json>``: the records of
+    :meth:`~streaming.engine.join.JoinOutcome.result_records`. Checked with :func:`compile`.
+    """
+    if not isinstance(config, JoinConfig):
+        raise TypeError(f"config: expected a JoinConfig, got {config!r}")
+
+    def side(of: JoinSide) -> str:
+        return (
+            f"{{'files': {_lit(tuple(of.files()))}, 'format': {_lit(of.format)}, 'time': {_lit(of.event_time)}, "
+            f"'time_format': {_lit(of.time_format)}, 'watermark': {_lit(None if of.watermark_ms is None else format_duration(of.watermark_ms))}}}"
+        )
+
+    code = "\n".join([
+        _block(f'"""Streaming Lab export: a stream-stream join ({config.join_type}), replayed file by file. Run: python this_file.py"""', ""),
+        _block(*(f"import {name}" for name in ("functools", "json", "operator", "os", "pathlib", "shutil", "tempfile")), "from datetime import datetime", "",
+               "from pyspark.sql import SparkSession", "from pyspark.sql import functions as F", "from pyspark.sql.types import StructType"),
+        _block(
+            _rule("Settings"),
+            "# Each side: its files (replayed in this order), format, event-time column and how its times are written, watermark delay.",
+            f"LEFT = {side(config.left)}",
+            f"RIGHT = {side(config.right)}",
+            f"KEYS = {_lit(config.on)}",
+            "# The right side's time within [left time + LOWER, left time + UPPER], in milliseconds (None: no time range).",
+            f"RANGE_MS = {_lit(config.bounds_ms)}",
+            f"JOIN_TYPE = {_lit(config.join_type)}",
+            f"POLICY = {_lit(config.policy)}  # the global watermark: the min (slower side) or max (faster side) of the sides'",
+            f"RESULT_PREFIX = {_lit(RESULT_PREFIX)}",
+            "TIME_FORMAT = 'auto'",
+        ),
+        _session_block(settings=("spark.conf.set('spark.sql.streaming.multipleWatermarkPolicy', POLICY)",)),
+        _block(
+            _rule("Sources: each side replayed one file per micro-batch"),
+            "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-join-'))",
+            "",
+            "",
+            *_COLUMN_CODE,
+            "def side_stream(side, name):",
+            '    """The side\'s stream over a staging folder holding its files, each modified after the one before; its event time parsed, its watermark set."""',
+            "    files = [pathlib.Path(path) for path in side['files']]",
+            "    staging = WORKDIR / name",
+            "    staging.mkdir()",
+            "    for index, source in enumerate(files):",
+            "        target = staging / f'{index:06d}-{source.name}'",
+            "        partial = staging / f'.{target.name}.partial'  # names starting with '.' are ignored by Spark",
+            "        shutil.copyfile(source, partial)",
+            "        os.utime(partial, (1_700_000_000 + index, 1_700_000_000 + index))",
+            "        os.replace(partial, target)",
+            "    paths = [str(path) for path in files]",
+            "    reader = spark.readStream.option('maxFilesPerTrigger', 1)",
+            "    if side['format'] == 'csv':",
+            "        fields = spark.read.csv(paths, header=True).schema",
+            "        raw = reader.schema(fields).option('header', True).option('mode', 'PERMISSIVE').csv(str(staging))",
+            "    elif side['format'] == 'json':",
+            "        fields = StructType([f for f in spark.read.json(paths).schema.fields if f.name != '_corrupt_record'])",
+            "        raw = reader.schema(fields).option('mode', 'PERMISSIVE').json(str(staging))",
+            "    else:",
+            "        fields = spark.read.parquet(*paths).schema",
+            "        raw = reader.schema(fields).parquet(str(staging))",
+            "    parsed = event_time_column(side['time'], side['time_format'], fields)",
+            "    frame = raw.select(*[parsed.alias(f.name) if f.name == side['time'] else F.col(quoted(f.name)) for f in fields.fields])",
+            "    frame = frame.where(F.col(quoted(side['time'])).isNotNull())  # a time that does not parse: left out",
+            "    if side['watermark'] is not None:",
+            "        frame = frame.withWatermark(quoted(side['time']), side['watermark'])",
+            "    return frame, [f.name for f in fields.fields]",
+            "",
+            "",
+            "left, left_names = side_stream(LEFT, 'left')",
+            "right, right_names = side_stream(RIGHT, 'right')",
+        ),
+        _block(
+            _rule("The join"),
+            "def col(side, name):",
+            "    return F.col(f'{side}.{quoted(name)}')",
+            "",
+            "",
+            "condition = [col('left', key) == col('right', key) for key in KEYS]",
+            "if RANGE_MS is not None:",
+            "    left_time, right_time = col('left', LEFT['time']), col('right', RIGHT['time'])",
+            "    condition += [",
+            "        right_time >= left_time + F.expr(f'INTERVAL {RANGE_MS[0]} MILLISECONDS'),",
+            "        right_time <= left_time + F.expr(f'INTERVAL {RANGE_MS[1]} MILLISECONDS'),",
+            "    ]",
+            "joined = left.alias('left').join(right.alias('right'), functools.reduce(operator.and_, condition), JOIN_TYPE)",
+            "if JOIN_TYPE == 'right_outer':",
+            "    keys = [col('right', key).alias(key) for key in KEYS]",
+            "elif JOIN_TYPE == 'full_outer':",
+            "    keys = [F.coalesce(col('left', key), col('right', key)).alias(key) for key in KEYS]",
+            "else:",
+            "    keys = [col('left', key).alias(key) for key in KEYS]",
+            "others = [col('left', name).alias(name) for name in left_names if name not in KEYS]",
+            "if JOIN_TYPE != 'left_semi':",
+            "    others += [col('right', name).alias(name) for name in right_names if name not in KEYS]",
+            "joined = joined.select(*keys, *others)",
+        ),
+        _block(
+            _rule("Run: every file of both sides, then print the joined rows"),
+            "rows = []",
+            "query = (",
+            "    joined.writeStream.outputMode('append').option('checkpointLocation', str(WORKDIR / 'checkpoint'))",
+            "    .trigger(availableNow=True).foreachBatch(lambda batch, batch_id: rows.extend(batch.collect())).start()",
+            ")",
+            "query.awaitTermination()",
+            "",
+            "",
+            "def plain(value):",
+            "    if isinstance(value, datetime):",
+            "        text = value.strftime('%Y-%m-%d %H:%M:%S')",
+            "        return text + f'.{value.microsecond:06d}'.rstrip('0') if value.microsecond else text",
+            "    return value",
+            "",
+            "",
+            "records = [{name: plain(value) for name, value in row.asDict().items()} for row in rows]",
+            "records.sort(key=lambda record: [(value is not None, str(value)) for value in record.values()])",
+            "print(f'{len(records)} joined rows')",
+            "print(RESULT_PREFIX + json.dumps(records))",
+            "shutil.rmtree(WORKDIR, ignore_errors=True)",
+            "spark.stop()",
+        ),
+    ])
     compile(code, "<export>", "exec")
     return code

@@ -282,3 +282,37 @@ def test_each_rows_story_agrees_with_spark(spark, kept_left_outer) -> None:
     assert len(told) == nulls.sum() > 0
     assert (stories[stories["side"] == "left"]["status"] == "joined").sum() == (~nulls).sum()
     assert set(stories["status"]) <= {"joined", "emitted with NULLs", "dropped as too late", "waiting at the end", "never matched"}
+
+
+def test_the_exported_program_prints_the_joined_rows(spark, registry, ads, tmp_path: Path) -> None:
+    """Show code's program, run as its own process, ends with the rows the replay joined."""
+    import subprocess
+    import sys
+
+    from streaming.export import RESULT_PREFIX, join_code
+
+    config = config_of(ads, "full_outer", "max")
+    program = tmp_path / "join_export.py"
+    program.write_text(join_code(config))
+    process = subprocess.Popen([sys.executable, str(program)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:  # the replay runs here while the program starts its own Spark
+        expected = run_join(spark, config, registry.listener, root=tmp_path, timeout=300).result_records()
+    finally:
+        done = finish(process, 400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    marked = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    assert json.loads(marked[0][len(RESULT_PREFIX):]) == expected
+    assert f"{len(expected)} joined rows" in done.stdout
+
+
+def test_exported_code_keeps_odd_column_names_in_string_literals(ads) -> None:
+    from streaming.export import join_code
+
+    config = config_of(ads)
+    object.__setattr__(config, "on", ("x'); import os; os.system('echo pwned'); ('",))
+    code = join_code(config)
+    import ast
+
+    assigned = {node.targets[0].id: node.value for node in ast.parse(code).body if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}
+    assert ast.literal_eval(assigned["KEYS"]) == config.on
+    assert "os.system" not in "".join(line for line in code.splitlines() if not line.startswith("KEYS = "))
