@@ -316,3 +316,46 @@ def test_exported_code_keeps_odd_column_names_in_string_literals(ads) -> None:
     assigned = {node.targets[0].id: node.value for node in ast.parse(code).body if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}
     assert ast.literal_eval(assigned["KEYS"]) == config.on
     assert "os.system" not in "".join(line for line in code.splitlines() if not line.startswith("KEYS = "))
+
+
+MODEL_CASES = [
+    ("left_outer", "min", LEFT_WATERMARK, RIGHT_WATERMARK),
+    ("left_outer", "max", LEFT_WATERMARK, RIGHT_WATERMARK),
+    ("full_outer", "min", "5 seconds", "40 seconds"),
+    ("right_outer", "max", "10 seconds", "0 seconds"),
+    ("inner", "min", LEFT_WATERMARK, RIGHT_WATERMARK),
+    ("left_outer", "min", None, RIGHT_WATERMARK),
+    ("right_outer", "min", LEFT_WATERMARK, None),
+    ("left_semi", "min", LEFT_WATERMARK, RIGHT_WATERMARK),
+]
+
+
+@pytest.mark.parametrize(("join_type", "policy", "left_delay", "right_delay"), MODEL_CASES)
+def test_the_join_model_emits_what_spark_emits(spark, registry, ads, tmp_path: Path, join_type, policy, left_delay, right_delay) -> None:
+    """The model's joined pairs, NULL rows (and the batch of each), dropped rows, watermarks and batch count are Spark's, for delays on one side or both."""
+    from streaming.analysis.join_model import model_join
+    from streaming.engine.durations import parse_duration
+    from streaming.engine.join import side_rows
+
+    config = config_of(ads, join_type, policy, left_watermark=left_delay, right_watermark=right_delay)
+    outcome = run_join(spark, config, registry.listener, root=tmp_path, timeout=300)
+    left, right = (side_rows(spark, side) for side in config.sides)
+    delays = tuple(None if delay is None else parse_duration(delay) for delay in (left_delay, right_delay))
+    model = model_join(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, join_type, delays, policy)
+    assert model.batches == len(outcome.summaries)
+    marks = [None if pd.isna(summary["watermark"]) else int(pd.Timestamp(summary["watermark"]).value // 1_000_000) for summary in outcome.summaries]
+    assert list(model.watermarks) == marks
+    assert sum(len(rows) for rows in model.dropped.values()) == outcome.rows_dropped_by_watermark
+    if join_type != "left_semi":  # a semi join's state is counted otherwise by Spark: the model's is an estimate there
+        assert list(model.state_rows) == [summary["state_rows_total"] for summary in outcome.summaries]
+    emitted = outcome.result.assign(batch=outcome.emitted)
+    if join_type == "left_semi":
+        assert sorted({left.loc[shown, "impression_id"] for shown, _ in model.pairs}) == sorted(emitted["impression_id"])
+        return
+    joined = emitted[emitted["impression_time"].notna() & emitted["click_time"].notna()]
+    assert sorted((left.loc[row, "impression_id"], left.loc[row, "impression_time"], right.loc[other, "click_time"]) for row, other in model.pairs) == sorted(
+        zip(joined["impression_id"], joined["impression_time"], joined["click_time"])
+    )
+    for side, other, frame in (("left", "click_time", left), ("right", "impression_time", right)):
+        alone = emitted[emitted[other].isna()]
+        assert sorted((frame.loc[row, "impression_id"], batch) for row, batch in model.nulls[side].items()) == sorted(zip(alone["impression_id"], alone["batch"]))

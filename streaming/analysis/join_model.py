@@ -1,0 +1,218 @@
+"""The join model: what a stream-stream join replay emits for any pair of watermark delays, computed from the rows without Spark.
+
+A replayed join is deterministic: batch ``b`` brings file ``b`` of each side.
+The model follows Spark's rules (held to Spark by the tests, as
+:mod:`streaming.analysis.model` is for windows):
+
+- after a batch, each side's watermark is the largest event time it has
+  brought so far less its delay; the global watermark is the ``min`` (or
+  ``max``) of the sides that have brought rows, and never goes back;
+- batch ``b`` runs with the global watermark batch ``b - 1`` left, and drops
+  the rows of a side with a watermark whose event time is at or before the one
+  batch ``b - 1`` ran with (Spark's watermark for late rows);
+- a batch joins its new rows with the other side's state and with each other,
+  adds them to the state, then removes every row whose bound (a left row's
+  time + the range's end, a right row's time - its start) is before the
+  batch's watermark: an outer join emits such a row with NULLs if it never
+  matched. Spark removes rows only when *both* sides have a watermark (and
+  the range is given): with one, the state keeps every row and an outer join
+  never emits a NULL row, though Spark accepts the query;
+- after the last file a batch without data runs once when the watermark has
+  moved and the state is cleaned, as Spark's available-now trigger does.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["JoinModelResult", "exact_pairs", "model_join", "model_sweep"]
+
+_NONE = np.iinfo(np.int64).min
+"""No time: a side without a watermark, or one that has brought no rows."""
+
+
+@dataclass(frozen=True)
+class _Side:
+    times: np.ndarray  # event time, int64 ms (rows whose time does not parse are left out)
+    keys: list[tuple[str, ...]]
+    batches: np.ndarray
+
+
+def _side(rows: pd.DataFrame, time: str, on: Sequence[str]) -> _Side:
+    rows = rows[rows[time].notna()]
+    stamps = pd.to_datetime(rows[time])
+    times = (stamps.to_numpy("datetime64[ms]").astype("int64")) if len(rows) else np.array([], dtype="int64")
+    keys = [tuple(str(value) for value in values) for values in rows[list(on)].itertuples(index=False, name=None)]
+    return _Side(times, keys, rows["batch"].to_numpy("int64"))
+
+
+@dataclass(frozen=True)
+class JoinModelResult:
+    """What one replay emits under one pair of delays.
+
+    ``pairs``: the (left row, right row) positions joined (positions in the
+    side frames given, malformed rows left out); ``nulls``: per side, the rows
+    emitted without a match and the batch that emitted each; ``dropped``: rows
+    dropped as too late per side; ``watermarks``: the global watermark each
+    batch ran with (ms, ``None`` before the first); ``state_rows``: rows in
+    the join's state after each batch (Spark's ``numRowsTotal``; for a left semi
+    join an estimate, which Spark counts otherwise).
+    """
+
+    pairs: frozenset[tuple[int, int]]
+    nulls: dict[str, dict[int, int]]
+    dropped: dict[str, frozenset[int]]
+    watermarks: tuple[int | None, ...]
+    state_rows: tuple[int, ...]
+
+    @property
+    def batches(self) -> int:
+        return len(self.watermarks)
+
+
+def exact_pairs(left: pd.DataFrame, right: pd.DataFrame, left_time: str, right_time: str, on: Sequence[str], bounds_ms: tuple[int, int] | None) -> frozenset[tuple[int, int]]:
+    """Every (left row, right row) that matches on the keys and the time range: the batch join of all rows, the answer a replay is measured against."""
+    sides = _side(left.reset_index(drop=True), left_time, on), _side(right.reset_index(drop=True), right_time, on)
+    left_index = left.reset_index(drop=True)[left.reset_index(drop=True)[left_time].notna()].index.to_numpy()
+    right_index = right.reset_index(drop=True)[right.reset_index(drop=True)[right_time].notna()].index.to_numpy()
+    by_key: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for position, key in enumerate(sides[1].keys):
+        by_key[key].append(position)
+    found = set()
+    for position, key in enumerate(sides[0].keys):
+        for other in by_key.get(key, ()):
+            if _in_range(sides[0].times[position], sides[1].times[other], bounds_ms):
+                found.add((int(left_index[position]), int(right_index[other])))
+    return frozenset(found)
+
+
+def _in_range(left_ms: int, right_ms: int, bounds_ms: tuple[int, int] | None) -> bool:
+    return bounds_ms is None or left_ms + bounds_ms[0] <= right_ms <= left_ms + bounds_ms[1]
+
+
+def model_join(
+    left: pd.DataFrame, right: pd.DataFrame, left_time: str, right_time: str, on: Sequence[str], bounds_ms: tuple[int, int] | None,
+    join_type: str, delays_ms: tuple[int | None, int | None], policy: str = "min",
+) -> JoinModelResult:
+    """The replay of ``left`` and ``right`` (each with ``batch``: its file's index, as :func:`~streaming.engine.join.side_rows` gives them) under the delays ``(left, right)`` (``None``: no watermark on that side)."""
+    frames = left.reset_index(drop=True), right.reset_index(drop=True)
+    names = ("left", "right")
+    times = {"left": left_time, "right": right_time}
+    sides = {name: _side(frame, times[name], on) for name, frame in zip(names, frames)}
+    positions = {name: frame[frame[times[name]].notna()].index.to_numpy() for name, frame in zip(names, frames)}
+    arriving: dict[str, dict[int, list[int]]] = {name: defaultdict(list) for name in names}
+    for name in names:
+        for row, batch in enumerate(sides[name].batches):
+            arriving[name][int(batch)].append(row)
+    files = 1 + max((int(side.batches.max()) for side in sides.values() if len(side.batches)), default=-1)
+    lower, upper = bounds_ms if bounds_ms is not None else (None, None)
+    preserved = {"left": join_type in ("left_outer", "full_outer"), "right": join_type in ("right_outer", "full_outer")}
+    state: dict[str, dict[tuple[str, ...], list[int]]] = {name: defaultdict(list) for name in names}
+    matched: dict[str, set[int]] = {name: set() for name in names}
+    largest: dict[str, int] = {}
+    watermark: int | None = None
+    late_mark: int | None = None
+    pairs: set[tuple[int, int]] = set()
+    nulls: dict[str, dict[int, int]] = {name: {} for name in names}
+    dropped: dict[str, set[int]] = {name: set() for name in names}
+    marks: list[int | None] = []
+    state_rows: list[int] = []
+    watermarked = {name: delay is not None for name, delay in zip(names, delays_ms)}
+    evicts = bounds_ms is not None and all(watermarked.values())
+    batch = 0
+    while True:
+        data = batch < files
+        if not data and (not evicts or not marks or marks[-1] == watermark):
+            break
+        marks.append(watermark)
+        fresh: dict[str, list[int]] = {}
+        for name in names:
+            rows = arriving[name].get(batch, []) if data else []
+            side = sides[name]
+            for row in rows:
+                largest[name] = max(largest.get(name, _NONE), int(side.times[row]))
+            late = set() if late_mark is None or not watermarked[name] else {row for row in rows if side.times[row] <= late_mark}
+            dropped[name].update(int(positions[name][row]) for row in late)
+            fresh[name] = [row for row in rows if row not in late]
+        settled = set()  # left rows a semi join has emitted on arrival: Spark does not keep them
+        for row in fresh["left"]:  # left rows against the right state and the right rows of this batch
+            key, moment = sides["left"].keys[row], sides["left"].times[row]
+            held = list(state["right"].get(key, ()))
+            for other in [*held, *(r for r in fresh["right"] if sides["right"].keys[r] == key)]:
+                if _in_range(moment, sides["right"].times[other], bounds_ms):
+                    pairs.add((int(positions["left"][row]), int(positions["right"][other])))
+                    matched["left"].add(row)
+                    matched["right"].add(other)
+                    if join_type == "left_semi" and other in held:
+                        settled.add(row)
+        for row in fresh["right"]:  # right rows against the left state
+            key, moment = sides["right"].keys[row], sides["right"].times[row]
+            for other in state["left"].get(key, ()):
+                if _in_range(sides["left"].times[other], moment, bounds_ms):
+                    pairs.add((int(positions["left"][other]), int(positions["right"][row])))
+                    matched["left"].add(other)
+                    matched["right"].add(row)
+        for name in names:
+            for row in fresh[name]:
+                if name == "right" or row not in settled:
+                    state[name][sides[name].keys[row]].append(row)
+        if watermark is not None and evicts:
+            for name in names:
+                shift = upper if name == "left" else -lower  # type: ignore[operator]
+                for key in list(state[name]):
+                    staying = []
+                    for row in state[name][key]:
+                        if sides[name].times[row] + shift < watermark:
+                            if preserved[name] and row not in matched[name]:
+                                nulls[name][int(positions[name][row])] = batch
+                        else:
+                            staying.append(row)
+                    if staying:
+                        state[name][key] = staying
+                    else:
+                        del state[name][key]
+        state_rows.append(sum(len(rows) for side in state.values() for rows in side.values()))
+        late_mark = watermark
+        candidates = [largest[name] - delay for name, delay in zip(names, delays_ms) if delay is not None and name in largest]
+        if candidates:
+            chosen = min(candidates) if policy == "min" else max(candidates)
+            watermark = chosen if watermark is None else max(watermark, chosen)
+        batch += 1
+    return JoinModelResult(frozenset(pairs), nulls, {name: frozenset(rows) for name, rows in dropped.items()}, tuple(marks), tuple(state_rows))
+
+
+def model_sweep(
+    left: pd.DataFrame, right: pd.DataFrame, left_time: str, right_time: str, on: Sequence[str], bounds_ms: tuple[int, int] | None,
+    join_type: str, left_delays_ms: Sequence[int], right_delays_ms: Sequence[int], policy: str = "min",
+) -> pd.DataFrame:
+    """One row per pair of delays: ``left_delay_ms``, ``right_delay_ms``, ``completeness`` (the joined pairs found over the exact join's; 1 when
+    there are none), ``pairs``, ``exact_pairs``, ``dropped``, ``null_rows``, ``peak_state_rows`` and ``null_row_wait_batches`` (the mean
+    batches a row without a match waited for its NULL row; NaN without any)."""
+    exact = exact_pairs(left, right, left_time, right_time, on, bounds_ms)
+    arrived = {
+        "left": left.reset_index(drop=True)["batch"].to_numpy("int64"),
+        "right": right.reset_index(drop=True)["batch"].to_numpy("int64"),
+    }
+    records = []
+    for left_delay in left_delays_ms:
+        for right_delay in right_delays_ms:
+            result = model_join(left, right, left_time, right_time, on, bounds_ms, join_type, (left_delay, right_delay), policy)
+            waits = [batch - arrived[name][row] for name, emitted in result.nulls.items() for row, batch in emitted.items()]
+            found = len(result.pairs & exact)
+            records.append({
+                "left_delay_ms": left_delay,
+                "right_delay_ms": right_delay,
+                "completeness": found / len(exact) if exact else 1.0,
+                "pairs": found,
+                "exact_pairs": len(exact),
+                "dropped": sum(len(rows) for rows in result.dropped.values()),
+                "null_rows": sum(len(rows) for rows in result.nulls.values()),
+                "peak_state_rows": max(result.state_rows, default=0),
+                "null_row_wait_batches": float(np.mean(waits)) if waits else float("nan"),
+            })
+    return pd.DataFrame(records)
