@@ -137,6 +137,8 @@ def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
         st.error(f"Cannot run this join: {brief(str(err))}")
         return
     st.caption(config.describe())
+    for warning in config.warnings():
+        st.warning(warning)
     show_code(config, "join_code_download")
     if not st.button("Run join", type="primary", disabled=not ready, key="join_run"):
         return

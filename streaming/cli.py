@@ -505,6 +505,8 @@ def _join_main(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    for warning in config.warnings():
+        print(f"warning: {warning}", file=sys.stderr)
     spark = get_session()
     listener = ProgressListener()
     spark.streams.addListener(listener)

@@ -359,3 +359,10 @@ def test_the_join_model_emits_what_spark_emits(spark, registry, ads, tmp_path: P
     for side, other, frame in (("left", "click_time", left), ("right", "impression_time", right)):
         alone = emitted[emitted[other].isna()]
         assert sorted((frame.loc[row, "impression_id"], batch) for row, batch in model.nulls[side].items()) == sorted(zip(alone["impression_id"], alone["batch"]))
+
+
+def test_what_spark_accepts_but_never_cleans_is_warned(ads) -> None:
+    assert config_of(ads).warnings() == []
+    (one_sided,) = config_of(ads, "left_outer", left_watermark=None).warnings()
+    assert "never emits a row without a match" in one_sided and "left.watermark" in one_sided
+    assert "for ever" in config_of(ads, "inner", within=None).warnings()[0]

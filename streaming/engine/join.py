@@ -231,6 +231,21 @@ class JoinConfig:
     def sides(self) -> tuple[JoinSide, JoinSide]:
         return self.left, self.right
 
+    def warnings(self) -> list[str]:
+        """What Spark accepts but a user would not expect: a join whose state is never cleaned, or whose NULL rows never come."""
+        missing = [side.side for side in self.sides if side.watermark is None]
+        if not missing and self.bounds_ms is not None:
+            return []
+        if self.join_type == "inner":
+            return ["The join's state keeps every row of both sides for ever: give both sides a watermark and a time range to bound it."]
+        if len(missing) == 1:
+            unmatched = "" if self.join_type == "left_semi" else " and never emits a row without a match (its NULL row)"
+            return [
+                f"With a watermark on one side only, Spark keeps every row of both sides in the join's state{unmatched}: "
+                f"set {missing[0]}.watermark too."
+            ]
+        return []
+
     def describe(self) -> str:
         """One line: ``left_outer join of ad_impressions and ad_clicks on impression_id, click_time within [impression_time + 0 seconds, + 2 minutes]``."""
         text = f"{self.join_type} join of {self.left.path.name} and {self.right.path.name} on {', '.join(self.on)}"
