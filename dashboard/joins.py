@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,10 @@ import pandas as pd
 import streamlit as st
 
 from streaming.analysis.join import batch_caption, join_timeline, key_story, key_text, unmatched_side, waiting_rows
-from streaming.charts.join import join_activity_figure, join_key_figure, join_watermarks_figure
+from streaming.analysis.join_model import joined_completeness, model_sweep, recommend
+from streaming.charts.join import join_activity_figure, join_key_figure, join_tuner_figure, join_watermarks_figure
 from streaming.engine.datasets import DatasetStore, FileFormat, column_names, detect_format
+from streaming.engine.durations import format_duration, parse_duration
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_files
 from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, join_state, run_join, side_rows
@@ -224,6 +226,7 @@ def join_results() -> None:
         st.dataframe(_highlight(outcome, emitted.reset_index(drop=True)), hide_index=True)
     waiting_view(outcome, timeline, batch)
     key_view(outcome, timeline)
+    tuner_view(outcome)
     with st.expander(f"All {len(outcome.result):,} joined rows"):
         st.dataframe(_highlight(outcome, outcome.result.reset_index(drop=True)), hide_index=True)
 
@@ -257,3 +260,88 @@ def key_view(outcome: JoinOutcome, timeline: pd.DataFrame) -> None:
     story = key_story(outcome, timeline, left_rows, right_rows, key)
     st.plotly_chart(join_key_figure(story, config.left.path.name, config.right.path.name, key), key="join_key_chart")
     st.dataframe(story[["side", "event_time", "batch", "status", "why"]], hide_index=True, key="join_key_rows")
+
+
+DELAYS = "0 seconds, 15 seconds, 30 seconds, 1 minute, 2 minutes"
+MAX_DELAYS = 8
+SWEEP = "join_sweep"
+
+
+def _delays(text: str, field_name: str) -> list[int]:
+    """The delays of a comma-separated list, in ms; :class:`ConfigError` naming ``field_name``."""
+    delays = sorted({parse_duration(part.strip(), field=field_name) for part in text.split(",") if part.strip()})
+    if not delays or len(delays) > MAX_DELAYS:
+        raise ConfigError(field_name, text, f"must list 1 to {MAX_DELAYS} delays, e.g. {DELAYS!r}")
+    return delays
+
+
+def tuner_view(outcome: JoinOutcome) -> None:
+    """Tune the join's two delays: the join model's completeness, state and NULL-row wait per pair, a recommendation, and Spark's confirmation of it."""
+    config = outcome.config
+    left, right = config.left.path.name, config.right.path.name
+    st.subheader("Tune the two delays")
+    st.caption(
+        "The join model replays the same files under every pair of delays in seconds and measures the joined pairs against the exact join "
+        "of all rows; it recommends the pair that reaches the target with the smallest state, and Spark confirms it."
+    )
+    columns = st.columns(3)
+    left_text = columns[0].text_input(f"{left} (left) delays", value=DELAYS, key="join_tune_left", **KEPT)
+    right_text = columns[1].text_input(f"{right} (right) delays", value=DELAYS, key="join_tune_right", **KEPT)
+    target = columns[2].number_input("Completeness target (%)", min_value=50.0, max_value=100.0, value=99.0, step=0.5, key="join_tune_target", **KEPT) / 100
+    try:
+        left_delays, right_delays = _delays(left_text, "left delays"), _delays(right_text, "right delays")
+    except ConfigError as err:
+        st.error(f"Cannot sweep these delays: {brief(str(err))}")
+        return
+    asked = (config, tuple(left_delays), tuple(right_delays))
+    if st.button("Sweep these delays", key="join_tune_run"):
+        left_rows, right_rows = _side_rows(outcome)
+        with st.spinner("The join model replays every pair…"):
+            sweep = model_sweep(
+                left_rows, right_rows, config.left.event_time, config.right.event_time, config.on, config.bounds_ms, config.join_type,
+                left_delays, right_delays, config.policy,
+            )
+        st.session_state[SWEEP] = (asked, sweep)
+    swept = st.session_state.get(SWEEP)
+    if swept is None or swept[0] != asked:
+        return
+    sweep = swept[1]
+    best = recommend(sweep, target)
+    chosen = None if best is None else (int(best["left_delay_ms"]), int(best["right_delay_ms"]))
+    st.plotly_chart(join_tuner_figure(sweep, left, right, target, chosen), key="join_tuner_chart")
+    if best is None or chosen is None:
+        st.warning(f"No pair of these delays finds {target * 100:g}% of the exact join's {int(sweep['exact_pairs'].iloc[0]):,} pairs: try longer delays.")
+    else:
+        st.markdown(
+            f"**Recommended: {left} {format_duration(chosen[0])}, {right} {format_duration(chosen[1])}** (the join model): "
+            f"{best['completeness'] * 100:.1f}% of the exact join's {int(best['exact_pairs']):,} pairs, at most {int(best['peak_state_rows']):,} rows in state."
+        )
+        if st.button("Confirm on Spark", key="join_tune_confirm"):
+            _confirm(outcome, chosen, best)
+    table = sweep.assign(
+        left_delay=[format_duration(int(ms)) for ms in sweep["left_delay_ms"]], right_delay=[format_duration(int(ms)) for ms in sweep["right_delay_ms"]],
+        completeness=[f"{share * 100:.1f}%" for share in sweep["completeness"]],
+    )[["left_delay", "right_delay", "completeness", "pairs", "dropped", "null_rows", "peak_state_rows", "null_row_wait_batches"]]
+    st.dataframe(table, hide_index=True, key="join_tuner_table")
+
+
+def _confirm(outcome: JoinOutcome, chosen: tuple[int, int], best: pd.Series) -> None:
+    """Run the recommended pair on Spark and set its completeness and state beside the model's."""
+    config = outcome.config
+    sides = [replace(side, watermark=format_duration(delay)) for side, delay in zip(config.sides, chosen)]
+    confirmed = replace(config, left=sides[0], right=sides[1])
+    registry = get_registry()
+    try:
+        with st.spinner("Spark replays the recommended pair…"):
+            run = run_join(registry.spark, confirmed, registry.listener)
+    except Exception as err:  # noqa: BLE001 - a failed confirmation shows as a message
+        st.error(f"Spark could not confirm it: {brief(str(err))}")
+        return
+    left_rows, right_rows = _side_rows(outcome)
+    found, exact = joined_completeness(run.result, left_rows, right_rows, config.left.event_time, config.right.event_time, config.on, config.bounds_ms)
+    peak = max((int(summary["state_rows_total"]) for summary in run.summaries), default=0)
+    share = found / exact if exact else 1.0
+    st.success(
+        f"Spark found {found:,} of the exact join's {exact:,} pairs ({share * 100:.1f}%; the model said {best['completeness'] * 100:.1f}%), "
+        f"with at most {peak:,} rows in state (the model said {int(best['peak_state_rows']):,})."
+    )

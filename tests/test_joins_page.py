@@ -66,3 +66,25 @@ def test_a_left_outer_join_without_the_right_watermark_is_refused_naming_it() ->
         "watermark passes their range"
     ]
     assert not [button for button in at.button if button.key == "join_run"]
+
+
+def test_the_tuner_sweeps_both_delays_and_spark_confirms_the_model(tmp_path) -> None:
+    import re
+
+    at = _joins_page()
+    at.button(key="join_run").click().run()
+    at.text_input(key="join_tune_left").set_value("0 seconds, 30 seconds, 1 minute, 2 minutes").run()
+    at.text_input(key="join_tune_right").set_value("0 seconds, 30 seconds, 1 minute").run()
+    at.button(key="join_tune_run").click().run()
+    assert not at.exception, at.exception
+    sweep = at.session_state["join_sweep"][1]
+    assert len(sweep) == 12 and sweep["completeness"].between(0, 1).all()
+    assert sweep["completeness"].min() < sweep["completeness"].max()  # the delays matter on these feeds
+    (recommended,) = [markdown.value for markdown in at.markdown if markdown.value.startswith("**Recommended:")]
+    at.button(key="join_tune_confirm").click().run()
+    assert not at.exception, at.exception
+    (confirmed,) = [success.value for success in at.success]
+    spark_share, model_share = re.search(r"\(([\d.]+)%; the model said ([\d.]+)%\)", confirmed).groups()
+    spark_state, model_state = re.search(r"at most ([\d,]+) rows in state \(the model said ([\d,]+)\)", confirmed).groups()
+    assert spark_share == model_share and spark_state == model_state, confirmed
+    assert f"{model_share}% of the exact join's" in recommended

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["JoinModelResult", "exact_pairs", "model_join", "model_sweep"]
+__all__ = ["JoinModelResult", "exact_pairs", "joined_completeness", "model_join", "model_sweep", "recommend"]
 
 _NONE = np.iinfo(np.int64).min
 """No time: a side without a watermark, or one that has brought no rows."""
@@ -216,3 +216,29 @@ def model_sweep(
                 "null_row_wait_batches": float(np.mean(waits)) if waits else float("nan"),
             })
     return pd.DataFrame(records)
+
+
+def recommend(sweep: pd.DataFrame, target: float) -> pd.Series | None:
+    """The pair of delays of ``sweep`` (:func:`model_sweep`) that reaches ``target`` completeness with the smallest peak state, then the shortest
+    delays; ``None`` when no pair reaches it."""
+    reaching = sweep[sweep["completeness"] >= target]
+    if reaching.empty:
+        return None
+    ordered = reaching.assign(_total=reaching["left_delay_ms"] + reaching["right_delay_ms"])
+    return ordered.sort_values(["peak_state_rows", "_total", "left_delay_ms"], kind="stable").drop(columns="_total").iloc[0]
+
+
+def joined_completeness(
+    result: pd.DataFrame, left: pd.DataFrame, right: pd.DataFrame, left_time: str, right_time: str, on: Sequence[str], bounds_ms: tuple[int, int] | None,
+) -> tuple[int, int]:
+    """``(found, exact)``: the exact join's pairs a join's ``result`` rows hold (a pair told by its keys and both times), and how many there are."""
+    left, right = left.reset_index(drop=True), right.reset_index(drop=True)
+    exact = exact_pairs(left, right, left_time, right_time, on, bounds_ms)
+
+    def told(keys: Sequence[object], left_at: object, right_at: object) -> tuple[object, ...]:
+        return (*(str(key) for key in keys), pd.Timestamp(left_at), pd.Timestamp(right_at))
+
+    wanted = {told([left.loc[row, key] for key in on], left.loc[row, left_time], right.loc[other, right_time]) for row, other in exact}
+    both = result[result[left_time].notna() & result[right_time].notna()]
+    found = {told(values[:-2], values[-2], values[-1]) for values in both[[*on, left_time, right_time]].itertuples(index=False, name=None)}
+    return len(wanted & found), len(wanted)

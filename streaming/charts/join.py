@@ -8,9 +8,10 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..engine.durations import format_duration
 from .common import PALETTE, WATERMARK_COLOR, empty_figure
 
-__all__ = ["STATUS_COLORS", "join_activity_figure", "join_key_figure", "join_watermarks_figure"]
+__all__ = ["STATUS_COLORS", "join_activity_figure", "join_key_figure", "join_tuner_figure", "join_watermarks_figure"]
 
 STATUS_COLORS = {
     "joined": PALETTE[2], "emitted with NULLs": PALETTE[1], "never matched": "#7f7f7f", "waiting at the end": PALETTE[4],
@@ -99,5 +100,40 @@ def join_key_figure(story: pd.DataFrame, left: str, right: str, key: str) -> go.
     figure.update_layout(
         title=title, xaxis_title="event time", height=300, legend={"orientation": "h", "y": -0.35},
         yaxis={"categoryorder": "array", "categoryarray": [lanes["right"], lanes["left"]]},
+    )
+    return figure
+
+
+def _delay_label(ms: int) -> str:
+    return format_duration(int(ms))
+
+
+def join_tuner_figure(sweep: pd.DataFrame, left: str, right: str, target: float, chosen: tuple[int, int] | None = None) -> go.Figure:
+    """Completeness of the joined pairs over each pair of delays (:func:`~streaming.analysis.join_model.model_sweep`), the peak state in each cell,
+    and the pair recommended (``chosen``, ms) for ``target``."""
+    title = "Completeness of the joined pairs by watermark delay"
+    if sweep.empty:
+        return empty_figure(title, "No delays swept")
+    grid = sweep.pivot(index="right_delay_ms", columns="left_delay_ms", values="completeness").sort_index().sort_index(axis=1)
+    state = sweep.pivot(index="right_delay_ms", columns="left_delay_ms", values="peak_state_rows").reindex_like(grid)
+    x = [_delay_label(ms) for ms in grid.columns]
+    y = [_delay_label(ms) for ms in grid.index]
+    figure = go.Figure(
+        go.Heatmap(
+            z=grid.to_numpy() * 100, x=x, y=y, colorscale="Blues", zmin=0, zmax=100, colorbar={"title": "% found"},
+            text=[[f"{value * 100:.1f}%<br>state {int(rows):,}" for value, rows in zip(z_row, s_row)] for z_row, s_row in zip(grid.to_numpy(), state.to_numpy())],
+            texttemplate="%{text}", hovertemplate=f"{left} delay %{{x}}<br>{right} delay %{{y}}<br>%{{text}}<extra></extra>",
+        )
+    )
+    if chosen is not None:
+        figure.add_trace(
+            go.Scatter(
+                x=[_delay_label(chosen[0])], y=[_delay_label(chosen[1])], mode="markers", name=f"recommended for {target * 100:g}%",
+                marker={"symbol": "square-open", "size": 44, "color": WATERMARK_COLOR, "line": {"width": 3}},
+            )
+        )
+    figure.update_layout(
+        title=title, xaxis_title=f"{left} (left) watermark delay", yaxis_title=f"{right} (right) watermark delay", height=420,
+        xaxis={"type": "category"}, yaxis={"type": "category"}, legend={"orientation": "h", "y": -0.25},
     )
     return figure
