@@ -5,6 +5,7 @@ Pure functions of :func:`~streaming.analysis.join.join_timeline`'s frame; no Str
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -37,10 +38,16 @@ def join_watermarks_figure(timeline: pd.DataFrame, left: str, right: str, policy
         ("right_watermark", f"{right} (right)", PALETTE[2], "dash"),
         ("watermark", f"global ({policy} of the two)", WATERMARK_COLOR, "solid"),
     ):
+        drawn = timeline[timeline[column].notna()]  # no point before a side has a watermark
         figure.add_trace(
-            go.Scatter(x=timeline["batch_id"], y=timeline[column], name=name, mode="lines+markers", line={"color": color, "dash": dash, "shape": "hv"})
+            go.Scatter(
+                x=drawn["batch_id"].tolist(), y=[stamp.isoformat() for stamp in drawn[column]], name=name, mode="lines+markers",
+                line={"color": color, "dash": dash, "shape": "hv", "width": 3 if dash == "solid" else 2},
+            )
         )
-    figure.update_layout(title=title, xaxis_title="micro-batch", yaxis_title="event time", height=340, legend={"orientation": "h", "y": -0.25})
+    figure.update_layout(
+        title=title, xaxis_title="micro-batch", yaxis={"title": "event time", "type": "date"}, height=340, legend={"orientation": "h", "y": -0.25},
+    )
     return _marker(figure, batch_id)
 
 
@@ -120,7 +127,8 @@ def join_tuner_figure(sweep: pd.DataFrame, left: str, right: str, target: float,
     y = [_delay_label(ms) for ms in grid.index]
     figure = go.Figure(
         go.Heatmap(
-            z=grid.to_numpy() * 100, x=x, y=y, colorscale="Blues", zmin=0, zmax=100, colorbar={"title": "% found"},
+            z=grid.to_numpy() * 100, x=x, y=y, colorscale="Blues", zmin=min(float(np.nanmin(grid.to_numpy())) * 100, 99.0), zmax=100,
+            colorbar={"title": "% found"},
             text=[[f"{value * 100:.1f}%<br>state {int(rows):,}" for value, rows in zip(z_row, s_row)] for z_row, s_row in zip(grid.to_numpy(), state.to_numpy())],
             texttemplate="%{text}", hovertemplate=f"{left} delay %{{x}}<br>{right} delay %{{y}}<br>%{{text}}<extra></extra>",
         )
