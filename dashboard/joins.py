@@ -81,20 +81,43 @@ def side_choices(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> dict
 
 
 def _time_guess(choice: SideChoice) -> int:
-    named = [index for index, name in enumerate(choice.columns) if "time" in name.lower() or name.lower() in ("ts", "timestamp")]
+    named = [
+        index for index, name in enumerate(choice.columns)
+        if "time" in name.lower() or name.lower().endswith("_at") or name.lower() in ("ts", "timestamp", "date")
+    ]
     return named[0] if named else 0
 
 
-def _side_widgets(side: str, choices: dict[str, SideChoice], default: str) -> tuple[SideChoice, str, str | None]:
+def _side_widgets(side: str, choices: dict[str, SideChoice], default: str) -> tuple[SideChoice, str, str | None, bool]:
     labels = list(choices)
     chosen = choices[st.selectbox(f"{side.title()} side", labels, index=labels.index(default) if default in labels else 0, key=f"join_{side}", **KEPT)]
     event_time = st.selectbox(
         "Event-time column", chosen.columns, index=_time_guess(chosen), key=f"join_{side}_time_{chosen.label}", **KEPT,
         help="Read as Spark casts text (yyyy-MM-dd HH:mm:ss, ISO 8601) or as a timestamp",
     )
+    static = side == "right" and st.checkbox(
+        "A static table", key="join_right_static", **KEPT, help="Read whole, once: each micro-batch of the left side joins against it (a stream-static join)",
+    )
+    if static:
+        with st.expander("The table"):
+            st.dataframe(_preview(chosen), hide_index=True)
+        return chosen, event_time, None, True
     use = st.checkbox("Watermark", value=True, key=f"join_{side}_use_watermark", **KEPT)
     watermark = st.text_input("Watermark delay", value=DEFAULTS[f"{side}_watermark"], key=f"join_{side}_watermark", **KEPT) if use else None
-    return chosen, event_time, watermark
+    return chosen, event_time, watermark, False
+
+
+PREVIEW_ROWS = 20
+
+
+def _preview(choice: SideChoice) -> pd.DataFrame:
+    """The first rows of a side's first file, as they are written."""
+    first = feed_files(choice.folder, choice.file_format)[0]
+    if choice.file_format == "csv":
+        return pd.read_csv(first, nrows=PREVIEW_ROWS, dtype=str)
+    if choice.file_format == "json":
+        return pd.read_json(first, lines=True, nrows=PREVIEW_ROWS)
+    return pd.read_parquet(first).head(PREVIEW_ROWS)
 
 
 def join_form() -> dict[str, Any]:
@@ -102,22 +125,29 @@ def join_form() -> dict[str, Any]:
     choices = side_choices(dataset_store())
     left_column, right_column, join_column = st.columns(3)
     with left_column, st.container(border=True):
-        left, left_time, left_watermark = _side_widgets("left", choices, DEFAULT_SIDES[0])
+        left, left_time, left_watermark, _ = _side_widgets("left", choices, DEFAULT_SIDES[0])
     with right_column, st.container(border=True):
-        right, right_time, right_watermark = _side_widgets("right", choices, DEFAULT_SIDES[1])
+        right, right_time, right_watermark, static = _side_widgets("right", choices, DEFAULT_SIDES[1])
     with join_column, st.container(border=True):
         shared = [name for name in left.columns if name in right.columns and name not in (left_time, right_time)]
         on = st.multiselect("Join keys", shared, default=shared[:1], key=f"join_on_{left.label}_{right.label}", help="Columns named alike on both sides, equal in a match")
         join_type = st.selectbox("Join type", JOIN_TYPES, index=JOIN_TYPES.index(DEFAULTS["join_type"]), key="join_type", **KEPT)
-        lower_column, upper_column = st.columns(2)
-        lower = lower_column.text_input("Range from", value=DEFAULTS["lower"], key="join_lower", **KEPT, help="The right time is at least the left time plus this (signed)")
-        upper = upper_column.text_input("Range to", value=DEFAULTS["upper"], key="join_upper", **KEPT, help="The right time is at most the left time plus this (signed)")
+        if static:  # a table's rows match on the keys alone
+            lower = upper = ""
+        else:
+            lower_column, upper_column = st.columns(2)
+            lower = lower_column.text_input(
+                "Range from", value=DEFAULTS["lower"], key="join_lower", **KEPT, help="The right time is at least the left time plus this (signed)",
+            )
+            upper = upper_column.text_input(
+                "Range to", value=DEFAULTS["upper"], key="join_upper", **KEPT, help="The right time is at most the left time plus this (signed)",
+            )
         policy = st.radio(
             "Global watermark", POLICIES, horizontal=True, key="join_policy", **KEPT,
             help="min: the slower side's (Spark's default, fewer rows dropped); max: the faster side's (results sooner, more rows of the slower side dropped)",
         )
     return {
-        "left": (left, left_time, left_watermark), "right": (right, right_time, right_watermark), "on": tuple(on), "join_type": join_type,
+        "left": (left, left_time, left_watermark), "right": (right, right_time, right_watermark), "static": static, "on": tuple(on), "join_type": join_type,
         "within": (lower, upper) if lower.strip() or upper.strip() else None, "policy": policy,
     }
 
@@ -127,7 +157,7 @@ def join_config(inputs: dict[str, Any]) -> JoinConfig:
     sides = []
     for side in ("left", "right"):
         choice, event_time, watermark = inputs[side]
-        sides.append(JoinSide(choice.folder, event_time, watermark, choice.file_format, side=side))
+        sides.append(JoinSide(choice.folder, event_time, watermark, choice.file_format, side=side, static=side == "right" and inputs["static"]))
     return JoinConfig(sides[0], sides[1], on=inputs["on"], within=inputs["within"], join_type=inputs["join_type"], policy=inputs["policy"])
 
 
@@ -224,9 +254,12 @@ def join_results() -> None:
         st.caption("None.")
     else:
         st.dataframe(_highlight(outcome, emitted.reset_index(drop=True)), hide_index=True)
-    waiting_view(outcome, timeline, batch)
-    key_view(outcome, timeline)
-    tuner_view(outcome)
+    if config.static:
+        st.caption("A stream-static join keeps no state and has no watermark on its table: each batch's rows join the whole table at once.")
+    else:
+        waiting_view(outcome, timeline, batch)
+        key_view(outcome, timeline)
+        tuner_view(outcome)
     with st.expander(f"All {len(outcome.result):,} joined rows"):
         st.dataframe(_highlight(outcome, outcome.result.reset_index(drop=True)), hide_index=True)
 

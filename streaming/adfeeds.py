@@ -35,11 +35,16 @@ from .engine.checks import require_int, require_share
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_FORMAT, batch_file_name
 
-__all__ = ["CLICK_COLUMNS", "IMPRESSION_COLUMNS", "AdFeedSpec", "Click", "Impression", "generate_ads", "sample_ad_specs", "write_ad_feeds"]
+__all__ = [
+    "CATALOG_COLUMNS", "CLICK_COLUMNS", "IMPRESSION_COLUMNS", "AdFeedSpec", "Click", "Impression", "generate_ads", "sample_ad_catalogs", "sample_ad_specs",
+    "write_ad_catalog", "write_ad_feeds",
+]
 
 IMPRESSION_COLUMNS: Final = ("impression_id", "ad_id", "impression_time", "campaign")
 CLICK_COLUMNS: Final = ("impression_id", "click_time")
 CAMPAIGNS: Final = ("spring", "summer", "autumn")
+CATALOG_COLUMNS: Final = ("ad_id", "advertiser", "cost_per_click", "listed_at")
+ADVERTISERS: Final = ("acme", "globex", "initech", "umbrella")
 
 
 @dataclass(frozen=True)
@@ -182,3 +187,26 @@ def sample_ad_specs() -> dict[tuple[str, str], AdFeedSpec]:
             seed=20240304,
         ),
     }
+
+
+def write_ad_catalog(spec: AdFeedSpec, folder: Path) -> list[Path]:
+    """Write the table of the spec's ads (``ad_id``, ``advertiser``, ``cost_per_click``, ``listed_at``), which a stream-static join enriches impressions from.
+
+    One file, ``catalog.csv``; the last ad is left out, so a left outer join shows impressions without a match.
+    """
+    rng = random.Random(spec.seed + 1)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "catalog.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(CATALOG_COLUMNS)
+        for ad in range(spec.ads - 1):
+            listed = spec.start - timedelta(days=1 + ad)
+            writer.writerow([f"ad-{ad:04d}", ADVERTISERS[ad % len(ADVERTISERS)], f"{rng.uniform(0.05, 2.0):.2f}", listed.strftime(TIME_FORMAT)])
+    return [path]
+
+
+def sample_ad_catalogs() -> dict[str, AdFeedSpec]:
+    """The ad tables shipped in ``sample_feeds/``, by folder name: the ads of the sample feed pair."""
+    return {"ad_catalog": sample_ad_specs()[("ad_impressions", "ad_clicks")]}

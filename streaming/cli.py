@@ -439,7 +439,7 @@ JOIN_FLAGS = {
     "left.path": "LEFT", "right.path": "RIGHT", "left.event_time": "--left-time", "right.event_time": "--right-time",
     "left.watermark": "--left-watermark", "right.watermark": "--right-watermark", "left.file_format": "--format", "right.file_format": "--format",
     "left.time_format": "--time-format", "right.time_format": "--time-format", "on": "--on", "within": "--within", "join_type": "--type",
-    "policy": "--policy",
+    "policy": "--policy", "right.static": "--right-static",
 }
 """The flag of ``join`` that sets each field of a :class:`~streaming.engine.join.JoinConfig`, for its errors."""
 
@@ -461,6 +461,10 @@ def _add_join_parser(commands) -> None:
     join.add_argument("--type", dest="join_type", default="inner", choices=JOIN_TYPES, help="the join type (default: inner)")
     join.add_argument("--left-watermark", default=None, help="the left side's watermark delay (default: none)")
     join.add_argument("--right-watermark", default=None, help="the right side's watermark delay (default: none)")
+    join.add_argument(
+        "--right-static", action="store_true",
+        help="read RIGHT whole, as a table each micro-batch of LEFT joins against (a stream-static join: inner, left_outer or left_semi)",
+    )
     join.add_argument("--policy", default="min", choices=POLICIES, help="the global watermark: the smaller of the sides' (min, default) or the larger (max)")
     join.add_argument("--format", dest="file_format", choices=FILE_FORMATS, default=None, help="csv, json (JSON lines) or parquet, both sides (default: from the file names)")
     join.add_argument("--time-format", default="auto", help="auto (default), epoch_s, epoch_ms or a Spark datetime pattern, both sides' event times")
@@ -479,7 +483,7 @@ def _join_config(args: argparse.Namespace):
     try:
         return JoinConfig(
             JoinSide(Path(args.left), args.left_time, args.left_watermark, args.file_format, args.time_format, side="left"),
-            JoinSide(Path(args.right), args.right_time, args.right_watermark, args.file_format, args.time_format, side="right"),
+            JoinSide(Path(args.right), args.right_time, args.right_watermark, args.file_format, args.time_format, side="right", static=args.right_static),
             on=tuple(name.strip() for name in args.on.split(",")),
             within=within,
             join_type=args.join_type,

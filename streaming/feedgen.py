@@ -265,12 +265,14 @@ def sample_specs() -> dict[str, FeedSpec]:
 
 def regenerate_samples(root: Path) -> dict[str, list[Path]]:
     """Rewrite every generated sample feed and dataset under ``root`` from :func:`sample_specs`, :func:`sample_dataset_specs`
-    and :func:`~streaming.adfeeds.sample_ad_specs` (both feeds of a pair)."""
-    from .adfeeds import sample_ad_specs, write_ad_feeds
+    and :func:`~streaming.adfeeds.sample_ad_specs` (both feeds of a pair, and the ads' table)."""
+    from .adfeeds import sample_ad_catalogs, sample_ad_specs, write_ad_catalog, write_ad_feeds
 
     feeds = {name: write_feed(spec, Path(root) / name, overwrite=True) for name, spec in sample_specs().items()}
     for (left, right), pair in sample_ad_specs().items():
         feeds[left], feeds[right] = write_ad_feeds(pair, Path(root) / left, Path(root) / right)
+    for name, pair in sample_ad_catalogs().items():
+        feeds[name] = write_ad_catalog(pair, Path(root) / name)
     return feeds | {name: write_dataset(spec, Path(root) / name) for name, spec in sample_dataset_specs().items()}
 
 

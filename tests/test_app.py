@@ -348,7 +348,8 @@ def test_dataset_helpers(tmp_path: Path) -> None:
     assert report.kept == {"topic.jsonl": 12} and [error.value for error in report.refused] == ["x.exe"]
     choices = datasets.dataset_choices(store)
     assert [choice.label for choice in choices] == [
-        "kafka_dump", "guide_words (sample)", "meters_parquet (sample)", "orders_jsonl (sample)", "sensor_readings (sample)", "web_clicks (sample)",
+        "kafka_dump", "ad_catalog (sample)", "ad_clicks (sample)", "ad_impressions (sample)", "guide_words (sample)", "meters_parquet (sample)",
+        "orders_jsonl (sample)", "sensor_readings (sample)", "web_clicks (sample)",
     ]
     assert list(data.runnable_datasets(store)) == ["kafka_dump", "meters_parquet (sample)", "orders_jsonl (sample)"]
     store.add("web_clicks", [Upload("topic.jsonl", EVENTS_JSONL)])
@@ -399,7 +400,7 @@ def test_datasets_page_previews_renames_and_deletes(tmp_path: Path, monkeypatch)
     at.button(key="delete").click().run()
     assert not at.exception, at.exception
     assert DatasetStore(root).names() == []
-    assert at.selectbox(key="dataset_choice").value == "guide_words (sample)"
+    assert at.selectbox(key="dataset_choice").value == "ad_catalog (sample)"  # the first sample, once the user has none
 
 
 def test_a_dataset_source_runs_with_its_saved_mapping_only(tmp_path: Path, monkeypatch) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.adfeeds import sample_ad_specs
+from streaming.adfeeds import sample_ad_catalogs, sample_ad_specs
 from streaming.engine.feeds import TIME_FORMAT
 from streaming.feedgen import (
     BAD_EVENT_TIME,
@@ -153,11 +153,11 @@ def test_shipped_generated_feeds_are_reproducible(name: str, tmp_path: Path) -> 
     assert sum(p.stat().st_size for p in shipped) < 200_000
 
 
-@pytest.mark.parametrize("pair", sorted(sample_ad_specs()))
-def test_shipped_ad_feeds_are_reproducible(pair: tuple[str, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("names", [*sorted(sample_ad_specs()), *((name,) for name in sorted(sample_ad_catalogs()))])
+def test_shipped_ad_feeds_are_reproducible(names: tuple[str, ...], tmp_path: Path) -> None:
     written = regenerate_samples(tmp_path)
-    for name in pair:
-        shipped = sorted((SAMPLE_FEEDS / name).glob("batch-*.csv"))
+    for name in names:
+        shipped = sorted(path for path in (SAMPLE_FEEDS / name).glob("*.csv"))
         assert _contents(shipped) == _contents(written[name])
 
 

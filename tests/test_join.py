@@ -366,3 +366,49 @@ def test_what_spark_accepts_but_never_cleans_is_warned(ads) -> None:
     (one_sided,) = config_of(ads, "left_outer", left_watermark=None).warnings()
     assert "never emits a row without a match" in one_sided and "left.watermark" in one_sided
     assert "for ever" in config_of(ads, "inner", within=None).warnings()[0]
+
+
+@pytest.mark.parametrize("join_type", ["inner", "left_outer"])
+def test_a_stream_static_join_equals_plain_pyspark(spark, registry, ads, tmp_path: Path, join_type: str) -> None:
+    """Impressions enriched from the ads' table: every micro-batch joins the whole table; an ad missing from it gets NULLs in a left outer join."""
+    from pyspark.sql import functions as F
+
+    from streaming.adfeeds import write_ad_catalog
+
+    (catalog,) = write_ad_catalog(SPEC, tmp_path / "catalog")
+    config = JoinConfig(
+        JoinSide(ads[0], "impression_time", LEFT_WATERMARK, side="left"), JoinSide(catalog.parent, "listed_at", side="right", static=True),
+        on=("ad_id",), join_type=join_type,  # type: ignore[arg-type]
+    )
+    assert config.warnings() == [] and config.describe().endswith("and catalog (static) on ad_id")
+    outcome = run_join(spark, config, registry.listener, root=tmp_path, timeout=300)
+    schema = spark.read.csv(str(ads[0]), header=True).schema
+    stream = spark.readStream.schema(schema).option("header", True).option("maxFilesPerTrigger", 1).csv(str(ads[0]))
+    stream = stream.withColumn("impression_time", F.to_timestamp("impression_time")).withWatermark("impression_time", LEFT_WATERMARK)
+    table = spark.read.csv(str(catalog), header=True).withColumn("listed_at", F.to_timestamp("listed_at"))
+    name = f"plain_static_{uuid.uuid4().hex[:8]}"
+    query = stream.join(table, "ad_id", join_type).writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start()
+    try:
+        assert query.awaitTermination(300)
+        expected = spark.table(name).toPandas()
+    finally:
+        query.stop()
+        spark.catalog.dropTempView(name)
+    assert list(outcome.result.columns) == list(expected.columns)
+    assert rows_of(outcome.result) == rows_of(expected)
+    missing = outcome.result["advertiser"].isna()
+    assert missing.any() == (join_type == "left_outer")  # the last ad is not in the table
+    assert outcome.operators() == []  # no state
+
+
+def test_a_static_side_takes_no_watermark_and_no_right_outer_join(ads) -> None:
+    with pytest.raises(ConfigError) as refused:
+        JoinSide(ads[1], "click_time", "10 seconds", side="right", static=True)
+    assert refused.value.field == "right.watermark"
+    static = JoinSide(ads[1], "click_time", side="right", static=True)
+    with pytest.raises(ConfigError) as refused:
+        JoinConfig(JoinSide(ads[0], "impression_time", side="left"), static, on=("impression_id",), join_type="right_outer")
+    assert refused.value.field == "join_type"
+    with pytest.raises(ConfigError) as refused:
+        JoinSide(ads[0], "impression_time", side="left", static=True)
+    assert refused.value.field == "left.static"

@@ -88,3 +88,18 @@ def test_the_tuner_sweeps_both_delays_and_spark_confirms_the_model(tmp_path) -> 
     spark_state, model_state = re.search(r"at most ([\d,]+) rows in state \(the model said ([\d,]+)\)", confirmed).groups()
     assert spark_share == model_share and spark_state == model_state, confirmed
     assert f"{model_share}% of the exact join's" in recommended
+
+
+def test_a_stream_static_join_enriches_each_batch_from_the_table() -> None:
+    at = _joins_page()
+    at.checkbox(key="join_right_static").check().run()
+    at.selectbox(key="join_right").set_value("ad_catalog").run()
+    assert at.selectbox(key="join_right_time_ad_catalog").value == "listed_at"
+    assert not at.error, [error.value for error in at.error]
+    assert "left_outer join of ad_impressions and ad_catalog (static) on ad_id" in [caption.value for caption in at.caption]
+    at.button(key="join_run").click().run()
+    assert not at.exception, at.exception
+    outcome = at.session_state["join_outcome"]
+    assert outcome.config.static and outcome.result["advertiser"].isna().any()  # the ad missing from the table
+    assert any("joined them with the table ad_catalog" in markdown.value for markdown in at.markdown)
+    assert any("keeps no state" in caption.value for caption in at.caption)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..engine.join import SIDES, side_watermarks
+from ..engine.join import SIDE_METRICS, SIDES, side_watermarks
+from ..engine.progress import observed_value
 from ..engine.results import stamp
 
 if TYPE_CHECKING:
@@ -59,12 +60,11 @@ def join_timeline(outcome: JoinOutcome) -> pd.DataFrame:
     rows = []
     for position, summary in enumerate(sorted(outcome.summaries, key=lambda summary: summary["batch_id"])):
         batch = summary["batch_id"]
-        observed = dict(summary.get("observed") or ())
         mine = emitted == batch
         rows.append(
             {
                 "batch_id": batch,
-                **{f"{side}_rows": int(dict(observed.get(f"{side}_side", ())).get("rows") or 0) for side in SIDES},
+                **{f"{side}_rows": int(observed_value(summary, SIDE_METRICS[side], "rows") or 0) for side in SIDES},
                 "left_watermark": ran_with["left_watermark"].iloc[position],
                 "right_watermark": ran_with["right_watermark"].iloc[position],
                 "watermark": summary["watermark"],
@@ -93,18 +93,22 @@ def batch_caption(outcome: JoinOutcome, timeline: pd.DataFrame, batch_id: int) -
         return f"Batch {batch_id} did not run."
     step = row.iloc[0]
     left, right = config.left.path.name, config.right.path.name
-    parts = [
-        f"Batch {batch_id} read {step.left_rows} rows of {left} and {step.right_rows} of {right}. "
-        f"It ran with {left}'s watermark at {_time(step.left_watermark)} and {right}'s at {_time(step.right_watermark)}: "
-        f"the global watermark, their {config.policy}, was {_time(step.watermark)}."
-    ]
+    if config.static:
+        parts = [f"Batch {batch_id} read {step.left_rows} rows of {left} and joined them with the table {right}, read whole once (a stream-static join keeps no state)."]
+    else:
+        parts = [
+            f"Batch {batch_id} read {step.left_rows} rows of {left} and {step.right_rows} of {right}. "
+            f"It ran with {left}'s watermark at {_time(step.left_watermark)} and {right}'s at {_time(step.right_watermark)}: "
+            f"the global watermark, their {config.policy}, was {_time(step.watermark)}."
+        ]
     matched = step.rows_emitted - step.left_unmatched - step.right_unmatched
     emitted = [f"{matched} joined rows"] if config.join_type != "left_semi" else [f"{step.rows_emitted} matched {left} rows"]
     if step.left_unmatched:
-        emitted.append(
-            f"{step.left_unmatched} {left} rows without a match, with NULLs for {right}: "
-            f"their time range ended before {right}'s watermark, so no {right} row can still match them"
+        why = (
+            "no row of the table matches them" if config.static
+            else f"their time range ended before {right}'s watermark, so no {right} row can still match them"
         )
+        emitted.append(f"{step.left_unmatched} {left} rows without a match, with NULLs for {right}: {why}")
     if step.right_unmatched:
         emitted.append(
             f"{step.right_unmatched} {right} rows without a match, with NULLs for {left}: "
@@ -113,7 +117,8 @@ def batch_caption(outcome: JoinOutcome, timeline: pd.DataFrame, batch_id: int) -
     parts.append("It emitted " + "; ".join(emitted) + ".")
     if step.rows_dropped_by_watermark:
         parts.append(f"{step.rows_dropped_by_watermark} rows arrived too late for the watermark and were dropped.")
-    parts.append(f"The join's state held {step.state_rows} rows after it.")
+    if not config.static:
+        parts.append(f"The join's state held {step.state_rows} rows after it.")
     return " ".join(parts)
 
 

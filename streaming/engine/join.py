@@ -44,7 +44,7 @@ from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .feeds import feed_files
 from .preview import dataset_schema, read_dataset, stream_schema
-from .progress import ProgressListener, ProgressLog
+from .progress import ProgressListener, ProgressLog, observed_value
 from .query import start_with
 from .results import stamp
 from .session import is_connect
@@ -60,6 +60,7 @@ __all__ = [
     "JOIN_TYPES",
     "POLICIES",
     "POLICY_CONF",
+    "STATIC_JOIN_TYPES",
     "JoinConfig",
     "JoinOutcome",
     "JoinSide",
@@ -79,6 +80,8 @@ JOIN_TYPES: tuple[str, ...] = get_args(JoinType)
 POLICIES: tuple[str, ...] = get_args(WatermarkPolicy)
 POLICY_CONF = "spark.sql.streaming.multipleWatermarkPolicy"
 SIDES = ("left", "right")
+STATIC_JOIN_TYPES: tuple[str, ...] = ("inner", "left_outer", "left_semi")
+"""The joins Spark runs between a stream (left) and a static table (right)."""
 SIDE_METRICS = {"left": "left_side", "right": "right_side"}
 """The name each side's observation (largest event time, rows, malformed rows) has in a batch's progress."""
 
@@ -99,6 +102,8 @@ class JoinSide:
     ``watermark`` is its delay (``None``: no watermark on this side);
     ``file_format`` is ``csv``, ``json`` or ``parquet`` (``None``: from the
     file names). ``side`` (``left`` or ``right``) names the fields in errors.
+    ``static`` (the right side only) reads every file at once as a table,
+    which each micro-batch of the left side joins against: a stream-static join.
     Every other column is carried into the joined rows as it is read (CSV as
     text, JSON lines inferred, Parquet as written).
     """
@@ -109,10 +114,15 @@ class JoinSide:
     file_format: FileFormat | None = None
     time_format: str = "auto"
     side: str = "left"
+    static: bool = False
 
     def __post_init__(self) -> None:
         if self.side not in SIDES:
             raise ConfigError("side", self.side, "must be left or right")
+        if self.static and self.side != "right":
+            raise ConfigError(f"{self.side}.static", self.static, "applies to the right side: a stream-static join streams its left side")
+        if self.static and self.watermark is not None:
+            raise ConfigError(f"{self.side}.watermark", self.watermark, "does not apply to a static table: it is read whole, at once")
         object.__setattr__(self, "path", Path(self.path))
         if not self.path.is_dir() and not self.path.is_file():
             raise ConfigError(f"{self.side}.path", str(self.path), "is not a folder or a file")
@@ -208,7 +218,19 @@ class JoinConfig:
             object.__setattr__(self, "bounds_ms", (lower, upper))
         self._check_spark_rules()
 
+    @property
+    def static(self) -> bool:
+        """Whether this is a stream-static join: the right side a table read whole, no state, no watermark on it."""
+        return self.right.static
+
     def _check_spark_rules(self) -> None:
+        if self.static:
+            if self.join_type not in STATIC_JOIN_TYPES:
+                raise ConfigError(
+                    "join_type", self.join_type,
+                    f"is not one Spark runs between a stream and a static table on its right ({', '.join(STATIC_JOIN_TYPES)})",
+                )
+            return
         needed = _NEEDS_WATERMARK.get(self.join_type)
         if needed is None:
             return
@@ -233,6 +255,8 @@ class JoinConfig:
 
     def warnings(self) -> list[str]:
         """What Spark accepts but a user would not expect: a join whose state is never cleaned, or whose NULL rows never come."""
+        if self.static:
+            return []
         missing = [side.side for side in self.sides if side.watermark is None]
         if not missing and self.bounds_ms is not None:
             return []
@@ -248,7 +272,8 @@ class JoinConfig:
 
     def describe(self) -> str:
         """One line: ``left_outer join of ad_impressions and ad_clicks on impression_id, click_time within [impression_time + 0 seconds, + 2 minutes]``."""
-        text = f"{self.join_type} join of {self.left.path.name} and {self.right.path.name} on {', '.join(self.on)}"
+        right = f"{self.right.path.name} (static)" if self.static else self.right.path.name
+        text = f"{self.join_type} join of {self.left.path.name} and {right} on {', '.join(self.on)}"
         if self.bounds_ms is not None:
             lower, upper = self.bounds_ms
             text += f", {self.right.event_time} within [{self.left.event_time} {_signed(lower)}, {_signed(upper)}]"
@@ -286,8 +311,9 @@ def _interval(ms: int) -> Column:
     return F.expr(f"INTERVAL {int(ms)} MILLISECONDS")
 
 
-def _side_frame(spark: SparkSession, side: JoinSide, staging: Path) -> tuple[DataFrame, FeedReplayer, list[str]]:
-    """The side's stream (its event time parsed, rows without one counted and left out, its watermark set), its replayer and its columns."""
+def _side_frame(spark: SparkSession, side: JoinSide, staging: Path) -> tuple[DataFrame, FeedReplayer | None, list[str]]:
+    """The side's stream (its event time parsed, rows without one counted and left out, its watermark set), its replayer and its columns;
+    for a static side, the table (rows whose time does not parse left out) and no replayer."""
     from pyspark.sql import functions as F
 
     files = side.files()
@@ -297,6 +323,9 @@ def _side_frame(spark: SparkSession, side: JoinSide, staging: Path) -> tuple[Dat
         raise ConfigError(f"{side.side}.event_time", side.event_time, f"is not a column of the {side.side} side (columns: {', '.join(schema)})")
     check_time_fit(side.time_format, schema[side.event_time], f"{side.side}.time_format")
     parsed = time_column(side.event_time, side.time_format, schema[side.event_time], f"{side.side}.time_format")
+    if side.static:
+        table = batch.select(*[parsed.alias(name) if name == side.event_time else F.col(quoted(name)) for name in schema])
+        return table.where(F.col(quoted(side.event_time)).isNotNull()), None, list(schema)
     replayer = FeedReplayer(files, staging, 0)
     raw = file_stream(spark, struct, side.format, staging)
     frame = raw.select(*[parsed.alias(name) if name == side.event_time else F.col(quoted(name)) for name in schema])
@@ -337,7 +366,7 @@ def join_frame(spark: SparkSession, config: JoinConfig, staging: Path) -> tuple[
     selected = [keys(key).alias(key) for key in config.on]
     selected += [column("left", name).alias(name) for name in left_names if name not in config.on]
     selected += [column("right", name).alias(name) for name in right_names if name not in config.on and name in columns]
-    return joined.select(*selected), [left_replayer, right_replayer]
+    return joined.select(*selected), [replayer for replayer in (left_replayer, right_replayer) if replayer is not None]
 
 
 def side_watermarks(summaries: Iterable[Mapping[str, Any]], config: JoinConfig) -> pd.DataFrame:
@@ -350,12 +379,11 @@ def side_watermarks(summaries: Iterable[Mapping[str, Any]], config: JoinConfig) 
     rows = []
     largest: dict[str, np.datetime64] = {}
     for summary in sorted(summaries, key=lambda summary: summary["batch_id"]):
-        observed = dict(summary.get("observed") or ())
         row: dict[str, Any] = {"batch_id": summary["batch_id"]}
         for side in config.sides:
-            seen = dict(observed.get(SIDE_METRICS[side.side], ()))
-            if seen.get("max_event_time"):
-                moment = pd.Timestamp(seen["max_event_time"])
+            seen = observed_value(summary, SIDE_METRICS[side.side], "max_event_time")
+            if seen:
+                moment = pd.Timestamp(seen)
                 moment = moment.tz_convert(None) if moment.tzinfo else moment
                 value = np.datetime64(moment.value, "ns")
                 largest[side.side] = max(largest.get(side.side, value), value)

@@ -44,6 +44,7 @@ __all__ = [
     "ProgressListener",
     "ProgressLog",
     "breakdown_frame",
+    "observed_value",
     "progress_dict",
     "progress_frame",
     "state_store_metrics",
@@ -131,7 +132,7 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
     ``state_custom`` (the state store's own metrics, ``(name, value)`` pairs as Spark reports them) and
     ``output_rows`` (the rows the sink was given, -1 when Spark does not say),
     ``operators`` (each stateful operator's ``(name, rows in state, rows dropped by the watermark, state bytes)``)
-    and ``observed`` (each observation's ``(name, ((metric, value), ...))``, as the query's ``observe`` named them).
+    and ``observed`` (each observed ``(observation, metric, value)``, as the query's ``observe`` named them: :func:`observed_value`).
     ``offsets_behind_avg`` / ``offsets_behind_max`` are how many records the
     query was behind the latest offsets after the batch, averaged over and the
     largest of the partitions (Kafka's ``avgOffsetsBehindLatest`` /
@@ -173,8 +174,16 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
             )
             for op in operators
         ),
-        "observed": tuple((str(name), tuple(sorted(metrics.items()))) for name, metrics in (progress.get("observedMetrics") or {}).items()),
+        "observed": tuple(
+            (str(name), str(metric), value)
+            for name, metrics in (progress.get("observedMetrics") or {}).items() for metric, value in sorted(metrics.items())
+        ),
     }
+
+
+def observed_value(summary: Mapping[str, Any], observation: str, metric: str) -> Any:
+    """The value of ``metric`` in the observation named ``observation`` of a batch's summary (:func:`summarize`); ``None`` when absent."""
+    return next((value for name, key, value in summary.get("observed") or () if name == observation and key == metric), None)
 
 
 def _custom_metrics(operators: Iterable[Mapping[str, Any]]) -> dict[str, float]:
