@@ -19,7 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from streaming.analysis.join import batch_caption, join_timeline, key_story, key_text, unmatched_side, waiting_rows
-from streaming.analysis.join_model import joined_completeness, model_sweep, recommend
+from streaming.analysis.join_model import joined_completeness, model_join, model_sweep, recommend
 from streaming.charts.join import join_activity_figure, join_key_figure, join_tuner_figure, join_watermarks_figure
 from streaming.engine.datasets import DatasetStore, FileFormat, column_names, detect_format
 from streaming.engine.durations import format_duration, parse_duration
@@ -247,7 +247,13 @@ def join_results() -> None:
     st.markdown(batch_caption(outcome, timeline, batch))
     charts = st.columns(2)
     charts[0].plotly_chart(join_watermarks_figure(timeline, left, right, config.policy, batch), key="join_watermarks")
-    charts[1].plotly_chart(join_activity_figure(timeline, left, right, batch), key="join_activity")
+    charts[1].plotly_chart(join_activity_figure(timeline, left, right, batch, _side_state(outcome)), key="join_activity")
+    if len(timeline):
+        step = timeline[timeline["batch_id"] == batch].iloc[0]
+        charts[1].caption(
+            f"After batch {batch} the join's state held {step.state_rows:,} rows in {step.state_bytes / 1024:,.0f} KiB of the state store's memory"
+            + ("; each side's rows in state come from the join model, whose total is Spark's." if not config.static else ".")
+        )
     emitted = outcome.emitted_by(batch)
     st.markdown(f"**Rows emitted by micro-batch {batch}** — yellow: a {left} row without a match; blue: a {right} row without one.")
     if emitted.empty:
@@ -378,3 +384,22 @@ def _confirm(outcome: JoinOutcome, chosen: tuple[int, int], best: pd.Series) -> 
         f"Spark found {found:,} of the exact join's {exact:,} pairs ({share * 100:.1f}%; the model said {best['completeness'] * 100:.1f}%), "
         f"with at most {peak:,} rows in state (the model said {int(best['peak_state_rows']):,})."
     )
+
+
+def _side_state(outcome: JoinOutcome) -> list[tuple[int, int]] | None:
+    """Each side's rows in the join's state per batch, from the join model (whose total is Spark's); ``None`` where it does not apply."""
+    config = outcome.config
+    if config.static or config.join_type == "left_semi":
+        return None
+    cache = st.session_state.setdefault(STATES, {})
+    if "side_state" not in cache:
+        try:
+            left_rows, right_rows = _side_rows(outcome)
+        except Exception:  # noqa: BLE001 - without the rows the chart shows the total only
+            return None
+        model = model_join(
+            left_rows, right_rows, config.left.event_time, config.right.event_time, config.on, config.bounds_ms, config.join_type,
+            (config.left.watermark_ms, config.right.watermark_ms), config.policy,
+        )
+        cache["side_state"] = list(model.side_state_rows)
+    return cache["side_state"]

@@ -248,6 +248,12 @@ def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, kept_left_ou
     state = join_state(spark, outcome, "left", batch)
     waiting = waiting_rows(outcome, timeline, "left", state, batch)
     assert len(waiting) == len(state) > 0
+    from streaming.analysis.join_model import model_join
+    from streaming.engine.join import side_rows
+
+    left, right = (side_rows(spark, side) for side in outcome.config.sides)
+    model = model_join(left, right, "impression_time", "click_time", ("impression_id",), outcome.config.bounds_ms, "left_outer", (20_000, 5_000))
+    assert model.side_state_rows[batch] == (len(state), len(join_state(spark, outcome, "right", batch)))  # each side's, as the State Data Source reads it
     assert sorted(waiting["impression_id"]) == sorted(state["impression_id"])
     assert (waiting["matchable_until"] == waiting["impression_time"] + pd.Timedelta("30 seconds")).all()
     leaving = waiting.dropna(subset=["leaves_state"])

@@ -13,9 +13,9 @@ T0 = pd.Timestamp("2024-03-04 12:00:00")
 
 def _timeline() -> pd.DataFrame:
     rows = [
-        [0, 3, 1, pd.NaT, pd.NaT, pd.NaT, 1, 0, 0, 0, 4],
-        [1, 2, 2, T0, T0 + pd.Timedelta("30s"), T0, 2, 1, 0, 1, 5],
-        [2, 0, 0, T0 + pd.Timedelta("10s"), T0 + pd.Timedelta("40s"), T0 + pd.Timedelta("10s"), 1, 1, 0, 0, 2],
+        [0, 3, 1, pd.NaT, pd.NaT, pd.NaT, 1, 0, 0, 0, 4, 1024],
+        [1, 2, 2, T0, T0 + pd.Timedelta("30s"), T0, 2, 1, 0, 1, 5, 2048],
+        [2, 0, 0, T0 + pd.Timedelta("10s"), T0 + pd.Timedelta("40s"), T0 + pd.Timedelta("10s"), 1, 1, 0, 0, 2, 1024],
     ]
     return pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
 
@@ -36,6 +36,8 @@ def test_activity_stacks_what_each_batch_emitted_and_dropped() -> None:
     assert list(by_name["imps rows with NULLs for clicks"].y) == [0, 1, 1]
     assert list(by_name["dropped as too late"].y) == [0, 1, 0]
     assert list(by_name["rows in state"].y) == [4, 5, 2]
+    per_side = {trace.name: list(trace.y) for trace in join_activity_figure(_timeline(), "imps", "clicks", side_state=[(3, 1), (4, 1), (2, 0)]).data}
+    assert (per_side["imps rows in state"], per_side["clicks rows in state"]) == ([3, 4, 2], [1, 1, 0])
 
 
 def test_the_tuner_marks_the_pair_recommended() -> None:

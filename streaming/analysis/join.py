@@ -33,7 +33,7 @@ WAITING_COLUMNS = ["matchable_until", "matched", "leaves_state", "null_row"]
 
 TIMELINE_COLUMNS = [
     "batch_id", "left_rows", "right_rows", "left_watermark", "right_watermark", "watermark", "rows_emitted", "left_unmatched", "right_unmatched",
-    "rows_dropped_by_watermark", "state_rows",
+    "rows_dropped_by_watermark", "state_rows", "state_bytes",
 ]
 
 
@@ -52,7 +52,7 @@ def unmatched_side(outcome: JoinOutcome, rows: pd.DataFrame) -> pd.Series:
 def join_timeline(outcome: JoinOutcome) -> pd.DataFrame:
     """One row per micro-batch (see :data:`TIMELINE_COLUMNS`): the rows each side brought, the side and global watermarks the batch ran with,
     the rows it emitted (``left_unmatched``/``right_unmatched``: of which a side's row without a match), the rows it dropped as too late
-    and the join state's rows after it."""
+    and the join state's rows and bytes (the state store's memory) after it."""
     marks = side_watermarks(outcome.summaries, outcome.config)
     ran_with = marks[[f"{side}_watermark" for side in SIDES]].shift(1)
     emitted = np.asarray(outcome.emitted if outcome.emitted is not None else (), dtype="int64")
@@ -73,6 +73,7 @@ def join_timeline(outcome: JoinOutcome) -> pd.DataFrame:
                 "right_unmatched": int((unmatched[mine] == "right").sum()) if len(unmatched) else 0,
                 "rows_dropped_by_watermark": int(summary["rows_dropped_by_watermark"]),
                 "state_rows": int(summary["state_rows_total"]),
+                "state_bytes": int(summary["state_memory_bytes"]),
             }
         )
     frame = pd.DataFrame(rows, columns=TIMELINE_COLUMNS)

@@ -69,6 +69,8 @@ class JoinModelResult:
     dropped: dict[str, frozenset[int]]
     watermarks: tuple[int | None, ...]
     state_rows: tuple[int, ...]
+    side_state_rows: tuple[tuple[int, int], ...] = ()
+    """Rows of each side (left, right) in the join's state after each batch."""
 
     @property
     def batches(self) -> int:
@@ -122,6 +124,7 @@ def model_join(
     dropped: dict[str, set[int]] = {name: set() for name in names}
     marks: list[int | None] = []
     state_rows: list[int] = []
+    side_state_rows: list[tuple[int, int]] = []
     watermarked = {name: delay is not None for name, delay in zip(names, delays_ms)}
     evicts = bounds_ms is not None and all(watermarked.values())
     batch = 0
@@ -176,14 +179,18 @@ def model_join(
                         state[name][key] = staying
                     else:
                         del state[name][key]
-        state_rows.append(sum(len(rows) for side in state.values() for rows in side.values()))
+        by_side = tuple(sum(len(rows) for rows in state[name].values()) for name in names)
+        side_state_rows.append((by_side[0], by_side[1]))
+        state_rows.append(sum(by_side))
         late_mark = watermark
         candidates = [largest[name] - delay for name, delay in zip(names, delays_ms) if delay is not None and name in largest]
         if candidates:
             chosen = min(candidates) if policy == "min" else max(candidates)
             watermark = chosen if watermark is None else max(watermark, chosen)
         batch += 1
-    return JoinModelResult(frozenset(pairs), nulls, {name: frozenset(rows) for name, rows in dropped.items()}, tuple(marks), tuple(state_rows))
+    return JoinModelResult(
+        frozenset(pairs), nulls, {name: frozenset(rows) for name, rows in dropped.items()}, tuple(marks), tuple(state_rows), tuple(side_state_rows),
+    )
 
 
 def model_sweep(

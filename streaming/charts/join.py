@@ -5,6 +5,8 @@ Pure functions of :func:`~streaming.analysis.join.join_timeline`'s frame; no Str
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -51,8 +53,11 @@ def join_watermarks_figure(timeline: pd.DataFrame, left: str, right: str, policy
     return _marker(figure, batch_id)
 
 
-def join_activity_figure(timeline: pd.DataFrame, left: str, right: str, batch_id: int | None = None) -> go.Figure:
-    """Per batch, the rows emitted (joined, and each side's without a match), the rows dropped as too late, and the rows in the join's state."""
+def join_activity_figure(
+    timeline: pd.DataFrame, left: str, right: str, batch_id: int | None = None, side_state: Sequence[tuple[int, int]] | None = None,
+) -> go.Figure:
+    """Per batch, the rows emitted (joined, and each side's without a match), the rows dropped as too late, and the rows in the join's state
+    (with ``side_state``, each side's, one ``(left, right)`` pair per batch)."""
     title = "What each batch emitted, dropped and kept"
     if timeline.empty:
         return empty_figure(title)
@@ -68,6 +73,14 @@ def join_activity_figure(timeline: pd.DataFrame, left: str, right: str, batch_id
     figure.add_trace(
         go.Scatter(x=timeline["batch_id"], y=timeline["state_rows"], name="rows in state", mode="lines", line={"color": "#555"}, yaxis="y2")
     )
+    if side_state is not None and len(side_state) == len(timeline):
+        for index, (name, color) in enumerate(((left, PALETTE[0]), (right, PALETTE[2]))):
+            figure.add_trace(
+                go.Scatter(
+                    x=timeline["batch_id"], y=[rows[index] for rows in side_state], name=f"{name} rows in state", mode="lines",
+                    line={"color": color, "dash": "dot"}, yaxis="y2",
+                )
+            )
     figure.update_layout(
         title=title, barmode="stack", xaxis_title="micro-batch", yaxis_title="rows", height=340, legend={"orientation": "h", "y": -0.25},
         yaxis2={"title": "rows in state", "overlaying": "y", "side": "right", "rangemode": "tozero"},
