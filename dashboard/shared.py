@@ -63,6 +63,7 @@ __all__ = [
     "refuse",
     "run_page",
     "session_losses",
+    "session_ready",
     "session_starter",
     "session_status",
     "show_code",
@@ -260,6 +261,15 @@ def wait_for_server(url: str) -> None:
     """While the Spark Connect server does not answer, check every 2 s and rerun the page once it does."""
     if server_reachable(url, timeout=0.5):
         st.rerun(scope="app")
+
+
+def session_ready() -> bool:
+    """The session's state in the sidebar; ``True`` once it is ready. While it starts, the page reruns once it is ready (or failed)."""
+    starter = session_starter()
+    ready = session_status(starter)
+    if starter.status == "starting":
+        wait_for_session(starter)
+    return ready
 
 
 @st.fragment(run_every=1.0)

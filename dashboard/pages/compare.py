@@ -5,7 +5,7 @@ import streamlit as st
 from dashboard import compare
 from dashboard.data import data_select, data_widgets
 from dashboard.kafka import topic_shape
-from dashboard.shared import KEPT, get_registry, session_starter, session_status, wait_for_session
+from dashboard.shared import KEPT, get_registry, session_ready
 
 st.title("Compare")
 st.caption(
@@ -13,10 +13,7 @@ st.caption(
     "window and slide. Append runs hold only finalized windows: compare them on *completeness (finalized windows)*; "
     "an append run of session windows holds only the sessions it closed (the tuner also counts those still open)."
 )
-starter = session_starter()
-ready = session_status(starter)
-if starter.status == "starting":
-    wait_for_session(starter)
+ready = session_ready()
 feed_column, count_column = st.columns([2, 1])
 with feed_column:
     if st.toggle("A Kafka topic", key="cmp_from_topic", **KEPT, help="Its records from the earliest offsets to those latest when the comparison starts"):

@@ -3,17 +3,14 @@
 import streamlit as st
 
 from dashboard import joins
-from dashboard.shared import session_starter, session_status, wait_for_session
+from dashboard.shared import session_ready
 
 st.title("Joins")
 st.caption(
     "A stream-stream join replays both sides, micro-batch i reading file i of each. A row waits in the join's state for its matches "
     "until the other side's watermark passes the end of its time range; an outer join then emits it with NULLs for the other side."
 )
-starter = session_starter()
-ready = session_status(starter)
-if starter.status == "starting":
-    wait_for_session(starter)
+ready = session_ready()
 inputs = joins.join_form()
 joins.run_join_form(inputs, ready)
 joins.join_results()

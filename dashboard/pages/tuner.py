@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import tuner
 from dashboard.jobs import job_controls
-from dashboard.shared import InputErrors, get_registry, refuse, session_starter, session_status, wait_for_session
+from dashboard.shared import InputErrors, get_registry, refuse, session_ready
 
 st.title("Watermark tuner")
 st.caption(
@@ -13,10 +13,7 @@ st.caption(
     "every delay at once and Spark confirms the recommended one; session windows and deduplication replay every delay on Spark."
 )
 st.markdown(tuner.COMPLETENESS_TEXT)
-starter = session_starter()
-ready = session_status(starter)
-if starter.status == "starting":
-    wait_for_session(starter)
+ready = session_ready()
 values = tuner.tune_widgets()
 try:
     inputs = tuner.tune_inputs(**values)
