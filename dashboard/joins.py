@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ __all__ = ["SideChoice", "join_form", "join_results", "key_view", "run_join_form
 OUTCOME = "join_outcome"
 STATES = "join_states"
 DEFAULT_SIDES = ("ad_impressions", "ad_clicks")
+TIME_FORMATS = ("auto", "epoch_s", "epoch_ms")
+STALE_SECONDS = 12 * 3600
+"""A join's kept checkpoint folder older than this is deleted when a join starts: its session has ended."""
 DEFAULTS = {"left_watermark": "1 minute", "right_watermark": "30 seconds", "lower": "0 seconds", "upper": "2 minutes", "join_type": "left_outer"}
 
 
@@ -88,23 +92,27 @@ def _time_guess(choice: SideChoice) -> int:
     return named[0] if named else 0
 
 
-def _side_widgets(side: str, choices: dict[str, SideChoice], default: str) -> tuple[SideChoice, str, str | None, bool]:
+def _side_widgets(side: str, choices: dict[str, SideChoice], default: str) -> tuple[SideChoice, str, str, str | None, bool]:
     labels = list(choices)
     chosen = choices[st.selectbox(f"{side.title()} side", labels, index=labels.index(default) if default in labels else 0, key=f"join_{side}", **KEPT)]
     event_time = st.selectbox(
         "Event-time column", chosen.columns, index=_time_guess(chosen), key=f"join_{side}_time_{chosen.label}", **KEPT,
         help="Read as Spark casts text (yyyy-MM-dd HH:mm:ss, ISO 8601) or as a timestamp",
     )
+    time_format = st.selectbox(
+        "Written as", TIME_FORMATS, key=f"join_{side}_time_format", **KEPT,
+        help="auto: text as Spark casts it, or a timestamp column; epoch_s / epoch_ms: numbers since 1970-01-01 UTC",
+    )
     static = side == "right" and st.checkbox(
-        "A static table", key="join_right_static", **KEPT, help="Read whole, once: each micro-batch of the left side joins against it (a stream-static join)",
+        "A static table", key="join_right_static", **KEPT, help="Each micro-batch of the left side joins against the whole table (a stream-static join; Spark reads the files listed at the start)",
     )
     if static:
         with st.expander("The table"):
             st.dataframe(_preview(chosen), hide_index=True)
-        return chosen, event_time, None, True
+        return chosen, event_time, time_format, None, True
     use = st.checkbox("Watermark", value=True, key=f"join_{side}_use_watermark", **KEPT)
     watermark = st.text_input("Watermark delay", value=DEFAULTS[f"{side}_watermark"], key=f"join_{side}_watermark", **KEPT) if use else None
-    return chosen, event_time, watermark, False
+    return chosen, event_time, time_format, watermark, False
 
 
 PREVIEW_ROWS = 20
@@ -125,9 +133,9 @@ def join_form() -> dict[str, Any]:
     choices = side_choices(dataset_store())
     left_column, right_column, join_column = st.columns(3)
     with left_column, st.container(border=True):
-        left, left_time, left_watermark, _ = _side_widgets("left", choices, DEFAULT_SIDES[0])
+        left, left_time, left_format, left_watermark, _ = _side_widgets("left", choices, DEFAULT_SIDES[0])
     with right_column, st.container(border=True):
-        right, right_time, right_watermark, static = _side_widgets("right", choices, DEFAULT_SIDES[1])
+        right, right_time, right_format, right_watermark, static = _side_widgets("right", choices, DEFAULT_SIDES[1])
     with join_column, st.container(border=True):
         shared = [name for name in left.columns if name in right.columns and name not in (left_time, right_time)]
         on = st.multiselect("Join keys", shared, default=shared[:1], key=f"join_on_{left.label}_{right.label}", help="Columns named alike on both sides, equal in a match")
@@ -147,7 +155,7 @@ def join_form() -> dict[str, Any]:
             help="min: the slower side's (Spark's default, fewer rows dropped); max: the faster side's (results sooner, more rows of the slower side dropped)",
         )
     return {
-        "left": (left, left_time, left_watermark), "right": (right, right_time, right_watermark), "static": static, "on": tuple(on), "join_type": join_type,
+        "left": (left, left_time, left_format, left_watermark), "right": (right, right_time, right_format, right_watermark), "static": static, "on": tuple(on), "join_type": join_type,
         "within": (lower, upper) if lower.strip() or upper.strip() else None, "policy": policy,
     }
 
@@ -156,8 +164,8 @@ def join_config(inputs: dict[str, Any]) -> JoinConfig:
     """The :class:`JoinConfig` of the form; :class:`ConfigError` naming the field."""
     sides = []
     for side in ("left", "right"):
-        choice, event_time, watermark = inputs[side]
-        sides.append(JoinSide(choice.folder, event_time, watermark, choice.file_format, side=side, static=side == "right" and inputs["static"]))
+        choice, event_time, time_format, watermark = inputs[side]
+        sides.append(JoinSide(choice.folder, event_time, watermark, choice.file_format, time_format, side=side, static=side == "right" and inputs["static"]))
     return JoinConfig(sides[0], sides[1], on=inputs["on"], within=inputs["within"], join_type=inputs["join_type"], policy=inputs["policy"])
 
 
@@ -175,7 +183,8 @@ def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
     if not st.button("Run join", type="primary", disabled=not ready, key="join_run"):
         return
     registry = get_registry()
-    folder = Path(tempfile.mkdtemp(prefix="streaming-lab-join-page-"))
+    _delete_stale(Path(tempfile.gettempdir()), time.time())
+    folder = Path(tempfile.mkdtemp(prefix=KEPT_PREFIX))
     try:
         with st.spinner("Replaying both sides through the join…"):
             outcome = run_join(registry.spark, config, registry.listener, keep=folder)
@@ -187,6 +196,19 @@ def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
     st.session_state[OUTCOME] = outcome
     st.session_state[STATES] = {}
     st.session_state.pop("join_batch", None)
+
+
+KEPT_PREFIX = "streaming-lab-join-page-"
+
+
+def _delete_stale(root: Path, now: float) -> None:
+    """Delete the kept checkpoint folders of joins under ``root`` older than :data:`STALE_SECONDS` (their sessions have ended)."""
+    for folder in root.glob(f"{KEPT_PREFIX}*"):
+        try:
+            if now - folder.stat().st_mtime > STALE_SECONDS:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def _forget(outcome: JoinOutcome | None) -> None:
@@ -238,9 +260,13 @@ def join_results() -> None:
     if outcome is None:
         st.info("Choose both sides and press **Run join**.")
         return
+    config = outcome.config
+    if outcome.emitted is None:  # Spark Connect: the memory sink does not say which batch emitted a row
+        st.info("On Spark Connect the join's rows are shown whole: which micro-batch emitted each one is known on a local or cluster session only.")
+        st.dataframe(_highlight(outcome, outcome.result.reset_index(drop=True)), hide_index=True)
+        return
     timeline = join_timeline(outcome)
     last = int(timeline["batch_id"].max()) if len(timeline) else 0
-    config = outcome.config
     left, right = config.left.path.name, config.right.path.name
     st.subheader(f"{len(outcome.result):,} rows over {len(timeline)} micro-batches")
     batch = int(st.columns([1, 3])[0].number_input("Micro-batch", min_value=0, max_value=last, value=last, step=1, key="join_batch"))
@@ -338,7 +364,7 @@ def tuner_view(outcome: JoinOutcome) -> None:
         with st.spinner("The join model replays every pair…"):
             sweep = model_sweep(
                 left_rows, right_rows, config.left.event_time, config.right.event_time, config.on, config.bounds_ms, config.join_type,
-                left_delays, right_delays, config.policy,
+                left_delays, right_delays, config.policy, _files(config),
             )
         st.session_state[SWEEP] = (asked, sweep)
     swept = st.session_state.get(SWEEP)
@@ -399,7 +425,12 @@ def _side_state(outcome: JoinOutcome) -> list[tuple[int, int]] | None:
             return None
         model = model_join(
             left_rows, right_rows, config.left.event_time, config.right.event_time, config.on, config.bounds_ms, config.join_type,
-            (config.left.watermark_ms, config.right.watermark_ms), config.policy,
+            (config.left.watermark_ms, config.right.watermark_ms), config.policy, _files(config),
         )
         cache["side_state"] = list(model.side_state_rows)
     return cache["side_state"]
+
+
+def _files(config: JoinConfig) -> int:
+    """The files of the side with the most: the micro-batches that bring data."""
+    return max(len(side.files()) for side in config.sides)

@@ -1016,7 +1016,8 @@ def join_code(config: JoinConfig) -> str:
     def side(of: JoinSide) -> str:
         return (
             f"{{'files': {_lit(tuple(of.files()))}, 'format': {_lit(of.format)}, 'time': {_lit(of.event_time)}, "
-            f"'time_format': {_lit(of.time_format)}, 'watermark': {_lit(None if of.watermark_ms is None else format_duration(of.watermark_ms))}}}"
+            f"'time_format': {_lit(of.time_format)}, 'watermark': {_lit(None if of.watermark_ms is None else format_duration(of.watermark_ms))}, "
+            f"'static': {_lit(of.static)}}}"
         )
 
     code = "\n".join([
@@ -1044,8 +1045,19 @@ def join_code(config: JoinConfig) -> str:
             "",
             *_COLUMN_CODE,
             "def side_stream(side, name):",
-            '    """The side\'s stream over a staging folder holding its files, each modified after the one before; its event time parsed, its watermark set."""',
+            '    """The side\'s stream over a staging folder holding its files, each modified after the one before; its event time parsed, its watermark set.',
+            "",
+            "    A static side (a stream-static join) is a table of its files, which every micro-batch joins whole.",
+            '    """',
             "    files = [pathlib.Path(path) for path in side['files']]",
+            "    paths = [str(path) for path in files]",
+            "    if side['static']:",
+            "        reader = {'csv': lambda: spark.read.csv(paths, header=True), 'json': lambda: spark.read.json(paths), 'parquet': lambda: spark.read.parquet(*paths)}",
+            "        table = reader[side['format']]()",
+            "        table = table.select(*[f.name for f in table.schema.fields if f.name != '_corrupt_record'])",
+            "        parsed = event_time_column(side['time'], side['time_format'], table.schema)",
+            "        table = table.select(*[parsed.alias(f.name) if f.name == side['time'] else F.col(quoted(f.name)) for f in table.schema.fields])",
+            "        return table.where(F.col(quoted(side['time'])).isNotNull()), [f.name for f in table.schema.fields]",
             "    staging = WORKDIR / name",
             "    staging.mkdir()",
             "    for index, source in enumerate(files):",
@@ -1054,7 +1066,6 @@ def join_code(config: JoinConfig) -> str:
             "        shutil.copyfile(source, partial)",
             "        os.utime(partial, (1_700_000_000 + index, 1_700_000_000 + index))",
             "        os.replace(partial, target)",
-            "    paths = [str(path) for path in files]",
             "    reader = spark.readStream.option('maxFilesPerTrigger', 1)",
             "    if side['format'] == 'csv':",
             "        fields = spark.read.csv(paths, header=True).schema",

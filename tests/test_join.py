@@ -418,3 +418,73 @@ def test_a_static_side_takes_no_watermark_and_no_right_outer_join(ads) -> None:
     with pytest.raises(ConfigError) as refused:
         JoinSide(ads[0], "impression_time", side="left", static=True)
     assert refused.value.field == "left.static"
+
+
+@pytest.mark.parametrize("policy", ["min", "max"])
+def test_the_model_holds_the_global_watermark_while_a_side_has_brought_nothing(spark, registry, ads, tmp_path: Path, policy: str) -> None:
+    """Clicks whose first files are empty, and impressions with an empty last file: a side with no rows yet counts as the epoch (under min it holds the global watermark there)."""
+    from streaming.analysis.join_model import model_join
+    from streaming.engine.join import side_rows
+
+    folders = {}
+    for name, source in (("impressions", ads[0]), ("clicks", ads[1])):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        paths = sorted(source.glob("batch-*.csv"))
+        for index, path in enumerate(paths):
+            lines = path.read_text().splitlines(keepends=True)
+            empty = (name == "clicks" and index < 3) or (name == "impressions" and index == len(paths) - 1)
+            (folders[name] / path.name).write_text(lines[0] if empty else "".join(lines))
+    config = JoinConfig(
+        JoinSide(folders["impressions"], "impression_time", LEFT_WATERMARK, side="left"), JoinSide(folders["clicks"], "click_time", RIGHT_WATERMARK, side="right"),
+        on=("impression_id",), within=WITHIN, join_type="full_outer", policy=policy,  # type: ignore[arg-type]
+    )
+    outcome = run_join(spark, config, registry.listener, root=tmp_path, timeout=300)
+    left, right = (side_rows(spark, side) for side in config.sides)
+    model = model_join(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, "full_outer", (20_000, 5_000), policy, SPEC.batches)
+    marks = [None if pd.isna(summary["watermark"]) else int(pd.Timestamp(summary["watermark"]).value // 1_000_000) for summary in outcome.summaries]
+    assert list(model.watermarks) == marks
+    assert (marks[1] is None) == (policy == "min")  # under min, no watermark while the clicks have brought nothing
+    assert list(model.state_rows) == [summary["state_rows_total"] for summary in outcome.summaries]
+    assert sum(len(rows) for rows in model.nulls.values()) == int(outcome.result[["impression_time", "click_time"]].isna().any(axis=1).sum())
+
+
+def test_a_key_story_with_one_watermark_drops_nothing_on_the_other_side_and_promises_no_null_row(spark, registry, ads, tmp_path: Path) -> None:
+    from streaming.analysis.join import join_timeline, key_story, key_text, waiting_rows
+    from streaming.engine.join import join_state, side_rows
+
+    config = config_of(ads, "left_outer", left_watermark=None)
+    assert not config.cleans_state
+    outcome = run_join(spark, config, registry.listener, keep=tmp_path / "kept", timeout=300)
+    timeline = join_timeline(outcome)
+    left, right = (side_rows(spark, side) for side in config.sides)
+    stories = pd.concat([key_story(outcome, timeline, left, right, key_text((key,))) for key in sorted(set(left["impression_id"]))], ignore_index=True)
+    assert (stories["status"] == "dropped as too late").sum() == outcome.rows_dropped_by_watermark
+    assert not ((stories["side"] == "left") & (stories["status"] == "dropped as too late")).any()  # the impressions have no watermark
+    waiting = waiting_rows(outcome, timeline, "left", join_state(spark, outcome, "left", 2), 2)
+    assert waiting["leaves_state"].isna().all() and not waiting["null_row"].str.startswith("batch").any()
+
+
+def test_the_exported_stream_static_program_reads_the_table(spark, registry, ads, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from streaming.adfeeds import write_ad_catalog
+    from streaming.export import RESULT_PREFIX, join_code
+
+    (catalog,) = write_ad_catalog(SPEC, tmp_path / "catalog")
+    config = JoinConfig(
+        JoinSide(ads[0], "impression_time", LEFT_WATERMARK, side="left"), JoinSide(catalog.parent, "listed_at", side="right", static=True),
+        on=("ad_id",), join_type="left_outer",
+    )
+    program = tmp_path / "static_export.py"
+    program.write_text(join_code(config))
+    process = subprocess.Popen([sys.executable, str(program)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        expected = run_join(spark, config, registry.listener, root=tmp_path, timeout=300).result_records()
+    finally:
+        done = finish(process, 400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    marked = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    assert json.loads(marked[0][len(RESULT_PREFIX):]) == expected
+    assert any(record["advertiser"] is None for record in expected)

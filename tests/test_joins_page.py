@@ -38,7 +38,7 @@ def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
     step = timeline[timeline["batch_id"] == first].iloc[0]
     emitted = outcome.emitted_by(first)
     unmatched = emitted[emitted["click_time"].isna()]
-    assert (unmatched["impression_time"] + pd.Timedelta("2 minutes") < step.right_watermark).all()  # each range ended before the clicks' watermark
+    assert (unmatched["impression_time"] + pd.Timedelta("2 minutes") < step.watermark).all()  # the global watermark passed each range's end
     at.number_input(key="join_batch").set_value(first).run()
     caption = batch_caption(outcome, timeline, first)
     assert caption in [markdown.value for markdown in at.markdown]
@@ -62,8 +62,7 @@ def test_a_left_outer_join_without_the_right_watermark_is_refused_naming_it() ->
     at = _joins_page()
     at.checkbox(key="join_right_use_watermark").uncheck().run()
     assert [error.value for error in at.error] == [
-        "Cannot run this join: right.watermark: None is required by a left outer join: the left rows' unmatched results are emitted once the right side's "
-        "watermark passes their range"
+        "Cannot run this join: right.watermark: None is required by a left outer join: Spark refuses it without that watermark and the time range"
     ]
     assert not [button for button in at.button if button.key == "join_run"]
 
@@ -101,5 +100,5 @@ def test_a_stream_static_join_enriches_each_batch_from_the_table() -> None:
     assert not at.exception, at.exception
     outcome = at.session_state["join_outcome"]
     assert outcome.config.static and outcome.result["advertiser"].isna().any()  # the ad missing from the table
-    assert any("joined them with the table ad_catalog" in markdown.value for markdown in at.markdown)
+    assert any("joined them with the whole table ad_catalog" in markdown.value for markdown in at.markdown)
     assert any("keeps no state" in caption.value for caption in at.caption)

@@ -8,7 +8,7 @@ from dashboard.shared import session_ready
 st.title("Joins")
 st.caption(
     "A stream-stream join replays both sides, micro-batch i reading file i of each. A row waits in the join's state for its matches "
-    "until the other side's watermark passes the end of its time range; an outer join then emits it with NULLs for the other side."
+    "until the global watermark passes the end of its time range; an outer join then emits it with NULLs for the other side."
 )
 ready = session_ready()
 inputs = joins.join_form()

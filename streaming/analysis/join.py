@@ -8,6 +8,7 @@ with, the rows it read per side, what it emitted and what its state held, and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -95,7 +96,7 @@ def batch_caption(outcome: JoinOutcome, timeline: pd.DataFrame, batch_id: int) -
     step = row.iloc[0]
     left, right = config.left.path.name, config.right.path.name
     if config.static:
-        parts = [f"Batch {batch_id} read {step.left_rows} rows of {left} and joined them with the table {right}, read whole once (a stream-static join keeps no state)."]
+        parts = [f"Batch {batch_id} read {step.left_rows} rows of {left} and joined them with the whole table {right} (a stream-static join keeps no state)."]
     else:
         parts = [
             f"Batch {batch_id} read {step.left_rows} rows of {left} and {step.right_rows} of {right}. "
@@ -107,13 +108,13 @@ def batch_caption(outcome: JoinOutcome, timeline: pd.DataFrame, batch_id: int) -
     if step.left_unmatched:
         why = (
             "no row of the table matches them" if config.static
-            else f"their time range ended before {right}'s watermark, so no {right} row can still match them"
+            else f"the global watermark passed the end of their time range, so no {right} row can still match them"
         )
         emitted.append(f"{step.left_unmatched} {left} rows without a match, with NULLs for {right}: {why}")
     if step.right_unmatched:
         emitted.append(
             f"{step.right_unmatched} {right} rows without a match, with NULLs for {left}: "
-            f"their time range ended before {left}'s watermark"
+            "the global watermark passed the end of their time range"
         )
     parts.append("It emitted " + "; ".join(emitted) + ".")
     if step.rows_dropped_by_watermark:
@@ -148,7 +149,7 @@ def waiting_rows(outcome: JoinOutcome, timeline: pd.DataFrame, side: str, state:
     - ``matchable_until``: :func:`match_bound`, the watermark that ends its wait;
     - ``matched``: whether a joined row holding it was emitted by then;
     - ``leaves_state``: the later micro-batch that removes it (the first to run with a watermark past the bound; ``NA`` if the replay has none);
-    - ``null_row``: for a side an outer join keeps, when its NULL row comes (``batch N``, ``after the stream ends``), or
+    - ``null_row``: for a side an outer join keeps, when its NULL row comes (``batch N``, ``not while the replay ran``), or
       ``none: matched in batch K`` when a match came first (later in the replay, perhaps); ``""`` for a side it does not keep.
 
     Sorted by ``matchable_until``: the first to leave first.
@@ -164,19 +165,14 @@ def waiting_rows(outcome: JoinOutcome, timeline: pd.DataFrame, side: str, state:
     joined = outcome.result.assign(_batch=emitted) if len(emitted) == len(outcome.result) else outcome.result.iloc[0:0].assign(_batch=0)
     if config.join_type != "left_semi":
         joined = joined[joined[other.event_time].notna() & joined[own.event_time].notna()]
-    identity = [*config.on, own.event_time]
-    first_match: dict[tuple[str, ...], int] = {}
-    for key, found in zip(joined[identity].astype(str).itertuples(index=False, name=None), joined["_batch"]):
+    first_match: dict[tuple[object, ...], int] = {}
+    for key, found in zip(_identities(joined, config.on, own.event_time), joined["_batch"]):
         first_match[key] = min(int(found), first_match.get(key, int(found)))
-    matches = [first_match.get(key) for key in rows[identity].astype(str).itertuples(index=False, name=None)]
+    matches = [first_match.get(key) for key in _identities(rows, config.on, own.event_time)]
     matched = [found is not None and found <= batch_id for found in matches]
     later = timeline[timeline["batch_id"] > batch_id]
-    marks = later["watermark"].to_numpy("datetime64[ns]")
-    ids = later["batch_id"].to_numpy()
-    leaves = []
-    for moment in bound.to_numpy("datetime64[ns]"):
-        past = np.flatnonzero(~np.isnat(marks) & (marks > moment)) if not np.isnat(moment) else np.array([], dtype=int)
-        leaves.append(int(ids[past[0]]) if len(past) else pd.NA)
+    leaves = [_leaves(outcome, later, moment) for moment in bound]
+    leaves = [pd.NA if leaving is None else leaving for leaving in leaves]
     rows["matchable_until"] = bound.to_numpy()
     rows["matched"] = matched
     rows["leaves_state"] = pd.array(leaves, dtype="Int64")
@@ -187,10 +183,15 @@ def waiting_rows(outcome: JoinOutcome, timeline: pd.DataFrame, side: str, state:
     return rows.sort_values("matchable_until", kind="stable", ignore_index=True)
 
 
+def _identities(rows: pd.DataFrame, on: Sequence[str], time: str) -> list[tuple[object, ...]]:
+    """Each row's keys (as text) and event time (a :class:`pandas.Timestamp`, compared as a time, not as its text)."""
+    return [(*(str(value) for value in values[:-1]), pd.Timestamp(values[-1])) for values in rows[[*on, time]].itertuples(index=False, name=None)]
+
+
 def _null_row(matched_in: int | None, leaves: Any) -> str:
     if matched_in is not None and (pd.isna(leaves) or matched_in <= leaves):
         return f"none: matched in batch {matched_in}"
-    return "after the stream ends" if pd.isna(leaves) else f"batch {leaves}"
+    return "not while the replay ran" if pd.isna(leaves) else f"batch {leaves}"
 
 
 def key_text(values: Any) -> str:
@@ -204,8 +205,8 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
     ``left_rows``/``right_rows`` are each side's rows with the batch each arrives in
     (:func:`~streaming.engine.join.side_rows`). ``range_start``/``range_end``: the
     other side's times it can match. ``late_watermark``: Spark's watermark for late
-    rows in its batch, the one the batch before ran with: a row at or before it is
-    dropped. ``status``: ``dropped as too late``, ``joined``, ``emitted with NULLs``,
+    rows in its batch, the one the batch before ran with: a row of a side with a
+    watermark at or before it is dropped. ``status``: ``dropped as too late``, ``joined``, ``emitted with NULLs``,
     ``never matched`` or ``waiting at the end``; ``why`` says it in words.
     """
     config = outcome.config
@@ -234,7 +235,7 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
             alone = hits.iloc[0:0] if semi else hits[hits[other.event_time].isna()]
             if pd.isna(moment):
                 status, why = "dropped as malformed", "its event time does not parse"
-            elif not pd.isna(late) and moment <= late:
+            elif own.watermark is not None and not pd.isna(late) and moment <= late:
                 status, why = "dropped as too late", f"it arrived in batch {row['batch']}, when the watermark for late rows was {_time(late)}: at or after its time"
             elif semi and side == "right":
                 status, why = "kept to match", f"a left semi join emits {other.path.name} rows only; this row lets them match"
@@ -249,8 +250,12 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
                     f"no {other.path.name} row within {_time(start)} – {_time(end)} arrived before the watermark passed {_time(end)}; "
                     f"its NULL row came in batch {int(alone['_batch'].min())}"
                 )
-            elif _leaves(timeline, end) is None:
-                status, why = "waiting at the end", "the watermark never passed the end of its range: it was still in the join's state when the replay ended"
+            elif _leaves(outcome, timeline, end) is None:
+                status = "waiting at the end"
+                why = (
+                    "the watermark never passed the end of its range: it was still in the join's state when the replay ended" if config.cleans_state
+                    else "Spark keeps every row of this join in its state (it cleans it only with a watermark on both sides and a time range)"
+                )
             else:
                 status, why = "never matched", f"no {other.path.name} row within {_time(start)} – {_time(end)} arrived in time, and this join type emits no row for it"
             stories.append({"side": side, "event_time": moment, "batch": int(row["batch"]), "range_start": start, "range_end": end, "late_watermark": late,
@@ -258,9 +263,10 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
     return pd.DataFrame(stories, columns=STORY_COLUMNS)
 
 
-def _leaves(timeline: pd.DataFrame, bound: pd.Timestamp) -> int | None:
-    """The first micro-batch that runs with a watermark past ``bound``; ``None`` when none does."""
-    if pd.isna(bound):
+def _leaves(outcome: JoinOutcome, timeline: pd.DataFrame, bound: pd.Timestamp) -> int | None:
+    """The first micro-batch of ``timeline`` that runs with a watermark past ``bound`` and so removes a row of that bound from the state;
+    ``None`` when none does, or when Spark cleans no state (:attr:`~streaming.engine.join.JoinConfig.cleans_state`)."""
+    if pd.isna(bound) or not outcome.config.cleans_state:
         return None
     past = timeline[timeline["watermark"].notna() & (timeline["watermark"] > bound)]
     return None if past.empty else int(past["batch_id"].iloc[0])

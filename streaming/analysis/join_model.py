@@ -5,8 +5,8 @@ The model follows Spark's rules (held to Spark by the tests, as
 :mod:`streaming.analysis.model` is for windows):
 
 - after a batch, each side's watermark is the largest event time it has
-  brought so far less its delay; the global watermark is the ``min`` (or
-  ``max``) of the sides that have brought rows, and never goes back;
+  brought so far less its delay (the epoch while it has brought none); the
+  global watermark is the ``min`` (or ``max``) of the sides', and never goes back;
 - batch ``b`` runs with the global watermark batch ``b - 1`` left, and drops
   the rows of a side with a watermark whose event time is at or before the one
   batch ``b - 1`` ran with (Spark's watermark for late rows);
@@ -47,7 +47,11 @@ def _side(rows: pd.DataFrame, time: str, on: Sequence[str]) -> _Side:
     rows = rows[rows[time].notna()]
     stamps = pd.to_datetime(rows[time])
     times = (stamps.to_numpy("datetime64[ms]").astype("int64")) if len(rows) else np.array([], dtype="int64")
-    keys = [tuple(str(value) for value in values) for values in rows[list(on)].itertuples(index=False, name=None)]
+    # a null key matches nothing, not even another null: it gets a key of its own
+    keys = [
+        tuple(str(value) for value in values) if not any(pd.isna(value) for value in values) else ("\0null", str(index))
+        for index, values in enumerate(rows[list(on)].itertuples(index=False, name=None))
+    ]
     return _Side(times, keys, rows["batch"].to_numpy("int64"))
 
 
@@ -99,9 +103,10 @@ def _in_range(left_ms: int, right_ms: int, bounds_ms: tuple[int, int] | None) ->
 
 def model_join(
     left: pd.DataFrame, right: pd.DataFrame, left_time: str, right_time: str, on: Sequence[str], bounds_ms: tuple[int, int] | None,
-    join_type: str, delays_ms: tuple[int | None, int | None], policy: str = "min",
+    join_type: str, delays_ms: tuple[int | None, int | None], policy: str = "min", batches: int | None = None,
 ) -> JoinModelResult:
-    """The replay of ``left`` and ``right`` (each with ``batch``: its file's index, as :func:`~streaming.engine.join.side_rows` gives them) under the delays ``(left, right)`` (``None``: no watermark on that side)."""
+    """The replay of ``left`` and ``right`` (each with ``batch``: its file's index, as :func:`~streaming.engine.join.side_rows` gives them) under the delays
+    ``(left, right)`` (``None``: no watermark on that side). ``batches``: the files of the side with the most (default: the last file that has a row)."""
     frames = left.reset_index(drop=True), right.reset_index(drop=True)
     names = ("left", "right")
     times = {"left": left_time, "right": right_time}
@@ -111,7 +116,8 @@ def model_join(
     for name in names:
         for row, batch in enumerate(sides[name].batches):
             arriving[name][int(batch)].append(row)
-    files = 1 + max((int(side.batches.max()) for side in sides.values() if len(side.batches)), default=-1)
+    seen = 1 + max((int(side.batches.max()) for side in sides.values() if len(side.batches)), default=-1)
+    files = seen if batches is None else max(batches, seen)
     lower, upper = bounds_ms if bounds_ms is not None else (None, None)
     preserved = {"left": join_type in ("left_outer", "full_outer"), "right": join_type in ("right_outer", "full_outer")}
     state: dict[str, dict[tuple[str, ...], list[int]]] = {name: defaultdict(list) for name in names}
@@ -183,10 +189,12 @@ def model_join(
         side_state_rows.append((by_side[0], by_side[1]))
         state_rows.append(sum(by_side))
         late_mark = watermark
-        candidates = [largest[name] - delay for name, delay in zip(names, delays_ms) if delay is not None and name in largest]
+        # a side with a watermark that has brought no rows yet counts as the epoch (Spark's WatermarkTracker): under min it holds the global one there
+        candidates = [largest[name] - delay if name in largest else 0 for name, delay in zip(names, delays_ms) if delay is not None]
         if candidates:
             chosen = min(candidates) if policy == "min" else max(candidates)
-            watermark = chosen if watermark is None else max(watermark, chosen)
+            if chosen > (0 if watermark is None else watermark):
+                watermark = chosen
         batch += 1
     return JoinModelResult(
         frozenset(pairs), nulls, {name: frozenset(rows) for name, rows in dropped.items()}, tuple(marks), tuple(state_rows), tuple(side_state_rows),
@@ -195,7 +203,7 @@ def model_join(
 
 def model_sweep(
     left: pd.DataFrame, right: pd.DataFrame, left_time: str, right_time: str, on: Sequence[str], bounds_ms: tuple[int, int] | None,
-    join_type: str, left_delays_ms: Sequence[int], right_delays_ms: Sequence[int], policy: str = "min",
+    join_type: str, left_delays_ms: Sequence[int], right_delays_ms: Sequence[int], policy: str = "min", batches: int | None = None,
 ) -> pd.DataFrame:
     """One row per pair of delays: ``left_delay_ms``, ``right_delay_ms``, ``completeness`` (the joined pairs found over the exact join's; 1 when
     there are none), ``pairs``, ``exact_pairs``, ``dropped``, ``null_rows``, ``peak_state_rows`` and ``null_row_wait_batches`` (the mean
@@ -208,7 +216,7 @@ def model_sweep(
     records = []
     for left_delay in left_delays_ms:
         for right_delay in right_delays_ms:
-            result = model_join(left, right, left_time, right_time, on, bounds_ms, join_type, (left_delay, right_delay), policy)
+            result = model_join(left, right, left_time, right_time, on, bounds_ms, join_type, (left_delay, right_delay), policy, batches)
             waits = [batch - arrived[name][row] for name, emitted in result.nulls.items() for row, batch in emitted.items()]
             found = len(result.pairs & exact)
             records.append({

@@ -8,9 +8,12 @@ one Spark accepts. Spark's rules for joining two streams:
 - an inner join needs no watermark and no time range, but then its state
   keeps every row of both sides for ever;
 - a left outer or left semi join needs a watermark on the right side and the
-  time range: a left row's NULL result (or, for semi, its state) ends once the
-  right side's watermark passes the end of its range. A right outer join
-  mirrors it; a full outer join needs the range and a watermark on either side.
+  time range; a right outer join one on the left; a full outer join the range
+  and a watermark on either side. Spark accepts these, but cleans a side's
+  state (and emits an outer join's NULL rows) only when *both* sides have a
+  watermark (:attr:`JoinConfig.cleans_state`): a row leaves the state, with
+  its NULL row if it never matched, once the *global* watermark passes the end
+  of its range.
 
 The time range reads: the right side's time within ``[left time + lower,
 left time + upper]``, both bounds inclusive and signed. Each side's
@@ -35,6 +38,7 @@ from functools import reduce
 from operator import and_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pandas as pd
@@ -122,7 +126,7 @@ class JoinSide:
         if self.static and self.side != "right":
             raise ConfigError(f"{self.side}.static", self.static, "applies to the right side: a stream-static join streams its left side")
         if self.static and self.watermark is not None:
-            raise ConfigError(f"{self.side}.watermark", self.watermark, "does not apply to a static table: it is read whole, at once")
+            raise ConfigError(f"{self.side}.watermark", self.watermark, "does not apply to a static table, which has no event-time order")
         object.__setattr__(self, "path", Path(self.path))
         if not self.path.is_dir() and not self.path.is_file():
             raise ConfigError(f"{self.side}.path", str(self.path), "is not a folder or a file")
@@ -220,7 +224,7 @@ class JoinConfig:
 
     @property
     def static(self) -> bool:
-        """Whether this is a stream-static join: the right side a table read whole, no state, no watermark on it."""
+        """Whether this is a stream-static join: the right side a table each micro-batch joins whole, no state, no watermark on it."""
         return self.right.static
 
     def _check_spark_rules(self) -> None:
@@ -242,16 +246,16 @@ class JoinConfig:
         sides = {"left": self.left, "right": self.right}
         if all(sides[name].watermark is None for name in needed):
             what = " or ".join(f"{name}.watermark" for name in needed)
-            reason = (
-                "the left rows' unmatched results are emitted once the right side's watermark passes their range" if needed == ("right",)
-                else "the right rows' unmatched results are emitted once the left side's watermark passes their range" if needed == ("left",)
-                else "a side's unmatched rows are emitted once the other side's watermark passes their range"
-            )
-            raise ConfigError(what, None, f"is required by a {_words(self.join_type)} join: {reason}")
+            raise ConfigError(what, None, f"is required by a {_words(self.join_type)} join: Spark refuses it without that watermark and the time range")
 
     @property
     def sides(self) -> tuple[JoinSide, JoinSide]:
         return self.left, self.right
+
+    @property
+    def cleans_state(self) -> bool:
+        """Whether Spark removes rows from the join's state (and an outer join emits NULL rows): a stream-stream join with the range and both watermarks."""
+        return not self.static and self.bounds_ms is not None and all(side.watermark is not None for side in self.sides)
 
     def warnings(self) -> list[str]:
         """What Spark accepts but a user would not expect: a join whose state is never cleaned, or whose NULL rows never come."""
@@ -518,7 +522,8 @@ def run_join(
             deadline = time.monotonic() + timeout
             if not query.awaitTermination(math.ceil(timeout)):
                 raise TimeoutError(f"the join did not read every file within {timeout:g} s")
-            log.caught_up(query, deadline)
+            if not log.caught_up(query, deadline):
+                raise TimeoutError(f"the progress of the join's last batches did not arrive within {timeout:g} s")
             if connect:
                 result, emitted = spark.table(name).toPandas(), None
             else:
@@ -531,8 +536,7 @@ def run_join(
         return JoinOutcome(config, result, tuple(log.summaries()), emitted, None if keep is None else workdir / "checkpoint")
     finally:
         listener.unregister(name, log)
-        if keep is None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(workdir if keep is None else workdir / "staging", ignore_errors=True)  # a kept folder keeps its checkpoint only
 
 
 def join_state(spark: SparkSession, outcome: JoinOutcome, side: str, batch_id: int) -> pd.DataFrame:
@@ -565,10 +569,12 @@ def side_rows(spark: SparkSession, side: JoinSide) -> pd.DataFrame:
     if side.event_time not in schema:
         raise ConfigError(f"{side.side}.event_time", side.event_time, f"is not a column of the {side.side} side (columns: {', '.join(schema)})")
     parsed = time_column(side.event_time, side.time_format, schema[side.event_time], f"{side.side}.time_format")
-    paths = {path.resolve().as_uri().replace("file:///", "file:/"): index for index, path in enumerate(files)}
+    paths = {str(path.absolute()): index for index, path in enumerate(files)}
     rows: pd.DataFrame = batch.select(
         *[parsed.alias(name) if name == side.event_time else F.col(quoted(name)) for name in schema],
         batch.metadataColumn("_metadata").getField("file_path").alias("_file"),
     ).toPandas()
-    rows["batch"] = [paths.get(path.replace("file:///", "file:/"), -1) for path in rows.pop("_file")]
+    rows["batch"] = [paths.get(unquote(urlparse(path).path), -1) for path in rows.pop("_file")]
+    if (rows["batch"] < 0).any():
+        raise ConfigError(f"{side.side}.path", str(side.path), "has rows Spark read from a file not listed for it; its files changed while they were read")
     return rows
