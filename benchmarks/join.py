@@ -43,6 +43,7 @@ def _bare(spark, config, workdir: Path) -> float:
     from streaming.engine.join import POLICY_CONF
     from streaming.engine.sources.replayer import FeedReplayer
 
+    started = time.perf_counter()  # as run_join's: staging and each side's schema read included
     frames = []
     for side in config.sides:
         staging = workdir / side.side
@@ -57,9 +58,10 @@ def _bare(spark, config, workdir: Path) -> float:
         f"AND r.click_time <= l.impression_time + INTERVAL {upper} MILLISECONDS"
     )
     spark.conf.set(POLICY_CONF, config.policy)
-    started = time.perf_counter()
-    query = left.join(right, condition, config.join_type).writeStream.format("noop").option("checkpointLocation", str(workdir / "cp")).trigger(availableNow=True).start()
-    spark.conf.unset(POLICY_CONF)
+    try:
+        query = left.join(right, condition, config.join_type).writeStream.format("noop").option("checkpointLocation", str(workdir / "cp")).trigger(availableNow=True).start()
+    finally:
+        spark.conf.unset(POLICY_CONF)
     try:
         query.awaitTermination()
         return time.perf_counter() - started
@@ -69,8 +71,7 @@ def _bare(spark, config, workdir: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from streaming.adfeeds import AdFeedSpec, write_ad_feeds
-    from streaming.analysis.join_model import model_sweep
-    from streaming.engine.join import JoinConfig, JoinSide, run_join, side_rows
+    from streaming.engine.join import JoinConfig, JoinSide
     from streaming.engine.progress import ProgressListener
     from streaming.engine.session import get_session
 
@@ -98,28 +99,42 @@ def main(argv: list[str] | None = None) -> int:
         spark = get_session()
         listener = ProgressListener()
         spark.streams.addListener(listener)
-        _note(f"{rows:,} rows over {args.batches} batches a side; warming up")
-        run_join(spark, config, listener, root=root)
-        _bare(spark, config, Path(tempfile.mkdtemp(dir=root)))
-        times: dict[str, list[float]] = {"dashboard": [], "bare": []}
-        for run in range(args.runs):
-            for variant in ("dashboard", "bare") if run % 2 == 0 else ("bare", "dashboard"):
-                started = time.perf_counter()
-                if variant == "dashboard":
-                    run_join(spark, config, listener, root=root)
-                    times[variant].append(time.perf_counter() - started)
-                else:
-                    times[variant].append(_bare(spark, config, Path(tempfile.mkdtemp(dir=root))))
-                _note(f"run {run + 1} {variant}: {times[variant][-1]:.2f} s")
-        left, right = (side_rows(spark, side) for side in config.sides)
-        delays = [0, 30_000, 60_000, 120_000, 240_000, 480_000, 960_000][: args.pairs]
-        started = time.perf_counter()
-        sweep = model_sweep(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, config.join_type, delays, delays)
-        model_seconds = time.perf_counter() - started
-        spark.streams.removeListener(listener)
-        spark.stop()
+        try:
+            times, sweep, model_seconds = _measure(spark, config, listener, root, args)
+        finally:
+            spark.streams.removeListener(listener)
+            spark.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    return _report(times, sweep, model_seconds, rows, args)
+
+
+def _measure(spark, config, listener, root: Path, args: argparse.Namespace) -> tuple[dict[str, list[float]], Any, float]:
+    """``(seconds of each run per variant, the model's sweep, its seconds)``."""
+    from streaming.analysis.join_model import model_sweep
+    from streaming.engine.join import run_join, side_rows
+
+    _note("warming up")
+    run_join(spark, config, listener, root=root)
+    _bare(spark, config, Path(tempfile.mkdtemp(dir=root)))
+    times: dict[str, list[float]] = {"dashboard": [], "bare": []}
+    for run in range(args.runs):
+        for variant in ("dashboard", "bare") if run % 2 == 0 else ("bare", "dashboard"):
+            if variant == "dashboard":
+                started = time.perf_counter()
+                run_join(spark, config, listener, root=root)
+                times[variant].append(time.perf_counter() - started)
+            else:
+                times[variant].append(_bare(spark, config, Path(tempfile.mkdtemp(dir=root))))
+            _note(f"run {run + 1} {variant}: {times[variant][-1]:.2f} s")
+    left, right = (side_rows(spark, side) for side in config.sides)
+    delays = [0, 30_000, 60_000, 120_000, 240_000, 480_000, 960_000][: args.pairs]
+    started = time.perf_counter()
+    sweep = model_sweep(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, config.join_type, delays, delays)
+    return times, sweep, time.perf_counter() - started
+
+
+def _report(times: dict[str, list[float]], sweep: Any, model_seconds: float, rows: int, args: argparse.Namespace) -> int:
     median = {variant: statistics.median(seconds) for variant, seconds in times.items()}
     report: dict[str, Any] = {
         "rows": rows,

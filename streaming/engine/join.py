@@ -32,7 +32,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from operator import and_
@@ -315,24 +315,34 @@ def _interval(ms: int) -> Column:
     return F.expr(f"INTERVAL {int(ms)} MILLISECONDS")
 
 
+def _read_side(spark: SparkSession, side: JoinSide) -> tuple[DataFrame, dict[str, str], Callable[[DataFrame], list[Column]]]:
+    """``(batch, schema, columns)``: the side's rows as one batch read, its columns' Spark types, and the projection of a frame of its
+    columns that parses the event time in place (null where it does not parse); :class:`ConfigError` when the time column is missing or its format does not fit."""
+
+    batch = read_dataset(spark, side.files(), side.format)
+    schema = dataset_schema(batch)
+    if side.event_time not in schema:
+        raise ConfigError(f"{side.side}.event_time", side.event_time, f"is not a column of the {side.side} side (columns: {', '.join(schema)})")
+    check_time_fit(side.time_format, schema[side.event_time], f"{side.side}.time_format")
+    parsed = time_column(side.event_time, side.time_format, schema[side.event_time], f"{side.side}.time_format")
+
+    def columns(frame: DataFrame) -> list[Column]:
+        return [parsed.alias(name) if name == side.event_time else frame[quoted(name)] for name in schema]
+
+    return batch, schema, columns
+
+
 def _side_frame(spark: SparkSession, side: JoinSide, staging: Path) -> tuple[DataFrame, FeedReplayer | None, list[str]]:
     """The side's stream (its event time parsed, rows without one counted and left out, its watermark set), its replayer and its columns;
     for a static side, the table (rows whose time does not parse left out) and no replayer."""
     from pyspark.sql import functions as F
 
-    files = side.files()
-    batch = read_dataset(spark, files, side.format)
-    schema, struct = dataset_schema(batch), stream_schema(batch)
-    if side.event_time not in schema:
-        raise ConfigError(f"{side.side}.event_time", side.event_time, f"is not a column of the {side.side} side (columns: {', '.join(schema)})")
-    check_time_fit(side.time_format, schema[side.event_time], f"{side.side}.time_format")
-    parsed = time_column(side.event_time, side.time_format, schema[side.event_time], f"{side.side}.time_format")
+    batch, schema, columns = _read_side(spark, side)
     if side.static:
-        table = batch.select(*[parsed.alias(name) if name == side.event_time else F.col(quoted(name)) for name in schema])
-        return table.where(F.col(quoted(side.event_time)).isNotNull()), None, list(schema)
-    replayer = FeedReplayer(files, staging, 0)
-    raw = file_stream(spark, struct, side.format, staging)
-    frame = raw.select(*[parsed.alias(name) if name == side.event_time else F.col(quoted(name)) for name in schema])
+        return batch.select(*columns(batch)).where(F.col(quoted(side.event_time)).isNotNull()), None, list(schema)
+    replayer = FeedReplayer(side.files(), staging, 0)
+    raw = file_stream(spark, stream_schema(batch), side.format, staging)
+    frame = raw.select(*columns(raw))
     event_time = F.col(quoted(side.event_time))
     frame = frame.observe(
         SIDE_METRICS[side.side],
@@ -561,19 +571,9 @@ def join_state(spark: SparkSession, outcome: JoinOutcome, side: str, batch_id: i
 
 def side_rows(spark: SparkSession, side: JoinSide) -> pd.DataFrame:
     """Every row of ``side``'s files as the join reads them (event time parsed; ``NaT`` where it does not), with ``batch``: the micro-batch it arrives in (its file's index)."""
-    from pyspark.sql import functions as F
-
-    files = side.files()
-    batch = read_dataset(spark, files, side.format)
-    schema = dataset_schema(batch)
-    if side.event_time not in schema:
-        raise ConfigError(f"{side.side}.event_time", side.event_time, f"is not a column of the {side.side} side (columns: {', '.join(schema)})")
-    parsed = time_column(side.event_time, side.time_format, schema[side.event_time], f"{side.side}.time_format")
-    paths = {str(path.absolute()): index for index, path in enumerate(files)}
-    rows: pd.DataFrame = batch.select(
-        *[parsed.alias(name) if name == side.event_time else F.col(quoted(name)) for name in schema],
-        batch.metadataColumn("_metadata").getField("file_path").alias("_file"),
-    ).toPandas()
+    batch, _, columns = _read_side(spark, side)
+    paths = {str(path.absolute()): index for index, path in enumerate(side.files())}
+    rows: pd.DataFrame = batch.select(*columns(batch), batch.metadataColumn("_metadata").getField("file_path").alias("_file")).toPandas()
     rows["batch"] = [paths.get(unquote(urlparse(path).path), -1) for path in rows.pop("_file")]
     if (rows["batch"] < 0).any():
         raise ConfigError(f"{side.side}.path", str(side.path), "has rows Spark read from a file not listed for it; its files changed while they were read")
