@@ -292,23 +292,30 @@ def test_each_rows_story_agrees_with_spark(spark, kept_left_outer) -> None:
 
 def test_the_exported_program_prints_the_joined_rows(spark, registry, ads, tmp_path: Path) -> None:
     """Show code's program, run as its own process, ends with the rows the replay joined."""
+    config = config_of(ads, "full_outer", "max")
+    exported, expected, stdout = export_beside(spark, registry, config, tmp_path)
+    assert exported == expected
+    assert f"{len(expected)} joined rows" in stdout
+
+
+def export_beside(spark, registry, config: JoinConfig, tmp_path: Path) -> tuple[list[dict], list[dict], str]:
+    """``(the exported program's records, the replay's, the program's stdout)``: the program runs in its own process while the replay runs here."""
     import subprocess
     import sys
 
     from streaming.export import RESULT_PREFIX, join_code
 
-    config = config_of(ads, "full_outer", "max")
     program = tmp_path / "join_export.py"
     program.write_text(join_code(config))
     process = subprocess.Popen([sys.executable, str(program)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:  # the replay runs here while the program starts its own Spark
+    try:
         expected = run_join(spark, config, registry.listener, root=tmp_path, timeout=300).result_records()
     finally:
         done = finish(process, 400)
     assert done.returncode == 0, done.stderr[-3000:]
     marked = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
-    assert json.loads(marked[0][len(RESULT_PREFIX):]) == expected
-    assert f"{len(expected)} joined rows" in done.stdout
+    assert len(marked) == 1, done.stdout[-3000:]
+    return json.loads(marked[0][len(RESULT_PREFIX):]), expected, done.stdout
 
 
 def test_exported_code_keeps_odd_column_names_in_string_literals(ads) -> None:
@@ -466,25 +473,13 @@ def test_a_key_story_with_one_watermark_drops_nothing_on_the_other_side_and_prom
 
 
 def test_the_exported_stream_static_program_reads_the_table(spark, registry, ads, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     from streaming.adfeeds import write_ad_catalog
-    from streaming.export import RESULT_PREFIX, join_code
 
     (catalog,) = write_ad_catalog(SPEC, tmp_path / "catalog")
     config = JoinConfig(
         JoinSide(ads[0], "impression_time", LEFT_WATERMARK, side="left"), JoinSide(catalog.parent, "listed_at", side="right", static=True),
         on=("ad_id",), join_type="left_outer",
     )
-    program = tmp_path / "static_export.py"
-    program.write_text(join_code(config))
-    process = subprocess.Popen([sys.executable, str(program)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
-        expected = run_join(spark, config, registry.listener, root=tmp_path, timeout=300).result_records()
-    finally:
-        done = finish(process, 400)
-    assert done.returncode == 0, done.stderr[-3000:]
-    marked = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
-    assert json.loads(marked[0][len(RESULT_PREFIX):]) == expected
+    exported, expected, _ = export_beside(spark, registry, config, tmp_path)
+    assert exported == expected
     assert any(record["advertiser"] is None for record in expected)
