@@ -415,7 +415,7 @@ def _confirm(outcome: JoinOutcome, chosen: tuple[int, int], best: pd.Series) -> 
 def _side_state(outcome: JoinOutcome) -> list[tuple[int, int]] | None:
     """Each side's rows in the join's state per batch, from the join model (whose total is Spark's); ``None`` where it does not apply."""
     config = outcome.config
-    if config.static or config.join_type == "left_semi":
+    if config.static:
         return None
     cache = st.session_state.setdefault(STATES, {})
     if "side_state" not in cache:

@@ -14,7 +14,8 @@ The model follows Spark's rules (held to Spark by the tests, as
   adds them to the state, then removes every row whose bound (a left row's
   time + the range's end, a right row's time - its start) is before the
   batch's watermark: an outer join emits such a row with NULLs if it never
-  matched. Spark removes rows only when *both* sides have a watermark (and
+  matched; a left semi join keeps no left row once it has matched (it is
+  emitted once). Spark removes rows only when *both* sides have a watermark (and
   the range is given): with one, the state keeps every row and an outer join
   never emits a NULL row, though Spark accepts the query;
 - after the last file a batch without data runs once when the watermark has
@@ -64,8 +65,7 @@ class JoinModelResult:
     emitted without a match and the batch that emitted each; ``dropped``: rows
     dropped as too late per side; ``watermarks``: the global watermark each
     batch ran with (ms, ``None`` before the first); ``state_rows``: rows in
-    the join's state after each batch (Spark's ``numRowsTotal``; for a left semi
-    join an estimate, which Spark counts otherwise).
+    the join's state after each batch (Spark's ``numRowsTotal``).
     """
 
     pairs: frozenset[tuple[int, int]]
@@ -148,17 +148,13 @@ def model_join(
             late = set() if late_mark is None or not watermarked[name] else {row for row in rows if side.times[row] <= late_mark}
             dropped[name].update(int(positions[name][row]) for row in late)
             fresh[name] = [row for row in rows if row not in late]
-        settled = set()  # left rows a semi join has emitted on arrival: Spark does not keep them
         for row in fresh["left"]:  # left rows against the right state and the right rows of this batch
             key, moment = sides["left"].keys[row], sides["left"].times[row]
-            held = list(state["right"].get(key, ()))
-            for other in [*held, *(r for r in fresh["right"] if sides["right"].keys[r] == key)]:
+            for other in [*state["right"].get(key, ()), *(r for r in fresh["right"] if sides["right"].keys[r] == key)]:
                 if _in_range(moment, sides["right"].times[other], bounds_ms):
                     pairs.add((int(positions["left"][row]), int(positions["right"][other])))
                     matched["left"].add(row)
                     matched["right"].add(other)
-                    if join_type == "left_semi" and other in held:
-                        settled.add(row)
         for row in fresh["right"]:  # right rows against the left state
             key, moment = sides["right"].keys[row], sides["right"].times[row]
             for other in state["left"].get(key, ()):
@@ -168,8 +164,14 @@ def model_join(
                     matched["right"].add(row)
         for name in names:
             for row in fresh[name]:
-                if name == "right" or row not in settled:
-                    state[name][sides[name].keys[row]].append(row)
+                state[name][sides[name].keys[row]].append(row)
+        if join_type == "left_semi":  # a left row a semi join has emitted leaves the state (Spark keeps none)
+            for key in list(state["left"]):
+                staying = [row for row in state["left"][key] if row not in matched["left"]]
+                if staying:
+                    state["left"][key] = staying
+                else:
+                    del state["left"][key]
         if watermark is not None and evicts:
             for name in names:
                 shift = upper if name == "left" else -lower  # type: ignore[operator]
