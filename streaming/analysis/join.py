@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..engine.join import SIDE_METRICS, SIDES, side_watermarks
+from ..engine.join import SIDE_METRICS, SIDES, preserves, side_watermarks
 from ..engine.progress import observed_value
 from ..engine.results import stamp
 
@@ -138,11 +138,6 @@ def match_bound(outcome: JoinOutcome, side: str, times: pd.Series) -> pd.Series:
     return times + pd.Timedelta(milliseconds=upper) if side == "left" else times - pd.Timedelta(milliseconds=lower)
 
 
-def _preserves(join_type: str, side: str) -> bool:
-    """Whether a ``side`` row without a match gets a NULL row in a ``join_type`` join."""
-    return join_type == "full_outer" or join_type == f"{side}_outer"
-
-
 def waiting_rows(outcome: JoinOutcome, timeline: pd.DataFrame, side: str, state: pd.DataFrame, batch_id: int) -> pd.DataFrame:
     """``side``'s rows in the join's state after micro-batch ``batch_id`` (``state``, as :func:`~streaming.engine.join.join_state` reads them), each with:
 
@@ -155,14 +150,12 @@ def waiting_rows(outcome: JoinOutcome, timeline: pd.DataFrame, side: str, state:
     Sorted by ``matchable_until``: the first to leave first.
     """
     config = outcome.config
-    own = config.left if side == "left" else config.right
-    other = config.right if side == "left" else config.left
+    own, other = config.facing(side)
     if state.empty:
         return pd.DataFrame(columns=[*state.columns, *WAITING_COLUMNS])
     rows = state.reset_index(drop=True)
     bound = match_bound(outcome, side, pd.to_datetime(rows[own.event_time]))
-    emitted = np.asarray(outcome.emitted if outcome.emitted is not None else (), dtype="int64")
-    joined = outcome.result.assign(_batch=emitted) if len(emitted) == len(outcome.result) else outcome.result.iloc[0:0].assign(_batch=0)
+    joined = outcome.with_batches()
     if config.join_type != "left_semi":
         joined = joined[joined[other.event_time].notna() & joined[own.event_time].notna()]
     first_match: dict[tuple[object, ...], int] = {}
@@ -176,7 +169,7 @@ def waiting_rows(outcome: JoinOutcome, timeline: pd.DataFrame, side: str, state:
     rows["matchable_until"] = bound.to_numpy()
     rows["matched"] = matched
     rows["leaves_state"] = pd.array(leaves, dtype="Int64")
-    if _preserves(config.join_type, side):
+    if preserves(config.join_type, side):
         rows["null_row"] = [_null_row(found, leaving) for found, leaving in zip(matches, leaves)]
     else:
         rows["null_row"] = ""
@@ -212,13 +205,11 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
     config = outcome.config
     lower, upper = config.bounds_ms if config.bounds_ms is not None else (None, None)
     late_marks = timeline.set_index("batch_id")["watermark"].shift(1)
-    emitted = np.asarray(outcome.emitted if outcome.emitted is not None else (), dtype="int64")
-    result = outcome.result.assign(_batch=emitted) if len(emitted) == len(outcome.result) else outcome.result.iloc[0:0].assign(_batch=0)
+    result = outcome.with_batches()
     result = result[[key_text(tuple(values)) == key for values in result[list(config.on)].itertuples(index=False, name=None)]]
     stories = []
     for side, rows in (("left", left_rows), ("right", right_rows)):
-        own = config.left if side == "left" else config.right
-        other = config.right if side == "left" else config.left
+        own, other = config.facing(side)
         mine = rows[[key_text(tuple(values)) == key for values in rows[list(config.on)].itertuples(index=False, name=None)]]
         for _, row in mine.iterrows():
             moment = row[own.event_time]

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..engine.join import preserves
+
 __all__ = ["JoinModelResult", "exact_pairs", "joined_completeness", "model_join", "model_sweep", "recommend"]
 
 _NONE = np.iinfo(np.int64).min
@@ -119,7 +121,7 @@ def model_join(
     seen = 1 + max((int(side.batches.max()) for side in sides.values() if len(side.batches)), default=-1)
     files = seen if batches is None else max(batches, seen)
     lower, upper = bounds_ms if bounds_ms is not None else (None, None)
-    preserved = {"left": join_type in ("left_outer", "full_outer"), "right": join_type in ("right_outer", "full_outer")}
+    preserved = {name: preserves(join_type, name) for name in names}
     state: dict[str, dict[tuple[str, ...], list[int]]] = {name: defaultdict(list) for name in names}
     matched: dict[str, set[int]] = {name: set() for name in names}
     largest: dict[str, int] = {}

@@ -48,13 +48,14 @@ from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .feeds import feed_files
 from .preview import dataset_schema, read_dataset, stream_schema
-from .progress import ProgressListener, ProgressLog, observed_value
+from .progress import ProgressListener, ProgressLog, observed_value, progress_time
 from .query import start_with
 from .results import stamp
 from .session import is_connect
 from .sources import FILE_FORMATS
 from .sources.dataset import file_stream
 from .sources.replayer import FeedReplayer
+from .state import join_side_state
 from .times import check_time_fit, check_time_format, quoted, time_column
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ __all__ = [
     "join_columns",
     "join_frame",
     "join_state",
+    "preserves",
     "run_join",
     "side_rows",
     "side_watermarks",
@@ -91,6 +93,11 @@ SIDE_METRICS = {"left": "left_side", "right": "right_side"}
 
 _NEEDS_WATERMARK: dict[str, tuple[str, ...]] = {"left_outer": ("right",), "left_semi": ("right",), "right_outer": ("left",), "full_outer": ("left", "right")}
 """The sides one of which must have a watermark, per join type (an inner join needs none)."""
+
+
+def preserves(join_type: str, side: str) -> bool:
+    """Whether a ``side`` (``left``/``right``) row without a match gets a NULL row in a ``join_type`` join."""
+    return join_type == "full_outer" or join_type == f"{side}_outer"
 
 
 def _words(join_type: str) -> str:
@@ -252,6 +259,10 @@ class JoinConfig:
     def sides(self) -> tuple[JoinSide, JoinSide]:
         return self.left, self.right
 
+    def facing(self, side: str) -> tuple[JoinSide, JoinSide]:
+        """``(side, the other side)`` for ``side`` ``left`` or ``right``."""
+        return (self.left, self.right) if side == "left" else (self.right, self.left)
+
     @property
     def cleans_state(self) -> bool:
         """Whether Spark removes rows from the join's state (and an outer join emits NULL rows): a stream-stream join with the range and both watermarks."""
@@ -291,12 +302,10 @@ def _signed(ms: int) -> str:
 def join_columns(config: JoinConfig, left: Sequence[str], right: Sequence[str]) -> list[str]:
     """The joined rows' columns, given each side's: the key columns once, then the left side's others, then the right side's (none for a semi join).
 
-    :class:`ConfigError` when a key or event-time column is missing, or a name
-    is on both sides without being a key (the joined row could not hold both).
+    :class:`ConfigError` when a key is missing on a side, or a name is on both
+    sides without being a key (the joined row could not hold both).
     """
     for side, names in ((config.left, left), (config.right, right)):
-        if side.event_time not in names:
-            raise ConfigError(f"{side.side}.event_time", side.event_time, f"is not a column of the {side.side} side (columns: {', '.join(names)})")
         for key in config.on:
             if key not in names:
                 raise ConfigError("on", key, f"is not a column of the {side.side} side (columns: {', '.join(names)})")
@@ -377,10 +386,10 @@ def join_frame(spark: SparkSession, config: JoinConfig, staging: Path) -> tuple[
         "right_outer": lambda key: column("right", key),
         "full_outer": lambda key: F.coalesce(column("left", key), column("right", key)),
     }.get(config.join_type, lambda key: column("left", key))
-    selected = [keys(key).alias(key) for key in config.on]
-    selected += [column("left", name).alias(name) for name in left_names if name not in config.on]
-    selected += [column("right", name).alias(name) for name in right_names if name not in config.on and name in columns]
-    return joined.select(*selected), [replayer for replayer in (left_replayer, right_replayer) if replayer is not None]
+    selected = [keys(name) if name in config.on else column("left" if name in left_names else "right", name) for name in columns]
+    return joined.select(*[chosen.alias(name) for chosen, name in zip(selected, columns)]), [
+        replayer for replayer in (left_replayer, right_replayer) if replayer is not None
+    ]
 
 
 def side_watermarks(summaries: Iterable[Mapping[str, Any]], config: JoinConfig) -> pd.DataFrame:
@@ -395,11 +404,8 @@ def side_watermarks(summaries: Iterable[Mapping[str, Any]], config: JoinConfig) 
     for summary in sorted(summaries, key=lambda summary: summary["batch_id"]):
         row: dict[str, Any] = {"batch_id": summary["batch_id"]}
         for side in config.sides:
-            seen = observed_value(summary, SIDE_METRICS[side.side], "max_event_time")
-            if seen:
-                moment = pd.Timestamp(seen)
-                moment = moment.tz_convert(None) if moment.tzinfo else moment
-                value = np.datetime64(moment.value, "ns")
+            value = progress_time(observed_value(summary, SIDE_METRICS[side.side], "max_event_time"))
+            if not np.isnat(value):
                 largest[side.side] = max(largest.get(side.side, value), value)
             top = largest.get(side.side, np.datetime64("NaT", "ns"))
             delay = side.watermark_ms
@@ -436,11 +442,16 @@ class JoinOutcome:
     checkpoint: Path | None = None
     """The query's checkpoint, when the replay was asked to keep it (:func:`run_join`'s ``keep``): :func:`join_state` reads it."""
 
+    def with_batches(self) -> pd.DataFrame:
+        """``result`` with ``_batch``, the micro-batch that emitted each row (no rows when :attr:`emitted` is unknown)."""
+        if self.emitted is None:
+            return self.result.iloc[0:0].assign(_batch=pd.Series(dtype="int64"))
+        return self.result.assign(_batch=np.asarray(self.emitted, dtype="int64"))
+
     def emitted_by(self, batch_id: int) -> pd.DataFrame:
         """The rows emitted by micro-batch ``batch_id`` (none when :attr:`emitted` is unknown)."""
-        if self.emitted is None:
-            return self.result.iloc[0:0]
-        return self.result[np.asarray(self.emitted, dtype="int64") == batch_id]
+        tagged = self.with_batches()
+        return self.result.loc[tagged.index[tagged["_batch"] == batch_id]]
 
     @property
     def rows_dropped_by_watermark(self) -> int:
@@ -563,10 +574,7 @@ def join_state(spark: SparkSession, outcome: JoinOutcome, side: str, batch_id: i
     batches = [summary["batch_id"] for summary in outcome.summaries]
     if batch_id not in batches:
         raise ConfigError("batch_id", batch_id, f"is not a micro-batch of the replay (0 to {max(batches, default=-1)})")
-    if not (outcome.checkpoint / "state").is_dir():
-        return pd.DataFrame()
-    state = spark.read.format("statestore").option("joinSide", side).option("batchId", int(batch_id)).load(str(outcome.checkpoint))
-    return state.select("value.*").toPandas()
+    return join_side_state(spark, outcome.checkpoint, side, batch_id)
 
 
 def side_rows(spark: SparkSession, side: JoinSide) -> pd.DataFrame:

@@ -47,6 +47,7 @@ __all__ = [
     "observed_value",
     "progress_dict",
     "progress_frame",
+    "progress_time",
     "state_store_metrics",
     "summarize",
 ]
@@ -94,7 +95,7 @@ def progress_dict(progress: Any) -> dict[str, Any]:
     return record
 
 
-def _time(text: str | None) -> np.datetime64:
+def progress_time(text: str | None) -> np.datetime64:
     """Spark's ISO-8601 time as UTC-naive ``datetime64[ns]``; ``NaT`` for none or the epoch."""
     if not text:
         return _NAT
@@ -141,8 +142,8 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
     operators = progress.get("stateOperators") or []
     event_time = progress.get("eventTime") or {}
     durations = {phase: int(ms) for phase, ms in (progress.get("durationMs") or {}).items()}
-    timestamp = _time(progress.get("timestamp"))
-    watermark = _time(event_time.get("watermark"))
+    timestamp = progress_time(progress.get("timestamp"))
+    watermark = progress_time(event_time.get("watermark"))
     gap = (timestamp - watermark) / np.timedelta64(1, "s")
     return {
         "batch_id": int(progress["batchId"]),
@@ -152,7 +153,7 @@ def summarize(progress: Mapping[str, Any]) -> dict[str, Any]:
         "processed_rows_per_second": float(progress.get("processedRowsPerSecond") or 0.0),
         "batch_duration_ms": int(durations.get("triggerExecution", progress.get("batchDuration") or 0)),
         "watermark": watermark,
-        "max_event_time": _time(event_time.get("max")),
+        "max_event_time": progress_time(event_time.get("max")),
         "watermark_gap_seconds": float(gap),
         "rows_dropped_by_watermark": sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in operators),
         "state_rows_total": sum(int(op.get("numRowsTotal") or 0) for op in operators),
@@ -340,7 +341,7 @@ class ProgressLog:
             produced = observed_produced(progress)
             progress = {**progress, "observedMetrics": {name: value for name, value in observed.items() if name != LATENCY_METRICS}}
             if self.latency is not None and produced is not None:
-                started = _time(progress.get("timestamp"))
+                started = progress_time(progress.get("timestamp"))
                 self.latency.batch_produced(int(progress["batchId"]), *produced, started_ms=float(started.astype("int64")) / 1e6 if not np.isnat(started) else float("nan"))
         self._take(progress)
         if self._path is not None:

@@ -23,7 +23,7 @@ from .session import is_connect
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["OPEN_SESSION_COLUMNS", "OPERATOR_COLUMNS", "open_sessions", "state_operators", "state_report", "state_rows"]
+__all__ = ["OPEN_SESSION_COLUMNS", "OPERATOR_COLUMNS", "join_side_state", "open_sessions", "state_operators", "state_report", "state_rows"]
 
 OPERATOR_COLUMNS = ["operator_id", "operator", "store", "partitions", "min_batch", "max_batch"]
 
@@ -88,6 +88,16 @@ def _start_coordinator(spark: SparkSession) -> None:
     """
     if not is_connect(spark):
         spark.streams  # noqa: B018 - creating the manager starts the coordinator
+
+
+def join_side_state(spark: SparkSession, checkpoint: Path, side: str, batch_id: int) -> pd.DataFrame:
+    """The rows of a stream-stream join's ``side`` (``left``/``right``) in its state after micro-batch ``batch_id``: the side's columns as the
+    join holds them; empty before the query has committed state."""
+    if not _has_state(checkpoint):
+        return pd.DataFrame()
+    _start_coordinator(spark)
+    state = spark.read.format("statestore").option("joinSide", side).option("batchId", int(batch_id)).load(str(checkpoint))
+    return state.select("value.*").toPandas()
 
 
 def _has_state(checkpoint: Path) -> bool:
