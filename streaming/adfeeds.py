@@ -27,12 +27,11 @@ import csv
 import math
 import random
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Final
 
-from .engine.checks import require_int, require_share
-from .engine.errors import ConfigError
+from .engine.checks import require_int, require_share, whole_second_utc
 from .engine.feeds import TIME_FORMAT, batch_file_name
 
 __all__ = [
@@ -65,12 +64,7 @@ class AdFeedSpec:
     seed: int
 
     def __post_init__(self) -> None:
-        if not isinstance(self.start, datetime):
-            raise ConfigError("start", self.start, "must be a datetime")
-        if self.start.tzinfo is not None:
-            object.__setattr__(self, "start", self.start.astimezone(UTC).replace(tzinfo=None))
-        if self.start.microsecond:
-            raise ConfigError("start", self.start, "must be in whole seconds")
+        object.__setattr__(self, "start", whole_second_utc("start", self.start))
         require_int("batches", self.batches, 1, 10_000)
         require_int("batch_interval_seconds", self.batch_interval_seconds, 1)
         require_int("impressions_per_batch", self.impressions_per_batch, 1)

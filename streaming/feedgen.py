@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, Literal
 
-from .engine.checks import require_int, require_share
+from .engine.checks import require_int, require_share, whole_second_utc
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_FORMAT, batch_file_name
 
@@ -92,12 +92,7 @@ class FeedSpec:
     value_decimals: int = 2
 
     def __post_init__(self) -> None:
-        if not isinstance(self.start, datetime):
-            raise _fail("start", self.start, "must be a datetime")
-        if self.start.tzinfo is not None:
-            object.__setattr__(self, "start", self.start.astimezone(UTC).replace(tzinfo=None))
-        if self.start.microsecond:
-            raise _fail("start", self.start, "must be in whole seconds")
+        object.__setattr__(self, "start", whole_second_utc("start", self.start))
         require_int("batches", self.batches, 1, MAX_BATCHES)
         require_int("batch_interval_seconds", self.batch_interval_seconds, 1)
         require_int("events_per_batch", self.events_per_batch, 1)

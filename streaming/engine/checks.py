@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from .durations import parse_duration
 from .errors import ConfigError
 
-__all__ = ["duration_ms", "require_choice", "require_int", "require_positive", "require_positive_duration", "require_share"]
+__all__ = ["duration_ms", "require_choice", "require_int", "require_positive", "require_positive_duration", "require_share", "whole_second_utc"]
 
 
 def duration_ms(field_name: str, value: str) -> int:
@@ -44,3 +46,13 @@ def require_choice(field_name: str, value: object, choices: tuple[str, ...]) -> 
     """Refuse ``value`` unless it is one of ``choices``."""
     if value not in choices:
         raise ConfigError(field_name, value, f"is not one of {', '.join(choices)}")
+
+
+def whole_second_utc(field_name: str, value: object) -> datetime:
+    """``value`` as a UTC-naive datetime (an aware one converted); refused unless it is a datetime in whole seconds."""
+    if not isinstance(value, datetime):
+        raise ConfigError(field_name, value, "must be a datetime")
+    moment = value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
+    if moment.microsecond:
+        raise ConfigError(field_name, value, "must be in whole seconds")
+    return moment
