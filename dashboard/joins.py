@@ -19,19 +19,19 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from streaming.analysis.join import batch_caption, join_timeline, key_story, key_text, unmatched_side, waiting_rows
+from streaming.analysis.join import batch_caption, join_timeline, key_story, key_text, waiting_rows
 from streaming.analysis.join_model import joined_completeness, model_join, model_sweep, recommend
 from streaming.charts.join import join_activity_figure, join_key_figure, join_tuner_figure, join_watermarks_figure
 from streaming.engine.datasets import DatasetStore, FileFormat, column_names, detect_format
 from streaming.engine.durations import format_duration, parse_duration
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_files
-from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, join_state, run_join, side_rows
+from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, join_state, run_join, side_rows, unmatched_side
 
 from .datasets import dataset_store
 from .shared import KEPT, get_registry, get_spark, show_code
 
-__all__ = ["SideChoice", "join_form", "join_results", "key_view", "run_join_form", "side_choices", "waiting_view"]
+__all__ = ["SideChoice", "highlight", "join_form", "join_results", "key_view", "run_join_form", "side_choices", "waiting_view"]
 
 OUTCOME = "join_outcome"
 STATES = "join_states"
@@ -243,13 +243,13 @@ def waiting_view(outcome: JoinOutcome, timeline: pd.DataFrame, batch: int) -> No
             except Exception as err:  # noqa: BLE001 - a state that cannot be read shows as a message
                 st.error(f"Cannot read the {side.side} side's state: {brief(str(err))}")
                 continue
-            st.caption(f"{side.path.name} ({side.side}): {len(rows):,} rows")
+            st.caption(f"{side.label} ({side.side}): {len(rows):,} rows")
             if not rows.empty:
                 st.dataframe(rows, hide_index=True, key=f"join_waiting_{side.side}")
 
 
-def _highlight(outcome: JoinOutcome, rows: pd.DataFrame) -> Any:
-    sides = unmatched_side(outcome, rows)
+def highlight(config: JoinConfig, rows: pd.DataFrame) -> Any:
+    sides = unmatched_side(config, rows)
     colors = {"left": "background-color: #fff3cd", "right": "background-color: #d1ecf1", "": ""}
     return rows.style.apply(lambda row: [colors[sides[row.name]]] * len(row), axis=1)
 
@@ -263,14 +263,14 @@ def join_results() -> None:
     config = outcome.config
     if outcome.emitted is None:  # Spark Connect: the memory sink does not say which batch emitted a row
         st.info("On Spark Connect the join's rows are shown whole: which micro-batch emitted each one is known on a local or cluster session only.")
-        st.dataframe(_highlight(outcome, outcome.result.reset_index(drop=True)), hide_index=True)
+        st.dataframe(highlight(outcome.config, outcome.result.reset_index(drop=True)), hide_index=True)
         return
     timeline = join_timeline(outcome)
     last = int(timeline["batch_id"].max()) if len(timeline) else 0
-    left, right = config.left.path.name, config.right.path.name
+    left, right = config.left.label, config.right.label
     st.subheader(f"{len(outcome.result):,} rows over {len(timeline)} micro-batches")
     batch = int(st.columns([1, 3])[0].number_input("Micro-batch", min_value=0, max_value=last, value=last, step=1, key="join_batch"))
-    st.markdown(batch_caption(outcome, timeline, batch))
+    st.markdown(batch_caption(outcome.config, timeline, batch))
     charts = st.columns(2)
     charts[0].plotly_chart(join_watermarks_figure(timeline, left, right, config.policy, batch), key="join_watermarks")
     charts[1].plotly_chart(join_activity_figure(timeline, left, right, batch, _side_state(outcome)), key="join_activity")
@@ -285,7 +285,7 @@ def join_results() -> None:
     if emitted.empty:
         st.caption("None.")
     else:
-        st.dataframe(_highlight(outcome, emitted.reset_index(drop=True)), hide_index=True)
+        st.dataframe(highlight(outcome.config, emitted.reset_index(drop=True)), hide_index=True)
     if config.static:
         st.caption("A stream-static join keeps no state and has no watermark on its table: each batch's rows join the whole table at once.")
     else:
@@ -293,7 +293,7 @@ def join_results() -> None:
         key_view(outcome, timeline)
         tuner_view(outcome)
     with st.expander(f"All {len(outcome.result):,} joined rows"):
-        st.dataframe(_highlight(outcome, outcome.result.reset_index(drop=True)), hide_index=True)
+        st.dataframe(highlight(outcome.config, outcome.result.reset_index(drop=True)), hide_index=True)
 
 
 def _side_rows(outcome: JoinOutcome) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -318,12 +318,12 @@ def key_view(outcome: JoinOutcome, timeline: pd.DataFrame) -> None:
     if not keys:
         st.caption("No row has a key.")
         return
-    alone = unmatched_side(outcome, outcome.result)
+    alone = unmatched_side(outcome.config, outcome.result)
     first = outcome.result[alone != ""]
     default = key_text(tuple(first[on].iloc[0])) if len(first) else keys[0]
     key = st.selectbox("Key", keys, index=keys.index(default) if default in keys else 0, key="join_key")
     story = key_story(outcome, timeline, left_rows, right_rows, key)
-    st.plotly_chart(join_key_figure(story, config.left.path.name, config.right.path.name, key), key="join_key_chart")
+    st.plotly_chart(join_key_figure(story, config.left.label, config.right.label, key), key="join_key_chart")
     st.dataframe(story[["side", "event_time", "batch", "status", "why"]], hide_index=True, key="join_key_rows")
 
 
@@ -343,7 +343,7 @@ def _delays(text: str, field_name: str) -> list[int]:
 def tuner_view(outcome: JoinOutcome) -> None:
     """Tune the join's two delays: the join model's completeness, state and NULL-row wait per pair, a recommendation, and Spark's confirmation of it."""
     config = outcome.config
-    left, right = config.left.path.name, config.right.path.name
+    left, right = config.left.label, config.right.label
     st.subheader("Tune the two delays")
     st.caption(
         "The join model replays the same files under every pair of delays in seconds and measures the joined pairs against the exact join "
@@ -433,4 +433,4 @@ def _side_state(outcome: JoinOutcome) -> list[tuple[int, int]] | None:
 
 def _files(config: JoinConfig) -> int:
     """The files of the side with the most: the micro-batches that bring data."""
-    return max(len(side.files()) for side in config.sides)
+    return max(len(side.files()) for side in config.sides if isinstance(side, JoinSide))

@@ -38,9 +38,10 @@ from .engine.columns import NO_KEY
 from .engine.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
+from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN, feed_header
 from .engine.jars import connector_coordinates
-from .engine.join import JoinConfig, JoinSide
+from .engine.join import JoinConfig, JoinSide, Side
 from .engine.results import measure_column
 from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, KafkaSource
 from .engine.times import EPOCH_SECONDS_LIMIT
@@ -1012,8 +1013,11 @@ def join_code(config: JoinConfig) -> str:
     """
     if not isinstance(config, JoinConfig):
         raise TypeError(f"config: expected a JoinConfig, got {config!r}")
+    if config.live:
+        raise ConfigError("left", config.left.label, "is a live stream: the export replays the files of a join")
 
-    def side(of: JoinSide) -> str:
+    def side(of: Side) -> str:
+        assert isinstance(of, JoinSide)  # a replayed join's sides are files
         return (
             f"{{'files': {_lit(tuple(of.files()))}, 'format': {_lit(of.format)}, 'time': {_lit(of.event_time)}, "
             f"'time_format': {_lit(of.time_format)}, 'watermark': {_lit(None if of.watermark_ms is None else format_duration(of.watermark_ms))}, "

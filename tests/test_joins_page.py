@@ -40,7 +40,7 @@ def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
     unmatched = emitted[emitted["click_time"].isna()]
     assert (unmatched["impression_time"] + pd.Timedelta("2 minutes") < step.watermark).all()  # the global watermark passed each range's end
     at.number_input(key="join_batch").set_value(first).run()
-    caption = batch_caption(outcome, timeline, first)
+    caption = batch_caption(outcome.config, timeline, first)
     assert caption in [markdown.value for markdown in at.markdown]
     assert "ad_impressions rows without a match, with NULLs for ad_clicks" in caption
     shown = at.dataframe[0].value  # the rows that batch emitted

@@ -1,16 +1,24 @@
-"""Joins: two streams joined on keys and a time range, a watermark on each side, stepped through batch by batch."""
+"""Joins: two streams joined on keys and a time range, a watermark on each side, replayed batch by batch or run live."""
 
 import streamlit as st
 
-from dashboard import joins
-from dashboard.shared import session_ready
+from dashboard import joins, live_join
+from dashboard.shared import KEPT, session_ready
+
+REPLAY, LIVE = "Replay two feeds or datasets", "Live: the generator's impressions and clicks"
 
 st.title("Joins")
 st.caption(
-    "A stream-stream join replays both sides, micro-batch i reading file i of each. A row waits in the join's state for its matches "
-    "until the global watermark passes the end of its time range; an outer join then emits it with NULLs for the other side."
+    "A row waits in a stream-stream join's state for its matches until the global watermark passes the end of its time range; "
+    "an outer join then emits it with NULLs for the other side."
 )
 ready = session_ready()
-inputs = joins.join_form()
-joins.run_join_form(inputs, ready)
-joins.join_results()
+mode = st.radio("Sides", (REPLAY, LIVE), horizontal=True, key="join_mode", **KEPT, help="A replay reads file i of each side in micro-batch i; live streams run until stopped")
+if mode == REPLAY:
+    inputs = joins.join_form()
+    joins.run_join_form(inputs, ready)
+    joins.join_results()
+else:
+    run = live_join.run_live_join_form(live_join.live_join_form(), ready)
+    if run is not None:
+        live_join.live_join_view(run)

@@ -8,22 +8,22 @@ with, the rows it read per side, what it emitted and what its state held, and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from ..engine.join import SIDE_METRICS, SIDES, preserves, side_watermarks
+from ..engine.join import SIDE_METRICS, SIDES, preserves, side_watermarks, unmatched_side
+from ..engine.live_join import EMITTED_COLUMNS
 from ..engine.progress import observed_value
 from ..engine.results import stamp
 
 if TYPE_CHECKING:
-    from ..engine.join import JoinOutcome
+    from ..engine.join import JoinConfig, JoinOutcome
 
 __all__ = [
-    "STORY_COLUMNS", "TIMELINE_COLUMNS", "WAITING_COLUMNS", "batch_caption", "join_timeline", "key_story", "key_text", "match_bound", "unmatched_side",
-    "waiting_rows",
+    "STORY_COLUMNS", "TIMELINE_COLUMNS", "WAITING_COLUMNS", "batch_caption", "batch_timeline", "emitted_counts", "join_timeline", "key_story", "key_text", "match_bound", "waiting_rows",
 ]
 
 STORY_COLUMNS = ["side", "event_time", "batch", "range_start", "range_end", "late_watermark", "status", "why"]
@@ -38,63 +38,60 @@ TIMELINE_COLUMNS = [
 ]
 
 
-def unmatched_side(outcome: JoinOutcome, rows: pd.DataFrame) -> pd.Series:
-    """Per row of ``rows`` (joined rows of ``outcome``): ``left`` for a left row emitted without a match (the right side's columns null),
-    ``right`` for a right row without one, ``""`` for a joined pair (and every row of a semi join)."""
-    config = outcome.config
-    side = pd.Series("", index=rows.index, dtype=object)
-    if config.join_type == "left_semi" or rows.empty:
-        return side
-    side[rows[config.right.event_time].isna()] = "left"
-    side[rows[config.left.event_time].isna()] = "right"
-    return side
+def emitted_counts(outcome: JoinOutcome) -> pd.DataFrame:
+    """Per micro-batch of ``outcome`` that emitted rows: how many, and of which a side's row without a match (columns as
+    :data:`~streaming.engine.live_join.EMITTED_COLUMNS`); no rows when the outcome does not say which batch emitted each."""
+    if outcome.emitted is None:
+        return pd.DataFrame(columns=EMITTED_COLUMNS)
+    unmatched = unmatched_side(outcome.config, outcome.result).to_numpy()
+    frame = pd.DataFrame({"batch_id": np.asarray(outcome.emitted, dtype="int64"), "left": unmatched == "left", "right": unmatched == "right"})
+    counts = frame.groupby("batch_id").agg(rows_emitted=("left", "size"), left_unmatched=("left", "sum"), right_unmatched=("right", "sum"))
+    return counts.reset_index()[EMITTED_COLUMNS]
 
 
 def join_timeline(outcome: JoinOutcome) -> pd.DataFrame:
+    """:func:`batch_timeline` of a replay."""
+    return batch_timeline(outcome.config, outcome.summaries, emitted_counts(outcome))
+
+
+def batch_timeline(config: JoinConfig, summaries: Sequence[Mapping[str, Any]], emitted: pd.DataFrame) -> pd.DataFrame:
     """One row per micro-batch (see :data:`TIMELINE_COLUMNS`): the rows each side brought, the side and global watermarks the batch ran with,
-    the rows it emitted (``left_unmatched``/``right_unmatched``: of which a side's row without a match), the rows it dropped as too late
-    and the join state's rows and bytes (the state store's memory) after it."""
-    marks = side_watermarks(outcome.summaries, outcome.config)
+    the rows it emitted (``left_unmatched``/``right_unmatched``: of which a side's row without a match; from ``emitted``, one row per batch
+    that emitted any), the rows it dropped as too late and the join state's rows and bytes (the state store's memory) after it."""
+    ordered = sorted(summaries, key=lambda summary: summary["batch_id"])
+    marks = side_watermarks(ordered, config)
     ran_with = marks[[f"{side}_watermark" for side in SIDES]].shift(1)
-    emitted = np.asarray(outcome.emitted if outcome.emitted is not None else (), dtype="int64")
-    unmatched = unmatched_side(outcome, outcome.result).to_numpy() if outcome.emitted is not None else np.array([], dtype=object)
-    rows = []
-    for position, summary in enumerate(sorted(outcome.summaries, key=lambda summary: summary["batch_id"])):
-        batch = summary["batch_id"]
-        mine = emitted == batch
-        rows.append(
-            {
-                "batch_id": batch,
-                **{f"{side}_rows": int(observed_value(summary, SIDE_METRICS[side], "rows") or 0) for side in SIDES},
-                "left_watermark": ran_with["left_watermark"].iloc[position],
-                "right_watermark": ran_with["right_watermark"].iloc[position],
-                "watermark": summary["watermark"],
-                "rows_emitted": int(mine.sum()),
-                "left_unmatched": int((unmatched[mine] == "left").sum()) if len(unmatched) else 0,
-                "right_unmatched": int((unmatched[mine] == "right").sum()) if len(unmatched) else 0,
-                "rows_dropped_by_watermark": int(summary["rows_dropped_by_watermark"]),
-                "state_rows": int(summary["state_rows_total"]),
-                "state_bytes": int(summary["state_memory_bytes"]),
-            }
-        )
-    frame = pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
+    frame = pd.DataFrame(
+        {
+            "batch_id": [summary["batch_id"] for summary in ordered],
+            **{f"{side}_rows": [int(observed_value(summary, SIDE_METRICS[side], "rows") or 0) for summary in ordered] for side in SIDES},
+            "left_watermark": ran_with["left_watermark"].to_numpy(),
+            "right_watermark": ran_with["right_watermark"].to_numpy(),
+            "watermark": pd.to_datetime(pd.Series([summary["watermark"] for summary in ordered], dtype="datetime64[ns]")),
+            "rows_dropped_by_watermark": [int(summary["rows_dropped_by_watermark"]) for summary in ordered],
+            "state_rows": [int(summary["state_rows_total"]) for summary in ordered],
+            "state_bytes": [int(summary["state_memory_bytes"]) for summary in ordered],
+        }
+    )
+    counts = emitted.set_index("batch_id")
+    for column in EMITTED_COLUMNS[1:]:
+        frame[column] = frame["batch_id"].map(counts[column]).fillna(0).astype("int64")
     for column in ("left_watermark", "right_watermark", "watermark"):
         frame[column] = pd.to_datetime(frame[column])
-    return frame
+    return frame[TIMELINE_COLUMNS]
 
 
 def _time(value: pd.Timestamp) -> str:
     return "none yet" if pd.isna(value) else str(stamp(pd.Timestamp(value)))
 
 
-def batch_caption(outcome: JoinOutcome, timeline: pd.DataFrame, batch_id: int) -> str:
-    """What micro-batch ``batch_id`` did, in the guide's words, from its row of :func:`join_timeline`."""
-    config = outcome.config
+def batch_caption(config: JoinConfig, timeline: pd.DataFrame, batch_id: int) -> str:
+    """What micro-batch ``batch_id`` of a ``config`` join did, in the guide's words, from its row of :func:`batch_timeline`."""
     row = timeline[timeline["batch_id"] == batch_id]
     if row.empty:
         return f"Batch {batch_id} did not run."
     step = row.iloc[0]
-    left, right = config.left.path.name, config.right.path.name
+    left, right = config.left.label, config.right.label
     if config.static:
         parts = [f"Batch {batch_id} read {step.left_rows} rows of {left} and joined them with the whole table {right} (a stream-static join keeps no state)."]
     else:
@@ -229,16 +226,16 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
             elif own.watermark is not None and not pd.isna(late) and moment <= late:
                 status, why = "dropped as too late", f"it arrived in batch {row['batch']}, when the watermark for late rows was {_time(late)}: at or after its time"
             elif semi and side == "right":
-                status, why = "kept to match", f"a left semi join emits {other.path.name} rows only; this row lets them match"
+                status, why = "kept to match", f"a left semi join emits {other.label} rows only; this row lets them match"
             elif len(joined):
                 status = "joined"
                 why = f"joined in batch {int(joined['_batch'].min())}"
                 if not semi:
-                    why += f" with {other.path.name} at " + ", ".join(sorted({str(_time(value)) for value in joined[other.event_time]}))
+                    why += f" with {other.label} at " + ", ".join(sorted({str(_time(value)) for value in joined[other.event_time]}))
             elif len(alone):
                 status = "emitted with NULLs"
                 why = (
-                    f"no {other.path.name} row within {_time(start)} – {_time(end)} arrived before the watermark passed {_time(end)}; "
+                    f"no {other.label} row within {_time(start)} – {_time(end)} arrived before the watermark passed {_time(end)}; "
                     f"its NULL row came in batch {int(alone['_batch'].min())}"
                 )
             elif _leaves(outcome, timeline, end) is None:
@@ -248,7 +245,7 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
                     else "Spark keeps every row of this join in its state (it cleans it only with a watermark on both sides and a time range)"
                 )
             else:
-                status, why = "never matched", f"no {other.path.name} row within {_time(start)} – {_time(end)} arrived in time, and this join type emits no row for it"
+                status, why = "never matched", f"no {other.label} row within {_time(start)} – {_time(end)} arrived in time, and this join type emits no row for it"
             stories.append({"side": side, "event_time": moment, "batch": int(row["batch"]), "range_start": start, "range_end": end, "late_watermark": late,
                             "status": status, "why": why})
     return pd.DataFrame(stories, columns=STORY_COLUMNS)

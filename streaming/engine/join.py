@@ -48,11 +48,12 @@ from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .feeds import feed_files
 from .preview import dataset_schema, read_dataset, stream_schema
-from .progress import ProgressListener, ProgressLog, observed_value, progress_time
+from .progress import ProgressListener, ProgressLog, observed_value
 from .query import start_with
 from .results import stamp
 from .session import is_connect
 from .sources import FILE_FORMATS
+from .sources.ads import AD_STREAMS, AdStream, AdStreams
 from .sources.dataset import file_stream
 from .sources.replayer import FeedReplayer
 from .state import join_side_state
@@ -70,6 +71,8 @@ __all__ = [
     "JoinOutcome",
     "JoinSide",
     "JoinType",
+    "LiveSide",
+    "Side",
     "WatermarkPolicy",
     "join_columns",
     "join_frame",
@@ -78,6 +81,7 @@ __all__ = [
     "run_join",
     "side_rows",
     "side_watermarks",
+    "unmatched_side",
 ]
 
 JoinType = Literal["inner", "left_outer", "right_outer", "full_outer", "left_semi"]
@@ -155,6 +159,11 @@ class JoinSide:
         return self.file_format
 
     @property
+    def label(self) -> str:
+        """The side's name in sentences: its folder's (or file's)."""
+        return self.path.name
+
+    @property
     def watermark_ms(self) -> int | None:
         return None if self.watermark is None else parse_duration(self.watermark, field=f"{self.side}.watermark")
 
@@ -163,6 +172,50 @@ class JoinSide:
         if self.path.is_file():
             return [self.path]
         return feed_files(self.path, self.format)
+
+
+@dataclass(frozen=True)
+class LiveSide:
+    """One side of a live join: a stream of the generator's pair (:class:`~streaming.engine.sources.ads.AdStreams`), read as it comes.
+
+    ``stream`` is ``impressions`` or ``clicks``; its event-time column is the
+    pair's (``impression_time``, ``click_time``); ``watermark`` is its delay
+    (``None``: no watermark on this side). Both sides of a live join read the same pair.
+    """
+
+    streams: AdStreams
+    stream: AdStream
+    watermark: str | None = None
+    side: str = "left"
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ConfigError("side", self.side, "must be left or right")
+        if not isinstance(self.streams, AdStreams):
+            raise ConfigError(f"{self.side}.streams", self.streams, "must be the generator's pair of streams (AdStreams)")
+        if self.stream not in AD_STREAMS:
+            raise ConfigError(f"{self.side}.stream", self.stream, f"is not one of {', '.join(AD_STREAMS)}")
+        if self.watermark is not None:
+            parse_duration(self.watermark, field=f"{self.side}.watermark")
+
+    static = False
+    """A live side is a stream."""
+
+    @property
+    def event_time(self) -> str:
+        return self.streams.event_time(self.stream)
+
+    @property
+    def watermark_ms(self) -> int | None:
+        return None if self.watermark is None else parse_duration(self.watermark, field=f"{self.side}.watermark")
+
+    @property
+    def label(self) -> str:
+        return f"{self.stream} (live)"
+
+
+Side = JoinSide | LiveSide
+"""A join side: files replayed (or a static table), or a live stream."""
 
 
 def signed_duration_ms(text: str, field_name: str) -> int:
@@ -187,8 +240,8 @@ class JoinConfig:
     sides'. ``output_mode`` must be ``append``.
     """
 
-    left: JoinSide
-    right: JoinSide
+    left: Side
+    right: Side
     on: tuple[str, ...]
     within: tuple[str, str] | None = None
     join_type: JoinType = "inner"
@@ -198,8 +251,13 @@ class JoinConfig:
 
     def __post_init__(self) -> None:
         for name, side in (("left", self.left), ("right", self.right)):
-            if not isinstance(side, JoinSide) or side.side != name:
+            if not isinstance(side, (JoinSide, LiveSide)) or side.side != name:
                 raise ConfigError(name, side, f"must be the join's {name} side")
+        if isinstance(self.left, LiveSide) != isinstance(self.right, LiveSide) and not self.static:
+            replayed = self.right if isinstance(self.left, LiveSide) else self.left
+            raise ConfigError(replayed.side, replayed.label, "is files to replay, which cannot run beside a live stream: join two live streams, or a live stream and a static table")
+        if isinstance(self.left, LiveSide) and isinstance(self.right, LiveSide) and self.left.streams != self.right.streams:
+            raise ConfigError("right.streams", self.right.streams, "must be the left side's pair: the clicks are on those impressions")
         if isinstance(self.on, str) or not isinstance(self.on, (tuple, list)):
             raise ConfigError("on", self.on, "must list the key columns, e.g. ('ad_id',)")
         object.__setattr__(self, "on", tuple(self.on))
@@ -234,6 +292,11 @@ class JoinConfig:
         """Whether this is a stream-static join: the right side a table each micro-batch joins whole, no state, no watermark on it."""
         return self.right.static
 
+    @property
+    def live(self) -> bool:
+        """Whether the join streams live sides, which run until stopped (:mod:`streaming.engine.live_join`), rather than replaying files."""
+        return isinstance(self.left, LiveSide)
+
     def _check_spark_rules(self) -> None:
         if self.static:
             if self.join_type not in STATIC_JOIN_TYPES:
@@ -256,10 +319,10 @@ class JoinConfig:
             raise ConfigError(what, None, f"is required by a {_words(self.join_type)} join: Spark refuses it without that watermark and the time range")
 
     @property
-    def sides(self) -> tuple[JoinSide, JoinSide]:
+    def sides(self) -> tuple[Side, Side]:
         return self.left, self.right
 
-    def facing(self, side: str) -> tuple[JoinSide, JoinSide]:
+    def facing(self, side: str) -> tuple[Side, Side]:
         """``(side, the other side)`` for ``side`` ``left`` or ``right``."""
         return (self.left, self.right) if side == "left" else (self.right, self.left)
 
@@ -287,8 +350,8 @@ class JoinConfig:
 
     def describe(self) -> str:
         """One line: ``left_outer join of ad_impressions and ad_clicks on impression_id, click_time within [impression_time + 0 seconds, + 2 minutes]``."""
-        right = f"{self.right.path.name} (static)" if self.static else self.right.path.name
-        text = f"{self.join_type} join of {self.left.path.name} and {right} on {', '.join(self.on)}"
+        right = f"{self.right.label} (static)" if self.static else self.right.label
+        text = f"{self.join_type} join of {self.left.label} and {right} on {', '.join(self.on)}"
         if self.bounds_ms is not None:
             lower, upper = self.bounds_ms
             text += f", {self.right.event_time} within [{self.left.event_time} {_signed(lower)}, {_signed(upper)}]"
@@ -341,27 +404,32 @@ def _read_side(spark: SparkSession, side: JoinSide) -> tuple[DataFrame, dict[str
     return batch, schema, columns
 
 
-def _side_frame(spark: SparkSession, side: JoinSide, staging: Path) -> tuple[DataFrame, FeedReplayer | None, list[str]]:
-    """The side's stream (its event time parsed, rows without one counted and left out, its watermark set), its replayer and its columns;
-    for a static side, the table (rows whose time does not parse left out) and no replayer."""
+def _side_frame(spark: SparkSession, side: Side, staging: Path) -> tuple[DataFrame, FeedReplayer | None, list[str]]:
+    """The side's stream (its event time parsed, rows without one counted and left out, its watermark set), its replayer (``None`` for a
+    live side) and its columns; for a static side, the table (rows whose time does not parse left out) and no replayer."""
     from pyspark.sql import functions as F
 
-    batch, schema, columns = _read_side(spark, side)
-    if side.static:
-        return batch.select(*columns(batch)).where(F.col(quoted(side.event_time)).isNotNull()), None, list(schema)
-    replayer = FeedReplayer(side.files(), staging, 0)
-    raw = file_stream(spark, stream_schema(batch), side.format, staging)
-    frame = raw.select(*columns(raw))
+    replayer = None
+    if isinstance(side, LiveSide):
+        frame = side.streams.read(spark, side.stream)
+    else:
+        batch, schema, columns = _read_side(spark, side)
+        if side.static:
+            return batch.select(*columns(batch)).where(F.col(quoted(side.event_time)).isNotNull()), None, list(schema)
+        replayer = FeedReplayer(side.files(), staging, 0)
+        raw = file_stream(spark, stream_schema(batch), side.format, staging)
+        frame = raw.select(*columns(raw))
+    names = frame.columns
     event_time = F.col(quoted(side.event_time))
     frame = frame.observe(
         SIDE_METRICS[side.side],
-        F.max(event_time).alias("max_event_time"),
+        F.max(F.unix_micros(event_time)).alias("max_event_us"),  # a number: progress writes an observed time to the second only
         F.count(F.lit(1)).alias("rows"),
         F.count_if(event_time.isNull()).alias("malformed_rows"),
     ).where(event_time.isNotNull())
     if side.watermark_ms is not None:
         frame = frame.withWatermark(quoted(side.event_time), format_duration(side.watermark_ms))
-    return frame, replayer, list(schema)
+    return frame, replayer, names
 
 
 def join_frame(spark: SparkSession, config: JoinConfig, staging: Path) -> tuple[DataFrame, list[FeedReplayer]]:
@@ -392,6 +460,17 @@ def join_frame(spark: SparkSession, config: JoinConfig, staging: Path) -> tuple[
     ]
 
 
+def unmatched_side(config: JoinConfig, rows: pd.DataFrame) -> pd.Series:
+    """Per row of ``rows`` (joined rows of ``config``): ``left`` for a left row emitted without a match (the right side's columns null),
+    ``right`` for a right row without one, ``""`` for a joined pair (and every row of a semi join)."""
+    side = pd.Series("", index=rows.index, dtype=object)
+    if config.join_type == "left_semi" or rows.empty:
+        return side
+    side[rows[config.right.event_time].isna()] = "left"
+    side[rows[config.left.event_time].isna()] = "right"
+    return side
+
+
 def side_watermarks(summaries: Iterable[Mapping[str, Any]], config: JoinConfig) -> pd.DataFrame:
     """Per batch, each side's largest event time so far and watermark (that largest time less its delay; ``NaT`` without a watermark).
 
@@ -404,7 +483,8 @@ def side_watermarks(summaries: Iterable[Mapping[str, Any]], config: JoinConfig) 
     for summary in sorted(summaries, key=lambda summary: summary["batch_id"]):
         row: dict[str, Any] = {"batch_id": summary["batch_id"]}
         for side in config.sides:
-            value = progress_time(observed_value(summary, SIDE_METRICS[side.side], "max_event_time"))
+            micros = observed_value(summary, SIDE_METRICS[side.side], "max_event_us")
+            value = np.datetime64("NaT", "ns") if micros is None else np.datetime64(int(micros) * 1000, "ns")
             if not np.isnat(value):
                 largest[side.side] = max(largest.get(side.side, value), value)
             top = largest.get(side.side, np.datetime64("NaT", "ns"))
@@ -521,6 +601,8 @@ def run_join(
     and stays, so the state can be read after (:attr:`JoinOutcome.checkpoint`). :class:`ConfigError` for columns that do not fit,
     before the query starts; :class:`TimeoutError` after ``timeout`` seconds.
     """
+    if config.live:
+        raise ConfigError("left", config.left.label, "is a live stream, which has no files to replay: start it with live_join.start_live_join")
     name = f"join_{uuid.uuid4().hex[:12]}"
     workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-join-", dir=root)) if keep is None else Path(keep)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -577,8 +659,13 @@ def join_state(spark: SparkSession, outcome: JoinOutcome, side: str, batch_id: i
     return join_side_state(spark, outcome.checkpoint, side, batch_id)
 
 
-def side_rows(spark: SparkSession, side: JoinSide) -> pd.DataFrame:
-    """Every row of ``side``'s files as the join reads them (event time parsed; ``NaT`` where it does not), with ``batch``: the micro-batch it arrives in (its file's index)."""
+def side_rows(spark: SparkSession, side: Side) -> pd.DataFrame:
+    """Every row of ``side``'s files as the join reads them (event time parsed; ``NaT`` where it does not), with ``batch``: the micro-batch it arrives in (its file's index).
+
+    :class:`ConfigError` for a live side, which has no files.
+    """
+    if isinstance(side, LiveSide):
+        raise ConfigError(f"{side.side}.stream", side.stream, "is live: its rows are not kept to be read again")
     batch, _, columns = _read_side(spark, side)
     paths = {str(path.absolute()): index for index, path in enumerate(side.files())}
     rows: pd.DataFrame = batch.select(*columns(batch), batch.metadataColumn("_metadata").getField("file_path").alias("_file")).toPandas()

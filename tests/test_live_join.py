@@ -1,0 +1,155 @@
+"""Live joins: the generator's paired impressions and clicks, joined as they come on real Spark, and the Joins page's live mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import wait_for
+from streamlit.testing.v1 import AppTest
+
+from dashboard import shared
+from streaming.analysis.join import batch_timeline
+from streaming.engine.errors import ConfigError
+from streaming.engine.join import JoinConfig, JoinSide, LiveSide, run_join
+from streaming.engine.live_join import JoinedRows, start_live_join
+from streaming.engine.progress import ProgressListener
+from streaming.engine.sources.ads import CAMPAIGNS, AdStreams
+from streaming.export import join_code
+
+BASE_MS = 1_700_000_000_000
+APP = Path(__file__).resolve().parent.parent / "app.py"
+
+
+def _pair_rows(spark, streams: AdStreams, seconds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both streams over their first ``seconds``, as the rate sources would bring them, as batch frames."""
+    from pyspark.sql import functions as F
+
+    def rows(rate: int, columns) -> pd.DataFrame:
+        arrivals = spark.range(rate * seconds).select(
+            F.col("id").alias("value"), F.timestamp_millis(F.lit(BASE_MS) + (F.col("id") * 1000 / rate).cast("bigint")).alias("timestamp")
+        )
+        return arrivals.select(*columns()).toPandas()
+
+    return rows(streams.impressions_per_second, streams.impression_columns), rows(streams.clicks_per_second, streams.click_columns)
+
+
+def test_each_click_follows_its_impression_by_the_drawn_delay_and_the_pair_is_the_same_for_a_seed(spark) -> None:
+    streams = AdStreams(impressions_per_second=100, click_through=0.5, mean_click_delay="4 seconds", max_click_delay="12 seconds",
+                        max_lag="0 seconds", late_share=0.0, ads=7, seed=3)
+    impressions, clicks = _pair_rows(spark, streams, 120)
+    assert list(impressions.columns) == ["impression_id", "ad_id", "impression_time", "campaign"] and list(clicks.columns) == ["impression_id", "click_time"]
+    assert impressions["impression_id"].is_unique and set(impressions["campaign"]) == set(CAMPAIGNS) and impressions["ad_id"].nunique() == 7
+    early = clicks["impression_id"].isna()  # a click whose impression would precede the start
+    assert early.any() and not early[clicks["click_time"] > pd.Timestamp(BASE_MS + 12_000, unit="ms")].any()
+    joined = clicks[~early].merge(impressions, on="impression_id")
+    assert len(joined) == (~early).sum()  # every other click is on an impression of the stream
+    delay = (joined["click_time"] - joined["impression_time"]).dt.total_seconds()
+    assert delay.between(0, 12.01).all() and 3.6 < delay.mean() < 4.4  # exponential, mean 4 s, capped at 12 s
+    assert len(clicks) / len(impressions) == pytest.approx(0.5)
+    again, _ = _pair_rows(spark, AdStreams(impressions_per_second=100, click_through=0.5, mean_click_delay="4 seconds", max_click_delay="12 seconds",
+                                           max_lag="0 seconds", late_share=0.0, ads=7, seed=3), 120)
+    pd.testing.assert_frame_equal(impressions, again)
+    late, _ = _pair_rows(spark, AdStreams(max_lag="2 seconds", late_share=0.1, late_delay="30 seconds"), 60)
+    behind = (pd.to_datetime(BASE_MS, unit="ms") - late["impression_time"]).dt.total_seconds()  # arrival is at BASE_MS + value / rate
+    behind += late.index / 50
+    assert behind.between(0, 32.01).all() and 0.05 < (behind > 29.99).mean() < 0.15
+
+
+def test_live_sides_are_refused_where_they_do_not_fit(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="click_through"):
+        AdStreams(impressions_per_second=2, click_through=0.1)
+    with pytest.raises(ConfigError, match="max_click_delay"):
+        AdStreams(mean_click_delay="1 minute", max_click_delay="30 seconds")
+    with pytest.raises(ConfigError, match=r"left\.stream"):
+        LiveSide(AdStreams(), "views")  # type: ignore[arg-type]
+    streams = AdStreams()
+    impressions, clicks = LiveSide(streams, "impressions", "10 seconds"), LiveSide(streams, "clicks", "5 seconds", side="right")
+    feed = tmp_path / "clicks"
+    feed.mkdir()
+    (feed / "batch-0000.csv").write_text("impression_id,click_time\nimp-1,2024-01-01 00:00:00\n")
+    with pytest.raises(ConfigError, match="right: 'clicks' is files to replay, which cannot run beside a live stream"):
+        JoinConfig(impressions, JoinSide(feed, "click_time", "5 seconds", side="right"), on=("impression_id",), within=("0 seconds", "20 seconds"))
+    with pytest.raises(ConfigError, match=r"right\.streams"):
+        JoinConfig(impressions, LiveSide(AdStreams(seed=8), "clicks", side="right"), on=("impression_id",))
+    config = JoinConfig(impressions, clicks, on=("impression_id",), within=("0 seconds", "20 seconds"), join_type="left_outer")
+    assert config.live and config.describe().startswith("left_outer join of impressions (live) and clicks (live) on impression_id")
+    with pytest.raises(ConfigError, match="is a live stream"):
+        run_join(None, config, ProgressListener())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="is a live stream"):
+        join_code(config)
+    with pytest.raises(ConfigError, match=r"right\.watermark"):  # Spark's rules hold for live sides too
+        JoinConfig(impressions, LiveSide(streams, "clicks", side="right"), on=("impression_id",), within=("0 seconds", "20 seconds"), join_type="left_outer")
+
+
+def test_joined_rows_keep_the_latest_rows_and_every_batch_count() -> None:
+    streams = AdStreams()
+    config = JoinConfig(LiveSide(streams, "impressions", "10 seconds"), LiveSide(streams, "clicks", "5 seconds", side="right"), on=("impression_id",),
+                        within=("0 seconds", "20 seconds"), join_type="left_outer")
+    rows = JoinedRows(config, max_rows=3)
+    time = pd.Timestamp("2024-01-01")
+    rows.add(0, pd.DataFrame({"impression_id": ["a", "b"], "impression_time": [time, time], "click_time": [time, pd.NaT]}))
+    rows.add(1, pd.DataFrame({"impression_id": [], "impression_time": [], "click_time": []}))
+    rows.add(2, pd.DataFrame({"impression_id": ["c", "d"], "impression_time": [time, time], "click_time": [pd.NaT, pd.NaT]}))
+    assert list(rows.latest()["impression_id"]) == ["b", "c", "d"] and list(rows.latest()["_batch"]) == [0, 2, 2]
+    assert rows.emitted().values.tolist() == [[0, 2, 1, 0], [1, 0, 0, 0], [2, 2, 2, 0]] and rows.total == 4
+
+
+def test_a_live_left_outer_join_emits_pairs_in_range_and_an_impression_without_a_click_once_the_watermark_passes(spark) -> None:
+    streams = AdStreams(impressions_per_second=100, click_through=0.3, mean_click_delay="2 seconds", max_click_delay="6 seconds", max_lag="1 second",
+                        late_share=0.05, late_delay="20 seconds")
+    config = JoinConfig(LiveSide(streams, "impressions", "3 seconds"), LiveSide(streams, "clicks", "2 seconds", side="right"), on=("impression_id",),
+                        within=("0 seconds", "6 seconds"), join_type="left_outer")
+    listener = ProgressListener()
+    spark.streams.addListener(listener)
+    run = start_live_join(spark, config, listener)
+    try:
+        def seen() -> bool:
+            emitted = run.rows.emitted()
+            dropped = sum(summary["rows_dropped_by_watermark"] for summary in run.log.summaries())
+            return run.status == "active" and emitted["rows_emitted"].sum() > 0 and emitted["left_unmatched"].sum() > 0 and dropped > 0
+
+        wait_for(seen, "no joined rows, NULL rows and late drops", 180)
+        run.stop()
+        summaries = run.log.summaries()
+        timeline = batch_timeline(config, summaries, run.rows.emitted())
+        rows = run.rows.latest()
+        pairs, alone = rows[rows["click_time"].notna()], rows[rows["click_time"].isna()]
+        offset = pairs["click_time"] - pairs["impression_time"]
+        assert offset.between(pd.Timedelta(0), pd.Timedelta("6 seconds")).all() and not pairs.empty
+        # an impression is emitted alone in the first batch whose global watermark is past its range's end
+        ran_with = timeline.set_index("batch_id")["watermark"]
+        assert (alone["impression_time"] + pd.Timedelta("6 seconds") < alone["_batch"].map(ran_with)).all()
+        assert not alone.empty and alone["impression_id"].isin(pairs["impression_id"]).sum() == 0
+        marks = timeline.dropna(subset=["left_watermark", "right_watermark", "watermark"])
+        assert (marks["watermark"] == marks[["left_watermark", "right_watermark"]].min(axis=1)).all()  # policy min
+        assert timeline["state_rows"].iloc[-1] < timeline["left_rows"].sum() + timeline["right_rows"].sum()  # the state is cleaned
+        assert not run.workdir.exists() and run.status == "stopped"
+    finally:
+        run.stop()
+        spark.streams.removeListener(listener)
+
+
+def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None:
+    at = AppTest.from_file(str(APP), default_timeout=180).run()
+    shared.session_starter().wait(180)
+    at = at.switch_page(shared.JOINS_PAGE).run()
+    at.radio(key="join_mode").set_value("Live: the generator's impressions and clicks").run()
+    assert not at.exception, at.exception
+    assert any("left_outer join of impressions (live) and clicks (live) on impression_id" in caption.value for caption in at.caption)
+    at.button(key="live_join_start").click().run()
+    run = at.session_state["live_join_run"]
+    try:
+        assert not at.error, [error.value for error in at.error]
+        wait_for(lambda: run.rows.total > 0, "no row emitted", 180)
+        at.run()
+        metrics = {metric.label: metric.value for metric in at.metric}
+        assert int(metrics["Micro-batches"].replace(",", "")) > 0 and int(metrics["Rows emitted"].replace(",", "")) > 0
+        assert at.dataframe[0].value["impression_id"].notna().all()
+        at.button(key="live_join_stop").click().run()
+        assert run.status == "stopped" and "Stopped." in [info.value for info in at.info]
+        at.text_input(key="live_join_upper").set_value("-1 second").run()  # the range's end before its start
+        assert [error.value for error in at.error] == ["Cannot run this join: within: ('0 seconds', '-1 second') has its lower bound after its upper bound"]
+    finally:
+        run.stop()
