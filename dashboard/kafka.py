@@ -23,12 +23,13 @@ from streaming.engine.broker import BOOTSTRAP_VARIABLE
 from streaming.engine.columns import ColumnMapping
 from streaming.engine.config import MAX_SPEED, FeedSource
 from streaming.engine.errors import ConfigError
+from streaming.engine.preview import time_named
 from streaming.engine.publish import Published, publish
 from streaming.engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, check_bootstrap, check_topic
 from streaming.engine.topics import TopicInfo, decode_messages, describe_topic, infer_value_columns, latest_messages, topic_names, write_sample
 
 from .data import aggregate_widgets, batching_widgets
-from .datasets import KEY_NAMES, TIME_NAMES, build_mapping, dataset_store, guess_column, mapping_widgets, preview_view
+from .datasets import KEY_NAMES, build_mapping, dataset_store, guess_column, mapping_widgets, preview_view
 from .jobs import Job, job_controls, start_job
 from .shared import KEPT, get_spark, session_starter
 
@@ -193,7 +194,7 @@ def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_c
 
 def _guess(names: Sequence[str]) -> ColumnMapping:
     """The mapping a topic's form starts from: time and key columns guessed by name, else the record's timestamp and key."""
-    return ColumnMapping(event_time=guess_column(names, TIME_NAMES, KAFKA_TIMESTAMP) or KAFKA_TIMESTAMP, key=guess_column(names, KEY_NAMES, KAFKA_KEY))
+    return ColumnMapping(event_time=time_named(names) or KAFKA_TIMESTAMP, key=guess_column(names, KEY_NAMES, KAFKA_KEY))
 
 
 def topic_shape(prefix: str) -> dict[str, Any]:

@@ -18,11 +18,12 @@ from streaming.analysis.join import batch_caption, batch_timeline
 from streaming.charts.join import join_activity_figure, join_watermarks_figure
 from streaming.engine.durations import format_duration
 from streaming.engine.errors import ConfigError, brief
-from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, LiveSide
+from streaming.engine.join import JOIN_TYPES, POLICIES, SIDES, JoinConfig, LiveSide, Side, TopicSide
 from streaming.engine.live_join import LiveJoin, start_live_join
 from streaming.engine.sources.ads import AdStreams
 
 from .joins import highlight
+from .kafka import kafka_source, kafka_widgets
 from .shared import KEPT, REFRESH_SECONDS, get_registry
 
 __all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "run_live_join_form"]
@@ -38,44 +39,82 @@ DEFAULTS = {"left_watermark": "10 seconds", "right_watermark": "5 seconds", "low
 """The join's defaults: a left outer join whose NULL rows show within the first minute."""
 
 
-def live_join_form() -> dict[str, Any]:
-    """The live pair's inputs (rates, clicks, lateness) and the join's (type, range, a watermark per side, policy)."""
-    pair, query = st.columns(2)
-    with pair, st.container(border=True):
-        st.markdown("**The generator's impressions (left) and clicks (right)**")
-        first, second = st.columns(2)
-        rate = first.number_input("Impressions a second", 1, 10_000, PAIR.impressions_per_second, key="live_join_rate", **KEPT)
-        share = second.number_input("Clicks per impression", 0.0, 1.0, PAIR.click_through, step=0.05, key="live_join_ctr", **KEPT)
-        mean = first.text_input("Mean click delay", PAIR.mean_click_delay, key="live_join_mean_delay", **KEPT, help="Exponentially distributed")
-        cap = second.text_input("Longest click delay", PAIR.max_click_delay, key="live_join_max_delay", **KEPT)
-        lag = first.text_input("Out of order by up to", PAIR.max_lag, key="live_join_lag", **KEPT)
-        late_share = second.number_input("Share very late", 0.0, 1.0, PAIR.late_share, step=0.01, key="live_join_late_share", **KEPT)
-        late = first.text_input("Very late by", PAIR.late_delay, key="live_join_late", **KEPT)
-    with query, st.container(border=True):
-        join_type = st.selectbox("Join type", JOIN_TYPES, index=JOIN_TYPES.index(DEFAULTS["join_type"]), key="live_join_type", **KEPT)
-        lower_column, upper_column = st.columns(2)
-        lower = lower_column.text_input("Click from", DEFAULTS["lower"], key="live_join_lower", **KEPT, help="click_time ≥ impression_time + this (signed)")
-        upper = upper_column.text_input("Click to", DEFAULTS["upper"], key="live_join_upper", **KEPT, help="click_time ≤ impression_time + this (signed)")
-        watermarks = {}
-        for column, side in zip(st.columns(2), ("left", "right")):
-            use = column.checkbox(f"{'Impressions' if side == 'left' else 'Clicks'} watermark", value=True, key=f"live_join_{side}_use", **KEPT)
-            watermarks[side] = column.text_input("Delay", DEFAULTS[f"{side}_watermark"], key=f"live_join_{side}_watermark", **KEPT) if use else None
-        policy = st.radio("Global watermark", POLICIES, horizontal=True, key="live_join_policy", **KEPT)
+GENERATOR, TOPICS = "The generator's impressions and clicks", "Two Kafka topics"
+KINDS = (GENERATOR, TOPICS)
+
+
+def _pair_widgets() -> dict[str, Any]:
+    st.markdown("**The generator's impressions (left) and clicks (right)**, joined on impression_id")
+    first, second = st.columns(2)
     return {
-        "streams": {
-            "impressions_per_second": int(rate), "click_through": float(share), "mean_click_delay": mean, "max_click_delay": cap, "max_lag": lag,
-            "late_share": float(late_share), "late_delay": late,
-        },
-        "join_type": join_type, "within": (lower, upper), "watermarks": watermarks, "policy": policy,
+        "impressions_per_second": int(first.number_input("Impressions a second", 1, 10_000, PAIR.impressions_per_second, key="live_join_rate", **KEPT)),
+        "click_through": float(second.number_input("Clicks per impression", 0.0, 1.0, PAIR.click_through, step=0.05, key="live_join_ctr", **KEPT)),
+        "mean_click_delay": first.text_input("Mean click delay", PAIR.mean_click_delay, key="live_join_mean_delay", **KEPT, help="Exponentially distributed"),
+        "max_click_delay": second.text_input("Longest click delay", PAIR.max_click_delay, key="live_join_max_delay", **KEPT),
+        "max_lag": first.text_input("Out of order by up to", PAIR.max_lag, key="live_join_lag", **KEPT),
+        "late_share": float(second.number_input("Share very late", 0.0, 1.0, PAIR.late_share, step=0.01, key="live_join_late_share", **KEPT)),
+        "late_delay": first.text_input("Very late by", PAIR.late_delay, key="live_join_late", **KEPT),
     }
 
 
+def _topic_widgets(side: str) -> dict[str, Any]:
+    st.markdown(f"**{side.title()} side: a topic**")
+    st.caption("The join reads the event-time column mapped below, and matches on the keys chosen beside; the other roles play no part.")
+    return kafka_widgets((), f"live_join_{side}")
+
+
+def live_join_form() -> dict[str, Any]:
+    """The live sides' inputs (the generator's pair, or two topics) and the join's (keys, type, range, a watermark per side, policy)."""
+    kind = st.radio("Live sides", KINDS, horizontal=True, key="live_join_kind", **KEPT)
+    inputs: dict[str, Any] = {"kind": kind}
+    if kind == GENERATOR:
+        pair, query = st.columns(2)
+        with pair, st.container(border=True):
+            inputs["streams"] = _pair_widgets()
+        labels, shared = ("Impressions", "Clicks"), None
+    else:
+        left, right, query = st.columns(3)
+        for column, side in ((left, "left"), (right, "right")):
+            with column, st.container(border=True):
+                inputs[side] = _topic_widgets(side)
+        labels = ("Left", "Right")
+        names = [[name for name, _ in inputs[side].get("value_columns", ())] for side in SIDES]
+        shared = [name for name in names[0] if name in names[1]]
+    with query, st.container(border=True):
+        if shared is not None:
+            topics = "_".join(str(inputs[side].get("topic")) for side in SIDES)  # other topics, other keys to choose from
+            inputs["on"] = tuple(st.multiselect(
+                "Join keys", shared, default=shared[:1], key=f"live_join_on_{topics}", help="Value columns named alike on both topics, equal in a match",
+            ))
+        inputs["join_type"] = st.selectbox("Join type", JOIN_TYPES, index=JOIN_TYPES.index(DEFAULTS["join_type"]), key="live_join_type", **KEPT)
+        lower_column, upper_column = st.columns(2)
+        inputs["within"] = (
+            lower_column.text_input("Range from", DEFAULTS["lower"], key="live_join_lower", **KEPT, help="The right time is at least the left time plus this (signed)"),
+            upper_column.text_input("Range to", DEFAULTS["upper"], key="live_join_upper", **KEPT, help="The right time is at most the left time plus this (signed)"),
+        )
+        inputs["watermarks"] = {}
+        for column, side, label in zip(st.columns(2), SIDES, labels):
+            use = column.checkbox(f"{label} watermark", value=True, key=f"live_join_{side}_use", **KEPT)
+            inputs["watermarks"][side] = column.text_input("Delay", DEFAULTS[f"{side}_watermark"], key=f"live_join_{side}_watermark", **KEPT) if use else None
+        inputs["policy"] = st.radio("Global watermark", POLICIES, horizontal=True, key="live_join_policy", **KEPT)
+    return inputs
+
+
 def live_join_config(inputs: dict[str, Any]) -> JoinConfig:
-    """The :class:`JoinConfig` of the form: impressions on the left, clicks on the right, joined on ``impression_id``; :class:`ConfigError` naming the field."""
-    streams = AdStreams(**inputs["streams"])
-    left = LiveSide(streams, "impressions", inputs["watermarks"]["left"], side="left")
-    right = LiveSide(streams, "clicks", inputs["watermarks"]["right"], side="right")
-    return JoinConfig(left, right, on=("impression_id",), within=inputs["within"], join_type=inputs["join_type"], policy=inputs["policy"])
+    """The :class:`JoinConfig` of the form; :class:`ConfigError` naming the field.
+
+    The generator's pair: impressions on the left, clicks on the right, joined on ``impression_id``; two topics: on the keys chosen.
+    """
+    marks = inputs["watermarks"]
+    left: Side
+    right: Side
+    if inputs["kind"] == GENERATOR:
+        streams = AdStreams(**inputs["streams"])
+        left, right, on = LiveSide(streams, "impressions", marks["left"], side="left"), LiveSide(streams, "clicks", marks["right"], side="right"), ("impression_id",)
+    else:
+        left, right = (TopicSide(kafka_source(inputs[side]), marks[side], side=side) for side in SIDES)
+        on = inputs["on"]
+    return JoinConfig(left, right, on=on, within=inputs["within"], join_type=inputs["join_type"], policy=inputs["policy"])
 
 
 def run_live_join_form(inputs: dict[str, Any], ready: bool) -> LiveJoin | None:
@@ -145,8 +184,8 @@ def live_join_view(run: LiveJoin) -> None:
         return
     metrics = st.columns(6)
     metrics[0].metric("Micro-batches", f"{len(timeline):,}")
-    metrics[1].metric("Impressions in", f"{int(timeline['left_rows'].sum()):,}")
-    metrics[2].metric("Clicks in", f"{int(timeline['right_rows'].sum()):,}")
+    metrics[1].metric(f"{config.left.label} in", f"{int(timeline['left_rows'].sum()):,}")
+    metrics[2].metric(f"{config.right.label} in", f"{int(timeline['right_rows'].sum()):,}")
     metrics[3].metric("Rows emitted", f"{run.rows.total:,}", help="Joined rows and, in an outer join, rows without a match")
     metrics[4].metric("Dropped as too late", f"{int(timeline['rows_dropped_by_watermark'].sum()):,}")
     metrics[5].metric("Rows in state", f"{int(timeline['state_rows'].iloc[-1]):,}", help=f"{int(timeline['state_bytes'].iloc[-1]) / 1024:,.0f} KiB")
@@ -156,7 +195,8 @@ def live_join_view(run: LiveJoin) -> None:
     charts[1].plotly_chart(parts.figures["activity"], key="live_join_activity")
     st.markdown(
         "**The latest rows emitted**, newest first"
-        + (" — yellow: an impression without a click in its range, emitted once the global watermark passed the range's end." if config.join_type in ("left_outer", "full_outer") else ".")
+        + (" — yellow: a left row without a match in its range, blue: a right one, each emitted once the global watermark passed its range's end."
+           if config.join_type in ("left_outer", "right_outer", "full_outer") else ".")
     )
     if parts.rows.empty:
         st.caption("None yet: a joined row comes with its click; a row without a match once the global watermark passes the end of its range.")

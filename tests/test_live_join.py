@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import shared
 from streaming.analysis.join import batch_timeline
 from streaming.engine.errors import ConfigError
-from streaming.engine.join import JoinConfig, JoinSide, LiveSide, run_join
+from streaming.engine.join import JoinConfig, JoinSide, LiveSide, TopicSide, run_join
 from streaming.engine.live_join import JoinedRows, start_live_join
 from streaming.engine.progress import ProgressListener
 from streaming.engine.sources.ads import CAMPAIGNS, AdStreams
@@ -131,6 +131,68 @@ def test_a_live_left_outer_join_emits_pairs_in_range_and_an_impression_without_a
         spark.streams.removeListener(listener)
 
 
+AD_SIDES = (("left", "ad_impressions", "impression_time", "1 minute"), ("right", "ad_clicks", "click_time", "30 seconds"))
+"""Each side of the ad topics: its side, sample feed, event-time column and watermark delay."""
+
+
+@pytest.fixture(scope="module")
+def ad_topics(spark, kafka_broker) -> dict[str, tuple[str, pd.DataFrame]]:
+    """The sample ad feeds published once into two topics: side → (topic, the feed's rows)."""
+    import uuid
+
+    from streaming.engine.columns import ColumnMapping
+    from streaming.engine.feeds import SAMPLE_FEEDS
+    from streaming.engine.publish import publish
+    from streaming.engine.sources import FeedSource
+
+    topics = {}
+    for side, name, time, _ in AD_SIDES:
+        topic = f"ads-{side}-{uuid.uuid4().hex[:6]}"
+        published = publish(spark, FeedSource(SAMPLE_FEEDS / name, 0, "csv", ColumnMapping(event_time=time, key="impression_id")), kafka_broker.bootstrap, topic)
+        rows = pd.concat([pd.read_csv(path, parse_dates=[time]) for path in sorted((SAMPLE_FEEDS / name).glob("*.csv"))], ignore_index=True)
+        assert published.messages == len(rows)
+        topics[side] = (topic, rows)
+    return topics
+
+
+def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_null_rows_the_watermark_allows(spark, kafka_broker, ad_topics) -> None:
+    """Every record is on its topic before the join starts: the first batch reads them all (no watermark yet, nothing late), then a no-data
+    batch runs with the watermark they set and emits the impressions whose range ended before it."""
+    from streaming.engine.columns import ColumnMapping
+    from streaming.engine.sources.kafka import KafkaSource
+    from streaming.engine.topics import infer_value_columns, latest_messages
+
+    sides = []
+    for side, _, time, delay in AD_SIDES:
+        topic, mapping = ad_topics[side][0], ColumnMapping(event_time=time, key="impression_id")
+        values = infer_value_columns(spark, tuple(latest_messages(kafka_broker.bootstrap, topic, 50)["value"]), "json")
+        sides.append(TopicSide(KafkaSource(kafka_broker.bootstrap, topic, values, columns=mapping), delay, side=side))
+    (left_topic, impressions), (right_topic, clicks) = ad_topics["left"], ad_topics["right"]
+    config = JoinConfig(sides[0], sides[1], on=("impression_id",), within=("0 seconds", "2 minutes"), join_type="left_outer")
+    assert config.live and config.describe().startswith(f"left_outer join of {left_topic} and {right_topic} on impression_id")
+    exact = impressions.merge(clicks, on="impression_id")
+    exact = exact[(exact["click_time"] >= exact["impression_time"]) & (exact["click_time"] <= exact["impression_time"] + pd.Timedelta("2 minutes"))]
+    watermark = min(impressions["impression_time"].max() - pd.Timedelta("1 minute"), clicks["click_time"].max() - pd.Timedelta("30 seconds"))
+    ended = impressions[~impressions["impression_id"].isin(exact["impression_id"]) & (impressions["impression_time"] + pd.Timedelta("2 minutes") < watermark)]
+    listener = ProgressListener()
+    spark.streams.addListener(listener)
+    run = start_live_join(spark, config, listener)
+    try:
+        wait_for(lambda: run.rows.emitted()["left_unmatched"].sum() >= len(ended) > 0 or run.status != "active", "no NULL rows", 180)
+        assert run.status == "active", run.error
+        rows = run.rows.latest()
+        pairs, alone = rows[rows["click_time"].notna()], rows[rows["click_time"].isna()]
+        assert sorted(zip(pairs["impression_id"], pairs["click_time"])) == sorted(zip(exact["impression_id"], exact["click_time"]))
+        assert sorted(alone["impression_id"]) == sorted(ended["impression_id"])
+        assert set(pairs["_batch"]) == {0} and set(alone["_batch"]) == {1}  # then the no-data batch, with the watermark batch 0 set
+        timeline = batch_timeline(config, run.log.summaries(), run.rows.emitted())
+        assert timeline["left_rows"].sum() == len(impressions) and timeline["right_rows"].sum() == len(clicks)
+        assert timeline.loc[timeline["batch_id"] == 1, "watermark"].iloc[0] == watermark
+    finally:
+        run.stop()
+        spark.streams.removeListener(listener)
+
+
 def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None:
     at = AppTest.from_file(str(APP), default_timeout=180).run()
     shared.session_starter().wait(180)
@@ -151,5 +213,29 @@ def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None
         assert run.status == "stopped" and "Stopped." in [info.value for info in at.info]
         at.text_input(key="live_join_upper").set_value("-1 second").run()  # the range's end before its start
         assert [error.value for error in at.error] == ["Cannot run this join: within: ('0 seconds', '-1 second') has its lower bound after its upper bound"]
+    finally:
+        run.stop()
+
+
+def test_the_joins_page_joins_two_topics_live(kafka_broker, ad_topics) -> None:
+    at = AppTest.from_file(str(APP), default_timeout=180).run()
+    shared.session_starter().wait(180)
+    at = at.switch_page(shared.JOINS_PAGE).run()
+    at.radio(key="join_mode").set_value("Live: the generator's impressions and clicks").run()
+    at.radio(key="live_join_kind").set_value("Two Kafka topics").run()
+    for side, _, time, _ in AD_SIDES:
+        at.text_input(key=f"live_join_{side}_bootstrap").set_value(kafka_broker.bootstrap).run()
+        at.selectbox(key=f"live_join_{side}_topic").set_value(ad_topics[side][0]).run()
+        assert at.selectbox(key=f"live_join_{side}_map_event_time").value == time  # guessed from the value's columns
+    assert not at.exception, at.exception
+    assert at.multiselect(key=f"live_join_on_{ad_topics['left'][0]}_{ad_topics['right'][0]}").value == ["impression_id"]
+    at.button(key="live_join_start").click().run()
+    run = at.session_state["live_join_run"]
+    try:
+        assert not at.error, [error.value for error in at.error]
+        wait_for(lambda: run.rows.total > 0, "no row emitted", 180)
+        at.run()
+        metrics = {metric.label: metric.value for metric in at.metric}
+        assert int(metrics[f"{ad_topics['left'][0]} in"].replace(",", "")) == len(ad_topics["left"][1])
     finally:
         run.stop()

@@ -55,6 +55,7 @@ from .session import is_connect
 from .sources import FILE_FORMATS
 from .sources.ads import AD_STREAMS, AdStream, AdStreams
 from .sources.dataset import file_stream
+from .sources.kafka import KafkaSource
 from .sources.replayer import FeedReplayer
 from .state import join_side_state
 from .times import check_time_fit, check_time_format, quoted, time_column
@@ -66,6 +67,7 @@ __all__ = [
     "JOIN_TYPES",
     "POLICIES",
     "POLICY_CONF",
+    "SIDES",
     "STATIC_JOIN_TYPES",
     "JoinConfig",
     "JoinOutcome",
@@ -73,6 +75,7 @@ __all__ = [
     "JoinType",
     "LiveSide",
     "Side",
+    "TopicSide",
     "WatermarkPolicy",
     "join_columns",
     "join_frame",
@@ -213,9 +216,68 @@ class LiveSide:
     def label(self) -> str:
         return f"{self.stream} (live)"
 
+    def read(self, spark: SparkSession) -> DataFrame:
+        """The stream, its event time a timestamp."""
+        return self.streams.read(spark, self.stream)
 
-Side = JoinSide | LiveSide
-"""A join side: files replayed (or a static table), or a live stream."""
+
+@dataclass(frozen=True)
+class TopicSide:
+    """One side of a live join: a Kafka topic's records (:class:`~streaming.engine.sources.kafka.KafkaSource`), read as they come.
+
+    Each record is a row of its value's columns; the event time is the column
+    the source's mapping names (``source.columns.event_time``: a value column,
+    read with ``columns.time_format``, or ``kafka_timestamp``, the record's
+    timestamp). A record whose value does not parse has no event time: it is
+    counted as malformed and left out. The record's key and the mapping's
+    other roles play no part: a join matches on the columns it is given.
+    """
+
+    source: KafkaSource
+    watermark: str | None = None
+    side: str = "left"
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ConfigError("side", self.side, "must be left or right")
+        if not isinstance(self.source, KafkaSource):
+            raise ConfigError(f"{self.side}.source", self.source, "must be a Kafka topic (KafkaSource)")
+        if self.source.pattern:
+            raise ConfigError(f"{self.side}.source", self.source.topic, "is a pattern of topics: a join side reads one topic")
+        if self.watermark is not None:
+            parse_duration(self.watermark, field=f"{self.side}.watermark")
+
+    static = False
+    """A topic is a stream."""
+
+    @property
+    def event_time(self) -> str:
+        return self.source.columns.event_time
+
+    @property
+    def watermark_ms(self) -> int | None:
+        return None if self.watermark is None else parse_duration(self.watermark, field=f"{self.side}.watermark")
+
+    @property
+    def label(self) -> str:
+        return self.source.topic
+
+    def read(self, spark: SparkSession) -> DataFrame:
+        """The topic's records as rows of the value's columns (and the event time, parsed; null for a malformed record)."""
+        from pyspark.sql import functions as F
+
+        source = self.source
+        decoded = source.decoded(spark.readStream.format("kafka").options(**source.options()).load())
+        names = [name for name, _ in source.value_columns]
+        if self.event_time not in names:  # the record's timestamp
+            names.append(self.event_time)
+        parsed = time_column(self.event_time, source.columns.time_format, source.schema[self.event_time], f"{self.side}.time_format")
+        return decoded.select(*[F.when(~F.col("malformed"), parsed).alias(name) if name == self.event_time else F.col(quoted(name)) for name in names])
+
+
+Side = JoinSide | LiveSide | TopicSide
+"""A join side: files replayed (or a static table), or a live stream (the generator's or a topic's)."""
+LIVE_SIDES = (LiveSide, TopicSide)
 
 
 def signed_duration_ms(text: str, field_name: str) -> int:
@@ -251,10 +313,10 @@ class JoinConfig:
 
     def __post_init__(self) -> None:
         for name, side in (("left", self.left), ("right", self.right)):
-            if not isinstance(side, (JoinSide, LiveSide)) or side.side != name:
+            if not isinstance(side, (JoinSide, *LIVE_SIDES)) or side.side != name:
                 raise ConfigError(name, side, f"must be the join's {name} side")
-        if isinstance(self.left, LiveSide) != isinstance(self.right, LiveSide) and not self.static:
-            replayed = self.right if isinstance(self.left, LiveSide) else self.left
+        if isinstance(self.left, LIVE_SIDES) != isinstance(self.right, LIVE_SIDES) and not self.static:
+            replayed = self.right if isinstance(self.left, LIVE_SIDES) else self.left
             raise ConfigError(replayed.side, replayed.label, "is files to replay, which cannot run beside a live stream: join two live streams, or a live stream and a static table")
         if isinstance(self.left, LiveSide) and isinstance(self.right, LiveSide) and self.left.streams != self.right.streams:
             raise ConfigError("right.streams", self.right.streams, "must be the left side's pair: the clicks are on those impressions")
@@ -295,7 +357,7 @@ class JoinConfig:
     @property
     def live(self) -> bool:
         """Whether the join streams live sides, which run until stopped (:mod:`streaming.engine.live_join`), rather than replaying files."""
-        return isinstance(self.left, LiveSide)
+        return isinstance(self.left, LIVE_SIDES)
 
     def _check_spark_rules(self) -> None:
         if self.static:
@@ -410,8 +472,8 @@ def _side_frame(spark: SparkSession, side: Side, staging: Path) -> tuple[DataFra
     from pyspark.sql import functions as F
 
     replayer = None
-    if isinstance(side, LiveSide):
-        frame = side.streams.read(spark, side.stream)
+    if isinstance(side, LIVE_SIDES):
+        frame = side.read(spark)
     else:
         batch, schema, columns = _read_side(spark, side)
         if side.static:
@@ -664,8 +726,8 @@ def side_rows(spark: SparkSession, side: Side) -> pd.DataFrame:
 
     :class:`ConfigError` for a live side, which has no files.
     """
-    if isinstance(side, LiveSide):
-        raise ConfigError(f"{side.side}.stream", side.stream, "is live: its rows are not kept to be read again")
+    if isinstance(side, LIVE_SIDES):
+        raise ConfigError(side.side, side.label, "is live: its rows are not kept to be read again")
     batch, _, columns = _read_side(spark, side)
     paths = {str(path.absolute()): index for index, path in enumerate(side.files())}
     rows: pd.DataFrame = batch.select(*columns(batch), batch.metadataColumn("_metadata").getField("file_path").alias("_file")).toPandas()

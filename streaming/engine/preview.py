@@ -135,6 +135,14 @@ def _name_words(name: str) -> set[str]:
     return {word.lower() for word in re.split(r"[\s_\-.]+", spaced) if word}
 
 
+def time_named(names: Sequence[str]) -> str | None:
+    """The name most likely to be an event time by its name alone: one of :data:`TIME_NAMES` (case-insensitive, in that order), else the
+    first with a time word (``impression_time``, ``createdAt``); ``None`` when none is."""
+    lowered = {name.lower(): name for name in names}
+    named = next((lowered[wanted] for wanted in TIME_NAMES if wanted in lowered), None)
+    return named if named is not None else next((name for name in names if _name_words(name) & TIME_WORDS), None)
+
+
 def guess_event_time(profiles: Mapping[str, ColumnProfile]) -> tuple[str, str] | None:
     """``(column, time format)`` most likely to hold the event time, or ``None`` when no column reads as times.
 
