@@ -239,7 +239,7 @@ def waiting_view(outcome: JoinOutcome, timeline: pd.DataFrame, batch: int) -> No
     for column, side in zip(st.columns(2), config.sides):
         with column:
             try:
-                rows = waiting_rows(outcome, timeline, side.side, _state(outcome, side.side, batch), batch)
+                rows = waiting_rows(config, outcome.with_batches(), timeline, side.side, _state(outcome, side.side, batch), batch)
             except Exception as err:  # noqa: BLE001 - a state that cannot be read shows as a message
                 st.error(f"Cannot read the {side.side} side's state: {brief(str(err))}")
                 continue
@@ -433,4 +433,4 @@ def _side_state(outcome: JoinOutcome) -> list[tuple[int, int]] | None:
 
 def _files(config: JoinConfig) -> int:
     """The files of the side with the most: the micro-batches that bring data."""
-    return max(len(side.files()) for side in config.sides if isinstance(side, JoinSide))
+    return max((len(side.files()) for side in config.sides if isinstance(side, JoinSide)), default=0)

@@ -125,11 +125,12 @@ def _topic_widgets(names: Sequence[str], prefix: str, patterns: bool) -> dict[st
     return {"topic": topic, "pattern": False, "sampled": topic}
 
 
-def kafka_widgets(feeds: Sequence[str], prefix: str = "lab_kafka", *, replayed: bool = False) -> dict[str, Any]:
+def kafka_widgets(feeds: Sequence[str], prefix: str = "lab_kafka", *, replayed: bool = False, patterns: bool = True) -> dict[str, Any]:
     """The Kafka source's settings: brokers, topic, where to start, the value's format, and the column mapping shown against a sample of messages.
 
     ``replayed``: for an experiment that replays one topic from its earliest
     offsets to its end (the tuner), with no pattern and no start to choose.
+    ``patterns=False``: one topic only (a join side).
     """
     bootstrap = st.text_input(
         "Bootstrap servers", value=os.environ.get(BOOTSTRAP_VARIABLE, ""), key=f"{prefix}_bootstrap", persist_state="session", placeholder="127.0.0.1:9092",
@@ -141,7 +142,7 @@ def kafka_widgets(feeds: Sequence[str], prefix: str = "lab_kafka", *, replayed: 
     except ConfigError as err:
         st.warning(str(err))
         return params
-    chosen = _topic_widgets(names, prefix, not replayed)
+    chosen = _topic_widgets(names, prefix, patterns and not replayed)
     if chosen is None:
         return params
     params.update(chosen)

@@ -1,4 +1,4 @@
-"""The Joins page's live mode: the generator's impressions and clicks joined as they come, redrawn every refresh.
+"""The Joins page's live mode: the generator's impressions and clicks, or two Kafka topics, joined as they come, redrawn every refresh.
 
 One live join per browser session (:data:`RUN`); starting another stops it, and
 it stops by itself after :data:`LIMIT_SECONDS`, so a tab closed without Stop
@@ -14,19 +14,20 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from streaming.analysis.join import batch_caption, batch_timeline
+from streaming.analysis.join import batch_caption, batch_timeline, waiting_rows
 from streaming.charts.join import join_activity_figure, join_watermarks_figure
 from streaming.engine.durations import format_duration
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.join import JOIN_TYPES, POLICIES, SIDES, JoinConfig, LiveSide, Side, TopicSide
 from streaming.engine.live_join import LiveJoin, start_live_join
 from streaming.engine.sources.ads import AdStreams
+from streaming.engine.state import join_side_state
 
 from .joins import highlight
 from .kafka import kafka_source, kafka_widgets
-from .shared import KEPT, REFRESH_SECONDS, get_registry
+from .shared import KEPT, REFRESH_SECONDS, get_registry, get_spark
 
-__all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "run_live_join_form"]
+__all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "run_live_join_form", "run_state", "running_note", "waiting_now"]
 
 RUN = "live_join_run"
 LIMIT_SECONDS = 600.0
@@ -60,7 +61,7 @@ def _pair_widgets() -> dict[str, Any]:
 def _topic_widgets(side: str) -> dict[str, Any]:
     st.markdown(f"**{side.title()} side: a topic**")
     st.caption("The join reads the event-time column mapped below, and matches on the keys chosen beside; the other roles play no part.")
-    return kafka_widgets((), f"live_join_{side}")
+    return kafka_widgets((), f"live_join_{side}", patterns=False)
 
 
 def live_join_form() -> dict[str, Any]:
@@ -79,7 +80,8 @@ def live_join_form() -> dict[str, Any]:
                 inputs[side] = _topic_widgets(side)
         labels = ("Left", "Right")
         names = [[name for name, _ in inputs[side].get("value_columns", ())] for side in SIDES]
-        shared = [name for name in names[0] if name in names[1]]
+        times = {inputs[side].get("mapping", {}).get("event_time") for side in SIDES}
+        shared = [name for name in names[0] if name in names[1] and name not in times]
     with query, st.container(border=True):
         if shared is not None:
             topics = "_".join(str(inputs[side].get("topic")) for side in SIDES)  # other topics, other keys to choose from
@@ -118,24 +120,29 @@ def live_join_config(inputs: dict[str, Any]) -> JoinConfig:
 
 
 def run_live_join_form(inputs: dict[str, Any], ready: bool) -> LiveJoin | None:
-    """Start and Stop; returns this session's live join (running or ended), if any. A refusal or a failure to start shows as a message."""
+    """Start and Stop; returns this session's live join (running or ended), if any. A refusal or a failure to start shows as a message.
+
+    Stop is drawn whatever the form holds, and stops in the background (Spark finishes the batch it interrupts); Start stops the
+    session's earlier join first. Either reruns the page, so the buttons show the new state.
+    """
     run: LiveJoin | None = st.session_state.get(RUN)
+    config: JoinConfig | None = None
     try:
         config = live_join_config(inputs)
     except ConfigError as err:
         st.error(f"Cannot run this join: {brief(str(err))}")
-        return run
-    st.caption(f"{config.describe()}. It stops by itself after {format_duration(int(LIMIT_SECONDS * 1000))}.")
-    for warning in config.warnings():
-        st.warning(warning)
+    if config is not None:
+        st.caption(f"{config.describe()}. It stops by itself after {format_duration(int(LIMIT_SECONDS * 1000))}.")
+        for warning in config.warnings():
+            st.warning(warning)
     start, stop = st.columns([1, 1])
-    active = run is not None and run.status == "active"
-    if stop.button("Stop", disabled=not active, key="live_join_stop") and run is not None:
-        with st.spinner("Stopping…"):
-            run.stop()
-    if start.button("Start live join", type="primary", disabled=not ready, key="live_join_start"):
+    active = run is not None and run.status == "active" and not run.stopping
+    if stop.button("Stopping…" if run is not None and run.stopping else "Stop", disabled=not active, key="live_join_stop") and run is not None:
+        run.stop_soon()
+        st.rerun()
+    if start.button("Start live join", type="primary", disabled=not ready or config is None, key="live_join_start") and config is not None:
         if run is not None:
-            run.stop()
+            run.stop_soon()
         registry = get_registry()
         try:
             run = start_live_join(registry.spark, config, registry.listener, limit=LIMIT_SECONDS)
@@ -144,7 +151,20 @@ def run_live_join_form(inputs: dict[str, Any], ready: bool) -> LiveJoin | None:
             st.session_state.pop(RUN, None)
             return None
         st.session_state[RUN] = run
+        st.rerun()
     return run
+
+
+def running_note() -> None:
+    """In the replay mode: a live join of this session still running, with its Stop."""
+    run: LiveJoin | None = st.session_state.get(RUN)
+    if run is None or run.status != "active" or run.stopping:
+        return
+    note, button = st.columns([4, 1])
+    note.info(f"A live join is still running: {run.config.describe()}.")
+    if button.button("Stop it", key="live_join_stop_other"):
+        run.stop_soon()
+        st.rerun()
 
 
 @dataclass(frozen=True)
@@ -169,13 +189,25 @@ def live_parts(run: LiveJoin) -> LiveParts:
     return LiveParts(timeline, caption, figures, rows)
 
 
+def run_state(run: LiveJoin) -> tuple[str, bool]:
+    """What the page's buttons show of ``run``: its status, and whether it is stopping."""
+    return run.status, run.stopping
+
+
 @st.fragment(run_every=REFRESH_SECONDS)
-def live_join_view(run: LiveJoin) -> None:
-    """The run's state, its last batch in words, the watermarks and state of the latest batches, and its latest rows."""
+def live_join_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
+    """The run's state, its last batch in words, the watermarks and state of the latest batches, and its latest rows.
+
+    ``drawn``: the :func:`run_state` the page around it was drawn for; once that changes, the whole page reruns (its buttons with it).
+    """
     config = run.config
+    if run_state(run) != drawn:
+        st.rerun(scope="app")
     parts = live_parts(run)
     timeline = parts.timeline
-    if run.status == "failed":
+    if run.stopping:
+        st.info("Stopping…")
+    elif run.status == "failed":
         st.error(f"The live join failed: {brief(run.error or '')}")
     elif run.status == "stopped":
         st.info("Stopped at its time limit." if run.stopped_at_limit else "Stopped.")
@@ -202,3 +234,41 @@ def live_join_view(run: LiveJoin) -> None:
         st.caption("None yet: a joined row comes with its click; a row without a match once the global watermark passes the end of its range.")
     else:
         st.dataframe(highlight(config, parts.rows), hide_index=True, key="live_join_rows")
+
+
+WAITING = "live_join_waiting"
+
+
+def waiting_now(run: LiveJoin) -> None:
+    """The rows in each side's state after the latest micro-batch, read with the State Data Source when asked (a Spark job each time)."""
+    config = run.config
+    with st.expander("The rows waiting in the join's state", expanded=WAITING in st.session_state):
+        st.caption(
+            "Read from the running query's checkpoint with the State Data Source, after its latest micro-batch. A row waits while the global "
+            "watermark is at or before *matchable until*; *matched* looks among the latest rows emitted shown above."
+        )
+        if st.button("Read the state now", key="live_join_read_state", disabled=run.status != "active"):
+            timeline = live_parts(run).timeline
+            if timeline.empty:
+                st.caption("No micro-batch has run yet.")
+                return
+            batch, joined = int(timeline["batch_id"].iloc[-1]), run.rows.latest()
+            try:
+                sides = {
+                    side.side: waiting_rows(config, joined, timeline, side.side, join_side_state(get_spark(), run.checkpoint, side.side, batch), batch)
+                    for side in config.sides
+                }
+            except Exception as err:  # noqa: BLE001 - a state that cannot be read (the query stopped meanwhile) shows as a message
+                st.error(f"Cannot read the join's state: {brief(str(err))}")
+                return
+            st.session_state[WAITING] = (run.name, batch, sides)
+        read = st.session_state.get(WAITING)
+        if read is None or read[0] != run.name:
+            return
+        _, batch, sides = read
+        st.markdown(f"**After micro-batch {batch}**")
+        for column, side in zip(st.columns(2), config.sides):
+            rows = sides[side.side]
+            column.caption(f"{side.label} ({side.side}): {len(rows):,} rows")
+            if not rows.empty:
+                column.dataframe(rows, hide_index=True, key=f"live_join_waiting_{side.side}")

@@ -33,6 +33,7 @@ from typing import Final
 
 from .engine.checks import require_int, require_share, whole_second_utc
 from .engine.feeds import TIME_FORMAT, batch_file_name
+from .engine.sources.ads import CAMPAIGNS
 
 __all__ = [
     "CATALOG_COLUMNS", "CLICK_COLUMNS", "IMPRESSION_COLUMNS", "AdFeedSpec", "Click", "Impression", "generate_ads", "sample_ad_catalogs", "sample_ad_specs",
@@ -41,7 +42,6 @@ __all__ = [
 
 IMPRESSION_COLUMNS: Final = ("impression_id", "ad_id", "impression_time", "campaign")
 CLICK_COLUMNS: Final = ("impression_id", "click_time")
-CAMPAIGNS: Final = ("spring", "summer", "autumn")
 CATALOG_COLUMNS: Final = ("ad_id", "advertiser", "cost_per_click", "listed_at")
 ADVERTISERS: Final = ("acme", "globex", "initech", "umbrella")
 

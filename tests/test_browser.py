@@ -519,3 +519,27 @@ def test_a_left_outer_join_emits_a_null_row_once_the_watermark_passes_its_bound(
         assert page.locator(".stException").count() == 0
     finally:
         page.close()
+
+
+def test_a_live_join_shows_rows_and_null_rows_as_they_come_and_stops(app_url, browser):
+    """The generator's impressions and clicks joined live, left outer: joined rows first, then impressions without a click once the
+    global watermark passes the end of their range; Stop ends it and the buttons follow."""
+    nulls = "impressions (live) rows with NULLs for clicks (live)"
+    page = browser.new_page(viewport={"width": 1600, "height": 1400})
+    try:
+        page.goto(f"{app_url}/Joins", wait_until="domcontentloaded")
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        _until(lambda: page.get_by_text("Live: generated or Kafka streams").click(),
+               lambda: page.get_by_text("left_outer join of impressions (live) and clicks (live)").wait_for(timeout=15_000))
+        _until(lambda: page.get_by_role("button", name="Start live join").click(), lambda: page.get_by_text("Rows emitted", exact=True).wait_for(timeout=60_000))
+        page.wait_for_function(NULL_ROWS_IN, arg=nulls, timeout=120_000)  # the default range ends 20 s after an impression
+        assert page.locator(".stException").count() == 0
+        _until(lambda: page.get_by_role("button", name="Stop", exact=True).click(), lambda: page.get_by_text("Stopped.", exact=True).wait_for(timeout=60_000))
+        assert page.get_by_role("button", name="Stop", exact=True).is_disabled() and page.get_by_role("button", name="Start live join").is_enabled()
+    finally:
+        page.close()
+
+
+NULL_ROWS_IN = """(name) => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
+  p => (p._fullData || []).some(t => t.name === name && t.y && Array.from(t.y).some(y => y > 0)))"""
+"""True once the activity chart's trace ``name`` has a bar above 0 in some batch."""

@@ -246,7 +246,7 @@ def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, kept_left_ou
     timeline = join_timeline(outcome)
     batch = 3
     state = join_state(spark, outcome, "left", batch)
-    waiting = waiting_rows(outcome, timeline, "left", state, batch)
+    waiting = waiting_rows(outcome.config, outcome.with_batches(), timeline, "left", state, batch)
     assert len(waiting) == len(state) > 0
     from streaming.analysis.join_model import model_join
     from streaming.engine.join import side_rows
@@ -467,7 +467,7 @@ def test_a_key_story_with_one_watermark_drops_nothing_on_the_other_side_and_prom
     stories = pd.concat([key_story(outcome, timeline, left, right, key_text((key,))) for key in sorted(set(left["impression_id"]))], ignore_index=True)
     assert (stories["status"] == "dropped as too late").sum() == outcome.rows_dropped_by_watermark
     assert not ((stories["side"] == "left") & (stories["status"] == "dropped as too late")).any()  # the impressions have no watermark
-    waiting = waiting_rows(outcome, timeline, "left", join_state(spark, outcome, "left", 2), 2)
+    waiting = waiting_rows(outcome.config, outcome.with_batches(), timeline, "left", join_state(spark, outcome, "left", 2), 2)
     assert waiting["leaves_state"].isna().all() and not waiting["null_row"].str.startswith("batch").any()
 
 

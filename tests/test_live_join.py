@@ -10,12 +10,14 @@ from conftest import wait_for
 from streamlit.testing.v1 import AppTest
 
 from dashboard import shared
-from streaming.analysis.join import batch_timeline
+from streaming.analysis.join import WAITING_COLUMNS, batch_timeline
 from streaming.engine.errors import ConfigError
 from streaming.engine.join import JoinConfig, JoinSide, LiveSide, TopicSide, run_join
 from streaming.engine.live_join import JoinedRows, start_live_join
+from streaming.engine.preview import time_named
 from streaming.engine.progress import ProgressListener
 from streaming.engine.sources.ads import CAMPAIGNS, AdStreams
+from streaming.engine.sources.kafka import KafkaSource
 from streaming.export import join_code
 
 BASE_MS = 1_700_000_000_000
@@ -37,19 +39,20 @@ def _pair_rows(spark, streams: AdStreams, seconds: int) -> tuple[pd.DataFrame, p
 
 def test_each_click_follows_its_impression_by_the_drawn_delay_and_the_pair_is_the_same_for_a_seed(spark) -> None:
     streams = AdStreams(impressions_per_second=100, click_through=0.5, mean_click_delay="4 seconds", max_click_delay="12 seconds",
-                        max_lag="0 seconds", late_share=0.0, ads=7, seed=3)
+                        max_lag="3 seconds", late_share=0.1, late_delay="30 seconds", ads=7, seed=3)
     impressions, clicks = _pair_rows(spark, streams, 120)
     assert list(impressions.columns) == ["impression_id", "ad_id", "impression_time", "campaign"] and list(clicks.columns) == ["impression_id", "click_time"]
     assert impressions["impression_id"].is_unique and set(impressions["campaign"]) == set(CAMPAIGNS) and impressions["ad_id"].nunique() == 7
+    assert impressions.groupby("ad_id")["campaign"].nunique().max() == 1  # each ad in one campaign
     early = clicks["impression_id"].isna()  # a click whose impression would precede the start
     assert early.any() and not early[clicks["click_time"] > pd.Timestamp(BASE_MS + 12_000, unit="ms")].any()
     joined = clicks[~early].merge(impressions, on="impression_id")
     assert len(joined) == (~early).sum()  # every other click is on an impression of the stream
-    delay = (joined["click_time"] - joined["impression_time"]).dt.total_seconds()
+    delay = (joined["click_time"] - joined["impression_time"]).dt.total_seconds()  # as out of order and as late as its impression: the delay
     assert delay.between(0, 12.01).all() and 3.6 < delay.mean() < 4.4  # exponential, mean 4 s, capped at 12 s
     assert len(clicks) / len(impressions) == pytest.approx(0.5)
     again, _ = _pair_rows(spark, AdStreams(impressions_per_second=100, click_through=0.5, mean_click_delay="4 seconds", max_click_delay="12 seconds",
-                                           max_lag="0 seconds", late_share=0.0, ads=7, seed=3), 120)
+                                           max_lag="3 seconds", late_share=0.1, late_delay="30 seconds", ads=7, seed=3), 120)
     pd.testing.assert_frame_equal(impressions, again)
     late, _ = _pair_rows(spark, AdStreams(max_lag="2 seconds", late_share=0.1, late_delay="30 seconds"), 60)
     behind = (pd.to_datetime(BASE_MS, unit="ms") - late["impression_time"]).dt.total_seconds()  # arrival is at BASE_MS + value / rate
@@ -79,6 +82,11 @@ def test_live_sides_are_refused_where_they_do_not_fit(tmp_path) -> None:
         run_join(None, config, ProgressListener())  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="is a live stream"):
         join_code(config)
+    with pytest.raises(ConfigError, match="a pattern of topics"):
+        TopicSide(KafkaSource("127.0.0.1:9092", "ads-.*", (("impression_id", "string"),), pattern=True), side="left")
+    assert [time_named(names) for names in (["id", "ordered_at"], ["at_risk", "createdAt"], ["at_risk", "n"], ["Timestamp", "click_time"])] == [
+        "ordered_at", "createdAt", None, "Timestamp",
+    ]
     with pytest.raises(ConfigError, match=r"right\.watermark"):  # Spark's rules hold for live sides too
         JoinConfig(impressions, LiveSide(streams, "clicks", side="right"), on=("impression_id",), within=("0 seconds", "20 seconds"), join_type="left_outer")
 
@@ -94,6 +102,20 @@ def test_joined_rows_keep_the_latest_rows_and_every_batch_count() -> None:
     rows.add(2, pd.DataFrame({"impression_id": ["c", "d"], "impression_time": [time, time], "click_time": [pd.NaT, pd.NaT]}))
     assert list(rows.latest()["impression_id"]) == ["b", "c", "d"] and list(rows.latest()["_batch"]) == [0, 2, 2]
     assert rows.emitted().values.tolist() == [[0, 2, 1, 0], [1, 0, 0, 0], [2, 2, 2, 0]] and rows.total == 4
+
+
+def test_a_live_join_stops_itself_at_its_time_limit(spark) -> None:
+    streams = AdStreams(impressions_per_second=20)
+    config = JoinConfig(LiveSide(streams, "impressions"), LiveSide(streams, "clicks", side="right"), on=("impression_id",))
+    listener = ProgressListener()
+    spark.streams.addListener(listener)
+    run = start_live_join(spark, config, listener, limit=2.0)
+    try:
+        wait_for(lambda: run.status != "active" and not run.stopping, "the join ran past its limit", 120)
+        assert run.status == "stopped" and run.stopped_at_limit and run.error is None and not run.workdir.exists()
+    finally:
+        run.stop()
+        spark.streams.removeListener(listener)
 
 
 def test_a_live_left_outer_join_emits_pairs_in_range_and_an_impression_without_a_click_once_the_watermark_passes(spark) -> None:
@@ -124,7 +146,7 @@ def test_a_live_left_outer_join_emits_pairs_in_range_and_an_impression_without_a
         assert not alone.empty and alone["impression_id"].isin(pairs["impression_id"]).sum() == 0
         marks = timeline.dropna(subset=["left_watermark", "right_watermark", "watermark"])
         assert (marks["watermark"] == marks[["left_watermark", "right_watermark"]].min(axis=1)).all()  # policy min
-        assert timeline["state_rows"].iloc[-1] < timeline["left_rows"].sum() + timeline["right_rows"].sum()  # the state is cleaned
+        assert sum(summary["state_rows_removed"] for summary in summaries) > 0  # rows leave the state once the watermark passes their bound
         assert not run.workdir.exists() and run.status == "stopped"
     finally:
         run.stop()
@@ -159,7 +181,6 @@ def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_nu
     """Every record is on its topic before the join starts: the first batch reads them all (no watermark yet, nothing late), then a no-data
     batch runs with the watermark they set and emits the impressions whose range ended before it."""
     from streaming.engine.columns import ColumnMapping
-    from streaming.engine.sources.kafka import KafkaSource
     from streaming.engine.topics import infer_value_columns, latest_messages
 
     sides = []
@@ -197,20 +218,30 @@ def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None
     at = AppTest.from_file(str(APP), default_timeout=180).run()
     shared.session_starter().wait(180)
     at = at.switch_page(shared.JOINS_PAGE).run()
-    at.radio(key="join_mode").set_value("Live: the generator's impressions and clicks").run()
+    at.radio(key="join_mode").set_value("Live: generated or Kafka streams").run()
     assert not at.exception, at.exception
     assert any("left_outer join of impressions (live) and clicks (live) on impression_id" in caption.value for caption in at.caption)
     at.button(key="live_join_start").click().run()
     run = at.session_state["live_join_run"]
     try:
         assert not at.error, [error.value for error in at.error]
-        wait_for(lambda: run.rows.total > 0, "no row emitted", 180)
+        wait_for(lambda: run.rows.total > 0 and run.log.last_batch_id >= 0, "no row emitted", 180)
         at.run()
         metrics = {metric.label: metric.value for metric in at.metric}
         assert int(metrics["Micro-batches"].replace(",", "")) > 0 and int(metrics["Rows emitted"].replace(",", "")) > 0
         assert at.dataframe[0].value["impression_id"].notna().all()
-        at.button(key="live_join_stop").click().run()
-        assert run.status == "stopped" and "Stopped." in [info.value for info in at.info]
+        at.button(key="live_join_read_state").click().run()  # the rows waiting, read from the running query's checkpoint
+        assert not at.error, [error.value for error in at.error]
+        _, batch, sides = at.session_state["live_join_waiting"]
+        ran_with = batch_timeline(run.config, run.log.summaries(), run.rows.emitted()).set_index("batch_id").loc[batch, "watermark"]
+        waiting = sides["left"]
+        assert not waiting.empty and set(WAITING_COLUMNS) <= set(waiting.columns)
+        assert pd.isna(ran_with) or (waiting["matchable_until"] >= ran_with).all()  # a row past its bound left with that batch
+        assert f"impressions (live) (left): {len(waiting):,} rows" in [caption.value for caption in at.caption]
+        at.button(key="live_join_stop").click().run()  # stops in the background
+        wait_for(lambda: run.status == "stopped" and not run.stopping, "the join did not stop", 120)
+        at.run()
+        assert "Stopped." in [info.value for info in at.info] and at.button(key="live_join_stop").disabled
         at.text_input(key="live_join_upper").set_value("-1 second").run()  # the range's end before its start
         assert [error.value for error in at.error] == ["Cannot run this join: within: ('0 seconds', '-1 second') has its lower bound after its upper bound"]
     finally:
@@ -221,7 +252,7 @@ def test_the_joins_page_joins_two_topics_live(kafka_broker, ad_topics) -> None:
     at = AppTest.from_file(str(APP), default_timeout=180).run()
     shared.session_starter().wait(180)
     at = at.switch_page(shared.JOINS_PAGE).run()
-    at.radio(key="join_mode").set_value("Live: the generator's impressions and clicks").run()
+    at.radio(key="join_mode").set_value("Live: generated or Kafka streams").run()
     at.radio(key="live_join_kind").set_value("Two Kafka topics").run()
     for side, _, time, _ in AD_SIDES:
         at.text_input(key=f"live_join_{side}_bootstrap").set_value(kafka_broker.bootstrap).run()
@@ -233,7 +264,7 @@ def test_the_joins_page_joins_two_topics_live(kafka_broker, ad_topics) -> None:
     run = at.session_state["live_join_run"]
     try:
         assert not at.error, [error.value for error in at.error]
-        wait_for(lambda: run.rows.total > 0, "no row emitted", 180)
+        wait_for(lambda: run.rows.total > 0 and run.log.last_batch_id >= 0, "no row emitted", 180)
         at.run()
         metrics = {metric.label: metric.value for metric in at.metric}
         assert int(metrics[f"{ad_topics['left'][0]} in"].replace(",", "")) == len(ad_topics["left"][1])

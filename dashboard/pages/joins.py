@@ -5,7 +5,7 @@ import streamlit as st
 from dashboard import joins, live_join
 from dashboard.shared import KEPT, session_ready
 
-REPLAY, LIVE = "Replay two feeds or datasets", "Live: the generator's impressions and clicks"
+REPLAY, LIVE = "Replay two feeds or datasets", "Live: generated or Kafka streams"
 
 st.title("Joins")
 st.caption(
@@ -15,10 +15,12 @@ st.caption(
 ready = session_ready()
 mode = st.radio("Sides", (REPLAY, LIVE), horizontal=True, key="join_mode", **KEPT, help="A replay reads file i of each side in micro-batch i; live streams run until stopped")
 if mode == REPLAY:
+    live_join.running_note()
     inputs = joins.join_form()
     joins.run_join_form(inputs, ready)
     joins.join_results()
 else:
     run = live_join.run_live_join_form(live_join.live_join_form(), ready)
     if run is not None:
-        live_join.live_join_view(run)
+        live_join.live_join_view(run, live_join.run_state(run))
+        live_join.waiting_now(run)

@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
-from ..engine.join import SIDE_METRICS, SIDES, preserves, side_watermarks, unmatched_side
-from ..engine.live_join import EMITTED_COLUMNS
+from ..engine.join import EMITTED_COLUMNS, SIDE_METRICS, SIDES, emitted_counts, preserves, side_watermarks
 from ..engine.progress import observed_value
 from ..engine.results import stamp
 
@@ -23,7 +21,7 @@ if TYPE_CHECKING:
     from ..engine.join import JoinConfig, JoinOutcome
 
 __all__ = [
-    "STORY_COLUMNS", "TIMELINE_COLUMNS", "WAITING_COLUMNS", "batch_caption", "batch_timeline", "emitted_counts", "join_timeline", "key_story", "key_text", "match_bound", "waiting_rows",
+    "STORY_COLUMNS", "TIMELINE_COLUMNS", "WAITING_COLUMNS", "batch_caption", "batch_timeline", "join_timeline", "key_story", "key_text", "match_bound", "waiting_rows",
 ]
 
 STORY_COLUMNS = ["side", "event_time", "batch", "range_start", "range_end", "late_watermark", "status", "why"]
@@ -38,20 +36,10 @@ TIMELINE_COLUMNS = [
 ]
 
 
-def emitted_counts(outcome: JoinOutcome) -> pd.DataFrame:
-    """Per micro-batch of ``outcome`` that emitted rows: how many, and of which a side's row without a match (columns as
-    :data:`~streaming.engine.live_join.EMITTED_COLUMNS`); no rows when the outcome does not say which batch emitted each."""
-    if outcome.emitted is None:
-        return pd.DataFrame(columns=EMITTED_COLUMNS)
-    unmatched = unmatched_side(outcome.config, outcome.result).to_numpy()
-    frame = pd.DataFrame({"batch_id": np.asarray(outcome.emitted, dtype="int64"), "left": unmatched == "left", "right": unmatched == "right"})
-    counts = frame.groupby("batch_id").agg(rows_emitted=("left", "size"), left_unmatched=("left", "sum"), right_unmatched=("right", "sum"))
-    return counts.reset_index()[EMITTED_COLUMNS]
-
-
 def join_timeline(outcome: JoinOutcome) -> pd.DataFrame:
     """:func:`batch_timeline` of a replay."""
-    return batch_timeline(outcome.config, outcome.summaries, emitted_counts(outcome))
+    emitted = emitted_counts(outcome.config, outcome.result, outcome.emitted) if outcome.emitted is not None else pd.DataFrame(columns=EMITTED_COLUMNS)
+    return batch_timeline(outcome.config, outcome.summaries, emitted)
 
 
 def batch_timeline(config: JoinConfig, summaries: Sequence[Mapping[str, Any]], emitted: pd.DataFrame) -> pd.DataFrame:
@@ -121,38 +109,38 @@ def batch_caption(config: JoinConfig, timeline: pd.DataFrame, batch_id: int) -> 
     return " ".join(parts)
 
 
-def match_bound(outcome: JoinOutcome, side: str, times: pd.Series) -> pd.Series:
+def match_bound(config: JoinConfig, side: str, times: pd.Series) -> pd.Series:
     """The event time past which no row of the other side can match a ``side`` row of time ``times``: left time + upper, or right time - lower.
 
     Spark keeps such a row in the join's state while the global watermark is at
     or before this bound, and removes it (an outer join emits its NULL row if it
     never matched) in the first micro-batch that runs with a later watermark.
     """
-    bounds = outcome.config.bounds_ms
+    bounds = config.bounds_ms
     if bounds is None:
         return pd.Series(pd.NaT, index=times.index, dtype="datetime64[ns]")
     lower, upper = bounds
     return times + pd.Timedelta(milliseconds=upper) if side == "left" else times - pd.Timedelta(milliseconds=lower)
 
 
-def waiting_rows(outcome: JoinOutcome, timeline: pd.DataFrame, side: str, state: pd.DataFrame, batch_id: int) -> pd.DataFrame:
-    """``side``'s rows in the join's state after micro-batch ``batch_id`` (``state``, as :func:`~streaming.engine.join.join_state` reads them), each with:
+def waiting_rows(
+    config: JoinConfig, joined: pd.DataFrame, timeline: pd.DataFrame, side: str, state: pd.DataFrame, batch_id: int,
+) -> pd.DataFrame:
+    """``side``'s rows in the join's state after micro-batch ``batch_id`` (``state``, as :func:`~streaming.engine.join.join_side_state` reads them), each with:
 
     - ``matchable_until``: :func:`match_bound`, the watermark that ends its wait;
-    - ``matched``: whether a joined row holding it was emitted by then;
-    - ``leaves_state``: the later micro-batch that removes it (the first to run with a watermark past the bound; ``NA`` if the replay has none);
-    - ``null_row``: for a side an outer join keeps, when its NULL row comes (``batch N``, ``not while the replay ran``), or
-      ``none: matched in batch K`` when a match came first (later in the replay, perhaps); ``""`` for a side it does not keep.
+    - ``matched``: whether a joined row holding it is among ``joined`` (the rows emitted, with ``_batch``: the batch of each) by then;
+    - ``leaves_state``: the later micro-batch of ``timeline`` that removes it (the first to run with a watermark past the bound; ``NA`` if none has yet);
+    - ``null_row``: for a side an outer join keeps, when its NULL row comes (``batch N``, ``not by the last batch``), or
+      ``none: matched in batch K`` when a match came first (later, perhaps); ``""`` for a side it does not keep.
 
     Sorted by ``matchable_until``: the first to leave first.
     """
-    config = outcome.config
     own, other = config.facing(side)
     if state.empty:
         return pd.DataFrame(columns=[*state.columns, *WAITING_COLUMNS])
     rows = state.reset_index(drop=True)
-    bound = match_bound(outcome, side, pd.to_datetime(rows[own.event_time]))
-    joined = outcome.with_batches()
+    bound = match_bound(config, side, pd.to_datetime(rows[own.event_time]))
     if config.join_type != "left_semi":
         joined = joined[joined[other.event_time].notna() & joined[own.event_time].notna()]
     first_match: dict[tuple[object, ...], int] = {}
@@ -161,7 +149,7 @@ def waiting_rows(outcome: JoinOutcome, timeline: pd.DataFrame, side: str, state:
     matches = [first_match.get(key) for key in _identities(rows, config.on, own.event_time)]
     matched = [found is not None and found <= batch_id for found in matches]
     later = timeline[timeline["batch_id"] > batch_id]
-    leaves = [_leaves(outcome, later, moment) for moment in bound]
+    leaves = [_leaves(config, later, moment) for moment in bound]
     leaves = [pd.NA if leaving is None else leaving for leaving in leaves]
     rows["matchable_until"] = bound.to_numpy()
     rows["matched"] = matched
@@ -181,7 +169,7 @@ def _identities(rows: pd.DataFrame, on: Sequence[str], time: str) -> list[tuple[
 def _null_row(matched_in: int | None, leaves: Any) -> str:
     if matched_in is not None and (pd.isna(leaves) or matched_in <= leaves):
         return f"none: matched in batch {matched_in}"
-    return "not while the replay ran" if pd.isna(leaves) else f"batch {leaves}"
+    return "not by the last batch" if pd.isna(leaves) else f"batch {leaves}"
 
 
 def key_text(values: Any) -> str:
@@ -238,7 +226,7 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
                     f"no {other.label} row within {_time(start)} – {_time(end)} arrived before the watermark passed {_time(end)}; "
                     f"its NULL row came in batch {int(alone['_batch'].min())}"
                 )
-            elif _leaves(outcome, timeline, end) is None:
+            elif _leaves(config, timeline, end) is None:
                 status = "waiting at the end"
                 why = (
                     "the watermark never passed the end of its range: it was still in the join's state when the replay ended" if config.cleans_state
@@ -251,10 +239,10 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
     return pd.DataFrame(stories, columns=STORY_COLUMNS)
 
 
-def _leaves(outcome: JoinOutcome, timeline: pd.DataFrame, bound: pd.Timestamp) -> int | None:
+def _leaves(config: JoinConfig, timeline: pd.DataFrame, bound: pd.Timestamp) -> int | None:
     """The first micro-batch of ``timeline`` that runs with a watermark past ``bound`` and so removes a row of that bound from the state;
     ``None`` when none does, or when Spark cleans no state (:attr:`~streaming.engine.join.JoinConfig.cleans_state`)."""
-    if pd.isna(bound) or not outcome.config.cleans_state:
+    if pd.isna(bound) or not config.cleans_state:
         return None
     past = timeline[timeline["watermark"].notna() & (timeline["watermark"] > bound)]
     return None if past.empty else int(past["batch_id"].iloc[0])

@@ -1,4 +1,10 @@
-"""Stream-stream joins: two replayed feeds joined on key columns and an event-time range, with a watermark on each side.
+"""Stream-stream joins: two streams joined on key columns and an event-time range, with a watermark on each side.
+
+A side is replayed files (:class:`JoinSide`, file ``i`` in micro-batch ``i``;
+or a static table), one of the generator's paired live streams
+(:class:`LiveSide`) or a Kafka topic (:class:`TopicSide`). A replay runs to
+its end (:func:`run_join`); live sides run until stopped
+(:mod:`streaming.engine.live_join`).
 
 A :class:`JoinConfig` is checked where it is received, so one that exists is
 one Spark accepts. Spark's rules for joining two streams:
@@ -47,6 +53,7 @@ from .datasets import FileFormat, detect_format
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .feeds import feed_files
+from .jars import require_connector
 from .preview import dataset_schema, read_dataset, stream_schema
 from .progress import ProgressListener, ProgressLog, observed_value
 from .query import start_with
@@ -55,7 +62,7 @@ from .session import is_connect
 from .sources import FILE_FORMATS
 from .sources.ads import AD_STREAMS, AdStream, AdStreams
 from .sources.dataset import file_stream
-from .sources.kafka import KafkaSource
+from .sources.kafka import KAFKA_TIMESTAMP, KafkaSource
 from .sources.replayer import FeedReplayer
 from .state import join_side_state
 from .times import check_time_fit, check_time_format, quoted, time_column
@@ -64,6 +71,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
+    "EMITTED_COLUMNS",
     "JOIN_TYPES",
     "POLICIES",
     "POLICY_CONF",
@@ -77,6 +85,7 @@ __all__ = [
     "Side",
     "TopicSide",
     "WatermarkPolicy",
+    "emitted_counts",
     "join_columns",
     "join_frame",
     "join_state",
@@ -100,6 +109,18 @@ SIDE_METRICS = {"left": "left_side", "right": "right_side"}
 
 _NEEDS_WATERMARK: dict[str, tuple[str, ...]] = {"left_outer": ("right",), "left_semi": ("right",), "right_outer": ("left",), "full_outer": ("left", "right")}
 """The sides one of which must have a watermark, per join type (an inner join needs none)."""
+
+
+def _check_side(side: str, watermark: str | None) -> None:
+    """Refuse a side name other than ``left``/``right``, and a watermark delay that does not parse (naming ``<side>.watermark``)."""
+    if side not in SIDES:
+        raise ConfigError("side", side, "must be left or right")
+    if watermark is not None:
+        parse_duration(watermark, field=f"{side}.watermark")
+
+
+def _delay_ms(side: str, watermark: str | None) -> int | None:
+    return None if watermark is None else parse_duration(watermark, field=f"{side}.watermark")
 
 
 def preserves(join_type: str, side: str) -> bool:
@@ -135,8 +156,7 @@ class JoinSide:
     static: bool = False
 
     def __post_init__(self) -> None:
-        if self.side not in SIDES:
-            raise ConfigError("side", self.side, "must be left or right")
+        _check_side(self.side, self.watermark)
         if self.static and self.side != "right":
             raise ConfigError(f"{self.side}.static", self.static, "applies to the right side: a stream-static join streams its left side")
         if self.static and self.watermark is not None:
@@ -151,8 +171,6 @@ class JoinSide:
         if not isinstance(self.event_time, str) or not self.event_time.strip():
             raise ConfigError(f"{self.side}.event_time", self.event_time, "must name a column")
         check_time_format(self.time_format, f"{self.side}.time_format")
-        if self.watermark is not None:
-            parse_duration(self.watermark, field=f"{self.side}.watermark")
         if not self.files():
             raise ConfigError(f"{self.side}.path", str(self.path), f"holds no {self.file_format} files")
 
@@ -168,7 +186,7 @@ class JoinSide:
 
     @property
     def watermark_ms(self) -> int | None:
-        return None if self.watermark is None else parse_duration(self.watermark, field=f"{self.side}.watermark")
+        return _delay_ms(self.side, self.watermark)
 
     def files(self) -> list[Path]:
         """The files replayed, in order: the folder's files of the side's format in file-name order, or the one file ``path`` names."""
@@ -192,14 +210,11 @@ class LiveSide:
     side: str = "left"
 
     def __post_init__(self) -> None:
-        if self.side not in SIDES:
-            raise ConfigError("side", self.side, "must be left or right")
+        _check_side(self.side, self.watermark)
         if not isinstance(self.streams, AdStreams):
             raise ConfigError(f"{self.side}.streams", self.streams, "must be the generator's pair of streams (AdStreams)")
         if self.stream not in AD_STREAMS:
             raise ConfigError(f"{self.side}.stream", self.stream, f"is not one of {', '.join(AD_STREAMS)}")
-        if self.watermark is not None:
-            parse_duration(self.watermark, field=f"{self.side}.watermark")
 
     static = False
     """A live side is a stream."""
@@ -210,7 +225,7 @@ class LiveSide:
 
     @property
     def watermark_ms(self) -> int | None:
-        return None if self.watermark is None else parse_duration(self.watermark, field=f"{self.side}.watermark")
+        return _delay_ms(self.side, self.watermark)
 
     @property
     def label(self) -> str:
@@ -227,8 +242,9 @@ class TopicSide:
 
     Each record is a row of its value's columns; the event time is the column
     the source's mapping names (``source.columns.event_time``: a value column,
-    read with ``columns.time_format``, or ``kafka_timestamp``, the record's
-    timestamp). A record whose value does not parse has no event time: it is
+    read with ``columns.time_format``), or the record's timestamp, then named
+    ``<side>_kafka_timestamp`` so that two topics timed by their records can
+    be joined. A record whose value does not parse has no event time: it is
     counted as malformed and left out. The record's key and the mapping's
     other roles play no part: a join matches on the columns it is given.
     """
@@ -238,25 +254,23 @@ class TopicSide:
     side: str = "left"
 
     def __post_init__(self) -> None:
-        if self.side not in SIDES:
-            raise ConfigError("side", self.side, "must be left or right")
+        _check_side(self.side, self.watermark)
         if not isinstance(self.source, KafkaSource):
             raise ConfigError(f"{self.side}.source", self.source, "must be a Kafka topic (KafkaSource)")
         if self.source.pattern:
             raise ConfigError(f"{self.side}.source", self.source.topic, "is a pattern of topics: a join side reads one topic")
-        if self.watermark is not None:
-            parse_duration(self.watermark, field=f"{self.side}.watermark")
 
     static = False
     """A topic is a stream."""
 
     @property
     def event_time(self) -> str:
-        return self.source.columns.event_time
+        mapped = self.source.columns.event_time
+        return f"{self.side}_{KAFKA_TIMESTAMP}" if mapped == KAFKA_TIMESTAMP else mapped
 
     @property
     def watermark_ms(self) -> int | None:
-        return None if self.watermark is None else parse_duration(self.watermark, field=f"{self.side}.watermark")
+        return _delay_ms(self.side, self.watermark)
 
     @property
     def label(self) -> str:
@@ -266,13 +280,12 @@ class TopicSide:
         """The topic's records as rows of the value's columns (and the event time, parsed; null for a malformed record)."""
         from pyspark.sql import functions as F
 
-        source = self.source
+        require_connector()
+        source, mapped = self.source, self.source.columns.event_time
         decoded = source.decoded(spark.readStream.format("kafka").options(**source.options()).load())
-        names = [name for name, _ in source.value_columns]
-        if self.event_time not in names:  # the record's timestamp
-            names.append(self.event_time)
-        parsed = time_column(self.event_time, source.columns.time_format, source.schema[self.event_time], f"{self.side}.time_format")
-        return decoded.select(*[F.when(~F.col("malformed"), parsed).alias(name) if name == self.event_time else F.col(quoted(name)) for name in names])
+        parsed = F.when(~F.col("malformed"), time_column(mapped, source.columns.time_format, source.schema[mapped], f"{self.side}.time_format"))
+        names = [name for name, _ in source.value_columns if name != mapped]
+        return decoded.select(*[F.col(quoted(name)) for name in names], parsed.alias(self.event_time))
 
 
 Side = JoinSide | LiveSide | TopicSide
@@ -533,6 +546,18 @@ def unmatched_side(config: JoinConfig, rows: pd.DataFrame) -> pd.Series:
     return side
 
 
+EMITTED_COLUMNS = ["batch_id", "rows_emitted", "left_unmatched", "right_unmatched"]
+"""Per micro-batch that emitted rows: how many, and of which a side's row without a match (:func:`emitted_counts`)."""
+
+
+def emitted_counts(config: JoinConfig, rows: pd.DataFrame, batches: Sequence[int]) -> pd.DataFrame:
+    """Per micro-batch of ``batches`` (the batch that emitted each row of ``rows``, in order): :data:`EMITTED_COLUMNS`, by batch."""
+    unmatched = unmatched_side(config, rows).to_numpy()
+    frame = pd.DataFrame({"batch_id": np.asarray(batches, dtype="int64"), "left": unmatched == "left", "right": unmatched == "right"})
+    counts = frame.groupby("batch_id").agg(rows_emitted=("left", "size"), left_unmatched=("left", "sum"), right_unmatched=("right", "sum"))
+    return counts.reset_index()[EMITTED_COLUMNS].astype("int64")
+
+
 def side_watermarks(summaries: Iterable[Mapping[str, Any]], config: JoinConfig) -> pd.DataFrame:
     """Per batch, each side's largest event time so far and watermark (that largest time less its delay; ``NaT`` without a watermark).
 
@@ -546,7 +571,7 @@ def side_watermarks(summaries: Iterable[Mapping[str, Any]], config: JoinConfig) 
         row: dict[str, Any] = {"batch_id": summary["batch_id"]}
         for side in config.sides:
             micros = observed_value(summary, SIDE_METRICS[side.side], "max_event_us")
-            value = np.datetime64("NaT", "ns") if micros is None else np.datetime64(int(micros) * 1000, "ns")
+            value = np.datetime64("NaT", "ns") if micros is None else np.datetime64(int(micros) // 1000, "ms")  # Spark keeps milliseconds
             if not np.isnat(value):
                 largest[side.side] = max(largest.get(side.side, value), value)
             top = largest.get(side.side, np.datetime64("NaT", "ns"))

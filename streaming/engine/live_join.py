@@ -2,7 +2,8 @@
 
 :func:`start_live_join` starts a :class:`~streaming.engine.join.JoinConfig`
 whose sides are live (the generator's impressions and clicks,
-:class:`~streaming.engine.join.LiveSide`) on a classic session. Each
+:class:`~streaming.engine.join.LiveSide`, or two Kafka topics,
+:class:`~streaming.engine.join.TopicSide`) on a classic session. Each
 micro-batch's rows go to ``foreachBatch`` in this process and into a
 :class:`JoinedRows`, which keeps the latest rows and every batch's counts;
 the batch's progress goes to a :class:`~streaming.engine.progress.ProgressLog`.
@@ -11,9 +12,11 @@ Both are safe to read from any thread while the query runs.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 import pandas as pd
 
 from .errors import ConfigError
-from .join import POLICY_CONF, JoinConfig, join_frame, unmatched_side
+from .join import EMITTED_COLUMNS, POLICY_CONF, JoinConfig, emitted_counts, join_frame
 from .progress import ProgressListener, ProgressLog
 from .query import start_with
 from .session import is_connect
@@ -32,16 +35,16 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["DEFAULT_LIVE_ROWS", "EMITTED_COLUMNS", "JoinedRows", "LiveJoin", "start_live_join"]
+__all__ = ["DEFAULT_LIVE_ROWS", "JoinedRows", "LiveJoin", "start_live_join"]
 
 DEFAULT_LIVE_ROWS = 2_000
-EMITTED_COLUMNS = ["batch_id", "rows_emitted", "left_unmatched", "right_unmatched"]
-"""One row per micro-batch that emitted rows (:meth:`JoinedRows.emitted`)."""
+LOG = logging.getLogger(__name__)
 
 
 class JoinedRows:
     """The latest ``max_rows`` rows a join emitted (with ``_batch``, the micro-batch of each) and, for every batch, how many it emitted and how
-    many of them were a side's row without a match (the other side's event time null). Thread-safe: one writer (the batch callback), any readers."""
+    many of them were a side's row without a match (:func:`~streaming.engine.join.emitted_counts`). Thread-safe: one writer (the batch
+    callback), any readers."""
 
     def __init__(self, config: JoinConfig, max_rows: int = DEFAULT_LIVE_ROWS) -> None:
         if max_rows < 1:
@@ -50,16 +53,17 @@ class JoinedRows:
         self._max_rows = max_rows
         self._parts: deque[pd.DataFrame] = deque()
         self._held = 0
-        self._counts: list[tuple[int, int, int, int]] = []
+        self._columns: list[str] | None = None
+        self._counts: list[pd.DataFrame] = []
         self._lock = threading.Lock()
 
     def add(self, batch_id: int, rows: pd.DataFrame) -> None:
         """Take in micro-batch ``batch_id``'s rows; the oldest rows beyond ``max_rows`` are let go."""
-        unmatched = unmatched_side(self._config, rows)
-        left_unmatched, right_unmatched = int((unmatched == "left").sum()), int((unmatched == "right").sum())
+        counts = emitted_counts(self._config, rows, [batch_id] * len(rows)) if len(rows) else pd.DataFrame([[batch_id, 0, 0, 0]], columns=EMITTED_COLUMNS)
         tagged = rows.assign(_batch=batch_id)
         with self._lock:
-            self._counts.append((batch_id, len(rows), left_unmatched, right_unmatched))
+            self._columns = list(tagged.columns)
+            self._counts.append(counts)
             if tagged.empty:
                 return
             self._parts.append(tagged)
@@ -68,23 +72,23 @@ class JoinedRows:
                 self._held -= len(self._parts.popleft())
 
     def latest(self) -> pd.DataFrame:
-        """The latest rows, newest last, at most ``max_rows``; empty (no columns) before the first."""
+        """The latest rows, newest last, at most ``max_rows``; empty (with the join's columns once a batch ran) before the first."""
         with self._lock:
-            parts = list(self._parts)
+            parts, columns = list(self._parts), self._columns
         if not parts:
-            return pd.DataFrame()
+            return pd.DataFrame(columns=columns or [])
         return pd.concat(parts, ignore_index=True).tail(self._max_rows).reset_index(drop=True)
 
     def emitted(self) -> pd.DataFrame:
-        """Per micro-batch, the rows it emitted and of which rows without a match, per side (:data:`EMITTED_COLUMNS`)."""
+        """Per micro-batch, the rows it emitted and of which rows without a match, per side (:data:`~streaming.engine.join.EMITTED_COLUMNS`)."""
         with self._lock:
             counts = list(self._counts)
-        return pd.DataFrame(counts, columns=EMITTED_COLUMNS)
+        return pd.concat(counts, ignore_index=True) if counts else pd.DataFrame(columns=EMITTED_COLUMNS)
 
     @property
     def total(self) -> int:
         with self._lock:
-            return sum(count[1] for count in self._counts)
+            return sum(int(counts["rows_emitted"].sum()) for counts in self._counts)
 
 
 LiveStatus = Literal["active", "stopped", "failed"]
@@ -104,46 +108,74 @@ class LiveJoin:
     _listener: ProgressListener = field(repr=False)
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _timer: threading.Timer | None = field(default=None, repr=False)
+    _stopper: threading.Thread | None = field(default=None, repr=False)
+    _stopped: bool = field(default=False, repr=False)
     stopped_at_limit: bool = False
     """True when the query stopped itself at its time limit (:func:`start_live_join`'s ``limit``)."""
 
     @property
-    def status(self) -> LiveStatus:
-        """``failed`` also when the session the query ran on is gone (Spark can no longer be asked)."""
-        return "failed" if self.error is not None else "active" if self._active() else "stopped"
+    def checkpoint(self) -> Path:
+        """The query's checkpoint, which :func:`~streaming.engine.state.join_side_state` reads while it runs (:meth:`stop` deletes it)."""
+        return self.workdir / "checkpoint"
 
-    def _active(self) -> bool:
-        try:
-            return bool(self.query.isActive)
-        except Exception:  # noqa: BLE001 - the session is gone: the query with it
-            return False
+    @property
+    def status(self) -> LiveStatus:
+        """``active``, ``stopped`` (by :meth:`stop` or the time limit) or ``failed`` (Spark's error, or the session it ran on is gone)."""
+        return self._state()[0]
 
     @property
     def error(self) -> str | None:
         """What ended the query, as Spark reports it; ``None`` while it runs or once it was stopped."""
+        return self._state()[1]
+
+    def _state(self) -> tuple[LiveStatus, str | None]:
+        """Spark asked once: the status and the error."""
         try:
             if self.query.isActive:
-                return None
+                return "active", None
             exception = self.query.exception()
-        except Exception:  # noqa: BLE001 - the session is gone: say so rather than fail the page
-            return "the Spark session this join ran on has ended"
-        return None if exception is None else str(exception)
+        except Exception:  # noqa: BLE001 - the session is gone, and the query with it: said so, never raised into a page
+            return ("stopped", None) if self._stopped else ("failed", "the Spark session this join ran on has ended")
+        if exception is not None and not self._stopped:  # a stop interrupts the batch under way, which may end in an error: not a failure
+            return "failed", str(exception)
+        return "stopped", None
 
     def stop(self) -> None:
-        """Stop the query and delete its working folder (checkpoint). Idempotent; Spark's stop waits for the batch it interrupts."""
+        """Stop the query (Spark waits for the batch it interrupts), let its last batch's progress arrive, then delete its working folder.
+        Idempotent; two threads stopping at once take turns."""
         with self._stop_lock:
             if self._timer is not None:
                 self._timer.cancel()
             try:
-                if self._active():
+                if self._state()[0] == "active":
+                    self._stopped = True
                     self.query.stop()
+                    self.log.caught_up(self.query, time.monotonic() + 5.0)
             finally:
                 self._listener.unregister(self.name, self.log)
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def stop_soon(self) -> None:
+        """:meth:`stop` in a background thread, for a page that must not wait for it; :attr:`stopping` while it runs."""
+        if self._stopper is None or not self._stopper.is_alive():
+            self._stopper = threading.Thread(target=self._stop_logged, name=f"stop-{self.name}", daemon=True)
+            self._stopper.start()
+
+    @property
+    def stopping(self) -> bool:
+        stopper = self._stopper
+        return stopper is not None and stopper.is_alive()
+
+    def _stop_logged(self) -> None:
+        try:
+            self.stop()
+        except Exception:
+            LOG.exception("%s: stopping failed", self.name)
+
     def _stop_at_limit(self) -> None:
-        self.stopped_at_limit = self._active()
-        self.stop()
+        self._stopper = threading.current_thread()  # the timer's thread stops it: stopping while it does
+        self.stopped_at_limit = self.status == "active"
+        self._stop_logged()
 
 
 def start_live_join(
@@ -152,7 +184,7 @@ def start_live_join(
 ) -> LiveJoin:
     """Start ``config`` (a live join: :attr:`JoinConfig.live`) and return its :class:`LiveJoin`; it runs until :meth:`LiveJoin.stop`.
 
-    Micro-batches run one after the other as the rate sources bring rows.
+    Micro-batches run one after the other as the sources bring rows.
     ``listener`` (registered on ``spark``) delivers each batch's progress;
     the working folder (checkpoint) is made under ``root`` (the system temp
     folder by default) and deleted by :meth:`LiveJoin.stop`. With ``limit``, the
@@ -179,11 +211,11 @@ def start_live_join(
         writer = frame.writeStream.queryName(name).outputMode("append").option("checkpointLocation", str(workdir / "checkpoint")).foreachBatch(take)
         listener.register(name, log)
         query = start_with(spark, writer, {POLICY_CONF: config.policy})
+        log.run_id = str(query.runId)
     except Exception:
         listener.unregister(name, log)
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    log.run_id = str(query.runId)
     run = LiveJoin(name, config, query, rows, log, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), listener)
     if limit is not None:
         run._timer = threading.Timer(limit, run._stop_at_limit)

@@ -130,17 +130,27 @@ def column_profiles(frame: DataFrame) -> dict[str, ColumnProfile]:
     }
 
 
-def _name_words(name: str) -> set[str]:
+def _words(name: str) -> list[str]:
+    """The words of a column name, in order, lower-cased: split at ``_``, ``-``, ``.``, spaces and case changes."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return {word.lower() for word in re.split(r"[\s_\-.]+", spaced) if word}
+    return [word.lower() for word in re.split(r"[\s_\-.]+", spaced) if word]
+
+
+def _name_words(name: str) -> set[str]:
+    return set(_words(name))
 
 
 def time_named(names: Sequence[str]) -> str | None:
     """The name most likely to be an event time by its name alone: one of :data:`TIME_NAMES` (case-insensitive, in that order), else the
-    first with a time word (``impression_time``, ``createdAt``); ``None`` when none is."""
+    first that ends in a time word (``impression_time``, ``createdAt``; not ``at_risk``); ``None`` when none does."""
     lowered = {name.lower(): name for name in names}
     named = next((lowered[wanted] for wanted in TIME_NAMES if wanted in lowered), None)
-    return named if named is not None else next((name for name in names if _name_words(name) & TIME_WORDS), None)
+    return named if named is not None else next((name for name in names if _last_word(name) in TIME_WORDS), None)
+
+
+def _last_word(name: str) -> str:
+    words = _words(name)
+    return words[-1] if words else ""
 
 
 def guess_event_time(profiles: Mapping[str, ColumnProfile]) -> tuple[str, str] | None:

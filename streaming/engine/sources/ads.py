@@ -5,17 +5,20 @@ The live counterpart of the bundled ``ad_impressions``/``ad_clicks`` feeds
 
 - **Impressions** (``impression_id``, ``ad_id``, ``impression_time``,
   ``campaign``): row ``n`` of the first rate source, ``impressions_per_second``
-  a second, is impression ``imp-n`` of one of ``ads`` ads. Its time is its
-  arrival less a lag drawn in ``0..max_lag``, and less ``late_delay`` more for
-  the ``late_share`` drawn as very late.
+  a second, is impression ``imp-n`` of one of ``ads`` ads (each ad in one
+  campaign, as in the bundled feeds). Its time is its arrival less a lag drawn
+  in ``0..max_lag``, and less ``late_delay`` more for the ``late_share`` drawn
+  as very late.
 - **Clicks** (``impression_id``, ``click_time``): row ``n`` of the second rate
   source, ``impressions_per_second × click_through`` a second, is a click on
   the impression that arrived ``delay`` before it, the delay drawn from an
   exponential distribution of mean ``mean_click_delay`` capped at
   ``max_click_delay``: on average ``click_through`` clicks per impression, some
   impressions clicked twice, most never. A click whose impression would come
-  before the stream's start is left out. Its time is drawn as an impression's
-  (other seeds).
+  before the stream's start is left out. Its time is its impression's time plus
+  the delay: it is as out of order and as late as its impression (the two
+  rate sources start within milliseconds of each other, which the delay
+  absorbs).
 
 Each row is a pure function of its rate row (value and timestamp) and the
 seed: :meth:`AdStreams.impression_columns` and :meth:`AdStreams.click_columns`
@@ -94,11 +97,12 @@ class AdStreams:
         frame = rows.select(*columns)
         return frame if stream == "impressions" else frame.where("impression_id IS NOT NULL")
 
-    def _time(self, value: Column, timestamp: Column, seed: int) -> Column:
+    def _time(self, impression: Column, timestamp: Column) -> Column:
+        """The time of impression ``impression`` (or of a click on it) arriving at ``timestamp``: less the impression's lag, and its lateness."""
         from pyspark.sql import functions as F
 
         max_lag, late_delay = duration_ms("max_lag", self.max_lag), duration_ms("late_delay", self.late_delay)
-        return F.timestamp_millis(lagged_ms(value, timestamp, seed, max_lag, self.late_share, late_delay))
+        return F.timestamp_millis(lagged_ms(impression, timestamp, self.seed, max_lag, self.late_share, late_delay))
 
     def impression_columns(self, value: Column | None = None, timestamp: Column | None = None) -> list[Column]:
         """The impression made of rate row ``value`` arriving at ``timestamp`` (the rate source's columns by default)."""
@@ -106,11 +110,12 @@ class AdStreams:
 
         value = F.col("value") if value is None else value
         timestamp = F.col("timestamp") if timestamp is None else timestamp
-        campaign = F.element_at(F.array(*[F.lit(name) for name in CAMPAIGNS]), (F.pmod(F.xxhash64(F.lit(self.seed + 3), value), F.lit(len(CAMPAIGNS))) + 1).cast("int"))
+        ad = F.pmod(F.xxhash64(F.lit(self.seed + 2), value), F.lit(self.ads))
+        campaign = F.element_at(F.array(*[F.lit(name) for name in CAMPAIGNS]), (F.pmod(ad, F.lit(len(CAMPAIGNS))) + 1).cast("int"))
         return [
             F.format_string("imp-%d", value).alias("impression_id"),
-            F.format_string("ad-%04d", F.pmod(F.xxhash64(F.lit(self.seed + 2), value), F.lit(self.ads))).alias("ad_id"),
-            self._time(value, timestamp, self.seed).alias("impression_time"),
+            F.format_string("ad-%04d", ad).alias("ad_id"),
+            self._time(value, timestamp).alias("impression_time"),
             campaign.alias("campaign"),
         ]
 
@@ -121,10 +126,10 @@ class AdStreams:
         value = F.col("value") if value is None else value
         timestamp = F.col("timestamp") if timestamp is None else timestamp
         mean_ms, cap_ms = duration_ms("mean_click_delay", self.mean_click_delay), duration_ms("max_click_delay", self.max_click_delay)
-        delay_ms = F.least(F.lit(float(cap_ms)), -F.lit(float(mean_ms)) * F.log(F.lit(1.0) - drawn(self.seed + 4, value)))
+        delay_ms = F.least(F.lit(float(cap_ms)), -F.lit(float(mean_ms)) * F.log(F.lit(1.0) - drawn(self.seed + 3, value)))
         arrived_ms = value * F.lit(1000.0 / self.clicks_per_second)  # since the stream's start
         impression = F.floor((arrived_ms - delay_ms) * F.lit(self.impressions_per_second / 1000.0))
         return [
             F.when(impression >= 0, F.format_string("imp-%d", impression)).alias("impression_id"),
-            self._time(value, timestamp, self.seed + 5).alias("click_time"),
+            self._time(impression, timestamp).alias("click_time"),
         ]
