@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +15,7 @@ from dashboard import shared
 from streaming.analysis.join import WAITING_COLUMNS, batch_timeline
 from streaming.engine.errors import ConfigError
 from streaming.engine.join import JoinConfig, JoinSide, LiveSide, TopicSide, run_join
-from streaming.engine.live_join import JoinedRows, start_live_join
+from streaming.engine.live_join import JoinedRows, LiveJoin, start_live_join
 from streaming.engine.preview import time_named
 from streaming.engine.progress import ProgressListener
 from streaming.engine.sources.ads import CAMPAIGNS, AdStreams
@@ -214,6 +216,20 @@ def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_nu
         spark.streams.removeListener(listener)
 
 
+@contextmanager
+def started(at: AppTest) -> Iterator[tuple[LiveJoin, dict[str, str]]]:
+    """Press Start on the page's live mode: the run once it has emitted rows and reported a batch, and the metrics the page then shows; stopped after."""
+    at.button(key="live_join_start").click().run()
+    run = at.session_state["live_join_run"]
+    try:
+        assert not at.error, [error.value for error in at.error]
+        wait_for(lambda: run.rows.total > 0 and run.log.last_batch_id >= 0, "no row emitted", 180)
+        at.run()
+        yield run, {metric.label: metric.value for metric in at.metric}
+    finally:
+        run.stop()
+
+
 def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None:
     at = AppTest.from_file(str(APP), default_timeout=180).run()
     shared.session_starter().wait(180)
@@ -221,13 +237,7 @@ def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None
     at.radio(key="join_mode").set_value("Live: generated or Kafka streams").run()
     assert not at.exception, at.exception
     assert any("left_outer join of impressions (live) and clicks (live) on impression_id" in caption.value for caption in at.caption)
-    at.button(key="live_join_start").click().run()
-    run = at.session_state["live_join_run"]
-    try:
-        assert not at.error, [error.value for error in at.error]
-        wait_for(lambda: run.rows.total > 0 and run.log.last_batch_id >= 0, "no row emitted", 180)
-        at.run()
-        metrics = {metric.label: metric.value for metric in at.metric}
+    with started(at) as (run, metrics):
         assert int(metrics["Micro-batches"].replace(",", "")) > 0 and int(metrics["Rows emitted"].replace(",", "")) > 0
         assert at.dataframe[0].value["impression_id"].notna().all()
         at.button(key="live_join_read_state").click().run()  # the rows waiting, read from the running query's checkpoint
@@ -244,8 +254,6 @@ def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None
         assert "Stopped." in [info.value for info in at.info] and at.button(key="live_join_stop").disabled
         at.text_input(key="live_join_upper").set_value("-1 second").run()  # the range's end before its start
         assert [error.value for error in at.error] == ["Cannot run this join: within: ('0 seconds', '-1 second') has its lower bound after its upper bound"]
-    finally:
-        run.stop()
 
 
 def test_the_joins_page_joins_two_topics_live(kafka_broker, ad_topics) -> None:
@@ -260,13 +268,5 @@ def test_the_joins_page_joins_two_topics_live(kafka_broker, ad_topics) -> None:
         assert at.selectbox(key=f"live_join_{side}_map_event_time").value == time  # guessed from the value's columns
     assert not at.exception, at.exception
     assert at.multiselect(key=f"live_join_on_{ad_topics['left'][0]}_{ad_topics['right'][0]}").value == ["impression_id"]
-    at.button(key="live_join_start").click().run()
-    run = at.session_state["live_join_run"]
-    try:
-        assert not at.error, [error.value for error in at.error]
-        wait_for(lambda: run.rows.total > 0 and run.log.last_batch_id >= 0, "no row emitted", 180)
-        at.run()
-        metrics = {metric.label: metric.value for metric in at.metric}
+    with started(at) as (_, metrics):
         assert int(metrics[f"{ad_topics['left'][0]} in"].replace(",", "")) == len(ad_topics["left"][1])
-    finally:
-        run.stop()
