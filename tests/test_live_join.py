@@ -201,7 +201,10 @@ def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_nu
     spark.streams.addListener(listener)
     run = start_live_join(spark, config, listener)
     try:
-        wait_for(lambda: run.rows.emitted()["left_unmatched"].sum() >= len(ended) > 0 or run.status != "active", "no NULL rows", 180)
+        def emitted_and_reported() -> bool:  # a batch's rows reach foreachBatch before its progress reaches the log
+            return run.rows.emitted()["left_unmatched"].sum() >= len(ended) > 0 and run.log.last_batch_id >= 1
+
+        wait_for(lambda: emitted_and_reported() or run.status != "active", "no NULL rows", 180)
         assert run.status == "active", run.error
         rows = run.rows.latest()
         pairs, alone = rows[rows["click_time"].notna()], rows[rows["click_time"].isna()]
