@@ -12,7 +12,6 @@ Both are safe to read from any thread while the query runs.
 
 from __future__ import annotations
 
-import logging
 import shutil
 import tempfile
 import threading
@@ -28,7 +27,7 @@ import pandas as pd
 from .errors import ConfigError
 from .join import EMITTED_COLUMNS, POLICY_CONF, JoinConfig, emitted_counts, join_frame
 from .progress import ProgressListener, ProgressLog
-from .query import start_with
+from .query import StopsInBackground, start_with
 from .session import is_connect
 
 if TYPE_CHECKING:
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_LIVE_ROWS", "JoinedRows", "LiveJoin", "start_live_join"]
 
 DEFAULT_LIVE_ROWS = 2_000
-LOG = logging.getLogger(__name__)
 
 
 class JoinedRows:
@@ -95,7 +93,7 @@ LiveStatus = Literal["active", "stopped", "failed"]
 
 
 @dataclass
-class LiveJoin:
+class LiveJoin(StopsInBackground):
     """One live join started by :func:`start_live_join`. :attr:`rows` and :attr:`log` are safe to read from any thread."""
 
     name: str
@@ -154,23 +152,6 @@ class LiveJoin:
             finally:
                 self._listener.unregister(self.name, self.log)
                 shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def stop_soon(self) -> None:
-        """:meth:`stop` in a background thread, for a page that must not wait for it; :attr:`stopping` while it runs."""
-        if self._stopper is None or not self._stopper.is_alive():
-            self._stopper = threading.Thread(target=self._stop_logged, name=f"stop-{self.name}", daemon=True)
-            self._stopper.start()
-
-    @property
-    def stopping(self) -> bool:
-        stopper = self._stopper
-        return stopper is not None and stopper.is_alive()
-
-    def _stop_logged(self) -> None:
-        try:
-            self.stop()
-        except Exception:
-            LOG.exception("%s: stopping failed", self.name)
 
     def _stop_at_limit(self) -> None:
         self._stopper = threading.current_thread()  # the timer's thread stops it: stopping while it does

@@ -47,6 +47,7 @@ __all__ = [
     "PROVIDER_CONF",
     "Run",
     "RunStatus",
+    "StopsInBackground",
     "aggregate_column",
     "build_frame",
     "exact_frame",
@@ -174,8 +175,39 @@ def windowed_counts(
     )
 
 
+class StopsInBackground:
+    """:meth:`stop_soon` for an object with a ``name``, a blocking idempotent ``stop()`` and a ``_stopper`` field (``None`` at first)."""
+
+    name: str
+    _stopper: threading.Thread | None
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def stop_soon(self) -> None:
+        """:meth:`stop` in a background thread, for a page that must not wait for it; :attr:`stopping` while it runs.
+
+        Never blocks: two calls at once may start two threads, whose stops take turns.
+        """
+        if self._stopper is None or not self._stopper.is_alive():
+            self._stopper = threading.Thread(target=self._stop_logged, name=f"stop-{self.name}", daemon=True)
+            self._stopper.start()
+
+    def _stop_logged(self) -> None:
+        try:
+            self.stop()
+        except Exception:  # nobody waits for this thread: the failure goes to the log, and status says what the query is
+            LOG.exception("%s: stopping failed", self.name)
+
+    @property
+    def stopping(self) -> bool:
+        """True while a :meth:`stop_soon` runs."""
+        stopper = self._stopper
+        return stopper is not None and stopper.is_alive()
+
+
 @dataclass
-class Run:
+class Run(StopsInBackground):
     """One started query with everything it owns. ``table`` and ``log`` are safe to read from any thread."""
 
     name: str
@@ -243,26 +275,10 @@ class Run:
             finally:
                 self.sink.close()
 
-    def stop_soon(self) -> None:
-        """:meth:`stop` in a background thread, for a page that must not wait for it; :attr:`stopping` while it runs.
-
-        Never blocks: two calls at once may start two threads, whose stops take turns.
-        """
-        if self._stopper is None or not self._stopper.is_alive():
-            self._stopper = threading.Thread(target=self._stop_logged, name=f"stop-{self.name}", daemon=True)
-            self._stopper.start()
-
-    def _stop_logged(self) -> None:
-        try:
-            self.stop()
-        except Exception:  # nobody waits for this thread: the failure goes to the log, and status says what the query is
-            LOG.exception("%s: stopping failed", self.name)
-
     @property
     def stopping(self) -> bool:
         """True while a :meth:`stop_soon` runs and the query is still active."""
-        stopper = self._stopper
-        return stopper is not None and stopper.is_alive() and self.query.isActive
+        return super().stopping and self.query.isActive
 
     def close(self) -> None:
         """Stop, then delete the working folder (staged files and checkpoint) unless it is kept. Idempotent.
