@@ -52,16 +52,18 @@ class JoinedRows:
         self._parts: deque[pd.DataFrame] = deque()
         self._held = 0
         self._columns: list[str] | None = None
-        self._counts: list[pd.DataFrame] = []
+        self._counts: list[tuple[int, int, int, int]] = []
+        self._total = 0
         self._lock = threading.Lock()
 
     def add(self, batch_id: int, rows: pd.DataFrame) -> None:
         """Take in micro-batch ``batch_id``'s rows; the oldest rows beyond ``max_rows`` are let go."""
-        counts = emitted_counts(self._config, rows, [batch_id] * len(rows)) if len(rows) else pd.DataFrame([[batch_id, 0, 0, 0]], columns=EMITTED_COLUMNS)
+        counts = emitted_counts(self._config, rows, [batch_id] * len(rows)).itertuples(index=False, name=None) if len(rows) else [(batch_id, 0, 0, 0)]
         tagged = rows.assign(_batch=batch_id)
         with self._lock:
             self._columns = list(tagged.columns)
-            self._counts.append(counts)
+            self._counts.extend(counts)
+            self._total += len(rows)
             if tagged.empty:
                 return
             self._parts.append(tagged)
@@ -81,12 +83,12 @@ class JoinedRows:
         """Per micro-batch, the rows it emitted and of which rows without a match, per side (:data:`~streaming.engine.join.EMITTED_COLUMNS`)."""
         with self._lock:
             counts = list(self._counts)
-        return pd.concat(counts, ignore_index=True) if counts else pd.DataFrame(columns=EMITTED_COLUMNS)
+        return pd.DataFrame(counts, columns=EMITTED_COLUMNS)
 
     @property
     def total(self) -> int:
         with self._lock:
-            return sum(int(counts["rows_emitted"].sum()) for counts in self._counts)
+            return self._total
 
 
 LiveStatus = Literal["active", "stopped", "failed"]
