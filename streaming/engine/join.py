@@ -119,8 +119,15 @@ def _check_side(side: str, watermark: str | None) -> None:
         parse_duration(watermark, field=f"{side}.watermark")
 
 
-def _delay_ms(side: str, watermark: str | None) -> int | None:
-    return None if watermark is None else parse_duration(watermark, field=f"{side}.watermark")
+class _Delayed:
+    """A side's watermark delay in milliseconds, from its ``side`` and ``watermark`` (checked by :func:`_check_side`)."""
+
+    side: str
+    watermark: str | None
+
+    @property
+    def watermark_ms(self) -> int | None:
+        return None if self.watermark is None else parse_duration(self.watermark, field=f"{self.side}.watermark")
 
 
 def preserves(join_type: str, side: str) -> bool:
@@ -133,7 +140,7 @@ def _words(join_type: str) -> str:
 
 
 @dataclass(frozen=True)
-class JoinSide:
+class JoinSide(_Delayed):
     """One side of a join: a folder of files (or one file) replayed one file per micro-batch in file-name order.
 
     ``event_time`` names its event-time column, read with ``time_format``
@@ -184,10 +191,6 @@ class JoinSide:
         """The side's name in sentences: its folder's (or file's)."""
         return self.path.name
 
-    @property
-    def watermark_ms(self) -> int | None:
-        return _delay_ms(self.side, self.watermark)
-
     def files(self) -> list[Path]:
         """The files replayed, in order: the folder's files of the side's format in file-name order, or the one file ``path`` names."""
         if self.path.is_file():
@@ -196,7 +199,7 @@ class JoinSide:
 
 
 @dataclass(frozen=True)
-class LiveSide:
+class LiveSide(_Delayed):
     """One side of a live join: a stream of the generator's pair (:class:`~streaming.engine.sources.ads.AdStreams`), read as it comes.
 
     ``stream`` is ``impressions`` or ``clicks``; its event-time column is the
@@ -224,10 +227,6 @@ class LiveSide:
         return self.streams.event_time(self.stream)
 
     @property
-    def watermark_ms(self) -> int | None:
-        return _delay_ms(self.side, self.watermark)
-
-    @property
     def label(self) -> str:
         return f"{self.stream} (live)"
 
@@ -237,7 +236,7 @@ class LiveSide:
 
 
 @dataclass(frozen=True)
-class TopicSide:
+class TopicSide(_Delayed):
     """One side of a live join: a Kafka topic's records (:class:`~streaming.engine.sources.kafka.KafkaSource`), read as they come.
 
     Each record is a row of its value's columns; the event time is the column
@@ -267,10 +266,6 @@ class TopicSide:
     def event_time(self) -> str:
         mapped = self.source.columns.event_time
         return f"{self.side}_{KAFKA_TIMESTAMP}" if mapped == KAFKA_TIMESTAMP else mapped
-
-    @property
-    def watermark_ms(self) -> int | None:
-        return _delay_ms(self.side, self.watermark)
 
     @property
     def label(self) -> str:
