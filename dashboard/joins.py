@@ -31,7 +31,7 @@ from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome,
 from .datasets import dataset_store
 from .shared import KEPT, get_registry, get_spark, show_code
 
-__all__ = ["SideChoice", "highlight", "join_form", "join_results", "key_view", "run_join_form", "side_choices", "waiting_view"]
+__all__ = ["SideChoice", "config_view", "highlight", "join_form", "join_results", "key_view", "policy_widget", "run_join_form", "side_choices", "type_and_range", "waiting_view"]
 
 OUTCOME = "join_outcome"
 STATES = "join_states"
@@ -139,25 +139,43 @@ def join_form() -> dict[str, Any]:
     with join_column, st.container(border=True):
         shared = [name for name in left.columns if name in right.columns and name not in (left_time, right_time)]
         on = st.multiselect("Join keys", shared, default=shared[:1], key=f"join_on_{left.label}_{right.label}", help="Columns named alike on both sides, equal in a match")
-        join_type = st.selectbox("Join type", JOIN_TYPES, index=JOIN_TYPES.index(DEFAULTS["join_type"]), key="join_type", **KEPT)
-        if static:  # a table's rows match on the keys alone
-            lower = upper = ""
-        else:
-            lower_column, upper_column = st.columns(2)
-            lower = lower_column.text_input(
-                "Range from", value=DEFAULTS["lower"], key="join_lower", **KEPT, help="The right time is at least the left time plus this (signed)",
-            )
-            upper = upper_column.text_input(
-                "Range to", value=DEFAULTS["upper"], key="join_upper", **KEPT, help="The right time is at most the left time plus this (signed)",
-            )
-        policy = st.radio(
-            "Global watermark", POLICIES, horizontal=True, key="join_policy", **KEPT,
-            help="min: the slower side's (Spark's default, fewer rows dropped); max: the faster side's (results sooner, more rows of the slower side dropped)",
-        )
+        join_type, (lower, upper) = type_and_range("join", DEFAULTS, ranged=not static)  # a table's rows match on the keys alone
+        policy = policy_widget("join")
     return {
         "left": (left, left_time, left_format, left_watermark), "right": (right, right_time, right_format, right_watermark), "static": static, "on": tuple(on), "join_type": join_type,
         "within": (lower, upper) if lower.strip() or upper.strip() else None, "policy": policy,
     }
+
+
+def type_and_range(prefix: str, defaults: dict[str, str], *, ranged: bool = True) -> tuple[str, tuple[str, str]]:
+    """The join type and the time range's two bounds as typed (both empty without ``ranged``), in widgets keyed ``<prefix>_type``,
+    ``<prefix>_lower`` and ``<prefix>_upper``, opening on ``defaults`` (``join_type``, ``lower``, ``upper``)."""
+    join_type = st.selectbox("Join type", JOIN_TYPES, index=JOIN_TYPES.index(defaults["join_type"]), key=f"{prefix}_type", **KEPT)
+    if not ranged:
+        return join_type, ("", "")
+    lower_column, upper_column = st.columns(2)
+    lower = lower_column.text_input(
+        "Range from", value=defaults["lower"], key=f"{prefix}_lower", **KEPT, help="The right time is at least the left time plus this (signed)",
+    )
+    upper = upper_column.text_input(
+        "Range to", value=defaults["upper"], key=f"{prefix}_upper", **KEPT, help="The right time is at most the left time plus this (signed)",
+    )
+    return join_type, (lower, upper)
+
+
+def policy_widget(prefix: str) -> str:
+    """The watermark policy (``min``/``max``), keyed ``<prefix>_policy``."""
+    return str(st.radio(
+        "Global watermark", POLICIES, horizontal=True, key=f"{prefix}_policy", **KEPT,
+        help="min: the slower side's (Spark's default, fewer rows dropped); max: the faster side's (results sooner, more rows of the slower side dropped)",
+    ))
+
+
+def config_view(config: JoinConfig, note: str = "") -> None:
+    """The join in one line (with ``note`` after it) and what Spark accepts of it that a user would not expect."""
+    st.caption(config.describe() + note)
+    for warning in config.warnings():
+        st.warning(warning)
 
 
 def join_config(inputs: dict[str, Any]) -> JoinConfig:
@@ -176,9 +194,7 @@ def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
     except ConfigError as err:
         st.error(f"Cannot run this join: {brief(str(err))}")
         return
-    st.caption(config.describe())
-    for warning in config.warnings():
-        st.warning(warning)
+    config_view(config)
     show_code(config, "join_code_download")
     if not st.button("Run join", type="primary", disabled=not ready, key="join_run"):
         return

@@ -18,16 +18,16 @@ from streaming.analysis.join import batch_caption, batch_timeline, waiting_rows
 from streaming.charts.join import join_activity_figure, join_watermarks_figure
 from streaming.engine.durations import format_duration
 from streaming.engine.errors import ConfigError, brief
-from streaming.engine.join import JOIN_TYPES, POLICIES, SIDES, JoinConfig, LiveSide, Side, TopicSide
+from streaming.engine.join import SIDES, JoinConfig, LiveSide, Side, TopicSide
 from streaming.engine.live_join import LiveJoin, start_live_join
 from streaming.engine.sources.ads import AdStreams
 from streaming.engine.state import join_side_state
 
-from .joins import highlight
+from .joins import config_view, highlight, policy_widget, type_and_range
 from .kafka import kafka_source, kafka_widgets
 from .shared import KEPT, REFRESH_SECONDS, get_registry, get_spark
 
-__all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "run_live_join_form", "run_state", "running_note", "waiting_now"]
+__all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "live_timeline", "run_live_join_form", "run_state", "running_note", "waiting_now"]
 
 RUN = "live_join_run"
 LIMIT_SECONDS = 600.0
@@ -88,17 +88,12 @@ def live_join_form() -> dict[str, Any]:
             inputs["on"] = tuple(st.multiselect(
                 "Join keys", shared, default=shared[:1], key=f"live_join_on_{topics}", help="Value columns named alike on both topics, equal in a match",
             ))
-        inputs["join_type"] = st.selectbox("Join type", JOIN_TYPES, index=JOIN_TYPES.index(DEFAULTS["join_type"]), key="live_join_type", **KEPT)
-        lower_column, upper_column = st.columns(2)
-        inputs["within"] = (
-            lower_column.text_input("Range from", DEFAULTS["lower"], key="live_join_lower", **KEPT, help="The right time is at least the left time plus this (signed)"),
-            upper_column.text_input("Range to", DEFAULTS["upper"], key="live_join_upper", **KEPT, help="The right time is at most the left time plus this (signed)"),
-        )
+        inputs["join_type"], inputs["within"] = type_and_range("live_join", DEFAULTS)
         inputs["watermarks"] = {}
         for column, side, label in zip(st.columns(2), SIDES, labels):
             use = column.checkbox(f"{label} watermark", value=True, key=f"live_join_{side}_use", **KEPT)
             inputs["watermarks"][side] = column.text_input("Delay", DEFAULTS[f"{side}_watermark"], key=f"live_join_{side}_watermark", **KEPT) if use else None
-        inputs["policy"] = st.radio("Global watermark", POLICIES, horizontal=True, key="live_join_policy", **KEPT)
+        inputs["policy"] = policy_widget("live_join")
     return inputs
 
 
@@ -132,9 +127,7 @@ def run_live_join_form(inputs: dict[str, Any], ready: bool) -> LiveJoin | None:
     except ConfigError as err:
         st.error(f"Cannot run this join: {brief(str(err))}")
     if config is not None:
-        st.caption(f"{config.describe()}. It stops by itself after {format_duration(int(LIMIT_SECONDS * 1000))}.")
-        for warning in config.warnings():
-            st.warning(warning)
+        config_view(config, f". It stops by itself after {format_duration(int(LIMIT_SECONDS * 1000))}.")
     start, stop = st.columns([1, 1])
     active = run is not None and run.status == "active" and not run.stopping
     if stop.button("Stopping…" if run is not None and run.stopping else "Stop", disabled=not active, key="live_join_stop") and run is not None:
@@ -177,11 +170,16 @@ class LiveParts:
     rows: pd.DataFrame
 
 
+def live_timeline(run: LiveJoin) -> pd.DataFrame:
+    """Every micro-batch of ``run`` so far (:func:`~streaming.analysis.join.batch_timeline`)."""
+    return batch_timeline(run.config, run.log.summaries(), run.rows.emitted())
+
+
 def live_parts(run: LiveJoin) -> LiveParts:
     """One refresh's data: every micro-batch so far (:func:`~streaming.analysis.join.batch_timeline`), the figures of the latest
     :data:`SHOWN_BATCHES` and the latest :data:`SHOWN_ROWS` rows, newest first."""
     config = run.config
-    timeline = batch_timeline(config, run.log.summaries(), run.rows.emitted())
+    timeline = live_timeline(run)
     caption = batch_caption(config, timeline, int(timeline["batch_id"].iloc[-1])) if len(timeline) else ""
     shown, left, right = timeline.tail(SHOWN_BATCHES), config.left.label, config.right.label
     figures = {"watermarks": join_watermarks_figure(shown, left, right, config.policy), "activity": join_activity_figure(shown, left, right)}
@@ -248,7 +246,7 @@ def waiting_now(run: LiveJoin) -> None:
             "watermark is at or before *matchable until*; *matched* looks among the latest rows emitted shown above."
         )
         if st.button("Read the state now", key="live_join_read_state", disabled=run.status != "active"):
-            timeline = live_parts(run).timeline
+            timeline = live_timeline(run)
             if timeline.empty:
                 st.caption("No micro-batch has run yet.")
                 return
