@@ -50,11 +50,15 @@ def test_a_kept_folder_deleted_under_a_running_query_leaves_a_brief_failure_and_
         run = registry.start(config, "doomed", keep=True)
         wait_for(lambda: len(run.log) >= 1, "no batch", 120)
         def delete_by_hand() -> bool:
-            """One deletion of the folder while the query runs; Spark may recreate a folder it writes meanwhile, so the next try deletes that too."""
-            shutil.rmtree(run.workdir, ignore_errors=True)
-            return run.status == "failed"
+            """One deletion of the folder while the query runs; ``False`` when Spark wrote into a folder meanwhile, which the next try deletes."""
+            try:
+                shutil.rmtree(run.workdir)
+            except OSError:
+                return False
+            return True
 
-        wait_for(delete_by_hand, "the query did not fail", 120)
+        wait_for(delete_by_hand, "the folder could not be deleted", 60)
+        wait_for(lambda: run.status == "failed", "the query did not fail", 120)
         shutil.rmtree(run.workdir, ignore_errors=True)  # what Spark wrote before it stopped
         shown = brief(run.error or "")
         assert "Logical Plan" in (run.error or "") and str(tmp_path) in (run.error or "")  # what Spark says, kept for the log
