@@ -50,16 +50,17 @@ def test_a_kept_folder_deleted_under_a_running_query_leaves_a_brief_failure_and_
         run = registry.start(config, "doomed", keep=True)
         wait_for(lambda: len(run.log) >= 1, "no batch", 120)
         def delete_by_hand() -> bool:
-            """One deletion of the folder while the query runs; ``False`` when Spark wrote into a folder meanwhile, which the next try deletes."""
+            """The folder deleted and a file put in its place, so Spark cannot remake it and go on; ``False`` when Spark wrote into it meanwhile."""
             try:
                 shutil.rmtree(run.workdir)
+                run.workdir.write_text("not a folder")
             except OSError:
                 return False
             return True
 
         wait_for(delete_by_hand, "the folder could not be deleted", 60)
         wait_for(lambda: run.status == "failed", "the query did not fail", 120)
-        shutil.rmtree(run.workdir, ignore_errors=True)  # what Spark wrote before it stopped
+        run.workdir.unlink()
         shown = brief(run.error or "")
         assert "Logical Plan" in (run.error or "") and str(tmp_path) in (run.error or "")  # what Spark says, kept for the log
         assert shown.strip() and str(tmp_path) not in shown and "Logical Plan" not in shown and len(shown) <= 300
