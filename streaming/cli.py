@@ -45,12 +45,7 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
     replay = commands.add_parser("replay", help="replay a feed through a windowed count until the stream is idle")
     _add_data_arguments(replay, passthrough=True)
-    windows = replay.add_mutually_exclusive_group(required=True)
-    windows.add_argument("--window", help='window length, e.g. "5 minutes"')
-    windows.add_argument("--session-gap", default=None, help="session windows instead: a key's session ends this long after its last event")
-    replay.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
-    replay.add_argument("--watermark", default=None, help="watermark delay (default: none)")
-    replay.add_argument("--output-mode", default="update", choices=OUTPUT_MODES)
+    _add_query_arguments(replay)
     replay.add_argument("--json", type=Path, default=None, help="write the result and batch summaries to this file")
     replay.add_argument(
         "--dropped", type=Path, default=None, metavar="OUT",
@@ -61,14 +56,16 @@ def parser() -> argparse.ArgumentParser:
         help="keep the query in this folder (checkpoint, result so far, progress); run again with it to go on where it stopped",
     )
     replay.add_argument("--stop-after", type=int, default=None, metavar="N", help="stop once the stream's first N micro-batches have been processed")
-    replay.add_argument("--state-store", default="hdfs", choices=STATE_STORES, help="where the state lives: hdfs (Spark's default) or rocksdb")
-    replay.add_argument("--changelog-checkpointing", action="store_true", help="with --state-store rocksdb: commit each batch's changes, not a snapshot")
     replay.add_argument(
         "--trigger", type=_trigger_arg, default=("default", None), metavar="realtime[:DURATION]",
         help="a topic: realtime runs Spark's real-time mode (batches of DURATION, default 5 seconds; update mode, --agg none on Spark 4.2) "
         "and follows the topic until it has read what the topic held at the start",
     )
     replay.add_argument("--latency", action="store_true", help="add each record's latency to --json (latency_ms): from its Kafka timestamp (a topic) or from when its file was handed to Spark (files), to the sink")
+    explain = commands.add_parser("explain", help="replay a feed and tell what every micro-batch did: rows read, dropped and emitted, state let go, the watermark")
+    _add_data_arguments(explain, passthrough=True)
+    _add_query_arguments(explain)
+    explain.add_argument("--json", type=Path, default=None, help="write the batches, each with its output, dropped rows, state and caption, to this file")
     _add_tune_parser(commands)
     _add_join_parser(commands)
     _add_publish_parser(commands)
@@ -77,6 +74,18 @@ def parser() -> argparse.ArgumentParser:
     state.add_argument("--operator", type=int, default=None, help="the stateful operator's id (default: the aggregation's)")
     state.add_argument("--json", type=Path, default=None, help="write the operators and the state rows to this file")
     return top
+
+
+def _add_query_arguments(command: argparse.ArgumentParser) -> None:
+    """The flags that shape the query: shared by ``replay`` and ``explain``."""
+    windows = command.add_mutually_exclusive_group(required=True)
+    windows.add_argument("--window", help='window length, e.g. "5 minutes"')
+    windows.add_argument("--session-gap", default=None, help="session windows instead: a key's session ends this long after its last event")
+    command.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
+    command.add_argument("--watermark", default=None, help="watermark delay (default: none)")
+    command.add_argument("--output-mode", default="update", choices=OUTPUT_MODES)
+    command.add_argument("--state-store", default="hdfs", choices=STATE_STORES, help="where the state lives: hdfs (Spark's default) or rocksdb")
+    command.add_argument("--changelog-checkpointing", action="store_true", help="with --state-store rocksdb: commit each batch's changes, not a snapshot")
 
 
 def _trigger_arg(text: str) -> tuple[str, str | None]:
@@ -193,17 +202,53 @@ def _print_replay(outcome) -> None:
 
 def _dropped(spark, outcome):
     """The events ``outcome`` dropped (:func:`~streaming.analysis.lateness.dropped_events`), judged by the watermark each of its batches had."""
-    from .analysis.lateness import dropped_events, judge
-    from .analysis.profile import feed_events_of, topic_batches, topic_events_of
+    from .analysis.explain import judged_events
+    from .analysis.lateness import dropped_events
 
-    config = outcome.config
-    source = config.source
-    if isinstance(source, KafkaSource):
-        events = topic_events_of(spark, source, topic_batches(outcome.summaries, outcome.initial_offsets, source.topic))
-    else:
-        events = feed_events_of(spark, source)
-    classified, _ = judge(events, outcome.summaries, config.window_ms, config.slide_ms)
-    return dropped_events(classified, deduplicate=config.deduplicate)
+    return dropped_events(judged_events(spark, outcome), deduplicate=outcome.config.deduplicate)
+
+
+def _early_config(args: argparse.Namespace) -> QueryConfig | None:
+    """The query the flags describe on files, checked before Spark starts; ``None`` for a topic, whose brokers and topic are checked instead (within seconds)."""
+    if _is_topic(args):
+        check_topic_args(args)
+        return None
+    return _replay_config(args, _source(args))
+
+
+def _explain_main(args: argparse.Namespace) -> int:
+    from .analysis.explain import explain_replay
+    from .engine.registry import QueryRegistry
+    from .engine.runner import run_to_idle
+    from .engine.session import get_session
+
+    if not _is_topic(args) and not Path(args.feed_dir).exists():
+        print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
+        return 2
+    try:
+        config = _early_config(args)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    spark = get_session()
+    registry = QueryRegistry(spark)
+    try:
+        config = config or _replay_config(args, _source(args, spark))
+        outcome = run_to_idle(registry, config, outputs=True)
+        steps = explain_replay(spark, outcome)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        try:
+            registry.close()
+        finally:
+            spark.stop()
+    for step in steps:
+        print(step.caption)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"batches": [step.to_json() for step in steps], "result": outcome.json_records()}, indent=2) + "\n")
+    return 0
 
 
 def _replay_config(args: argparse.Namespace, source: Source) -> QueryConfig:
@@ -241,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         return _state_main(args)
     if args.command == "join":
         return _join_main(args)
+    if args.command == "explain":
+        return _explain_main(args)
     from .engine.registry import QueryRegistry
     from .engine.runner import run_to_idle
     from .engine.session import get_session
@@ -260,15 +307,11 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--dropped", str(args.dropped), "needs windows: a query passing rows through (--agg none) drops none")
         if args.dropped is not None and args.dropped.suffix.lower() not in (".csv", ".parquet"):
             raise ConfigError("--dropped", str(args.dropped), "must end in .csv or .parquet")
-        if topic:
-            if args.stop_after is not None:
-                raise ConfigError("--stop-after", args.stop_after, "applies to files: a topic's replay ends at the offsets latest when it starts")
-            check_topic_args(args)  # the brokers and the topic, within seconds and before Spark starts
-            config = None
-        else:
-            config = _replay_config(args, _source(args))
-            if args.checkpoint is not None:
-                KeptQuery(args.checkpoint).check(config)
+        if topic and args.stop_after is not None:
+            raise ConfigError("--stop-after", args.stop_after, "applies to files: a topic's replay ends at the offsets latest when it starts")
+        config = _early_config(args)
+        if config is not None and args.checkpoint is not None:
+            KeptQuery(args.checkpoint).check(config)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -393,6 +393,7 @@ def start_run(
     keep: Path | None = None,
     max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
     latency: bool = True,
+    record_outputs: bool = False,
 ) -> Run:
     """Start ``config`` as a query called ``name`` and return its :class:`Run`.
 
@@ -407,6 +408,7 @@ def start_run(
     :class:`ConfigError`.
     ``max_rows`` bounds the result table held in memory (``None``: unbounded).
     ``latency=False`` leaves out measuring each record's latency (a replay that does not show it).
+    ``record_outputs`` keeps every batch's output rows in its result table (:attr:`~streaming.engine.results.ResultTable.outputs`).
     On Spark Connect the run reads Spark's memory sink (:class:`~streaming.engine.sinks.MemorySinkReader`,
     stopped once the sink holds ``max_sink_rows`` rows) and cannot be kept: ``keep`` is refused with :class:`ConfigError`.
     The state store (``config.state_store``) is set for this query only: the
@@ -435,7 +437,7 @@ def start_run(
     except Exception:
         discard()
         raise
-    table = ResultTable(config.output_mode, config.aggregation, max_rows)
+    table = ResultTable(config.output_mode, config.aggregation, max_rows, record=record_outputs)
     latencies = LatencyLog() if latency and config.source.stamp is not None else None
     log = ProgressLog(latencies)
     if kept is not None:

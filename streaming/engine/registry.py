@@ -121,7 +121,7 @@ class QueryRegistry:
 
     def start(
         self, config: QueryConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS, keep: bool | Path = False,
-        resume: bool = False, latency: bool = True,
+        resume: bool = False, latency: bool = True, record_outputs: bool = False,
     ) -> Run:
         """Start ``config`` as ``name`` (``query_N`` when ``None``). Raises :class:`DuplicateQueryError` if it is active.
 
@@ -130,7 +130,8 @@ class QueryRegistry:
         ``resume``: then the run goes on from it); with a folder as ``keep``, in
         that folder, going on from what it holds. The name is reserved under
         the lock; Spark starts the query outside it, so listing and reading
-        runs never waits on a start. ``latency=False`` does not measure each record's latency (:func:`~streaming.engine.query.start_run`).
+        runs never waits on a start. ``latency=False`` does not measure each record's latency, ``record_outputs`` keeps
+        every batch's output rows (:func:`~streaming.engine.query.start_run`).
         """
         with self._lock:
             if name is None:
@@ -162,7 +163,7 @@ class QueryRegistry:
                 self._forget(name, previous)
             run = start_run(
                 self.spark, config, name, self.listener, root=self.root, max_rows=max_rows, keep=None if folder is None else folder.folder,
-                max_sink_rows=self.max_sink_rows, latency=latency,
+                max_sink_rows=self.max_sink_rows, latency=latency, record_outputs=record_outputs,
             )
             with self._lock:
                 self._runs[name] = run

@@ -108,7 +108,7 @@ class ResultTable:
     restart), except in complete mode where replacing again is harmless.
     """
 
-    def __init__(self, output_mode: str, aggregation: str = "count", max_rows: int | None = None) -> None:
+    def __init__(self, output_mode: str, aggregation: str = "count", max_rows: int | None = None, *, record: bool = False) -> None:
         if max_rows is not None and max_rows < 1:
             raise ConfigError("max_rows", max_rows, "must be at least 1")
         self.output_mode = output_mode
@@ -131,6 +131,8 @@ class ResultTable:
         self._journal_rows = 0
         self.first_batch = threading.Event()
         """Set once the first batch has been folded in."""
+        self.outputs: dict[int, list[tuple]] | None = {} if record else None
+        """With ``record``: every batch's output rows as the sink received them, by batch id (what a step-through explains)."""
 
     def apply(self, batch_id: int, rows: list[tuple]) -> None:
         """Fold one batch's output ``rows`` in; a kept table then stores the batch before returning (see :meth:`keep`)."""
@@ -146,6 +148,8 @@ class ResultTable:
             self.batches_applied += 1
             self._version += 1
             self.first_batch.set()
+            if self.outputs is not None:
+                self.outputs[batch_id] = list(rows)
             if self.aggregation == "none":
                 if self.max_rows is not None:
                     self.evicted_rows += max(0, len(self._raw) + len(rows) - self.max_rows)

@@ -45,6 +45,8 @@ class Replay:
     """For a topic: where the query started reading (:func:`~streaming.engine.sources.kafka.initial_offsets`)."""
     latency: pd.DataFrame | None = None
     """For a source that stamps its rows (a topic, files, the generator): every record's latency entry (:meth:`~streaming.engine.latency.LatencyLog.frame`)."""
+    outputs: dict[int, list[tuple]] | None = None
+    """When asked: each batch's output rows as the sink received them, by batch id (:attr:`~streaming.engine.results.ResultTable.outputs`)."""
 
     @property
     def rows_dropped_by_watermark(self) -> int:
@@ -157,6 +159,7 @@ def replay(
 def run_to_idle(
     registry: QueryRegistry, config: QueryConfig, *, timeout: float = 600.0, open_sessions: bool = False, cancel: threading.Event | None = None,
     keep: Path | None = None, stop_after: int | None = None, progress: Callable[[int, int], None] | None = None, latency: bool = False,
+    outputs: bool = False,
 ) -> Replay:
     """Run ``config`` (a feed source) until the stream is idle, stop it and return what it produced.
 
@@ -172,13 +175,14 @@ def run_to_idle(
     handed over and processed. ``progress(done, total)`` follows a stepped
     replay file by file (:meth:`~streaming.engine.query.Run.await_idle`).
     With ``latency`` the replay measures each record's latency (:attr:`Replay.latency`); a replay that does not show it saves that cost.
+    With ``outputs`` it keeps each batch's output rows (:attr:`Replay.outputs`).
     """
     from .state import open_sessions as read_open_sessions
 
     if stop_after is not None and (isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 1):
         raise ConfigError("stop_after", stop_after, "must be a whole number of at least 1")
     name = f"replay_{uuid.uuid4().hex[:12]}"
-    run = registry.start(config, name, max_rows=None, keep=False if keep is None else Path(keep), latency=latency)
+    run = registry.start(config, name, max_rows=None, keep=False if keep is None else Path(keep), latency=latency, record_outputs=outputs)
     try:
         run.await_idle(timeout, cancel, stop_after, progress)
         summaries = run.log.summaries()
@@ -187,7 +191,7 @@ def run_to_idle(
         still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
         started = initial_offsets(run.workdir / "checkpoint") if isinstance(config.source, KafkaSource) else None
         latencies = None if run.latency is None else run.latency.frame()
-        return Replay(config, result, progress, still_open, tuple(summaries), started, latencies)
+        return Replay(config, result, progress, still_open, tuple(summaries), started, latencies, run.table.outputs)
     finally:
         registry.remove(name)
 

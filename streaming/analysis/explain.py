@@ -1,0 +1,394 @@
+"""A replay explained one micro-batch at a time, in the programming guide's terms.
+
+For every micro-batch Spark ran (no-data batches included), :func:`explain`
+says what it did: the rows it read (late ones marked), the watermark it ran
+with and the one it leaves for the next batch, each output row and whether it
+was added, updated or emitted, the windows the state let go of, each input row
+the watermark dropped with the rule that dropped it, and a caption generated
+from all of that.
+
+Everything here is a pure function of a replay's progress, its per-batch
+output (:attr:`~streaming.engine.runner.Replay.outputs`) and its events judged
+by :func:`~streaming.analysis.lateness.judge`. The rules it encodes, as Spark
+applies them (held to Spark's own numbers in ``tests/test_explain.py``):
+
+* batch ``b`` runs with watermark ``W_b`` (progress ``eventTime.watermark``;
+  none before the first advance). At its end the watermark becomes
+  ``max(W_b, largest event time so far - delay)``, which the next batch runs
+  with. A stepped replay lets Spark run the no-data batch that follows a
+  move before it hands over the next file.
+* a window aggregation in update or append mode lets go of every window
+  ``[start, end)`` with ``end <= W_b`` in batch ``b``: append mode emits it
+  then, update mode emitted it each time it changed. Complete mode keeps
+  every window.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..engine.config import FeedSource
+from ..engine.sources import KafkaSource
+from .lateness import EVENT_RULE, dropped_events, judge
+from .profile import feed_events_of, topic_batches, topic_events_of
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ..engine.config import QueryConfig
+    from ..engine.runner import Replay
+
+__all__ = ["CHANGES", "Step", "explain", "explain_replay", "judged_events", "output_frame"]
+
+CHANGES = ("added", "updated", "unchanged", "emitted")
+"""How a result row came out of a batch: a new row, a new value for a row shown before, a row complete mode wrote again as it was, or a row append mode emitted once, final."""
+
+SHOWN = 5
+"""Items a caption names before it says how many more there are."""
+
+OUTPUT_COLUMNS = ["window_start", "window_end", "key", "value", "change"]
+EVICTED_COLUMNS = ["window_start", "window_end", "key"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One micro-batch as :func:`explain` tells it."""
+
+    batch_id: int
+    input_rows: int
+    watermark_before: pd.Timestamp
+    """The watermark the batch ran with (``NaT``: none yet); rows are dropped and windows let go against it."""
+    watermark_after: pd.Timestamp
+    """The watermark the batch leaves for the next one."""
+    rows: pd.DataFrame
+    """The rows it read, in arrival order: ``event_time``, ``key``, ``status`` (counted, partly counted, not counted), ``late`` (at or behind ``watermark_before``)."""
+    output: pd.DataFrame
+    """What the sink received: ``window_start, window_end, key, value, change`` (a pass-through query: ``event_time, key, change``)."""
+    dropped: pd.DataFrame
+    """The input rows the watermark dropped: ``event_time, key, rule, windows`` (the closed windows, ``(start, end)`` pairs), ``status``."""
+    evicted: pd.DataFrame
+    """The windows the state let go of: ``window_start, window_end, key``; ``None`` in the frame's place when the query's state is not modelled here."""
+    state_rows: int
+    """Rows in the state after the batch, as Spark reports them."""
+    spark_dropped: int
+    """Rows Spark counts as dropped by the watermark (after window expansion and partial aggregation)."""
+    caption: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The step as ``explain --json`` writes it."""
+        return {
+            "batch_id": self.batch_id,
+            "input_rows": self.input_rows,
+            "watermark_before": _iso(self.watermark_before),
+            "watermark_after": _iso(self.watermark_after),
+            "output": [{name: _plain(value) for name, value in row.items()} for row in self.output.to_dict("records")],
+            "dropped": [
+                {
+                    "event_time": _iso(row["event_time"]), "key": _plain(row["key"]), "rule": row["rule"], "status": row["status"],
+                    "windows": [[_iso(start), _iso(end)] for start, end in row["windows"]],
+                }
+                for row in self.dropped.to_dict("records")
+            ],
+            "evicted": [{name: _plain(value) for name, value in row.items()} for row in self.evicted.to_dict("records")],
+            "state_rows": self.state_rows,
+            "rows_dropped_by_watermark": self.spark_dropped,
+            "caption": self.caption,
+        }
+
+
+def _iso(value: Any) -> str | None:
+    return None if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _plain(value: Any) -> Any:
+    """A frame's cell as JSON: times as text, numpy numbers as Python's, NaN as null."""
+    if isinstance(value, pd.Timestamp | np.datetime64):
+        return _iso(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def output_frame(rows: Sequence[tuple], aggregation: str) -> pd.DataFrame:
+    """A batch's output rows (:class:`~streaming.engine.results.ResultTable`'s tuples, times in microseconds) as a frame.
+
+    Windows give ``window_start, window_end, key, value`` (a count's value is the count); a pass-through query ``event_time, key``.
+    """
+    if aggregation == "none":
+        frame = pd.DataFrame(list(rows), columns=["event_time", "key"])
+        frame["event_time"] = pd.to_datetime(frame["event_time"].astype("int64"), unit="us")
+        return frame
+    values = [(start, end, key, numbers[0]) for start, end, key, *numbers in rows]
+    frame = pd.DataFrame(values, columns=["window_start", "window_end", "key", "value"])
+    for name in ("window_start", "window_end"):
+        frame[name] = pd.to_datetime(frame[name].astype("int64"), unit="us")
+    return frame.sort_values(["window_start", "window_end", "key"], ignore_index=True, key=_sortable)
+
+
+def _sortable(column: pd.Series) -> pd.Series:
+    return column.astype(str) if column.dtype == object else column
+
+
+def judged_events(spark: SparkSession, replay: Replay) -> pd.DataFrame:
+    """The events ``replay`` read, each judged by the watermark its batch had (:func:`~streaming.analysis.lateness.judge`); fixed windows only."""
+    config, source = replay.config, replay.config.source
+    if isinstance(source, KafkaSource):
+        events = topic_events_of(spark, source, topic_batches(replay.summaries, replay.initial_offsets, source.topic))
+    elif isinstance(source, FeedSource):
+        events = feed_events_of(spark, source)
+    else:
+        raise ValueError(f"replay.config.source: {type(source).__name__} is not replayed (files or a topic's offsets)")
+    classified, _ = judge(events, replay.summaries, config.window_ms, config.slide_ms)
+    return classified
+
+
+def explain_replay(spark: SparkSession, replay: Replay) -> list[Step]:
+    """:func:`explain` for a replay run with its outputs kept (``run_to_idle(..., outputs=True)``); its events are read again with ``spark``."""
+    if replay.outputs is None:
+        raise ValueError("replay.outputs: the replay did not keep its batches' output (run_to_idle(..., outputs=True))")
+    config = replay.config
+    fixed = config.session_gap is None and config.aggregation != "none"
+    return explain(config, replay.progress, replay.outputs, judged_events(spark, replay) if fixed else None)
+
+
+def explain(
+    config: QueryConfig, progress: pd.DataFrame, outputs: Mapping[int, Sequence[tuple]], classified: pd.DataFrame | None = None,
+) -> list[Step]:
+    """Every batch of a replay of ``config``, told: see :class:`Step`.
+
+    ``progress`` is the replay's progress frame (:attr:`~streaming.engine.runner.Replay.progress`),
+    ``outputs`` its per-batch output, ``classified`` its events judged by the
+    watermark of their batch (:func:`~streaming.analysis.lateness.judge`) --
+    fixed windows only; without it (session windows, a pass-through query) the
+    steps name no dropped row, and say what Spark counted. The windows let go
+    of are modelled for a plain window aggregation (not after a deduplication,
+    whose state holds ids as well).
+    """
+    delay = None if config.watermark_ms is None else pd.Timedelta(milliseconds=config.watermark_ms)
+    fixed = classified is not None and config.session_gap is None and config.aggregation != "none" and not config.deduplicate
+    dropped_all = dropped_events(classified, deduplicate=config.deduplicate) if classified is not None else None
+    clock = _clock_for(progress, classified)
+    shown: dict[tuple, Any] = {}
+    state: dict[tuple, None] = {}
+    seen = pd.NaT
+    steps = []
+    for row in progress.sort_values("batch_id").itertuples(index=False):
+        batch = int(row.batch_id)
+        before = pd.Timestamp(row.watermark) if not pd.isna(row.watermark) else pd.NaT
+        if not pd.isna(row.max_event_time) and (pd.isna(seen) or row.max_event_time > seen):
+            seen = pd.Timestamp(row.max_event_time)
+        after = before
+        if delay is not None and not pd.isna(seen):
+            after = seen - delay if pd.isna(before) else max(before, seen - delay)
+        rows = _rows(classified, batch, before, config.deduplicate)
+        output = _changes(output_frame(outputs.get(batch, ()), config.aggregation), config.output_mode, shown)
+        dropped = _dropped(dropped_all, classified, batch)
+        evicted = _evict(state, classified, batch, before, config) if fixed else pd.DataFrame(columns=EVICTED_COLUMNS)
+        step = Step(
+            batch, int(row.num_input_rows), before, after, rows, output, dropped, evicted, int(row.state_rows_total),
+            int(row.rows_dropped_by_watermark), "",
+        )
+        steps.append(_captioned(step, config, clock, modelled=fixed))
+    return steps
+
+
+def _rows(classified: pd.DataFrame | None, batch: int, watermark: pd.Timestamp, deduplicate: bool) -> pd.DataFrame:
+    columns = ["event_time", "key", "status", "late"]
+    if classified is None:
+        return pd.DataFrame(columns=columns)
+    mine = classified[classified["batch_id"] == batch]
+    late = mine["event_time"] <= watermark if not pd.isna(watermark) else pd.Series(False, index=mine.index)
+    status = mine["status"].where(~(late & deduplicate), "not counted")
+    return pd.DataFrame({"event_time": mine["event_time"], "key": mine["key"], "status": status, "late": late.astype(bool)}).reset_index(drop=True)
+
+
+def _changes(output: pd.DataFrame, mode: str, shown: dict[tuple, Any]) -> pd.DataFrame:
+    """``output`` with each row's ``change``; ``shown`` (the result table so far, by row) is brought up to date."""
+    if "window_start" not in output:
+        return output.assign(change="added")
+    slots = list(zip(output["window_start"], output["window_end"], output["key"], strict=True))
+    if mode == "append":
+        changes = ["emitted"] * len(slots)
+    else:
+        changes = [
+            "added" if slot not in shown else "unchanged" if _same(shown[slot], value) else "updated"
+            for slot, value in zip(slots, output["value"], strict=True)
+        ]
+    if mode == "complete":
+        shown.clear()
+    shown.update(zip(slots, output["value"], strict=True))
+    return output.assign(change=changes)
+
+
+def _same(left: Any, right: Any) -> bool:
+    return bool(left == right or (pd.isna(left) and pd.isna(right)))
+
+
+def _dropped(dropped: pd.DataFrame | None, classified: pd.DataFrame | None, batch: int) -> pd.DataFrame:
+    """The events of ``batch`` the watermark dropped, one row each, with the windows it closed to them and how much of the event still counted."""
+    columns = ["event_time", "key", "rule", "windows", "status"]
+    if dropped is None or classified is None or dropped.empty:
+        return pd.DataFrame(columns=columns)
+    status = dict(zip(classified["event_id"], classified["status"], strict=True))
+    records = []
+    for event, pairs in dropped[dropped["batch_id"] == batch].groupby("event_id", sort=False):
+        first = pairs.iloc[0]
+        whole = first["rule"] == EVENT_RULE
+        records.append({
+            "event_time": first["event_time"], "key": first["key"], "rule": first["rule"],
+            "windows": [] if whole else list(zip(pairs["window_start"], pairs["window_end"], strict=True)),
+            "status": "not counted" if whole else status[event],
+        })
+    return pd.DataFrame(records, columns=columns)
+
+
+def _windows(time: pd.Timestamp, config: QueryConfig) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
+    """Every window ``[start, end)`` holding ``time``, oldest first (Spark's windows, aligned to the epoch)."""
+    window, slide = config.window_ms * 1_000_000, config.slide_ms * 1_000_000
+    t = pd.Timestamp(time).value
+    first, last = (t - window) // slide + 1, t // slide
+    return [(pd.Timestamp(k * slide), pd.Timestamp(k * slide + window)) for k in range(first, last + 1)]
+
+
+def _evict(state: dict[tuple, None], classified: pd.DataFrame | None, batch: int, watermark: pd.Timestamp, config: QueryConfig) -> pd.DataFrame:
+    """The windows batch ``batch`` let go of; ``state`` (the groups in Spark's state) takes in the batch's counted groups first."""
+    if classified is not None:
+        mine = classified[classified["batch_id"] == batch]
+        for time, key, dropped in zip(mine["event_time"], mine["key"], mine["dropped_windows"], strict=True):
+            for start, end in _windows(time, config):
+                if (start, end) not in dropped:
+                    state[(start, end, key)] = None
+    if pd.isna(watermark) or config.output_mode == "complete" or config.watermark_ms is None:
+        return pd.DataFrame(columns=EVICTED_COLUMNS)
+    gone = sorted((slot for slot in state if slot[1] <= watermark), key=lambda slot: (slot[0], slot[1], str(slot[2])))
+    for slot in gone:
+        del state[slot]
+    return pd.DataFrame(gone, columns=EVICTED_COLUMNS)
+
+
+# ------------------------------------------------------------------ captions
+
+
+def _clock_for(progress: pd.DataFrame, classified: pd.DataFrame | None) -> str:
+    """The time format the captions use: hours and minutes, seconds when a time has them, the date when the times span days."""
+    times = [progress["watermark"].dropna(), progress["max_event_time"].dropna()]
+    if classified is not None:
+        times.append(classified["event_time"].dropna())
+    stamps = pd.to_datetime(pd.concat(times, ignore_index=True)) if any(len(part) for part in times) else pd.Series(dtype="datetime64[ns]")
+    fmt = "%H:%M:%S" if len(stamps) and bool((stamps.dt.second != 0).any() | (stamps.dt.microsecond != 0).any()) else "%H:%M"
+    if len(stamps) and stamps.dt.normalize().nunique() > 1:
+        fmt = "%Y-%m-%d " + fmt
+    return fmt
+
+
+def _listed(items: Sequence[str]) -> str:
+    if len(items) > SHOWN:
+        return ", ".join(items[:SHOWN]) + f" and {len(items) - SHOWN} more"
+    if len(items) > 1:
+        return ", ".join(items[:-1]) + " and " + items[-1]
+    return items[0] if items else ""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "null" if pd.isna(value) else str(value)
+
+
+def _key(value: Any) -> str:
+    return "(no key)" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _captioned(step: Step, config: QueryConfig, clock: str, *, modelled: bool) -> Step:
+    def at(time: pd.Timestamp) -> str:
+        return pd.Timestamp(time).strftime(clock)
+
+    def span(start: pd.Timestamp, end: pd.Timestamp) -> str:
+        return f"{at(start)}–{at(end)}"
+
+    parts = []
+    if step.input_rows:
+        named = [f"{_key(key)} at {at(time)}" for time, key in zip(step.rows["event_time"], step.rows["key"], strict=True)]
+        parts.append(f"Batch {step.batch_id} read {_plural(step.input_rows, 'row')}" + (f": {_listed(named)}." if named else "."))
+    elif not pd.isna(step.watermark_before):
+        parts.append(f"Batch {step.batch_id} read no rows: Spark ran it because the watermark had moved to {at(step.watermark_before)}.")
+    else:
+        parts.append(f"Batch {step.batch_id} read no rows.")
+    for dropped in step.dropped.to_dict("records")[:SHOWN]:
+        who = f"the {_key(dropped['key'])} at {at(dropped['event_time'])} arrived when the watermark was {at(step.watermark_before)}"
+        if dropped["rule"] == EVENT_RULE:
+            parts.append(f"{who.capitalize()}: its own time is at or before it, so the deduplication dropped it.")
+            continue
+        closed = _listed([span(start, end) for start, end in dropped["windows"]])
+        verb = "is" if len(dropped["windows"]) == 1 else "are"
+        noun = "window" if len(dropped["windows"]) == 1 else "windows"
+        outcome = "so it was dropped" if dropped["status"] == "not counted" else "so it was counted only in its later windows"
+        parts.append(f"{who[0].upper()}{who[1:]}: its {noun} {closed} {verb} closed, {outcome}.")
+    if len(step.dropped) > SHOWN:
+        parts.append(f"{len(step.dropped) - SHOWN} more rows were dropped the same way.")
+    if step.dropped.empty and step.spark_dropped:
+        parts.append(f"Spark dropped {_plural(step.spark_dropped, 'row')} as too late.")
+    parts.extend(_output_sentences(step, config, at, span))
+    if modelled and len(step.evicted) and config.output_mode != "append":
+        windows = sorted({(start, end) for start, end in zip(step.evicted["window_start"], step.evicted["window_end"], strict=True)})
+        parts.append(
+            f"The state let go of {_plural(len(step.evicted), 'row')}: windows ending at or before the watermark "
+            f"({_listed([span(start, end) for start, end in windows])}), which update mode had already shown."
+        )
+    parts.append(_watermark_sentence(step, config, at))
+    return Step(**{**step.__dict__, "caption": " ".join(parts)})
+
+
+def _output_sentences(step: Step, config: QueryConfig, at, span) -> Iterable[str]:
+    output = step.output
+    if output.empty:
+        if step.input_rows and config.output_mode == "append" and config.aggregation != "none":
+            if pd.isna(step.watermark_before):
+                yield "Append mode emits nothing yet: a window is emitted once the watermark passes its end."
+            else:
+                yield f"Append mode emits nothing: every window still open ends after the watermark, {at(step.watermark_before)}."
+        return
+    if "window_start" not in output:
+        yield f"It passed {_plural(len(output), 'row')} through to the sink."
+        return
+    if config.output_mode == "append":
+        windows = sorted({(start, end) for start, end in zip(output["window_start"], output["window_end"], strict=True)})
+        last_end = max(end for _, end in windows)
+        rows = _listed([f"{_key(row.key)} {_number(row.value)}" for row in output.itertuples(index=False)])
+        passed = f"The watermark passed {at(last_end)}" if pd.isna(step.watermark_before) or step.watermark_before > last_end else f"The watermark reached {at(last_end)}"
+        yield f"{passed}: append mode now emits {_listed([span(start, end) for start, end in windows])} ({rows}), final, and the state lets go of them."
+        return
+    for change in ("added", "updated"):
+        rows = output[output["change"] == change]
+        if len(rows):
+            named = [f"{span(row.window_start, row.window_end)} {_key(row.key)} {_number(row.value)}" for row in rows.itertuples(index=False)]
+            verb = "added" if change == "added" else "updated"
+            yield f"It {verb} {_plural(len(rows), 'result row')}: {_listed(named)}."
+    if config.output_mode == "complete":
+        same = int((output["change"] == "unchanged").sum())
+        yield f"Complete mode wrote the whole result table again ({_plural(len(output), 'row')}, {same} unchanged)."
+
+
+def _watermark_sentence(step: Step, config: QueryConfig, at) -> str:
+    if config.watermark is None:
+        return "No watermark is set: nothing is dropped as late, and the state keeps every window."
+    if pd.isna(step.watermark_after):
+        return "The watermark is not set yet: no event time has been seen."
+    if pd.isna(step.watermark_before) or step.watermark_after > step.watermark_before:
+        return (
+            f"The largest event time so far is {at(step.watermark_after + pd.Timedelta(milliseconds=config.watermark_ms or 0))}, "
+            f"so the watermark moves to {at(step.watermark_after)} ({config.watermark} behind it) for the next batch."
+        )
+    return f"The watermark stays at {at(step.watermark_after)}."
