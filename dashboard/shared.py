@@ -49,6 +49,7 @@ __all__ = [
     "LIVE_PAGE",
     "QUERIES_PAGE",
     "REFRESH_SECONDS",
+    "STEP_PAGE",
     "TUNER_PAGE",
     "InputErrors",
     "SessionLosses",
@@ -88,6 +89,7 @@ TUNER_PAGE = "dashboard/pages/tuner.py"
 COMPARE_PAGE = "dashboard/pages/compare.py"
 DATASETS_PAGE = "dashboard/pages/datasets.py"
 JOINS_PAGE = "dashboard/pages/joins.py"
+STEP_PAGE = "dashboard/pages/step_through.py"
 
 
 # --- shared resources -------------------------------------------------------

@@ -34,8 +34,9 @@ import numpy as np
 import pandas as pd
 
 from ..engine.config import FeedSource
+from ..engine.progress import progress_frame
 from ..engine.sources import KafkaSource
-from .lateness import EVENT_RULE, dropped_events, judge
+from .lateness import EVENT_RULE, dropped_events, file_batches, judge
 from .profile import feed_events_of, topic_batches, topic_events_of
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from ..engine.config import QueryConfig
     from ..engine.runner import Replay
 
-__all__ = ["CHANGES", "Step", "explain", "explain_replay", "judged_events", "output_frame"]
+__all__ = ["CHANGES", "Step", "explain", "explain_replay", "judged_events", "output_frame", "replay_events", "result_after"]
 
 CHANGES = ("added", "updated", "unchanged", "emitted")
 """How a result row came out of a batch: a new row, a new value for a row shown before, a row complete mode wrote again as it was, or a row append mode emitted once, final."""
@@ -78,6 +79,10 @@ class Step:
     """Rows in the state after the batch, as Spark reports them."""
     spark_dropped: int
     """Rows Spark counts as dropped by the watermark (after window expansion and partial aggregation)."""
+    duplicates: int
+    """Rows the deduplication dropped as duplicates of an id seen within the watermark."""
+    read_new: bool
+    """Whether the batch read new offsets (a file, even an empty one); one that did not ran because the watermark moved."""
     caption: str
 
     def to_json(self) -> dict[str, Any]:
@@ -98,6 +103,7 @@ class Step:
             "evicted": [{name: _plain(value) for name, value in row.items()} for row in self.evicted.to_dict("records")],
             "state_rows": self.state_rows,
             "rows_dropped_by_watermark": self.spark_dropped,
+            "duplicates_dropped": self.duplicates,
             "caption": self.caption,
         }
 
@@ -137,50 +143,69 @@ def _sortable(column: pd.Series) -> pd.Series:
     return column.astype(str) if column.dtype == object else column
 
 
+def _fixed(config: QueryConfig) -> bool:
+    """Whether rows are judged one by one: fixed windows (tumbling or sliding), not sessions or rows passed through."""
+    return config.session_gap is None and config.aggregation != "none"
+
+
+def replay_events(
+    spark: SparkSession, config: QueryConfig, summaries: Sequence[Mapping[str, Any]] = (), initial_offsets: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """The events a replay of ``config`` reads, in arrival order (:func:`~streaming.analysis.profile.feed_events_of`); a topic's by the batches ``summaries`` read."""
+    source = config.source
+    if isinstance(source, KafkaSource):
+        return topic_events_of(spark, source, topic_batches(summaries, initial_offsets, source.topic))
+    if isinstance(source, FeedSource):
+        return feed_events_of(spark, source)
+    raise ValueError(f"config.source: {type(source).__name__} is not replayed (files or a topic's offsets)")
+
+
 def judged_events(spark: SparkSession, replay: Replay) -> pd.DataFrame:
     """The events ``replay`` read, each judged by the watermark its batch had (:func:`~streaming.analysis.lateness.judge`); fixed windows only."""
-    config, source = replay.config, replay.config.source
-    if isinstance(source, KafkaSource):
-        events = topic_events_of(spark, source, topic_batches(replay.summaries, replay.initial_offsets, source.topic))
-    elif isinstance(source, FeedSource):
-        events = feed_events_of(spark, source)
-    else:
-        raise ValueError(f"replay.config.source: {type(source).__name__} is not replayed (files or a topic's offsets)")
-    classified, _ = judge(events, replay.summaries, config.window_ms, config.slide_ms)
-    return classified
+    config = replay.config
+    events = replay_events(spark, config, replay.summaries, replay.initial_offsets)
+    return judge(events, replay.summaries, config.window_ms, config.slide_ms)[0]
 
 
 def explain_replay(spark: SparkSession, replay: Replay) -> list[Step]:
     """:func:`explain` for a replay run with its outputs kept (``run_to_idle(..., outputs=True)``); its events are read again with ``spark``."""
     if replay.outputs is None:
         raise ValueError("replay.outputs: the replay did not keep its batches' output (run_to_idle(..., outputs=True))")
-    config = replay.config
-    fixed = config.session_gap is None and config.aggregation != "none"
-    return explain(config, replay.progress, replay.outputs, judged_events(spark, replay) if fixed else None)
+    events = replay_events(spark, replay.config, replay.summaries, replay.initial_offsets)
+    return explain(replay.config, replay.summaries, replay.outputs, events)
 
 
 def explain(
-    config: QueryConfig, progress: pd.DataFrame, outputs: Mapping[int, Sequence[tuple]], classified: pd.DataFrame | None = None,
+    config: QueryConfig, summaries: Sequence[Mapping[str, Any]], outputs: Mapping[int, Sequence[tuple]], events: pd.DataFrame | None = None,
 ) -> list[Step]:
     """Every batch of a replay of ``config``, told: see :class:`Step`.
 
-    ``progress`` is the replay's progress frame (:attr:`~streaming.engine.runner.Replay.progress`),
-    ``outputs`` its per-batch output, ``classified`` its events judged by the
-    watermark of their batch (:func:`~streaming.analysis.lateness.judge`) --
-    fixed windows only; without it (session windows, a pass-through query) the
-    steps name no dropped row, and say what Spark counted. The windows let go
-    of are modelled for a plain window aggregation (not after a deduplication,
-    whose state holds ids as well).
+    ``summaries`` are the replay's progress summaries (with their source
+    offsets), ``outputs`` its per-batch output, ``events`` the rows its source
+    holds (:func:`replay_events`; ``None``: no row is named). Fixed windows
+    judge each row by the watermark of its batch
+    (:func:`~streaming.analysis.lateness.judge`); for session windows and a
+    pass-through query the steps name the rows read but no dropped row, and
+    say what Spark counted. The windows let go of are modelled for a plain
+    window aggregation (not after a deduplication, whose state holds ids as well).
     """
+    progress = progress_frame(list(summaries))
+    fresh = {int(summary["batch_id"]): _reads_new_data(summary) for summary in summaries}
+    classified = arrived = None
+    if events is not None and _fixed(config):
+        classified = judge(events, summaries, config.window_ms, config.slide_ms)[0]
+        arrived = classified
+    elif events is not None:
+        arrived = events.merge(file_batches(list(summaries))[["file_index", "batch_id"]], on="file_index").assign(status="")
     delay = None if config.watermark_ms is None else pd.Timedelta(milliseconds=config.watermark_ms)
-    fixed = classified is not None and config.session_gap is None and config.aggregation != "none" and not config.deduplicate
+    modelled = classified is not None and not config.deduplicate
     dropped_all = dropped_events(classified, deduplicate=config.deduplicate) if classified is not None else None
-    clock = _clock_for(progress, classified)
+    clock = _clock_for(progress, arrived, outputs, config.aggregation)
     shown: dict[tuple, Any] = {}
     state: dict[tuple, None] = {}
     seen = pd.NaT
     steps = []
-    for row in progress.sort_values("batch_id").itertuples(index=False):
+    for row in progress.itertuples(index=False):
         batch = int(row.batch_id)
         before = pd.Timestamp(row.watermark) if not pd.isna(row.watermark) else pd.NaT
         if not pd.isna(row.max_event_time) and (pd.isna(seen) or row.max_event_time > seen):
@@ -188,16 +213,22 @@ def explain(
         after = before
         if delay is not None and not pd.isna(seen):
             after = seen - delay if pd.isna(before) else max(before, seen - delay)
-        rows = _rows(classified, batch, before, config.deduplicate)
+        rows = _rows(arrived, batch, before, config.deduplicate)
         output = _changes(output_frame(outputs.get(batch, ()), config.aggregation), config.output_mode, shown)
         dropped = _dropped(dropped_all, classified, batch)
-        evicted = _evict(state, classified, batch, before, config) if fixed else pd.DataFrame(columns=EVICTED_COLUMNS)
+        evicted = _evict(state, classified, batch, before, config) if modelled else pd.DataFrame(columns=EVICTED_COLUMNS)
         step = Step(
             batch, int(row.num_input_rows), before, after, rows, output, dropped, evicted, int(row.state_rows_total),
-            int(row.rows_dropped_by_watermark), "",
+            int(row.rows_dropped_by_watermark), int(row.duplicates_dropped), fresh.get(batch, True), "",
         )
-        steps.append(_captioned(step, config, clock, modelled=fixed))
+        steps.append(_captioned(step, config, clock, modelled=modelled))
     return steps
+
+
+def _reads_new_data(summary: Mapping[str, Any]) -> bool:
+    """Whether a batch read new offsets (a file, even an empty one); one that did not ran because the watermark moved."""
+    offsets = summary.get("source_offsets")
+    return not offsets or offsets[0] != offsets[1]
 
 
 def _rows(classified: pd.DataFrame | None, batch: int, watermark: pd.Timestamp, deduplicate: bool) -> pd.DataFrame:
@@ -277,12 +308,16 @@ def _evict(state: dict[tuple, None], classified: pd.DataFrame | None, batch: int
 # ------------------------------------------------------------------ captions
 
 
-def _clock_for(progress: pd.DataFrame, classified: pd.DataFrame | None) -> str:
+def _clock_for(progress: pd.DataFrame, arrived: pd.DataFrame | None, outputs: Mapping[int, Sequence[tuple]], aggregation: str) -> str:
     """The time format the captions use: hours and minutes, seconds when a time has them, the date when the times span days."""
-    times = [progress["watermark"].dropna(), progress["max_event_time"].dropna()]
-    if classified is not None:
-        times.append(classified["event_time"].dropna())
-    stamps = pd.to_datetime(pd.concat(times, ignore_index=True)) if any(len(part) for part in times) else pd.Series(dtype="datetime64[ns]")
+    parts = [progress["watermark"].dropna(), progress["max_event_time"].dropna()]
+    if arrived is not None:
+        parts.append(arrived["event_time"].dropna())
+    for rows in outputs.values():
+        frame = output_frame(rows, aggregation)
+        parts.extend(frame[name] for name in ("window_start", "window_end", "event_time") if name in frame)
+    parts = [part for part in parts if len(part)]
+    stamps = pd.to_datetime(pd.concat(parts, ignore_index=True)) if parts else pd.Series(dtype="datetime64[ns]")
     fmt = "%H:%M:%S" if len(stamps) and bool((stamps.dt.second != 0).any() | (stamps.dt.microsecond != 0).any()) else "%H:%M"
     if len(stamps) and stamps.dt.normalize().nunique() > 1:
         fmt = "%Y-%m-%d " + fmt
@@ -322,10 +357,14 @@ def _captioned(step: Step, config: QueryConfig, clock: str, *, modelled: bool) -
     if step.input_rows:
         named = [f"{_key(key)} at {at(time)}" for time, key in zip(step.rows["event_time"], step.rows["key"], strict=True)]
         parts.append(f"Batch {step.batch_id} read {_plural(step.input_rows, 'row')}" + (f": {_listed(named)}." if named else "."))
+    elif step.read_new:
+        parts.append(f"Batch {step.batch_id} read a file with no rows: the source is idle, and without a newer event time the watermark cannot move.")
     elif not pd.isna(step.watermark_before):
         parts.append(f"Batch {step.batch_id} read no rows: Spark ran it because the watermark had moved to {at(step.watermark_before)}.")
     else:
         parts.append(f"Batch {step.batch_id} read no rows.")
+    if step.duplicates:
+        parts.append(f"The deduplication dropped {_plural(step.duplicates, 'row')} as duplicates of an id seen within the watermark.")
     for dropped in step.dropped.to_dict("records")[:SHOWN]:
         who = f"the {_key(dropped['key'])} at {at(dropped['event_time'])} arrived when the watermark was {at(step.watermark_before)}"
         if dropped["rule"] == EVENT_RULE:
@@ -364,11 +403,13 @@ def _output_sentences(step: Step, config: QueryConfig, at, span) -> Iterable[str
         yield f"It passed {_plural(len(output), 'row')} through to the sink."
         return
     if config.output_mode == "append":
-        windows = sorted({(start, end) for start, end in zip(output["window_start"], output["window_end"], strict=True)})
-        last_end = max(end for _, end in windows)
-        rows = _listed([f"{_key(row.key)} {_number(row.value)}" for row in output.itertuples(index=False)])
+        windows = [
+            f"{span(start, end)} ({_listed([f'{_key(row.key)} {_number(row.value)}' for row in rows.itertuples(index=False)])})"
+            for (start, end), rows in output.groupby(["window_start", "window_end"], sort=True)
+        ]
+        last_end = output["window_end"].max()
         passed = f"The watermark passed {at(last_end)}" if pd.isna(step.watermark_before) or step.watermark_before > last_end else f"The watermark reached {at(last_end)}"
-        yield f"{passed}: append mode now emits {_listed([span(start, end) for start, end in windows])} ({rows}), final, and the state lets go of them."
+        yield f"{passed}: append mode now emits {_listed(windows)}, final, and the state lets go of them."
         return
     for change in ("added", "updated"):
         rows = output[output["change"] == change]
@@ -392,3 +433,24 @@ def _watermark_sentence(step: Step, config: QueryConfig, at) -> str:
             f"so the watermark moves to {at(step.watermark_after)} ({config.watermark} behind it) for the next batch."
         )
     return f"The watermark stays at {at(step.watermark_after)}."
+
+
+def result_after(steps: Sequence[Step], index: int, output_mode: str) -> pd.DataFrame:
+    """The result table once ``steps[index]`` has run, its rows tagged with the change that batch made (``""``: left as it was).
+
+    Update mode keeps each row's latest value, append mode every row emitted,
+    complete mode the last batch's whole table; a pass-through query every row.
+    """
+    done = steps[: index + 1]
+    frames = [step.output for step in done if len(step.output)]
+    if not frames:
+        return pd.DataFrame(columns=OUTPUT_COLUMNS)
+    latest = done[-1]
+    if output_mode == "complete":
+        return frames[-1] if len(latest.output) else frames[-1].assign(change="")
+    earlier = [frame.assign(change="") for frame in frames[:-1]] if len(latest.output) else [frame.assign(change="") for frame in frames]
+    table = pd.concat([*earlier, *([latest.output] if len(latest.output) else [])], ignore_index=True)
+    if output_mode == "update" and "window_start" in table:
+        table = table.drop_duplicates(["window_start", "window_end", "key"], keep="last")
+    order = [name for name in ("window_start", "window_end", "event_time", "key") if name in table]
+    return table.sort_values(order, ignore_index=True, key=_sortable)

@@ -1,0 +1,223 @@
+"""The Step through page's parts: a scenario's walkthroughs held in the session, the buttons that move them, and one batch drawn.
+
+Each browser session holds its own walkthroughs (:class:`Walks`): one stepped
+replay per preset, held still between batches. *Next batch* shows the next
+micro-batch Spark already ran (the no-data batch after a watermark move) or
+hands Spark the next file; *Back* and the slider only move the view, since every
+batch's progress and output are kept. The scenario and the batch shown are in
+the page's URL (``scenario``, ``batch``), so a link opens the same view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import streamlit as st
+
+from streaming.analysis.explain import Step, explain, replay_events, result_after
+from streaming.engine.errors import brief
+from streaming.engine.walkthrough import Walkthrough
+from streaming.scenarios import SCENARIOS, Scenario
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streaming.engine.registry import QueryRegistry
+
+__all__ = ["CHANGE_COLOURS", "Walks", "batch_view", "brief", "controls", "files_at", "styled", "walks"]
+
+HELD = "scn_walks"
+VIEW = "scn_view"
+"""How many batches are shown: 0 before the first, ``k`` shows the ``k``-th batch Spark ran."""
+SLIDER = "scn_slider"
+CHANGE_COLOURS = {"added": "#d8f3dc", "updated": "#fff3bf", "emitted": "#d0ebff", "unchanged": "", "": ""}
+"""Row colours by what the batch did to a result row, as the guide's result-table figures highlight the rows a trigger changed."""
+LATE_COLOUR = "#ffe3e3"
+
+
+@dataclass
+class Walks:
+    """A scenario's walkthroughs (one per preset) and what each Spark run so far explains to."""
+
+    scenario: Scenario
+    walks: list[Walkthrough]
+    events: list[pd.DataFrame]
+    _steps: dict[int, tuple[int, list[Step]]] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
+        configs = scenario.configs()
+        events = [replay_events(spark, config) for config in configs]
+        started: list[Walkthrough] = []
+        try:
+            for config in configs:
+                started.append(Walkthrough(registry, config))
+        except Exception:
+            for walk in started:
+                walk.close()
+            raise
+        return cls(scenario, started, events)
+
+    def steps(self, index: int) -> list[Step]:
+        """Walkthrough ``index``'s batches so far, told (made again only when Spark ran more)."""
+        walk = self.walks[index]
+        summaries = walk.summaries()
+        cached = self._steps.get(index)
+        if cached is None or cached[0] != len(summaries):
+            cached = (len(summaries), explain(walk.config, summaries, walk.outputs(), self.events[index]))
+            self._steps[index] = cached
+        return cached[1]
+
+    @property
+    def batches(self) -> int:
+        """Batches every walkthrough has run (side by side, the fewer)."""
+        return min(len(self.steps(index)) for index in range(len(self.walks)))
+
+    @property
+    def finished(self) -> bool:
+        return all(walk.finished for walk in self.walks)
+
+    @property
+    def handed(self) -> int:
+        return min(walk.handed for walk in self.walks)
+
+    def advance(self) -> None:
+        for walk in self.walks:
+            walk.advance()
+
+    def to_end(self) -> None:
+        for walk in self.walks:
+            walk.to_end()
+
+    def reach(self, batches: int) -> None:
+        """Hand Spark files until ``batches`` batches have run, or the feed ends."""
+        while self.batches < batches and not self.finished:
+            self.advance()
+
+    def close(self) -> None:
+        for walk in self.walks:
+            walk.close()
+
+
+def walks(name: str, registry: QueryRegistry, spark: SparkSession) -> Walks:
+    """This session's walkthroughs of scenario ``name``, started when it was not the one held (which is closed)."""
+    held: Walks | None = st.session_state.get(HELD)
+    if held is not None and held.scenario.name == name and all(walk.run.status == "active" for walk in held.walks):
+        return held
+    if held is not None:
+        held.close()
+        st.session_state.pop(HELD, None)
+        st.session_state[VIEW] = 0  # another scenario: from its start
+    started = Walks.start(SCENARIOS[name], registry, spark)
+    st.session_state[HELD] = started
+    return started
+
+
+def _guarded(action: Callable[[], None]) -> None:
+    """Run ``action`` (a button's); a failure is kept to be shown in the page, never raised as a traceback."""
+    try:
+        action()
+    except Exception as err:  # noqa: BLE001 - a Spark failure, a lost session, a timeout: a message, never a traceback
+        st.session_state["scn_error"] = brief(str(err))
+
+
+def _next(held: Walks) -> None:
+    def move() -> None:
+        view = int(st.session_state.get(VIEW, 0))
+        held.reach(view + 1)
+        st.session_state[VIEW] = min(view + 1, held.batches)
+
+    _guarded(move)
+
+
+def _back() -> None:
+    st.session_state[VIEW] = max(0, int(st.session_state.get(VIEW, 0)) - 1)
+
+
+def _to_end(held: Walks) -> None:
+    def move() -> None:
+        held.to_end()
+        st.session_state[VIEW] = held.batches
+
+    _guarded(move)
+
+
+def controls(held: Walks) -> int:
+    """Back, Next batch, Run to end and the batch slider; the number of batches to show."""
+    back, forward, end, status = st.columns([1, 1, 1, 3])
+    view = int(st.session_state.get(VIEW, 0))
+    back.button("Back", key="scn_back", on_click=_back, disabled=view == 0, icon=":material/skip_previous:", width="stretch")
+    at_end = held.finished and view >= held.batches
+    forward.button("Next batch", key="scn_next", on_click=_next, args=(held,), disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch")
+    end.button("Run to end", key="scn_end", on_click=_to_end, args=(held,), disabled=held.finished and at_end, icon=":material/fast_forward:", width="stretch")
+    files = held.walks[0].files
+    status.caption(f"{held.handed} of {files} files handed to Spark · {held.batches} micro-batches run (no-data batches included)")
+    if held.batches > 1:
+        st.session_state[SLIDER] = view
+        st.slider(
+            "Micro-batch", min_value=0, max_value=held.batches, key=SLIDER, on_change=_slid,
+            help="0: before the first batch. Moving back only changes the view: every batch is kept.",
+        )
+    return view
+
+
+def _slid() -> None:
+    st.session_state[VIEW] = int(st.session_state[SLIDER])
+
+
+def files_at(steps: Sequence[Step], view: int) -> int:
+    """Files handed to Spark by the time batch ``view`` (from 1) ran: the batches among the first ``view`` that read new offsets."""
+    return sum(step.read_new for step in steps[:view])
+
+
+def styled(frame: pd.DataFrame, colour: Callable[[pd.Series], str]) -> pd.io.formats.style.Styler:
+    """``frame`` with each row's background set by ``colour(row)``, its times written to the second."""
+    shown = frame.copy()
+    for name in shown.columns:
+        if pd.api.types.is_datetime64_any_dtype(shown[name]):
+            shown[name] = shown[name].dt.strftime("%Y-%m-%d %H:%M:%S")
+    return shown.style.apply(lambda row: [f"background-color: {colour(row)}" if colour(row) else ""] * len(row), axis=1)
+
+
+def _change_colour(row: pd.Series) -> str:
+    return CHANGE_COLOURS.get(str(row.get("change", "")), "")
+
+
+def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | None = None) -> None:
+    """Batch ``view`` (from 1) of one walkthrough: the caption, the watermark, the rows read, what the sink received, the result table, the rows dropped and the state let go of."""
+    if label:
+        st.markdown(f"#### {label}")
+    if view == 0 or not steps:
+        st.info("Nothing has run yet. Press **Next batch** to hand Spark the first file.")
+        return
+    step = steps[min(view, len(steps)) - 1]
+    st.markdown(f"<div class='scn-caption'>{_escaped(step.caption)}</div>", unsafe_allow_html=True)
+    before = "none" if pd.isna(step.watermark_before) else f"{step.watermark_before:%H:%M:%S}"
+    after = "none" if pd.isna(step.watermark_after) else f"{step.watermark_after:%H:%M:%S}"
+    read, state, dropped, watermark = st.columns(4)
+    read.metric("Rows read", step.input_rows)
+    state.metric("Rows in state", step.state_rows)
+    dropped.metric("Dropped as late", len(step.dropped) if len(step.dropped) else step.spark_dropped)
+    watermark.metric("Watermark", after, delta=None if before == after else f"from {before}", delta_color="off")
+    if len(step.rows):
+        st.caption("Rows read (red: at or behind the watermark)")
+        st.dataframe(styled(step.rows, lambda row: LATE_COLOUR if row["late"] else ""), hide_index=True, width="stretch")
+    st.caption("What the sink received (green: added, yellow: updated, blue: emitted)")
+    st.dataframe(styled(step.output, _change_colour), hide_index=True, width="stretch")
+    st.caption("The result table after this batch")
+    result = result_after(steps, min(view, len(steps)) - 1, output_mode)
+    st.dataframe(styled(result, _change_colour), hide_index=True, width="stretch")
+    if len(step.dropped):
+        st.caption("Rows the watermark dropped, with the rule")
+        table = step.dropped.assign(windows=[", ".join(f"{start:%H:%M:%S}–{end:%H:%M:%S}" for start, end in windows) for windows in step.dropped["windows"]])
+        st.dataframe(styled(table, lambda row: LATE_COLOUR), hide_index=True, width="stretch")
+    if len(step.evicted):
+        st.caption("Windows the state let go of")
+        st.dataframe(styled(step.evicted, lambda row: ""), hide_index=True, width="stretch")
+
+
+def _escaped(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,84 @@
+"""A replay held still between micro-batches, for stepping through a stream one batch at a time.
+
+A :class:`Walkthrough` starts a stepped replay (one file of the feed per
+micro-batch, :class:`~streaming.engine.sources.replayer.FeedReplayer`) and
+hands Spark nothing until asked: :meth:`Walkthrough.advance` hands over the
+next file and waits until Spark has run every batch it brings, the no-data
+batch that follows a watermark move included. The query stays active in
+between, its state in its checkpoint, so a presenter can stop at any batch for
+as long as they like. Every batch's progress and output rows are kept (what
+:func:`~streaming.analysis.explain.explain` tells), so going back costs nothing.
+
+Not thread-safe: one caller (a page's session) drives a walkthrough.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from .config import FeedSource, QueryConfig
+from .errors import ConfigError
+from .sources.replayer import FeedReplayer
+
+if TYPE_CHECKING:
+    from .query import Run
+    from .registry import QueryRegistry
+
+__all__ = ["Walkthrough"]
+
+
+class Walkthrough:
+    """A stepped replay of ``config`` under ``registry``, started with no file handed over; :meth:`close` stops and removes it."""
+
+    def __init__(self, registry: QueryRegistry, config: QueryConfig, *, timeout: float = 120.0) -> None:
+        source = config.source
+        if not isinstance(source, FeedSource) or source.seconds_per_file != 0 or config.trigger != "default":
+            raise ConfigError("source", str(source), "must be files replayed one micro-batch at a time (seconds per file 0, the default trigger) to be stepped through")
+        self.registry = registry
+        self.config = config
+        self.timeout = timeout
+        self.name = f"walkthrough_{uuid.uuid4().hex[:12]}"
+        self.run: Run = registry.start(config, self.name, max_rows=None, latency=False, record_outputs=True)
+        feeder = self.run.feeder
+        assert isinstance(feeder, FeedReplayer) and feeder.stepped  # a FeedSource with no pause between files
+        self._feeder = feeder
+
+    @property
+    def files(self) -> int:
+        """Files (micro-batches of data) in the feed."""
+        return len(self._feeder.files)
+
+    @property
+    def handed(self) -> int:
+        """Files handed to Spark so far."""
+        return self._feeder.staged
+
+    @property
+    def finished(self) -> bool:
+        return self.handed >= self.files
+
+    def advance(self, files: int = 1) -> int:
+        """Hand over the next ``files`` files (fewer at the feed's end) and wait for every batch Spark runs on them; the number handed.
+
+        Raises ``TimeoutError`` after the walkthrough's timeout, or the query's exception.
+        """
+        before = self.handed
+        self.run.await_idle(self.timeout, stop_after=min(self.files, before + files))
+        return self.handed - before
+
+    def to_end(self) -> int:
+        """Hand over every file left, waiting for Spark after each; the number handed."""
+        return self.advance(self.files - self.handed)
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """Every batch's progress summary so far, in batch order."""
+        return self.run.log.summaries()
+
+    def outputs(self) -> dict[int, list[tuple]]:
+        """Every batch's output rows so far, by batch id."""
+        return dict(self.run.table.outputs or {})
+
+    def close(self) -> None:
+        """Stop the query and forget it; its working folder goes with it."""
+        self.registry.remove(self.name)

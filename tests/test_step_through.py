@@ -1,0 +1,92 @@
+"""The Step through page (AppTest): a scenario opened from its link, stepped forward and back, update and append side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from dashboard import shared
+
+APP = Path(__file__).resolve().parent.parent / "app.py"
+TIMEOUT = 180
+
+
+def _captions(at: AppTest) -> list[str]:
+    return [markdown.value for markdown in at.markdown if markdown.value.startswith("<div class='scn-caption'>")]
+
+
+def test_the_late_data_scenario_opens_from_its_link_steps_and_goes_back() -> None:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params.update({"scenario": "late_data", "batch": "2"})
+    at.run()
+    shared.session_starter().wait(TIMEOUT)
+    at.switch_page(shared.STEP_PAGE).run()
+    try:
+        assert not at.exception, at.exception
+        assert not at.error, [error.value for error in at.error]
+        assert at.selectbox(key="scn_name").value == "late_data"
+        assert at.session_state["scn_view"] == 2  # the link's batch: Spark ran the first file and the no-data batch after it
+        update, append = _captions(at)
+        assert "Batch 1 read no rows: Spark ran it because the watermark had moved to 11:58." in update and "Batch 1" in append
+        for _ in range(3):
+            at.button(key="scn_next").click().run()
+            assert not at.exception, at.exception
+        assert at.session_state["scn_view"] == 5 and at.query_params["batch"] == "5"
+        update, append = _captions(at)
+        assert update.count("Batch 4 read 4 rows") == 1 and "It updated 3 result rows" in update
+        assert "so the watermark moves to 12:11 (10 minutes behind it) for the next batch" in append
+        at.button(key="scn_next").click().run()
+        update, append = _captions(at)
+        assert "The watermark passed 12:10: append mode now emits 12:00–12:10 (cat 1, dog 2 and owl 1), final" in append
+        emitted = [frame.value for frame in at.dataframe]
+        assert any("change" in frame and list(frame["change"]) == ["emitted"] * 3 for frame in emitted)  # the sink's rows, highlighted as emitted
+        at.button(key="scn_back").click().run()
+        assert at.session_state["scn_view"] == 5 and "Batch 4 read 4 rows" in _captions(at)[0]
+        at.button(key="scn_end").click().run()
+        update, _ = _captions(at)
+        assert "The donkey at 12:04 arrived when the watermark was 12:11" in update
+        assert "The 12:04 donkey arrives behind the watermark" in " ".join(caption.value for caption in at.caption)
+        assert at.button(key="scn_next").disabled
+    finally:
+        held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
+        if held is not None:
+            held.close()
+
+
+def test_every_scenario_builds_its_queries_and_notes_only_steps_its_feed_has() -> None:
+    from streaming.scenarios import SCENARIOS
+
+    assert len(SCENARIOS) >= 8
+    for scenario in SCENARIOS.values():
+        configs = scenario.configs()
+        files = len(configs[0].source.files())
+        assert all(0 <= step <= files for step in scenario.notes), scenario.name
+        assert len(configs) == len(scenario.labels or [None])
+
+
+def test_the_idle_and_zero_delay_scenarios_do_what_their_notes_say(spark, registry) -> None:
+    from streaming.analysis.explain import explain, replay_events
+    from streaming.engine.walkthrough import Walkthrough
+    from streaming.scenarios import SCENARIOS
+
+    told = {}
+    for name in ("idle_source", "zero_delay"):
+        config = SCENARIOS[name].configs()[0]
+        walk = Walkthrough(registry, config)
+        try:
+            assert walk.advance() == 1 and walk.handed == 1 and not walk.finished
+            assert walk.to_end() == walk.files - 1 and walk.finished
+            told[name] = explain(config, walk.summaries(), walk.outputs(), replay_events(spark, config))
+        finally:
+            walk.close()
+    idle = told["idle_source"]
+    empty = [step for step in idle if step.read_new and step.input_rows == 0]
+    assert len(empty) == 2 and all(step.watermark_before == step.watermark_after and step.output.empty for step in empty)
+    assert all("the source is idle" in step.caption for step in empty)
+    assert idle[-1].output["change"].eq("emitted").all() and len(idle[-1].output) == 5  # the windows that waited, let out at 12:23
+    zero = told["zero_delay"]
+    cat = next(step for step in zero if "cat" in set(step.rows["key"]))
+    assert cat.dropped[["key", "rule"]].values.tolist() == [["cat", "event time at or before the watermark"], ["dog", "event time at or before the watermark"]]
+    assert str(cat.watermark_before) == "2016-05-10 12:00:05" and cat.output.empty  # neither row reached a window
+    assert next(step for step in zero if step.duplicates).duplicates == 1
