@@ -18,8 +18,10 @@ import pandas as pd
 import streamlit as st
 
 from streaming.analysis.explain import Step, explain, replay_events, result_after
+from streaming.charts.walkthrough import steps_figure
 from streaming.engine.errors import brief
 from streaming.engine.walkthrough import Walkthrough
+from streaming.report import ReportRun, steps_report
 from streaming.scenarios import SCENARIOS, Scenario
 
 if TYPE_CHECKING:
@@ -27,7 +29,15 @@ if TYPE_CHECKING:
 
     from streaming.engine.registry import QueryRegistry
 
-__all__ = ["CHANGE_COLOURS", "Walks", "batch_view", "brief", "controls", "files_at", "styled", "walks"]
+__all__ = ["CHANGE_COLOURS", "PRESENTER_STYLE", "Walks", "batch_view", "brief", "controls", "figure", "files_at", "report_button", "styled", "walks"]
+
+PRESENTER_STYLE = """<style>
+.scn-caption {font-size: 2rem !important; line-height: 1.4 !important;}
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
+[data-testid="stDataFrame"] {font-size: 1.2rem;}
+h1 {font-size: 2.2rem;}
+</style>"""
+"""Presenter mode: large type, the sidebar folded away."""
 
 HELD = "scn_walks"
 VIEW = "scn_view"
@@ -36,6 +46,8 @@ SLIDER = "scn_slider"
 CHANGE_COLOURS = {"added": "#d8f3dc", "updated": "#fff3bf", "emitted": "#d0ebff", "unchanged": "", "": ""}
 """Row colours by what the batch did to a result row, as the guide's result-table figures highlight the rows a trigger changed."""
 LATE_COLOUR = "#ffe3e3"
+TABLE_ROWS = 40
+"""Tables up to this many rows are drawn whole; longer ones scroll."""
 
 
 @dataclass
@@ -149,12 +161,17 @@ def controls(held: Walks) -> int:
     """Back, Next batch, Run to end and the batch slider; the number of batches to show."""
     back, forward, end, status = st.columns([1, 1, 1, 3])
     view = int(st.session_state.get(VIEW, 0))
-    back.button("Back", key="scn_back", on_click=_back, disabled=view == 0, icon=":material/skip_previous:", width="stretch")
+    back.button("Back", key="scn_back", on_click=_back, disabled=view == 0, icon=":material/skip_previous:", width="stretch", shortcut="Left")
     at_end = held.finished and view >= held.batches
-    forward.button("Next batch", key="scn_next", on_click=_next, args=(held,), disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch")
-    end.button("Run to end", key="scn_end", on_click=_to_end, args=(held,), disabled=held.finished and at_end, icon=":material/fast_forward:", width="stretch")
+    forward.button(
+        "Next batch", key="scn_next", on_click=_next, args=(held,), disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",
+        shortcut="Right",
+    )
+    end.button("Run to end", key="scn_end", on_click=_to_end, args=(held,), disabled=held.finished and at_end, icon=":material/fast_forward:", width="stretch", shortcut="End")
     files = held.walks[0].files
-    status.caption(f"{held.handed} of {files} files handed to Spark · {held.batches} micro-batches run (no-data batches included)")
+    status.caption(
+        f"{held.handed} of {files} files handed to Spark · {held.batches} micro-batches run (no-data batches included) · keys: → next, ← back, End to the end"
+    )
     if held.batches > 1:
         st.session_state[SLIDER] = view
         st.slider(
@@ -204,19 +221,46 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
     watermark.metric("Watermark", after, delta=None if before == after else f"from {before}", delta_color="off")
     if len(step.rows):
         st.caption("Rows read (red: at or behind the watermark)")
-        st.dataframe(styled(step.rows, lambda row: LATE_COLOUR if row["late"] else ""), hide_index=True, width="stretch")
+        _table(styled(step.rows, lambda row: LATE_COLOUR if row["late"] else ""))
     st.caption("What the sink received (green: added, yellow: updated, blue: emitted)")
-    st.dataframe(styled(step.output, _change_colour), hide_index=True, width="stretch")
+    _table(styled(step.output, _change_colour))
     st.caption("The result table after this batch")
     result = result_after(steps, min(view, len(steps)) - 1, output_mode)
-    st.dataframe(styled(result, _change_colour), hide_index=True, width="stretch")
+    _table(styled(result, _change_colour))
     if len(step.dropped):
         st.caption("Rows the watermark dropped, with the rule")
         table = step.dropped.assign(windows=[", ".join(f"{start:%H:%M:%S}–{end:%H:%M:%S}" for start, end in windows) for windows in step.dropped["windows"]])
-        st.dataframe(styled(table, lambda row: LATE_COLOUR), hide_index=True, width="stretch")
+        _table(styled(table, lambda row: LATE_COLOUR))
     if len(step.evicted):
         st.caption("Windows the state let go of")
-        st.dataframe(styled(step.evicted, lambda row: ""), hide_index=True, width="stretch")
+        _table(styled(step.evicted, lambda row: ""))
+
+
+def report_button(held: Walks) -> None:
+    """Download the scenario as one HTML file that opens without a server: its settings, figure, and every batch run so far."""
+    runs = [
+        ReportRun(walk.config, held.steps(index), held.scenario.labels[index] if held.scenario.labels else None) for index, walk in enumerate(held.walks)
+    ]
+    if not held.batches:
+        return
+    st.download_button(
+        "Download report (HTML)", steps_report(held.scenario.title, held.scenario.summary, runs), file_name=f"{held.scenario.name}.html",
+        mime="text/html", key="scn_report", icon=":material/download:", help=f"Every batch run so far ({held.batches}), with its caption and tables, and the figure",
+    )
+
+
+def figure(held: Walks, index: int, view: int) -> None:
+    steps = held.steps(index)
+    current = steps[view - 1].batch_id if 0 < view <= len(steps) else None
+    st.plotly_chart(steps_figure(steps, current), key=f"scn_figure_{index}")
+
+
+def _table(table: pd.io.formats.style.Styler) -> None:
+    """A short table as HTML, its row colours in the page (as a presenter points at them); a long one scrolls in a data grid."""
+    if len(table.data) <= TABLE_ROWS:
+        st.table(table.hide(axis="index"))
+    else:
+        st.dataframe(table, hide_index=True, width="stretch")
 
 
 def _escaped(text: str) -> str:

@@ -39,7 +39,7 @@ def test_the_late_data_scenario_opens_from_its_link_steps_and_goes_back() -> Non
         at.button(key="scn_next").click().run()
         update, append = _captions(at)
         assert "The watermark passed 12:10: append mode now emits 12:00–12:10 (cat 1, dog 2 and owl 1), final" in append
-        emitted = [frame.value for frame in at.dataframe]
+        emitted = [table.value for table in at.table]
         assert any("change" in frame and list(frame["change"]) == ["emitted"] * 3 for frame in emitted)  # the sink's rows, highlighted as emitted
         at.button(key="scn_back").click().run()
         assert at.session_state["scn_view"] == 5 and "Batch 4 read 4 rows" in _captions(at)[0]

@@ -1,0 +1,109 @@
+"""A stepped replay as one self-contained HTML file: its configuration, a figure, and every batch's caption and tables.
+
+The file embeds Plotly's JavaScript once and everything else inline, so it
+opens in a browser with no server and no network. Text from the data (keys,
+captions) is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.io
+
+from .analysis.explain import Step, result_after
+from .charts.walkthrough import steps_figure
+from .engine.config import QueryConfig
+
+__all__ = ["ReportRun", "steps_report"]
+
+COLOURS = {"added": "#d8f3dc", "updated": "#fff3bf", "emitted": "#d0ebff"}
+LATE = "#ffe3e3"
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #212529; }
+.caption { font-size: 1.15rem; line-height: 1.5; margin: 0.5rem 0 1rem 0; }
+table { border-collapse: collapse; margin: 0.3rem 0 1rem 0; font-size: 0.9rem; }
+th, td { border: 1px solid #dee2e6; padding: 0.2rem 0.5rem; text-align: left; }
+.runs { display: flex; gap: 2rem; } .runs > div { flex: 1; min-width: 0; }
+section { border-top: 1px solid #dee2e6; padding-top: 0.5rem; }
+"""
+
+
+@dataclass(frozen=True)
+class ReportRun:
+    """One stepped run in a report: its query, its steps told, and a label when runs stand side by side."""
+
+    config: QueryConfig
+    steps: Sequence[Step]
+    label: str | None = None
+
+
+def _table(frame: pd.DataFrame, colour_of=None) -> str:
+    if frame.empty:
+        return "<p><em>none</em></p>"
+    head = "".join(f"<th>{html.escape(str(name))}</th>" for name in frame.columns)
+    body = []
+    for _, row in frame.iterrows():
+        colour = colour_of(row) if colour_of else ""
+        style = f' style="background:{colour}"' if colour else ""
+        cells = "".join(f"<td>{html.escape(_cell(value))}</td>" for value in row)
+        body.append(f"<tr{style}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _cell(value) -> str:
+    if isinstance(value, pd.Timestamp):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, list | tuple):
+        return ", ".join(f"{start:%H:%M:%S}–{end:%H:%M:%S}" if isinstance(start, pd.Timestamp) else str(start) for start, end in value)
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def _settings(config: QueryConfig) -> str:
+    windows = f"session gap {config.session_gap}" if config.session_gap else f"window {config.window}" + (f", slide {config.slide}" if config.slide else "")
+    parts = [windows, f"watermark {config.watermark or 'none'}", f"{config.output_mode} mode", f"aggregate {config.aggregation}"]
+    if config.deduplicate:
+        parts.append("deduplicated by id")
+    return "; ".join(parts)
+
+
+def _batch(run: ReportRun, index: int) -> str:
+    step = run.steps[index]
+    label = f"<h4>{html.escape(run.label)}</h4>" if run.label else ""
+    return (
+        f"<div>{label}<p class='caption'>{html.escape(step.caption)}</p>"
+        f"<p>rows read {step.input_rows} · rows in state {step.state_rows} · watermark {_cell(step.watermark_before) or 'none'} → {_cell(step.watermark_after) or 'none'}</p>"
+        + ("<h5>Rows read</h5>" + _table(step.rows, lambda row: LATE if row["late"] else "") if len(step.rows) else "")
+        + "<h5>What the sink received</h5>" + _table(step.output, lambda row: COLOURS.get(str(row.get("change", "")), ""))
+        + "<h5>The result table after this batch</h5>" + _table(result_after(run.steps, index, run.config.output_mode), lambda row: COLOURS.get(str(row.get("change", "")), ""))
+        + ("<h5>Rows the watermark dropped</h5>" + _table(step.dropped, lambda row: LATE) if len(step.dropped) else "")
+        + ("<h5>Windows the state let go of</h5>" + _table(step.evicted) if len(step.evicted) else "")
+        + "</div>"
+    )
+
+
+def steps_report(title: str, summary: str, runs: Sequence[ReportRun]) -> str:
+    """The whole report as HTML text: ``title``, ``summary``, each run's settings and figure, then every batch (runs side by side)."""
+    if not runs:
+        raise ValueError("runs: a report needs at least one run")
+    figures = []
+    for number, run in enumerate(runs):
+        figure = steps_figure(run.steps, title=run.label or "Micro-batch by micro-batch")
+        figures.append(plotly.io.to_html(figure, include_plotlyjs=number == 0, full_html=False))
+    settings = "".join(f"<li>{html.escape(run.label + ': ' if run.label else '')}{html.escape(_settings(run.config))}</li>" for run in runs)
+    batches = max(len(run.steps) for run in runs)
+    sections = []
+    for index in range(batches):
+        cells = "".join(_batch(run, index) if index < len(run.steps) else "<div></div>" for run in runs)
+        batch = next(run.steps[index].batch_id for run in runs if index < len(run.steps))
+        sections.append(f"<section><h3>Micro-batch {batch}</h3><div class='runs'>{cells}</div></section>")
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(summary)}</p><ul>{settings}</ul>"
+        f"<div class='runs'>{''.join(f'<div>{figure}</div>' for figure in figures)}</div>"
+        f"{''.join(sections)}</body></html>"
+    )
