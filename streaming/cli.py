@@ -208,6 +208,19 @@ def _dropped(spark, outcome):
     return dropped_events(judged_events(spark, outcome), deduplicate=outcome.config.deduplicate)
 
 
+def _session(given: SparkSession | None) -> SparkSession:
+    """The session a command runs on: ``given``, or one started for the command (:func:`_release` stops it)."""
+    from .engine.session import get_session
+
+    return given if given is not None else get_session()
+
+
+def _release(spark: SparkSession, given: SparkSession | None) -> None:
+    """Stop ``spark`` when the command started it; a session it was given stays up."""
+    if given is None:
+        spark.stop()
+
+
 def _early_config(args: argparse.Namespace) -> QueryConfig | None:
     """The query the flags describe on files, checked before Spark starts; ``None`` for a topic, whose brokers and topic are checked instead (within seconds)."""
     if _is_topic(args):
@@ -216,11 +229,10 @@ def _early_config(args: argparse.Namespace) -> QueryConfig | None:
     return _replay_config(args, _source(args))
 
 
-def _explain_main(args: argparse.Namespace) -> int:
+def _explain_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     from .analysis.explain import explain_replay
     from .engine.registry import QueryRegistry
     from .engine.runner import run_to_idle
-    from .engine.session import get_session
 
     if not _is_topic(args) and not Path(args.feed_dir).exists():
         print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
@@ -230,7 +242,7 @@ def _explain_main(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    spark = get_session()
+    spark = _session(given)
     registry = QueryRegistry(spark)
     try:
         config = config or _replay_config(args, _source(args, spark))
@@ -243,7 +255,7 @@ def _explain_main(args: argparse.Namespace) -> int:
         try:
             registry.close()
         finally:
-            spark.stop()
+            _release(spark, given)
     for step in steps:
         print(step.caption)
     if args.json is not None:
@@ -276,21 +288,22 @@ def _trigger_settings(args: argparse.Namespace, source: Source) -> dict[str, Any
     return {"trigger": "available_now" if isinstance(source, KafkaSource) else "default", "trigger_interval": None}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
+    """Run the command ``argv`` names; on ``spark`` when given (left running, as a test's shared session), else on a session started and stopped for it."""
     args = parser().parse_args(argv)
+    given = spark
     if args.command == "tune":
-        return _tune_main(args)
+        return _tune_main(args, given)
     if args.command == "publish":
-        return _publish_main(args)
+        return _publish_main(args, given)
     if args.command == "state":
-        return _state_main(args)
+        return _state_main(args, given)
     if args.command == "join":
-        return _join_main(args)
+        return _join_main(args, given)
     if args.command == "explain":
-        return _explain_main(args)
+        return _explain_main(args, given)
     from .engine.registry import QueryRegistry
     from .engine.runner import run_to_idle
-    from .engine.session import get_session
 
     topic = _is_topic(args)
     if not topic and not Path(args.feed_dir).exists():
@@ -315,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    spark = get_session()
+    spark = _session(given)
     registry = QueryRegistry(spark)
     try:
         if config is None:
@@ -331,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             registry.close()
         finally:
-            spark.stop()
+            _release(spark, given)
     _print_replay(outcome)
     if dropped is not None:
         if args.dropped.suffix.lower() == ".parquet":
@@ -407,7 +420,7 @@ def _tune_table(outcome) -> str:
     return pd.DataFrame(rows).to_string(index=False)
 
 
-def _tune_main(args) -> int:
+def _tune_main(args, given: SparkSession | None) -> int:
     from .analysis.tune import bound_topic, canonical_delays, check_target, tune_configs, tuning_output_mode
 
     topic = _is_topic(args)
@@ -440,9 +453,8 @@ def _tune_main(args) -> int:
         return 2
     from .analysis.tune import tune
     from .engine.registry import QueryRegistry
-    from .engine.session import get_session
 
-    spark = get_session()
+    spark = _session(given)
     registry = QueryRegistry(spark)
     try:
         if query is None:  # a topic: its value's columns from a sample, its offsets bounded at their end now
@@ -455,7 +467,7 @@ def _tune_main(args) -> int:
         try:
             registry.close()
         finally:
-            spark.stop()
+            _release(spark, given)
     print(_tune_table(outcome))
     if outcome.method == "model":
         how = "computed by the watermark model, one confirmed on Spark"
@@ -542,10 +554,9 @@ def _as_flags(err: ConfigError) -> ConfigError:
     return ConfigError(named, err.value, err.reason)
 
 
-def _join_main(args: argparse.Namespace) -> int:
+def _join_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     from .engine.join import run_join
     from .engine.progress import ProgressListener
-    from .engine.session import get_session
 
     try:
         config = _join_config(args)
@@ -554,7 +565,7 @@ def _join_main(args: argparse.Namespace) -> int:
         return 2
     for warning in config.warnings():
         print(f"warning: {warning}", file=sys.stderr)
-    spark = get_session()
+    spark = _session(given)
     listener = ProgressListener()
     spark.streams.addListener(listener)
     try:
@@ -566,7 +577,7 @@ def _join_main(args: argparse.Namespace) -> int:
         try:
             spark.streams.removeListener(listener)
         finally:
-            spark.stop()
+            _release(spark, given)
     report = outcome.to_json()
     print(outcome.result.to_string(index=False) if len(outcome.result) else "(no joined rows)")
     print(
@@ -582,8 +593,7 @@ def _join_main(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- state
 
 
-def _state_main(args) -> int:
-    from .engine.session import get_session
+def _state_main(args, given: SparkSession | None) -> int:
     from .engine.state import state_report
 
     folder = KeptQuery(args.checkpoint)
@@ -595,14 +605,14 @@ def _state_main(args) -> int:
         config = folder.config() if folder.exists() else None
     except ConfigError:
         config = None  # its feed has moved: the state is read without the configuration
-    spark = get_session()
+    spark = _session(given)
     try:
         report = state_report(spark, checkpoint, args.operator, keyless=config is not None and isinstance(config.source, FeedSource) and config.source.columns.key is None)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
-        spark.stop()
+        _release(spark, given)
     import pandas as pd
 
     print(pd.DataFrame(report["operators"]).to_string(index=False) if report["operators"] else "(no stateful operator has committed state)")
@@ -631,9 +641,8 @@ def _add_publish_parser(commands) -> None:
     pace.add_argument("--seconds-per-batch", type=float, default=0.0, help="pause this long after each batch (default: 0, as fast as possible)")
 
 
-def _publish_main(args) -> int:
+def _publish_main(args, given: SparkSession | None) -> int:
     from .engine.publish import publish
-    from .engine.session import get_session
     from .engine.topics import topic_names
 
     try:
@@ -650,7 +659,7 @@ def _publish_main(args) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    spark = get_session()
+    spark = _session(given)
 
     def report(done: int, total: int, messages: int) -> None:
         print(f"batch {done}/{total}: {messages} messages", file=sys.stderr)
@@ -664,7 +673,7 @@ def _publish_main(args) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
-        spark.stop()
+        _release(spark, given)
     ends = ", ".join(f"{partition}:{offset}" for partition, offset in published.end_offsets)
     print(
         f"published={published.messages} batches={published.batches} topic={published.topic} partitions={published.partitions} "

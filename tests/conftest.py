@@ -91,6 +91,25 @@ def write_feed(tmp_path):
     return write
 
 
+@pytest.fixture
+def cli(spark, capsys):
+    """``python -m streaming ARGS`` in this process, on the shared session: its exit code, stdout and stderr as a ``CompletedProcess``.
+
+    One test (``test_cli``) runs the command as a subprocess; the others save its Spark start.
+    """
+    import subprocess
+
+    from streaming.cli import main
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        code = main(list(args), spark=spark)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+
+    return run
+
+
 def wait_for(condition, what: str, timeout: float = 120.0) -> None:
     """Poll ``condition`` every 0.1 s until it holds; fail naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -157,15 +157,15 @@ def test_replay_source_from_flags(tmp_path: Path, write_feed) -> None:
     assert (caught.value.field, caught.value.value) == ("columns.event_time", "when")
 
 
-def test_replay_json_lines_without_a_key_writes_value_and_null_keys(tmp_path: Path) -> None:
+def test_replay_json_lines_without_a_key_writes_value_and_null_keys(cli, tmp_path: Path) -> None:
     """The data flags end to end: epoch milliseconds under another name, no key column, one file as PATH."""
     events = tmp_path / "events.jsonl"
     base = 1772460000000  # 2026-03-02 14:00:00 UTC
     events.write_text("".join(json.dumps({"ts": base + offset, "user": "u"}) + "\n" for offset in (1_196, 20_000, 61_500, 62_000)))
     out = tmp_path / "out.json"
-    done = run_cli(
+    done = cli(
         "replay", str(events), "--event-time", "ts", "--time-format", "epoch_ms", "--no-key", "--window", "1 minute", "--watermark", "0 seconds",
-        "--json", str(out), timeout=300,
+        "--json", str(out),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     written = json.loads(out.read_text())
@@ -178,20 +178,20 @@ def test_replay_json_lines_without_a_key_writes_value_and_null_keys(tmp_path: Pa
     assert "Traceback" not in done.stderr
 
 
-def test_a_mapping_that_does_not_fit_json_types_exits_2(tmp_path: Path) -> None:
+def test_a_mapping_that_does_not_fit_json_types_exits_2(cli, tmp_path: Path) -> None:
     (tmp_path / "events.jsonl").write_text('{"ts": 1772460000000, "user": "u"}\n')
-    done = run_cli("replay", str(tmp_path), "--event-time", "ts", "--key", "user", "--window", "1 minute", timeout=300)
+    done = cli("replay", str(tmp_path), "--event-time", "ts", "--key", "user", "--window", "1 minute")
     assert done.returncode == 2
     assert "columns.time_format: 'auto' cannot tell seconds from milliseconds" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_replay_sums_a_value_column(tmp_path: Path) -> None:
+def test_replay_sums_a_value_column(cli, tmp_path: Path) -> None:
     (tmp_path / "sales.csv").write_text("at,shop,amount\n2026-03-02 14:00:05,a,10.5\n2026-03-02 14:00:30,a,4\n2026-03-02 14:00:40,b,x\n")
     out = tmp_path / "out.json"
-    done = run_cli(
+    done = cli(
         "replay", str(tmp_path / "sales.csv"), "--event-time", "at", "--key", "shop", "--value", "amount", "--agg", "sum",
-        "--window", "1 minute", "--json", str(out), timeout=300,
+        "--window", "1 minute", "--json", str(out),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(out.read_text())["result"] == [
@@ -223,12 +223,12 @@ def test_batch_flags_reach_the_source(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "batch_interval: None is required to batch by column 'arrived'" in capsys.readouterr().err
 
 
-def test_replay_writes_the_dropped_events_with_their_rule(write_feed, tmp_path: Path) -> None:
+def test_replay_writes_the_dropped_events_with_their_rule(cli, write_feed, tmp_path: Path) -> None:
     import pandas as pd
 
     feed = write_feed(GUIDE_BATCHES)
     out, parquet = tmp_path / "dropped.csv", tmp_path / "dropped.parquet"
-    done = run_cli("replay", str(feed), *GUIDE_ARGS, "--output-mode", "update", "--dropped", str(out), timeout=400)
+    done = cli("replay", str(feed), *GUIDE_ARGS, "--output-mode", "update", "--dropped", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     dropped = pd.read_csv(out)
     assert dropped[["key", "window_start", "window_end", "watermark"]].values.tolist() == [

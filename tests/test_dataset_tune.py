@@ -172,12 +172,11 @@ def test_compare_on_a_dataset_measures_each_config_against_its_own_exact_answer(
     assert deduplicated.outcome.completeness == 1.0 and loose.outcome.completeness < 1.0
 
 
-def test_cli_tune_runs_a_dataset_with_its_columns(tmp_path, orders) -> None:
+def test_cli_tune_runs_a_dataset_with_its_columns(cli, tmp_path, orders) -> None:
     out = tmp_path / "tune.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "streaming", "tune", str(orders), "--event-time", "ts", "--time-format", "epoch_ms", "--no-key",
-         "--value", "amount", "--agg", "avg", "--batch-by", "rows:40", "--window", WINDOW, "--delays", "10 minutes", "--json", str(out)],
-        capture_output=True, text=True, timeout=600, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    done = cli(
+        "tune", str(orders), "--event-time", "ts", "--time-format", "epoch_ms", "--no-key",
+        "--value", "amount", "--agg", "avg", "--batch-by", "rows:40", "--window", WINDOW, "--delays", "10 minutes", "--json", str(out),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(out.read_text())

@@ -11,7 +11,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import GUIDE_BATCHES, feed_lockstep
-from test_cli import run_cli
 
 from streaming.analysis.explain import explain_replay
 from streaming.engine.config import FeedSource, QueryConfig
@@ -120,11 +119,11 @@ def _plain_batches(spark, files: list[Path], workdir: Path, mode: str) -> dict[i
     return received
 
 
-def test_explain_json_holds_what_plain_pysparks_sink_received_batch_by_batch(spark, tmp_path: Path) -> None:
+def test_explain_json_holds_what_plain_pysparks_sink_received_batch_by_batch(spark, cli, tmp_path: Path) -> None:
     feed = tmp_path / "feed"
     write_spec_feed(LATE, feed)
     out = tmp_path / "explain.json"
-    done = run_cli("explain", str(feed), "--window", "1 minute", "--slide", "30 seconds", "--watermark", "30 seconds", "--json", str(out))
+    done = cli("explain", str(feed), "--window", "1 minute", "--slide", "30 seconds", "--watermark", "30 seconds", "--json", str(out))
     assert done.returncode == 0, done.stderr
     batches = json.loads(out.read_text())["batches"]
     plain = _plain_batches(spark, sorted(feed.glob("*.csv")), tmp_path, "update")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_cli import run_cli
 
 from streaming.analysis.lateness import dropped_events, judge
 from streaming.analysis.profile import feed_events_of, topic_batches, topic_events_of
@@ -195,14 +194,14 @@ def plain_kafka_counts(spark, bootstrap: str, topic: str, tmp_path: Path, max_of
     ]
 
 
-def test_publish_and_replay_of_a_three_partition_topic_equal_plain_pyspark_and_name_its_end_offsets(spark, kafka_broker, tmp_path, topic_name) -> None:
-    done = run_cli("publish", str(WEB_CLICKS), "--bootstrap", kafka_broker.bootstrap, "--topic", topic_name, "--partitions", "3")
+def test_publish_and_replay_of_a_three_partition_topic_equal_plain_pyspark_and_name_its_end_offsets(spark, cli, kafka_broker, tmp_path, topic_name) -> None:
+    done = cli("publish", str(WEB_CLICKS), "--bootstrap", kafka_broker.bootstrap, "--topic", topic_name, "--partitions", "3")
     assert done.returncode == 0, done.stderr[-3000:]
     ends = describe_topic(kafka_broker.bootstrap, topic_name).end_offsets()
     assert f"published=2000 batches=40 topic={topic_name} partitions=3 created=true" in done.stdout
     assert len(ends) == 3 and all(offset > 0 for _, offset in ends)
     out = tmp_path / "replay.json"
-    done = run_cli(
+    done = cli(
         "replay", f"kafka://{kafka_broker.bootstrap}/{topic_name}", "--time-format", TIME_PATTERN, "--window", "1 minute", "--watermark", "30 seconds",
         "--max-offsets-per-trigger", "120", "--json", str(out),
     )
@@ -400,9 +399,9 @@ def test_the_model_of_a_topics_replay_equals_spark_on_every_measure_and_delay(re
     pd.testing.assert_frame_equal(model.frame()[measured], spark.frame()[measured])
 
 
-def test_tune_on_a_topic_from_the_cli_is_confirmed_on_spark_and_names_its_offsets(kafka_broker, clicks_in_three, tmp_path) -> None:
+def test_tune_on_a_topic_from_the_cli_is_confirmed_on_spark_and_names_its_offsets(cli, kafka_broker, clicks_in_three, tmp_path) -> None:
     out = tmp_path / "tune.json"
-    done = run_cli(
+    done = cli(
         "tune", f"kafka://{kafka_broker.bootstrap}/{clicks_in_three}", "--time-format", TIME_PATTERN, "--window", "1 minute",
         "--delays", "10 seconds,1 minute", "--max-offsets-per-trigger", "500", "--json", str(out),
     )

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 import uuid
 from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT
 
 from streaming.analysis.measure import counted_windows, emission_frame, output_delay, state_stats
 from streaming.analysis.tune import DEFAULT_CONCURRENT, canonical_delays, check_target, recommend, tune
@@ -362,13 +358,10 @@ def test_output_delay_boundary_watermark_equal_to_window_end(registry, write_fee
     assert _derived(swept.outcomes[0].emissions) == real
 
 
-def test_cli_tune_writes_the_json(tmp_path):
+def test_cli_tune_writes_the_json(cli, tmp_path):
     out = tmp_path / "tune.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "streaming", "tune", str(GUIDE), "--window", "10 minutes", "--slide", "5 minutes",
-         "--delays", "0s, 10 minutes", "--target", "0.85", "--json", str(out), "--sequential"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
+    done = cli(
+        "tune", str(GUIDE), "--window", "10 minutes", "--slide", "5 minutes", "--delays", "0s, 10 minutes", "--target", "0.85", "--json", str(out), "--sequential",
     )
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(out.read_text())
