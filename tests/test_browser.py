@@ -543,3 +543,45 @@ def test_a_live_join_shows_rows_and_null_rows_as_they_come_and_stops(app_url, br
 NULL_ROWS_IN = """(name) => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
   p => (p._fullData || []).some(t => t.name === name && t.y && Array.from(t.y).some(y => y > 0)))"""
 """True once the activity chart's trace ``name`` has a bar above 0 in some batch."""
+
+
+ROWS_COLOURED = """(colour) => Array.from(document.querySelectorAll('[data-testid="stTable"] td')).filter(
+  td => getComputedStyle(td).backgroundColor === colour).length"""
+"""How many cells of the page's tables have the background ``colour`` (``rgb(r, g, b)``)."""
+
+
+def test_a_scenario_opens_from_its_link_steps_with_highlighted_rows_goes_back_and_exports_a_report(app_url, browser, tmp_path):
+    """The guide's late-data scenario from its link: three presses of Next (one by its key), the caption and the result rows the batch
+    added and updated highlighted, Back; the report downloaded opens from its file with its figure and captions."""
+    page = browser.new_page(viewport={"width": 1600, "height": 1400}, accept_downloads=True)
+    try:
+        page.goto(f"{app_url}/Step_through?scenario=late_data&batch=0", wait_until="domcontentloaded")
+        page.get_by_text("Nothing has run yet").first.wait_for(timeout=SERVER_START_SECONDS * 1000)
+        expected = ("Batch 0 read 2 rows: dog at 12:07 and owl at 12:08.", "Batch 1 read no rows", "Batch 2 read 2 rows: dog at 12:14 and cat at 12:09.")
+        for press, caption in enumerate(expected):
+            if press == 1:
+                page.locator("body").press("ArrowRight")
+            else:
+                page.get_by_role("button", name="Next batch").click()
+            page.get_by_text(caption).first.wait_for(timeout=120_000)
+        assert page.get_by_text(expected[2]).count() == 2  # update and append side by side
+        added, updated = "rgb(216, 243, 220)", "rgb(255, 243, 191)"
+        page.wait_for_function(f"() => ({ROWS_COLOURED})('{updated}') > 0", timeout=30_000)
+        assert page.evaluate(ROWS_COLOURED, added) > 0  # 12:00-12:10 cat, 12:05-12:15 cat, 12:10-12:20 dog, in update mode
+        assert "batch=3" in page.url and "scenario=late_data" in page.url
+        assert page.locator(".stException").count() == 0
+        page.get_by_role("button", name="Back").click()
+        page.get_by_text("Batch 1 read no rows").first.wait_for(timeout=60_000)
+        with page.expect_download(timeout=60_000) as download:
+            page.get_by_role("button", name="Download report (HTML)").click()
+        report = tmp_path / "late_data.html"
+        download.value.save_as(report)
+    finally:
+        page.close()
+    opened = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        opened.goto(report.as_uri(), wait_until="load")
+        opened.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2", timeout=30_000)
+        assert opened.get_by_text(expected[2]).count() == 2 and opened.title() == "Late data: update and append side by side"
+    finally:
+        opened.close()
