@@ -8,7 +8,7 @@ SparkSession starts in the background on the first view of any page.
 
 import streamlit as st
 
-from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, JOINS_PAGE, LIVE_PAGE, QUERIES_PAGE, STEP_PAGE, TUNER_PAGE, run_page, session_starter
+from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, JOINS_PAGE, LIVE_PAGE, QUERIES_PAGE, STEP_PAGE, STEP_URL, TUNER_PAGE, run_page, session_starter
 
 st.set_page_config(page_icon=":material/stream:", layout="wide")
 session_starter()
@@ -20,7 +20,7 @@ navigation = st.navigation(
         st.Page(TUNER_PAGE, title="Watermark tuner", icon=":material/tune:", url_path="Watermark_tuner"),
         st.Page(COMPARE_PAGE, title="Compare", icon=":material/compare:", url_path="Compare"),
         st.Page(JOINS_PAGE, title="Joins", icon=":material/join_inner:", url_path="Joins"),
-        st.Page(STEP_PAGE, title="Step through", icon=":material/slideshow:", url_path="Step_through"),
+        st.Page(STEP_PAGE, title="Step through", icon=":material/slideshow:", url_path=STEP_URL),
         st.Page(DATASETS_PAGE, title="Datasets", icon=":material/dataset:", url_path="Datasets"),
     ]
 )

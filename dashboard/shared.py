@@ -50,6 +50,7 @@ __all__ = [
     "QUERIES_PAGE",
     "REFRESH_SECONDS",
     "STEP_PAGE",
+    "STEP_URL",
     "TUNER_PAGE",
     "InputErrors",
     "SessionLosses",
@@ -90,6 +91,7 @@ COMPARE_PAGE = "dashboard/pages/compare.py"
 DATASETS_PAGE = "dashboard/pages/datasets.py"
 JOINS_PAGE = "dashboard/pages/joins.py"
 STEP_PAGE = "dashboard/pages/step_through.py"
+STEP_URL = "Step_through"
 
 
 # --- shared resources -------------------------------------------------------
@@ -157,8 +159,13 @@ def run_page(page: StreamlitPage) -> None:
     """Run the routed ``page``; when it fails because Spark went away while it ran, rerun it: the rerun notices the loss and says what was lost.
 
     The session is checked when a page starts; a JVM or Connect server that
-    dies during the run makes its next Spark call raise instead.
+    dies during the run makes its next Spark call raise instead. Any other page
+    than Step through closes the session's walkthroughs first.
     """
+    if page.url_path != STEP_URL:
+        from dashboard.walkthrough import leave
+
+        leave()  # a walkthrough's queries wait for this session only while it is on the page
     try:
         page.run()
     except Exception:

@@ -10,6 +10,7 @@ the page's URL (``scenario``, ``batch``), so a link opens the same view.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -21,7 +22,7 @@ from streaming.analysis.explain import Step, explain, replay_events, result_afte
 from streaming.charts.walkthrough import steps_figure
 from streaming.engine.errors import brief
 from streaming.engine.walkthrough import Walkthrough
-from streaming.report import ReportRun, steps_report
+from streaming.report import LATE, ReportRun, change_colour, steps_report
 from streaming.scenarios import SCENARIOS, Scenario
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from streaming.engine.registry import QueryRegistry
 
-__all__ = ["CHANGE_COLOURS", "PRESENTER_STYLE", "Walks", "batch_view", "brief", "controls", "figure", "files_at", "report_button", "styled", "walks"]
+__all__ = ["PRESENTER_STYLE", "Walks", "batch_view", "brief", "controls", "figure", "files_at", "held", "leave", "report_button", "start", "styled"]
 
 PRESENTER_STYLE = """<style>
 .scn-caption {font-size: 2rem !important; line-height: 1.4 !important;}
@@ -43,9 +44,7 @@ HELD = "scn_walks"
 VIEW = "scn_view"
 """How many batches are shown: 0 before the first, ``k`` shows the ``k``-th batch Spark ran."""
 SLIDER = "scn_slider"
-CHANGE_COLOURS = {"added": "#d8f3dc", "updated": "#fff3bf", "emitted": "#d0ebff", "unchanged": "", "": ""}
-"""Row colours by what the batch did to a result row, as the guide's result-table figures highlight the rows a trigger changed."""
-LATE_COLOUR = "#ffe3e3"
+
 TABLE_ROWS = 40
 """Tables up to this many rows are drawn whole; longer ones scroll."""
 
@@ -62,7 +61,8 @@ class Walks:
     @classmethod
     def start(cls, scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
         configs = scenario.configs()
-        events = [replay_events(spark, config) for config in configs]
+        read: dict[object, pd.DataFrame] = {}
+        events = [read[config.source] if config.source in read else read.setdefault(config.source, replay_events(spark, config)) for config in configs]
         started: list[Walkthrough] = []
         try:
             for config in configs:
@@ -114,18 +114,29 @@ class Walks:
             walk.close()
 
 
-def walks(name: str, registry: QueryRegistry, spark: SparkSession) -> Walks:
-    """This session's walkthroughs of scenario ``name``, started when it was not the one held (which is closed)."""
-    held: Walks | None = st.session_state.get(HELD)
-    if held is not None and held.scenario.name == name and all(walk.run.status == "active" for walk in held.walks):
-        return held
-    if held is not None:
-        held.close()
-        st.session_state.pop(HELD, None)
-        st.session_state[VIEW] = 0  # another scenario: from its start
-    started = Walks.start(SCENARIOS[name], registry, spark)
-    st.session_state[HELD] = started
-    return started
+def held(name: str, registry: QueryRegistry) -> Walks | None:
+    """This session's walkthroughs of scenario ``name`` while they run on ``registry``; others held are closed (another scenario, a lost session, the idle limit)."""
+    walks: Walks | None = st.session_state.get(HELD)
+    if walks is not None and walks.scenario.name == name and all(walk.active and walk.registry is registry for walk in walks.walks):
+        return walks
+    if walks is not None:
+        leave()
+        st.session_state[VIEW] = 0
+    return None
+
+
+def start(name: str, registry: QueryRegistry, spark: SparkSession) -> Walks:
+    """Start the walkthroughs of scenario ``name`` for this session (no file handed over yet)."""
+    walks = Walks.start(SCENARIOS[name], registry, spark)
+    st.session_state[HELD] = walks
+    return walks
+
+
+def leave() -> None:
+    """Close this session's walkthroughs: the page was left, or another scenario chosen."""
+    walks: Walks | None = st.session_state.pop(HELD, None)
+    if walks is not None:
+        walks.close()
 
 
 def _guarded(action: Callable[[], None]) -> None:
@@ -136,11 +147,12 @@ def _guarded(action: Callable[[], None]) -> None:
         st.session_state["scn_error"] = brief(str(err))
 
 
-def _next(held: Walks) -> None:
+def _next(name: str, registry: QueryRegistry, spark: SparkSession) -> None:
     def move() -> None:
+        walks = held(name, registry) or start(name, registry, spark)
         view = int(st.session_state.get(VIEW, 0))
-        held.reach(view + 1)
-        st.session_state[VIEW] = min(view + 1, held.batches)
+        walks.reach(view + 1)
+        st.session_state[VIEW] = min(view + 1, walks.batches)
 
     _guarded(move)
 
@@ -149,33 +161,38 @@ def _back() -> None:
     st.session_state[VIEW] = max(0, int(st.session_state.get(VIEW, 0)) - 1)
 
 
-def _to_end(held: Walks) -> None:
+def _to_end(name: str, registry: QueryRegistry, spark: SparkSession) -> None:
     def move() -> None:
-        held.to_end()
-        st.session_state[VIEW] = held.batches
+        walks = held(name, registry) or start(name, registry, spark)
+        walks.to_end()
+        st.session_state[VIEW] = walks.batches
 
     _guarded(move)
 
 
-def controls(held: Walks) -> int:
-    """Back, Next batch, Run to end and the batch slider; the number of batches to show."""
+def controls(name: str, walks: Walks | None, registry: QueryRegistry, spark: SparkSession) -> int:
+    """Back, Next batch, Run to end and the batch slider; the number of batches to show. Next and Run to end start the walkthroughs when none run."""
     back, forward, end, status = st.columns([1, 1, 1, 3])
     view = int(st.session_state.get(VIEW, 0))
+    batches = walks.batches if walks is not None else 0
+    at_end = walks is not None and walks.finished and view >= batches
+    args = (name, registry, spark)
     back.button("Back", key="scn_back", on_click=_back, disabled=view == 0, icon=":material/skip_previous:", width="stretch", shortcut="Left")
-    at_end = held.finished and view >= held.batches
     forward.button(
-        "Next batch", key="scn_next", on_click=_next, args=(held,), disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",
+        "Next batch", key="scn_next", on_click=_next, args=args, disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",
         shortcut="Right",
     )
-    end.button("Run to end", key="scn_end", on_click=_to_end, args=(held,), disabled=held.finished and at_end, icon=":material/fast_forward:", width="stretch", shortcut="End")
-    files = held.walks[0].files
+    end.button("Run to end", key="scn_end", on_click=_to_end, args=args, disabled=at_end, icon=":material/fast_forward:", width="stretch", shortcut="End")
+    if walks is None:
+        status.caption("Next batch starts the replay · keys: → next, ← back, End to the end")
+        return 0
     status.caption(
-        f"{held.handed} of {files} files handed to Spark · {held.batches} micro-batches run (no-data batches included) · keys: → next, ← back, End to the end"
+        f"{walks.handed} of {walks.walks[0].files} files handed to Spark · {batches} micro-batches run (no-data batches included) · keys: → next, ← back, End to the end"
     )
-    if held.batches > 1:
+    if batches > 1:
         st.session_state[SLIDER] = view
         st.slider(
-            "Micro-batch", min_value=0, max_value=held.batches, key=SLIDER, on_change=_slid,
+            "Micro-batch", min_value=0, max_value=batches, key=SLIDER, on_change=_slid,
             help="0: before the first batch. Moving back only changes the view: every batch is kept.",
         )
     return view
@@ -199,10 +216,6 @@ def styled(frame: pd.DataFrame, colour: Callable[[pd.Series], str]) -> pd.io.for
     return shown.style.apply(lambda row: [f"background-color: {colour(row)}" if colour(row) else ""] * len(row), axis=1)
 
 
-def _change_colour(row: pd.Series) -> str:
-    return CHANGE_COLOURS.get(str(row.get("change", "")), "")
-
-
 def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | None = None) -> None:
     """Batch ``view`` (from 1) of one walkthrough: the caption, the watermark, the rows read, what the sink received, the result table, the rows dropped and the state let go of."""
     if label:
@@ -211,7 +224,7 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
         st.info("Nothing has run yet. Press **Next batch** to hand Spark the first file.")
         return
     step = steps[min(view, len(steps)) - 1]
-    st.markdown(f"<div class='scn-caption'>{_escaped(step.caption)}</div>", unsafe_allow_html=True)
+    st.markdown(f"<div class='scn-caption'>{html.escape(step.caption)}</div>", unsafe_allow_html=True)
     before = "none" if pd.isna(step.watermark_before) else f"{step.watermark_before:%H:%M:%S}"
     after = "none" if pd.isna(step.watermark_after) else f"{step.watermark_after:%H:%M:%S}"
     read, state, dropped, watermark = st.columns(4)
@@ -221,31 +234,34 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
     watermark.metric("Watermark", after, delta=None if before == after else f"from {before}", delta_color="off")
     if len(step.rows):
         st.caption("Rows read (red: at or behind the watermark)")
-        _table(styled(step.rows, lambda row: LATE_COLOUR if row["late"] else ""))
+        _table(styled(step.rows, lambda row: LATE if row["late"] else ""))
     st.caption("What the sink received (green: added, yellow: updated, blue: emitted)")
-    _table(styled(step.output, _change_colour))
+    _table(styled(step.output, change_colour))
     st.caption("The result table after this batch")
     result = result_after(steps, min(view, len(steps)) - 1, output_mode)
-    _table(styled(result, _change_colour))
+    _table(styled(result, change_colour))
     if len(step.dropped):
         st.caption("Rows the watermark dropped, with the rule")
         table = step.dropped.assign(windows=[", ".join(f"{start:%H:%M:%S}–{end:%H:%M:%S}" for start, end in windows) for windows in step.dropped["windows"]])
-        _table(styled(table, lambda row: LATE_COLOUR))
+        _table(styled(table, lambda row: LATE))
     if len(step.evicted):
         st.caption("Windows the state let go of")
         _table(styled(step.evicted, lambda row: ""))
 
 
-def report_button(held: Walks) -> None:
-    """Download the scenario as one HTML file that opens without a server: its settings, figure, and every batch run so far."""
-    runs = [
-        ReportRun(walk.config, held.steps(index), held.scenario.labels[index] if held.scenario.labels else None) for index, walk in enumerate(held.walks)
-    ]
-    if not held.batches:
+def report_button(walks: Walks) -> None:
+    """Download the scenario as one HTML file that opens without a server: its settings, figure, and every batch run so far (made when pressed)."""
+    if not walks.batches:
         return
+    scenario = walks.scenario
+
+    def report() -> str:
+        labels = scenario.labels or (None,) * len(walks.walks)
+        return steps_report(scenario.title, scenario.summary, [ReportRun(walk.config, walks.steps(index), labels[index]) for index, walk in enumerate(walks.walks)])
+
     st.download_button(
-        "Download report (HTML)", steps_report(held.scenario.title, held.scenario.summary, runs), file_name=f"{held.scenario.name}.html",
-        mime="text/html", key="scn_report", icon=":material/download:", help=f"Every batch run so far ({held.batches}), with its caption and tables, and the figure",
+        "Download report (HTML)", report, file_name=f"{scenario.name}.html", mime="text/html", key="scn_report", on_click="ignore",
+        icon=":material/download:", help=f"Every batch run so far ({walks.batches}), with its caption and tables, and the figure",
     )
 
 
@@ -261,7 +277,3 @@ def _table(table: pd.io.formats.style.Styler) -> None:
         st.table(table.hide(axis="index"))
     else:
         st.dataframe(table, hide_index=True, width="stretch")
-
-
-def _escaped(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

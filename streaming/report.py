@@ -18,10 +18,12 @@ from .analysis.explain import Step, result_after
 from .charts.walkthrough import steps_figure
 from .engine.config import QueryConfig
 
-__all__ = ["ReportRun", "steps_report"]
+__all__ = ["CHANGE_COLOURS", "LATE", "ReportRun", "change_colour", "steps_report"]
 
-COLOURS = {"added": "#d8f3dc", "updated": "#fff3bf", "emitted": "#d0ebff"}
+CHANGE_COLOURS = {"added": "#d8f3dc", "updated": "#fff3bf", "emitted": "#d0ebff"}
+"""Row colours by what a batch did to a result row, as the guide's result-table figures highlight the rows a trigger changed."""
 LATE = "#ffe3e3"
+"""The colour of a row at or behind the watermark, or dropped."""
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #212529; }
 .caption { font-size: 1.15rem; line-height: 1.5; margin: 0.5rem 0 1rem 0; }
@@ -41,6 +43,11 @@ class ReportRun:
     label: str | None = None
 
 
+def change_colour(row: pd.Series) -> str:
+    """A result row's colour by the change a batch made to it (none for a row it left as it was)."""
+    return CHANGE_COLOURS.get(str(row.get("change", "")), "")
+
+
 def _table(frame: pd.DataFrame, colour_of=None) -> str:
     if frame.empty:
         return "<p><em>none</em></p>"
@@ -55,11 +62,13 @@ def _table(frame: pd.DataFrame, colour_of=None) -> str:
 
 
 def _cell(value) -> str:
+    if not isinstance(value, list | tuple) and pd.isna(value):
+        return ""
     if isinstance(value, pd.Timestamp):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, list | tuple):
         return ", ".join(f"{start:%H:%M:%S}–{end:%H:%M:%S}" if isinstance(start, pd.Timestamp) else str(start) for start, end in value)
-    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+    return str(value)
 
 
 def _settings(config: QueryConfig) -> str:
@@ -77,8 +86,8 @@ def _batch(run: ReportRun, index: int) -> str:
         f"<div>{label}<p class='caption'>{html.escape(step.caption)}</p>"
         f"<p>rows read {step.input_rows} · rows in state {step.state_rows} · watermark {_cell(step.watermark_before) or 'none'} → {_cell(step.watermark_after) or 'none'}</p>"
         + ("<h5>Rows read</h5>" + _table(step.rows, lambda row: LATE if row["late"] else "") if len(step.rows) else "")
-        + "<h5>What the sink received</h5>" + _table(step.output, lambda row: COLOURS.get(str(row.get("change", "")), ""))
-        + "<h5>The result table after this batch</h5>" + _table(result_after(run.steps, index, run.config.output_mode), lambda row: COLOURS.get(str(row.get("change", "")), ""))
+        + "<h5>What the sink received</h5>" + _table(step.output, change_colour)
+        + "<h5>The result table after this batch</h5>" + _table(result_after(run.steps, index, run.config.output_mode), change_colour)
         + ("<h5>Rows the watermark dropped</h5>" + _table(step.dropped, lambda row: LATE) if len(step.dropped) else "")
         + ("<h5>Windows the state let go of</h5>" + _table(step.evicted) if len(step.evicted) else "")
         + "</div>"

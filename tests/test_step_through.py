@@ -25,7 +25,7 @@ def test_the_late_data_scenario_opens_from_its_link_steps_and_goes_back() -> Non
     try:
         assert not at.exception, at.exception
         assert not at.error, [error.value for error in at.error]
-        assert at.selectbox(key="scn_name").value == "late_data"
+        assert at.selectbox(key="scenario").value == "late_data"
         assert at.session_state["scn_view"] == 2  # the link's batch: Spark ran the first file and the no-data batch after it
         update, append = _captions(at)
         assert "Batch 1 read no rows: Spark ran it because the watermark had moved to 11:58." in update and "Batch 1" in append
@@ -48,6 +48,9 @@ def test_the_late_data_scenario_opens_from_its_link_steps_and_goes_back() -> Non
         assert "The donkey at 12:04 arrived when the watermark was 12:11" in update
         assert "The 12:04 donkey arrives behind the watermark" in " ".join(caption.value for caption in at.caption)
         assert at.button(key="scn_next").disabled
+        walks = at.session_state["scn_walks"]
+        at.switch_page(shared.QUERIES_PAGE).run()  # leaving the page stops its queries
+        assert "scn_walks" not in at.session_state and not any(walk.active for walk in walks.walks)
     finally:
         held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
         if held is not None:

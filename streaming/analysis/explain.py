@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["CHANGES", "Step", "explain", "explain_replay", "judged_events", "output_frame", "replay_events", "result_after"]
 
 CHANGES = ("added", "updated", "unchanged", "emitted")
-"""How a result row came out of a batch: a new row, a new value for a row shown before, a row complete mode wrote again as it was, or a row append mode emitted once, final."""
+"""How a result row came out of a batch (its ``change``): a new row, a new value for a row shown before, a row complete mode wrote again as it was, or a row append mode emitted once, final."""
 
 SHOWN = 5
 """Items a caption names before it says how many more there are."""
@@ -74,7 +74,7 @@ class Step:
     dropped: pd.DataFrame
     """The input rows the watermark dropped: ``event_time, key, rule, windows`` (the closed windows, ``(start, end)`` pairs), ``status``."""
     evicted: pd.DataFrame
-    """The windows the state let go of: ``window_start, window_end, key``; ``None`` in the frame's place when the query's state is not modelled here."""
+    """The windows the state let go of: ``window_start, window_end, key``; empty too when the query's state is not modelled here (sessions, deduplication)."""
     state_rows: int
     """Rows in the state after the batch, as Spark reports them."""
     spark_dropped: int
@@ -113,8 +113,8 @@ def _iso(value: Any) -> str | None:
 
 
 def _plain(value: Any) -> Any:
-    """A frame's cell as JSON: times as text, numpy numbers as Python's, NaN as null."""
-    if isinstance(value, pd.Timestamp | np.datetime64):
+    """A frame's cell as JSON: times as text, numpy numbers as Python's, NaN and NaT as null."""
+    if value is pd.NaT or isinstance(value, pd.Timestamp | np.datetime64):
         return _iso(value)
     if isinstance(value, np.generic):
         value = value.item()
@@ -368,7 +368,7 @@ def _captioned(step: Step, config: QueryConfig, clock: str, *, modelled: bool) -
     for dropped in step.dropped.to_dict("records")[:SHOWN]:
         who = f"the {_key(dropped['key'])} at {at(dropped['event_time'])} arrived when the watermark was {at(step.watermark_before)}"
         if dropped["rule"] == EVENT_RULE:
-            parts.append(f"{who.capitalize()}: its own time is at or before it, so the deduplication dropped it.")
+            parts.append(f"{who[0].upper()}{who[1:]}: its own time is at or before it, so the deduplication dropped it.")
             continue
         closed = _listed([span(start, end) for start, end in dropped["windows"]])
         verb = "is" if len(dropped["windows"]) == 1 else "are"
@@ -444,7 +444,7 @@ def result_after(steps: Sequence[Step], index: int, output_mode: str) -> pd.Data
     done = steps[: index + 1]
     frames = [step.output for step in done if len(step.output)]
     if not frames:
-        return pd.DataFrame(columns=OUTPUT_COLUMNS)
+        return done[-1].output.iloc[0:0] if done else pd.DataFrame(columns=OUTPUT_COLUMNS)
     latest = done[-1]
     if output_mode == "complete":
         return frames[-1] if len(latest.output) else frames[-1].assign(change="")

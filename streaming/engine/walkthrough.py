@@ -6,14 +6,17 @@ hands Spark nothing until asked: :meth:`Walkthrough.advance` hands over the
 next file and waits until Spark has run every batch it brings, the no-data
 batch that follows a watermark move included. The query stays active in
 between, its state in its checkpoint, so a presenter can stop at any batch for
-as long as they like. Every batch's progress and output rows are kept (what
-:func:`~streaming.analysis.explain.explain` tells), so going back costs nothing.
+as long as they like -- up to an idle limit, after which it closes itself (a
+tab closed on a walkthrough leaves no query behind). Every batch's progress and
+output rows are kept (what :func:`~streaming.analysis.explain.explain` tells),
+so going back costs nothing.
 
 Not thread-safe: one caller (a page's session) drives a walkthrough.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -25,24 +28,40 @@ if TYPE_CHECKING:
     from .query import Run
     from .registry import QueryRegistry
 
-__all__ = ["Walkthrough"]
+__all__ = ["IDLE_LIMIT_SECONDS", "Walkthrough"]
+
+IDLE_LIMIT_SECONDS = 900.0
+"""A walkthrough not advanced for this long closes itself."""
 
 
 class Walkthrough:
     """A stepped replay of ``config`` under ``registry``, started with no file handed over; :meth:`close` stops and removes it."""
 
-    def __init__(self, registry: QueryRegistry, config: QueryConfig, *, timeout: float = 120.0) -> None:
+    def __init__(self, registry: QueryRegistry, config: QueryConfig, *, idle_limit: float | None = IDLE_LIMIT_SECONDS) -> None:
         source = config.source
         if not isinstance(source, FeedSource) or source.seconds_per_file != 0 or config.trigger != "default":
             raise ConfigError("source", str(source), "must be files replayed one micro-batch at a time (seconds per file 0, the default trigger) to be stepped through")
         self.registry = registry
         self.config = config
-        self.timeout = timeout
         self.name = f"walkthrough_{uuid.uuid4().hex[:12]}"
         self.run: Run = registry.start(config, self.name, max_rows=None, latency=False, record_outputs=True)
         feeder = self.run.feeder
-        assert isinstance(feeder, FeedReplayer) and feeder.stepped  # a FeedSource with no pause between files
+        if not isinstance(feeder, FeedReplayer) or not feeder.stepped:
+            registry.remove(self.name)
+            raise ConfigError("source", str(source), "is not replayed one file at a time")
         self._feeder = feeder
+        self.idle_limit = idle_limit
+        self._timer: threading.Timer | None = None
+        self._touch()
+
+    def _touch(self) -> None:
+        """Start the idle limit again."""
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.idle_limit is not None:
+            self._timer = threading.Timer(self.idle_limit, self.close)
+            self._timer.daemon = True
+            self._timer.start()
 
     @property
     def files(self) -> int:
@@ -61,10 +80,11 @@ class Walkthrough:
     def advance(self, files: int = 1) -> int:
         """Hand over the next ``files`` files (fewer at the feed's end) and wait for every batch Spark runs on them; the number handed.
 
-        Raises ``TimeoutError`` after the walkthrough's timeout, or the query's exception.
+        Raises the query's exception when it failed.
         """
+        self._touch()
         before = self.handed
-        self.run.await_idle(self.timeout, stop_after=min(self.files, before + files))
+        self.run.await_idle(stop_after=min(self.files, before + files))
         return self.handed - before
 
     def to_end(self) -> int:
@@ -79,6 +99,16 @@ class Walkthrough:
         """Every batch's output rows so far, by batch id."""
         return dict(self.run.table.outputs or {})
 
+    @property
+    def active(self) -> bool:
+        """Whether its query still runs (not closed, failed, or gone with its session)."""
+        try:
+            return self.run.status == "active"
+        except Exception:  # noqa: BLE001 - a session that died answers with an error: the walkthrough is over
+            return False
+
     def close(self) -> None:
         """Stop the query and forget it; its working folder goes with it."""
+        if self._timer is not None:
+            self._timer.cancel()
         self.registry.remove(self.name)
