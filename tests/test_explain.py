@@ -134,3 +134,52 @@ def test_explain_json_holds_what_plain_pysparks_sink_received_batch_by_batch(spa
     assert [batch["caption"] for batch in batches] == done.stdout.strip().splitlines()
     for batch, following in itertools.pairwise(batches):
         assert batch["watermark_after"] == following["watermark_before"]
+
+
+def _progress(batch: int, rows: int, watermark: str | None, latest: str | None, files: tuple[int | None, int], state: int = 0) -> dict:
+    """A micro-batch's progress as Spark reports it, for a feed replay: ``files`` are its start and end file offsets."""
+    from streaming.engine.progress import summarize
+
+    start, end = files
+    return summarize({
+        "batchId": batch, "timestamp": f"2024-06-01T10:00:0{batch}.000Z", "numInputRows": rows, "durationMs": {"triggerExecution": 10},
+        "eventTime": {**({"watermark": f"2024-01-01T{watermark}.000Z"} if watermark else {}), **({"max": f"2024-01-01T{latest}.000Z"} if latest else {})},
+        "stateOperators": [{"operatorName": "stateStoreSave", "numRowsTotal": state}],
+        "sources": [{"startOffset": None if start is None else {"logOffset": start}, "endOffset": {"logOffset": end}}],
+    })
+
+
+def test_a_keyless_sum_with_a_null_value_is_told_and_reported_as_html_that_escapes_the_data() -> None:
+    """No Spark: canned progress and outputs of a keyless sum per minute, its second minute's value null; a pass-through query's empty result keeps its columns."""
+    from streaming.analysis.explain import explain, result_after
+    from streaming.engine.config import ColumnMapping
+    from streaming.report import ReportRun, steps_report
+
+    us = lambda text: int(pd.Timestamp(f"2024-01-01 {text}").value // 1000)  # noqa: E731
+    feed = Path(__file__).resolve().parent.parent / "sample_feeds" / "scenarios" / "zero_delay"
+    source = FeedSource(feed, seconds_per_file=0, columns=ColumnMapping(event_time="event_time", time_format="yyyy-MM-dd HH:mm:ss", key=None, value="id"))
+    config = QueryConfig(source, window="1 minute", watermark="30 seconds", aggregation="sum", output_mode="update")
+    summaries = [
+        _progress(0, 2, None, "12:00:40", (None, 0), 1),
+        _progress(1, 1, "12:00:10", "12:01:35", (0, 1), 2),
+        _progress(2, 0, "12:01:05", None, (1, 1), 1),
+    ]
+    outputs = {0: [(us("12:00:00"), us("12:01:00"), None, 3.5, 2)], 1: [(us("12:01:00"), us("12:02:00"), None, None, 1)]}
+    events = pd.DataFrame({
+        "event_time": pd.to_datetime(["2024-01-01 12:00:05", "2024-01-01 12:00:40", "2024-01-01 12:01:35"]),
+        "key": [None, None, "<b>bold</b>"], "file_index": [0, 0, 1],
+    })
+    steps = explain(config, summaries, outputs, events)
+    assert [step.read_new for step in steps] == [True, True, False]
+    assert steps[0].caption.startswith("Batch 0 read 2 rows: (no key) at 12:00:05 and (no key) at 12:00:40. It added 1 result row: 12:00:00–12:01:00 (no key) 3.5.")
+    assert "12:01:00–12:02:00 (no key) null" in steps[1].caption and pd.isna(steps[1].output["value"].iloc[0])
+    assert steps[2].caption.startswith("Batch 2 read no rows: Spark ran it because the watermark had moved to 12:01:05.")
+    assert [len(step.evicted) for step in steps] == [0, 0, 1]  # 12:00-12:01, once the watermark passes its end
+    assert list(result_after(steps, 1, "update")["change"]) == ["", "added"]
+    assert json.loads(json.dumps([step.to_json() for step in steps]))[1]["output"][0]["value"] is None
+    page = steps_report("A <title>", "summary & more", [ReportRun(config, steps)])
+    assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page and "A &lt;title&gt;" in page and "NaT" not in page
+    assert page.count("<script") >= 1 and "plotly" in page.lower()
+    passing = QueryConfig(FeedSource(feed, seconds_per_file=0), window="1 minute", aggregation="none", output_mode="append")
+    quiet = explain(passing, summaries[:1], {}, None)
+    assert list(result_after(quiet, 0, "append").columns) == ["event_time", "key", "change"]

@@ -448,8 +448,8 @@ def result_after(steps: Sequence[Step], index: int, output_mode: str) -> pd.Data
     latest = done[-1]
     if output_mode == "complete":
         return frames[-1] if len(latest.output) else frames[-1].assign(change="")
-    earlier = [frame.assign(change="") for frame in frames[:-1]] if len(latest.output) else [frame.assign(change="") for frame in frames]
-    table = pd.concat([*earlier, *([latest.output] if len(latest.output) else [])], ignore_index=True)
+    parts = [frame.assign(change="") for frame in (frames[:-1] if len(latest.output) else frames)] + ([latest.output] if len(latest.output) else [])
+    table = pd.DataFrame([row for part in parts for row in part.to_dict("records")], columns=parts[-1].columns)
     if output_mode == "update" and "window_start" in table:
         table = table.drop_duplicates(["window_start", "window_end", "key"], keep="last")
     order = [name for name in ("window_start", "window_end", "event_time", "key") if name in table]
