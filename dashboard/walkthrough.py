@@ -18,19 +18,22 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
+from dashboard.data import choice_of, data_select, data_source, data_widgets
+from dashboard.shared import KEPT, InputErrors, refuse, watermark_widget, windows_widgets
 from streaming.analysis.explain import Step, explain, replay_events, result_after
 from streaming.charts.walkthrough import steps_figure
-from streaming.engine.errors import brief
+from streaming.engine.config import OUTPUT_MODES
+from streaming.engine.errors import ConfigError, brief
 from streaming.engine.walkthrough import Walkthrough
 from streaming.report import LATE, ReportRun, change_colour, steps_report
-from streaming.scenarios import SCENARIOS, Scenario
+from streaming.scenarios import Scenario
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streaming.engine.registry import QueryRegistry
 
-__all__ = ["PRESENTER_STYLE", "Walks", "batch_view", "brief", "controls", "figure", "files_at", "held", "leave", "report_button", "start", "styled"]
+__all__ = ["PRESENTER_STYLE", "Walks", "batch_view", "brief", "controls", "figure", "files_at", "held", "leave", "own_scenario", "report_button", "start", "styled"]
 
 PRESENTER_STYLE = """<style>
 .scn-caption {font-size: 2rem !important; line-height: 1.4 !important;}
@@ -114,10 +117,10 @@ class Walks:
             walk.close()
 
 
-def held(name: str, registry: QueryRegistry) -> Walks | None:
-    """This session's walkthroughs of scenario ``name`` while they run on ``registry``; others held are closed (another scenario, a lost session, the idle limit)."""
+def held(scenario: Scenario, registry: QueryRegistry) -> Walks | None:
+    """This session's walkthroughs of ``scenario`` while they run on ``registry``; others held are closed (another scenario or settings, a lost session, the idle limit)."""
     walks: Walks | None = st.session_state.get(HELD)
-    if walks is not None and walks.scenario.name == name and all(walk.active and walk.registry is registry for walk in walks.walks):
+    if walks is not None and walks.scenario == scenario and all(walk.active and walk.registry is registry for walk in walks.walks):
         return walks
     if walks is not None:
         leave()
@@ -125,9 +128,9 @@ def held(name: str, registry: QueryRegistry) -> Walks | None:
     return None
 
 
-def start(name: str, registry: QueryRegistry, spark: SparkSession) -> Walks:
-    """Start the walkthroughs of scenario ``name`` for this session (no file handed over yet)."""
-    walks = Walks.start(SCENARIOS[name], registry, spark)
+def start(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
+    """Start the walkthroughs of ``scenario`` for this session (no file handed over yet)."""
+    walks = Walks.start(scenario, registry, spark)
     st.session_state[HELD] = walks
     return walks
 
@@ -139,6 +142,38 @@ def leave() -> None:
         walks.close()
 
 
+OWN = "own"
+"""The scenario picker's entry for the user's own data and settings."""
+
+
+def own_scenario(prefix: str = "scn") -> Scenario:
+    """The form for stepping through your own data: a sample feed or a mapped dataset (its batching and aggregate), windows, watermark and output mode.
+
+    A configuration Spark would refuse stops the page with a message naming the field and the value.
+    """
+    feed = data_select(f"{prefix}_feed")
+    shape = data_widgets(prefix, feed)
+    left, middle, right = st.columns(3)
+    with left:
+        window, slide, session_gap = windows_widgets(prefix, "1 minute")
+    with middle:
+        watermark = watermark_widget(prefix, "30 seconds")
+    with right:
+        modes = list(OUTPUT_MODES)
+        output_mode = st.selectbox("Output mode", modes, index=modes.index("update"), key=f"{prefix}_output_mode", **KEPT)
+    preset = {
+        "window": window, "slide": slide, "session_gap": session_gap, "watermark": watermark, "output_mode": output_mode,
+        "aggregation": shape["aggregation"], "deduplicate": shape["deduplicate"],
+    }
+    try:
+        scenario = Scenario.of(data_source(choice_of(feed), shape["batching"]), preset, f"Your data: {feed}")
+        scenario.configs()  # refused here, before Spark sees it
+    except ConfigError as err:
+        leave()  # the replay held ran other settings
+        refuse(InputErrors([err]), "replay")
+    return scenario
+
+
 def _guarded(action: Callable[[], None]) -> None:
     """Run ``action`` (a button's); a failure is kept to be shown in the page, never raised as a traceback."""
     try:
@@ -147,9 +182,9 @@ def _guarded(action: Callable[[], None]) -> None:
         st.session_state["scn_error"] = brief(str(err))
 
 
-def _next(name: str, registry: QueryRegistry, spark: SparkSession) -> None:
+def _next(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> None:
     def move() -> None:
-        walks = held(name, registry) or start(name, registry, spark)
+        walks = held(scenario, registry) or start(scenario, registry, spark)
         view = int(st.session_state.get(VIEW, 0))
         walks.reach(view + 1)
         st.session_state[VIEW] = min(view + 1, walks.batches)
@@ -161,22 +196,22 @@ def _back() -> None:
     st.session_state[VIEW] = max(0, int(st.session_state.get(VIEW, 0)) - 1)
 
 
-def _to_end(name: str, registry: QueryRegistry, spark: SparkSession) -> None:
+def _to_end(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> None:
     def move() -> None:
-        walks = held(name, registry) or start(name, registry, spark)
+        walks = held(scenario, registry) or start(scenario, registry, spark)
         walks.to_end()
         st.session_state[VIEW] = walks.batches
 
     _guarded(move)
 
 
-def controls(name: str, walks: Walks | None, registry: QueryRegistry, spark: SparkSession) -> int:
+def controls(scenario: Scenario, walks: Walks | None, registry: QueryRegistry, spark: SparkSession) -> int:
     """Back, Next batch, Run to end and the batch slider; the number of batches to show. Next and Run to end start the walkthroughs when none run."""
     back, forward, end, status = st.columns([1, 1, 1, 3])
     view = int(st.session_state.get(VIEW, 0))
     batches = walks.batches if walks is not None else 0
     at_end = walks is not None and walks.finished and view >= batches
-    args = (name, registry, spark)
+    args = (scenario, registry, spark)
     back.button("Back", key="scn_back", on_click=_back, disabled=view == 0, icon=":material/skip_previous:", width="stretch", shortcut="Left")
     forward.button(
         "Next batch", key="scn_next", on_click=_next, args=args, disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",

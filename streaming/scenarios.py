@@ -9,7 +9,7 @@ same feed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ class Scenario:
     columns: ColumnMapping = FEED_COLUMNS
     """The feed's columns (default: the sample feeds' ``event_time``, ``key``)."""
     file_format: FileFormat = "csv"
+    source: FeedSource | None = None
+    """A replayed source given whole (a dataset with its batching rule); ``feed``, ``columns`` and ``file_format`` are then its own."""
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -51,8 +53,13 @@ class Scenario:
 
     def configs(self) -> list[QueryConfig]:
         """The query of each preset on the scenario's feed, replayed one file per micro-batch."""
-        source = FeedSource(self.feed, seconds_per_file=0, file_format=self.file_format, columns=self.columns)
+        source = self.source or FeedSource(self.feed, seconds_per_file=0, file_format=self.file_format, columns=self.columns)
         return [QueryConfig(source, **preset) for preset in self.presets]
+
+    @classmethod
+    def of(cls, source: FeedSource, preset: dict[str, Any], title: str) -> Scenario:
+        """A scenario of the user's own: ``source`` (stepped) under one ``preset``, with no notes."""
+        return cls("own", title, "Your data, one micro-batch at a time.", source.path, (preset,), source=replace(source, seconds_per_file=0))
 
     def note(self, step: int) -> str | None:
         """What to look at once ``step`` files have been handed over (``0``: before the first)."""

@@ -93,3 +93,26 @@ def test_the_idle_and_zero_delay_scenarios_do_what_their_notes_say(spark, regist
     assert cat.dropped[["key", "rule"]].values.tolist() == [["cat", "event time at or before the watermark"], ["dog", "event time at or before the watermark"]]
     assert str(cat.watermark_before) == "2016-05-10 12:00:05" and cat.output.empty  # neither row reached a window
     assert next(step for step in zero if step.duplicates).duplicates == 1
+
+
+def test_your_own_data_steps_through_and_a_refused_setting_names_its_field() -> None:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params.update({"scenario": "own"})
+    at.run()
+    shared.session_starter().wait(TIMEOUT)
+    at.switch_page(shared.STEP_PAGE).run()
+    try:
+        assert not at.exception, at.exception
+        assert at.selectbox(key="scn_feed").value == "web_clicks"
+        at.button(key="scn_next").click().run()
+        assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
+        [caption] = _captions(at)
+        assert "Batch 0 read 50 rows" in caption
+        at.checkbox(key="scn_use_watermark").uncheck()
+        at.selectbox(key="scn_output_mode").set_value("append").run()
+        assert any("output_mode: 'append'" in error.value for error in at.error)
+        assert "scn_walks" not in at.session_state  # other settings: the replay of the old ones is closed
+    finally:
+        held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
+        if held is not None:
+            held.close()

@@ -11,33 +11,37 @@ if st.session_state.get("presenter"):
     st.markdown(walkthrough.PRESENTER_STYLE, unsafe_allow_html=True)
 st.title("Step through")
 choice, mode = st.columns([3, 1])
-names = list(SCENARIOS)
+names = [*SCENARIOS, walkthrough.OWN]
 linked = st.query_params.get("scenario")
 name = choice.selectbox(  # the URL holds the scenario's name, not the title shown
-    "Scenario", names, index=names.index(linked) if linked in names else 0, format_func=lambda name: SCENARIOS[name].title, key="scenario",
-    persist_state="session",
+    "Scenario", names, index=names.index(linked) if linked in names else 0, key="scenario", persist_state="session",
+    format_func=lambda name: SCENARIOS[name].title if name in SCENARIOS else "Your own data and settings",
 )
 st.query_params["scenario"] = name
 mode.toggle("Presenter mode", key="presenter", **KEPT, help="Large type, the sidebar folded away; → and ← step")
-scenario = SCENARIOS[name]
-st.caption(scenario.summary)
+if name == walkthrough.OWN:
+    with st.container(border=True):
+        scenario = walkthrough.own_scenario()
+else:
+    scenario = SCENARIOS[name]
+    st.caption(scenario.summary)
 if not session_ready():
     st.stop()
 registry, spark = get_registry(), get_spark()
-walks = walkthrough.held(name, registry)
+walks = walkthrough.held(scenario, registry)
 wanted = st.query_params.get("batch", "0")
 if walkthrough.VIEW not in st.session_state and wanted.isdigit() and int(wanted) > 0:  # a link to a batch: run up to it
     try:
-        walks = walks or walkthrough.start(name, registry, spark)
+        walks = walks or walkthrough.start(scenario, registry, spark)
         walks.reach(int(wanted))
         st.session_state[walkthrough.VIEW] = min(int(wanted), walks.batches)
     except Exception as err:  # noqa: BLE001 - Spark failed to start the replay, or the session is gone: a message, never a traceback
         st.error(f"The scenario could not be started: {walkthrough.brief(str(err))}")
 if error := st.session_state.pop("scn_error", None):
     st.error(f"Spark could not run the next batch: {error}")
-view = walkthrough.controls(name, walks, registry, spark)
+view = walkthrough.controls(scenario, walks, registry, spark)
 st.query_params["batch"] = str(view)
-walks = walkthrough.held(name, registry)
+walks = walkthrough.held(scenario, registry)
 if walks is None:
     st.info("Press **Next batch** to hand Spark the scenario's first file.")
     st.stop()
