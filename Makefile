@@ -1,5 +1,5 @@
 # Two entry points: `make run` serves the dashboard, `make test` runs the suite.
-# `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmarks (dashboard, tuner, Kafka, latency, stepped replay, then joins, replayed and live);
+# `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmarks (dashboard, tuner, Kafka, latency, stepped replay, then joins, replayed and live, and a press of Next on Step through);
 # `make connect` starts a local Spark Connect server and prints the SPARK_REMOTE to run the app against it.
 # `make kafka` starts a local Apache Kafka broker and prints the KAFKA_BOOTSTRAP to use; `make kafka-stop` stops it.
 # All create .venv from the pinned requirements.txt first (once, and again when it changes), and fetch the
@@ -53,6 +53,7 @@ bench: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m benchmarks.replay $(REPLAY_BENCH_ARGS)
 	$(VENV)/bin/python -m benchmarks.join $(JOIN_BENCH_ARGS)
 	$(VENV)/bin/python -m benchmarks.join_live $(JOIN_LIVE_BENCH_ARGS)
+	$(VENV)/bin/python -m benchmarks.walkthrough
 
 kafka: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m streaming.engine.broker $(KAFKA_ARGS)

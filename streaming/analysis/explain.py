@@ -200,7 +200,10 @@ def explain(
     delay = None if config.watermark_ms is None else pd.Timedelta(milliseconds=config.watermark_ms)
     modelled = classified is not None and not config.deduplicate
     dropped_all = dropped_events(classified, deduplicate=config.deduplicate) if classified is not None else None
-    clock = _clock_for(progress, arrived, outputs, config.aggregation)
+    frames = {int(batch): output_frame(outputs.get(int(batch), ()), config.aggregation) for batch in progress["batch_id"]}
+    clock = _clock_for(progress, arrived, frames.values())
+    arrived_by, classified_by, dropped_by = _by_batch(arrived), _by_batch(classified), _by_batch(dropped_all)
+    status = dict(zip(classified["event_id"], classified["status"], strict=True)) if classified is not None else {}
     shown: dict[tuple, Any] = {}
     state: dict[tuple, None] = {}
     seen = pd.NaT
@@ -213,10 +216,10 @@ def explain(
         after = before
         if delay is not None and not pd.isna(seen):
             after = seen - delay if pd.isna(before) else max(before, seen - delay)
-        rows = _rows(arrived, batch, before, config.deduplicate)
-        output = _changes(output_frame(outputs.get(batch, ()), config.aggregation), config.output_mode, shown)
-        dropped = _dropped(dropped_all, classified, batch)
-        evicted = _evict(state, classified, batch, before, config) if modelled else pd.DataFrame(columns=EVICTED_COLUMNS)
+        rows = _rows(arrived_by.get(batch) if arrived is not None else None, before, config.deduplicate)
+        output = _changes(frames[batch], config.output_mode, shown)
+        dropped = _dropped(dropped_by.get(batch), status)
+        evicted = _evict(state, classified_by.get(batch), before, config) if modelled else pd.DataFrame(columns=EVICTED_COLUMNS)
         step = Step(
             batch, int(row.num_input_rows), before, after, rows, output, dropped, evicted, int(row.state_rows_total),
             int(row.rows_dropped_by_watermark), int(row.duplicates_dropped), fresh.get(batch, True), "",
@@ -231,11 +234,18 @@ def _reads_new_data(summary: Mapping[str, Any]) -> bool:
     return not offsets or offsets[0] != offsets[1]
 
 
-def _rows(classified: pd.DataFrame | None, batch: int, watermark: pd.Timestamp, deduplicate: bool) -> pd.DataFrame:
+def _by_batch(frame: pd.DataFrame | None) -> dict[int, pd.DataFrame]:
+    """``frame``'s rows by their ``batch_id``, split once."""
+    if frame is None or frame.empty:
+        return {}
+    return {int(batch): rows for batch, rows in frame.groupby("batch_id", sort=False)}
+
+
+def _rows(mine: pd.DataFrame | None, watermark: pd.Timestamp, deduplicate: bool) -> pd.DataFrame:
+    """A batch's rows read (``mine``: its judged or arrived events; ``None``: not known), each marked when at or behind the watermark."""
     columns = ["event_time", "key", "status", "late"]
-    if classified is None:
+    if mine is None:
         return pd.DataFrame(columns=columns)
-    mine = classified[classified["batch_id"] == batch]
     late = mine["event_time"] <= watermark if not pd.isna(watermark) else pd.Series(False, index=mine.index)
     status = mine["status"].where(~(late & deduplicate), "not counted")
     return pd.DataFrame({"event_time": mine["event_time"], "key": mine["key"], "status": status, "late": late.astype(bool)}).reset_index(drop=True)
@@ -263,14 +273,13 @@ def _same(left: Any, right: Any) -> bool:
     return bool(left == right or (pd.isna(left) and pd.isna(right)))
 
 
-def _dropped(dropped: pd.DataFrame | None, classified: pd.DataFrame | None, batch: int) -> pd.DataFrame:
-    """The events of ``batch`` the watermark dropped, one row each, with the windows it closed to them and how much of the event still counted."""
+def _dropped(mine: pd.DataFrame | None, status: Mapping[int, str]) -> pd.DataFrame:
+    """A batch's events the watermark dropped (``mine``: its dropped pairs), one row each, with the windows closed to it and how much of the event still counted (``status`` by event id)."""
     columns = ["event_time", "key", "rule", "windows", "status"]
-    if dropped is None or classified is None or dropped.empty:
+    if mine is None:
         return pd.DataFrame(columns=columns)
-    status = dict(zip(classified["event_id"], classified["status"], strict=True))
     records = []
-    for event, pairs in dropped[dropped["batch_id"] == batch].groupby("event_id", sort=False):
+    for event, pairs in mine.groupby("event_id", sort=False):
         first = pairs.iloc[0]
         whole = first["rule"] == EVENT_RULE
         records.append({
@@ -289,10 +298,9 @@ def _windows(time: pd.Timestamp, config: QueryConfig) -> list[tuple[pd.Timestamp
     return [(pd.Timestamp(k * slide), pd.Timestamp(k * slide + window)) for k in range(first, last + 1)]
 
 
-def _evict(state: dict[tuple, None], classified: pd.DataFrame | None, batch: int, watermark: pd.Timestamp, config: QueryConfig) -> pd.DataFrame:
-    """The windows batch ``batch`` let go of; ``state`` (the groups in Spark's state) takes in the batch's counted groups first."""
-    if classified is not None:
-        mine = classified[classified["batch_id"] == batch]
+def _evict(state: dict[tuple, None], mine: pd.DataFrame | None, watermark: pd.Timestamp, config: QueryConfig) -> pd.DataFrame:
+    """The windows a batch let go of; ``state`` (the groups in Spark's state) takes in the counted groups of its judged events ``mine`` first."""
+    if mine is not None:
         for time, key, dropped in zip(mine["event_time"], mine["key"], mine["dropped_windows"], strict=True):
             for start, end in _windows(time, config):
                 if (start, end) not in dropped:
@@ -308,13 +316,12 @@ def _evict(state: dict[tuple, None], classified: pd.DataFrame | None, batch: int
 # ------------------------------------------------------------------ captions
 
 
-def _clock_for(progress: pd.DataFrame, arrived: pd.DataFrame | None, outputs: Mapping[int, Sequence[tuple]], aggregation: str) -> str:
+def _clock_for(progress: pd.DataFrame, arrived: pd.DataFrame | None, outputs: Iterable[pd.DataFrame]) -> str:
     """The time format the captions use: hours and minutes, seconds when a time has them, the date when the times span days."""
     parts = [progress["watermark"].dropna(), progress["max_event_time"].dropna()]
     if arrived is not None:
         parts.append(arrived["event_time"].dropna())
-    for rows in outputs.values():
-        frame = output_frame(rows, aggregation)
+    for frame in outputs:
         parts.extend(frame[name] for name in ("window_start", "window_end", "event_time") if name in frame)
     parts = [part for part in parts if len(part)]
     stamps = pd.to_datetime(pd.concat(parts, ignore_index=True)) if parts else pd.Series(dtype="datetime64[ns]")
