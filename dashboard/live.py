@@ -56,6 +56,7 @@ from streaming.engine.registry import DuplicateQueryError, QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource, initial_offsets
 from streaming.engine.state import state_operators, state_rows
 from streaming.engine.topics import require_topic
+from streaming.report import figures_report, settings_text
 
 from .data import BATCHING_RULES, DataChoice, batching_widgets, dataset_source, events_of, follow_data, label_of, remember_data, runnable_datasets
 from .datasets import dataset_store
@@ -829,4 +830,27 @@ def live_view(run: Run) -> None:
     _topic_view(run, figures)
     _details(run, table)
     _state_view(run)
+    _report_button(run, progress, table, figures)
     show_code(run.config, key=f"lab_code_{run.name}")
+
+
+REPORTED = ("counts", "drops", "state", "rates", "input", "duration", "gap")
+"""The figures a run's report holds."""
+
+
+def _report_button(run: Run, progress: pd.DataFrame, table: pd.DataFrame, figures: Mapping[str, go.Figure]) -> None:
+    """Download the run as it stands at this refresh: its settings, numbers, charts and result table, as one HTML file that opens without a server."""
+    def report() -> str:
+        numbers = (
+            f"{len(progress)} micro-batches, {int(progress['num_input_rows'].sum()) if len(progress) else 0:,} rows read, "
+            f"{int(progress['rows_dropped_by_watermark'].sum()) if len(progress) else 0:,} rows dropped by the watermark, "
+            f"watermark {_watermark_text(current_watermark(progress))}, status {run.status}."
+        )
+        paragraphs = (f"{run.config.source.label}: {settings_text(run.config)}.", numbers)
+        shown = [figures[name] for name in REPORTED if name in figures]
+        return figures_report(f"Query {run.name}", paragraphs, shown, [("Result table", table)])
+
+    st.download_button(
+        "Download report (HTML)", report, file_name=f"{run.name}.html", mime="text/html", key=f"lab_report_{run.name}", on_click="ignore",
+        icon=":material/download:", help="This refresh's settings, numbers, charts and result table as one HTML file that opens without a server",
+    )

@@ -31,6 +31,7 @@ from streaming.engine.durations import format_duration, human_duration, parse_du
 from streaming.engine.errors import ConfigError
 from streaming.engine.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
+from streaming.report import figures_report
 
 from .data import choice_of, data_select, data_source, data_widgets, events_of, source_fingerprint
 from .jobs import Job, job_controls, start_job
@@ -414,10 +415,14 @@ def _recommendation(result: TuneResult, note: str = "") -> None:
     (st.success if result.recommended is not None else st.warning)(recommendation_text(result) + note)
 
 
-def _delays_table(result: TuneResult, columns: Iterable[str]) -> None:
+def _delays_frame(result: TuneResult, columns: Iterable[str]) -> pd.DataFrame:
     """One row per delay of ``result``, the ``columns`` it has, the output delay in its unit."""
     shown = readable_seconds(tuner_charts.tune_frame(result), ["output_delay_seconds"])
-    st.dataframe(shown[[name for name in columns if name in shown.columns]], hide_index=True, column_config=dict(TUNE_COLUMNS))
+    return shown[[name for name in columns if name in shown.columns]]
+
+
+def _delays_table(result: TuneResult, columns: Iterable[str]) -> None:
+    st.dataframe(_delays_frame(result, columns), hide_index=True, column_config=dict(TUNE_COLUMNS))
 
 
 def tune_results(job: Job) -> None:
@@ -437,9 +442,19 @@ def tune_results(job: Job) -> None:
     _recommendation(result)
     _method(result, inputs)
     _delays_table(result, TUNE_COLUMNS)
+    figures = [tuner_charts.completeness_vs_state(result), tuner_charts.completeness_vs_output_delay(result)]
     left, right = st.columns(2)
-    left.plotly_chart(tuner_charts.completeness_vs_state(result), key="tune_chart_state")
-    right.plotly_chart(tuner_charts.completeness_vs_output_delay(result), key="tune_chart_delay")
+    left.plotly_chart(figures[0], key="tune_chart_state")
+    right.plotly_chart(figures[1], key="tune_chart_delay")
+    summary = (
+        f"{inputs.feed}: {what} per window of {shape}, {len(result.outcomes)} delays, target {percent(result.target)}.",
+        recommendation_text(result),
+    )
+    st.download_button(
+        "Download report (HTML)", lambda: figures_report("Watermark tuner", summary, figures, [("One row per delay", _delays_frame(result, TUNE_COLUMNS))]),
+        file_name="watermark-tuner.html", mime="text/html", key="tune_report", on_click="ignore", icon=":material/download:",
+        help="The recommendation, the table and the two trade-offs as one HTML file that opens without a server",
+    )
     _per_window(result)
     _grid_section(result, inputs)
     if result.recommended is None:

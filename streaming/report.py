@@ -1,4 +1,4 @@
-"""A stepped replay as one self-contained HTML file: its configuration, a figure, and every batch's caption and tables.
+"""Results as one self-contained HTML file to share: a stepped replay (its settings, figure and every batch told), or any page's figures and tables.
 
 The file embeds Plotly's JavaScript once and everything else inline, so it
 opens in a browser with no server and no network. Text from the data (keys,
@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
+import plotly.graph_objects as go
 import plotly.io
 
 from .analysis.explain import Step, result_after
 from .charts.walkthrough import steps_figure
 from .engine.config import QueryConfig
 
-__all__ = ["CHANGE_COLOURS", "LATE", "ReportRun", "change_colour", "steps_report"]
+__all__ = ["CHANGE_COLOURS", "LATE", "ReportRun", "change_colour", "figures_report", "settings_text", "steps_report"]
 
 CHANGE_COLOURS = {"added": "#d8f3dc", "updated": "#fff3bf", "emitted": "#d0ebff"}
 """Row colours by what a batch did to a result row, as the guide's result-table figures highlight the rows a trigger changed."""
@@ -71,7 +72,8 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _settings(config: QueryConfig) -> str:
+def settings_text(config: QueryConfig) -> str:
+    """A query's windows, watermark, output mode and aggregate in one line."""
     windows = f"session gap {config.session_gap}" if config.session_gap else f"window {config.window}" + (f", slide {config.slide}" if config.slide else "")
     parts = [windows, f"watermark {config.watermark or 'none'}", f"{config.output_mode} mode", f"aggregate {config.aggregation}"]
     if config.deduplicate:
@@ -94,25 +96,36 @@ def _batch(run: ReportRun, index: int) -> str:
     )
 
 
+def _page(title: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
+
+
+def _figures(figures: Sequence[go.Figure]) -> list[str]:
+    """Each figure as a ``div``; Plotly's JavaScript is embedded with the first."""
+    return [plotly.io.to_html(figure, include_plotlyjs=number == 0, full_html=False) for number, figure in enumerate(figures)]
+
+
+def figures_report(title: str, paragraphs: Sequence[str], figures: Sequence[go.Figure], tables: Sequence[tuple[str, pd.DataFrame]] = ()) -> str:
+    """A page's results as HTML text: ``title``, its ``paragraphs`` (plain text), its figures side by side, then each ``(caption, frame)`` table."""
+    text = "".join(f"<p>{html.escape(paragraph)}</p>" for paragraph in paragraphs)
+    drawn = "".join(f"<div>{figure}</div>" for figure in _figures(figures))
+    shown = "".join(f"<h3>{html.escape(caption)}</h3>{_table(frame)}" for caption, frame in tables)
+    return _page(title, f"{text}<div class='runs'>{drawn}</div>{shown}")
+
+
 def steps_report(title: str, summary: str, runs: Sequence[ReportRun]) -> str:
-    """The whole report as HTML text: ``title``, ``summary``, each run's settings and figure, then every batch (runs side by side)."""
+    """A stepped replay as HTML text: ``title``, ``summary``, each run's settings and figure, then every batch (runs side by side)."""
     if not runs:
         raise ValueError("runs: a report needs at least one run")
-    figures = []
-    for number, run in enumerate(runs):
-        figure = steps_figure(run.steps, title=run.label or "Micro-batch by micro-batch")
-        figures.append(plotly.io.to_html(figure, include_plotlyjs=number == 0, full_html=False))
-    settings = "".join(f"<li>{html.escape(run.label + ': ' if run.label else '')}{html.escape(_settings(run.config))}</li>" for run in runs)
-    batches = max(len(run.steps) for run in runs)
+    figures = _figures([steps_figure(run.steps, title=run.label or "Micro-batch by micro-batch") for run in runs])
+    settings = "".join(f"<li>{html.escape(run.label + ': ' if run.label else '')}{html.escape(settings_text(run.config))}</li>" for run in runs)
     sections = []
-    for index in range(batches):
+    for index in range(max(len(run.steps) for run in runs)):
         cells = "".join(_batch(run, index) if index < len(run.steps) else "<div></div>" for run in runs)
         batch = next(run.steps[index].batch_id for run in runs if index < len(run.steps))
         sections.append(f"<section><h3>Micro-batch {batch}</h3><div class='runs'>{cells}</div></section>")
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(summary)}</p><ul>{settings}</ul>"
-        f"<div class='runs'>{''.join(f'<div>{figure}</div>' for figure in figures)}</div>"
-        f"{''.join(sections)}</body></html>"
-    )
+    body = f"<p>{html.escape(summary)}</p><ul>{settings}</ul><div class='runs'>{''.join(f'<div>{figure}</div>' for figure in figures)}</div>{''.join(sections)}"
+    return _page(title, body)

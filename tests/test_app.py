@@ -178,7 +178,7 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         at.toggle(key="lab_dropped_list").set_value(True).run()
         assert not at.exception, at.exception
         assert any(list(frame.value.columns)[-1] == "rule" for frame in at.dataframe)
-        assert {button.label for button in at.get("download_button")} >= {"Download CSV", "Download Parquet"}
+        assert {button.label for button in at.get("download_button")} >= {"Download CSV", "Download Parquet", "Download report (HTML)"}
         at.button(key="lab_stop").click().run()  # the page does not wait for Spark's stop
         assert not at.exception, at.exception
         assert _wait_until(at, lambda _: app_registry.get(name).status == "stopped", 60), app_registry.get(name).status

@@ -362,6 +362,7 @@ def test_tuner_sweeps_the_guide_feed(jobs) -> None:
     assert (table["counted"].iloc[1], table["exact"].iloc[1]) == (18, 20)
     assert table["output_delay_seconds"].iloc[1] == "11.0 min"  # 660 s, read in minutes
     assert len(at.get("plotly_chart")) == 6  # the two trade-offs, three heat maps of windows x delays, one window's curve
+    assert "tune_report" in {button.key for button in at.get("download_button")}  # the report, made when pressed
     assert at.selectbox(key="tune_window_delay").value == "10 minutes"
     per_window = _table(at, {"window_start", "counted", "exact"})
     assert int(per_window["counted"].sum()) == 18

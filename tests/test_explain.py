@@ -180,6 +180,11 @@ def test_a_keyless_sum_with_a_null_value_is_told_and_reported_as_html_that_escap
     page = steps_report("A <title>", "summary & more", [ReportRun(config, steps)])
     assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page and "A &lt;title&gt;" in page and "NaT" not in page
     assert page.count("<script") >= 1 and "plotly" in page.lower()
+    from streaming.charts.walkthrough import steps_figure
+    from streaming.report import figures_report
+
+    shared = figures_report("Tuner <x>", ["a & b"], [steps_figure(steps), steps_figure(steps)], [("rows <t>", steps[0].output)])
+    assert "Tuner &lt;x&gt;" in shared and "a &amp; b" in shared and "rows &lt;t&gt;" in shared and shared.count("plotly.js v") == 1
     passing = QueryConfig(FeedSource(feed, seconds_per_file=0), window="1 minute", aggregation="none", output_mode="append")
     quiet = explain(passing, summaries[:1], {}, None)
     assert list(result_after(quiet, 0, "append").columns) == ["event_time", "key", "change"]
