@@ -8,6 +8,7 @@ SparkSession starts in the background on the first view of any page.
 
 import streamlit as st
 
+from dashboard import walkthrough
 from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, JOINS_PAGE, LIVE_PAGE, QUERIES_PAGE, STEP_PAGE, STEP_URL, TUNER_PAGE, run_page, session_starter
 
 st.set_page_config(page_icon=":material/stream:", layout="wide")
@@ -24,4 +25,6 @@ navigation = st.navigation(
         st.Page(DATASETS_PAGE, title="Datasets", icon=":material/dataset:", url_path="Datasets"),
     ]
 )
+if navigation.url_path != STEP_URL:
+    walkthrough.leave()  # a walkthrough's queries wait for this browser session only while it is on Step through
 run_page(navigation)

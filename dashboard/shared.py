@@ -159,13 +159,8 @@ def run_page(page: StreamlitPage) -> None:
     """Run the routed ``page``; when it fails because Spark went away while it ran, rerun it: the rerun notices the loss and says what was lost.
 
     The session is checked when a page starts; a JVM or Connect server that
-    dies during the run makes its next Spark call raise instead. Any other page
-    than Step through closes the session's walkthroughs first.
+    dies during the run makes its next Spark call raise instead.
     """
-    if page.url_path != STEP_URL:
-        from dashboard.walkthrough import leave
-
-        leave()  # a walkthrough's queries wait for this session only while it is on the page
     try:
         page.run()
     except Exception:

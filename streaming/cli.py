@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -33,6 +35,8 @@ from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, Kaf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from .engine.registry import QueryRegistry
 
 SAMPLE_MESSAGES = 200
 """The first messages of a topic its value's columns are inferred from."""
@@ -221,6 +225,22 @@ def _release(spark: SparkSession, given: SparkSession | None) -> None:
         spark.stop()
 
 
+@contextmanager
+def _registry(given: SparkSession | None) -> Iterator[tuple[SparkSession, QueryRegistry]]:
+    """The session a command runs on (:func:`_session`) and a query registry on it; the registry is closed and the session released after."""
+    from .engine.registry import QueryRegistry
+
+    spark = _session(given)
+    try:
+        registry = QueryRegistry(spark)
+        try:
+            yield spark, registry
+        finally:
+            registry.close()
+    finally:
+        _release(spark, given)
+
+
 def _early_config(args: argparse.Namespace) -> QueryConfig | None:
     """The query the flags describe on files, checked before Spark starts; ``None`` for a topic, whose brokers and topic are checked instead (within seconds)."""
     if _is_topic(args):
@@ -231,7 +251,6 @@ def _early_config(args: argparse.Namespace) -> QueryConfig | None:
 
 def _explain_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     from .analysis.explain import explain_replay
-    from .engine.registry import QueryRegistry
     from .engine.runner import run_to_idle
 
     if not _is_topic(args) and not Path(args.feed_dir).exists():
@@ -242,20 +261,14 @@ def _explain_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    spark = _session(given)
-    registry = QueryRegistry(spark)
     try:
-        config = config or _replay_config(args, _source(args, spark))
-        outcome = run_to_idle(registry, config, outputs=True)
-        steps = explain_replay(spark, outcome)
+        with _registry(given) as (spark, registry):
+            config = config or _replay_config(args, _source(args, spark))
+            outcome = run_to_idle(registry, config, outputs=True)
+            steps = explain_replay(spark, outcome)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    finally:
-        try:
-            registry.close()
-        finally:
-            _release(spark, given)
     for step in steps:
         print(step.caption)
     if args.json is not None:
@@ -302,7 +315,6 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
         return _join_main(args, given)
     if args.command == "explain":
         return _explain_main(args, given)
-    from .engine.registry import QueryRegistry
     from .engine.runner import run_to_idle
 
     topic = _is_topic(args)
@@ -328,23 +340,17 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    spark = _session(given)
-    registry = QueryRegistry(spark)
     try:
-        if config is None:
-            config = _replay_config(args, _source(args, spark))
-            if args.checkpoint is not None:
-                KeptQuery(args.checkpoint).check(config)
-        outcome = run_to_idle(registry, config, keep=args.checkpoint, stop_after=args.stop_after, latency=args.latency)
-        dropped = _dropped(spark, outcome) if args.dropped is not None else None
+        with _registry(given) as (spark, registry):
+            if config is None:
+                config = _replay_config(args, _source(args, spark))
+                if args.checkpoint is not None:
+                    KeptQuery(args.checkpoint).check(config)
+            outcome = run_to_idle(registry, config, keep=args.checkpoint, stop_after=args.stop_after, latency=args.latency)
+            dropped = _dropped(spark, outcome) if args.dropped is not None else None
     except ConfigError as err:  # a mapping that does not fit the types Spark reads (JSON, Parquet, a topic's values); a checkpoint of another query
         print(f"error: {err}", file=sys.stderr)
         return 2
-    finally:
-        try:
-            registry.close()
-        finally:
-            _release(spark, given)
     _print_replay(outcome)
     if dropped is not None:
         if args.dropped.suffix.lower() == ".parquet":
@@ -452,22 +458,15 @@ def _tune_main(args, given: SparkSession | None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     from .analysis.tune import tune
-    from .engine.registry import QueryRegistry
 
-    spark = _session(given)
-    registry = QueryRegistry(spark)
     try:
-        if query is None:  # a topic: its value's columns from a sample, its offsets bounded at their end now
-            query = query_of(_source(args, spark))
-        outcome = tune(registry, query, delays=delays, target=target, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
+        with _registry(given) as (spark, registry):
+            if query is None:  # a topic: its value's columns from a sample, its offsets bounded at their end now
+                query = query_of(_source(args, spark))
+            outcome = tune(registry, query, delays=delays, target=target, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
     except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
         print(f"error: {err}", file=sys.stderr)
         return 2
-    finally:
-        try:
-            registry.close()
-        finally:
-            _release(spark, given)
     print(_tune_table(outcome))
     if outcome.method == "model":
         how = "computed by the watermark model, one confirmed on Spark"
