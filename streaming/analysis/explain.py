@@ -317,7 +317,8 @@ def _evict(state: dict[tuple, None], mine: pd.DataFrame | None, watermark: pd.Ti
 
 
 def _clock_for(progress: pd.DataFrame, arrived: pd.DataFrame | None, outputs: Iterable[pd.DataFrame]) -> str:
-    """The time format the captions use: hours and minutes, seconds when a time has them, the date when the times span days."""
+    """The time format the captions use: hours and minutes, seconds when a time has them, milliseconds (``%f``, cut to 3 digits) when
+    one has those, the date when the times span days."""
     parts = [progress["watermark"].dropna(), progress["max_event_time"].dropna()]
     if arrived is not None:
         parts.append(arrived["event_time"].dropna())
@@ -326,6 +327,8 @@ def _clock_for(progress: pd.DataFrame, arrived: pd.DataFrame | None, outputs: It
     parts = [part for part in parts if len(part)]
     stamps = pd.to_datetime(pd.concat(parts, ignore_index=True)) if parts else pd.Series(dtype="datetime64[ns]")
     fmt = "%H:%M:%S" if len(stamps) and bool((stamps.dt.second != 0).any() | (stamps.dt.microsecond != 0).any()) else "%H:%M"
+    if len(stamps) and bool((stamps.dt.microsecond != 0).any()):
+        fmt += ".%f"
     if len(stamps) and stamps.dt.normalize().nunique() > 1:
         fmt = "%Y-%m-%d " + fmt
     return fmt
@@ -355,7 +358,8 @@ def _key(value: Any) -> str:
 
 def _captioned(step: Step, config: QueryConfig, clock: str, *, modelled: bool) -> Step:
     def at(time: pd.Timestamp) -> str:
-        return pd.Timestamp(time).strftime(clock)
+        text = pd.Timestamp(time).strftime(clock)
+        return text[:-3] if clock.endswith("%f") else text  # milliseconds
 
     def span(start: pd.Timestamp, end: pd.Timestamp) -> str:
         return f"{at(start)}–{at(end)}"
