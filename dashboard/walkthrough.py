@@ -5,7 +5,7 @@ replay per preset, held still between batches. *Next batch* shows the next
 micro-batch Spark already ran (the no-data batch after a watermark move) or
 hands Spark the next file; *Back* and the slider only move the view, since every
 batch's progress and output are kept. The scenario and the batch shown are in
-the page's URL (``scenario``, ``batch``), so a link opens the same view.
+the page's URL (``scenario``, ``step``), so a link opens the same view.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from streaming.analysis.explain import Step, explain, replay_events, result_afte
 from streaming.charts.walkthrough import steps_figure
 from streaming.engine.config import OUTPUT_MODES
 from streaming.engine.errors import ConfigError, brief
-from streaming.engine.walkthrough import Walkthrough
+from streaming.engine.walkthrough import Walkthrough, make_room
 from streaming.report import LATE, ReportRun, change_colour, steps_report
 from streaming.scenarios import Scenario
 
@@ -38,7 +38,7 @@ __all__ = ["PRESENTER_STYLE", "Walks", "batch_view", "brief", "controls", "figur
 PRESENTER_STYLE = """<style>
 .scn-caption {font-size: 2rem !important; line-height: 1.4 !important;}
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
-[data-testid="stDataFrame"] {font-size: 1.2rem;}
+[data-testid="stDataFrame"], [data-testid="stTable"], [data-testid="stCaptionContainer"], [data-testid="stMetric"] {font-size: 1.2rem;}
 h1 {font-size: 2.2rem;}
 </style>"""
 """Presenter mode: large type, the sidebar folded away."""
@@ -64,6 +64,7 @@ class Walks:
     @classmethod
     def start(cls, scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
         configs = scenario.configs()
+        make_room(registry, len(configs))
         read: dict[object, pd.DataFrame] = {}
         events = [read[config.source] if config.source in read else read.setdefault(config.source, replay_events(spark, config)) for config in configs]
         started: list[Walkthrough] = []
@@ -227,8 +228,8 @@ def controls(scenario: Scenario, walks: Walks | None, registry: QueryRegistry, s
     if batches > 1:
         st.session_state[SLIDER] = view
         st.slider(
-            "Micro-batch", min_value=0, max_value=batches, key=SLIDER, on_change=_slid,
-            help="0: before the first batch. Moving back only changes the view: every batch is kept.",
+            "Step", min_value=0, max_value=batches, key=SLIDER, on_change=_slid,
+            help="Step k shows micro-batch k − 1 (step 0: before the first). Moving back only changes the view: every batch is kept.",
         )
     return view
 
@@ -266,7 +267,10 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
     read.metric("Rows read", step.input_rows)
     state.metric("Rows in state", step.state_rows)
     dropped.metric("Dropped as late", len(step.dropped) if len(step.dropped) else step.spark_dropped)
-    watermark.metric("Watermark", after, delta=None if before == after else f"from {before}", delta_color="off")
+    watermark.metric(
+        "Watermark after this batch", after, delta=None if before == after else f"ran with {before}", delta_color="off",
+        help="This batch ran with the watermark it started with: rows at or behind that one are marked late",
+    )
     if len(step.rows):
         st.caption("Rows read (red: at or behind the watermark)")
         _table(styled(step.rows, lambda row: LATE if row["late"] else ""))

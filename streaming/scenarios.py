@@ -92,7 +92,7 @@ SCENARIOS: dict[str, Scenario] = {
                 0: "Nothing has arrived. Press Next batch.",
                 1: "Update mode shows counts at once; append mode waits for the watermark.",
                 2: "The 12:09 cat comes with the 12:14 dog, behind it but ahead of the watermark (11:58): it is counted. The 12:14 dog moves the watermark to 12:04.",
-                3: "The 12:21 owl moves the watermark to 12:11 for the next batch: append mode now emits 12:00–12:10, once.",
+                3: "The 12:21 owl moves the watermark to 12:11 for the next batch. Press Next: append mode then emits 12:00–12:10, once.",
                 4: "The 12:04 donkey arrives behind the watermark: its windows are closed, and it is dropped in both modes.",
             },
             labels=("update mode", "append mode"),
@@ -123,9 +123,9 @@ SCENARIOS: dict[str, Scenario] = {
             "the watermark cannot move, so append mode holds every open window.",
             SCENARIO_FEEDS / "quiet_words", ({**GUIDE_QUERY, "output_mode": "append"},),
             {
-                3: "The watermark is 12:11: 12:00–12:10 was emitted. The other windows wait for newer events.",
+                3: "The 12:21 owl moves the watermark to 12:11: the next batch emits 12:00–12:10. The other windows wait for newer events.",
                 4: "An empty file: a batch of no rows. The watermark stays where it was, and nothing is emitted.",
-                6: "A word at 12:33 moves the watermark to 12:23: the windows that waited are emitted at last.",
+                6: "A word at 12:33 moves the watermark to 12:23: the next batch emits the windows that waited, at last.",
             },
         ),
         Scenario(
@@ -134,7 +134,7 @@ SCENARIOS: dict[str, Scenario] = {
             "they are summed per store and minute. A duplicate found in the state is dropped; Spark counts those apart from late rows.",
             SAMPLE_FEEDS / "orders_jsonl", ({"window": "1 minute", "watermark": "2 minutes", "output_mode": "update", "deduplicate": True, "aggregation": "sum"},),
             {
-                1: "The first duplicates arrive in the second batch: compare the rows read with the result's counts.",
+                1: "The first duplicates arrive in the second batch: the caption says how many the deduplication dropped.",
                 5: "Late orders are behind the watermark: dropped by the deduplication, before any window.",
             },
             columns=ColumnMapping(event_time="ts", time_format="epoch_ms", key="store", value="amount", dedup_id="order_id"),

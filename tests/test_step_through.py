@@ -18,7 +18,7 @@ def _captions(at: AppTest) -> list[str]:
 
 def test_the_late_data_scenario_opens_from_its_link_steps_and_goes_back() -> None:
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    at.query_params.update({"scenario": "late_data", "batch": "2"})
+    at.query_params.update({"scenario": "late_data", "step": "2"})
     at.run()
     shared.session_starter().wait(TIMEOUT)
     at.switch_page(shared.STEP_PAGE).run()
@@ -32,7 +32,7 @@ def test_the_late_data_scenario_opens_from_its_link_steps_and_goes_back() -> Non
         for _ in range(3):
             at.button(key="scn_next").click().run()
             assert not at.exception, at.exception
-        assert at.session_state["scn_view"] == 5 and at.query_params["batch"] == "5"
+        assert at.session_state["scn_view"] == 5 and at.query_params["step"] == "5"
         update, append = _captions(at)
         assert update.count("Batch 4 read 4 rows") == 1 and "It updated 3 result rows" in update
         assert "so the watermark moves to 12:11 (10 minutes behind it) for the next batch" in append
@@ -83,6 +83,13 @@ def test_the_idle_and_zero_delay_scenarios_do_what_their_notes_say(spark, regist
             told[name] = explain(config, walk.summaries(), walk.outputs(), replay_events(spark, config))
         finally:
             walk.close()
+    from streaming.engine.walkthrough import make_room
+
+    left = Walkthrough(registry, SCENARIOS["zero_delay"].configs()[0])  # as a reloaded tab leaves one
+    try:
+        assert make_room(registry, 1, limit=1) == [left.name] and not left.active
+    finally:
+        left.close()
     idle = told["idle_source"]
     empty = [step for step in idle if step.read_new and step.input_rows == 0]
     assert len(empty) == 2 and all(step.watermark_before == step.watermark_after and step.output.empty for step in empty)

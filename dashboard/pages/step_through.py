@@ -7,7 +7,7 @@ from dashboard.shared import KEPT, get_registry, get_spark, session_ready
 from streaming.scenarios import SCENARIOS
 
 st.markdown("<style>.scn-caption {font-size: 1.3rem; line-height: 1.5; padding: 0.6rem 0 1rem 0;}</style>", unsafe_allow_html=True)
-if st.session_state.get("presenter"):
+if st.session_state.get("presenter", st.query_params.get("presenter") == "true"):  # a link's value, before the toggle reads it
     st.markdown(walkthrough.PRESENTER_STYLE, unsafe_allow_html=True)
 st.title("Step through")
 choice, mode = st.columns([3, 1])
@@ -29,7 +29,7 @@ if not session_ready():
     st.stop()
 registry, spark = get_registry(), get_spark()
 walks = walkthrough.held(scenario, registry)
-wanted = st.query_params.get("batch", "0")
+wanted = st.query_params.get("step", "0")
 if walkthrough.VIEW not in st.session_state and wanted.isdigit() and int(wanted) > 0:  # a link to a batch: run up to it
     try:
         walks = walks or walkthrough.start(scenario, registry, spark)
@@ -40,7 +40,7 @@ if walkthrough.VIEW not in st.session_state and wanted.isdigit() and int(wanted)
 if error := st.session_state.pop("scn_error", None):
     st.error(f"Spark could not run the next batch: {error}")
 view = walkthrough.controls(scenario, walks, registry, spark)
-st.query_params["batch"] = str(view)
+st.query_params["step"] = str(view)
 walks = walkthrough.held(scenario, registry)
 if walks is None:
     st.info("Press **Next batch** to hand Spark the scenario's first file.")

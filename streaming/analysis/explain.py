@@ -216,7 +216,7 @@ def explain(
         after = before
         if delay is not None and not pd.isna(seen):
             after = seen - delay if pd.isna(before) else max(before, seen - delay)
-        rows = _rows(arrived_by.get(batch) if arrived is not None else None, before, config.deduplicate)
+        rows = _rows(arrived_by.get(batch) if arrived is not None else None, before if classified is not None else pd.NaT, config.deduplicate)
         output = _changes(frames[batch], config.output_mode, shown)
         dropped = _dropped(dropped_by.get(batch), status)
         evicted = _evict(state, classified_by.get(batch), before, config) if modelled else pd.DataFrame(columns=EVICTED_COLUMNS)
@@ -347,9 +347,12 @@ def _plural(count: int, word: str) -> str:
 
 
 def _number(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return "null" if pd.isna(value) else str(value)
+    """A result's value as a caption writes it: whole numbers without a point, others to 6 significant digits (no float noise)."""
+    if pd.isna(value):
+        return "null"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.6g}"
+    return str(value)
 
 
 def _key(value: Any) -> str:

@@ -20,6 +20,8 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from .config import FeedSource, QueryConfig
 from .errors import ConfigError
 from .sources.replayer import FeedReplayer
@@ -28,7 +30,11 @@ if TYPE_CHECKING:
     from .query import Run
     from .registry import QueryRegistry
 
-__all__ = ["IDLE_LIMIT_SECONDS", "Walkthrough"]
+__all__ = ["IDLE_LIMIT_SECONDS", "MAX_QUERIES", "PREFIX", "Walkthrough", "make_room"]
+
+PREFIX = "walkthrough_"
+MAX_QUERIES = 4
+"""Walkthrough queries a server runs at once; :func:`make_room` closes the least recently stepped beyond it."""
 
 IDLE_LIMIT_SECONDS = 900.0
 """A walkthrough not advanced for this long closes itself."""
@@ -43,7 +49,7 @@ class Walkthrough:
             raise ConfigError("source", str(source), "must be files replayed one micro-batch at a time (seconds per file 0, the default trigger) to be stepped through")
         self.registry = registry
         self.config = config
-        self.name = f"walkthrough_{uuid.uuid4().hex[:12]}"
+        self.name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
         self.run: Run = registry.start(config, self.name, max_rows=None, latency=False, record_outputs=True)
         feeder = self.run.feeder
         if not isinstance(feeder, FeedReplayer) or not feeder.stepped:
@@ -112,3 +118,22 @@ class Walkthrough:
         if self._timer is not None:
             self._timer.cancel()
         self.registry.remove(self.name)
+
+
+def make_room(registry: QueryRegistry, wanted: int, limit: int = MAX_QUERIES) -> list[str]:
+    """Stop the walkthrough queries of ``registry`` stepped least recently, so that ``wanted`` more fit under ``limit``; the names stopped.
+
+    A walkthrough waits, active, between presses: one left by a reloaded or
+    closed tab holds its queries until its idle limit. Starting another
+    walkthrough when ``limit`` are running lets the oldest go first; its page,
+    if still open, starts it again on the next press.
+    """
+    def last_step(run: Run) -> pd.Timestamp:
+        summaries = run.log.summaries()
+        return pd.Timestamp(summaries[-1]["timestamp"]) if summaries else pd.Timestamp(run.started_at)
+
+    running = [run for run in registry.runs() if run.name.startswith(PREFIX) and run.status == "active"]
+    surplus = sorted(running, key=last_step)[: max(0, len(running) + wanted - limit)]
+    for run in surplus:
+        registry.remove(run.name)
+    return [run.name for run in surplus]
