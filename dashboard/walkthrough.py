@@ -65,8 +65,11 @@ class Walks:
     def start(cls, scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
         configs = scenario.configs()
         make_room(registry, len(configs))
-        read: dict[object, pd.DataFrame] = {}
-        events = [read[config.source] if config.source in read else read.setdefault(config.source, replay_events(spark, config)) for config in configs]
+        by_source: dict[object, pd.DataFrame] = {}
+        for config in configs:  # side by side, the presets share one source: read it once
+            if config.source not in by_source:
+                by_source[config.source] = replay_events(spark, config)
+        events = [by_source[config.source] for config in configs]
         started: list[Walkthrough] = []
         try:
             for config in configs:

@@ -35,6 +35,7 @@ import pandas as pd
 
 from ..engine.config import FeedSource
 from ..engine.progress import progress_frame
+from ..engine.results import stamp
 from ..engine.sources import KafkaSource
 from .lateness import EVENT_RULE, dropped_events, file_batches, judge
 from .profile import feed_events_of, topic_batches, topic_events_of
@@ -109,7 +110,8 @@ class Step:
 
 
 def _iso(value: Any) -> str | None:
-    return None if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
+    """A time as the replay's JSON writes it (:func:`~streaming.engine.results.stamp`)."""
+    return None if value is None or pd.isna(value) else stamp(pd.Timestamp(value))
 
 
 def _plain(value: Any) -> Any:
