@@ -114,8 +114,10 @@ def live_join_config(inputs: dict[str, Any]) -> JoinConfig:
     return JoinConfig(left, right, on=on, within=inputs["within"], join_type=inputs["join_type"], policy=inputs["policy"])
 
 
-def run_live_join_form(inputs: dict[str, Any], ready: bool) -> LiveJoin | None:
-    """Start and Stop; returns this session's live join (running or ended), if any. A refusal or a failure to start shows as a message.
+def run_live_join_form(inputs: dict[str, Any], ready: bool) -> tuple[LiveJoin, tuple[str, bool]] | None:
+    """Start and Stop; returns this session's live join (running or ended), if any, with the :func:`run_state` its buttons were
+    drawn for (read once: :func:`live_join_view` reruns the page when the run leaves it). A refusal or a failure to start shows as
+    a message.
 
     Stop is drawn whatever the form holds, and stops in the background (Spark finishes the batch it interrupts); Start stops the
     session's earlier join first. Either reruns the page, so the buttons show the new state.
@@ -129,8 +131,8 @@ def run_live_join_form(inputs: dict[str, Any], ready: bool) -> LiveJoin | None:
     if config is not None:
         config_view(config, f". It stops by itself after {format_duration(int(LIMIT_SECONDS * 1000))}.")
     start, stop = st.columns([1, 1])
-    active = run is not None and run.status == "active" and not run.stopping
-    if stop.button("Stopping…" if run is not None and run.stopping else "Stop", disabled=not active, key="live_join_stop") and run is not None:
+    drawn = run_state(run) if run is not None else ("stopped", False)
+    if stop.button("Stopping…" if drawn[1] else "Stop", disabled=drawn != ("active", False), key="live_join_stop") and run is not None:
         run.stop_soon()
         st.rerun()
     if start.button("Start live join", type="primary", disabled=not ready or config is None, key="live_join_start") and config is not None:
@@ -145,7 +147,7 @@ def run_live_join_form(inputs: dict[str, Any], ready: bool) -> LiveJoin | None:
             return None
         st.session_state[RUN] = run
         st.rerun()
-    return run
+    return None if run is None else (run, drawn)
 
 
 def running_note() -> None:

@@ -20,7 +20,8 @@ if mode == REPLAY:
     joins.run_join_form(inputs, ready)
     joins.join_results()
 else:
-    run = live_join.run_live_join_form(live_join.live_join_form(), ready)
-    if run is not None:
-        live_join.live_join_view(run, live_join.run_state(run))
+    shown = live_join.run_live_join_form(live_join.live_join_form(), ready)
+    if shown is not None:
+        run, drawn = shown
+        live_join.live_join_view(run, drawn)
         live_join.waiting_now(run)
