@@ -13,16 +13,17 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard.data import choice_of, data_select, data_source, data_widgets
+from dashboard.kafka import kafka_source, topic_shape
 from dashboard.shared import KEPT, InputErrors, refuse, watermark_widget, windows_widgets
 from streaming.analysis.explain import Step, explain, replay_events, result_after
 from streaming.charts.walkthrough import steps_figure
-from streaming.engine.config import OUTPUT_MODES
+from streaming.engine.config import OUTPUT_MODES, FeedSource
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.walkthrough import Walkthrough, make_room
 from streaming.report import LATE, ReportRun, change_colour, steps_report
@@ -58,7 +59,9 @@ class Walks:
 
     scenario: Scenario
     walks: list[Walkthrough]
-    events: list[pd.DataFrame]
+    spark: SparkSession
+    events: list[pd.DataFrame | None]
+    """Each walkthrough's events, read once for files; ``None`` for a topic, whose are read by the batches run so far."""
     _steps: dict[int, tuple[int, list[Step]]] = field(default_factory=dict)
 
     @classmethod
@@ -67,9 +70,9 @@ class Walks:
         make_room(registry, len(configs))
         by_source: dict[object, pd.DataFrame] = {}
         for config in configs:  # side by side, the presets share one source: read it once
-            if config.source not in by_source:
+            if isinstance(config.source, FeedSource) and config.source not in by_source:
                 by_source[config.source] = replay_events(spark, config)
-        events = [by_source[config.source] for config in configs]
+        events = [by_source.get(config.source) for config in configs]
         started: list[Walkthrough] = []
         try:
             for config in configs:
@@ -78,7 +81,7 @@ class Walks:
             for walk in started:
                 walk.close()
             raise
-        return cls(scenario, started, events)
+        return cls(scenario, started, spark, events)
 
     def steps(self, index: int) -> list[Step]:
         """Walkthrough ``index``'s batches so far, told (made again only when Spark ran more)."""
@@ -86,7 +89,10 @@ class Walks:
         summaries = walk.summaries()
         cached = self._steps.get(index)
         if cached is None or cached[0] != len(summaries):
-            cached = (len(summaries), explain(walk.config, summaries, walk.outputs(), self.events[index]))
+            events = self.events[index]
+            if events is None:
+                events = replay_events(self.spark, walk.run.config, summaries, walk.initial_offsets())
+            cached = (len(summaries), explain(walk.config, summaries, walk.outputs(), events))
             self._steps[index] = cached
         return cached[1]
 
@@ -112,7 +118,7 @@ class Walks:
             walk.to_end()
 
     def reach(self, batches: int) -> None:
-        """Hand Spark files until ``batches`` batches have run, or the feed ends."""
+        """Hand Spark steps (files, batches of records) until ``batches`` batches have run, or the replay ends."""
         while self.batches < batches and not self.finished:
             self.advance()
 
@@ -151,12 +157,19 @@ OWN = "own"
 
 
 def own_scenario(prefix: str = "scn") -> Scenario:
-    """The form for stepping through your own data: a sample feed or a mapped dataset (its batching and aggregate), windows, watermark and output mode.
+    """The form for stepping through your own data: a sample feed or a mapped dataset (its batching and aggregate) or a topic's records
+    (from its earliest offsets to those latest when the replay starts, at most *Max offsets per trigger* a micro-batch), windows,
+    watermark and output mode.
 
     A configuration Spark would refuse stops the page with a message naming the field and the value.
     """
-    feed = data_select(f"{prefix}_feed")
-    shape = data_widgets(prefix, feed)
+    topic: dict[str, Any] | None = None
+    if st.toggle("A Kafka topic", key=f"{prefix}_from_topic", **KEPT, help="Its records from the earliest offsets to those latest when the replay starts, copied a micro-batch at a time into a topic the replay reads"):
+        feed, shape = None, topic_shape(prefix)
+        topic = shape.pop("topic")
+    else:
+        feed = data_select(f"{prefix}_feed")
+        shape = data_widgets(prefix, feed)
     left, middle, right = st.columns(3)
     with left:
         window, slide, session_gap = windows_widgets(prefix, "1 minute")
@@ -167,10 +180,11 @@ def own_scenario(prefix: str = "scn") -> Scenario:
         output_mode = st.selectbox("Output mode", modes, index=modes.index("update"), key=f"{prefix}_output_mode", **KEPT)
     preset = {
         "window": window, "slide": slide, "session_gap": session_gap, "watermark": watermark, "output_mode": output_mode,
-        "aggregation": shape["aggregation"], "deduplicate": shape["deduplicate"],
+        "aggregation": shape.get("aggregation", "count"), "deduplicate": shape.get("deduplicate", False),
     }
     try:
-        scenario = Scenario.of(data_source(choice_of(feed), shape["batching"]), preset, f"Your data: {feed}")
+        source = kafka_source(topic) if topic is not None else data_source(choice_of(feed), shape["batching"])
+        scenario = Scenario.of(source, preset, f"Your data: topic {topic['topic']}" if topic is not None else f"Your data: {feed}")
         scenario.configs()  # refused here, before Spark sees it
     except ConfigError as err:
         leave()  # the replay held ran other settings
@@ -226,7 +240,8 @@ def controls(scenario: Scenario, walks: Walks | None, registry: QueryRegistry, s
         status.caption("Next batch starts the replay · keys: → next, ← back, End to the end")
         return 0
     status.caption(
-        f"{walks.handed} of {walks.walks[0].files} files handed to Spark · {batches} micro-batches run (no-data batches included) · keys: → next, ← back, End to the end"
+        f"{walks.handed} of {walks.walks[0].steps} {walks.walks[0].unit} handed to Spark · {batches} micro-batches run (no-data batches included) · "
+        "keys: → next, ← back, End to the end"
     )
     if batches > 1:
         st.session_state[SLIDER] = view
@@ -260,7 +275,7 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
     if label:
         st.markdown(f"#### {label}")
     if view == 0 or not steps:
-        st.info("Nothing has run yet. Press **Next batch** to hand Spark the first file.")
+        st.info("Nothing has run yet. Press **Next batch** to hand Spark the first micro-batch's data.")
         return
     step = steps[min(view, len(steps)) - 1]
     st.markdown(f"<div class='scn-caption'>{html.escape(step.caption)}</div>", unsafe_allow_html=True)

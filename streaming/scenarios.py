@@ -17,6 +17,7 @@ from .engine.config import FEED_COLUMNS, ColumnMapping, FeedSource, QueryConfig
 from .engine.datasets import FileFormat
 from .engine.errors import ConfigError
 from .engine.feeds import SAMPLE_FEEDS
+from .engine.sources import KafkaSource
 
 __all__ = ["SCENARIOS", "Scenario"]
 
@@ -31,7 +32,7 @@ class Scenario:
     name: str
     title: str
     summary: str
-    feed: Path
+    feed: Path | None
     presets: tuple[dict[str, Any], ...]
     """The query settings of each run (:class:`~streaming.engine.config.QueryConfig`'s keyword arguments, the source left out)."""
     notes: dict[int, str] = field(default_factory=dict)
@@ -40,10 +41,12 @@ class Scenario:
     columns: ColumnMapping = FEED_COLUMNS
     """The feed's columns (default: the sample feeds' ``event_time``, ``key``)."""
     file_format: FileFormat = "csv"
-    source: FeedSource | None = None
-    """A replayed source given whole (a dataset with its batching rule); ``feed``, ``columns`` and ``file_format`` are then its own."""
+    source: FeedSource | KafkaSource | None = None
+    """A replayed source given whole (a dataset with its batching rule, a topic's range); ``feed``, ``columns`` and ``file_format`` are then its own."""
 
     def __post_init__(self) -> None:
+        if (self.feed is None) == (self.source is None):
+            raise ConfigError("feed", self.feed, "or a source must be given, not both")
         if not self.name.isidentifier():
             raise ConfigError("name", self.name, "must be letters, digits and underscores")
         if not 1 <= len(self.presets) <= 2:
@@ -52,17 +55,21 @@ class Scenario:
             raise ConfigError("labels", self.labels, "must name each preset shown side by side")
 
     def configs(self) -> list[QueryConfig]:
-        """The query of each preset on the scenario's feed, replayed one file per micro-batch."""
-        source = self.source or FeedSource(self.feed, seconds_per_file=0, file_format=self.file_format, columns=self.columns)
+        """The query of each preset on the scenario's feed (one file per micro-batch) or topic (one planned batch of records per micro-batch)."""
+        source = self.source
+        if source is None:
+            assert self.feed is not None  # __post_init__: one of the two is given
+            source = FeedSource(self.feed, seconds_per_file=0, file_format=self.file_format, columns=self.columns)
         return [QueryConfig(source, **preset) for preset in self.presets]
 
     @classmethod
-    def of(cls, source: FeedSource, preset: dict[str, Any], title: str) -> Scenario:
-        """A scenario of the user's own: ``source`` (stepped) under one ``preset``, with no notes."""
-        return cls("own", title, "Your data, one micro-batch at a time.", source.path, (preset,), source=replace(source, seconds_per_file=0))
+    def of(cls, source: FeedSource | KafkaSource, preset: dict[str, Any], title: str) -> Scenario:
+        """A scenario of the user's own: ``source`` (files stepped one a micro-batch, or a topic's range) under one ``preset``, with no notes."""
+        stepped = replace(source, seconds_per_file=0) if isinstance(source, FeedSource) else source
+        return cls("own", title, "Your data, one micro-batch at a time.", None, (preset,), source=stepped)
 
     def note(self, step: int) -> str | None:
-        """What to look at once ``step`` files have been handed over (``0``: before the first)."""
+        """What to look at once ``step`` steps (files) have been handed over (``0``: before the first)."""
         return self.notes.get(step)
 
 

@@ -559,7 +559,7 @@ def test_a_scenario_opens_from_its_link_steps_with_highlighted_rows_goes_back_an
     page = browser.new_page(viewport={"width": 1600, "height": 1400}, accept_downloads=True)
     try:
         page.goto(f"{app_url}/Step_through?scenario=late_data&step=0", wait_until="domcontentloaded")
-        page.get_by_text("to hand Spark the scenario's first file").first.wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_text("to hand Spark the scenario's first micro-batch of data").first.wait_for(timeout=SERVER_START_SECONDS * 1000)
         expected = ("Batch 0 read 2 rows: dog at 12:07 and owl at 12:08.", "Batch 1 read no rows", "Batch 2 read 2 rows: dog at 12:14 and cat at 12:09.")
         for press, caption in enumerate(expected):
             if press == 1:

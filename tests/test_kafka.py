@@ -494,3 +494,81 @@ def test_a_csv_sample_is_written_with_a_header_and_the_record_columns_and_decode
     decoded = decode_messages(messages, "csv", ["when", "page"])
     assert list(decoded.columns) == ["kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key", "when", "page", "malformed"]
     assert decoded["page"].tolist() == ["home", "a"] and not decoded["malformed"].any()
+
+
+
+def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records_partition_key_value_and_timestamp(kafka_broker, clicks_in_three) -> None:
+    """Three uneven partitions at 700 records a batch: the stepper copies the first batch at once (Spark runs a topic's first batch on
+    start), then one batch a step, as an available-now replay would cut them; stopping deletes the staging topic."""
+    from streaming.engine.sources.kafka import planned_batches
+    from streaming.engine.sources.stepped_topic import TopicStepper
+
+    source = clicks(kafka_broker.bootstrap, clicks_in_three, max_offsets_per_trigger=700)
+    info = describe_topic(kafka_broker.bootstrap, clicks_in_three)
+    planned = planned_batches({part.partition: 0 for part in info.partitions}, dict(info.end_offsets()), 700)
+    staging = f"{clicks_in_three}-stepped"
+    stepper = TopicStepper(source, staging)
+    try:
+        assert stepper.steps == len(planned) == 3 and stepper.staged == 1
+        copied = latest_messages(kafka_broker.bootstrap, staging, 3000, earliest=True)
+        assert len(copied) == sum(end[part] - start[part] for part, _ in info.end_offsets() for start, end in planned[:1])
+        while stepper.stage_next():
+            pass
+        assert stepper.staged == 3 and stepper.done.is_set()
+        copied, original = (latest_messages(kafka_broker.bootstrap, topic, 3000, earliest=True) for topic in (staging, clicks_in_three))
+        kept = ["partition", "timestamp", "key", "value"]  # offsets differ: each step's commit marker takes one
+        pd.testing.assert_frame_equal(copied[kept], original[kept])
+    finally:
+        stepper.stop()
+    assert staging not in topic_names(kafka_broker.bootstrap)
+
+
+def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_files_tells(spark, registry, kafka_broker, tmp_path, topic_name) -> None:
+    """Six files of web_clicks (50 rows each, late ones among them) published into a topic of one partition and stepped through on the
+    Step through page at 50 records a batch: batch for batch, the same rows read, watermarks, output and rows dropped by the same rule
+    as a walkthrough of the files. Leaving the page deletes the walkthrough's staging topic."""
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import shared
+    from streaming.analysis.explain import explain, replay_events
+    from streaming.engine.walkthrough import Walkthrough
+
+    folder = tmp_path / "clicks"
+    folder.mkdir()
+    for path in sorted(WEB_CLICKS.glob("*.csv"))[:6]:
+        shutil.copy(path, folder / path.name)
+    publish(spark, FeedSource(folder, seconds_per_file=0), kafka_broker.bootstrap, topic_name)
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=180)
+    at.query_params.update({"scenario": "own"})
+    at.run()
+    shared.session_starter().wait(180)
+    at.switch_page(shared.STEP_PAGE).run()
+    files = Walkthrough(registry, QueryConfig(FeedSource(folder, seconds_per_file=0), window="1 minute", watermark="30 seconds"), idle_limit=None)
+    try:
+        at.toggle(key="scn_from_topic").set_value(True).run()
+        at.text_input(key="scn_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
+        at.selectbox(key="scn_kafka_topic").set_value(topic_name).run()
+        at.number_input(key="scn_kafka_max_offsets").set_value(50).run()
+        at.button(key="scn_end").click().run()
+        assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
+        walks = at.session_state["scn_walks"]
+        [topic] = walks.walks
+        assert topic.unit == "batches of records" and topic.finished and topic.steps == 6
+        assert any("6 of 6 batches of records handed to Spark" in caption.value for caption in at.caption)
+        staging = topic.run.config.source.staging_topic
+        on_topic = walks.steps(0)
+        files.to_end()
+        on_files = explain(files.config, files.summaries(), files.outputs(), replay_events(spark, files.config))
+        at.switch_page(shared.QUERIES_PAGE).run()
+        assert not topic.active and staging not in topic_names(kafka_broker.bootstrap)
+    finally:
+        files.close()
+        held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
+        if held is not None:
+            held.close()
+    told = ["batch_id", "input_rows", "watermark_before", "watermark_after", "state_rows", "spark_dropped", "caption"]
+    assert [[getattr(step, name) for name in told] for step in on_topic] == [[getattr(step, name) for name in told] for step in on_files]
+    assert sum(len(step.dropped) for step in on_files) > 0  # late rows: the comparison means something
+    for stepped, replayed in zip(on_topic, on_files, strict=True):
+        pd.testing.assert_frame_equal(stepped.output, replayed.output)
+        pd.testing.assert_frame_equal(stepped.dropped[["event_time", "key", "rule"]], replayed.dropped[["event_time", "key", "rule"]])

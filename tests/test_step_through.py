@@ -79,7 +79,7 @@ def test_the_idle_and_zero_delay_scenarios_do_what_their_notes_say(spark, regist
         walk = Walkthrough(registry, config)
         try:
             assert walk.advance() == 1 and walk.handed == 1 and not walk.finished
-            assert walk.to_end() == walk.files - 1 and walk.finished
+            assert walk.to_end() == walk.steps - 1 and walk.finished
             told[name] = explain(config, walk.summaries(), walk.outputs(), replay_events(spark, config))
         finally:
             walk.close()

@@ -43,7 +43,7 @@ view = walkthrough.controls(scenario, walks, registry, spark)
 st.query_params["step"] = str(view)
 walks = walkthrough.held(scenario, registry)
 if walks is None:
-    st.info("Press **Next batch** to hand Spark the scenario's first file.")
+    st.info("Press **Next batch** to hand Spark the scenario's first micro-batch of data.")
     st.stop()
 if note := scenario.note(walkthrough.files_at(walks.steps(0), view)):
     st.caption(f"**What to look at:** {note}")

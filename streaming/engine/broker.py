@@ -146,6 +146,7 @@ class KafkaBroker:
             "offsets.topic.num.partitions": "1",
             "transaction.state.log.replication.factor": "1",
             "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",  # its first transactional producer creates it: 1 partition, not 50
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",

@@ -33,7 +33,7 @@ from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .session import is_connect
 from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink, TopicSink
-from .sources import FeedReplayer, KafkaSource
+from .sources import FeedReplayer, KafkaSource, Stepper
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -259,7 +259,7 @@ class Run(StopsInBackground):
         return None if exception is None else str(exception)
 
     def stop(self) -> None:
-        """Stop the query and its feeder. Idempotent; two threads stopping at once take turns.
+        """Stop the query, then its feeder (a staging topic is deleted only once nothing reads it). Idempotent; two threads stopping at once take turns.
 
         Spark's stop waits for the batch it interrupts, which can take seconds.
         The working folder stays: tasks of a batch interrupted by the stop may
@@ -269,11 +269,13 @@ class Run(StopsInBackground):
             if self.query.isActive:
                 self.stopped_by_user = True
             try:
-                if self.feeder is not None:
-                    self.feeder.stop()
                 self.query.stop()
             finally:
-                self.sink.close()
+                try:
+                    if self.feeder is not None:
+                        self.feeder.stop()
+                finally:
+                    self.sink.close()
 
     @property
     def stopping(self) -> bool:
@@ -314,28 +316,28 @@ class Run(StopsInBackground):
     ) -> None:
         """Block until every fed row is processed and the progress of the last batch has been logged.
 
-        A stepped feed is handed over one file at a time, each once Spark has run
-        every batch it has, including a batch run only because the watermark
+        A stepped feed (:class:`~streaming.engine.sources.base.Stepper`) is handed over one step (a file, a topic's records of one
+        micro-batch) at a time, each once Spark has run every batch it has, including a batch run only because the watermark
         advanced (first the file a kept run staged before it stopped, if Spark
-        had not run it); with ``stop_after`` only until that many of the feed's files have been handed over in all.
+        had not run it); with ``stop_after`` only until that many steps have been handed over in all.
         Other feeders are waited for, then Spark is drained likewise.
         Raises ``TimeoutError`` after ``timeout`` seconds, or the query's exception;
         :class:`~streaming.engine.errors.Cancelled` once ``cancel`` is set, checked
         before each file is handed over (so within one micro-batch). A stepped
-        feed calls ``progress(files processed, files in all)`` once Spark has run each file's batches.
+        feed calls ``progress(steps processed, steps in all)`` once Spark has run each step's batches.
         """
         deadline = time.monotonic() + timeout
         if self.config.trigger == "real_time":
             self._await_real_time(deadline, timeout)
             return
-        if isinstance(self.feeder, FeedReplayer) and self.feeder.stepped:
+        if isinstance(self.feeder, Stepper) and self.feeder.stepped:
             self.query.processAllAvailable()
             while (
                 not _cancelled(cancel, self.name) and (stop_after is None or self.feeder.staged < stop_after) and self.feeder.stage_next()
             ):
                 self.query.processAllAvailable()
                 if progress is not None:
-                    progress(self.feeder.staged, len(self.feeder.files))
+                    progress(self.feeder.staged, self.feeder.steps)
         elif self.feeder is not None and not self.feeder.done.wait(timeout):
             raise TimeoutError(f"{self.name}: feeder still running after {timeout} s")
         self.query.processAllAvailable()
@@ -428,9 +430,16 @@ def start_run(
     else:
         workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
 
+    feeder: Feeder | None = None
+
     def discard() -> None:
-        if kept is None:
-            shutil.rmtree(workdir, ignore_errors=True)
+        """Undo what was made for a query that did not start: its feeder (a line server, a staging topic), its working folder."""
+        try:
+            if feeder is not None:
+                feeder.stop()
+        finally:
+            if kept is None:
+                shutil.rmtree(workdir, ignore_errors=True)
 
     try:
         frame, feeder = build_frame(spark, config, workdir / "staging", now_ms, latency=latency)
@@ -478,8 +487,6 @@ def start_run(
         log.run_id = str(query.runId)
     except Exception:
         listener.unregister(name)
-        if feeder is not None:
-            feeder.stop()
         sink.close(read=False)
         discard()
         raise

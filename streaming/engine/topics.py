@@ -22,7 +22,7 @@ import logging
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,8 @@ __all__ = [
     "MESSAGE_COLUMNS",
     "TIMEOUT",
     "PartitionOffsets",
+    "Record",
+    "RecordCopier",
     "TopicInfo",
     "create_topic",
     "decode_messages",
@@ -46,7 +48,9 @@ __all__ = [
     "describe_topic",
     "infer_value_columns",
     "latest_messages",
+    "read_records",
     "require_topic",
+    "start_offsets",
     "topic_names",
     "write_sample",
 ]
@@ -177,8 +181,6 @@ def latest_messages(bootstrap: str, topic: str, count: int = 20, timeout: float 
     the bytes decoded as UTF-8 (invalid bytes replaced). The count is spread
     over the partitions in proportion to what each holds.
     """
-    from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
-
     info = describe_topic(bootstrap, topic, timeout)
     total = info.messages
     if total == 0 or count <= 0:
@@ -189,8 +191,39 @@ def latest_messages(bootstrap: str, topic: str, count: int = 20, timeout: float 
         if share:
             start = partition.earliest if earliest else partition.latest - share
             wanted[partition.partition] = (start, start + share)
+    records = [
+        (record.partition, record.offset, pd.Timestamp(record.timestamp_ms, unit="ms"), _text(record.key), _text(record.value))
+        for record in read_records(bootstrap, topic, wanted, timeout)
+    ]
+    frame = pd.DataFrame(records, columns=MESSAGE_COLUMNS)
+    return frame.sort_values(["timestamp", "partition", "offset"], ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record as the broker holds it: partition, offset, timestamp (epoch ms), key and value bytes."""
+
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+
+
+def read_records(bootstrap: str, topic: str, ranges: Mapping[int, tuple[int, int]], timeout: float = TIMEOUT) -> list[Record]:
+    """The records of ``topic`` in ``ranges`` (partition → ``(from, to)`` offsets, ``to`` exclusive), each partition's in offset order.
+
+    A partition is read until a record at or past ``to - 1``, or its position
+    reaches ``to`` (past a transaction's commit marker, which takes an offset
+    but is no record); what has not come within ``timeout`` seconds is left out.
+    """
+    from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
+
+    wanted = {int(partition): (int(start), int(end)) for partition, (start, end) in ranges.items() if end > start}
+    if not wanted:
+        return []
     consumer = Consumer({**client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False})
-    records: list[tuple[Any, ...]] = []
+    records: list[Record] = []
     try:
         consumer.assign([TopicPartition(topic, partition, start) for partition, (start, _) in wanted.items()])
         remaining = {partition: end for partition, (_, end) in wanted.items()}
@@ -198,13 +231,15 @@ def latest_messages(bootstrap: str, topic: str, count: int = 20, timeout: float 
         while remaining and time.monotonic() < deadline:
             message = consumer.poll(0.2)
             if message is None or message.error() is not None:
+                for position in consumer.position([TopicPartition(topic, number) for number in remaining]):
+                    if position.offset >= remaining[int(position.partition)]:  # past a transaction's marker, which is no record
+                        remaining.pop(int(position.partition))
                 continue
             number, offset = int(message.partition() or 0), int(message.offset() or 0)
             end = remaining.get(number)
             if end is None or offset >= end:
                 continue
-            _, stamp = message.timestamp()
-            records.append((number, offset, pd.Timestamp(stamp, unit="ms"), _text(message.key()), _text(message.value())))
+            records.append(Record(number, offset, int(message.timestamp()[1]), message.key(), message.value()))
             if offset + 1 >= end:
                 remaining.pop(number)
                 consumer.pause([TopicPartition(topic, number, OFFSET_END)])
@@ -212,8 +247,64 @@ def latest_messages(bootstrap: str, topic: str, count: int = 20, timeout: float 
         raise _unreachable(bootstrap, timeout) from None
     finally:
         consumer.close()
-    frame = pd.DataFrame(records, columns=MESSAGE_COLUMNS)
-    return frame.sort_values(["timestamp", "partition", "offset"], ignore_index=True)
+    return records
+
+
+def start_offsets(bootstrap: str, topic: str, timestamp_ms: int | None = None, timeout: float = TIMEOUT) -> dict[int, int]:
+    """Where a query of ``topic`` starts in each partition: its earliest offset, or with ``timestamp_ms`` its first record at or after that time (the latest offset when none is)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    info = describe_topic(bootstrap, topic, timeout)
+    if timestamp_ms is None:
+        return {partition.partition: partition.earliest for partition in info.partitions}
+    consumer = Consumer({**client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False})
+    try:
+        found = consumer.offsets_for_times([TopicPartition(topic, partition.partition, int(timestamp_ms)) for partition in info.partitions], timeout=timeout)
+    except KafkaException:
+        raise _unreachable(bootstrap, timeout) from None
+    finally:
+        consumer.close()
+    latest = {partition.partition: partition.latest for partition in info.partitions}
+    return {int(item.partition): int(item.offset) if item.offset >= 0 else latest[int(item.partition)] for item in found}
+
+
+class RecordCopier:
+    """Produces records into ``target`` as they are -- the same partition, key, value and timestamp, in order -- one transaction a
+    :meth:`copy`: a reader at ``read_committed`` sees each copy whole or not at all (its latest offset moves once, at the commit).
+
+    Each transaction leaves a marker that takes one offset in each partition it wrote.
+    :class:`ConfigError` naming ``target`` when the brokers refuse or do not confirm within ``timeout`` seconds.
+    """
+
+    def __init__(self, bootstrap: str, target: str, timeout: float = 30.0) -> None:
+        from confluent_kafka import KafkaException, Producer
+
+        self.target = target
+        self.timeout = timeout
+        self._producer = Producer({
+            **client_settings(bootstrap), "transactional.id": f"{CLIENT_ID}-{target}", "linger.ms": 5, "transaction.timeout.ms": int(max(timeout, 10) * 2000),
+        })
+        try:
+            self._producer.init_transactions(timeout)
+        except KafkaException as err:
+            raise self._refused(err) from None
+
+    def _refused(self, err: Exception) -> ConfigError:
+        said = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
+        return ConfigError("topic", self.target, f"refused copied records: {said}")
+
+    def copy(self, records: Sequence[Record]) -> None:
+        """Produce ``records`` in one transaction and commit it."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self._producer.begin_transaction()
+            for record in records:
+                self._producer.produce(self.target, value=record.value, key=record.key, partition=record.partition, timestamp=record.timestamp_ms)
+                self._producer.poll(0)
+            self._producer.commit_transaction(self.timeout)
+        except KafkaException as err:
+            raise self._refused(err) from None
 
 
 def _text(data: bytes | None) -> str | None:

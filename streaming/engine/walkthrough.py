@@ -1,13 +1,15 @@
 """A replay held still between micro-batches, for stepping through a stream one batch at a time.
 
-A :class:`Walkthrough` starts a stepped replay (one file of the feed per
-micro-batch, :class:`~streaming.engine.sources.replayer.FeedReplayer`) and
-hands Spark nothing until asked: :meth:`Walkthrough.advance` hands over the
-next file and waits until Spark has run every batch it brings, the no-data
-batch that follows a watermark move included. The query stays active in
-between, its state in its checkpoint, so a presenter can stop at any batch for
-as long as they like -- up to an idle limit, after which it closes itself (a
-tab closed on a walkthrough leaves no query behind). Every batch's progress and
+A :class:`Walkthrough` starts a stepped replay -- of a feed or dataset, one
+file per micro-batch (:class:`~streaming.engine.sources.replayer.FeedReplayer`),
+or of a topic's offset range, one planned micro-batch of records per step
+(:class:`~streaming.engine.sources.stepped_topic.SteppedTopic`) -- and hands
+Spark nothing until asked: :meth:`Walkthrough.advance` hands over the next
+step and waits until Spark has run every batch it brings, the no-data batch
+that follows a watermark move included. The query stays active in between,
+its state in its checkpoint, so a presenter can stop at any batch for as long
+as they like -- up to an idle limit, after which it closes itself (a tab
+closed on a walkthrough leaves no query behind). Every batch's progress and
 output rows are kept (what :func:`~streaming.analysis.explain.explain` tells),
 so going back costs nothing.
 
@@ -18,13 +20,15 @@ from __future__ import annotations
 
 import threading
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .config import FeedSource, QueryConfig
 from .errors import ConfigError
-from .sources.replayer import FeedReplayer
+from .sources import KafkaSource, SteppedTopic, Stepper
+from .sources.kafka import initial_offsets
 
 if TYPE_CHECKING:
     from .query import Run
@@ -41,21 +45,37 @@ IDLE_LIMIT_SECONDS = 900.0
 
 
 class Walkthrough:
-    """A stepped replay of ``config`` under ``registry``, started with no file handed over; :meth:`close` stops and removes it."""
+    """A stepped replay of ``config`` under ``registry``, started with nothing handed over (a topic: its first step); :meth:`close` stops and removes it.
+
+    ``config`` reads files replayed one micro-batch at a time (seconds per
+    file 0) or one topic (from its earliest offsets or a time, to its end
+    offsets or those latest now, at most ``max_offsets_per_trigger`` records
+    a batch), under the default trigger. :attr:`config` is the query as
+    given; :attr:`run`'s is the one Spark runs (a topic's read through a
+    staging topic of its own, its first step handed over and run at start:
+    Spark runs a first batch on a topic as soon as the query starts).
+    """
 
     def __init__(self, registry: QueryRegistry, config: QueryConfig, *, idle_limit: float | None = IDLE_LIMIT_SECONDS) -> None:
         source = config.source
-        if not isinstance(source, FeedSource) or source.seconds_per_file != 0 or config.trigger != "default":
-            raise ConfigError("source", str(source), "must be files replayed one micro-batch at a time (seconds per file 0, the default trigger) to be stepped through")
+        if config.trigger != "default":
+            raise ConfigError("trigger", config.trigger, "must be the default trigger to be stepped through: each step runs the batches it brings")
+        if isinstance(source, FeedSource) and source.seconds_per_file != 0:
+            raise ConfigError("source.seconds_per_file", source.seconds_per_file, "must be 0 to be stepped through: each step hands over one file")
+        if not isinstance(source, (FeedSource, KafkaSource)):
+            raise ConfigError("source", source.label, "must be files or a topic's records, replayed one micro-batch at a time, to be stepped through")
         self.registry = registry
         self.config = config
         self.name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
-        self.run: Run = registry.start(config, self.name, max_rows=None, latency=False, record_outputs=True)
+        run_config = replace(config, source=SteppedTopic(source, f"streaming-lab-{self.name}")) if isinstance(source, KafkaSource) else config
+        self.run: Run = registry.start(run_config, self.name, max_rows=None, latency=False, record_outputs=True)
         feeder = self.run.feeder
-        if not isinstance(feeder, FeedReplayer) or not feeder.stepped:
+        if not isinstance(feeder, Stepper) or not feeder.stepped:
             registry.remove(self.name)
-            raise ConfigError("source", str(source), "is not replayed one file at a time")
+            raise ConfigError("source", source.label, "is not replayed one micro-batch at a time")
         self._feeder = feeder
+        if isinstance(source, KafkaSource):
+            self.run.await_idle(stop_after=self.handed)  # its first step, copied before Spark's first batch: run before the first press shows it
         self.idle_limit = idle_limit
         self._timer: threading.Timer | None = None
         self._touch()
@@ -70,32 +90,37 @@ class Walkthrough:
             self._timer.start()
 
     @property
-    def files(self) -> int:
-        """Files (micro-batches of data) in the feed."""
-        return len(self._feeder.files)
+    def steps(self) -> int:
+        """Steps in the replay: the feed's files, or the micro-batches of the topic's range."""
+        return self._feeder.steps
+
+    @property
+    def unit(self) -> str:
+        """What one step hands over, in words: ``files`` or ``batches of records``."""
+        return "batches of records" if isinstance(self.config.source, KafkaSource) else "files"
 
     @property
     def handed(self) -> int:
-        """Files handed to Spark so far."""
+        """Steps handed to Spark so far."""
         return self._feeder.staged
 
     @property
     def finished(self) -> bool:
-        return self.handed >= self.files
+        return self.handed >= self.steps
 
-    def advance(self, files: int = 1) -> int:
-        """Hand over the next ``files`` files (fewer at the feed's end) and wait for every batch Spark runs on them; the number handed.
+    def advance(self, steps: int = 1) -> int:
+        """Hand over the next ``steps`` steps (fewer at the end) and wait for every batch Spark runs on them; the number handed.
 
         Raises the query's exception when it failed.
         """
         self._touch()
         before = self.handed
-        self.run.await_idle(stop_after=min(self.files, before + files))
+        self.run.await_idle(stop_after=min(self.steps, before + steps))
         return self.handed - before
 
     def to_end(self) -> int:
-        """Hand over every file left, waiting for Spark after each; the number handed."""
-        return self.advance(self.files - self.handed)
+        """Hand over every step left, waiting for Spark after each; the number handed."""
+        return self.advance(self.steps - self.handed)
 
     def summaries(self) -> list[dict[str, Any]]:
         """Every batch's progress summary so far, in batch order."""
@@ -104,6 +129,10 @@ class Walkthrough:
     def outputs(self) -> dict[int, list[tuple]]:
         """Every batch's output rows so far, by batch id."""
         return dict(self.run.table.outputs or {})
+
+    def initial_offsets(self) -> dict[str, dict[str, int]] | None:
+        """For a topic: where the query started reading its staging topic (:func:`~streaming.engine.sources.kafka.initial_offsets`)."""
+        return initial_offsets(self.run.workdir / "checkpoint") if isinstance(self.run.config.source, SteppedTopic) else None
 
     @property
     def active(self) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .base import Arrival, Feeder, StreamSource
+from .base import Arrival, Feeder, Stepper, StreamSource
 from .feed import FILE_FORMATS, MAX_SPEED, ONE_FILE_PER_BATCH, FeedSource
 from .generator import GeneratorSource, generator_columns
 from .kafka import KafkaSource
@@ -21,6 +21,7 @@ from .rate import RateSource
 from .rate_micro_batch import RateMicroBatchSource
 from .replayer import FeedReplayer
 from .socket import LineServer, SocketSource
+from .stepped_topic import SteppedTopic, TopicStepper
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -41,16 +42,21 @@ __all__ = [
     "RateSource",
     "SocketSource",
     "Source",
+    "SteppedTopic",
+    "Stepper",
     "StreamSource",
+    "TopicStepper",
     "batch_rows",
     "generator_columns",
     "input_frame",
 ]
 
-Source = FeedSource | GeneratorSource | RateSource | RateMicroBatchSource | SocketSource | KafkaSource
+Source = FeedSource | GeneratorSource | RateSource | RateMicroBatchSource | SocketSource | KafkaSource | SteppedTopic
 """Every source configuration a query can run on."""
 
-SOURCE_KINDS: dict[str, type[Source]] = {kind.kind: kind for kind in (FeedSource, GeneratorSource, RateSource, RateMicroBatchSource, SocketSource, KafkaSource)}
+SOURCE_KINDS: dict[str, type[Source]] = {
+    kind.kind: kind for kind in (FeedSource, GeneratorSource, RateSource, RateMicroBatchSource, SocketSource, KafkaSource, SteppedTopic)
+}
 """Each source class by its ``kind`` (as a kept query's ``query.json`` names it)."""
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ..errors import ConfigError
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from ..columns import ColumnMapping
 
-__all__ = ["Arrival", "Feeder", "StreamSource"]
+__all__ = ["Arrival", "Feeder", "Stepper", "StreamSource"]
 
 Arrival = Literal["none", "batch", "column", "record"]
 """What a source knows of when each event arrived: nothing (only Spark's metrics), its micro-batch,
@@ -46,6 +46,26 @@ class Feeder(Protocol):
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
+
+
+@runtime_checkable
+class Stepper(Feeder, Protocol):
+    """A feeder that can hand data over one micro-batch at a time (a replayed feed's files, a topic's records): :attr:`stepped` when the caller does."""
+
+    staged: int
+    """Steps handed to Spark so far."""
+
+    @property
+    def stepped(self) -> bool: ...
+
+    @property
+    def steps(self) -> int:
+        """Steps in all."""
+        ...
+
+    def stage_next(self) -> bool:
+        """Hand over the next step; ``False`` when every step was handed over already."""
+        ...
 
 
 class StreamSource:

@@ -184,6 +184,9 @@ class KafkaSource(StreamSource):
     is left when ``False``. ``end_offsets`` (``(partition, offset)`` pairs,
     exclusive; a single topic only) bounds the records read: what a replay of a
     fixed offset range (the tuner, Compare) reads, whatever arrives later.
+    ``read_committed`` reads only committed records of transactional
+    producers (Kafka's ``isolation.level``; the latest offsets Spark plans to
+    are then the last stable ones), leaving out aborted ones.
     """
 
     bootstrap: str
@@ -197,6 +200,7 @@ class KafkaSource(StreamSource):
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
     end_offsets: tuple[tuple[int, int], ...] | None = None
+    read_committed: bool = False
     kind: Literal["kafka"] = field(default="kafka", init=False)
 
     def __post_init__(self) -> None:
@@ -218,6 +222,8 @@ class KafkaSource(StreamSource):
             require_int("source.max_offsets_per_trigger", self.max_offsets_per_trigger, 1)
         if not isinstance(self.fail_on_data_loss, bool):
             raise ConfigError("source.fail_on_data_loss", self.fail_on_data_loss, "must be true or false")
+        if not isinstance(self.read_committed, bool):
+            raise ConfigError("source.read_committed", self.read_committed, "must be true or false")
         if self.end_offsets is not None:
             if self.pattern:
                 raise ConfigError("source.end_offsets", self.end_offsets, "apply to one topic, not a pattern")
@@ -302,6 +308,8 @@ class KafkaSource(StreamSource):
         if self.max_offsets_per_trigger is not None:
             options["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         options["failOnDataLoss"] = str(self.fail_on_data_loss).lower()
+        if self.read_committed:
+            options["kafka.isolation.level"] = "read_committed"
         options.update(CLIENT_TIMEOUTS)
         return options
 

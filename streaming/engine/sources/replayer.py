@@ -69,6 +69,11 @@ class FeedReplayer:
         """True when the caller, not a thread, decides when the next file is staged."""
         return self.seconds_per_file == 0
 
+    @property
+    def steps(self) -> int:
+        """Files in the feed: one micro-batch each."""
+        return len(self.files)
+
     def stage_next(self) -> bool:
         """Stage the next file; ``False`` when every file is staged already."""
         index = self.staged

@@ -1,0 +1,174 @@
+"""A topic's offset range replayed one micro-batch per step: what a walkthrough of a topic reads.
+
+A query on a topic runs on its own clock, reading whatever the brokers hold.
+To hold it still between batches, :class:`SteppedTopic` copies the range
+into a staging topic of the query's own and the query reads that one: each
+:meth:`TopicStepper.stage_next` copies the records of the next micro-batch
+an available-now replay of the range would read
+(:func:`~streaming.engine.sources.kafka.planned_batches`, at most
+``max_offsets_per_trigger`` records), keeping each record's partition, key,
+value and timestamp, in one transaction. The query reads everything
+committed (``read_committed``), so each step is one micro-batch of exactly those records, the same the replay's batch reads:
+its rows, event times and arrival times are the original topic's. Only the
+offsets differ: they start at 0 in the staging topic, and each step's commit
+marker takes one. The staging topic is deleted when the query's feeder stops
+(the query's removal, or the loss of its session).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ..errors import ConfigError
+from .base import Arrival, StreamSource
+from .kafka import KafkaSource, check_topic, planned_batches
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ..columns import ColumnMapping
+
+__all__ = ["SteppedTopic", "TopicStepper"]
+
+
+class TopicStepper:
+    """Copies the planned micro-batches of ``source``'s range into the topic ``target``, one per :meth:`stage_next` and one
+    transaction each (the query reads ``read_committed``, so it never sees part of a step); made with the topic created.
+
+    The range runs from the source's start (its earliest offsets, or its
+    first records at ``starting_timestamp``) to its ``end_offsets`` or the
+    latest offsets when it is made. The first batch is copied at once: Spark
+    runs a query's first micro-batch on a topic as soon as it starts, empty or
+    not, so the first step is there for it (an empty batch 0 would tell
+    nothing, and shift every batch id from the replay's). :meth:`stop` deletes ``target``.
+    """
+
+    stepped = True
+
+    def __init__(self, source: KafkaSource, target: str) -> None:
+        from ..topics import (  # the topics module reads the kafka source's: imported here, not at the top
+            RecordCopier,
+            create_topic,
+            describe_topic,
+            start_offsets,
+        )
+
+        info = describe_topic(source.bootstrap, source.topic)
+        start = start_offsets(source.bootstrap, source.topic, source.starting_timestamp)
+        end = dict(source.end_offsets) if source.end_offsets is not None else dict(info.end_offsets())
+        self.source = source
+        self.target = target
+        self.batches = planned_batches(start, {partition: end.get(partition, start[partition]) for partition in start}, source.max_offsets_per_trigger)
+        """``(from, to)`` offsets (partition → offset) of each micro-batch, in order."""
+        self.staged = 0
+        """Micro-batches handed to Spark so far."""
+        self.done = threading.Event()
+        if not self.batches:
+            self.done.set()
+        create_topic(source.bootstrap, target, max(start, default=0) + 1)
+        try:
+            self._copier = RecordCopier(source.bootstrap, target)
+            self.stage_next()
+        except Exception:
+            self.stop()
+            raise
+
+    @property
+    def steps(self) -> int:
+        """Micro-batches of records in the range."""
+        return len(self.batches)
+
+    def stage_next(self) -> bool:
+        """Copy the next micro-batch's records into the staging topic; ``False`` when every one is copied already."""
+        from ..topics import read_records
+
+        if self.staged >= len(self.batches):
+            self.done.set()
+            return False
+        start, end = self.batches[self.staged]
+        ranges = {partition: (start.get(partition, offset), offset) for partition, offset in end.items()}
+        self._copier.copy(read_records(self.source.bootstrap, self.source.topic, ranges))
+        self.staged += 1
+        if self.staged == len(self.batches):
+            self.done.set()
+        return True
+
+    def start(self) -> None:
+        """Nothing runs by itself: the caller steps it."""
+
+    def stop(self) -> None:
+        """Delete the staging topic (a broker that is gone keeps it: nothing to raise to a query being removed)."""
+        from ..topics import delete_topic
+
+        self.done.set()
+        with contextlib.suppress(ConfigError):
+            delete_topic(self.source.bootstrap, self.target)
+
+
+@dataclass(frozen=True)
+class SteppedTopic(StreamSource):
+    """``source``'s range (one topic, from its earliest offsets or ``starting_timestamp``) replayed through the topic ``staging_topic``, one micro-batch per step.
+
+    Never kept (a staging topic lives as long as its query); reads the
+    staging topic with ``source``'s value format and column mapping.
+    """
+
+    source: KafkaSource
+    staging_topic: str
+    kind: Literal["stepped_topic"] = field(default="stepped_topic", init=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, KafkaSource):
+            raise ConfigError("source", self.source, "is not a Kafka topic")
+        if self.source.pattern:
+            raise ConfigError("source.topic", self.source.topic, "is a pattern: step through one topic")
+        if self.source.starting_offsets == "latest" and self.source.starting_timestamp is None:
+            raise ConfigError("source.starting_offsets", "latest", "leaves nothing to step through: start at the earliest offsets or at a time")
+        check_topic(self.staging_topic, "staging_topic")
+
+    @property
+    def staged(self) -> KafkaSource:
+        """The source the query reads: the staging topic from its start, everything available per micro-batch."""
+        return replace(
+            self.source, topic=self.staging_topic, starting_offsets="earliest", starting_timestamp=None, max_offsets_per_trigger=None, end_offsets=None,
+            read_committed=True,
+        )
+
+    @property
+    def columns(self) -> ColumnMapping:
+        return self.source.columns
+
+    @property
+    def arrival(self) -> Arrival:
+        return self.source.arrival
+
+    @property
+    def stamp(self) -> str:
+        return self.source.stamp
+
+    @property
+    def resumable(self) -> bool:
+        return False
+
+    @property
+    def label(self) -> str:
+        return f"{self.source.label}, one micro-batch a step"
+
+    def explain_failure(self, error: str) -> str | None:
+        return self.source.explain_failure(error)
+
+    def read(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, TopicStepper]:
+        stepper = TopicStepper(self.source, self.staging_topic)
+        try:
+            frame, _ = self.staged.read(spark, staging, now_ms)
+        except Exception:
+            stepper.stop()
+            raise
+        return frame, stepper
+
+    def rows(self, spark: SparkSession) -> DataFrame:
+        return self.source.rows(spark)
