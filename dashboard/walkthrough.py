@@ -25,8 +25,9 @@ from streaming.analysis.explain import Step, explain, replay_events, result_afte
 from streaming.charts.walkthrough import steps_figure
 from streaming.engine.config import OUTPUT_MODES, FeedSource
 from streaming.engine.errors import ConfigError, brief
+from streaming.engine.results import stamp
 from streaming.engine.walkthrough import Walkthrough, make_room
-from streaming.report import LATE, ReportRun, change_colour, steps_report
+from streaming.report import LATE, ReportRun, change_colour, clock, steps_report
 from streaming.scenarios import Scenario
 
 if TYPE_CHECKING:
@@ -262,11 +263,11 @@ def files_at(steps: Sequence[Step], view: int) -> int:
 
 
 def styled(frame: pd.DataFrame, colour: Callable[[pd.Series], str]) -> pd.io.formats.style.Styler:
-    """``frame`` with each row's background set by ``colour(row)``, its times written to the second."""
+    """``frame`` with each row's background set by ``colour(row)``, its times written to the second (and the fraction, when there is one)."""
     shown = frame.copy()
     for name in shown.columns:
         if pd.api.types.is_datetime64_any_dtype(shown[name]):
-            shown[name] = shown[name].dt.strftime("%Y-%m-%d %H:%M:%S")
+            shown[name] = [stamp(value) for value in shown[name]]
     return shown.style.apply(lambda row: [f"background-color: {colour(row)}" if colour(row) else ""] * len(row), axis=1)
 
 
@@ -279,8 +280,7 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
         return
     step = steps[min(view, len(steps)) - 1]
     st.markdown(f"<div class='scn-caption'>{html.escape(step.caption)}</div>", unsafe_allow_html=True)
-    before = "none" if pd.isna(step.watermark_before) else f"{step.watermark_before:%H:%M:%S}"
-    after = "none" if pd.isna(step.watermark_after) else f"{step.watermark_after:%H:%M:%S}"
+    before, after = clock(step.watermark_before), clock(step.watermark_after)
     read, state, dropped, watermark = st.columns(4)
     read.metric("Rows read", step.input_rows)
     state.metric("Rows in state", step.state_rows)
@@ -299,7 +299,7 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
     _table(styled(result, change_colour))
     if len(step.dropped):
         st.caption("Rows the watermark dropped, with the rule")
-        table = step.dropped.assign(windows=[", ".join(f"{start:%H:%M:%S}–{end:%H:%M:%S}" for start, end in windows) for windows in step.dropped["windows"]])
+        table = step.dropped.assign(windows=[", ".join(f"{clock(start)}–{clock(end)}" for start, end in windows) for windows in step.dropped["windows"]])
         _table(styled(table, lambda row: LATE))
     if len(step.evicted):
         st.caption("Windows the state let go of")

@@ -18,8 +18,9 @@ import plotly.io
 from .analysis.explain import Step, result_after
 from .charts.walkthrough import steps_figure
 from .engine.config import QueryConfig
+from .engine.results import stamp
 
-__all__ = ["CHANGE_COLOURS", "LATE", "ReportRun", "change_colour", "figures_report", "settings_text", "steps_report"]
+__all__ = ["CHANGE_COLOURS", "LATE", "ReportRun", "change_colour", "clock", "figures_report", "settings_text", "steps_report"]
 
 CHANGE_COLOURS = {"added": "#d8f3dc", "updated": "#fff3bf", "emitted": "#d0ebff"}
 """Row colours by what a batch did to a result row, as the guide's result-table figures highlight the rows a trigger changed."""
@@ -66,10 +67,17 @@ def _cell(value) -> str:
     if not isinstance(value, list | tuple) and pd.isna(value):
         return ""
     if isinstance(value, pd.Timestamp):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+        return stamp(value) or ""
     if isinstance(value, list | tuple):
-        return ", ".join(f"{start:%H:%M:%S}–{end:%H:%M:%S}" if isinstance(start, pd.Timestamp) else str(start) for start, end in value)
+        return ", ".join(f"{clock(start)}–{clock(end)}" if isinstance(start, pd.Timestamp) else str(start) for start, end in value)
     return str(value)
+
+
+def clock(value: pd.Timestamp) -> str:
+    """``value``'s time of day, ``HH:MM:SS``, with milliseconds when it has a fraction of a second; ``none`` for ``NaT``."""
+    if pd.isna(value):
+        return "none"
+    return f"{value:%H:%M:%S}" + (f".{value.microsecond // 1000:03d}" if value.microsecond else "")
 
 
 def settings_text(config: QueryConfig) -> str:

@@ -186,7 +186,9 @@ def test_a_keyless_sum_with_a_null_value_is_told_and_reported_as_html_that_escap
     shared = figures_report("Tuner <x>", ["a & b"], [steps_figure(steps), steps_figure(steps)], [("rows <t>", steps[0].output)])
     assert "Tuner &lt;x&gt;" in shared and "a &amp; b" in shared and "rows &lt;t&gt;" in shared and shared.count("plotly.js v") == 1
     precise = events.assign(event_time=events["event_time"] + pd.Timedelta(milliseconds=250))
-    assert "(no key) at 12:00:05.250 and (no key) at 12:00:40.250" in explain(config, summaries[:1], {}, precise)[0].caption  # times below a second kept
+    told = explain(config, summaries[:1], {}, precise)
+    assert "(no key) at 12:00:05.250 and (no key) at 12:00:40.250" in told[0].caption  # times below a second kept, in words and tables
+    assert "<td>2024-01-01 12:00:05.25</td>" in steps_report("ms", "", [ReportRun(config, told)])
     passing = QueryConfig(FeedSource(feed, seconds_per_file=0), window="1 minute", aggregation="none", output_mode="append")
     quiet = explain(passing, summaries[:1], {}, None)
     assert list(result_after(quiet, 0, "append").columns) == ["event_time", "key", "change"]

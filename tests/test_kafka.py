@@ -524,7 +524,7 @@ def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records
 
 
 def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_files_tells(spark, registry, kafka_broker, tmp_path, topic_name) -> None:
-    """Six files of web_clicks (50 rows each, late ones among them) published into a topic of one partition and stepped through on the
+    """Four files of web_clicks (50 rows each, late ones among them) published into a topic of one partition and stepped through on the
     Step through page at 50 records a batch: batch for batch, the same rows read, watermarks, output and rows dropped by the same rule
     as a walkthrough of the files. Leaving the page deletes the walkthrough's staging topic."""
     from streamlit.testing.v1 import AppTest
@@ -535,7 +535,7 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
 
     folder = tmp_path / "clicks"
     folder.mkdir()
-    for path in sorted(WEB_CLICKS.glob("*.csv"))[:6]:
+    for path in sorted(WEB_CLICKS.glob("*.csv"))[:4]:
         shutil.copy(path, folder / path.name)
     publish(spark, FeedSource(folder, seconds_per_file=0), kafka_broker.bootstrap, topic_name)
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=180)
@@ -553,8 +553,8 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
         assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
         walks = at.session_state["scn_walks"]
         [topic] = walks.walks
-        assert topic.unit == "batches of records" and topic.finished and topic.steps == 6
-        assert any("6 of 6 batches of records handed to Spark" in caption.value for caption in at.caption)
+        assert topic.unit == "batches of records" and topic.finished and topic.steps == 4
+        assert any("4 of 4 batches of records handed to Spark" in caption.value for caption in at.caption)
         staging = topic.run.config.source.staging_topic
         on_topic = walks.steps(0)
         files.to_end()
