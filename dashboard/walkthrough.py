@@ -21,9 +21,9 @@ import streamlit as st
 from dashboard.data import choice_of, data_select, data_source, data_widgets
 from dashboard.kafka import kafka_source, topic_shape
 from dashboard.shared import KEPT, InputErrors, refuse, watermark_widget, windows_widgets
-from streaming.analysis.explain import Step, explain, replay_events, result_after
+from streaming.analysis.explain import EventsSoFar, Step, explain, result_after
 from streaming.charts.walkthrough import steps_figure
-from streaming.engine.config import OUTPUT_MODES, FeedSource
+from streaming.engine.config import OUTPUT_MODES
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.results import stamp
 from streaming.engine.walkthrough import Walkthrough, make_room
@@ -60,20 +60,14 @@ class Walks:
 
     scenario: Scenario
     walks: list[Walkthrough]
-    spark: SparkSession
-    events: list[pd.DataFrame | None]
-    """Each walkthrough's events, read once for files; ``None`` for a topic, whose are read by the batches run so far."""
+    events: list[EventsSoFar]
+    """What each walkthrough has read so far (a feed's read once, shared side by side; a topic's batch by batch)."""
     _steps: dict[int, tuple[int, list[Step]]] = field(default_factory=dict)
 
     @classmethod
     def start(cls, scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
         configs = scenario.configs()
         make_room(registry, len(configs))
-        by_source: dict[object, pd.DataFrame] = {}
-        for config in configs:  # side by side, the presets share one source: read it once
-            if isinstance(config.source, FeedSource) and config.source not in by_source:
-                by_source[config.source] = replay_events(spark, config)
-        events = [by_source.get(config.source) for config in configs]
         started: list[Walkthrough] = []
         try:
             for config in configs:
@@ -82,7 +76,11 @@ class Walks:
             for walk in started:
                 walk.close()
             raise
-        return cls(scenario, started, spark, events)
+        by_source: dict[object, EventsSoFar] = {}
+        for walk in started:  # side by side, the presets share one feed: read it once
+            if walk.run.config.source not in by_source:
+                by_source[walk.run.config.source] = EventsSoFar(spark, walk.run.config)
+        return cls(scenario, started, [by_source[walk.run.config.source] for walk in started])
 
     def steps(self, index: int) -> list[Step]:
         """Walkthrough ``index``'s batches so far, told (made again only when Spark ran more)."""
@@ -90,10 +88,7 @@ class Walks:
         summaries = walk.summaries()
         cached = self._steps.get(index)
         if cached is None or cached[0] != len(summaries):
-            events = self.events[index]
-            if events is None:
-                events = replay_events(self.spark, walk.run.config, summaries, walk.initial_offsets())
-            cached = (len(summaries), explain(walk.config, summaries, walk.outputs(), events))
+            cached = (len(summaries), explain(walk.config, summaries, walk.outputs(), self.events[index](summaries, walk.initial_offsets())))
             self._steps[index] = cached
         return cached[1]
 

@@ -549,6 +549,8 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
         at.text_input(key="scn_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
         at.selectbox(key="scn_kafka_topic").set_value(topic_name).run()
         at.number_input(key="scn_kafka_max_offsets").set_value(50).run()
+        at.button(key="scn_next").click().run()  # the page tells each press's batches: the records read batch by batch, each batch's once
+        assert any("Batch 0 read 50 rows" in markdown.value for markdown in at.markdown)
         at.button(key="scn_end").click().run()
         assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
         walks = at.session_state["scn_walks"]

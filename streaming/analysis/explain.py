@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..engine.config import QueryConfig
     from ..engine.runner import Replay
 
-__all__ = ["CHANGES", "Step", "explain", "explain_replay", "judged_events", "output_frame", "replay_events", "result_after"]
+__all__ = ["CHANGES", "EventsSoFar", "Step", "explain", "explain_replay", "judged_events", "output_frame", "replay_events", "result_after"]
 
 CHANGES = ("added", "updated", "unchanged", "emitted")
 """How a result row came out of a batch (its ``change``): a new row, a new value for a row shown before, a row complete mode wrote again as it was, or a row append mode emitted once, final."""
@@ -163,6 +163,36 @@ def replay_events(
     if isinstance(source, FeedSource):
         return feed_events_of(spark, source)
     raise ValueError(f"config.source: {type(source).__name__} is not replayed (files or a topic's offsets)")
+
+
+class EventsSoFar:
+    """The events a stepped replay of ``config`` has read so far (:func:`replay_events`), asked again after each step.
+
+    A feed's are read once; a topic's batch by batch, each batch's records
+    once, as the summaries name more batches. Not thread-safe.
+    """
+
+    def __init__(self, spark: SparkSession, config: QueryConfig) -> None:
+        self.spark = spark
+        source = config.source
+        self._topic = source.staged if isinstance(source, SteppedTopic) else source if isinstance(source, KafkaSource) else None
+        self._events = replay_events(spark, config) if self._topic is None else None
+        self._read = 0
+
+    def __call__(self, summaries: Sequence[Mapping[str, Any]], initial_offsets: Mapping[str, Any] | None = None) -> pd.DataFrame:
+        """The events of the batches ``summaries`` name (a topic's from ``initial_offsets``, :func:`~streaming.engine.sources.kafka.initial_offsets`)."""
+        if self._topic is None:
+            assert self._events is not None  # a feed's, read when made
+            return self._events
+        batches = topic_batches(summaries, initial_offsets, self._topic.topic)
+        if self._events is None or len(batches) > self._read:
+            new = topic_events_of(self.spark, self._topic, batches[self._read:])
+            if self._events is None or self._events.empty:
+                self._events = new
+            elif len(new):
+                self._events = pd.concat([self._events, new], ignore_index=True)
+            self._read = len(batches)
+        return self._events
 
 
 def judged_events(spark: SparkSession, replay: Replay) -> pd.DataFrame:
