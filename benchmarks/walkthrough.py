@@ -12,8 +12,7 @@ spark
     waiting for every batch Spark runs on it (the no-data batch included).
 explain
     :func:`~streaming.analysis.explain.explain` of every batch so far, which the
-    page makes again after each press (for the topic, with the records of
-    the batches it ran read by their offsets).
+    page makes again after each press (the events are read once, at the start).
 report
     The HTML report at the end (made only when downloaded).
 
@@ -50,7 +49,7 @@ def measure(spark, registry, scenario) -> dict[str, list[float]]:
     from streaming.report import ReportRun, steps_report
 
     walks = [Walkthrough(registry, config, idle_limit=None) for config in scenario.configs()]
-    events = [EventsSoFar(spark, walk.run.config) for walk in walks]
+    events = [EventsSoFar(spark, walk.config, walk.plan) for walk in walks]
     timings: dict[str, list[float]] = {"spark": [], "explain": [], "report": []}
     try:
         while not all(walk.finished for walk in walks):
@@ -59,7 +58,7 @@ def measure(spark, registry, scenario) -> dict[str, list[float]]:
                 walk.advance()
             told = time.perf_counter()
             steps = [
-                explain(walk.config, walk.summaries(), walk.outputs(), read(walk.summaries(), walk.initial_offsets())) for walk, read in zip(walks, events, strict=True)
+                explain(walk.config, walk.summaries(), walk.outputs(), read(walk.summaries())) for walk, read in zip(walks, events, strict=True)
             ]
             done = time.perf_counter()
             timings["spark"].append((told - started) * 1000)

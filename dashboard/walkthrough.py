@@ -61,7 +61,7 @@ class Walks:
     scenario: Scenario
     walks: list[Walkthrough]
     events: list[EventsSoFar]
-    """What each walkthrough has read so far (a feed's read once, shared side by side; a topic's batch by batch)."""
+    """What each walkthrough has read so far (its source's events read once, shared side by side)."""
     _steps: dict[int, tuple[int, list[Step]]] = field(default_factory=dict)
 
     @classmethod
@@ -77,10 +77,10 @@ class Walks:
                 walk.close()
             raise
         by_source: dict[object, EventsSoFar] = {}
-        for walk in started:  # side by side, the presets share one feed: read it once
-            if walk.run.config.source not in by_source:
-                by_source[walk.run.config.source] = EventsSoFar(spark, walk.run.config)
-        return cls(scenario, started, [by_source[walk.run.config.source] for walk in started])
+        for walk in started:  # side by side, the presets share one source: read it once
+            if walk.config.source not in by_source:
+                by_source[walk.config.source] = EventsSoFar(spark, walk.config, walk.plan)
+        return cls(scenario, started, [by_source[walk.config.source] for walk in started])
 
     def steps(self, index: int) -> list[Step]:
         """Walkthrough ``index``'s batches so far, told (made again only when Spark ran more)."""
@@ -88,7 +88,7 @@ class Walks:
         summaries = walk.summaries()
         cached = self._steps.get(index)
         if cached is None or cached[0] != len(summaries):
-            cached = (len(summaries), explain(walk.config, summaries, walk.outputs(), self.events[index](summaries, walk.initial_offsets())))
+            cached = (len(summaries), explain(walk.config, summaries, walk.outputs(), self.events[index](summaries)))
             self._steps[index] = cached
         return cached[1]
 

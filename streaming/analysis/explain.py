@@ -166,33 +166,33 @@ def replay_events(
 
 
 class EventsSoFar:
-    """The events a stepped replay of ``config`` has read so far (:func:`replay_events`), asked again after each step.
+    """The events a stepped replay of ``config`` (the query as given) has read so far, asked again after each step; for :func:`explain`.
 
-    A feed's are read once; a topic's batch by batch, each batch's records
-    once, as the summaries name more batches. Not thread-safe.
+    A feed's events are read once. A topic's are read once too, from the
+    topic itself by ``plan`` (the ``(from, to)`` offsets of each step's batch,
+    :attr:`~streaming.engine.sources.stepped_topic.TopicStepper.batches`), and
+    the ``i``-th step's go to the ``i``-th batch that read new offsets: the
+    staging topic the query reads holds the same records, a step a batch. Not thread-safe.
     """
 
-    def __init__(self, spark: SparkSession, config: QueryConfig) -> None:
-        self.spark = spark
+    def __init__(self, spark: SparkSession, config: QueryConfig, plan: Sequence[tuple[Mapping[int, int], Mapping[int, int]]] | None = None) -> None:
         source = config.source
-        self._topic = source.staged if isinstance(source, SteppedTopic) else source if isinstance(source, KafkaSource) else None
-        self._events = replay_events(spark, config) if self._topic is None else None
-        self._read = 0
+        if isinstance(source, KafkaSource):
+            if plan is None:
+                raise ValueError("plan: a topic's steps are needed to read its events")
+            self._events = topic_events_of(spark, source, [(index, dict(start), dict(end)) for index, (start, end) in enumerate(plan)])
+            self._by_step = True
+        else:
+            self._events = replay_events(spark, config)
+            self._by_step = False
 
-    def __call__(self, summaries: Sequence[Mapping[str, Any]], initial_offsets: Mapping[str, Any] | None = None) -> pd.DataFrame:
-        """The events of the batches ``summaries`` name (a topic's from ``initial_offsets``, :func:`~streaming.engine.sources.kafka.initial_offsets`)."""
-        if self._topic is None:
-            assert self._events is not None  # a feed's, read when made
+    def __call__(self, summaries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+        """The events of the batches ``summaries`` name, each with the ``file_index`` :func:`explain` expects."""
+        if not self._by_step:
             return self._events
-        batches = topic_batches(summaries, initial_offsets, self._topic.topic)
-        if self._events is None or len(batches) > self._read:
-            new = topic_events_of(self.spark, self._topic, batches[self._read:])
-            if self._events is None or self._events.empty:
-                self._events = new
-            elif len(new):
-                self._events = pd.concat([self._events, new], ignore_index=True)
-            self._read = len(batches)
-        return self._events
+        batches = [int(summary["batch_id"]) for summary in summaries if _reads_new_data(summary)]
+        read = self._events[self._events["file_index"] < len(batches)]
+        return read.assign(file_index=[batches[step] for step in read["file_index"]])
 
 
 def judged_events(spark: SparkSession, replay: Replay) -> pd.DataFrame:

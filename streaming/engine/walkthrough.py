@@ -27,8 +27,7 @@ import pandas as pd
 
 from .config import FeedSource, QueryConfig
 from .errors import ConfigError
-from .sources import KafkaSource, SteppedTopic, Stepper
-from .sources.kafka import initial_offsets
+from .sources import KafkaSource, SteppedTopic, Stepper, TopicStepper
 
 if TYPE_CHECKING:
     from .query import Run
@@ -130,9 +129,10 @@ class Walkthrough:
         """Every batch's output rows so far, by batch id."""
         return dict(self.run.table.outputs or {})
 
-    def initial_offsets(self) -> dict[str, dict[str, int]] | None:
-        """For a topic: where the query started reading its staging topic (:func:`~streaming.engine.sources.kafka.initial_offsets`)."""
-        return initial_offsets(self.run.workdir / "checkpoint") if isinstance(self.run.config.source, SteppedTopic) else None
+    @property
+    def plan(self) -> list[tuple[dict[int, int], dict[int, int]]] | None:
+        """For a topic: the ``(from, to)`` offsets of the topic each step copies, in order; ``None`` for files."""
+        return self._feeder.batches if isinstance(self._feeder, TopicStepper) else None
 
     @property
     def active(self) -> bool:
