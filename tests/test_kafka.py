@@ -497,6 +497,22 @@ def test_a_csv_sample_is_written_with_a_header_and_the_record_columns_and_decode
 
 
 
+def test_a_topic_is_refused_for_stepping_when_nothing_would_be_stepped_naming_the_field() -> None:
+    from dataclasses import replace
+
+    from streaming.engine.sources.stepped_topic import SteppedTopic
+    from streaming.engine.walkthrough import Walkthrough
+
+    source = clicks("127.0.0.1:9092", "clicks")
+    for given, field in ((replace(source, starting_offsets="latest"), "source.starting_offsets"), (replace(source, topic="clicks-.*", pattern=True), "source.topic")):
+        with pytest.raises(ConfigError) as caught:
+            SteppedTopic(given, "staging")
+        assert caught.value.field == field
+    with pytest.raises(ConfigError, match="default trigger") as caught:
+        Walkthrough(None, clicks_query(source))  # type: ignore[arg-type]  # refused before a registry is asked
+    assert caught.value.field == "trigger"
+
+
 def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records_partition_key_value_and_timestamp(kafka_broker, clicks_in_three) -> None:
     """Three uneven partitions at 700 records a batch: the stepper copies the first batch at once (Spark runs a topic's first batch on
     start), then one batch a step, as an available-now replay would cut them; stopping deletes the staging topic."""

@@ -210,12 +210,13 @@ class Record:
     value: bytes | None
 
 
-def read_records(bootstrap: str, topic: str, ranges: Mapping[int, tuple[int, int]], timeout: float = TIMEOUT) -> list[Record]:
+def read_records(bootstrap: str, topic: str, ranges: Mapping[int, tuple[int, int]], timeout: float = TIMEOUT, *, whole: bool = False) -> list[Record]:
     """The records of ``topic`` in ``ranges`` (partition → ``(from, to)`` offsets, ``to`` exclusive), each partition's in offset order.
 
     A partition is read until a record at or past ``to - 1``, or its position
     reaches ``to`` (past a transaction's commit marker, which takes an offset
-    but is no record); what has not come within ``timeout`` seconds is left out.
+    but is no record); what has not come within ``timeout`` seconds is left
+    out, or with ``whole`` raises :class:`ConfigError` naming the partitions short of their end.
     """
     from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
 
@@ -247,6 +248,9 @@ def read_records(bootstrap: str, topic: str, ranges: Mapping[int, tuple[int, int
         raise _unreachable(bootstrap, timeout) from None
     finally:
         consumer.close()
+    if whole and remaining:
+        short = ", ".join(f"partition {number} up to offset {end}" for number, end in sorted(remaining.items()))
+        raise ConfigError("source.topic", topic, f"did not deliver {short} within {timeout:g} s")
     return records
 
 

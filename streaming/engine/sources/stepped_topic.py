@@ -83,7 +83,10 @@ class TopicStepper:
         return len(self.batches)
 
     def stage_next(self) -> bool:
-        """Copy the next micro-batch's records into the staging topic; ``False`` when every one is copied already."""
+        """Copy the next micro-batch's records into the staging topic; ``False`` when every one is copied already.
+
+        :class:`~streaming.engine.errors.ConfigError` when the topic does not deliver them all (nothing of the step is copied then).
+        """
         from ..topics import read_records
 
         if self.staged >= len(self.batches):
@@ -91,7 +94,7 @@ class TopicStepper:
             return False
         start, end = self.batches[self.staged]
         ranges = {partition: (start.get(partition, offset), offset) for partition, offset in end.items()}
-        self._copier.copy(read_records(self.source.bootstrap, self.source.topic, ranges))
+        self._copier.copy(read_records(self.source.bootstrap, self.source.topic, ranges, whole=True))
         self.staged += 1
         if self.staged == len(self.batches):
             self.done.set()
