@@ -183,6 +183,7 @@ def test_a_keyless_sum_with_a_null_value_is_told_and_reported_as_html_that_escap
     from streaming.charts.walkthrough import steps_figure
     from streaming.report import figures_report
 
+    assert steps_figure(steps).layout.yaxis.title.text == "event time on 2024-01-01 (UTC)"  # the day once, not under a tick a narrow page clips
     shared = figures_report("Tuner <x>", ["a & b"], [steps_figure(steps), steps_figure(steps)], [("rows <t>", steps[0].output)])
     assert "Tuner &lt;x&gt;" in shared and "a &amp; b" in shared and "rows &lt;t&gt;" in shared and shared.count("plotly.js v") == 1
     precise = events.assign(event_time=events["event_time"] + pd.Timedelta(milliseconds=250))

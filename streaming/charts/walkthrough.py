@@ -50,6 +50,11 @@ def steps_figure(steps: Sequence[Step], current: int | None = None, title: str =
         figure.add_vline(x=current, line={"color": "#495057", "width": 1, "dash": "dot"})
     figure.update_layout(title=title, height=480, margin={"t": 50, "b": 40, "l": 60, "r": 20}, legend={"orientation": "h", "y": -0.15})
     figure.update_xaxes(title_text="micro-batch", row=2, col=1, dtick=1 if len(steps) <= 30 else None)
-    figure.update_yaxes(title_text="event time", row=1, col=1)
+    times = pd.to_datetime(pd.concat([pd.Series(rows["event_time"], dtype="datetime64[ns]"), pd.Series([step.watermark_before for step in steps], dtype="datetime64[ns]")]).dropna())
+    days = sorted({f"{stamp:%Y-%m-%d}" for stamp in times})
+    if len(days) == 1:  # the day once, in the title: Plotly's own date line under the first tick is clipped on a narrow page
+        figure.update_yaxes(title_text=f"event time on {days[0]} (UTC)", tickformat="%H:%M:%S", row=1, col=1)
+    else:
+        figure.update_yaxes(title_text="event time (UTC)", tickformat="%m-%d %H:%M", row=1, col=1)
     figure.update_yaxes(title_text="state rows", row=2, col=1)
     return figure
