@@ -3,7 +3,7 @@
 Each browser session holds its own walkthroughs (:class:`Walks`): one stepped
 replay per preset, held still between batches. *Next batch* shows the next
 micro-batch Spark already ran (the no-data batch after a watermark move) or
-hands Spark the next file; *Back* and the slider only move the view, since every
+hands Spark the next step (a file, or a topic's records of one batch); *Back* and the slider only move the view, since every
 batch's progress and output are kept. The scenario and the batch shown are in
 the page's URL (``scenario``, ``step``), so a link opens the same view.
 """
@@ -69,18 +69,18 @@ class Walks:
         configs = scenario.configs()
         make_room(registry, len(configs))
         started: list[Walkthrough] = []
+        by_source: dict[tuple[object, str], EventsSoFar] = {}
         try:
             for config in configs:
                 started.append(Walkthrough(registry, config))
-        except Exception:
+            for walk in started:  # side by side, the presets share one source: read it once
+                if (walk.config.source, str(walk.plan)) not in by_source:
+                    by_source[walk.config.source, str(walk.plan)] = EventsSoFar(spark, walk.config, walk.plan)
+        except BaseException:
             for walk in started:
                 walk.close()
             raise
-        by_source: dict[object, EventsSoFar] = {}
-        for walk in started:  # side by side, the presets share one source: read it once
-            if walk.config.source not in by_source:
-                by_source[walk.config.source] = EventsSoFar(spark, walk.config, walk.plan)
-        return cls(scenario, started, [by_source[walk.config.source] for walk in started])
+        return cls(scenario, started, [by_source[walk.config.source, str(walk.plan)] for walk in started])
 
     def steps(self, index: int) -> list[Step]:
         """Walkthrough ``index``'s batches so far, told (made again only when Spark ran more)."""
@@ -135,7 +135,7 @@ def held(scenario: Scenario, registry: QueryRegistry) -> Walks | None:
 
 
 def start(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
-    """Start the walkthroughs of ``scenario`` for this session (no file handed over yet)."""
+    """Start the walkthroughs of ``scenario`` for this session (nothing handed over yet, or a topic's first step: see :class:`Walkthrough`)."""
     walks = Walks.start(scenario, registry, spark)
     st.session_state[HELD] = walks
     return walks

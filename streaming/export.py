@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from .engine.jars import connector_coordinates
 from .engine.join import JoinConfig, JoinSide, Side
 from .engine.results import measure_column
 from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, KafkaSource
+from .engine.sources.stepped_topic import SteppedTopic
 from .engine.times import EPOCH_SECONDS_LIMIT
 
 __all__ = ["RESULT_PREFIX", "join_code", "pyspark_code"]
@@ -984,6 +985,8 @@ def pyspark_code(config: QueryConfig) -> str:
     """
     if not isinstance(config, QueryConfig):
         raise TypeError(f"config: expected a QueryConfig, got {config!r}")
+    if isinstance(config.source, SteppedTopic):  # a walkthrough's staging topic lives as long as its query: the program reads the topic itself
+        config = replace(config, source=config.source.source)
     is_feed = isinstance(config.source, FeedSource)
     parts = [
         _header(config),

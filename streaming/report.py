@@ -74,10 +74,10 @@ def _cell(value) -> str:
 
 
 def clock(value: pd.Timestamp) -> str:
-    """``value``'s time of day, ``HH:MM:SS``, with milliseconds when it has a fraction of a second; ``none`` for ``NaT``."""
+    """``value``'s time of day, ``HH:MM:SS``, with milliseconds when it has some; ``none`` for ``NaT``."""
     if pd.isna(value):
         return "none"
-    return f"{value:%H:%M:%S}" + (f".{value.microsecond // 1000:03d}" if value.microsecond else "")
+    return f"{value:%H:%M:%S}" + (f".{value.microsecond // 1000:03d}" if value.microsecond >= 1000 else "")
 
 
 def settings_text(config: QueryConfig) -> str:

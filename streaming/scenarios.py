@@ -46,7 +46,7 @@ class Scenario:
 
     def __post_init__(self) -> None:
         if (self.feed is None) == (self.source is None):
-            raise ConfigError("feed", self.feed, "or a source must be given, not both")
+            raise ConfigError("feed", self.feed, "and source: give exactly one of the two")
         if not self.name.isidentifier():
             raise ConfigError("name", self.name, "must be letters, digits and underscores")
         if not 1 <= len(self.presets) <= 2:

@@ -504,39 +504,58 @@ def test_a_topic_is_refused_for_stepping_when_nothing_would_be_stepped_naming_th
     from streaming.engine.walkthrough import Walkthrough
 
     source = clicks("127.0.0.1:9092", "clicks")
-    for given, field in ((replace(source, starting_offsets="latest"), "source.starting_offsets"), (replace(source, topic="clicks-.*", pattern=True), "source.topic")):
+    refused = (
+        (replace(source, starting_offsets="latest"), "source.starting_offsets"), (replace(source, topic="clicks-.*", pattern=True), "source.topic"),
+        (replace(source, max_offsets_per_trigger=None), "source.max_offsets_per_trigger"),
+    )
+    for given, field in refused:
         with pytest.raises(ConfigError) as caught:
             SteppedTopic(given, "staging")
         assert caught.value.field == field
     with pytest.raises(ConfigError, match="default trigger") as caught:
         Walkthrough(None, clicks_query(source))  # type: ignore[arg-type]  # refused before a registry is asked
     assert caught.value.field == "trigger"
+    from streaming.export import pyspark_code
+
+    code = pyspark_code(replace(clicks_query(source, trigger="default"), source=SteppedTopic(source, "staging")))  # Show code of a walkthrough's query
+    assert "'subscribe': 'clicks'" in code and "staging" not in code
 
 
-def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records_partition_key_value_and_timestamp(kafka_broker, clicks_in_three) -> None:
-    """Three uneven partitions at 700 records a batch: the stepper copies the first batch at once (Spark runs a topic's first batch on
-    start), then one batch a step, as an available-now replay would cut them; stopping deletes the staging topic."""
+def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records_partition_key_value_and_timestamp(
+    spark, registry, kafka_broker, clicks_in_three,
+) -> None:
+    """Three uneven partitions at 700 records a batch: the first step is copied at start (Spark runs a topic's first batch then),
+    each press copies the next as an available-now replay would cut it, and Spark runs each alone, all partitions at once.
+    The copy keeps each record as it was; closing deletes the staging topic; a range with nothing in it is refused."""
+    from dataclasses import replace
+
     from streaming.engine.sources.kafka import planned_batches
     from streaming.engine.sources.stepped_topic import TopicStepper
+    from streaming.engine.topics import read_records
+    from streaming.engine.walkthrough import Walkthrough
 
     source = clicks(kafka_broker.bootstrap, clicks_in_three, max_offsets_per_trigger=700)
     info = describe_topic(kafka_broker.bootstrap, clicks_in_three)
     planned = planned_batches({part.partition: 0 for part in info.partitions}, dict(info.end_offsets()), 700)
-    staging = f"{clicks_in_three}-stepped"
-    stepper = TopicStepper(source, staging)
+    walk = Walkthrough(registry, clicks_query(source, trigger="default"), idle_limit=None)
+    staging = walk.run.config.source.staging_topic
     try:
-        assert stepper.steps == len(planned) == 3 and stepper.staged == 1
-        copied = latest_messages(kafka_broker.bootstrap, staging, 3000, earliest=True)
-        assert len(copied) == sum(end[part] - start[part] for part, _ in info.end_offsets() for start, end in planned[:1])
-        while stepper.stage_next():
-            pass
-        assert stepper.staged == 3 and stepper.done.is_set()
-        copied, original = (latest_messages(kafka_broker.bootstrap, topic, 3000, earliest=True) for topic in (staging, clicks_in_three))
-        kept = ["partition", "timestamp", "key", "value"]  # offsets differ: each step's commit marker takes one
-        pd.testing.assert_frame_equal(copied[kept], original[kept])
+        assert walk.steps == len(planned) == 3 and walk.handed == 1 and walk.plan == planned
+        assert staging not in topic_names(kafka_broker.bootstrap)  # not offered as a topic to read
+        walk.to_end()
+        read = [summary["num_input_rows"] for summary in walk.summaries() if summary["num_input_rows"]]
+        assert read == [sum(end[part] - start[part] for part in end) for start, end in planned] and sum(read) == 2000  # Spark's rate limit rounds each partition's share down
+        whole = {part.partition: (0, part.latest) for part in describe_topic(kafka_broker.bootstrap, staging).partitions}
+        copied = read_records(kafka_broker.bootstrap, staging, whole, whole=True)  # ends past the last step's commit markers
+        original = read_records(kafka_broker.bootstrap, clicks_in_three, {part.partition: (0, part.latest) for part in info.partitions}, whole=True)
+        assert [(r.partition, r.timestamp_ms, r.key, r.value) for r in copied] == [(r.partition, r.timestamp_ms, r.key, r.value) for r in original]
     finally:
-        stepper.stop()
-    assert staging not in topic_names(kafka_broker.bootstrap)
+        walk.close()
+    with pytest.raises(ConfigError, match="does not exist"):
+        require_topic(kafka_broker.bootstrap, staging)  # deleted with the query
+    with pytest.raises(ConfigError, match="nothing to step through") as caught:
+        TopicStepper(replace(source, starting_timestamp=4_102_444_800_000), f"{clicks_in_three}-empty")  # 2100: after every record
+    assert caught.value.field == "source.topic"
 
 
 def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_files_tells(spark, registry, kafka_broker, tmp_path, topic_name) -> None:

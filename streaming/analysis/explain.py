@@ -36,7 +36,7 @@ import pandas as pd
 from ..engine.config import FeedSource
 from ..engine.progress import progress_frame
 from ..engine.results import stamp
-from ..engine.sources import KafkaSource, SteppedTopic
+from ..engine.sources import KafkaSource
 from .lateness import EVENT_RULE, dropped_events, file_batches, judge
 from .profile import feed_events_of, topic_batches, topic_events_of
 
@@ -153,11 +153,8 @@ def _fixed(config: QueryConfig) -> bool:
 def replay_events(
     spark: SparkSession, config: QueryConfig, summaries: Sequence[Mapping[str, Any]] = (), initial_offsets: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """The events a replay of ``config`` reads, in arrival order (:func:`~streaming.analysis.profile.feed_events_of`); a topic's by the batches ``summaries`` read
-    (a stepped topic's, from the staging topic its query reads)."""
+    """The events a replay of ``config`` reads, in arrival order (:func:`~streaming.analysis.profile.feed_events_of`); a topic's by the batches ``summaries`` read."""
     source = config.source
-    if isinstance(source, SteppedTopic):
-        source = source.staged
     if isinstance(source, KafkaSource):
         return topic_events_of(spark, source, topic_batches(summaries, initial_offsets, source.topic))
     if isinstance(source, FeedSource):

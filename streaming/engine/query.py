@@ -77,9 +77,19 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
     watermark is dropped before the aggregation (the operator's
     ``numDroppedDuplicateRows``).
     """
+    frame, feeder = config.source.read(spark, staging, now_ms)
+    try:
+        return _result_frame(_input_frame(frame, config, latency=latency), config), feeder
+    except BaseException:
+        if feeder is not None:
+            feeder.stop()
+        raise
+
+
+def _input_frame(frame: DataFrame, config: QueryConfig, *, latency: bool) -> DataFrame:
+    """The source's rows observed (input and malformed counts, produce times), filtered, watermarked and deduplicated as :func:`build_frame` says."""
     from pyspark.sql import functions as F
 
-    frame, feeder = config.source.read(spark, staging, now_ms)
     malformed = malformed_rows(config)
     frame = frame.observe(
         INPUT_METRICS,
@@ -96,7 +106,7 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
         frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
     if config.deduplicate:
         frame = frame.dropDuplicatesWithinWatermark(["dedup_id"])
-    return _result_frame(frame, config), feeder
+    return frame
 
 
 def exact_frame(spark: SparkSession, config: QueryConfig) -> DataFrame:
@@ -433,10 +443,14 @@ def start_run(
     feeder: Feeder | None = None
 
     def discard() -> None:
-        """Undo what was made for a query that did not start: its feeder (a line server, a staging topic), its working folder."""
+        """Undo what was made for a query that did not start: its feeder (a line server, a staging topic), its working folder.
+
+        Called while an error propagates: a feeder that fails to stop is logged, never raised in its place."""
         try:
             if feeder is not None:
                 feeder.stop()
+        except Exception:
+            LOG.exception("%s: stopping the feeder of a query that did not start failed", name)
         finally:
             if kept is None:
                 shutil.rmtree(workdir, ignore_errors=True)

@@ -15,6 +15,7 @@ field it was given for (``source.bootstrap``, ``source.topic``).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MESSAGE_COLUMNS",
+    "STAGING_PREFIX",
     "TIMEOUT",
     "PartitionOffsets",
     "Record",
@@ -56,6 +58,8 @@ __all__ = [
 ]
 
 TIMEOUT = 5.0
+STAGING_PREFIX = "streaming-lab-walkthrough-"
+"""The names of the topics a walkthrough of a topic copies its steps into (deleted with its query; not offered as topics to read)."""
 """Seconds a question to the brokers may take before the address is reported as not answering."""
 MESSAGE_COLUMNS = ["partition", "offset", "timestamp", "key", "value"]
 CLIENT_ID = "streaming-lab"
@@ -99,9 +103,9 @@ def _metadata(bootstrap: str, timeout: float, topic: str | None = None) -> Any:
 
 
 def topic_names(bootstrap: str, timeout: float = TIMEOUT) -> list[str]:
-    """The topics of the cluster, without Kafka's internal ones (``__consumer_offsets``...), sorted."""
+    """The topics of the cluster, without Kafka's internal ones (``__consumer_offsets``...) and the walkthroughs' staging topics, sorted."""
     topics = _metadata(bootstrap, timeout).topics
-    return sorted(name for name in topics if not name.startswith("__"))
+    return sorted(name for name in topics if not name.startswith(("__", STAGING_PREFIX)))
 
 
 @dataclass(frozen=True)
@@ -210,20 +214,26 @@ class Record:
     value: bytes | None
 
 
-def read_records(bootstrap: str, topic: str, ranges: Mapping[int, tuple[int, int]], timeout: float = TIMEOUT, *, whole: bool = False) -> list[Record]:
+def read_records(
+    bootstrap: str, topic: str, ranges: Mapping[int, tuple[int, int]], timeout: float = TIMEOUT, *, whole: bool = False, committed: bool = True,
+) -> list[Record]:
     """The records of ``topic`` in ``ranges`` (partition → ``(from, to)`` offsets, ``to`` exclusive), each partition's in offset order.
 
     A partition is read until a record at or past ``to - 1``, or its position
     reaches ``to`` (past a transaction's commit marker, which takes an offset
     but is no record); what has not come within ``timeout`` seconds is left
     out, or with ``whole`` raises :class:`ConfigError` naming the partitions short of their end.
+    ``committed``: only records of committed transactions (Kafka's ``read_committed``); ``False`` reads them all, as Spark's Kafka source does by default.
     """
     from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
 
     wanted = {int(partition): (int(start), int(end)) for partition, (start, end) in ranges.items() if end > start}
     if not wanted:
         return []
-    consumer = Consumer({**client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False})
+    consumer = Consumer({
+        **client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False,
+        "isolation.level": "read_committed" if committed else "read_uncommitted",
+    })
     records: list[Record] = []
     try:
         consumer.assign([TopicPartition(topic, partition, start) for partition, (start, _) in wanted.items()])
@@ -238,10 +248,11 @@ def read_records(bootstrap: str, topic: str, ranges: Mapping[int, tuple[int, int
                 continue
             number, offset = int(message.partition() or 0), int(message.offset() or 0)
             end = remaining.get(number)
-            if end is None or offset >= end:
+            if end is None:
                 continue
-            records.append(Record(number, offset, int(message.timestamp()[1]), message.key(), message.value()))
-            if offset + 1 >= end:
+            if offset < end:
+                records.append(Record(number, offset, int(message.timestamp()[1]), message.key(), message.value()))
+            if offset + 1 >= end:  # its last record, or one past the range (the range ended on a marker)
                 remaining.pop(number)
                 consumer.pause([TopicPartition(topic, number, OFFSET_END)])
     except KafkaException:
@@ -274,17 +285,23 @@ def start_offsets(bootstrap: str, topic: str, timestamp_ms: int | None = None, t
 
 class RecordCopier:
     """Produces records into ``target`` as they are -- the same partition, key, value and timestamp, in order -- one transaction a
-    :meth:`copy`: a reader at ``read_committed`` sees each copy whole or not at all (its latest offset moves once, at the commit).
+    :meth:`copy`: a reader at ``read_committed`` sees each copy whole or not at all.
 
-    Each transaction leaves a marker that takes one offset in each partition it wrote.
-    :class:`ConfigError` naming ``target`` when the brokers refuse or do not confirm within ``timeout`` seconds.
+    Kafka confirms a commit before it writes the commit's markers, and a
+    ``read_committed`` reader sees the records only once they are written:
+    :meth:`copy` returns once the topic's committed end offsets include them
+    (each transaction's marker takes one offset in each partition it wrote).
+    ``target`` must be new (its offsets start at 0). :class:`ConfigError`
+    naming ``target`` when the brokers refuse, or do not confirm within ``timeout`` seconds.
     """
 
     def __init__(self, bootstrap: str, target: str, timeout: float = 30.0) -> None:
         from confluent_kafka import KafkaException, Producer
 
+        self.bootstrap = bootstrap
         self.target = target
         self.timeout = timeout
+        self._ends: dict[int, int] = {}
         self._producer = Producer({
             **client_settings(bootstrap), "transactional.id": f"{CLIENT_ID}-{target}", "linger.ms": 5, "transaction.timeout.ms": int(max(timeout, 10) * 2000),
         })
@@ -298,17 +315,58 @@ class RecordCopier:
         return ConfigError("topic", self.target, f"refused copied records: {said}")
 
     def copy(self, records: Sequence[Record]) -> None:
-        """Produce ``records`` in one transaction and commit it."""
+        """Produce ``records`` in one transaction, commit it, and wait until a ``read_committed`` reader sees them; an error aborts the transaction."""
         from confluent_kafka import KafkaException
 
         try:
             self._producer.begin_transaction()
             for record in records:
-                self._producer.produce(self.target, value=record.value, key=record.key, partition=record.partition, timestamp=record.timestamp_ms)
+                while True:
+                    try:
+                        self._producer.produce(self.target, value=record.value, key=record.key, partition=record.partition, timestamp=record.timestamp_ms)
+                        break
+                    except BufferError:  # the local queue is full: let it drain
+                        self._producer.poll(0.1)
                 self._producer.poll(0)
             self._producer.commit_transaction(self.timeout)
-        except KafkaException as err:
+        except (KafkaException, BufferError) as err:
+            with contextlib.suppress(KafkaException):
+                self._producer.abort_transaction(self.timeout)
             raise self._refused(err) from None
+        written: dict[int, int] = {}
+        for record in records:
+            written[record.partition] = written.get(record.partition, 0) + 1
+        wanted = {partition: self._ends.get(partition, 0) + count + 1 for partition, count in written.items()}
+        self._await_committed(wanted)
+        self._ends.update(wanted)
+
+    def _await_committed(self, wanted: Mapping[int, int]) -> None:
+        """Wait until each partition's committed end offset (last stable offset) reaches ``wanted``'s."""
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not wanted:
+            return
+        admin = _admin(self.bootstrap, self.timeout)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                futures = admin.list_offsets(
+                    {TopicPartition(self.target, partition): OffsetSpec.latest() for partition in wanted}, isolation_level=IsolationLevel.READ_COMMITTED,
+                    request_timeout=self.timeout,
+                )
+                ends = {int(part.partition): int(future.result().offset) for part, future in futures.items()}
+            except KafkaException as err:
+                raise self._refused(err) from None
+            if all(ends.get(partition, 0) >= offset for partition, offset in wanted.items()):
+                return
+            if time.monotonic() > deadline:
+                raise ConfigError("topic", self.target, f"did not show the committed records to readers within {self.timeout:g} s")
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        """Let the producer go (a transaction under way is aborted by the brokers once it times out)."""
+        self._producer.flush(0)
 
 
 def _text(data: bytes | None) -> str | None:

@@ -28,6 +28,7 @@ import pandas as pd
 from .config import FeedSource, QueryConfig
 from .errors import ConfigError
 from .sources import KafkaSource, SteppedTopic, Stepper, TopicStepper
+from .topics import STAGING_PREFIX
 
 if TYPE_CHECKING:
     from .query import Run
@@ -66,15 +67,18 @@ class Walkthrough:
         self.registry = registry
         self.config = config
         self.name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
-        run_config = replace(config, source=SteppedTopic(source, f"streaming-lab-{self.name}")) if isinstance(source, KafkaSource) else config
+        run_config = replace(config, source=SteppedTopic(source, f"{STAGING_PREFIX}{self.name}")) if isinstance(source, KafkaSource) else config
         self.run: Run = registry.start(run_config, self.name, max_rows=None, latency=False, record_outputs=True)
         feeder = self.run.feeder
-        if not isinstance(feeder, Stepper) or not feeder.stepped:
+        try:
+            if not isinstance(feeder, Stepper) or not feeder.stepped:
+                raise ConfigError("source", source.label, "is not replayed one micro-batch at a time")
+            if isinstance(source, KafkaSource):
+                self.run.await_idle(stop_after=feeder.staged)  # its first step, copied before Spark's first batch: run before the first press shows it
+        except BaseException:
             registry.remove(self.name)
-            raise ConfigError("source", source.label, "is not replayed one micro-batch at a time")
+            raise
         self._feeder = feeder
-        if isinstance(source, KafkaSource):
-            self.run.await_idle(stop_after=self.handed)  # its first step, copied before Spark's first batch: run before the first press shows it
         self.idle_limit = idle_limit
         self._timer: threading.Timer | None = None
         self._touch()

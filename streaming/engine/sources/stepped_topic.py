@@ -31,8 +31,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from ..columns import ColumnMapping
+    from ..topics import RecordCopier
 
-__all__ = ["SteppedTopic", "TopicStepper"]
+__all__ = ["READ_SECONDS", "SteppedTopic", "TopicStepper"]
+
+READ_SECONDS = 30.0
+"""How long a step may take to read its records from the topic before it fails, naming the partitions short of their end."""
 
 
 class TopicStepper:
@@ -50,12 +54,7 @@ class TopicStepper:
     stepped = True
 
     def __init__(self, source: KafkaSource, target: str) -> None:
-        from ..topics import (  # the topics module reads the kafka source's: imported here, not at the top
-            RecordCopier,
-            create_topic,
-            describe_topic,
-            start_offsets,
-        )
+        from ..topics import RecordCopier, create_topic, describe_topic, start_offsets  # topics reads the kafka source's module: imported here
 
         info = describe_topic(source.bootstrap, source.topic)
         start = start_offsets(source.bootstrap, source.topic, source.starting_timestamp)
@@ -64,16 +63,17 @@ class TopicStepper:
         self.target = target
         self.batches = planned_batches(start, {partition: end.get(partition, start[partition]) for partition in start}, source.max_offsets_per_trigger)
         """``(from, to)`` offsets (partition → offset) of each micro-batch, in order."""
+        if not self.batches:
+            raise ConfigError("source.topic", source.topic, "holds no record from where the replay starts to its end: nothing to step through")
         self.staged = 0
         """Micro-batches handed to Spark so far."""
         self.done = threading.Event()
-        if not self.batches:
-            self.done.set()
+        self._copier: RecordCopier | None = None
         create_topic(source.bootstrap, target, max(start, default=0) + 1)
         try:
             self._copier = RecordCopier(source.bootstrap, target)
             self.stage_next()
-        except Exception:
+        except BaseException:
             self.stop()
             raise
 
@@ -92,9 +92,12 @@ class TopicStepper:
         if self.staged >= len(self.batches):
             self.done.set()
             return False
+        if self._copier is None:
+            raise ConfigError("source", self.target, "was stopped: its staging topic is deleted")
         start, end = self.batches[self.staged]
         ranges = {partition: (start.get(partition, offset), offset) for partition, offset in end.items()}
-        self._copier.copy(read_records(self.source.bootstrap, self.source.topic, ranges, whole=True))
+        records = read_records(self.source.bootstrap, self.source.topic, ranges, READ_SECONDS, whole=True, committed=self.source.read_committed)
+        self._copier.copy(records)
         self.staged += 1
         if self.staged == len(self.batches):
             self.done.set()
@@ -108,6 +111,9 @@ class TopicStepper:
         from ..topics import delete_topic
 
         self.done.set()
+        copier, self._copier = self._copier, None
+        if copier is not None:
+            copier.close()
         with contextlib.suppress(ConfigError):
             delete_topic(self.source.bootstrap, self.target)
 
@@ -127,6 +133,8 @@ class SteppedTopic(StreamSource):
     def __post_init__(self) -> None:
         if not isinstance(self.source, KafkaSource):
             raise ConfigError("source", self.source, "is not a Kafka topic")
+        if self.source.max_offsets_per_trigger is None:
+            raise ConfigError("source.max_offsets_per_trigger", None, "must cap the records of a micro-batch to step through a topic (everything at once is one step)")
         if self.source.pattern:
             raise ConfigError("source.topic", self.source.topic, "is a pattern: step through one topic")
         if self.source.starting_offsets == "latest" and self.source.starting_timestamp is None:
