@@ -18,6 +18,7 @@ from .engine.datasets import FileFormat
 from .engine.errors import ConfigError
 from .engine.feeds import SAMPLE_FEEDS
 from .engine.sources import KafkaSource
+from .engine.sources.stepped_topic import steppable
 
 __all__ = ["SCENARIOS", "Scenario"]
 
@@ -64,8 +65,11 @@ class Scenario:
 
     @classmethod
     def of(cls, source: FeedSource | KafkaSource, preset: dict[str, Any], title: str) -> Scenario:
-        """A scenario of the user's own: ``source`` (files stepped one a micro-batch, or a topic's range) under one ``preset``, with no notes."""
-        stepped = replace(source, seconds_per_file=0) if isinstance(source, FeedSource) else source
+        """A scenario of the user's own: ``source`` (files stepped one a micro-batch, or a topic's range) under one ``preset``, with no notes.
+
+        :class:`ConfigError` naming the field for a topic a walkthrough cannot step through (:func:`~streaming.engine.sources.stepped_topic.steppable`).
+        """
+        stepped = replace(source, seconds_per_file=0) if isinstance(source, FeedSource) else steppable(source)
         return cls("own", title, "Your data, one micro-batch at a time.", None, (preset,), source=stepped)
 
     def note(self, step: int) -> str | None:

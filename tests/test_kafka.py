@@ -526,20 +526,29 @@ def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records
 ) -> None:
     """Three uneven partitions at 700 records a batch: the first step is copied at start (Spark runs a topic's first batch then),
     each press copies the next as an available-now replay would cut it, and Spark runs each alone, all partitions at once.
-    The copy keeps each record as it was; closing deletes the staging topic; a range with nothing in it is refused."""
+    The copy keeps each record as it was; closing deletes the staging topic, and starting deletes those a dead server left a day
+    ago; a range with nothing in it is refused."""
     from dataclasses import replace
 
     from streaming.engine.sources.kafka import planned_batches
     from streaming.engine.sources.stepped_topic import TopicStepper
-    from streaming.engine.topics import read_records
+    from streaming.engine.topics import STALE_SECONDS, delete_topic, read_records, staging_name
     from streaming.engine.walkthrough import Walkthrough
 
     source = clicks(kafka_broker.bootstrap, clicks_in_three, max_offsets_per_trigger=700)
     info = describe_topic(kafka_broker.bootstrap, clicks_in_three)
     planned = planned_batches({part.partition: 0 for part in info.partitions}, dict(info.end_offsets()), 700)
+    now = int(time.time())
+    kept_by_a_dead_server, in_use = staging_name(now - STALE_SECONDS - 60, "left-behind"), staging_name(now - 60, "in-use")
+    for name in (kept_by_a_dead_server, in_use):
+        create_topic(kafka_broker.bootstrap, name)
     walk = Walkthrough(registry, clicks_query(source, trigger="default"), idle_limit=None)
     staging = walk.run.config.source.staging_topic
     try:
+        for name in (in_use, staging):
+            require_topic(kafka_broker.bootstrap, name)  # both exist
+        with pytest.raises(ConfigError, match="does not exist"):
+            require_topic(kafka_broker.bootstrap, kept_by_a_dead_server)  # swept when the walkthrough made its own
         assert walk.steps == len(planned) == 3 and walk.handed == 1 and walk.plan == planned
         assert staging not in topic_names(kafka_broker.bootstrap)  # not offered as a topic to read
         walk.to_end()
@@ -551,6 +560,7 @@ def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records
         assert [(r.partition, r.timestamp_ms, r.key, r.value) for r in copied] == [(r.partition, r.timestamp_ms, r.key, r.value) for r in original]
     finally:
         walk.close()
+        delete_topic(kafka_broker.bootstrap, in_use)
     with pytest.raises(ConfigError, match="does not exist"):
         require_topic(kafka_broker.bootstrap, staging)  # deleted with the query
     with pytest.raises(ConfigError, match="nothing to step through") as caught:
@@ -583,6 +593,8 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
         at.toggle(key="scn_from_topic").set_value(True).run()
         at.text_input(key="scn_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
         at.selectbox(key="scn_kafka_topic").set_value(topic_name).run()
+        at.number_input(key="scn_kafka_max_offsets").set_value(0).run()  # everything in one step: refused before Spark, naming the field
+        assert any("source.max_offsets_per_trigger" in error.value for error in at.error), [error.value for error in at.error]
         at.number_input(key="scn_kafka_max_offsets").set_value(50).run()
         at.button(key="scn_next").click().run()  # the page tells each press's batches: the records read batch by batch, each batch's once
         assert any("Batch 0 read 50 rows" in markdown.value for markdown in at.markdown)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MESSAGE_COLUMNS",
     "STAGING_PREFIX",
+    "STALE_SECONDS",
     "TIMEOUT",
     "PartitionOffsets",
     "Record",
@@ -52,7 +53,9 @@ __all__ = [
     "latest_messages",
     "read_records",
     "require_topic",
+    "staging_name",
     "start_offsets",
+    "sweep_staging",
     "topic_names",
     "write_sample",
 ]
@@ -60,6 +63,8 @@ __all__ = [
 TIMEOUT = 5.0
 STAGING_PREFIX = "streaming-lab-walkthrough-"
 """The names of the topics a walkthrough of a topic copies its steps into (deleted with its query; not offered as topics to read)."""
+STALE_SECONDS = 86_400
+"""A staging topic made this long ago outlived its walkthrough (a server that died before deleting it): :func:`sweep_staging` deletes it."""
 """Seconds a question to the brokers may take before the address is reported as not answering."""
 MESSAGE_COLUMNS = ["partition", "offset", "timestamp", "key", "value"]
 CLIENT_ID = "streaming-lab"
@@ -400,6 +405,26 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float
     while topic not in _metadata(bootstrap, timeout).topics and time.monotonic() < deadline:
         time.sleep(0.05)
     return True
+
+
+def staging_name(now_s: int, tag: str) -> str:
+    """The name of a walkthrough's staging topic made at ``now_s`` (epoch seconds), told apart by ``tag``: :func:`sweep_staging` reads its age from it."""
+    return check_topic(f"{STAGING_PREFIX}{int(now_s)}-{tag}", "tag")
+
+
+def sweep_staging(bootstrap: str, now_s: int, older_than: int = STALE_SECONDS, timeout: float = TIMEOUT) -> list[str]:
+    """Delete the staging topics of ``bootstrap`` made more than ``older_than`` seconds before ``now_s``; the names deleted.
+
+    A walkthrough deletes its staging topic when its query goes; one whose
+    server died keeps it. A name without a time (not made by :func:`staging_name`) is left alone.
+    """
+    stale = []
+    for name in _metadata(bootstrap, timeout).topics:
+        made = name[len(STAGING_PREFIX):].split("-", 1)[0] if name.startswith(STAGING_PREFIX) else ""
+        if made.isdigit() and int(made) < now_s - older_than:
+            delete_topic(bootstrap, name, timeout)
+            stale.append(name)
+    return sorted(stale)
 
 
 def delete_topic(bootstrap: str, topic: str, timeout: float = TIMEOUT) -> None:

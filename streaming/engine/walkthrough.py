@@ -19,6 +19,7 @@ Not thread-safe: one caller (a page's session) drives a walkthrough.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ import pandas as pd
 from .config import FeedSource, QueryConfig
 from .errors import ConfigError
 from .sources import KafkaSource, SteppedTopic, Stepper, TopicStepper
-from .topics import STAGING_PREFIX
+from .topics import staging_name
 
 if TYPE_CHECKING:
     from .query import Run
@@ -67,7 +68,7 @@ class Walkthrough:
         self.registry = registry
         self.config = config
         self.name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
-        run_config = replace(config, source=SteppedTopic(source, f"{STAGING_PREFIX}{self.name}")) if isinstance(source, KafkaSource) else config
+        run_config = replace(config, source=SteppedTopic(source, staging_name(int(time.time()), self.name))) if isinstance(source, KafkaSource) else config
         self.run: Run = registry.start(run_config, self.name, max_rows=None, latency=False, record_outputs=True)
         feeder = self.run.feeder
         try:

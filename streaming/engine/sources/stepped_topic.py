@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..columns import ColumnMapping
     from ..topics import RecordCopier
 
-__all__ = ["READ_SECONDS", "SteppedTopic", "TopicStepper"]
+__all__ = ["READ_SECONDS", "SteppedTopic", "TopicStepper", "steppable"]
 
 READ_SECONDS = 30.0
 """How long a step may take to read its records from the topic before it fails, naming the partitions short of their end."""
@@ -45,7 +45,9 @@ class TopicStepper:
 
     The range runs from the source's start (its earliest offsets, or its
     first records at ``starting_timestamp``) to its ``end_offsets`` or the
-    latest offsets when it is made. The first batch is copied at once: Spark
+    latest offsets when it is made. Given ``now_s`` (epoch seconds), it first
+    deletes the staging topics its brokers kept from walkthroughs long gone
+    (:func:`~streaming.engine.topics.sweep_staging`). The first batch is copied at once: Spark
     runs a query's first micro-batch on a topic as soon as it starts, empty or
     not, so the first step is there for it (an empty batch 0 would tell
     nothing, and shift every batch id from the replay's). :meth:`stop` deletes ``target``.
@@ -53,8 +55,8 @@ class TopicStepper:
 
     stepped = True
 
-    def __init__(self, source: KafkaSource, target: str) -> None:
-        from ..topics import RecordCopier, create_topic, describe_topic, start_offsets  # topics reads the kafka source's module: imported here
+    def __init__(self, source: KafkaSource, target: str, now_s: int | None = None) -> None:
+        from ..topics import RecordCopier, create_topic, describe_topic, start_offsets, sweep_staging  # topics reads the kafka source's module: imported here
 
         info = describe_topic(source.bootstrap, source.topic)
         start = start_offsets(source.bootstrap, source.topic, source.starting_timestamp)
@@ -69,6 +71,8 @@ class TopicStepper:
         """Micro-batches handed to Spark so far."""
         self.done = threading.Event()
         self._copier: RecordCopier | None = None
+        if now_s is not None:
+            sweep_staging(source.bootstrap, now_s)
         create_topic(source.bootstrap, target, max(start, default=0) + 1)
         try:
             self._copier = RecordCopier(source.bootstrap, target)
@@ -118,6 +122,20 @@ class TopicStepper:
             delete_topic(self.source.bootstrap, self.target)
 
 
+def steppable(source: object) -> KafkaSource:
+    """``source`` when a walkthrough can step through it: one topic, from its earliest offsets or a time, at most so many records a
+    micro-batch; :class:`ConfigError` naming the field otherwise."""
+    if not isinstance(source, KafkaSource):
+        raise ConfigError("source", source, "is not a Kafka topic")
+    if source.max_offsets_per_trigger is None:
+        raise ConfigError("source.max_offsets_per_trigger", None, "must cap the records of a micro-batch to step through a topic (everything at once is one step)")
+    if source.pattern:
+        raise ConfigError("source.topic", source.topic, "is a pattern: step through one topic")
+    if source.starting_offsets == "latest" and source.starting_timestamp is None:
+        raise ConfigError("source.starting_offsets", "latest", "leaves nothing to step through: start at the earliest offsets or at a time")
+    return source
+
+
 @dataclass(frozen=True)
 class SteppedTopic(StreamSource):
     """``source``'s range (one topic, from its earliest offsets or ``starting_timestamp``) replayed through the topic ``staging_topic``, one micro-batch per step.
@@ -131,14 +149,7 @@ class SteppedTopic(StreamSource):
     kind: Literal["stepped_topic"] = field(default="stepped_topic", init=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.source, KafkaSource):
-            raise ConfigError("source", self.source, "is not a Kafka topic")
-        if self.source.max_offsets_per_trigger is None:
-            raise ConfigError("source.max_offsets_per_trigger", None, "must cap the records of a micro-batch to step through a topic (everything at once is one step)")
-        if self.source.pattern:
-            raise ConfigError("source.topic", self.source.topic, "is a pattern: step through one topic")
-        if self.source.starting_offsets == "latest" and self.source.starting_timestamp is None:
-            raise ConfigError("source.starting_offsets", "latest", "leaves nothing to step through: start at the earliest offsets or at a time")
+        steppable(self.source)
         check_topic(self.staging_topic, "staging_topic")
 
     @property
@@ -173,7 +184,7 @@ class SteppedTopic(StreamSource):
         return self.source.explain_failure(error)
 
     def read(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, TopicStepper]:
-        stepper = TopicStepper(self.source, self.staging_topic)
+        stepper = TopicStepper(self.source, self.staging_topic, now_ms // 1000)
         try:
             frame, _ = self.staged.read(spark, staging, now_ms)
         except Exception:
