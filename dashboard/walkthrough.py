@@ -163,6 +163,9 @@ def own_scenario(prefix: str = "scn") -> Scenario:
     if st.toggle("A Kafka topic", key=f"{prefix}_from_topic", **KEPT, help="Its records from the earliest offsets to those latest when the replay starts, copied a micro-batch at a time into a topic the replay reads"):
         feed, shape = None, topic_shape(prefix)
         topic = shape.pop("topic")
+        if not topic.get("value_columns"):  # no brokers, no topic, or its columns not read yet (Spark starting): the form said which
+            leave()
+            st.stop()
     else:
         feed = data_select(f"{prefix}_feed")
         shape = data_widgets(prefix, feed)

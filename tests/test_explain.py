@@ -193,3 +193,22 @@ def test_a_keyless_sum_with_a_null_value_is_told_and_reported_as_html_that_escap
     passing = QueryConfig(FeedSource(feed, seconds_per_file=0), window="1 minute", aggregation="none", output_mode="append")
     quiet = explain(passing, summaries[:1], {}, None)
     assert list(result_after(quiet, 0, "append").columns) == ["event_time", "key", "change"]
+
+
+def test_many_rows_dropped_in_one_batch_are_told_in_one_sentence_a_rule() -> None:
+    """No Spark: three rows late for every window they belong to come in one batch; the caption names them in one sentence, not three."""
+    from streaming.analysis.explain import explain
+
+    feed = Path(__file__).resolve().parent.parent / "sample_feeds" / "guide_words"
+    config = QueryConfig(FeedSource(feed, seconds_per_file=0), window="1 minute", watermark="30 seconds", output_mode="update")
+    summaries = [  # the no-data batch after the first moves the watermark the third batch's rows are judged by
+        _progress(0, 1, None, "12:01:00", (None, 0), 1), _progress(1, 0, "12:00:30", None, (0, 0), 1), _progress(2, 3, "12:00:30", "11:59:30", (0, 1), 1),
+    ]
+    events = pd.DataFrame({
+        "event_time": pd.to_datetime(["2024-01-01 12:01:00", "2024-01-01 11:59:10", "2024-01-01 11:59:20", "2024-01-01 11:59:30"]),
+        "key": ["a", "b", "c", "d"], "file_index": [0, 1, 1, 1],
+    })
+    caption = explain(config, summaries, {}, events)[2].caption
+    assert "3 rows arrived when the watermark was 12:00:30 (the b at 11:59:10, the c at 11:59:20 and the d at 11:59:30): " \
+           "every window each belongs to is closed, so they were dropped." in caption, caption
+    assert caption.count("arrived when the watermark was") == 1

@@ -517,8 +517,14 @@ def test_a_topic_is_refused_for_stepping_when_nothing_would_be_stepped_naming_th
     assert caught.value.field == "trigger"
     from streaming.export import pyspark_code
 
-    code = pyspark_code(replace(clicks_query(source, trigger="default"), source=SteppedTopic(source, "staging")))  # Show code of a walkthrough's query
+    stepped = replace(clicks_query(source, trigger="default"), source=SteppedTopic(source, "staging"))
+    code = pyspark_code(stepped)  # Show code of a walkthrough's query
     assert "'subscribe': 'clicks'" in code and "staging" not in code
+    from streaming.engine.config import describe
+
+    shown = describe(stepped)  # the Queries page: the topic's fields, not the text of a nested source
+    assert (shown["source.kind"], shown["source.topic"], shown["source.staging_topic"]) == ("stepped_topic", "clicks", "staging")
+    assert not any("KafkaSource(" in str(value) for value in shown.values())
 
 
 def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records_partition_key_value_and_timestamp(

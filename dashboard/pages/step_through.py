@@ -10,6 +10,7 @@ st.markdown("<style>.scn-caption {font-size: 1.3rem; line-height: 1.5; padding: 
 if st.session_state.get("presenter", st.query_params.get("presenter") == "true"):  # a link's value, before the toggle reads it
     st.markdown(walkthrough.PRESENTER_STYLE, unsafe_allow_html=True)
 st.title("Step through")
+ready = session_ready()  # before the forms: until Spark is ready, a topic's columns are unknown and the form stops the page
 choice, mode = st.columns([3, 1])
 names = [*SCENARIOS, walkthrough.OWN]
 linked = st.query_params.get("scenario")
@@ -25,7 +26,7 @@ if name == walkthrough.OWN:
 else:
     scenario = SCENARIOS[name]
     st.caption(scenario.summary)
-if not session_ready():
+if not ready:
     st.stop()
 registry, spark = get_registry(), get_spark()
 walks = walkthrough.held(scenario, registry)

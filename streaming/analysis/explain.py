@@ -52,6 +52,8 @@ CHANGES = ("added", "updated", "unchanged", "emitted")
 """How a result row came out of a batch (its ``change``): a new row, a new value for a row shown before, a row complete mode wrote again as it was, or a row append mode emitted once, final."""
 
 SHOWN = 5
+ONE_BY_ONE = 2
+"""A batch's dropped rows are told one sentence each up to this many; more are told one sentence a rule."""
 """Items a caption names before it says how many more there are."""
 
 OUTPUT_COLUMNS = ["window_start", "window_end", "key", "value", "change"]
@@ -411,18 +413,26 @@ def _captioned(step: Step, config: QueryConfig, clock: str, *, modelled: bool) -
         parts.append(f"Batch {step.batch_id} read no rows.")
     if step.duplicates:
         parts.append(f"The deduplication dropped {_plural(step.duplicates, 'row')} as duplicates of an id seen within the watermark.")
-    for dropped in step.dropped.to_dict("records")[:SHOWN]:
-        who = f"the {_key(dropped['key'])} at {at(dropped['event_time'])} arrived when the watermark was {at(step.watermark_before)}"
-        if dropped["rule"] == EVENT_RULE:
-            parts.append(f"{who[0].upper()}{who[1:]}: its own time is at or before it, so the deduplication dropped it.")
-            continue
-        closed = _listed([span(start, end) for start, end in dropped["windows"]])
-        verb = "is" if len(dropped["windows"]) == 1 else "are"
-        noun = "window" if len(dropped["windows"]) == 1 else "windows"
-        outcome = "so it was dropped" if dropped["status"] == "not counted" else "so it was counted only in its later windows"
-        parts.append(f"{who[0].upper()}{who[1:]}: its {noun} {closed} {verb} closed, {outcome}.")
-    if len(step.dropped) > SHOWN:
-        parts.append(f"{len(step.dropped) - SHOWN} more rows were dropped the same way.")
+    if len(step.dropped) <= ONE_BY_ONE:
+        for dropped in step.dropped.to_dict("records"):
+            who = f"the {_key(dropped['key'])} at {at(dropped['event_time'])} arrived when the watermark was {at(step.watermark_before)}"
+            if dropped["rule"] == EVENT_RULE:
+                parts.append(f"{who[0].upper()}{who[1:]}: its own time is at or before it, so the deduplication dropped it.")
+                continue
+            closed = _listed([span(start, end) for start, end in dropped["windows"]])
+            verb = "is" if len(dropped["windows"]) == 1 else "are"
+            noun = "window" if len(dropped["windows"]) == 1 else "windows"
+            outcome = "so it was dropped" if dropped["status"] == "not counted" else "so it was counted only in its later windows"
+            parts.append(f"{who[0].upper()}{who[1:]}: its {noun} {closed} {verb} closed, {outcome}.")
+    else:  # one sentence a rule: a batch of many late rows is not a wall of near-identical sentences
+        rows = step.dropped.assign(outcome=[EVENT_RULE if rule == EVENT_RULE else status for rule, status in zip(step.dropped["rule"], step.dropped["status"], strict=True)])
+        for outcome, group in rows.groupby("outcome", sort=False):
+            rows_named = _listed([f"the {_key(key)} at {at(time)}" for key, time in zip(group["key"], group["event_time"], strict=True)])
+            said = {
+                EVENT_RULE: "their own times are at or before it, so the deduplication dropped them",
+                "not counted": "every window each belongs to is closed, so they were dropped",
+            }.get(str(outcome), "some of their windows are closed, so they were counted only in their later windows")
+            parts.append(f"{len(group)} rows arrived when the watermark was {at(step.watermark_before)} ({rows_named}): {said}.")
     if step.dropped.empty and step.spark_dropped:
         parts.append(f"Spark dropped {_plural(step.spark_dropped, 'row')} as too late.")
     parts.extend(_output_sentences(step, config, at, span))

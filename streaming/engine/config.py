@@ -30,6 +30,7 @@ from .sources import (
     RateSource,
     SocketSource,
     Source,
+    SteppedTopic,
     StreamSource,
 )
 
@@ -276,7 +277,10 @@ class QueryConfig:
 
 def describe(config: QueryConfig) -> dict[str, object]:
     """A flat, JSON-friendly description of ``config`` for tables and the Queries page."""
-    source = {f"source.{f.name}": str(getattr(config.source, f.name)) for f in fields(config.source)}
+    shown: StreamSource = config.source.source if isinstance(config.source, SteppedTopic) else config.source  # a walkthrough's: its topic's fields
+    source = {f"source.{f.name}": str(getattr(shown, f.name)) for f in fields(shown)}  # type: ignore[arg-type]  # every source is a dataclass
+    if isinstance(config.source, SteppedTopic):
+        source.update({"source.kind": config.source.kind, "source.staging_topic": config.source.staging_topic})
     window = f"{format_duration(config.window_ms)}" + (
         f" sliding every {format_duration(config.slide_ms)}" if config.slide is not None else " tumbling"
     )

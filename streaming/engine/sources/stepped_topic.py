@@ -128,7 +128,7 @@ def steppable(source: object) -> KafkaSource:
     if not isinstance(source, KafkaSource):
         raise ConfigError("source", source, "is not a Kafka topic")
     if source.max_offsets_per_trigger is None:
-        raise ConfigError("source.max_offsets_per_trigger", None, "must cap the records of a micro-batch to step through a topic (everything at once is one step)")
+        raise ConfigError("source.max_offsets_per_trigger", 0, "(no cap) reads everything in one micro-batch: cap the records of a micro-batch to step through a topic")
     if source.pattern:
         raise ConfigError("source.topic", source.topic, "is a pattern: step through one topic")
     if source.starting_offsets == "latest" and source.starting_timestamp is None:
