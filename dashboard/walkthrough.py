@@ -321,7 +321,8 @@ def report_button(walks: Walks) -> None:
 
 
 def figure(held: Walks, index: int, view: int) -> None:
-    steps = held.steps(index)
+    """The batches up to the one shown (none after it, as a stream seen so far), the one shown marked."""
+    steps = held.steps(index)[: max(view, 1)]
     current = steps[view - 1].batch_id if 0 < view <= len(steps) else None
     st.plotly_chart(steps_figure(steps, current), key=f"scn_figure_{index}")
 

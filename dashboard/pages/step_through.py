@@ -19,9 +19,9 @@ name = choice.selectbox(  # the URL holds the scenario's name, not the title sho
     format_func=lambda name: SCENARIOS[name].title if name in SCENARIOS else "Your own data and settings",
 )
 st.query_params["scenario"] = name
-mode.toggle("Presenter mode", key="presenter", **KEPT, help="Large type, the sidebar folded away; → and ← step")
+presenting = mode.toggle("Presenter mode", key="presenter", **KEPT, help="Large type, the sidebar folded away, your settings folded; → and ← step")
 if name == walkthrough.OWN:
-    with st.container(border=True):
+    with st.expander("Your data and settings", expanded=not presenting):
         scenario = walkthrough.own_scenario()
 else:
     scenario = SCENARIOS[name]
