@@ -52,9 +52,9 @@ CHANGES = ("added", "updated", "unchanged", "emitted")
 """How a result row came out of a batch (its ``change``): a new row, a new value for a row shown before, a row complete mode wrote again as it was, or a row append mode emitted once, final."""
 
 SHOWN = 5
+"""Items a caption names before it says how many more there are."""
 ONE_BY_ONE = 2
 """A batch's dropped rows are told one sentence each up to this many; more are told one sentence a rule."""
-"""Items a caption names before it says how many more there are."""
 
 OUTPUT_COLUMNS = ["window_start", "window_end", "key", "value", "change"]
 EVICTED_COLUMNS = ["window_start", "window_end", "key"]

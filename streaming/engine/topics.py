@@ -23,6 +23,7 @@ import logging
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,11 +62,11 @@ __all__ = [
 ]
 
 TIMEOUT = 5.0
+"""Seconds a question to the brokers may take before the address is reported as not answering."""
 STAGING_PREFIX = "streaming-lab-walkthrough-"
 """The names of the topics a walkthrough of a topic copies its steps into (deleted with its query; not offered as topics to read)."""
 STALE_SECONDS = 86_400
 """A staging topic made this long ago outlived its walkthrough (a server that died before deleting it): :func:`sweep_staging` deletes it."""
-"""Seconds a question to the brokers may take before the address is reported as not answering."""
 MESSAGE_COLUMNS = ["partition", "offset", "timestamp", "key", "value"]
 CLIENT_ID = "streaming-lab"
 LOG = logging.getLogger(f"{__name__}.client")
@@ -83,6 +84,13 @@ def client_settings(bootstrap: str, timeout: float = TIMEOUT) -> dict[str, Any]:
         "socket.connection.setup.timeout.ms": int(timeout * 1000),
         "logger": LOG,
     }
+
+
+def _consumer(bootstrap: str, timeout: float, **settings: Any) -> Any:
+    """A consumer of its own group that commits nothing: it reads where it is told (``assign``), or asks for offsets."""
+    from confluent_kafka import Consumer
+
+    return Consumer({**client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False, **settings})
 
 
 def _admin(bootstrap: str, timeout: float) -> Any:
@@ -167,10 +175,10 @@ def require_topic(bootstrap: str, topic: str, timeout: float = TIMEOUT) -> list[
 
 def describe_topic(bootstrap: str, topic: str, timeout: float = TIMEOUT) -> TopicInfo:
     """``topic``'s partitions with their earliest and latest offsets (:class:`TopicInfo`)."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
 
     partitions = require_topic(bootstrap, topic, timeout)
-    consumer = Consumer({**client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False})
+    consumer = _consumer(bootstrap, timeout)
     try:
         offsets = []
         for partition in partitions:
@@ -230,15 +238,12 @@ def read_records(
     out, or with ``whole`` raises :class:`ConfigError` naming the partitions short of their end.
     ``committed``: only records of committed transactions (Kafka's ``read_committed``); ``False`` reads them all, as Spark's Kafka source does by default.
     """
-    from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
+    from confluent_kafka import OFFSET_END, KafkaException, TopicPartition
 
     wanted = {int(partition): (int(start), int(end)) for partition, (start, end) in ranges.items() if end > start}
     if not wanted:
         return []
-    consumer = Consumer({
-        **client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False,
-        "isolation.level": "read_committed" if committed else "read_uncommitted",
-    })
+    consumer = _consumer(bootstrap, timeout, **{"isolation.level": "read_committed" if committed else "read_uncommitted"})
     records: list[Record] = []
     try:
         consumer.assign([TopicPartition(topic, partition, start) for partition, (start, _) in wanted.items()])
@@ -270,16 +275,16 @@ def read_records(
     return records
 
 
-def start_offsets(bootstrap: str, topic: str, timestamp_ms: int | None = None, timeout: float = TIMEOUT) -> dict[int, int]:
-    """Where a query of ``topic`` starts in each partition: its earliest offset, or with ``timestamp_ms`` its first record at or after that time (the latest offset when none is)."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+def start_offsets(bootstrap: str, info: TopicInfo, timestamp_ms: int | None = None, timeout: float = TIMEOUT) -> dict[int, int]:
+    """Where a query of the topic ``info`` describes (:func:`describe_topic`) starts in each partition: its earliest offset, or with
+    ``timestamp_ms`` its first record at or after that time (the latest offset when none is)."""
+    from confluent_kafka import KafkaException, TopicPartition
 
-    info = describe_topic(bootstrap, topic, timeout)
     if timestamp_ms is None:
         return {partition.partition: partition.earliest for partition in info.partitions}
-    consumer = Consumer({**client_settings(bootstrap, timeout), "group.id": f"{CLIENT_ID}-{uuid.uuid4().hex}", "enable.auto.commit": False})
+    consumer = _consumer(bootstrap, timeout)
     try:
-        found = consumer.offsets_for_times([TopicPartition(topic, partition.partition, int(timestamp_ms)) for partition in info.partitions], timeout=timeout)
+        found = consumer.offsets_for_times([TopicPartition(info.name, partition.partition, int(timestamp_ms)) for partition in info.partitions], timeout=timeout)
     except KafkaException:
         raise _unreachable(bootstrap, timeout) from None
     finally:
@@ -338,9 +343,7 @@ class RecordCopier:
             with contextlib.suppress(KafkaException):
                 self._producer.abort_transaction(self.timeout)
             raise self._refused(err) from None
-        written: dict[int, int] = {}
-        for record in records:
-            written[record.partition] = written.get(record.partition, 0) + 1
+        written = Counter(record.partition for record in records)
         wanted = {partition: self._ends.get(partition, 0) + count + 1 for partition, count in written.items()}
         self._await_committed(wanted)
         self._ends.update(wanted)

@@ -59,7 +59,7 @@ class TopicStepper:
         from ..topics import RecordCopier, create_topic, describe_topic, start_offsets, sweep_staging  # topics reads the kafka source's module: imported here
 
         info = describe_topic(source.bootstrap, source.topic)
-        start = start_offsets(source.bootstrap, source.topic, source.starting_timestamp)
+        start = start_offsets(source.bootstrap, info, source.starting_timestamp)
         end = dict(source.end_offsets) if source.end_offsets is not None else dict(info.end_offsets())
         self.source = source
         self.target = target
