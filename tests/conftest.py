@@ -110,6 +110,55 @@ def cli(spark, capsys):
     return run
 
 
+EXPORT_SETTINGS = (
+    "spark.sql.session.timeZone",
+    "spark.sql.shuffle.partitions",
+    "spark.sql.streaming.stateStore.providerClass",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+    "spark.sql.streaming.multipleWatermarkPolicy",
+)
+"""The session settings an exported program sets, which :func:`run_program` puts back."""
+
+
+def run_program(spark, code: str) -> str:
+    """Run a program Show code exported, in this process on the shared ``spark``, and return what it printed.
+
+    Its ``getOrCreate()`` returns ``spark``; its ``spark.stop()`` is held (the run's other tests need the session) and the
+    settings it changes are put back. One test (``test_export``) runs an exported program as its own process, which also
+    covers the session it builds and its exit.
+    """
+    import contextlib
+    import io
+    from unittest import mock
+
+    from pyspark.sql import SparkSession
+
+    before = {key: spark.conf.get(key, None) for key in EXPORT_SETTINGS}
+    printed = io.StringIO()
+    try:
+        with mock.patch.object(SparkSession, "stop", lambda self: None), contextlib.redirect_stdout(printed):
+            exec(compile(code, "<export>", "exec"), {"__name__": "__main__"})
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+        spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    return printed.getvalue()
+
+
+def printed_result(stdout: str) -> list[dict]:
+    """The records of a program's one ``RESULT <json>`` line."""
+    import json
+
+    from streaming.export import RESULT_PREFIX
+
+    marked = [line for line in stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    assert len(marked) == 1, stdout[-4000:]
+    return json.loads(marked[0][len(RESULT_PREFIX):])
+
+
 def wait_for(condition, what: str, timeout: float = 120.0) -> None:
     """Poll ``condition`` every 0.1 s until it holds; fail naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -328,8 +328,9 @@ def test_a_kept_registry_query_stops_resumes_and_deletes(spark, late_feed: Path,
         spark.streams.removeListener(registry.listener)
 
 
-def test_cli_kill_mid_stream_and_resume_loses_and_doubles_nothing(registry, late_feed: Path, tmp_path: Path) -> None:
-    """The CLI contract: ``replay --checkpoint DIR [--stop-after N]`` goes on where it stopped, even after a kill; ``state DIR`` prints what is held."""
+def test_cli_kill_mid_stream_and_resume_loses_and_doubles_nothing(registry, late_feed: Path, tmp_path: Path, cli) -> None:
+    """The CLI contract: ``replay --checkpoint DIR [--stop-after N]`` goes on where it stopped, even after a kill of its process; ``state DIR``
+    prints what is held. The resume and ``state`` run in this process."""
     folder, out = tmp_path / "kept", tmp_path / "out.json"
     args = ["replay", str(late_feed), "--window", "1 minute", "--slide", "30 seconds", "--watermark", "40 seconds", "--checkpoint", str(folder)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -350,7 +351,7 @@ def test_cli_kill_mid_stream_and_resume_loses_and_doubles_nothing(registry, late
     staged = KeptQuery(folder).staged_files()
     assert 0 < staged < LATE_TAIL.batches
     whole = run_to_idle(registry, _config(late_feed, output_mode="update"), timeout=300)
-    done = subprocess.run([sys.executable, "-m", "streaming", *args, "--json", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+    done = cli(*args, "--json", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     written = json.loads(out.read_text())
     expected = json.loads(json.dumps(whole.to_json()))
@@ -358,9 +359,7 @@ def test_cli_kill_mid_stream_and_resume_loses_and_doubles_nothing(registry, late
     assert written["rows_dropped_by_watermark"] == expected["rows_dropped_by_watermark"]
     assert written["input_rows"] == expected["input_rows"]
     state_json = tmp_path / "state.json"
-    shown = subprocess.run(
-        [sys.executable, "-m", "streaming", "state", str(folder), "--json", str(state_json)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
+    shown = cli("state", str(folder), "--json", str(state_json))
     assert shown.returncode == 0, shown.stderr[-3000:]
     state = json.loads(state_json.read_text())
     assert state["operators"][0]["operator"] == "stateStoreSave"

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import GUIDE_BATCHES
+from conftest import GUIDE_BATCHES, printed_result, run_program
 
 from streaming.engine.config import (
     ColumnMapping,
@@ -260,8 +260,13 @@ def _start_export(config: QueryConfig, folder: Path, env: dict[str, str] | None 
     )
 
 
-def _export_beside(config: QueryConfig, folder: Path, replay) -> tuple[list[dict], list[dict], str]:
-    """``(exported records, replay(), program stdout)``: the exported program runs in its own process while ``replay`` runs here."""
+def _export_beside(config: QueryConfig, folder: Path, replay, spark=None) -> tuple[list[dict], list[dict], str]:
+    """``(exported records, replay(), program stdout)``. With ``spark`` the program runs after the replay, in this process on that session
+    (:func:`conftest.run_program`); without, in its own process while the replay runs here."""
+    if spark is not None:
+        expected = replay()
+        stdout = run_program(spark, pyspark_code(config))
+        return printed_result(stdout), expected, stdout
     process = _start_export(config, folder)
     try:
         expected = replay()
@@ -282,9 +287,7 @@ def _finish_export(process: subprocess.Popen, timeout: float) -> tuple[list[dict
         process.communicate()
         raise
     assert process.returncode == 0, stderr[-4000:]
-    marked = [line for line in stdout.splitlines() if line.startswith(RESULT_PREFIX)]
-    assert len(marked) == 1, stdout[-4000:]
-    return json.loads(marked[0][len(RESULT_PREFIX):]), stdout
+    return printed_result(stdout), stdout
 
 
 @pytest.mark.parametrize(
@@ -301,8 +304,8 @@ def _finish_export(process: subprocess.Popen, timeout: float) -> tuple[list[dict
     ],
 )
 @pytest.mark.timeout(1200)  # a JVM start and a replay each; minutes on a loaded machine
-def test_exported_feed_program_prints_the_replay_result(registry, write_feed, tmp_path, case, request):
-    """The exported program, run as its own process, ends with the table ``replay`` ends with."""
+def test_exported_feed_program_prints_the_replay_result(spark, registry, write_feed, tmp_path, case, request):
+    """The exported program ends with the table ``replay`` ends with: the guide's as its own process, web_clicks' on this session."""
     from streaming.engine.runner import run_to_idle
 
     if request.node.callspec.id == "guide-append":
@@ -314,8 +317,8 @@ def test_exported_feed_program_prints_the_replay_result(registry, write_feed, tm
             shutil.copyfile(path, feed / path.name)
     config = QueryConfig(source=FeedSource(feed, seconds_per_file=0), **case)
     assert ("RocksDBStateStoreProvider" in pyspark_code(config)) == (config.state_store == "rocksdb")
-    # The program runs in its own process while the replay runs here: two JVMs at once, one test's time.
-    exported, expected, stdout = _export_beside(config, tmp_path, lambda: run_to_idle(registry, config).result_records())
+    own_process = request.node.callspec.id == "guide-append"  # the program's own session and exit; two JVMs at once, one test's time
+    exported, expected, stdout = _export_beside(config, tmp_path, lambda: run_to_idle(registry, config).result_records(), None if own_process else spark)
     assert exported == expected
     assert expected  # something was finalized / updated
     if request.node.callspec.id == "guide-append":
@@ -329,7 +332,7 @@ def test_exported_feed_program_prints_the_replay_result(registry, write_feed, tm
 
 
 @pytest.mark.timeout(1200)
-def test_exported_dataset_program_reads_json_lines_with_epoch_milliseconds(registry, tmp_path):
+def test_exported_dataset_program_reads_json_lines_with_epoch_milliseconds(spark, registry, tmp_path):
     """A user's dataset (JSON lines, epoch-ms under another name, no key column): the program ends with the runner's table."""
     from streaming.engine.config import ColumnMapping
     from streaming.engine.runner import run_to_idle
@@ -343,7 +346,7 @@ def test_exported_dataset_program_reads_json_lines_with_epoch_milliseconds(regis
     config = QueryConfig(source, window="10 minutes", slide="5 minutes", watermark="10 minutes", output_mode="append")
     code = pyspark_code(config)
     assert _assigned_constant(ast.parse(code), "TIME_FORMAT") == "epoch_ms" and "json" in code
-    exported, expected, stdout = _export_beside(config, tmp_path, lambda: run_to_idle(registry, config, timeout=300).result_records())
+    exported, expected, stdout = _export_beside(config, tmp_path, lambda: run_to_idle(registry, config, timeout=300).result_records(), spark)
     assert exported == expected
     assert [(r["window_start"], r["key"], r["count"]) for r in expected] == [("2016-05-10 12:00:00", "all", 4)]
     assert "10 input rows, 0 malformed rows left out" in stdout
@@ -373,7 +376,7 @@ def test_session_windows_are_exported(write_feed):
 
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("by", ["rows:3", "arrived"])
-def test_exported_program_cuts_the_batches_the_runner_cuts(registry, tmp_path, by):
+def test_exported_program_cuts_the_batches_the_runner_cuts(spark, registry, tmp_path, by):
     """Batching by rows or by arrival time (an unparsable arrival included): the program's micro-batches and result are the runner's."""
     from streaming.engine.batching import Batching
     from streaming.engine.config import ColumnMapping
@@ -399,7 +402,7 @@ def test_exported_program_cuts_the_batches_the_runner_cuts(registry, tmp_path, b
         replays.append(run_to_idle(registry, config, timeout=300))
         return replays[0].result_records()
 
-    exported, expected, stdout = _export_beside(config, tmp_path, replay)
+    exported, expected, stdout = _export_beside(config, tmp_path, replay, spark)
     assert exported == [{name: value for name, value in record.items() if name != "count"} for record in expected]
     batches = [int(n) for n in replays[0].progress["num_input_rows"] if n > 0]
     assert batches == ([3, 3, 2] if by == "rows:3" else [3, 1, 2, 2])  # unparsable arrival joins the row before it (interval 2)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_cli import finish, start_cli
+from conftest import printed_result, run_program
 
 from streaming.adfeeds import AdFeedSpec, generate_ads, write_ad_feeds
 from streaming.cli import main
@@ -208,18 +208,15 @@ def test_cli_refusals_name_the_flag(ads, capsys: pytest.CaptureFixture[str], arg
     assert capsys.readouterr().err.startswith(f"error: {flag}: ")
 
 
-def test_cli_join_json_equals_the_engine(spark, registry, ads, tmp_path: Path) -> None:
+def test_cli_join_json_equals_the_engine(spark, registry, ads, tmp_path: Path, cli) -> None:
     impressions, clicks = ads
     out = tmp_path / "join.json"
-    process = start_cli(
+    done = cli(
         "join", str(impressions), str(clicks), "--left-time", "impression_time", "--right-time", "click_time", "--on", "impression_id",
         "--within", ",".join(WITHIN), "--type", "full_outer", "--left-watermark", LEFT_WATERMARK, "--right-watermark", RIGHT_WATERMARK,
         "--policy", "max", "--json", str(out),
     )
-    try:  # the in-process join runs while the subprocess starts its own Spark
-        in_process = run_join(spark, config_of(ads, "full_outer", "max"), registry.listener, root=tmp_path, timeout=300)
-    finally:
-        done = finish(process, 400)
+    in_process = run_join(spark, config_of(ads, "full_outer", "max"), registry.listener, root=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     written = json.loads(out.read_text())
     assert written == json.loads(json.dumps(in_process.to_json()))
@@ -291,7 +288,7 @@ def test_each_rows_story_agrees_with_spark(spark, kept_left_outer) -> None:
 
 
 def test_the_exported_program_prints_the_joined_rows(spark, registry, ads, tmp_path: Path) -> None:
-    """Show code's program, run as its own process, ends with the rows the replay joined."""
+    """Show code's program ends with the rows the replay joined."""
     config = config_of(ads, "full_outer", "max")
     exported, expected, stdout = export_beside(spark, registry, config, tmp_path)
     assert exported == expected
@@ -299,23 +296,12 @@ def test_the_exported_program_prints_the_joined_rows(spark, registry, ads, tmp_p
 
 
 def export_beside(spark, registry, config: JoinConfig, tmp_path: Path) -> tuple[list[dict], list[dict], str]:
-    """``(the exported program's records, the replay's, the program's stdout)``: the program runs in its own process while the replay runs here."""
-    import subprocess
-    import sys
+    """``(the exported program's records, the replay's, the program's stdout)``: the replay, then the program on this session (:func:`conftest.run_program`)."""
+    from streaming.export import join_code
 
-    from streaming.export import RESULT_PREFIX, join_code
-
-    program = tmp_path / "join_export.py"
-    program.write_text(join_code(config))
-    process = subprocess.Popen([sys.executable, str(program)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
-        expected = run_join(spark, config, registry.listener, root=tmp_path, timeout=300).result_records()
-    finally:
-        done = finish(process, 400)
-    assert done.returncode == 0, done.stderr[-3000:]
-    marked = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
-    assert len(marked) == 1, done.stdout[-3000:]
-    return json.loads(marked[0][len(RESULT_PREFIX):]), expected, done.stdout
+    expected = run_join(spark, config, registry.listener, root=tmp_path, timeout=300).result_records()
+    stdout = run_program(spark, join_code(config))
+    return printed_result(stdout), expected, stdout
 
 
 def test_exported_code_keeps_odd_column_names_in_string_literals(ads) -> None:
