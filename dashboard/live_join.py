@@ -25,7 +25,7 @@ from streaming.engine.state import join_side_state
 
 from .joins import config_view, highlight, policy_widget, type_and_range
 from .kafka import kafka_source, kafka_widgets
-from .shared import KEPT, REFRESH_SECONDS, get_registry, get_spark
+from .shared import KEPT, REFRESH_SECONDS, get_registry, get_spark, show_code
 
 __all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "live_timeline", "run_live_join_form", "run_state", "running_note", "waiting_now"]
 
@@ -130,6 +130,7 @@ def run_live_join_form(inputs: dict[str, Any], ready: bool) -> tuple[LiveJoin, t
         st.error(f"Cannot run this join: {brief(str(err))}")
     if config is not None:
         config_view(config, f". It stops by itself after {format_duration(int(LIMIT_SECONDS * 1000))}.")
+        show_code(config, "live_join_code_download")
     start, stop = st.columns([1, 1])
     drawn = run_state(run) if run is not None else ("stopped", False)
     if stop.button("Stopping…" if drawn[1] else "Stop", disabled=drawn != ("active", False), key="live_join_stop") and run is not None:

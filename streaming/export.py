@@ -29,20 +29,21 @@ string), never spliced into code or comments as raw text.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .engine.checks import duration_ms
 from .engine.columns import NO_KEY
 from .engine.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
-from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN, feed_header
 from .engine.jars import connector_coordinates
-from .engine.join import JoinConfig, JoinSide, Side
+from .engine.join import JoinConfig, JoinSide, LiveSide, Side
 from .engine.results import measure_column
+from .engine.sources.ads import CAMPAIGNS, AdStreams
 from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, KafkaSource
 from .engine.sources.stepped_topic import SteppedTopic
 from .engine.times import EPOCH_SECONDS_LIMIT
@@ -68,6 +69,11 @@ def _lit(value: object) -> str:
     if isinstance(value, tuple):
         return "(" + "".join(f"{_lit(item)}, " for item in value).rstrip(" ") + ")"
     raise TypeError(f"cannot export {value!r} as a literal")
+
+
+def _dict_lit(mapping: Mapping[str, object]) -> str:
+    """``mapping`` (string keys) as a dict literal that evaluates back to it; its values nest as :func:`_lit` or as dicts."""
+    return "{" + ", ".join(f"{_lit(name)}: {_dict_lit(value) if isinstance(value, Mapping) else _lit(value)}" for name, value in mapping.items()) + "}"
 
 
 def _rule(title: str) -> str:
@@ -225,9 +231,8 @@ def _socket_settings(source: SocketSource) -> list[str]:
 
 def _kafka_settings(source: KafkaSource) -> list[str]:
     columns = source.columns
-    options = "{" + ", ".join(f"{_lit(name)}: {_lit(value)}" for name, value in source.options().items()) + "}"
     return [
-        f"OPTIONS = {options}  # Spark's Kafka source: the brokers, the topic, where to start",
+        f"OPTIONS = {_dict_lit(source.options())}  # Spark's Kafka source: the brokers, the topic, where to start",
         f"VALUE_FORMAT = {_lit(source.value_format)}  # each record's value: a JSON object or a CSV line",
         f"VALUE_SCHEMA = {_lit(source.value_ddl())}  # the value's columns, as sampled from the topic",
         f"EVENT_TIME = {_lit(columns.event_time)}  # a value column, or {_lit(KAFKA_TIMESTAMP)}: the record's timestamp",
@@ -259,16 +264,18 @@ def _settings(config: QueryConfig) -> str:
     return _block(*lines)
 
 
+_CONNECTOR_JARS = (
+    "    # Spark's Kafka connector: the jars named in KAFKA_CONNECTOR_JARS (comma-separated paths),",
+    "    # else fetched from Maven Central at CONNECTOR's version. Only a new session takes them.",
+    "    .config(",
+    "        *(('spark.jars', os.environ['KAFKA_CONNECTOR_JARS']) if os.environ.get('KAFKA_CONNECTOR_JARS') else ('spark.jars.packages', CONNECTOR))",
+    "    )",
+)
+"""The session builder's lines that give it Spark's Kafka connector (``CONNECTOR`` is a setting of the program)."""
+
+
 def _session(config: QueryConfig) -> str:
-    jars: tuple[str, ...] = ()
-    if isinstance(config.source, KafkaSource):
-        jars = (
-            "    # Spark's Kafka connector: the jars named in KAFKA_CONNECTOR_JARS (comma-separated paths),",
-            "    # else fetched from Maven Central at CONNECTOR's version. Only a new session takes them.",
-            "    .config(",
-            "        *(('spark.jars', os.environ['KAFKA_CONNECTOR_JARS']) if os.environ.get('KAFKA_CONNECTOR_JARS') else ('spark.jars.packages', CONNECTOR))",
-            "    )",
-        )
+    jars = _CONNECTOR_JARS if isinstance(config.source, KafkaSource) else ()
     store: tuple[str, ...] = ()
     if config.state_store != "hdfs":
         store = (
@@ -1005,90 +1012,217 @@ def pyspark_code(config: QueryConfig) -> str:
 # --------------------------------------------------------------------------- joins
 
 
-def join_code(config: JoinConfig) -> str:
-    """Self-contained PySpark code (a Python program) that replays ``config``'s join as :func:`~streaming.engine.join.run_join` does.
+def _join_side(of: Side) -> dict[str, object]:
+    """One side's settings in the program: how it is read, its event-time column, its watermark delay."""
+    watermark = None if of.watermark_ms is None else format_duration(of.watermark_ms)
+    if isinstance(of, JoinSide):
+        return {"kind": "files", "files": tuple(str(path) for path in of.files()), "format": of.format, "time": of.event_time,
+                "time_format": of.time_format, "watermark": watermark, "static": of.static}
+    if isinstance(of, LiveSide):
+        return {"kind": "ads", "stream": of.stream, "time": of.event_time, "watermark": watermark}
+    source = of.source
+    return {"kind": "topic", "options": source.options(), "value_format": source.value_format, "value_schema": source.value_ddl(),
+            "value_time": source.columns.event_time, "time_format": source.columns.time_format, "time": of.event_time, "watermark": watermark}
 
-    Each side's files are staged in name order with increasing modification
-    times (``maxFilesPerTrigger=1``: file ``i`` in micro-batch ``i``), the
-    join runs under the available-now trigger, and the program prints the
-    joined rows as one line ``RESULT <json>``: the records of
-    :meth:`~streaming.engine.join.JoinOutcome.result_records`. Checked with :func:`compile`.
+
+def _ads_settings(streams: AdStreams) -> list[str]:
+    return [
+        "# The generator's pair: impressions, and the clicks on them a drawn delay later (the same rows for the same SEED).",
+        f"IMPRESSIONS_PER_SECOND = {streams.impressions_per_second}",
+        f"CLICKS_PER_SECOND = {streams.clicks_per_second}  # impressions a second x the click-through rate {streams.click_through!r}",
+        f"ADS = {streams.ads}  # each impression shows one of ADS ads, each ad in one of CAMPAIGNS",
+        f"CAMPAIGNS = {_lit(CAMPAIGNS)}",
+        f"MEAN_CLICK_DELAY_MS = {duration_ms('mean_click_delay', streams.mean_click_delay)}  # a click follows its impression by an exponential delay",
+        f"MAX_CLICK_DELAY_MS = {duration_ms('max_click_delay', streams.max_click_delay)}  # ...capped here",
+        f"MAX_LAG_MS = {duration_ms('max_lag', streams.max_lag)}  # an impression's time lags its arrival by up to this (out of order)",
+        f"LATE_SHARE = {streams.late_share!r}  # the share of impressions (and their clicks) that lag LATE_DELAY_MS more",
+        f"LATE_DELAY_MS = {duration_ms('late_delay', streams.late_delay)}",
+        f"SEED = {streams.seed}",
+    ]
+
+
+_FILE_SIDE_CODE = (
+    "def file_stream(side, name):",
+    '    """The side\'s stream over a staging folder holding its files, each modified after the one before (file i in micro-batch i), and its',
+    "    columns. A static side (a stream-static join) is a table of its files, which every micro-batch joins whole.",
+    '    """',
+    "    files = [pathlib.Path(path) for path in side['files']]",
+    "    paths = [str(path) for path in files]",
+    "    if side['static']:",
+    "        reader = {'csv': lambda: spark.read.csv(paths, header=True), 'json': lambda: spark.read.json(paths), 'parquet': lambda: spark.read.parquet(*paths)}",
+    "        table = reader[side['format']]()",
+    "        table = table.select(*[f.name for f in table.schema.fields if f.name != '_corrupt_record'])",
+    "        parsed = event_time_column(side['time'], side['time_format'], table.schema)",
+    "        return table.select(*[parsed.alias(f.name) if f.name == side['time'] else F.col(quoted(f.name)) for f in table.schema.fields])",
+    "    staging = WORKDIR / name",
+    "    staging.mkdir()",
+    "    for index, source in enumerate(files):",
+    "        target = staging / f'{index:06d}-{source.name}'",
+    "        partial = staging / f'.{target.name}.partial'  # names starting with '.' are ignored by Spark",
+    "        shutil.copyfile(source, partial)",
+    "        os.utime(partial, (1_700_000_000 + index, 1_700_000_000 + index))",
+    "        os.replace(partial, target)",
+    "    reader = spark.readStream.option('maxFilesPerTrigger', 1)",
+    "    if side['format'] == 'csv':",
+    "        fields = spark.read.csv(paths, header=True).schema",
+    "        raw = reader.schema(fields).option('header', True).option('mode', 'PERMISSIVE').csv(str(staging))",
+    "    elif side['format'] == 'json':",
+    "        fields = StructType([f for f in spark.read.json(paths).schema.fields if f.name != '_corrupt_record'])",
+    "        raw = reader.schema(fields).option('mode', 'PERMISSIVE').json(str(staging))",
+    "    else:",
+    "        fields = spark.read.parquet(*paths).schema",
+    "        raw = reader.schema(fields).parquet(str(staging))",
+    "    parsed = event_time_column(side['time'], side['time_format'], fields)",
+    "    return raw.select(*[parsed.alias(f.name) if f.name == side['time'] else F.col(quoted(f.name)) for f in fields.fields])",
+    "",
+    "",
+)
+"""A replayed side's reading: file ``i`` of the side in micro-batch ``i`` (as :func:`~streaming.engine.join.run_join` stages them)."""
+
+_ADS_SIDE_CODE = (
+    "def drawn(seed, value):",
+    '    """A number in [0, 1) drawn for row `value`: the same for the same seed and row."""',
+    "    return F.pmod(F.xxhash64(F.lit(seed), value), F.lit(1_000_000)) / F.lit(1_000_000.0)",
+    "",
+    "",
+    "def ad_time(impression, arrived):",
+    '    """The time of impression number `impression` (or of a click on it) arriving at `arrived`: less a lag drawn in 0..MAX_LAG_MS,',
+    '    and LATE_DELAY_MS more for the LATE_SHARE drawn as very late."""',
+    "    lag_ms = F.pmod(F.xxhash64(F.lit(SEED), impression), F.lit(MAX_LAG_MS + 1))",
+    "    is_late = F.pmod(F.xxhash64(F.lit(SEED + 1), impression), F.lit(1_000_000)) < F.lit(int(LATE_SHARE * 1_000_000))",
+    "    return F.timestamp_millis(F.unix_millis(arrived) - lag_ms - F.when(is_late, F.lit(LATE_DELAY_MS)).otherwise(F.lit(0)))",
+    "",
+    "",
+    "def impression_columns(value, arrived):",
+    '    """Impression `imp-<value>` of rate row `value` arriving at `arrived`."""',
+    "    ad = F.pmod(F.xxhash64(F.lit(SEED + 2), value), F.lit(ADS))",
+    "    campaign = F.element_at(F.array(*[F.lit(name) for name in CAMPAIGNS]), (F.pmod(ad, F.lit(len(CAMPAIGNS))) + 1).cast('int'))",
+    "    return [",
+    "        F.format_string('imp-%d', value).alias('impression_id'),",
+    "        F.format_string('ad-%04d', ad).alias('ad_id'),",
+    "        ad_time(value, arrived).alias('impression_time'),",
+    "        campaign.alias('campaign'),",
+    "    ]",
+    "",
+    "",
+    "def click_columns(value, arrived):",
+    '    """Click-stream rate row `value` arriving at `arrived`: a click on the impression that arrived a drawn delay before it (its',
+    '    impression_id null when that impression would precede the stream\'s start), timed as its impression plus the delay."""',
+    "    delay_ms = F.least(F.lit(float(MAX_CLICK_DELAY_MS)), -F.lit(float(MEAN_CLICK_DELAY_MS)) * F.log(F.lit(1.0) - drawn(SEED + 3, value)))",
+    "    arrived_ms = value * F.lit(1000.0 / CLICKS_PER_SECOND)  # since the stream's start",
+    "    impression = F.floor((arrived_ms - delay_ms) * F.lit(IMPRESSIONS_PER_SECOND / 1000.0))",
+    "    return [",
+    "        F.when(impression >= 0, F.format_string('imp-%d', impression)).alias('impression_id'),",
+    "        ad_time(impression, arrived).alias('click_time'),",
+    "    ]",
+    "",
+    "",
+    "def ad_stream(side, name):",
+    '    """The impressions or the clicks, live from a rate source of their own, and their columns."""',
+    "    if side['stream'] == 'impressions':",
+    "        rate = spark.readStream.format('rate').option('rowsPerSecond', IMPRESSIONS_PER_SECOND).load()",
+    "        frame = rate.select(*impression_columns(F.col('value'), F.col('timestamp')))",
+    "    else:",
+    "        rate = spark.readStream.format('rate').option('rowsPerSecond', CLICKS_PER_SECOND).load()",
+    "        frame = rate.select(*click_columns(F.col('value'), F.col('timestamp'))).where(F.col('impression_id').isNotNull())",
+    "    return frame",
+    "",
+    "",
+)
+"""A side of the generator's pair, as :class:`~streaming.engine.sources.ads.AdStreams` makes it."""
+
+_TOPIC_SIDE_CODE = (
+    "def topic_stream(side, name):",
+    '    """The topic\'s records as rows of the value\'s columns, and the event time (null for a value that does not parse); the',
+    "    record's own timestamp is the event time when `value_time` names it (the column then called `<side>_kafka_timestamp`).",
+    '    """',
+    "    raw = spark.readStream.format('kafka').options(**side['options']).load()",
+    "    text = F.col('value').cast('string')",
+    "    parse = {'mode': 'PERMISSIVE', 'columnNameOfCorruptRecord': '_corrupt_record'}",
+    "    parsed = F.from_json(text, side['value_schema'], parse) if side['value_format'] == 'json' else F.from_csv(text, side['value_schema'], parse)",
+    "    records = raw.select(parsed.alias('v'), F.col('timestamp').alias('kafka_timestamp'), text.alias('kafka_value'))",
+    "    records = records.select('v.*', 'kafka_timestamp', 'kafka_value')",
+    "    well_formed = F.col('_corrupt_record').isNull() & F.col('kafka_value').isNotNull()",
+    "    time = F.when(well_formed, event_time_column(side['value_time'], side['time_format'], records.schema))",
+    "    values = [f.name for f in records.schema.fields if f.name not in (side['value_time'], '_corrupt_record', 'kafka_timestamp', 'kafka_value')]",
+    "    return records.select(*[F.col(quoted(name)) for name in values], time.alias(side['time']))",
+    "",
+    "",
+)
+"""A topic side, as :meth:`~streaming.engine.join.TopicSide.read` reads it."""
+
+_SIDE_CODE = {"files": _FILE_SIDE_CODE, "ads": _ADS_SIDE_CODE, "topic": _TOPIC_SIDE_CODE}
+_SIDE_READERS = {"files": "file_stream", "ads": "ad_stream", "topic": "topic_stream"}
+
+
+def _join_header(config: JoinConfig, kinds: list[str]) -> str:
+    if config.live:
+        read = " and ".join(
+            {"ads": "the generator's impressions and clicks (Spark's rate source)", "topic": "Kafka topics (Spark's Kafka connector, see CONNECTOR)"}[kind]
+            for kind in dict.fromkeys(kinds)
+        )
+        how = f"live: {read}.\nIt runs until you stop it with Ctrl-C; joined rows go to the console."
+    else:
+        how = "replayed file by file."
+    return _block(f'"""Streaming Lab export: a stream-stream join ({config.join_type}), {how}\n\nRun: python this_file.py\n"""', "")
+
+
+def join_code(config: JoinConfig) -> str:
+    """Self-contained PySpark code (a Python program) that runs ``config``'s join as the lab does.
+
+    A join of files is replayed as :func:`~streaming.engine.join.run_join`
+    does: each side's files are staged in name order with increasing
+    modification times (``maxFilesPerTrigger=1``: file ``i`` in micro-batch
+    ``i``), the join runs under the available-now trigger, and the program
+    prints the joined rows as one line ``RESULT <json>``: the records of
+    :meth:`~streaming.engine.join.JoinOutcome.result_records`. A live join
+    (the generator's pair, or topics) reads its sides as
+    :mod:`~streaming.engine.live_join` does and prints each micro-batch's
+    joined rows to the console until stopped. Checked with :func:`compile`.
     """
     if not isinstance(config, JoinConfig):
         raise TypeError(f"config: expected a JoinConfig, got {config!r}")
-    if config.live:
-        raise ConfigError("left", config.left.label, "is a live stream: the export replays the files of a join")
-
-    def side(of: Side) -> str:
-        assert isinstance(of, JoinSide)  # a replayed join's sides are files
-        return (
-            f"{{'files': {_lit(tuple(of.files()))}, 'format': {_lit(of.format)}, 'time': {_lit(of.event_time)}, "
-            f"'time_format': {_lit(of.time_format)}, 'watermark': {_lit(None if of.watermark_ms is None else format_duration(of.watermark_ms))}, "
-            f"'static': {_lit(of.static)}}}"
-        )
-
+    sides = [_join_side(side) for side in config.sides]
+    kinds = [str(side["kind"]) for side in sides]
+    settings = [
+        _rule("Settings"),
+        "# Each side: how it is read, its event-time column and how its times are written, its watermark delay (None: no watermark).",
+        f"LEFT = {_dict_lit(sides[0])}",
+        f"RIGHT = {_dict_lit(sides[1])}",
+        f"KEYS = {_lit(config.on)}",
+        "# The right side's time within [left time + LOWER, left time + UPPER], in milliseconds (None: no time range).",
+        f"RANGE_MS = {_lit(config.bounds_ms)}",
+        f"JOIN_TYPE = {_lit(config.join_type)}",
+        f"POLICY = {_lit(config.policy)}  # the global watermark: the min (slower side) or max (faster side) of the sides'",
+        "TIME_FORMAT = 'auto'",
+    ]
+    if "ads" in kinds:
+        live = next(side for side in config.sides if isinstance(side, LiveSide))
+        settings += _ads_settings(live.streams)
+    if "topic" in kinds:
+        settings.append(f"CONNECTOR = {_lit(connector_coordinates())}  # Spark's Kafka connector, from Maven Central")
+    if not config.live:
+        settings.append(f"RESULT_PREFIX = {_lit(RESULT_PREFIX)}")
+    readers = [line for kind in dict.fromkeys(kinds) for line in _SIDE_CODE[kind]]
     code = "\n".join([
-        _block(f'"""Streaming Lab export: a stream-stream join ({config.join_type}), replayed file by file. Run: python this_file.py"""', ""),
+        _join_header(config, kinds),
         _block(*(f"import {name}" for name in ("functools", "json", "operator", "os", "pathlib", "shutil", "tempfile")), "from datetime import datetime", "",
                "from pyspark.sql import SparkSession", "from pyspark.sql import functions as F", "from pyspark.sql.types import StructType"),
+        _block(*settings),
+        _session_block(_CONNECTOR_JARS if "topic" in kinds else (), ("spark.conf.set('spark.sql.streaming.multipleWatermarkPolicy', POLICY)",)),
         _block(
-            _rule("Settings"),
-            "# Each side: its files (replayed in this order), format, event-time column and how its times are written, watermark delay.",
-            f"LEFT = {side(config.left)}",
-            f"RIGHT = {side(config.right)}",
-            f"KEYS = {_lit(config.on)}",
-            "# The right side's time within [left time + LOWER, left time + UPPER], in milliseconds (None: no time range).",
-            f"RANGE_MS = {_lit(config.bounds_ms)}",
-            f"JOIN_TYPE = {_lit(config.join_type)}",
-            f"POLICY = {_lit(config.policy)}  # the global watermark: the min (slower side) or max (faster side) of the sides'",
-            f"RESULT_PREFIX = {_lit(RESULT_PREFIX)}",
-            "TIME_FORMAT = 'auto'",
-        ),
-        _session_block(settings=("spark.conf.set('spark.sql.streaming.multipleWatermarkPolicy', POLICY)",)),
-        _block(
-            _rule("Sources: each side replayed one file per micro-batch"),
+            _rule("Sources: each side's rows, its event time parsed (rows without one left out) and its watermark set"),
             "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-join-'))",
             "",
             "",
             *_COLUMN_CODE,
+            *readers,
             "def side_stream(side, name):",
-            '    """The side\'s stream over a staging folder holding its files, each modified after the one before; its event time parsed, its watermark set.',
-            "",
-            "    A static side (a stream-static join) is a table of its files, which every micro-batch joins whole.",
-            '    """',
-            "    files = [pathlib.Path(path) for path in side['files']]",
-            "    paths = [str(path) for path in files]",
-            "    if side['static']:",
-            "        reader = {'csv': lambda: spark.read.csv(paths, header=True), 'json': lambda: spark.read.json(paths), 'parquet': lambda: spark.read.parquet(*paths)}",
-            "        table = reader[side['format']]()",
-            "        table = table.select(*[f.name for f in table.schema.fields if f.name != '_corrupt_record'])",
-            "        parsed = event_time_column(side['time'], side['time_format'], table.schema)",
-            "        table = table.select(*[parsed.alias(f.name) if f.name == side['time'] else F.col(quoted(f.name)) for f in table.schema.fields])",
-            "        return table.where(F.col(quoted(side['time'])).isNotNull()), [f.name for f in table.schema.fields]",
-            "    staging = WORKDIR / name",
-            "    staging.mkdir()",
-            "    for index, source in enumerate(files):",
-            "        target = staging / f'{index:06d}-{source.name}'",
-            "        partial = staging / f'.{target.name}.partial'  # names starting with '.' are ignored by Spark",
-            "        shutil.copyfile(source, partial)",
-            "        os.utime(partial, (1_700_000_000 + index, 1_700_000_000 + index))",
-            "        os.replace(partial, target)",
-            "    reader = spark.readStream.option('maxFilesPerTrigger', 1)",
-            "    if side['format'] == 'csv':",
-            "        fields = spark.read.csv(paths, header=True).schema",
-            "        raw = reader.schema(fields).option('header', True).option('mode', 'PERMISSIVE').csv(str(staging))",
-            "    elif side['format'] == 'json':",
-            "        fields = StructType([f for f in spark.read.json(paths).schema.fields if f.name != '_corrupt_record'])",
-            "        raw = reader.schema(fields).option('mode', 'PERMISSIVE').json(str(staging))",
-            "    else:",
-            "        fields = spark.read.parquet(*paths).schema",
-            "        raw = reader.schema(fields).parquet(str(staging))",
-            "    parsed = event_time_column(side['time'], side['time_format'], fields)",
-            "    frame = raw.select(*[parsed.alias(f.name) if f.name == side['time'] else F.col(quoted(f.name)) for f in fields.fields])",
-            "    frame = frame.where(F.col(quoted(side['time'])).isNotNull())  # a time that does not parse: left out",
+            "    frame = {" + ", ".join(f"{_lit(kind)}: {_SIDE_READERS[kind]}" for kind in dict.fromkeys(kinds)) + "}[side['kind']](side, name)",
+            "    frame = frame.where(F.col(quoted(side['time'])).isNotNull())",
             "    if side['watermark'] is not None:",
             "        frame = frame.withWatermark(quoted(side['time']), side['watermark'])",
-            "    return frame, [f.name for f in fields.fields]",
+            "    return frame, frame.columns",
             "",
             "",
             "left, left_names = side_stream(LEFT, 'left')",
@@ -1119,30 +1253,60 @@ def join_code(config: JoinConfig) -> str:
             "    others += [col('right', name).alias(name) for name in right_names if name not in KEYS]",
             "joined = joined.select(*keys, *others)",
         ),
-        _block(
-            _rule("Run: every file of both sides, then print the joined rows"),
-            "rows = []",
-            "query = (",
-            "    joined.writeStream.outputMode('append').option('checkpointLocation', str(WORKDIR / 'checkpoint'))",
-            "    .trigger(availableNow=True).foreachBatch(lambda batch, batch_id: rows.extend(batch.collect())).start()",
-            ")",
-            "query.awaitTermination()",
-            "",
-            "",
-            "def plain(value):",
-            "    if isinstance(value, datetime):",
-            "        text = value.strftime('%Y-%m-%d %H:%M:%S')",
-            "        return text + f'.{value.microsecond:06d}'.rstrip('0') if value.microsecond else text",
-            "    return value",
-            "",
-            "",
-            "records = [{name: plain(value) for name, value in row.asDict().items()} for row in rows]",
-            "records.sort(key=lambda record: [(value is not None, str(value)) for value in record.values()])",
-            "print(f'{len(records)} joined rows')",
-            "print(RESULT_PREFIX + json.dumps(records))",
-            "shutil.rmtree(WORKDIR, ignore_errors=True)",
-            "spark.stop()",
-        ),
+        _live_join_run() if config.live else _replayed_join_run(),
     ])
     compile(code, "<export>", "exec")
     return code
+
+
+def _replayed_join_run() -> str:
+    return _block(
+        _rule("Run: every file of both sides, then print the joined rows"),
+        "rows = []",
+        "query = (",
+        "    joined.writeStream.outputMode('append').option('checkpointLocation', str(WORKDIR / 'checkpoint'))",
+        "    .trigger(availableNow=True).foreachBatch(lambda batch, batch_id: rows.extend(batch.collect())).start()",
+        ")",
+        "query.awaitTermination()",
+        "",
+        "",
+        "def plain(value):",
+        "    if isinstance(value, datetime):",
+        "        text = value.strftime('%Y-%m-%d %H:%M:%S')",
+        "        return text + f'.{value.microsecond:06d}'.rstrip('0') if value.microsecond else text",
+        "    return value",
+        "",
+        "",
+        "records = [{name: plain(value) for name, value in row.asDict().items()} for row in rows]",
+        "records.sort(key=lambda record: [(value is not None, str(value)) for value in record.values()])",
+        "print(f'{len(records)} joined rows')",
+        "print(RESULT_PREFIX + json.dumps(records))",
+        "shutil.rmtree(WORKDIR, ignore_errors=True)",
+        "spark.stop()",
+    )
+
+
+def _live_join_run() -> str:
+    return _block(
+        _rule("Sink: the console"),
+        "# Each micro-batch's joined rows are printed (times in UTC): pairs as they match, an outer join's",
+        "# rows with NULLs once the watermark passes the end of their range.",
+        "writer = (",
+        "    joined.writeStream.queryName('streaming_lab_export_join')",
+        "    .outputMode('append')",
+        "    .format('console')",
+        "    .option('truncate', False)",
+        "    .option('numRows', 100)",
+        "    .option('checkpointLocation', str(WORKDIR / 'checkpoint'))",
+        ")",
+        "",
+        _rule("Run"),
+        "query = writer.start()",
+        "try:",
+        "    query.awaitTermination()",
+        "except KeyboardInterrupt:",
+        "    pass",
+        "finally:",
+        "    query.stop()",
+        "    shutil.rmtree(WORKDIR, ignore_errors=True)",
+    )

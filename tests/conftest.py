@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -9,6 +10,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -120,24 +123,12 @@ EXPORT_SETTINGS = (
 """The session settings an exported program sets, which :func:`run_program` puts back."""
 
 
-def run_program(spark, code: str) -> str:
-    """Run a program Show code exported, in this process on the shared ``spark``, and return what it printed.
-
-    Its ``getOrCreate()`` returns ``spark``; its ``spark.stop()`` is held (the run's other tests need the session) and the
-    settings it changes are put back. One test (``test_export``) runs an exported program as its own process, which also
-    covers the session it builds and its exit.
-    """
-    import contextlib
-    import io
-    from unittest import mock
-
-    from pyspark.sql import SparkSession
-
+@contextmanager
+def settings_kept(spark) -> Iterator[None]:
+    """Puts back the session settings an exported program changes (:data:`EXPORT_SETTINGS`, the log level) once it has run on ``spark``."""
     before = {key: spark.conf.get(key, None) for key in EXPORT_SETTINGS}
-    printed = io.StringIO()
     try:
-        with mock.patch.object(SparkSession, "stop", lambda self: None), contextlib.redirect_stdout(printed):
-            exec(compile(code, "<export>", "exec"), {"__name__": "__main__"})
+        yield
     finally:
         for key, value in before.items():
             if value is None:
@@ -145,7 +136,34 @@ def run_program(spark, code: str) -> str:
             else:
                 spark.conf.set(key, value)
         spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+
+
+def run_program(spark, code: str) -> str:
+    """Run a program Show code exported, in this process on the shared ``spark``, and return what it printed.
+
+    Its ``getOrCreate()`` returns ``spark``; its ``spark.stop()`` is held (the run's other tests need the session) and the
+    settings it changes are put back. One test (``test_export``) runs an exported program as its own process, which also
+    covers the session it builds and its exit.
+    """
+    from unittest import mock
+
+    from pyspark.sql import SparkSession
+
+    printed = io.StringIO()
+    with settings_kept(spark), mock.patch.object(SparkSession, "stop", lambda self: None), redirect_stdout(printed):
+        exec(compile(code, "<export>", "exec"), {"__name__": "__main__"})
     return printed.getvalue()
+
+
+def console_definitions(spark, code: str) -> dict:
+    """The names an unbounded program (a console sink) defines up to its run (its ``spark``, ``result``, ``joined``...), executed on
+    ``spark``; nothing is started, and the settings it changes are put back."""
+    definitions, run = code.split("# --- Run ", 1)
+    assert "writer.start()" in run
+    namespace: dict = {"__name__": "export_test"}
+    with settings_kept(spark):
+        exec(compile(definitions, "<export>", "exec"), namespace)
+    return namespace
 
 
 def printed_result(stdout: str) -> list[dict]:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import GUIDE_BATCHES, printed_result, run_program
+from conftest import GUIDE_BATCHES, console_definitions, printed_result, run_program
 
 from streaming.engine.config import (
     ColumnMapping,
@@ -223,18 +223,6 @@ def test_odd_characters_in_a_feed_path_stay_a_string_literal(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "FEED=" + ascii(str(folder.resolve()))
     assert not (workdir / "PWNED").exists() and not (tmp_path / "PWNED").exists()
-
-
-def console_definitions(spark, code: str) -> dict:
-    """The names a console program defines up to its run (its ``spark``, ``result``...), executed on ``spark``; nothing is started."""
-    definitions, run = code.split("# --- Run ", 1)
-    assert "writer.start()" in run
-    namespace: dict = {"__name__": "export_test"}
-    try:
-        exec(compile(definitions, "<export>", "exec"), namespace)
-    finally:
-        spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
-    return namespace
 
 
 @pytest.mark.parametrize("kind", ["generator", "rate", "rate-micro-batch", "socket"])

@@ -330,7 +330,7 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
 
 def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, kafka_broker, clicks_topic) -> None:
     """Show code's program on a topic: its query, run on this session into a memory sink, ends with the lab's result table."""
-    from test_export import console_definitions
+    from conftest import console_definitions
 
     from streaming.engine.jars import connector_coordinates
     from streaming.export import pyspark_code

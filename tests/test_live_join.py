@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import wait_for
+from conftest import console_definitions, wait_for
 from streamlit.testing.v1 import AppTest
 
 from dashboard import shared
@@ -26,17 +26,19 @@ BASE_MS = 1_700_000_000_000
 APP = Path(__file__).resolve().parent.parent / "app.py"
 
 
-def _pair_rows(spark, streams: AdStreams, seconds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Both streams over their first ``seconds``, as the rate sources would bring them, as batch frames."""
+def _pair_rows(spark, streams: AdStreams, seconds: int, columns=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both streams over their first ``seconds``, as the rate sources would bring them, as batch frames: made by ``columns``
+    (an impression's and a click's, each taking the rate row's value and arrival), the generator's by default."""
     from pyspark.sql import functions as F
 
-    def rows(rate: int, columns) -> pd.DataFrame:
+    def rows(rate: int, make) -> pd.DataFrame:
         arrivals = spark.range(rate * seconds).select(
             F.col("id").alias("value"), F.timestamp_millis(F.lit(BASE_MS) + (F.col("id") * 1000 / rate).cast("bigint")).alias("timestamp")
         )
-        return arrivals.select(*columns()).toPandas()
+        return arrivals.select(*make(F.col("value"), F.col("timestamp"))).toPandas()
 
-    return rows(streams.impressions_per_second, streams.impression_columns), rows(streams.clicks_per_second, streams.click_columns)
+    impressions, clicks = columns or (streams.impression_columns, streams.click_columns)
+    return rows(streams.impressions_per_second, impressions), rows(streams.clicks_per_second, clicks)
 
 
 def test_each_click_follows_its_impression_by_the_drawn_delay_and_the_pair_is_the_same_for_a_seed(spark) -> None:
@@ -56,6 +58,32 @@ def test_each_click_follows_its_impression_by_the_drawn_delay_and_the_pair_is_th
     again, _ = _pair_rows(spark, AdStreams(impressions_per_second=100, click_through=0.5, mean_click_delay="4 seconds", max_click_delay="12 seconds",
                                            max_lag="3 seconds", late_share=0.1, late_delay="30 seconds", ads=7, seed=3), 120)
     pd.testing.assert_frame_equal(impressions, again)
+
+
+def test_show_code_of_a_live_pair_makes_the_pairs_rows_and_joins_them_as_the_lab_does(spark) -> None:
+    """The exported program's impressions and clicks are the generator's, row for row (applied to the same arrivals), and its join
+    a streaming frame of the lab's columns; nothing is started."""
+    import shutil
+
+    from streaming.engine.join import join_frame
+
+    streams = AdStreams(impressions_per_second=40, click_through=0.5, ads=5, seed=11, late_share=0.2)
+    config = JoinConfig(LiveSide(streams, "impressions", "10 seconds"), LiveSide(streams, "clicks", "5 seconds", side="right"), on=("impression_id",),
+                        within=("0 seconds", "20 seconds"), join_type="left_outer", policy="max")
+    code = join_code(config)
+    assert "rate" in code and "kafka" not in code.lower() and "RESULT_PREFIX" not in code
+    program = console_definitions(spark, code)
+    try:
+        assert program["joined"].isStreaming and program["LEFT"]["watermark"] == "10 seconds" and program["POLICY"] == "max"
+        assert program["joined"].columns == join_frame(spark, config, Path(program["WORKDIR"]) / "lab")[0].columns
+        assert (program["IMPRESSIONS_PER_SECOND"], program["CLICKS_PER_SECOND"], program["SEED"]) == (40, 20, 11)
+        lab = _pair_rows(spark, streams, 30)
+        made = _pair_rows(spark, streams, 30, columns=(program["impression_columns"], program["click_columns"]))
+        for ours, theirs in zip(lab, made):
+            pd.testing.assert_frame_equal(theirs, ours)
+        assert lab[1]["impression_id"].isna().any() and lab[1]["impression_id"].notna().any()
+    finally:
+        shutil.rmtree(program["WORKDIR"], ignore_errors=True)
     late, _ = _pair_rows(spark, AdStreams(max_lag="2 seconds", late_share=0.1, late_delay="30 seconds"), 60)
     behind = (pd.to_datetime(BASE_MS, unit="ms") - late["impression_time"]).dt.total_seconds()  # arrival is at BASE_MS + value / rate
     behind += late.index / 50
@@ -82,8 +110,6 @@ def test_live_sides_are_refused_where_they_do_not_fit(tmp_path) -> None:
     assert config.live and config.describe().startswith("left_outer join of impressions (live) and clicks (live) on impression_id")
     with pytest.raises(ConfigError, match="is a live stream"):
         run_join(None, config, ProgressListener())  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="is a live stream"):
-        join_code(config)
     with pytest.raises(ConfigError, match="a pattern of topics"):
         TopicSide(KafkaSource("127.0.0.1:9092", "ads-.*", (("impression_id", "string"),), pattern=True), side="left")
     assert [time_named(names) for names in (["id", "ordered_at"], ["at_risk", "createdAt"], ["at_risk", "n"], ["Timestamp", "click_time"])] == [
@@ -179,9 +205,8 @@ def ad_topics(spark, kafka_broker) -> dict[str, tuple[str, pd.DataFrame]]:
     return topics
 
 
-def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_null_rows_the_watermark_allows(spark, kafka_broker, ad_topics) -> None:
-    """Every record is on its topic before the join starts: the first batch reads them all (no watermark yet, nothing late), then a no-data
-    batch runs with the watermark they set and emits the impressions whose range ended before it."""
+def _topic_sides(spark, kafka_broker, ad_topics) -> list[TopicSide]:
+    """The ad topics as the two sides of a join, each with its watermark delay."""
     from streaming.engine.columns import ColumnMapping
     from streaming.engine.topics import infer_value_columns, latest_messages
 
@@ -190,11 +215,24 @@ def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_nu
         topic, mapping = ad_topics[side][0], ColumnMapping(event_time=time, key="impression_id")
         values = infer_value_columns(spark, tuple(latest_messages(kafka_broker.bootstrap, topic, 50)["value"]), "json")
         sides.append(TopicSide(KafkaSource(kafka_broker.bootstrap, topic, values, columns=mapping), delay, side=side))
+    return sides
+
+
+def _exact_pairs(ad_topics, within: str) -> pd.DataFrame:
+    """The impressions and the clicks within ``within`` after them, as a batch join of the feeds' rows finds them."""
+    impressions, clicks = ad_topics["left"][1], ad_topics["right"][1]
+    exact = impressions.merge(clicks, on="impression_id")
+    return exact[(exact["click_time"] >= exact["impression_time"]) & (exact["click_time"] <= exact["impression_time"] + pd.Timedelta(within))]
+
+
+def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_null_rows_the_watermark_allows(spark, kafka_broker, ad_topics) -> None:
+    """Every record is on its topic before the join starts: the first batch reads them all (no watermark yet, nothing late), then a no-data
+    batch runs with the watermark they set and emits the impressions whose range ended before it."""
+    sides = _topic_sides(spark, kafka_broker, ad_topics)
     (left_topic, impressions), (right_topic, clicks) = ad_topics["left"], ad_topics["right"]
     config = JoinConfig(sides[0], sides[1], on=("impression_id",), within=("0 seconds", "2 minutes"), join_type="left_outer")
     assert config.live and config.describe().startswith(f"left_outer join of {left_topic} and {right_topic} on impression_id")
-    exact = impressions.merge(clicks, on="impression_id")
-    exact = exact[(exact["click_time"] >= exact["impression_time"]) & (exact["click_time"] <= exact["impression_time"] + pd.Timedelta("2 minutes"))]
+    exact = _exact_pairs(ad_topics, "2 minutes")
     watermark = min(impressions["impression_time"].max() - pd.Timedelta("1 minute"), clicks["click_time"].max() - pd.Timedelta("30 seconds"))
     ended = impressions[~impressions["impression_id"].isin(exact["impression_id"]) & (impressions["impression_time"] + pd.Timedelta("2 minutes") < watermark)]
     listener = ProgressListener()
@@ -219,6 +257,29 @@ def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_nu
         spark.streams.removeListener(listener)
 
 
+def test_show_code_of_two_topics_joins_their_records_as_the_lab_does(spark, kafka_broker, ad_topics) -> None:
+    """The exported program's join of the ad topics (its definitions run on this session, then to their end): the exact pairs."""
+    import shutil
+
+    from streaming.engine.join import join_frame
+
+    sides = _topic_sides(spark, kafka_broker, ad_topics)
+    config = JoinConfig(sides[0], sides[1], on=("impression_id",), within=("0 seconds", "2 minutes"), join_type="inner")
+    code = join_code(config)
+    assert "CONNECTOR" in code and "'rate'" not in code
+    program = console_definitions(spark, code)
+    query = program["joined"].writeStream.format("memory").queryName("exported_topic_join").trigger(availableNow=True).start()
+    try:
+        assert query.awaitTermination(300), "the exported join did not read the topics to their end"
+        rows = spark.table("exported_topic_join").toPandas()
+    finally:
+        query.stop()
+        shutil.rmtree(program["WORKDIR"], ignore_errors=True)
+    exact = _exact_pairs(ad_topics, "2 minutes")
+    assert list(rows.columns) == join_frame(spark, config, Path(program["WORKDIR"]))[0].columns  # a topic's time column comes last
+    assert sorted(zip(rows["impression_id"], rows["click_time"])) == sorted(zip(exact["impression_id"], exact["click_time"])) and len(exact) > 10
+
+
 @contextmanager
 def started(at: AppTest) -> Iterator[tuple[LiveJoin, dict[str, str]]]:
     """Press Start on the page's live mode: the run once it has emitted rows and reported a batch, and the metrics the page then shows; stopped after."""
@@ -240,6 +301,8 @@ def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None
     at.radio(key="join_mode").set_value("Live: generated or Kafka streams").run()
     assert not at.exception, at.exception
     assert any("left_outer join of impressions (live) and clicks (live) on impression_id" in caption.value for caption in at.caption)
+    [code] = [block.value for block in at.code]  # Show code: the join as the form holds it
+    assert "IMPRESSIONS_PER_SECOND = 50" in code and "JOIN_TYPE = 'left_outer'" in code
     with started(at) as (run, metrics):
         assert int(metrics["Micro-batches"].replace(",", "")) > 0 and int(metrics["Rows emitted"].replace(",", "")) > 0
         assert at.dataframe[0].value["impression_id"].notna().all()
