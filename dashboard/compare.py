@@ -19,15 +19,15 @@ from streaming.engine.errors import ConfigError, brief
 from streaming.engine.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
 
-from .data import choice_of, data_source
+from .data import choice_of, data_select, data_source, data_widgets
 from .jobs import Job, job_controls, start_job
-from .kafka import kafka_source
+from .kafka import kafka_source, topic_shape
 from .live import open_in_live
-from .shared import KEPT, InputErrors, readable_seconds, show_code, watermark_widget, windows_widgets
+from .shared import KEPT, InputErrors, get_registry, readable_seconds, show_code, watermark_widget, windows_widgets
 
 __all__ = [
     "COMPARE_JOB", "LATENCY_JOB", "SLOT_DEFAULTS", "CompareInputs", "LatencyInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "experiment",
-    "latency_inputs", "latency_results", "latency_widgets", "start_compare", "start_latency",
+    "latency_inputs", "latency_results", "latency_widgets", "query_comparison", "start_compare", "start_latency",
 ]
 
 COMPARE_JOB = "exp_compare_job"
@@ -262,4 +262,45 @@ def experiment(
     job_controls(
         key, button, button_key, ready=ready, start=lambda: start(inputs), render=render, idle_text=idle_text, help_text="Runs in the background",
         recall=inputs.recall,
+    )
+
+
+def query_comparison(ready: bool) -> None:
+    """The comparison of 2-4 query configurations on one feed, dataset or topic; on a topic, also the latency of triggers."""
+    st.caption(
+        "Replays the same feed, dataset or topic offsets under each configuration and measures every run against the exact answer for its own "
+        "window and slide. Append runs hold only finalized windows: compare them on *completeness (finalized windows)*; "
+        "an append run of session windows holds only the sessions it closed (the tuner also counts those still open)."
+    )
+    feed_column, count_column = st.columns([2, 1])
+    with feed_column:
+        if st.toggle("A Kafka topic", key="cmp_from_topic", **KEPT, help="Its records from the earliest offsets to those latest when the comparison starts"):
+            feed, shape = None, topic_shape("cmp")
+        else:
+            feed = data_select("cmp_feed")
+            shape = data_widgets("cmp", feed)
+    with count_column:
+        count = st.number_input("Configurations", min_value=2, max_value=4, value=2, step=1, key="cmp_count", **KEPT)
+    slots = []
+    for number, column in enumerate(st.columns(int(count)), start=1):
+        with column, st.container(border=True):
+            slots.append(compare_slot_widgets(number, SLOT_DEFAULTS[number - 1]))
+    experiment(
+        "comparison", lambda: compare_inputs(feed, slots, **shape), COMPARE_JOB, "Run comparison", "cmp_run", ready=ready,
+        start=lambda inputs: start_compare(get_registry(), inputs), render=compare_results,
+        idle_text="Set up the configurations and press **Run comparison**.",
+    )
+    if not st.session_state.get("cmp_from_topic"):
+        return
+    st.divider()
+    st.subheader("Latency: the same query, micro-batches against real-time mode")
+    st.caption(
+        "Publishes the topic's latest messages again, at a fixed rate, into a topic made for the comparison, and runs the query under each "
+        "trigger at once, passing rows through (what real-time mode runs on Spark 4.2): how long after it was produced each record reached the sink."
+    )
+    chosen = latency_widgets()
+    experiment(
+        "latency comparison", lambda: latency_inputs(shape["topic"], **chosen), LATENCY_JOB, "Compare latency", "cmp_lat_run",
+        ready=ready, start=lambda inputs: start_latency(get_registry(), inputs), render=latency_results,
+        idle_text="Choose the triggers and press **Compare latency**.",
     )

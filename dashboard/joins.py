@@ -31,7 +31,10 @@ from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome,
 from .datasets import dataset_store
 from .shared import KEPT, get_registry, get_spark, show_code
 
-__all__ = ["SideChoice", "config_view", "highlight", "join_form", "join_results", "key_view", "policy_widget", "run_join_form", "side_choices", "type_and_range", "waiting_view"]
+__all__ = [
+    "DEFAULT_SIDES", "SideChoice", "config_view", "highlight", "join_form", "join_results", "key_view", "policy_widget", "run_join_form", "shared_columns",
+    "side_choices", "side_widgets", "type_and_range", "waiting_view",
+]
 
 OUTCOME = "join_outcome"
 STATES = "join_states"
@@ -92,27 +95,36 @@ def _time_guess(choice: SideChoice) -> int:
     return named[0] if named else 0
 
 
-def _side_widgets(side: str, choices: dict[str, SideChoice], default: str) -> tuple[SideChoice, str, str, str | None, bool]:
+def side_widgets(side: str, choices: dict[str, SideChoice], default: str, prefix: str = "join", *, delays: bool = True) -> tuple[SideChoice, str, str, str | None, bool]:
+    """One side: its data, event-time column and how its times are written; with ``delays``, also whether it is a static table (the right
+    side) and its watermark delay. Keys start ``<prefix>_<side>``. Returns ``(choice, event time, time format, watermark, static)``."""
     labels = list(choices)
-    chosen = choices[st.selectbox(f"{side.title()} side", labels, index=labels.index(default) if default in labels else 0, key=f"join_{side}", **KEPT)]
+    chosen = choices[st.selectbox(f"{side.title()} side", labels, index=labels.index(default) if default in labels else 0, key=f"{prefix}_{side}", **KEPT)]
     event_time = st.selectbox(
-        "Event-time column", chosen.columns, index=_time_guess(chosen), key=f"join_{side}_time_{chosen.label}", **KEPT,
+        "Event-time column", chosen.columns, index=_time_guess(chosen), key=f"{prefix}_{side}_time_{chosen.label}", **KEPT,
         help="Read as Spark casts text (yyyy-MM-dd HH:mm:ss, ISO 8601) or as a timestamp",
     )
     time_format = st.selectbox(
-        "Written as", TIME_FORMATS, key=f"join_{side}_time_format", **KEPT,
+        "Written as", TIME_FORMATS, key=f"{prefix}_{side}_time_format", **KEPT,
         help="auto: text as Spark casts it, or a timestamp column; epoch_s / epoch_ms: numbers since 1970-01-01 UTC",
     )
+    if not delays:
+        return chosen, event_time, time_format, None, False
     static = side == "right" and st.checkbox(
-        "A static table", key="join_right_static", **KEPT, help="Each micro-batch of the left side joins against the whole table (a stream-static join; Spark reads the files listed at the start)",
+        "A static table", key=f"{prefix}_right_static", **KEPT, help="Each micro-batch of the left side joins against the whole table (a stream-static join; Spark reads the files listed at the start)",
     )
     if static:
         with st.expander("The table"):
             st.dataframe(_preview(chosen), hide_index=True)
         return chosen, event_time, time_format, None, True
-    use = st.checkbox("Watermark", value=True, key=f"join_{side}_use_watermark", **KEPT)
-    watermark = st.text_input("Watermark delay", value=DEFAULTS[f"{side}_watermark"], key=f"join_{side}_watermark", **KEPT) if use else None
+    use = st.checkbox("Watermark", value=True, key=f"{prefix}_{side}_use_watermark", **KEPT)
+    watermark = st.text_input("Watermark delay", value=DEFAULTS[f"{side}_watermark"], key=f"{prefix}_{side}_watermark", **KEPT) if use else None
     return chosen, event_time, time_format, watermark, False
+
+
+def shared_columns(left: SideChoice, right: SideChoice, times: tuple[str, str]) -> list[str]:
+    """The columns both sides have under the same name, their event-time columns left out: what a join can match on."""
+    return [name for name in left.columns if name in right.columns and name not in times]
 
 
 PREVIEW_ROWS = 20
@@ -133,11 +145,11 @@ def join_form() -> dict[str, Any]:
     choices = side_choices(dataset_store())
     left_column, right_column, join_column = st.columns(3)
     with left_column, st.container(border=True):
-        left, left_time, left_format, left_watermark, _ = _side_widgets("left", choices, DEFAULT_SIDES[0])
+        left, left_time, left_format, left_watermark, _ = side_widgets("left", choices, DEFAULT_SIDES[0])
     with right_column, st.container(border=True):
-        right, right_time, right_format, right_watermark, static = _side_widgets("right", choices, DEFAULT_SIDES[1])
+        right, right_time, right_format, right_watermark, static = side_widgets("right", choices, DEFAULT_SIDES[1])
     with join_column, st.container(border=True):
-        shared = [name for name in left.columns if name in right.columns and name not in (left_time, right_time)]
+        shared = shared_columns(left, right, (left_time, right_time))
         on = st.multiselect("Join keys", shared, default=shared[:1], key=f"join_on_{left.label}_{right.label}", help="Columns named alike on both sides, equal in a match")
         join_type, (lower, upper) = type_and_range("join", DEFAULTS, ranged=not static)  # a table's rows match on the keys alone
         policy = policy_widget("join")
@@ -163,10 +175,10 @@ def type_and_range(prefix: str, defaults: dict[str, str], *, ranged: bool = True
     return join_type, (lower, upper)
 
 
-def policy_widget(prefix: str) -> str:
-    """The watermark policy (``min``/``max``), keyed ``<prefix>_policy``."""
+def policy_widget(prefix: str, default: str = "min") -> str:
+    """The watermark policy (``min``/``max``, opening on ``default``), keyed ``<prefix>_policy``."""
     return str(st.radio(
-        "Global watermark", POLICIES, horizontal=True, key=f"{prefix}_policy", **KEPT,
+        "Global watermark", POLICIES, index=POLICIES.index(default), horizontal=True, key=f"{prefix}_policy", **KEPT,
         help="min: the slower side's (Spark's default, fewer rows dropped); max: the faster side's (results sooner, more rows of the slower side dropped)",
     ))
 

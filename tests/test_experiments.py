@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import compare, shared, tuner
+from dashboard import compare, join_compare, shared, tuner
 from dashboard import jobs as background
 from streaming.engine.errors import Cancelled, ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS
@@ -32,7 +32,7 @@ TUNER = shared.TUNER_PAGE
 COMPARE = shared.COMPARE_PAGE
 TIMEOUT = 180  # one script run; the first page that needs it starts Spark
 WAIT_FOR_RESULT = 300.0  # cap of the polling loops; the guide feed takes well under a minute when the machine is idle
-JOB_KEYS = (tuner.TUNE_JOB, tuner.CONFIRM_JOB, compare.COMPARE_JOB)
+JOB_KEYS = (tuner.TUNE_JOB, tuner.CONFIRM_JOB, compare.COMPARE_JOB, join_compare.JOIN_COMPARE_JOB)
 
 
 def _page(path: str) -> AppTest:
@@ -406,6 +406,41 @@ def test_compare_runs_two_configs_on_the_guide_feed(jobs) -> None:
     [chart] = at.get("plotly_chart")
     assert "donkey" not in chart.proto.spec and "owl" in chart.proto.spec  # the donkey is dropped in both runs
     assert len(at.code) == 2 and "append" in at.code[0].value and "update" in at.code[1].value
+
+
+def test_compare_runs_two_joins_of_ad_datasets_after_refusing_one_spark_would_refuse(jobs, tmp_path: Path, monkeypatch) -> None:
+    from dataclasses import replace
+
+    from streaming.adfeeds import sample_ad_specs, write_ad_feeds
+
+    spec = replace(sample_ad_specs()[("ad_impressions", "ad_clicks")], batches=10)  # the sample pair's first 100 seconds
+    write_ad_feeds(spec, tmp_path / "data" / "imps", tmp_path / "data" / "clicks")
+    monkeypatch.setenv("STREAMING_LAB_DATA", str(tmp_path / "data"))
+    at = _page(COMPARE)
+    jobs.append(at)
+    at.radio(key="cmp_kind").set_value("Joins").run()
+    at.selectbox(key="cmpj_left").set_value("imps (dataset)")
+    at.selectbox(key="cmpj_right").set_value("clicks (dataset)").run()
+    assert at.multiselect(key="cmpj_on_imps (dataset)_clicks (dataset)").value == ["impression_id"]
+    at.text_input(key="cmpj_2_right_watermark").set_value("").run()  # a left outer join needs the right side's watermark
+    assert _errors(at) == ["Cannot run this join comparison: Config 2: right.watermark: None is required by a left outer join: Spark refuses it "
+                           "without that watermark and the time range"]
+    assert "cmpj_run" not in _button_keys(at)
+    at.text_input(key="cmpj_2_right_watermark").set_value("5 seconds").run()
+    at.button(key="cmpj_run").click().run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert _wait_until(at, _table_with({"label", "null_row_wait_batches"}), WAIT_FOR_RESULT), f"no summary table; errors: {_errors(at)}"
+    summary = _table(at, {"label", "null_row_wait_batches"})
+    assert list(summary["label"]) == [
+        "1: left_outer · 0 seconds to 2 minutes · delays 1 minute / 30 seconds · min", "2: left_outer · 0 seconds to 2 minutes · delays 1 minute / 5 seconds · max",
+    ]
+    assert (summary["exact_pairs"] == summary["exact_pairs"].iloc[0]).all() and summary["exact_pairs"].iloc[0] > 20
+    # the max of the two watermarks, the clicks' 5 s: NULL rows sooner and less state (the trade-off the page is for)
+    assert summary["null_row_wait_batches"].iloc[1] < summary["null_row_wait_batches"].iloc[0]
+    assert summary["peak_state_rows"].iloc[1] < summary["peak_state_rows"].iloc[0]
+    [chart] = at.get("plotly_chart")
+    assert "1: left_outer" in chart.proto.spec and "Rows in the join" in chart.proto.spec
+    assert len(at.code) == 2 and "POLICY = 'max'" in at.code[1].value
 
 
 # --- a user's dataset ------------------------------------------------------------------------------

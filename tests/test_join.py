@@ -468,3 +468,53 @@ def test_the_exported_stream_static_program_reads_the_table(spark, registry, ads
     exported, expected, _ = export_beside(spark, registry, config, tmp_path)
     assert exported == expected
     assert any(record["advertiser"] is None for record in expected)
+
+
+def test_joins_compared_side_by_side_are_measured_as_the_join_model_measures_them(spark, registry, ads, tmp_path: Path) -> None:
+    """Each compared replay's completeness, NULL rows and their wait, drops and state are the join model's for the same delays (the model
+    is held to Spark above); a left semi join, which emits left rows only, is measured by them; the runs keep the order of their configs."""
+    from streaming.analysis.join_compare import compare_joins, join_label
+    from streaming.analysis.join_model import model_sweep
+    from streaming.engine.durations import parse_duration
+    from streaming.engine.join import side_rows
+
+    configs = [config_of(ads, "left_outer", "max", left_watermark="5 seconds", right_watermark="40 seconds"), config_of(ads, "left_semi", "min")]
+    reported: list[str] = []
+    comparison = compare_joins(spark, configs, registry.listener, report=reported.append, root=tmp_path, timeout=300)
+    summary = comparison.summary()
+    assert list(summary["label"]) == [join_label(config) for config in configs]
+    assert reported == [f"Config {number} of 2: {join_label(config)}" for number, config in enumerate(configs, start=1)]
+    assert summary["label"].iloc[0] == "left_outer · -5 seconds to 30 seconds · delays 5 seconds / 40 seconds · max"
+    left, right = (side_rows(spark, side) for side in configs[0].sides)
+    for config, (_, row) in zip(configs, summary.iterrows()):
+        delays = [parse_duration(side.watermark) for side in config.sides]
+        [model] = model_sweep(
+            left, right, "impression_time", "click_time", config.on, config.bounds_ms, config.join_type, [delays[0]], [delays[1]], config.policy, SPEC.batches,
+        ).to_dict("records")
+        assert (row["pairs"], row["exact_pairs"], row["null_rows"], row["rows_dropped_by_watermark"], row["peak_state_rows"]) == (
+            model["pairs"], model["exact_pairs"], model["null_rows"], model["dropped"], model["peak_state_rows"],
+        ), config.join_type
+        assert row["completeness"] == pytest.approx(model["completeness"])
+        assert row["null_row_wait_batches"] == pytest.approx(model["null_row_wait_batches"], nan_ok=True)
+    assert summary["completeness"].iloc[0] < 1 and summary["null_rows"].iloc[0] > 0 and summary["null_row_wait_batches"].iloc[0] > 0
+    assert summary["null_rows"].iloc[1] == 0 and "click_time" not in comparison.runs[1].outcome.result.columns  # a semi join's rows: the left side's
+
+
+def test_joins_that_cannot_be_compared_are_refused_naming_the_config_and_field(ads, tmp_path: Path) -> None:
+    from streaming.adfeeds import write_ad_catalog
+    from streaming.analysis.join_compare import compare_joins
+
+    (catalog,) = write_ad_catalog(SPEC, tmp_path / "catalog")
+    static = JoinConfig(JoinSide(ads[0], "impression_time", side="left"), JoinSide(catalog.parent, "listed_at", side="right", static=True), on=("ad_id",))
+    swapped = JoinConfig(
+        JoinSide(ads[0], "impression_time", LEFT_WATERMARK, side="left"), JoinSide(ads[0], "impression_time", side="right"), on=("impression_id",),
+    )
+    for configs, field in (
+        ([config_of(ads)], "configs"),
+        ([config_of(ads), static], "Config 2: right"),
+        ([config_of(ads), swapped], "Config 2: right"),
+        ([config_of(ads), config_of(ads, on=("impression_id", "ad_id"))], "Config 2: on"),
+    ):
+        with pytest.raises(ConfigError) as refused:
+            compare_joins(None, configs, None)  # type: ignore[arg-type]
+        assert refused.value.field == field

@@ -6,7 +6,7 @@ import pandas as pd
 
 from streaming.analysis.join import TIMELINE_COLUMNS
 from streaming.analysis.join_model import recommend
-from streaming.charts.join import join_activity_figure, join_key_figure, join_tuner_figure, join_watermarks_figure
+from streaming.charts.join import join_activity_figure, join_comparison_figure, join_key_figure, join_tuner_figure, join_watermarks_figure
 
 T0 = pd.Timestamp("2024-03-04 12:00:00")
 
@@ -38,6 +38,23 @@ def test_activity_stacks_what_each_batch_emitted_and_dropped() -> None:
     assert list(by_name["rows in state"].y) == [4, 5, 2]
     per_side = {trace.name: list(trace.y) for trace in join_activity_figure(_timeline(), "imps", "clicks", side_state=[(3, 1), (4, 1), (2, 0)]).data}
     assert (per_side["imps rows in state"], per_side["clicks rows in state"]) == ([3, 4, 2], [1, 1, 0])
+
+
+def test_joins_side_by_side_share_a_colour_per_join_and_one_legend_entry() -> None:
+    later = _timeline().assign(state_rows=[4, 9, 9], watermark=[pd.NaT, pd.NaT, T0])
+    figure = join_comparison_figure({"1: short": _timeline(), "2: long": later})
+    by_label: dict[str, list] = {}
+    for trace in figure.data:
+        by_label.setdefault(trace.name, []).append(trace)
+    assert [len(traces) for traces in by_label.values()] == [4, 4]
+    assert [trace.showlegend for trace in by_label["2: long"]] == [True, False, False, False]
+    colors = [{trace.line.color for trace in traces} for traces in by_label.values()]
+    assert [len(shades) for shades in colors] == [1, 1] and colors[0] != colors[1]
+    watermark, emitted, nulls, state = by_label["2: long"]
+    assert list(watermark.x) == [2] and list(watermark.y) == ["2024-03-04T12:00:00"] and watermark.line.shape == "hv"
+    assert list(emitted.y) == [1, 3, 4] and list(nulls.y) == [0, 1, 2] and nulls.line.dash == "dot"
+    assert list(state.y) == [4, 9, 9]
+    assert join_comparison_figure({}).layout.title.text.startswith("The joins side by side")
 
 
 def test_the_tuner_marks_the_pair_recommended() -> None:

@@ -222,19 +222,25 @@ def model_sweep(
         for right_delay in right_delays_ms:
             result = model_join(left, right, left_time, right_time, on, bounds_ms, join_type, (left_delay, right_delay), policy, batches)
             waits = [batch - arrived[name][row] for name, emitted in result.nulls.items() for row, batch in emitted.items()]
-            found = len(result.pairs & exact)
+            found, wanted = _measured(join_type, result.pairs & exact), _measured(join_type, exact)
             records.append({
                 "left_delay_ms": left_delay,
                 "right_delay_ms": right_delay,
-                "completeness": found / len(exact) if exact else 1.0,
+                "completeness": found / wanted if wanted else 1.0,
                 "pairs": found,
-                "exact_pairs": len(exact),
+                "exact_pairs": wanted,
                 "dropped": sum(len(rows) for rows in result.dropped.values()),
                 "null_rows": sum(len(rows) for rows in result.nulls.values()),
                 "peak_state_rows": max(result.state_rows, default=0),
                 "null_row_wait_batches": float(np.mean(waits)) if waits else float("nan"),
             })
     return pd.DataFrame(records)
+
+
+def _measured(join_type: str, pairs: frozenset[tuple[int, int]]) -> int:
+    """What a join's completeness counts of ``pairs``: the pairs, or for a left semi join (which emits a left row once, whatever its
+    matches) the left rows among them."""
+    return len({left for left, _ in pairs}) if join_type == "left_semi" else len(pairs)
 
 
 def recommend(sweep: pd.DataFrame, target: float) -> pd.Series | None:
@@ -250,14 +256,20 @@ def recommend(sweep: pd.DataFrame, target: float) -> pd.Series | None:
 def joined_completeness(
     result: pd.DataFrame, left: pd.DataFrame, right: pd.DataFrame, left_time: str, right_time: str, on: Sequence[str], bounds_ms: tuple[int, int] | None,
 ) -> tuple[int, int]:
-    """``(found, exact)``: the exact join's pairs a join's ``result`` rows hold (a pair told by its keys and both times), and how many there are."""
+    """``(found, exact)``: the exact join's pairs a join's ``result`` rows hold (a pair told by its keys and both times), and how many there
+    are. A left semi join's ``result`` has the left side's columns only: its left rows that have a match in the exact join, told by their
+    keys and time, are counted instead."""
     left, right = left.reset_index(drop=True), right.reset_index(drop=True)
     exact = exact_pairs(left, right, left_time, right_time, on, bounds_ms)
+    semi = right_time not in result.columns
 
-    def told(keys: Sequence[object], left_at: object, right_at: object) -> tuple[object, ...]:
-        return (*(str(key) for key in keys), pd.Timestamp(left_at), pd.Timestamp(right_at))
+    def told(keys: Sequence[object], *times: object) -> tuple[object, ...]:
+        return (*(str(key) for key in keys), *(pd.Timestamp(at) for at in times))
 
-    wanted = {told([left.loc[row, key] for key in on], left.loc[row, left_time], right.loc[other, right_time]) for row, other in exact}
-    both = result[result[left_time].notna() & result[right_time].notna()]
-    found = {told(values[:-2], values[-2], values[-1]) for values in both[[*on, left_time, right_time]].itertuples(index=False, name=None)}
+    times = [left_time] if semi else [left_time, right_time]
+    wanted = {
+        told([left.loc[row, key] for key in on], left.loc[row, left_time], *([] if semi else [right.loc[other, right_time]])) for row, other in exact
+    }
+    both = result[result[times].notna().all(axis=1)]
+    found = {told(values[:len(on)], *values[len(on):]) for values in both[[*on, *times]].itertuples(index=False, name=None)}
     return len(wanted & found), len(wanted)

@@ -5,16 +5,17 @@ Pure functions of :func:`~streaming.analysis.join.join_timeline`'s frame; no Str
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from ..engine.durations import format_duration
 from .common import PALETTE, WATERMARK_COLOR, empty_figure
 
-__all__ = ["STATUS_COLORS", "join_activity_figure", "join_key_figure", "join_tuner_figure", "join_watermarks_figure"]
+__all__ = ["STATUS_COLORS", "join_activity_figure", "join_comparison_figure", "join_key_figure", "join_tuner_figure", "join_watermarks_figure"]
 
 STATUS_COLORS = {
     "joined": PALETTE[2], "emitted with NULLs": PALETTE[1], "never matched": "#7f7f7f", "waiting at the end": PALETTE[4],
@@ -157,4 +158,36 @@ def join_tuner_figure(sweep: pd.DataFrame, left: str, right: str, target: float,
         title=title, xaxis_title=f"{left} (left) watermark delay", yaxis_title=f"{right} (right) watermark delay", height=420,
         xaxis={"type": "category"}, yaxis={"type": "category"}, legend={"orientation": "h", "y": -0.25},
     )
+    return figure
+
+
+def join_comparison_figure(timelines: Mapping[str, pd.DataFrame]) -> go.Figure:
+    """Joins side by side, one colour per label of ``timelines`` (:func:`~streaming.analysis.join.join_timeline` frames), on one
+    micro-batch axis: the global watermark each batch ran with, the rows emitted so far (dotted: of which rows with NULLs) and the
+    rows in the join's state."""
+    title = "The joins side by side"
+    if not timelines or all(timeline.empty for timeline in timelines.values()):
+        return empty_figure(title)
+    figure = make_subplots(
+        rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
+        subplot_titles=("Global watermark the batch ran with", "Rows emitted so far (dotted: rows with NULLs)", "Rows in the join's state"),
+    )
+    for index, (label, timeline) in enumerate(timelines.items()):
+        color = PALETTE[index % len(PALETTE)]
+        batches = timeline["batch_id"].tolist()
+        marked = timeline[timeline["watermark"].notna()]
+        traces = (
+            (1, go.Scatter(x=marked["batch_id"].tolist(), y=[at.isoformat() for at in marked["watermark"]], line={"shape": "hv"}), True),
+            (2, go.Scatter(x=batches, y=timeline["rows_emitted"].cumsum().tolist()), False),
+            (2, go.Scatter(x=batches, y=(timeline["left_unmatched"] + timeline["right_unmatched"]).cumsum().tolist(), line={"dash": "dot"}), False),
+            (3, go.Scatter(x=batches, y=timeline["state_rows"].tolist()), False),
+        )
+        for row, trace, shown in traces:
+            trace.update(name=label, legendgroup=label, showlegend=shown, mode="lines", line={"color": color})
+            figure.add_trace(trace, row=row, col=1)
+    figure.update_yaxes(type="date", row=1, col=1)
+    figure.update_yaxes(rangemode="tozero", row=2, col=1)
+    figure.update_yaxes(rangemode="tozero", row=3, col=1)
+    figure.update_xaxes(title_text="micro-batch", row=3, col=1)
+    figure.update_layout(title=title, height=640, legend={"orientation": "h", "y": -0.12})
     return figure
