@@ -289,8 +289,8 @@ def join_results() -> None:
         st.info("Choose both sides and press **Run join**.")
         return
     config = outcome.config
-    if outcome.emitted is None:  # Spark Connect: the memory sink does not say which batch emitted a row
-        st.info("On Spark Connect the join's rows are shown whole: which micro-batch emitted each one is known on a local or cluster session only.")
+    if outcome.emitted is None:  # Spark Connect, whose progress did not account for every row of the memory sink
+        st.info("The join's rows are shown whole: Spark's progress did not say which micro-batch wrote each one to the memory sink.")
         st.dataframe(highlight(outcome.config, outcome.result.reset_index(drop=True)), hide_index=True)
         return
     timeline = join_timeline(outcome)

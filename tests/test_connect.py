@@ -156,6 +156,86 @@ def test_a_checkpoint_is_refused_over_connect_naming_why(connect_server, tmp_pat
     assert "cannot be kept on Spark Connect" in done.stderr and "Traceback" not in done.stderr
 
 
+JOINS_OVER_CONNECT = """
+import json, sys, time
+from pathlib import Path
+
+from streaming.engine.join import JoinConfig, JoinSide, LiveSide, run_join
+from streaming.engine.live_join import start_live_join
+from streaming.engine.progress import ProgressListener
+from streaming.engine.session import get_session
+from streaming.engine.sources.ads import AdStreams
+from streaming.engine.state import join_side_state
+
+spark = get_session()
+listener = ProgressListener()
+spark.streams.addListener(listener)
+impressions, clicks = (Path(path) for path in sys.argv[1:3])
+replayed = JoinConfig(JoinSide(impressions, "impression_time", "20 seconds", side="left"), JoinSide(clicks, "click_time", "5 seconds", side="right"),
+                      on=("impression_id",), within=("-5 seconds", "30 seconds"), join_type="left_outer")
+outcome = run_join(spark, replayed, listener, timeout=300)
+streams = AdStreams(impressions_per_second=100, click_through=0.3, mean_click_delay="2 seconds", max_click_delay="6 seconds", max_lag="1 second",
+                    late_share=0.05, late_delay="20 seconds")
+live = JoinConfig(LiveSide(streams, "impressions", "3 seconds"), LiveSide(streams, "clicks", "2 seconds", side="right"), on=("impression_id",),
+                  within=("0 seconds", "6 seconds"), join_type="left_outer")
+run = start_live_join(spark, live, listener)
+try:
+    deadline = time.monotonic() + 180
+    while run.status == "active" and not (run.rows.emitted()["left_unmatched"].sum() > 0 and run.log.last_batch_id >= 3):
+        assert time.monotonic() < deadline, "no NULL row over Connect in 180 s"
+        time.sleep(0.2)
+    waiting = join_side_state(spark, run.checkpoint, "left", run.log.last_batch_id)
+finally:
+    run.stop()
+    spark.streams.removeListener(listener)  # a Connect client with a listener left does not exit
+rows = run.rows.latest()
+pairs = rows[rows["click_time"].notna()]
+print("RESULT " + json.dumps({
+    "emitted": None if outcome.emitted is None else list(outcome.emitted), "records": outcome.result_records(),
+    "status": run.status, "error": run.error, "total": run.rows.total, "left_unmatched": int(run.rows.emitted()["left_unmatched"].sum()),
+    "reported": sum(int(summary["output_rows"]) for summary in run.log.summaries()), "batches": len(run.log.summaries()),
+    "counted_batches": len(run.rows.emitted()), "waiting": len(waiting),
+    "offsets_ms": [int(offset / 1e6) for offset in (pairs["click_time"] - pairs["impression_time"]).astype("int64")],
+}), flush=True)
+"""
+"""A Connect client: a replayed left outer join of two folders, then a live one of the generator's pair until it emits NULL rows (its
+waiting rows read while it runs); what it saw, as one ``RESULT`` line."""
+
+
+def test_joins_over_connect_come_back_batch_by_batch_through_the_memory_sink(connect_server, registry, tmp_path) -> None:
+    """A replayed join's rows carry the batch that emitted them, as on the classic session; a live join's rows are all read back from the
+    memory sink, batch by batch (every row each batch's progress reports), and its NULL rows come once the watermark passes."""
+    from datetime import datetime
+
+    from conftest import printed_result
+
+    from streaming.adfeeds import AdFeedSpec, write_ad_feeds
+    from streaming.engine.join import JoinConfig, JoinSide, run_join
+
+    spec = AdFeedSpec(start=datetime(2024, 3, 4, 12, 0, 0), batches=6, batch_interval_seconds=10, impressions_per_batch=6, ads=3, click_through=0.6,
+                      mean_click_delay_seconds=12, max_click_delay_seconds=60, max_lag_seconds=4, late_share=0.15, late_delay_seconds=45, seed=11)
+    write_ad_feeds(spec, tmp_path / "impressions", tmp_path / "clicks")
+    client = subprocess.Popen(
+        [sys.executable, "-c", JOINS_OVER_CONNECT, str(tmp_path / "impressions"), str(tmp_path / "clicks")], cwd=ROOT,
+        env={**os.environ, "SPARK_REMOTE": connect_server.url, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:  # the classic replay runs while the client starts
+        config = JoinConfig(JoinSide(tmp_path / "impressions", "impression_time", "20 seconds", side="left"),
+                            JoinSide(tmp_path / "clicks", "click_time", "5 seconds", side="right"), on=("impression_id",),
+                            within=("-5 seconds", "30 seconds"), join_type="left_outer")
+        classic = run_join(registry.spark, config, registry.listener, root=tmp_path, timeout=CONNECT_TIMEOUT)
+    finally:
+        stdout, stderr = client.communicate(timeout=CONNECT_TIMEOUT)
+    assert client.returncode == 0, stderr[-3000:]
+    seen = printed_result(stdout)
+    assert seen["records"] == classic.result_records() and seen["emitted"] is not None
+    assert sorted(seen["emitted"]) == sorted(classic.emitted) and any(batch > 0 for batch in seen["emitted"])  # rows in batch order on each
+    assert (seen["status"], seen["error"]) == ("stopped", None)
+    assert seen["total"] == seen["reported"] > 0 and seen["counted_batches"] == seen["batches"]  # every batch read back, none twice
+    assert seen["left_unmatched"] > 0 and seen["waiting"] > 0
+    assert seen["offsets_ms"] and all(0 <= offset <= 6_000 for offset in seen["offsets_ms"])
+
+
 # -- the memory-sink reader against a sink and a progress log it is handed: a list in, a table out -----------------------
 
 

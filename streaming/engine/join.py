@@ -600,7 +600,8 @@ class JoinOutcome:
     result: pd.DataFrame
     summaries: tuple[dict[str, Any], ...]
     emitted: tuple[int, ...] | None = None
-    """The micro-batch that emitted each row of ``result``, in its order (``None`` on Spark Connect, whose memory sink does not say)."""
+    """The micro-batch that emitted each row of ``result``, in its order (on Spark Connect, from the rows each batch's progress says it wrote
+    to the memory sink; ``None`` when the progress does not account for them all)."""
     checkpoint: Path | None = None
     """The query's checkpoint, when the replay was asked to keep it (:func:`run_join`'s ``keep``): :func:`join_state` reads it."""
 
@@ -677,7 +678,7 @@ def run_join(
     available-now trigger until every file is read (a side with fewer files
     adds none to the later batches). The rows go to ``foreachBatch`` in this
     process in append mode, each batch's noted (:attr:`JoinOutcome.emitted`;
-    on Spark Connect to the memory sink, which does not say); ``listener``
+    on Spark Connect to the memory sink, cut into batches by their progress); ``listener``
     (registered on ``spark``) delivers each batch's progress. The working folder (staged files, checkpoint) is made under
     ``root`` and deleted; with ``keep`` (an empty or new folder) the working folder is ``keep``
     and stays, so the state can be read after (:attr:`JoinOutcome.checkpoint`). :class:`ConfigError` for columns that do not fit,
@@ -710,7 +711,8 @@ def run_join(
             if not log.caught_up(query, deadline):
                 raise TimeoutError(f"the progress of the join's last batches did not arrive within {timeout:g} s")
             if connect:
-                result, emitted = spark.table(name).toPandas(), None
+                result = spark.table(name).toPandas()
+                emitted = _emitted_by_counts(log.summaries(), len(result))
             else:
                 result = pd.concat([part for _, part in parts], ignore_index=True) if parts else pd.DataFrame(columns=frame.columns)
                 emitted = tuple(batch_id for batch_id, part in parts for _ in range(len(part)))
@@ -722,6 +724,15 @@ def run_join(
     finally:
         listener.unregister(name, log)
         shutil.rmtree(workdir if keep is None else workdir / "staging", ignore_errors=True)  # a kept folder keeps its checkpoint only
+
+
+def _emitted_by_counts(summaries: Sequence[Mapping[str, Any]], rows: int) -> tuple[int, ...] | None:
+    """The batch of each of a memory sink's ``rows`` (they stay in batch order) from the rows each batch's progress says it wrote;
+    ``None`` when the progress does not account for every row."""
+    counts = [(int(summary["batch_id"]), int(summary.get("output_rows", -1))) for summary in sorted(summaries, key=lambda summary: summary["batch_id"])]
+    if any(count < 0 for _, count in counts) or sum(count for _, count in counts) != rows:
+        return None
+    return tuple(batch_id for batch_id, count in counts for _ in range(count))
 
 
 def join_state(spark: SparkSession, outcome: JoinOutcome, side: str, batch_id: int) -> pd.DataFrame:

@@ -3,8 +3,11 @@
 :func:`start_live_join` starts a :class:`~streaming.engine.join.JoinConfig`
 whose sides are live (the generator's impressions and clicks,
 :class:`~streaming.engine.join.LiveSide`, or two Kafka topics,
-:class:`~streaming.engine.join.TopicSide`) on a classic session. Each
-micro-batch's rows go to ``foreachBatch`` in this process and into a
+:class:`~streaming.engine.join.TopicSide`). On a classic session each
+micro-batch's rows go to ``foreachBatch`` in this process; on Spark Connect,
+where ``foreachBatch`` runs on the server, to Spark's memory sink, which a
+:class:`~streaming.engine.sinks.MemorySinkReader` reads batch by batch by the
+rows each batch's progress reports. Either way they go into a
 :class:`JoinedRows`, which keeps the latest rows and every batch's counts;
 the batch's progress goes to a :class:`~streaming.engine.progress.ProgressLog`.
 Both are safe to read from any thread while the query runs.
@@ -29,6 +32,7 @@ from .join import EMITTED_COLUMNS, POLICY_CONF, JoinConfig, emitted_counts, join
 from .progress import ProgressListener, ProgressLog
 from .query import StopsInBackground, start_with
 from .session import is_connect
+from .sinks import DEFAULT_MAX_SINK_ROWS, MemorySinkReader
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -91,6 +95,17 @@ class JoinedRows:
             return self._total
 
 
+class _SinkRows:
+    """A :class:`JoinedRows` as the memory sink's reader hands it rows: tuples in the join's ``columns``."""
+
+    def __init__(self, rows: JoinedRows, columns: list[str]) -> None:
+        self._rows = rows
+        self._columns = columns
+
+    def apply(self, batch_id: int, rows: list[tuple]) -> None:
+        self._rows.add(batch_id, pd.DataFrame(rows, columns=self._columns))
+
+
 LiveStatus = Literal["active", "stopped", "failed"]
 
 
@@ -106,6 +121,8 @@ class LiveJoin(StopsInBackground):
     workdir: Path
     started_at: pd.Timestamp
     _listener: ProgressListener = field(repr=False)
+    sink: MemorySinkReader | None = field(default=None, repr=False)
+    """On Spark Connect, the reader of the query's memory sink (``None`` on a classic session)."""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _timer: threading.Timer | None = field(default=None, repr=False)
     _stopper: threading.Thread | None = field(default=None, repr=False)
@@ -138,6 +155,8 @@ class LiveJoin(StopsInBackground):
             return ("stopped", None) if self._stopped else ("failed", "the Spark session this join ran on has ended")
         if exception is not None and not self._stopped:  # a stop interrupts the batch under way, which may end in an error: not a failure
             return "failed", str(exception)
+        if self.sink is not None and self.sink.error is not None:
+            return "failed", self.sink.error
         return "stopped", None
 
     def stop(self) -> None:
@@ -152,6 +171,8 @@ class LiveJoin(StopsInBackground):
                     self.query.stop()
                     self.log.caught_up(self.query, time.monotonic() + 5.0)
             finally:
+                if self.sink is not None:
+                    self.sink.close()  # reads the batches reported last, then drops the sink's view
                 self._listener.unregister(self.name, self.log)
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -163,7 +184,7 @@ class LiveJoin(StopsInBackground):
 
 def start_live_join(
     spark: SparkSession, config: JoinConfig, listener: ProgressListener, *, root: Path | None = None, max_rows: int = DEFAULT_LIVE_ROWS,
-    limit: float | None = None,
+    limit: float | None = None, max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
 ) -> LiveJoin:
     """Start ``config`` (a live join: :attr:`JoinConfig.live`) and return its :class:`LiveJoin`; it runs until :meth:`LiveJoin.stop`.
 
@@ -173,33 +194,40 @@ def start_live_join(
     folder by default) and deleted by :meth:`LiveJoin.stop`. With ``limit``, the
     query stops itself after that many seconds (a page closed without Stop
     leaves nothing running for ever). The watermark
-    ``policy`` is set for this query only. :class:`ConfigError` for a join of
-    files (:func:`~streaming.engine.join.run_join` replays those) and on Spark
-    Connect, whose ``foreachBatch`` runs away from this process.
+    ``policy`` is set for this query only. On Spark Connect the rows go
+    through the memory sink, and the query is stopped (``failed``, saying why)
+    once the sink holds ``max_sink_rows`` rows. :class:`ConfigError` for a join of
+    files (:func:`~streaming.engine.join.run_join` replays those).
     """
     if not config.live:
         raise ConfigError("left", config.left.label, "is not a live stream: run_join replays a join of files")
-    if is_connect(spark):
-        raise ConfigError("session", "Spark Connect", "runs a live join's batch callback on the server: start live joins on a local or cluster session")
     name = f"live_join_{uuid.uuid4().hex[:12]}"
     workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-live-join-", dir=root))
     rows = JoinedRows(config, max_rows)
     log = ProgressLog()
+    sink: MemorySinkReader | None = None
 
     def take(batch: DataFrame, batch_id: int) -> None:
         rows.add(int(batch_id), batch.toPandas())
 
     try:
         frame, _ = join_frame(spark, config, workdir / "staging")
-        writer = frame.writeStream.queryName(name).outputMode("append").option("checkpointLocation", str(workdir / "checkpoint")).foreachBatch(take)
+        writer = frame.writeStream.queryName(name).outputMode("append").option("checkpointLocation", str(workdir / "checkpoint"))
+        if is_connect(spark):
+            sink = MemorySinkReader(spark, name, "append", _SinkRows(rows, frame.columns), log, max_sink_rows=max_sink_rows)
+            writer = sink.attach(writer)
+        else:
+            writer = writer.foreachBatch(take)
         listener.register(name, log)
         query = start_with(spark, writer, {POLICY_CONF: config.policy})
         log.run_id = str(query.runId)
+        if sink is not None:
+            sink.started(query)
     except Exception:
         listener.unregister(name, log)
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    run = LiveJoin(name, config, query, rows, log, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), listener)
+    run = LiveJoin(name, config, query, rows, log, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), listener, sink)
     if limit is not None:
         run._timer = threading.Timer(limit, run._stop_at_limit)
         run._timer.daemon = True

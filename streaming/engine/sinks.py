@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .results import ResultTable
 
 __all__ = [
-    "DEFAULT_MAX_SINK_ROWS", "MAX_SINK_ROWS_VARIABLE", "FoldSink", "MemorySinkReader", "Sink", "TopicSink", "max_sink_rows", "split_batches",
+    "DEFAULT_MAX_SINK_ROWS", "MAX_SINK_ROWS_VARIABLE", "BatchFolder", "FoldSink", "MemorySinkReader", "Sink", "TopicSink", "max_sink_rows", "split_batches",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -62,6 +62,14 @@ sink: measured on a local server, about 1 s for a 16-row read of a 1,300,000-row
 def max_sink_rows(environ: Mapping[str, str]) -> int:
     """The memory sink's row limit on Connect: :data:`MAX_SINK_ROWS_VARIABLE`, default :data:`DEFAULT_MAX_SINK_ROWS`."""
     return count_setting(environ, MAX_SINK_ROWS_VARIABLE, DEFAULT_MAX_SINK_ROWS)
+
+
+class BatchFolder(Protocol):
+    """What takes a micro-batch's output rows once read: a run's :class:`~streaming.engine.results.ResultTable`, a live join's rows."""
+
+    def apply(self, batch_id: int, rows: list[tuple]) -> None:
+        """Take micro-batch ``batch_id``'s rows (as tuples of the output's columns); called once per batch, in batch order."""
+        ...
 
 
 class Sink(Protocol):
@@ -147,7 +155,7 @@ class MemorySinkReader:
     """
 
     def __init__(
-        self, spark: SparkSession, name: str, output_mode: str, table: ResultTable, log: ProgressLog, *,
+        self, spark: SparkSession, name: str, output_mode: str, table: BatchFolder, log: ProgressLog, *,
         interval: float = 0.25, max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
     ) -> None:
         if isinstance(max_sink_rows, bool) or not isinstance(max_sink_rows, int) or max_sink_rows < 1:
