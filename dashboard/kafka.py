@@ -182,6 +182,7 @@ def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_c
         return {}
     names = [name for name, _ in value_columns]
     guessed = _guess(names)
+    _forget_mapping_of_another_topic(prefix, topic)
     values = mapping_widgets([*names, KAFKA_TIMESTAMP, KAFKA_KEY], guessed, prefix=f"{prefix}_map", arrival=False)
     st.caption(f"{KAFKA_TIMESTAMP} is each record's timestamp, {KAFKA_KEY} its key; the record timestamp is the arrival time.")
     with st.expander(f"Sample: the latest {len(messages)} messages of {topic}"):
@@ -191,6 +192,17 @@ def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_c
         except ConfigError as err:
             st.warning(str(err))
     return {"value_columns": value_columns, "mapping": values}
+
+
+def _forget_mapping_of_another_topic(prefix: str, topic: str) -> None:
+    """Let the mapping's widgets start from ``topic``'s guess when the form held another topic's choices: the record's own columns
+    are offered for every topic, so Streamlit would otherwise keep the choice made for the topic before."""
+    shown = f"{prefix}_mapping_of"
+    if st.session_state.get(shown) == topic:
+        return
+    for name in [name for name in st.session_state if str(name).startswith(f"{prefix}_map_")]:
+        del st.session_state[name]
+    st.session_state[shown] = topic
 
 
 def _guess(names: Sequence[str]) -> ColumnMapping:
