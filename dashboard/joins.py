@@ -2,7 +2,8 @@
 
 A side is a folder of the samples (the ad feeds, the sample feeds, the sample
 datasets) or one of the user's datasets: only names the stores list are ever
-opened. The join replays both to their end (:func:`~streaming.engine.join.run_join`),
+opened. Or both sides are Kafka topics, each replayed from its earliest offsets
+to those latest when the join runs. The join replays both to their end (:func:`~streaming.engine.join.run_join`),
 then the page steps through its micro-batches.
 """
 
@@ -26,14 +27,28 @@ from streaming.engine.datasets import DatasetStore, FileFormat, column_names, de
 from streaming.engine.durations import format_duration, parse_duration
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_files
-from streaming.engine.join import JOIN_TYPES, POLICIES, JoinConfig, JoinOutcome, JoinSide, join_state, run_join, side_rows, unmatched_side
+from streaming.engine.join import (
+    JOIN_TYPES,
+    POLICIES,
+    JoinConfig,
+    JoinOutcome,
+    JoinSide,
+    Side,
+    TopicSide,
+    bound_ranges,
+    join_state,
+    run_join,
+    side_rows,
+    unmatched_side,
+)
 
 from .datasets import dataset_store
+from .kafka import kafka_source, kafka_widgets
 from .shared import KEPT, get_registry, get_spark, show_code
 
 __all__ = [
     "DEFAULT_SIDES", "SideChoice", "config_view", "highlight", "join_form", "join_results", "key_view", "policy_widget", "run_join_form", "shared_columns",
-    "side_choices", "side_widgets", "type_and_range", "waiting_view",
+    "side_choices", "side_widgets", "topic_keys", "topic_side_widgets", "type_and_range", "waiting_view", "watermark_widgets",
 ]
 
 OUTCOME = "join_outcome"
@@ -117,9 +132,31 @@ def side_widgets(side: str, choices: dict[str, SideChoice], default: str, prefix
         with st.expander("The table"):
             st.dataframe(_preview(chosen), hide_index=True)
         return chosen, event_time, time_format, None, True
+    return chosen, event_time, time_format, watermark_widgets(side, prefix), False
+
+
+def watermark_widgets(side: str, prefix: str = "join") -> str | None:
+    """Whether ``side`` has a watermark, and its delay as typed (``None``: none); keys ``<prefix>_<side>_use_watermark``, ``…_watermark``."""
     use = st.checkbox("Watermark", value=True, key=f"{prefix}_{side}_use_watermark", **KEPT)
-    watermark = st.text_input("Watermark delay", value=DEFAULTS[f"{side}_watermark"], key=f"{prefix}_{side}_watermark", **KEPT) if use else None
-    return chosen, event_time, time_format, watermark, False
+    return st.text_input("Watermark delay", value=DEFAULTS[f"{side}_watermark"], key=f"{prefix}_{side}_watermark", **KEPT) if use else None
+
+
+def topic_side_widgets(side: str, prefix: str, *, replayed: bool) -> dict[str, Any]:
+    """A topic side's settings (:func:`~dashboard.kafka.kafka_widgets`, one topic), keys ``<prefix>_<side>…``; ``replayed``: a range from
+    the earliest offsets, with a cap a micro-batch."""
+    st.markdown(f"**{side.title()} side: a topic**")
+    st.caption("The join reads the event-time column mapped below, and matches on the keys chosen beside; the other roles play no part.")
+    return kafka_widgets((), f"{prefix}_{side}", replayed=replayed, patterns=False)
+
+
+def topic_keys(params: dict[str, dict[str, Any]], prefix: str) -> tuple[str, ...]:
+    """The join keys among the value columns both topics have (``params``: each side's :func:`topic_side_widgets`), their event times left out;
+    keyed by the two topics, so other topics offer their own keys."""
+    names = [[name for name, _ in params[side].get("value_columns", ())] for side in ("left", "right")]
+    times = {params[side].get("mapping", {}).get("event_time") for side in ("left", "right")}
+    shared = [name for name in names[0] if name in names[1] and name not in times]
+    topics = "_".join(str(params[side].get("topic")) for side in ("left", "right"))
+    return tuple(st.multiselect("Join keys", shared, default=shared[:1], key=f"{prefix}_on_{topics}", help="Value columns named alike on both topics, equal in a match"))
 
 
 def shared_columns(left: SideChoice, right: SideChoice, times: tuple[str, str]) -> list[str]:
@@ -141,20 +178,38 @@ def _preview(choice: SideChoice) -> pd.DataFrame:
 
 
 def join_form() -> dict[str, Any]:
-    """The join's inputs: both sides, the keys, the time range, the type and the watermark policy."""
-    choices = side_choices(dataset_store())
+    """The join's inputs: both sides (two folders, or two topics' ranges), the keys, the time range, the type and the watermark policy."""
+    topics = st.toggle(
+        "Two Kafka topics", key="join_from_topics", **KEPT,
+        help="Each topic's records from its earliest offsets to those latest when the join runs, at most Max offsets per trigger a micro-batch",
+    )
     left_column, right_column, join_column = st.columns(3)
+    if topics:
+        params, watermarks = {}, {}
+        for column, side in ((left_column, "left"), (right_column, "right")):
+            with column, st.container(border=True):
+                params[side] = topic_side_widgets(side, "join_kafka", replayed=True)
+                watermarks[side] = watermark_widgets(side, "join_kafka")
+        with join_column, st.container(border=True):
+            on = topic_keys(params, "join_kafka")
+            join_type, (lower, upper) = type_and_range("join", DEFAULTS)
+            policy = policy_widget("join")
+        return {
+            "topics": params, "watermarks": watermarks, "static": False, "on": on, "join_type": join_type,
+            "within": (lower, upper) if lower.strip() or upper.strip() else None, "policy": policy,
+        }
+    choices = side_choices(dataset_store())
     with left_column, st.container(border=True):
         left, left_time, left_format, left_watermark, _ = side_widgets("left", choices, DEFAULT_SIDES[0])
     with right_column, st.container(border=True):
         right, right_time, right_format, right_watermark, static = side_widgets("right", choices, DEFAULT_SIDES[1])
     with join_column, st.container(border=True):
         shared = shared_columns(left, right, (left_time, right_time))
-        on = st.multiselect("Join keys", shared, default=shared[:1], key=f"join_on_{left.label}_{right.label}", help="Columns named alike on both sides, equal in a match")
+        keys = st.multiselect("Join keys", shared, default=shared[:1], key=f"join_on_{left.label}_{right.label}", help="Columns named alike on both sides, equal in a match")
         join_type, (lower, upper) = type_and_range("join", DEFAULTS, ranged=not static)  # a table's rows match on the keys alone
         policy = policy_widget("join")
     return {
-        "left": (left, left_time, left_format, left_watermark), "right": (right, right_time, right_format, right_watermark), "static": static, "on": tuple(on), "join_type": join_type,
+        "left": (left, left_time, left_format, left_watermark), "right": (right, right_time, right_format, right_watermark), "static": static, "on": tuple(keys), "join_type": join_type,
         "within": (lower, upper) if lower.strip() or upper.strip() else None, "policy": policy,
     }
 
@@ -191,9 +246,13 @@ def config_view(config: JoinConfig, note: str = "") -> None:
 
 
 def join_config(inputs: dict[str, Any]) -> JoinConfig:
-    """The :class:`JoinConfig` of the form; :class:`ConfigError` naming the field."""
-    sides = []
+    """The :class:`JoinConfig` of the form; :class:`ConfigError` naming the field. Topics are read from their earliest offsets: the run
+    bounds them (:func:`~streaming.engine.join.bound_ranges`)."""
+    sides: list[Side] = []
     for side in ("left", "right"):
+        if "topics" in inputs:
+            sides.append(TopicSide(kafka_source(inputs["topics"][side]), inputs["watermarks"][side], side=side))
+            continue
         choice, event_time, time_format, watermark = inputs[side]
         sides.append(JoinSide(choice.folder, event_time, watermark, choice.file_format, time_format, side=side, static=side == "right" and inputs["static"]))
     return JoinConfig(sides[0], sides[1], on=inputs["on"], within=inputs["within"], join_type=inputs["join_type"], policy=inputs["policy"])
@@ -215,7 +274,7 @@ def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
     folder = Path(tempfile.mkdtemp(prefix=KEPT_PREFIX))
     try:
         with st.spinner("Replaying both sides through the join…"):
-            outcome = run_join(registry.spark, config, registry.listener, keep=folder)
+            outcome = run_join(registry.spark, bound_ranges(config), registry.listener, keep=folder)
     except Exception as err:  # noqa: BLE001 - a refusal or a failed query shows as a message, never a traceback
         shutil.rmtree(folder, ignore_errors=True)
         st.error(f"{'Cannot run this join' if isinstance(err, ConfigError) else 'The join failed'}: {brief(str(err))}")
@@ -297,6 +356,11 @@ def join_results() -> None:
     last = int(timeline["batch_id"].max()) if len(timeline) else 0
     left, right = config.left.label, config.right.label
     st.subheader(f"{len(outcome.result):,} rows over {len(timeline)} micro-batches")
+    for label in outcome.unplanned():
+        st.warning(
+            f"{label} received records while the join replayed it: Spark's available-now replay read those too and cut its micro-batches "
+            "differently from the range's plan, which the rows' batches below and the tuner's model follow. Run the join again on a still topic."
+        )
     batch = int(st.columns([1, 3])[0].number_input("Micro-batch", min_value=0, max_value=last, value=last, step=1, key="join_batch"))
     st.markdown(batch_caption(outcome.config, timeline, batch))
     charts = st.columns(2)
@@ -328,7 +392,7 @@ def _side_rows(outcome: JoinOutcome) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both sides' input rows with the batch each arrives in, read once per join of the session."""
     rows = st.session_state.setdefault(STATES, {})
     if "rows" not in rows:
-        rows["rows"] = tuple(side_rows(get_spark(), side) for side in outcome.config.sides)
+        rows["rows"] = tuple(side_rows(get_spark(), side, outcome.plans.get(side.side)) for side in outcome.config.sides)
     return rows["rows"]
 
 
@@ -374,7 +438,7 @@ def tuner_view(outcome: JoinOutcome) -> None:
     left, right = config.left.label, config.right.label
     st.subheader("Tune the two delays")
     st.caption(
-        "The join model replays the same files under every pair of delays in seconds and measures the joined pairs against the exact join "
+        "The join model replays the same micro-batches under every pair of delays in seconds and measures the joined pairs against the exact join "
         "of all rows; it recommends the pair that reaches the target with the smallest state, and Spark confirms it."
     )
     columns = st.columns(3)
@@ -388,11 +452,15 @@ def tuner_view(outcome: JoinOutcome) -> None:
         return
     asked = (config, tuple(left_delays), tuple(right_delays))
     if st.button("Sweep these delays", key="join_tune_run"):
-        left_rows, right_rows = _side_rows(outcome)
+        try:
+            left_rows, right_rows = _side_rows(outcome)
+        except Exception as err:  # noqa: BLE001 - files that changed, or a broker gone since the join ran, show as a message
+            st.error(f"Cannot read the sides' rows again: {brief(str(err))}")
+            return
         with st.spinner("The join model replays every pair…"):
             sweep = model_sweep(
                 left_rows, right_rows, config.left.event_time, config.right.event_time, config.on, config.bounds_ms, config.join_type,
-                left_delays, right_delays, config.policy, _files(config),
+                left_delays, right_delays, config.policy, outcome.data_batches,
             )
         st.session_state[SWEEP] = (asked, sweep)
     swept = st.session_state.get(SWEEP)
@@ -453,12 +521,7 @@ def _side_state(outcome: JoinOutcome) -> list[tuple[int, int]] | None:
             return None
         model = model_join(
             left_rows, right_rows, config.left.event_time, config.right.event_time, config.on, config.bounds_ms, config.join_type,
-            (config.left.watermark_ms, config.right.watermark_ms), config.policy, _files(config),
+            (config.left.watermark_ms, config.right.watermark_ms), config.policy, outcome.data_batches,
         )
         cache["side_state"] = list(model.side_state_rows)
     return cache["side_state"]
-
-
-def _files(config: JoinConfig) -> int:
-    """The files of the side with the most: the micro-batches that bring data."""
-    return max((len(side.files()) for side in config.sides if isinstance(side, JoinSide)), default=0)

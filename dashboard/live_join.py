@@ -23,8 +23,8 @@ from streaming.engine.live_join import LiveJoin, start_live_join
 from streaming.engine.sources.ads import AdStreams
 from streaming.engine.state import join_side_state
 
-from .joins import config_view, highlight, policy_widget, type_and_range
-from .kafka import kafka_source, kafka_widgets
+from .joins import config_view, highlight, policy_widget, topic_keys, topic_side_widgets, type_and_range
+from .kafka import kafka_source
 from .shared import KEPT, REFRESH_SECONDS, get_registry, get_spark, show_code
 
 __all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "live_timeline", "run_live_join_form", "run_state", "running_note", "waiting_now"]
@@ -58,12 +58,6 @@ def _pair_widgets() -> dict[str, Any]:
     }
 
 
-def _topic_widgets(side: str) -> dict[str, Any]:
-    st.markdown(f"**{side.title()} side: a topic**")
-    st.caption("The join reads the event-time column mapped below, and matches on the keys chosen beside; the other roles play no part.")
-    return kafka_widgets((), f"live_join_{side}", patterns=False)
-
-
 def live_join_form() -> dict[str, Any]:
     """The live sides' inputs (the generator's pair, or two topics) and the join's (keys, type, range, a watermark per side, policy)."""
     kind = st.radio("Live sides", KINDS, horizontal=True, key="live_join_kind", **KEPT)
@@ -72,22 +66,16 @@ def live_join_form() -> dict[str, Any]:
         pair, query = st.columns(2)
         with pair, st.container(border=True):
             inputs["streams"] = _pair_widgets()
-        labels, shared = ("Impressions", "Clicks"), None
+        labels = ("Impressions", "Clicks")
     else:
         left, right, query = st.columns(3)
         for column, side in ((left, "left"), (right, "right")):
             with column, st.container(border=True):
-                inputs[side] = _topic_widgets(side)
+                inputs[side] = topic_side_widgets(side, "live_join", replayed=False)
         labels = ("Left", "Right")
-        names = [[name for name, _ in inputs[side].get("value_columns", ())] for side in SIDES]
-        times = {inputs[side].get("mapping", {}).get("event_time") for side in SIDES}
-        shared = [name for name in names[0] if name in names[1] and name not in times]
     with query, st.container(border=True):
-        if shared is not None:
-            topics = "_".join(str(inputs[side].get("topic")) for side in SIDES)  # other topics, other keys to choose from
-            inputs["on"] = tuple(st.multiselect(
-                "Join keys", shared, default=shared[:1], key=f"live_join_on_{topics}", help="Value columns named alike on both topics, equal in a match",
-            ))
+        if kind == TOPICS:
+            inputs["on"] = topic_keys({side: inputs[side] for side in SIDES}, "live_join")
         inputs["join_type"], inputs["within"] = type_and_range("live_join", DEFAULTS)
         inputs["watermarks"] = {}
         for column, side, label in zip(st.columns(2), SIDES, labels):
@@ -141,7 +129,7 @@ def run_live_join_form(inputs: dict[str, Any], ready: bool) -> tuple[LiveJoin, t
             run.stop_soon()
         registry = get_registry()
         try:
-            run = start_live_join(registry.spark, config, registry.listener, limit=LIMIT_SECONDS)
+            run = start_live_join(registry.spark, config, registry.listener, limit=LIMIT_SECONDS, max_sink_rows=registry.max_sink_rows)
         except Exception as err:  # noqa: BLE001 - a refusal or a failure to start shows as a message, never a traceback
             st.error(f"{'Cannot run this join' if isinstance(err, ConfigError) else 'The join failed to start'}: {brief(str(err))}")
             st.session_state.pop(RUN, None)

@@ -1021,7 +1021,8 @@ def _join_side(of: Side) -> dict[str, object]:
     if isinstance(of, LiveSide):
         return {"kind": "ads", "stream": of.stream, "time": of.event_time, "watermark": watermark}
     source = of.source
-    return {"kind": "topic", "options": source.options(), "value_format": source.value_format, "value_schema": source.value_ddl(),
+    end = None if source.end_offsets is None else {str(partition): offset for partition, offset in source.end_offsets}
+    return {"kind": "topic", "options": source.options(), "end_offsets": end, "value_format": source.value_format, "value_schema": source.value_ddl(),
             "value_time": source.columns.event_time, "time_format": source.columns.time_format, "time": of.event_time, "watermark": watermark}
 
 
@@ -1137,6 +1138,9 @@ _TOPIC_SIDE_CODE = (
     "    record's own timestamp is the event time when `value_time` names it (the column then called `<side>_kafka_timestamp`).",
     '    """',
     "    raw = spark.readStream.format('kafka').options(**side['options']).load()",
+    "    if side['end_offsets'] is not None:  # a range: its records before these offsets (partition -> offset) only",
+    "        before = [(F.col('partition') == int(partition)) & (F.col('offset') < offset) for partition, offset in side['end_offsets'].items()]",
+    "        raw = raw.where(functools.reduce(operator.or_, before))",
     "    text = F.col('value').cast('string')",
     "    parse = {'mode': 'PERMISSIVE', 'columnNameOfCorruptRecord': '_corrupt_record'}",
     "    parsed = F.from_json(text, side['value_schema'], parse) if side['value_format'] == 'json' else F.from_csv(text, side['value_schema'], parse)",
@@ -1155,15 +1159,19 @@ _SIDE_CODE = {"files": _FILE_SIDE_CODE, "ads": _ADS_SIDE_CODE, "topic": _TOPIC_S
 _SIDE_READERS = {"files": "file_stream", "ads": "ad_stream", "topic": "topic_stream"}
 
 
+_SIDE_NAMES = {
+    "ads": "the generator's impressions and clicks (Spark's rate source)",
+    "topic": "Kafka topics (Spark's Kafka connector, see CONNECTOR)",
+    "files": "files",
+}
+
+
 def _join_header(config: JoinConfig, kinds: list[str]) -> str:
+    read = " and ".join(_SIDE_NAMES[kind] for kind in dict.fromkeys(kinds))
     if config.live:
-        read = " and ".join(
-            {"ads": "the generator's impressions and clicks (Spark's rate source)", "topic": "Kafka topics (Spark's Kafka connector, see CONNECTOR)"}[kind]
-            for kind in dict.fromkeys(kinds)
-        )
         how = f"live: {read}.\nIt runs until you stop it with Ctrl-C; joined rows go to the console."
     else:
-        how = "replayed file by file."
+        how = f"replayed micro-batch by micro-batch: {read} (file i, or a topic range's i-th slice, in micro-batch i)."
     return _block(f'"""Streaming Lab export: a stream-stream join ({config.join_type}), {how}\n\nRun: python this_file.py\n"""', "")
 
 
@@ -1261,7 +1269,7 @@ def join_code(config: JoinConfig) -> str:
 
 def _replayed_join_run() -> str:
     return _block(
-        _rule("Run: every file of both sides, then print the joined rows"),
+        _rule("Run: both sides to their end, then print the joined rows"),
         "rows = []",
         "query = (",
         "    joined.writeStream.outputMode('append').option('checkpointLocation', str(WORKDIR / 'checkpoint'))",

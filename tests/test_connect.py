@@ -190,8 +190,10 @@ finally:
     spark.streams.removeListener(listener)  # a Connect client with a listener left does not exit
 rows = run.rows.latest()
 pairs = rows[rows["click_time"].notna()]
+tagged = outcome.with_batches()
 print("RESULT " + json.dumps({
-    "emitted": None if outcome.emitted is None else list(outcome.emitted), "records": outcome.result_records(),
+    "tagged": sorted([str(key), str(at), int(batch)] for key, at, batch in zip(tagged["impression_id"], tagged["click_time"], tagged["_batch"])),
+    "records": outcome.result_records(), "behind_s": time.time() - rows["impression_time"].max().timestamp(),
     "status": run.status, "error": run.error, "total": run.rows.total, "left_unmatched": int(run.rows.emitted()["left_unmatched"].sum()),
     "reported": sum(int(summary["output_rows"]) for summary in run.log.summaries()), "batches": len(run.log.summaries()),
     "counted_batches": len(run.rows.emitted()), "waiting": len(waiting),
@@ -217,7 +219,8 @@ def test_joins_over_connect_come_back_batch_by_batch_through_the_memory_sink(con
     write_ad_feeds(spec, tmp_path / "impressions", tmp_path / "clicks")
     client = subprocess.Popen(
         [sys.executable, "-c", JOINS_OVER_CONNECT, str(tmp_path / "impressions"), str(tmp_path / "clicks")], cwd=ROOT,
-        env={**os.environ, "SPARK_REMOTE": connect_server.url, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "SPARK_REMOTE": connect_server.url, "PYTHONPATH": str(ROOT), "TZ": "America/New_York"},  # a client off UTC
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:  # the classic replay runs while the client starts
         config = JoinConfig(JoinSide(tmp_path / "impressions", "impression_time", "20 seconds", side="left"),
@@ -228,8 +231,11 @@ def test_joins_over_connect_come_back_batch_by_batch_through_the_memory_sink(con
         stdout, stderr = client.communicate(timeout=CONNECT_TIMEOUT)
     assert client.returncode == 0, stderr[-3000:]
     seen = printed_result(stdout)
-    assert seen["records"] == classic.result_records() and seen["emitted"] is not None
-    assert sorted(seen["emitted"]) == sorted(classic.emitted) and any(batch > 0 for batch in seen["emitted"])  # rows in batch order on each
+    tagged = classic.with_batches()
+    assert seen["records"] == classic.result_records()
+    assert seen["tagged"] == sorted([str(key), str(at), int(batch)] for key, at, batch in zip(tagged["impression_id"], tagged["click_time"], tagged["_batch"]))
+    assert len({batch for *_, batch in seen["tagged"]}) > 1  # each row in the batch that emitted it, as on the classic session
+    assert 0 <= seen["behind_s"] < 120  # the live rows' times are UTC, as the watermarks are, though the client's clock is not
     assert (seen["status"], seen["error"]) == ("stopped", None)
     assert seen["total"] == seen["reported"] > 0 and seen["counted_batches"] == seen["batches"]  # every batch read back, none twice
     assert seen["left_unmatched"] > 0 and seen["waiting"] > 0

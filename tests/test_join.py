@@ -518,3 +518,22 @@ def test_joins_that_cannot_be_compared_are_refused_naming_the_config_and_field(a
         with pytest.raises(ConfigError) as refused:
             compare_joins(None, configs, None)  # type: ignore[arg-type]
         assert refused.value.field == field
+
+
+def test_a_range_s_records_fall_in_their_planned_batches_and_a_range_needs_a_start(ads) -> None:
+    """Pure: a record belongs to the first planned batch whose end in its partition lies past it; Connect's rows are cut by the progress
+    counts only when they account for every row; a topic range starting at the latest offsets is refused."""
+    from streaming.engine.join import TopicSide, _emitted_by_counts, bound_ranges
+    from streaming.engine.sources.kafka import KafkaSource, batch_of_offsets, planned_batches
+
+    plan = planned_batches({0: 0, 1: 10}, {0: 5, 1: 13}, 4)  # partition 0 holds 5 records, partition 1 three
+    assert plan == [({0: 0, 1: 10}, {0: 2, 1: 11}), ({0: 2, 1: 11}, {0: 4, 1: 12}), ({0: 4, 1: 12}, {0: 5, 1: 13})]
+    assert batch_of_offsets([0, 0, 0, 0, 0, 1, 1, 1, 1], [0, 1, 2, 3, 4, 10, 11, 12, 13], [to for _, to in plan]) == [0, 0, 1, 1, 2, 0, 1, 2, -1]
+    summaries = [{"batch_id": 1, "output_rows": 2}, {"batch_id": 0, "output_rows": 1}]
+    assert _emitted_by_counts(summaries, 3) == (0, 1, 1)
+    assert _emitted_by_counts(summaries, 4) is None and _emitted_by_counts([{"batch_id": 0, "output_rows": -1}], 0) is None
+    values = (("impression_id", "string"), ("impression_time", "string"))
+    with pytest.raises(ConfigError) as refused:
+        TopicSide(KafkaSource("127.0.0.1:9092", "ads", values, starting_offsets="latest", end_offsets=((0, 10),)), side="left")
+    assert refused.value.field == "left.source.starting_offsets"
+    assert bound_ranges(config_of(ads)) == config_of(ads)  # files: nothing to bound

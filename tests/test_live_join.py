@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import console_definitions, wait_for
+from conftest import console_definitions, printed_result, run_program, wait_for
 from streamlit.testing.v1 import AppTest
 
 from dashboard import shared
@@ -58,6 +58,10 @@ def test_each_click_follows_its_impression_by_the_drawn_delay_and_the_pair_is_th
     again, _ = _pair_rows(spark, AdStreams(impressions_per_second=100, click_through=0.5, mean_click_delay="4 seconds", max_click_delay="12 seconds",
                                            max_lag="3 seconds", late_share=0.1, late_delay="30 seconds", ads=7, seed=3), 120)
     pd.testing.assert_frame_equal(impressions, again)
+    late, _ = _pair_rows(spark, AdStreams(max_lag="2 seconds", late_share=0.1, late_delay="30 seconds"), 60)
+    behind = (pd.to_datetime(BASE_MS, unit="ms") - late["impression_time"]).dt.total_seconds()  # arrival is at BASE_MS + value / rate
+    behind += late.index / 50
+    assert behind.between(0, 32.01).all() and 0.05 < (behind > 29.99).mean() < 0.15
 
 
 def test_show_code_of_a_live_pair_makes_the_pairs_rows_and_joins_them_as_the_lab_does(spark) -> None:
@@ -71,7 +75,7 @@ def test_show_code_of_a_live_pair_makes_the_pairs_rows_and_joins_them_as_the_lab
     config = JoinConfig(LiveSide(streams, "impressions", "10 seconds"), LiveSide(streams, "clicks", "5 seconds", side="right"), on=("impression_id",),
                         within=("0 seconds", "20 seconds"), join_type="left_outer", policy="max")
     code = join_code(config)
-    assert "rate" in code and "kafka" not in code.lower() and "RESULT_PREFIX" not in code
+    assert "format('rate')" in code and "kafka" not in code.lower() and "RESULT_PREFIX" not in code
     program = console_definitions(spark, code)
     try:
         assert program["joined"].isStreaming and program["LEFT"]["watermark"] == "10 seconds" and program["POLICY"] == "max"
@@ -84,10 +88,6 @@ def test_show_code_of_a_live_pair_makes_the_pairs_rows_and_joins_them_as_the_lab
         assert lab[1]["impression_id"].isna().any() and lab[1]["impression_id"].notna().any()
     finally:
         shutil.rmtree(program["WORKDIR"], ignore_errors=True)
-    late, _ = _pair_rows(spark, AdStreams(max_lag="2 seconds", late_share=0.1, late_delay="30 seconds"), 60)
-    behind = (pd.to_datetime(BASE_MS, unit="ms") - late["impression_time"]).dt.total_seconds()  # arrival is at BASE_MS + value / rate
-    behind += late.index / 50
-    assert behind.between(0, 32.01).all() and 0.05 < (behind > 29.99).mean() < 0.15
 
 
 def test_live_sides_are_refused_where_they_do_not_fit(tmp_path) -> None:
@@ -257,6 +257,45 @@ def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_nu
         spark.streams.removeListener(listener)
 
 
+def test_two_topic_ranges_are_replayed_batch_by_batch_as_the_join_model_says(spark, registry, kafka_broker, ad_topics) -> None:
+    """Each topic bounded at its end and cut into batches of at most its cap: Spark's batches, watermarks, drops, state, pairs and NULL rows
+    (with the batch of each) are the join model's over the ranges' rows, each in its planned batch."""
+    from dataclasses import replace
+
+    from streaming.analysis.join_model import model_join
+    from streaming.engine.join import side_rows
+    from streaming.engine.topics import describe_topic
+
+    sides = [
+        replace(side, source=replace(side.source, end_offsets=describe_topic(kafka_broker.bootstrap, side.source.topic).end_offsets(), max_offsets_per_trigger=cap))
+        for side, cap in zip(_topic_sides(spark, kafka_broker, ad_topics), (150, 40))
+    ]
+    config = JoinConfig(sides[0], sides[1], on=("impression_id",), within=("0 seconds", "2 minutes"), join_type="left_outer")
+    clicks = len(ad_topics["right"][1])
+    assert not config.live and [len(side.planned()) for side in config.sides] == [4, -(-clicks // 40)]
+    outcome = run_join(spark, config, registry.listener, timeout=300)
+    assert outcome.data_batches == -(-clicks // 40) and outcome.unplanned() == []
+    left, right = (side_rows(spark, side, outcome.plans[side.side]) for side in config.sides)
+    assert sorted(left["batch"].value_counts().to_dict().items()) == [(0, 150), (1, 150), (2, 150), (3, 150)]
+    model = model_join(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, "left_outer", (60_000, 30_000), "min",
+                       outcome.data_batches)
+    assert model.batches == len(outcome.summaries) >= 5
+    marks = [None if pd.isna(summary["watermark"]) else int(pd.Timestamp(summary["watermark"]).value // 1_000_000) for summary in outcome.summaries]
+    assert list(model.watermarks) == marks
+    assert sum(len(rows) for rows in model.dropped.values()) == outcome.rows_dropped_by_watermark
+    assert list(model.state_rows) == [summary["state_rows_total"] for summary in outcome.summaries]
+    emitted = outcome.result.assign(batch=outcome.emitted)
+    joined = emitted[emitted["click_time"].notna()]
+    assert sorted((left.loc[row, "impression_id"], right.loc[other, "click_time"]) for row, other in model.pairs) == sorted(
+        zip(joined["impression_id"], joined["click_time"])
+    )
+    alone = emitted[emitted["click_time"].isna()]
+    assert sorted((left.loc[row, "impression_id"], batch) for row, batch in model.nulls["left"].items()) == sorted(zip(alone["impression_id"], alone["batch"]))
+    assert len(alone) > 0
+    exported = printed_result(run_program(spark, join_code(config)))  # Show code: the same ranges, cut the same way
+    assert exported == outcome.result_records()
+
+
 def test_show_code_of_two_topics_joins_their_records_as_the_lab_does(spark, kafka_broker, ad_topics) -> None:
     """The exported program's join of the ad topics (its definitions run on this session, then to their end): the exact pairs."""
     import shutil
@@ -274,6 +313,7 @@ def test_show_code_of_two_topics_joins_their_records_as_the_lab_does(spark, kafk
         rows = spark.table("exported_topic_join").toPandas()
     finally:
         query.stop()
+        spark.catalog.dropTempView("exported_topic_join")
         shutil.rmtree(program["WORKDIR"], ignore_errors=True)
     exact = _exact_pairs(ad_topics, "2 minutes")
     assert list(rows.columns) == join_frame(spark, config, Path(program["WORKDIR"]))[0].columns  # a topic's time column comes last
@@ -336,3 +376,36 @@ def test_the_joins_page_joins_two_topics_live(kafka_broker, ad_topics) -> None:
     assert at.multiselect(key=f"live_join_on_{ad_topics['left'][0]}_{ad_topics['right'][0]}").value == ["impression_id"]
     with started(at) as (_, metrics):
         assert int(metrics[f"{ad_topics['left'][0]} in"].replace(",", "")) == len(ad_topics["left"][1])
+
+
+def test_the_joins_page_replays_two_topic_ranges_and_tunes_their_delays(kafka_broker, ad_topics) -> None:
+    """Replay mode on two topics: each is bounded at its end when the join runs and read 100 records a batch; the tuner's sweep over their
+    rows is confirmed by Spark on the same records."""
+    import re
+
+    at = AppTest.from_file(str(APP), default_timeout=180).run()
+    shared.session_starter().wait(180)
+    at = at.switch_page(shared.JOINS_PAGE).run()
+    at.toggle(key="join_from_topics").set_value(True).run()
+    for side, _, time, _ in AD_SIDES:
+        at.text_input(key=f"join_kafka_{side}_bootstrap").set_value(kafka_broker.bootstrap).run()
+        at.selectbox(key=f"join_kafka_{side}_topic").set_value(ad_topics[side][0]).run()
+        assert at.selectbox(key=f"join_kafka_{side}_map_event_time").value == time and at.number_input(key=f"join_kafka_{side}_max_offsets").value == 100
+    assert at.multiselect(key=f"join_kafka_on_{ad_topics['left'][0]}_{ad_topics['right'][0]}").value == ["impression_id"]
+    at.button(key="join_run").click().run()
+    assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
+    outcome = at.session_state["join_outcome"]
+    assert all(side.bounded for side in outcome.config.sides) and len(outcome.summaries) >= len(ad_topics["left"][1]) // 100
+    assert outcome.result["click_time"].notna().any() and f"{len(outcome.result):,} rows over {len(outcome.summaries)} micro-batches" in [
+        header.value for header in at.subheader
+    ]
+    at.text_input(key="join_tune_left").set_value("0 seconds, 1 minute").run()
+    at.text_input(key="join_tune_right").set_value("0 seconds, 30 seconds").run()
+    at.button(key="join_tune_run").click().run()
+    assert len(at.session_state["join_sweep"][1]) == 4
+    at.button(key="join_tune_confirm").click().run()
+    assert not at.exception, at.exception
+    (confirmed,) = [success.value for success in at.success]
+    spark_share, model_share = re.search(r"\(([\d.]+)%; the model said ([\d.]+)%\)", confirmed).groups()
+    spark_state, model_state = re.search(r"at most ([\d,]+) rows in state \(the model said ([\d,]+)\)", confirmed).groups()
+    assert spark_share == model_share and spark_state == model_state, confirmed

@@ -5,7 +5,7 @@ import streamlit as st
 from dashboard import joins, live_join
 from dashboard.shared import KEPT, session_ready
 
-REPLAY, LIVE = "Replay two feeds or datasets", "Live: generated or Kafka streams"
+REPLAY, LIVE = "Replay two feeds, datasets or topic ranges", "Live: generated or Kafka streams"
 
 st.title("Joins")
 st.caption(
@@ -13,7 +13,7 @@ st.caption(
     "an outer join then emits it with NULLs for the other side."
 )
 ready = session_ready()
-mode = st.radio("Sides", (REPLAY, LIVE), horizontal=True, key="join_mode", **KEPT, help="A replay reads file i of each side in micro-batch i; live streams run until stopped")
+mode = st.radio("Sides", (REPLAY, LIVE), horizontal=True, key="join_mode", **KEPT, help="A replay reads file i (or a topic range's i-th slice) of each side in micro-batch i; live streams run until stopped")
 if mode == REPLAY:
     live_join.running_note()
     inputs = joins.join_form()

@@ -24,7 +24,7 @@ The model follows Spark's rules (held to Spark by the tests, as
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -258,7 +258,7 @@ def joined_completeness(
 ) -> tuple[int, int]:
     """``(found, exact)``: the exact join's pairs a join's ``result`` rows hold (a pair told by its keys and both times), and how many there
     are. A left semi join's ``result`` has the left side's columns only: its left rows that have a match in the exact join, told by their
-    keys and time, are counted instead."""
+    keys and time and counted as many times as they occur (as :func:`model_sweep` counts them), are counted instead."""
     left, right = left.reset_index(drop=True), right.reset_index(drop=True)
     exact = exact_pairs(left, right, left_time, right_time, on, bounds_ms)
     semi = right_time not in result.columns
@@ -267,9 +267,10 @@ def joined_completeness(
         return (*(str(key) for key in keys), *(pd.Timestamp(at) for at in times))
 
     times = [left_time] if semi else [left_time, right_time]
-    wanted = {
-        told([left.loc[row, key] for key in on], left.loc[row, left_time], *([] if semi else [right.loc[other, right_time]])) for row, other in exact
-    }
     both = result[result[times].notna().all(axis=1)]
-    found = {told(values[:len(on)], *values[len(on):]) for values in both[[*on, *times]].itertuples(index=False, name=None)}
-    return len(wanted & found), len(wanted)
+    found = Counter(told(values[:len(on)], *values[len(on):]) for values in both[[*on, *times]].itertuples(index=False, name=None))
+    if semi:
+        wanted = Counter(told([left.loc[row, key] for key in on], left.loc[row, left_time]) for row in {row for row, _ in exact})
+    else:
+        wanted = Counter({told([left.loc[row, key] for key in on], left.loc[row, left_time], right.loc[other, right_time]): 1 for row, other in exact})
+    return sum((wanted & found).values()), sum(wanted.values())

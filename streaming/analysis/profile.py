@@ -29,7 +29,7 @@ from ..engine.config import FeedSource
 from ..engine.durations import parse_duration
 from ..engine.feeds import feed_events
 from ..engine.preview import dataset_schema, read_dataset, stream_schema
-from ..engine.sources.kafka import KAFKA_TIMESTAMP, KafkaSource
+from ..engine.sources.kafka import KAFKA_TIMESTAMP, KafkaSource, batch_of_offsets
 from ..engine.times import time_column
 from .lateness import lateness, lateness_summary
 
@@ -151,16 +151,9 @@ def topic_events_of(spark: SparkSession, source: KafkaSource, batches: Sequence[
         F.unix_micros(event_time).alias("event_us"), key, F.unix_micros(KAFKA_TIMESTAMP).alias("arrival_us"), "kafka_partition", "kafka_offset"
     ).toPandas()
     rows = read[read["event_us"].notna() & read["key"].notna()]
-    batch_of = np.full(len(rows), -1, dtype="int64")
-    partitions = rows["kafka_partition"].to_numpy()
-    offsets = rows["kafka_offset"].to_numpy()
+    index = np.array(batch_of_offsets(rows["kafka_partition"].to_numpy(), rows["kafka_offset"].to_numpy(), [until for _, _, until in batches]), dtype="int64")
     ids = np.array([batch_id for batch_id, _, _ in batches], dtype="int64")
-    for partition in np.unique(partitions):
-        ends = np.array([until.get(int(partition), 0) for _, _, until in batches], dtype="int64")
-        mine = partitions == partition
-        found = np.searchsorted(np.maximum.accumulate(ends), offsets[mine], side="right")
-        batch_of[mine] = np.where(found < len(ids), ids[np.minimum(found, len(ids) - 1)], -1)
-    rows = rows.assign(file_index=batch_of)
+    rows = rows.assign(file_index=np.where(index >= 0, ids[np.maximum(index, 0)], -1))
     rows = rows[rows["file_index"] >= 0].sort_values(["file_index", "kafka_partition", "kafka_offset"])
     return pd.DataFrame(
         {
@@ -180,12 +173,9 @@ def replayed_topic_events(spark: SparkSession, source: KafkaSource) -> tuple[pd.
     (:func:`~streaming.engine.sources.kafka.planned_batches`); ``events`` as
     :func:`topic_events_of` gives them.
     """
-    from ..engine.sources.kafka import planned_batches
-    from ..engine.topics import describe_topic
+    from ..engine.topics import planned_range
 
-    info = describe_topic(source.bootstrap, source.topic)
-    ends = dict(source.end_offsets) if source.end_offsets is not None else dict(info.end_offsets())
-    planned = planned_batches({partition.partition: partition.earliest for partition in info.partitions}, ends, source.max_offsets_per_trigger)
+    planned = planned_range(source)
     return topic_events_of(spark, source, [(number, start, end) for number, (start, end) in enumerate(planned)]), len(planned)
 
 

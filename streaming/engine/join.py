@@ -39,7 +39,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from operator import and_
 from pathlib import Path
@@ -62,7 +62,7 @@ from .session import is_connect
 from .sources import FILE_FORMATS
 from .sources.ads import AD_STREAMS, AdStream, AdStreams
 from .sources.dataset import file_stream
-from .sources.kafka import KAFKA_TIMESTAMP, KafkaSource
+from .sources.kafka import KAFKA_TIMESTAMP, KafkaSource, batch_of_offsets
 from .sources.replayer import FeedReplayer
 from .state import join_side_state
 from .times import check_time_fit, check_time_format, quoted, time_column
@@ -85,7 +85,9 @@ __all__ = [
     "Side",
     "TopicSide",
     "WatermarkPolicy",
+    "bound_ranges",
     "emitted_counts",
+    "is_live",
     "join_columns",
     "join_frame",
     "join_state",
@@ -237,7 +239,7 @@ class LiveSide(_Delayed):
 
 @dataclass(frozen=True)
 class TopicSide(_Delayed):
-    """One side of a live join: a Kafka topic's records (:class:`~streaming.engine.sources.kafka.KafkaSource`), read as they come.
+    """One side of a join: a Kafka topic's records (:class:`~streaming.engine.sources.kafka.KafkaSource`), read as they come, or replayed.
 
     Each record is a row of its value's columns; the event time is the column
     the source's mapping names (``source.columns.event_time``: a value column,
@@ -246,6 +248,14 @@ class TopicSide(_Delayed):
     be joined. A record whose value does not parse has no event time: it is
     counted as malformed and left out. The record's key and the mapping's
     other roles play no part: a join matches on the columns it is given.
+
+    With ``source.end_offsets`` the side is a range that is **replayed**
+    (:attr:`bounded`): its records from the start (earliest offsets, or the
+    first at ``source.starting_timestamp``) to those offsets, in the
+    micro-batches an available-now query cuts them into, at most
+    ``source.max_offsets_per_trigger`` records a batch
+    (:func:`~streaming.engine.sources.kafka.planned_batches`): micro-batch
+    ``i`` reads the ``i``-th, as a side of files reads its ``i``-th file.
     """
 
     source: KafkaSource
@@ -258,9 +268,16 @@ class TopicSide(_Delayed):
             raise ConfigError(f"{self.side}.source", self.source, "must be a Kafka topic (KafkaSource)")
         if self.source.pattern:
             raise ConfigError(f"{self.side}.source", self.source.topic, "is a pattern of topics: a join side reads one topic")
+        if self.bounded and self.source.starting_offsets == "latest" and self.source.starting_timestamp is None:
+            raise ConfigError(f"{self.side}.source.starting_offsets", "latest", "leaves nothing to replay: a range starts at the earliest offsets or a time")
 
     static = False
     """A topic is a stream."""
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the side is a range of the topic, replayed to its end (``source.end_offsets`` set), rather than read as it comes."""
+        return self.source.end_offsets is not None
 
     @property
     def event_time(self) -> str:
@@ -271,21 +288,55 @@ class TopicSide(_Delayed):
     def label(self) -> str:
         return self.source.topic
 
-    def read(self, spark: SparkSession) -> DataFrame:
-        """The topic's records as rows of the value's columns (and the event time, parsed; null for a malformed record)."""
+    def columns(self, decoded: DataFrame) -> list[Column]:
+        """The side's columns of :meth:`~streaming.engine.sources.kafka.KafkaSource.decoded` records: the value's, then the event time
+        (parsed; null for a malformed record)."""
         from pyspark.sql import functions as F
 
-        require_connector()
         source, mapped = self.source, self.source.columns.event_time
-        decoded = source.decoded(spark.readStream.format("kafka").options(**source.options()).load())
         parsed = F.when(~F.col("malformed"), time_column(mapped, source.columns.time_format, source.schema[mapped], f"{self.side}.time_format"))
         names = [name for name, _ in source.value_columns if name != mapped]
-        return decoded.select(*[F.col(quoted(name)) for name in names], parsed.alias(self.event_time))
+        return [*(F.col(quoted(name)) for name in names), parsed.alias(self.event_time)]
+
+    def read(self, spark: SparkSession) -> DataFrame:
+        """The topic's records as rows of the value's columns and the event time; a range's records only (:attr:`bounded`)."""
+        require_connector()
+        decoded = self.source.decoded(self.source.within_end(spark.readStream.format("kafka").options(**self.source.options()).load()))
+        return decoded.select(*self.columns(decoded))
+
+    def planned(self) -> list[tuple[dict[int, int], dict[int, int]]]:
+        """A range's micro-batches, ``(from, to)`` offsets (partition → offset) each, as an available-now replay reads them (asks the brokers
+        where the range starts); :class:`ConfigError` for a side that is not :attr:`bounded`."""
+        from .topics import planned_range  # topics reads the kafka source's module: imported here
+
+        if not self.bounded:
+            raise ConfigError(f"{self.side}.source.end_offsets", None, "must bound the topic: only a range is replayed")
+        return planned_range(self.source)
 
 
 Side = JoinSide | LiveSide | TopicSide
-"""A join side: files replayed (or a static table), or a live stream (the generator's or a topic's)."""
-LIVE_SIDES = (LiveSide, TopicSide)
+"""A join side: files replayed (or a static table), a topic's range replayed, or a live stream (the generator's or a topic's)."""
+STREAMED_SIDES = (LiveSide, TopicSide)
+"""The sides Spark reads from a source of its own (a rate source, a topic) rather than from files staged here."""
+
+
+def is_live(side: Side) -> bool:
+    """Whether ``side`` runs until stopped (the generator's streams, a topic read as it comes) rather than being replayed to its end."""
+    return isinstance(side, LiveSide) or (isinstance(side, TopicSide) and not side.bounded)
+
+
+def bound_ranges(config: JoinConfig) -> JoinConfig:
+    """``config`` with each topic side that is not a range bounded at the offsets latest now (asked of the brokers): a replay of the
+    records the topics hold, whatever arrives meanwhile. A join of live streams, of files or of ranges is returned as it is."""
+    from .topics import describe_topic  # topics reads the kafka source's module: imported here
+
+    if not all(isinstance(side, TopicSide) for side in config.sides):
+        return config
+    sides = [
+        side if side.bounded else replace(side, source=replace(side.source, end_offsets=describe_topic(side.source.bootstrap, side.source.topic).end_offsets()))
+        for side in config.sides if isinstance(side, TopicSide)
+    ]
+    return replace(config, left=sides[0], right=sides[1])
 
 
 def signed_duration_ms(text: str, field_name: str) -> int:
@@ -321,11 +372,12 @@ class JoinConfig:
 
     def __post_init__(self) -> None:
         for name, side in (("left", self.left), ("right", self.right)):
-            if not isinstance(side, (JoinSide, *LIVE_SIDES)) or side.side != name:
+            if not isinstance(side, (JoinSide, *STREAMED_SIDES)) or side.side != name:
                 raise ConfigError(name, side, f"must be the join's {name} side")
-        if isinstance(self.left, LIVE_SIDES) != isinstance(self.right, LIVE_SIDES) and not self.static:
-            replayed = self.right if isinstance(self.left, LIVE_SIDES) else self.left
-            raise ConfigError(replayed.side, replayed.label, "is files to replay, which cannot run beside a live stream: join two live streams, or a live stream and a static table")
+        if is_live(self.left) != is_live(self.right) and not self.static:
+            replayed = self.right if is_live(self.left) else self.left
+            what = "files" if isinstance(replayed, JoinSide) else "a topic's range"
+            raise ConfigError(replayed.side, replayed.label, f"is {what} to replay, which cannot run beside a live stream: join two live streams, or a live stream and a static table")
         if isinstance(self.left, LiveSide) and isinstance(self.right, LiveSide) and self.left.streams != self.right.streams:
             raise ConfigError("right.streams", self.right.streams, "must be the left side's pair: the clicks are on those impressions")
         if isinstance(self.on, str) or not isinstance(self.on, (tuple, list)):
@@ -364,8 +416,8 @@ class JoinConfig:
 
     @property
     def live(self) -> bool:
-        """Whether the join streams live sides, which run until stopped (:mod:`streaming.engine.live_join`), rather than replaying files."""
-        return isinstance(self.left, LIVE_SIDES)
+        """Whether the join streams live sides, which run until stopped (:mod:`streaming.engine.live_join`), rather than replaying files or ranges."""
+        return is_live(self.left)
 
     def _check_spark_rules(self) -> None:
         if self.static:
@@ -480,7 +532,7 @@ def _side_frame(spark: SparkSession, side: Side, staging: Path) -> tuple[DataFra
     from pyspark.sql import functions as F
 
     replayer = None
-    if isinstance(side, LIVE_SIDES):
+    if isinstance(side, STREAMED_SIDES):
         frame = side.read(spark)
     else:
         batch, schema, columns = _read_side(spark, side)
@@ -604,6 +656,8 @@ class JoinOutcome:
     to the memory sink; ``None`` when the progress does not account for them all)."""
     checkpoint: Path | None = None
     """The query's checkpoint, when the replay was asked to keep it (:func:`run_join`'s ``keep``): :func:`join_state` reads it."""
+    plans: Mapping[str, tuple[tuple[dict[int, int], dict[int, int]], ...]] = field(default_factory=dict)
+    """Each topic range's planned micro-batches (``left``/``right`` → ``(from, to)`` offsets), as planned when the replay started."""
 
     def with_batches(self) -> pd.DataFrame:
         """``result`` with ``_batch``, the micro-batch that emitted each row (no rows when :attr:`emitted` is unknown)."""
@@ -619,6 +673,26 @@ class JoinOutcome:
     @property
     def rows_dropped_by_watermark(self) -> int:
         return sum(int(summary["rows_dropped_by_watermark"]) for summary in self.summaries)
+
+    @property
+    def data_batches(self) -> int:
+        """The micro-batches that brought data: the files, or a range's planned batches, of the side with the most."""
+        counts = [len(self.plans[side.side]) for side in self.config.sides if side.side in self.plans]
+        return max(counts + [len(side.files()) for side in self.config.sides if isinstance(side, JoinSide)], default=0)
+
+    def unplanned(self) -> list[str]:
+        """The topic ranges Spark did not read in their planned micro-batches (the records each batch read differ from the plan's): the
+        topic received records during the replay, and Spark's available-now cut covers those too. Empty when every range kept its plan."""
+        strayed = []
+        for side in self.config.sides:
+            plan = self.plans.get(side.side)
+            if plan is None:
+                continue
+            planned = [sum(to[partition] - start[partition] for partition in to) for start, to in plan]
+            read = [int(observed_value(summary, SIDE_METRICS[side.side], "rows") or 0) for summary in sorted(self.summaries, key=lambda summary: summary["batch_id"])]
+            if [count for count in read if count] != [count for count in planned if count]:
+                strayed.append(side.label)
+        return strayed
 
     @property
     def malformed_rows(self) -> int:
@@ -691,6 +765,7 @@ def run_join(
     workdir.mkdir(parents=True, exist_ok=True)
     log = ProgressLog()
     try:
+        plans = {side.side: tuple(side.planned()) for side in config.sides if isinstance(side, TopicSide)}
         frame, replayers = join_frame(spark, config, workdir / "staging")
         for replayer in replayers:
             replayer.stage_all()
@@ -707,7 +782,7 @@ def run_join(
             log.run_id = str(query.runId)
             deadline = time.monotonic() + timeout
             if not query.awaitTermination(math.ceil(timeout)):
-                raise TimeoutError(f"the join did not read every file within {timeout:g} s")
+                raise TimeoutError(f"the join did not read both sides to their end within {timeout:g} s")
             if not log.caught_up(query, deadline):
                 raise TimeoutError(f"the progress of the join's last batches did not arrive within {timeout:g} s")
             if connect:
@@ -720,7 +795,7 @@ def run_join(
             query.stop()
             if connect:
                 spark.catalog.dropTempView(name)
-        return JoinOutcome(config, result, tuple(log.summaries()), emitted, None if keep is None else workdir / "checkpoint")
+        return JoinOutcome(config, result, tuple(log.summaries()), emitted, None if keep is None else workdir / "checkpoint", plans)
     finally:
         listener.unregister(name, log)
         shutil.rmtree(workdir if keep is None else workdir / "staging", ignore_errors=True)  # a kept folder keeps its checkpoint only
@@ -752,13 +827,18 @@ def join_state(spark: SparkSession, outcome: JoinOutcome, side: str, batch_id: i
     return join_side_state(spark, outcome.checkpoint, side, batch_id)
 
 
-def side_rows(spark: SparkSession, side: Side) -> pd.DataFrame:
-    """Every row of ``side``'s files as the join reads them (event time parsed; ``NaT`` where it does not), with ``batch``: the micro-batch it arrives in (its file's index).
+def side_rows(spark: SparkSession, side: Side, plan: Sequence[tuple[dict[int, int], dict[int, int]]] | None = None) -> pd.DataFrame:
+    """Every row of a replayed ``side`` as the join reads it (event time parsed; ``NaT`` where it does not), with ``batch``: the
+    micro-batch it arrives in (its file's index, or its range's planned batch: in ``plan``, a replay's :attr:`JoinOutcome.plans`,
+    else as planned now).
 
-    :class:`ConfigError` for a live side, which has no files.
+    :class:`ConfigError` for a live side, whose rows are not kept to be read again.
     """
-    if isinstance(side, LIVE_SIDES):
+    if is_live(side):
         raise ConfigError(side.side, side.label, "is live: its rows are not kept to be read again")
+    if isinstance(side, TopicSide):
+        return _range_rows(spark, side, side.planned() if plan is None else list(plan))
+    assert isinstance(side, JoinSide)
     batch, _, columns = _read_side(spark, side)
     paths = {str(path.absolute()): index for index, path in enumerate(side.files())}
     rows: pd.DataFrame = batch.select(*columns(batch), batch.metadataColumn("_metadata").getField("file_path").alias("_file")).toPandas()
@@ -766,3 +846,18 @@ def side_rows(spark: SparkSession, side: Side) -> pd.DataFrame:
     if (rows["batch"] < 0).any():
         raise ConfigError(f"{side.side}.path", str(side.path), "has rows Spark read from a file not listed for it; its files changed while they were read")
     return rows
+
+
+def _range_rows(spark: SparkSession, side: TopicSide, planned: Sequence[tuple[dict[int, int], dict[int, int]]]) -> pd.DataFrame:
+    """A topic range's records as :func:`side_rows` gives them, read with one batch query over the ``planned`` batches' offsets; each
+    record's batch is the planned batch whose offsets hold it, in record order within a batch."""
+    import json
+
+    source = side.source
+    if not planned:
+        return pd.DataFrame(columns=[*[name for name, _ in source.value_columns if name != source.columns.event_time], side.event_time, "batch"])
+    start, end = ({source.topic: {str(partition): offset for partition, offset in offsets.items()}} for offsets in (planned[0][0], planned[-1][1]))
+    decoded = source.records(spark, start=json.dumps(start), end=json.dumps(end))
+    rows: pd.DataFrame = decoded.select(*side.columns(decoded), "kafka_partition", "kafka_offset").toPandas()
+    rows = rows.assign(batch=batch_of_offsets(rows["kafka_partition"], rows["kafka_offset"], [until for _, until in planned]))
+    return rows.sort_values(["batch", "kafka_partition", "kafka_offset"], kind="stable").drop(columns=["kafka_partition", "kafka_offset"]).reset_index(drop=True)

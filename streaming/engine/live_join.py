@@ -22,6 +22,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -96,14 +97,19 @@ class JoinedRows:
 
 
 class _SinkRows:
-    """A :class:`JoinedRows` as the memory sink's reader hands it rows: tuples in the join's ``columns``."""
+    """A :class:`JoinedRows` as the memory sink's reader hands it rows: tuples in the join's ``columns``.
+
+    PySpark's ``collect()`` gives a timestamp as a naive datetime in this machine's time zone; each is turned back into UTC, the
+    session's zone, in which ``toPandas()`` gives them on a classic session (a wall time repeated when clocks go back reads as its first).
+    """
 
     def __init__(self, rows: JoinedRows, columns: list[str]) -> None:
         self._rows = rows
         self._columns = columns
 
     def apply(self, batch_id: int, rows: list[tuple]) -> None:
-        self._rows.add(batch_id, pd.DataFrame(rows, columns=self._columns))
+        utc = [tuple(value.astimezone(UTC).replace(tzinfo=None) if isinstance(value, datetime) else value for value in row) for row in rows]
+        self._rows.add(batch_id, pd.DataFrame(utc, columns=self._columns))
 
 
 LiveStatus = Literal["active", "stopped", "failed"]
@@ -200,12 +206,13 @@ def start_live_join(
     files (:func:`~streaming.engine.join.run_join` replays those).
     """
     if not config.live:
-        raise ConfigError("left", config.left.label, "is not a live stream: run_join replays a join of files")
+        raise ConfigError("left", config.left.label, "is not a live stream: run_join replays a join of files or topic ranges")
     name = f"live_join_{uuid.uuid4().hex[:12]}"
     workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-live-join-", dir=root))
     rows = JoinedRows(config, max_rows)
     log = ProgressLog()
     sink: MemorySinkReader | None = None
+    query: StreamingQuery | None = None
 
     def take(batch: DataFrame, batch_id: int) -> None:
         rows.add(int(batch_id), batch.toPandas())
@@ -224,6 +231,10 @@ def start_live_join(
         if sink is not None:
             sink.started(query)
     except Exception:
+        if query is not None:  # started, then failed to be watched: nothing is left running
+            query.stop()
+        if sink is not None:
+            sink.close(read=False)
         listener.unregister(name, log)
         shutil.rmtree(workdir, ignore_errors=True)
         raise

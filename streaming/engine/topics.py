@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .errors import ConfigError
-from .sources.kafka import CORRUPT, KAFKA_COLUMNS, VALUE_TYPES, ValueFormat, check_bootstrap, check_topic
+from .sources.kafka import CORRUPT, KAFKA_COLUMNS, VALUE_TYPES, KafkaSource, ValueFormat, check_bootstrap, check_topic, planned_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -291,6 +291,16 @@ def start_offsets(bootstrap: str, info: TopicInfo, timestamp_ms: int | None = No
         consumer.close()
     latest = {partition.partition: partition.latest for partition in info.partitions}
     return {int(item.partition): int(item.offset) if item.offset >= 0 else latest[int(item.partition)] for item in found}
+
+
+def planned_range(source: KafkaSource) -> list[tuple[dict[int, int], dict[int, int]]]:
+    """The micro-batches an available-now replay of ``source``'s topic reads, ``(from, to)`` offsets (partition → offset) each
+    (:func:`~streaming.engine.sources.kafka.planned_batches`): from its start (earliest offsets, or the first records at its
+    ``starting_timestamp``) to its ``end_offsets`` (the latest now without), at most ``max_offsets_per_trigger`` records a batch."""
+    info = describe_topic(source.bootstrap, source.topic)
+    start = start_offsets(source.bootstrap, info, source.starting_timestamp)
+    end = dict(source.end_offsets) if source.end_offsets is not None else dict(info.end_offsets())
+    return planned_batches(start, {partition: end.get(partition, start[partition]) for partition in start}, source.max_offsets_per_trigger)
 
 
 class RecordCopier:

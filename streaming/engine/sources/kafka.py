@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
@@ -154,6 +154,21 @@ def planned_batches(start: Mapping[int, int], end: Mapping[int, int], limit: int
                 following[partition] = min(last, current[partition] + share)
         batches.append((dict(current), following))
         current = following
+
+
+def batch_of_offsets(partitions: Sequence[int], offsets: Sequence[int], ends: Sequence[Mapping[int, int]]) -> list[int]:
+    """For each record (its partition and offset), the index in ``ends`` (each batch's end offsets, partition → offset, in batch order,
+    as :func:`planned_batches` gives them) of the batch that reads it: the first whose end in the record's partition lies past it; -1 past the last."""
+    import numpy as np
+
+    found = np.full(len(offsets), -1, dtype="int64")
+    parts, places = np.asarray(partitions, dtype="int64"), np.asarray(offsets, dtype="int64")
+    for partition in np.unique(parts):
+        reach = np.maximum.accumulate(np.array([until.get(int(partition), 0) for until in ends], dtype="int64"))
+        mine = parts == partition
+        index = np.searchsorted(reach, places[mine], side="right")
+        found[mine] = np.where(index < len(ends), index, -1)
+    return found.tolist()
 
 
 def parse_kafka_url(url: str) -> tuple[str, str]:
@@ -349,7 +364,8 @@ class KafkaSource(StreamSource):
             (F.col("v").getField(CORRUPT).isNotNull() | F.col("kafka_value").isNull()).alias("malformed"),
         )
 
-    def _bounded(self, records: DataFrame) -> DataFrame:
+    def within_end(self, records: DataFrame) -> DataFrame:
+        """Spark's Kafka ``records`` (columns ``partition``, ``offset``) before :attr:`end_offsets`; all of them without an end."""
         from pyspark.sql import functions as F
 
         if self.end_offsets is None:
@@ -373,7 +389,7 @@ class KafkaSource(StreamSource):
         from pyspark.sql import functions as F
 
         raw = spark.readStream.format("kafka").options(**self.options()).load()
-        decoded = self.decoded(self._bounded(raw))
+        decoded = self.decoded(self.within_end(raw))
         return decoded.select(*self.selected(decoded), F.unix_millis(KAFKA_TIMESTAMP).alias(PRODUCED)), None
 
     def rows(self, spark: SparkSession) -> DataFrame:

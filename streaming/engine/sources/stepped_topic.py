@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..errors import ConfigError
 from .base import Arrival, StreamSource
-from .kafka import KafkaSource, check_topic, planned_batches
+from .kafka import KafkaSource, check_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,14 +56,11 @@ class TopicStepper:
     stepped = True
 
     def __init__(self, source: KafkaSource, target: str, now_s: int | None = None) -> None:
-        from ..topics import RecordCopier, create_topic, describe_topic, start_offsets, sweep_staging  # topics reads the kafka source's module: imported here
+        from ..topics import RecordCopier, create_topic, planned_range, sweep_staging  # topics reads the kafka source's module: imported here
 
-        info = describe_topic(source.bootstrap, source.topic)
-        start = start_offsets(source.bootstrap, info, source.starting_timestamp)
-        end = dict(source.end_offsets) if source.end_offsets is not None else dict(info.end_offsets())
         self.source = source
         self.target = target
-        self.batches = planned_batches(start, {partition: end.get(partition, start[partition]) for partition in start}, source.max_offsets_per_trigger)
+        self.batches = planned_range(source)
         """``(from, to)`` offsets (partition → offset) of each micro-batch, in order."""
         if not self.batches:
             raise ConfigError("source.topic", source.topic, "holds no record from where the replay starts to its end: nothing to step through")
@@ -73,7 +70,7 @@ class TopicStepper:
         self._copier: RecordCopier | None = None
         if now_s is not None:
             sweep_staging(source.bootstrap, now_s)
-        create_topic(source.bootstrap, target, max(start, default=0) + 1)
+        create_topic(source.bootstrap, target, max(self.batches[0][0], default=0) + 1)  # as many partitions as the topic
         try:
             self._copier = RecordCopier(source.bootstrap, target)
             self.stage_next()
