@@ -138,7 +138,7 @@ def test_home_page() -> None:
         "Live query: configure, start and watch a query",
         "Queries: everything running on the shared Spark session",
         "Watermark tuner: the smallest watermark delay that reaches a completeness target",
-        "Compare: 2-4 configurations side by side on the same feed",
+        "Compare: 2-4 configurations, or joins, side by side on the same data",
         "Joins: two streams, a watermark on each, and the rows that wait for a match",
         "Datasets: upload your own events and check how Spark reads them",
     ]

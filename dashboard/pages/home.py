@@ -30,7 +30,7 @@ st.markdown(
 st.page_link(LIVE_PAGE, label="Live query: configure, start and watch a query", icon=":material/play_circle:")
 st.page_link(QUERIES_PAGE, label="Queries: everything running on the shared Spark session", icon=":material/list:")
 st.page_link(TUNER_PAGE, label="Watermark tuner: the smallest watermark delay that reaches a completeness target", icon=":material/tune:")
-st.page_link(COMPARE_PAGE, label="Compare: 2-4 configurations side by side on the same feed", icon=":material/compare:")
+st.page_link(COMPARE_PAGE, label="Compare: 2-4 configurations, or joins, side by side on the same data", icon=":material/compare:")
 st.page_link(JOINS_PAGE, label="Joins: two streams, a watermark on each, and the rows that wait for a match", icon=":material/join_inner:")
 st.page_link(DATASETS_PAGE, label="Datasets: upload your own events and check how Spark reads them", icon=":material/dataset:")
 st.caption(

@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import tuner
 from dashboard.jobs import job_controls
-from dashboard.shared import InputErrors, get_registry, refuse, session_ready
+from dashboard.shared import JOINS_PAGE, InputErrors, get_registry, refuse, session_ready
 
 st.title("Watermark tuner")
 st.caption(
@@ -13,6 +13,7 @@ st.caption(
     "every delay at once and Spark confirms the recommended one; session windows and deduplication replay every delay on Spark."
 )
 st.markdown(tuner.COMPLETENESS_TEXT)
+st.page_link(JOINS_PAGE, label="Two streams joined? The Joins page tunes both sides' delays, on feeds, datasets or topics", icon=":material/join_inner:")
 ready = session_ready()
 values = tuner.tune_widgets()
 try:
