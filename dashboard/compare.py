@@ -27,7 +27,7 @@ from .shared import KEPT, InputErrors, get_registry, readable_seconds, show_code
 
 __all__ = [
     "COMPARE_JOB", "LATENCY_JOB", "SLOT_DEFAULTS", "CompareInputs", "LatencyInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "experiment",
-    "latency_inputs", "latency_results", "latency_widgets", "query_comparison", "start_compare", "start_latency",
+    "latency_inputs", "latency_results", "latency_widgets", "query_comparison", "slot_columns", "start_compare", "start_latency",
 ]
 
 COMPARE_JOB = "exp_compare_job"
@@ -265,6 +265,15 @@ def experiment(
     )
 
 
+def slot_columns(count: int, widgets: Callable[[int, Mapping[str, Any]], dict[str, Any]], defaults: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One bordered column per configuration, drawn by ``widgets(number, defaults[number - 1])``; their values, in order."""
+    slots = []
+    for number, column in enumerate(st.columns(count), start=1):
+        with column, st.container(border=True):
+            slots.append(widgets(number, defaults[number - 1]))
+    return slots
+
+
 def query_comparison(ready: bool) -> None:
     """The comparison of 2-4 query configurations on one feed, dataset or topic; on a topic, also the latency of triggers."""
     st.caption(
@@ -281,10 +290,7 @@ def query_comparison(ready: bool) -> None:
             shape = data_widgets("cmp", feed)
     with count_column:
         count = st.number_input("Configurations", min_value=2, max_value=4, value=2, step=1, key="cmp_count", **KEPT)
-    slots = []
-    for number, column in enumerate(st.columns(int(count)), start=1):
-        with column, st.container(border=True):
-            slots.append(compare_slot_widgets(number, SLOT_DEFAULTS[number - 1]))
+    slots = slot_columns(int(count), compare_slot_widgets, SLOT_DEFAULTS)
     experiment(
         "comparison", lambda: compare_inputs(feed, slots, **shape), COMPARE_JOB, "Run comparison", "cmp_run", ready=ready,
         start=lambda inputs: start_compare(get_registry(), inputs), render=compare_results,

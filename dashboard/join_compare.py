@@ -14,7 +14,7 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.join import JoinConfig, JoinSide
 from streaming.engine.registry import QueryRegistry
 
-from .compare import experiment
+from .compare import experiment, slot_columns
 from .datasets import dataset_store
 from .jobs import Job, start_job
 from .joins import DEFAULT_SIDES, SideChoice, config_view, policy_widget, shared_columns, side_choices, side_widgets, type_and_range
@@ -145,10 +145,7 @@ def join_comparison(ready: bool) -> None:
     )
     sides = join_sides_widgets()
     count = st.number_input("Configurations", min_value=2, max_value=4, value=2, step=1, key="cmpj_count", **KEPT)
-    slots = []
-    for number, column in enumerate(st.columns(int(count)), start=1):
-        with column, st.container(border=True):
-            slots.append(join_slot_widgets(number, JOIN_SLOT_DEFAULTS[number - 1]))
+    slots = slot_columns(int(count), join_slot_widgets, JOIN_SLOT_DEFAULTS)
     experiment(
         "join comparison", lambda: join_compare_inputs(sides, slots), JOIN_COMPARE_JOB, "Run comparison", "cmpj_run", ready=ready,
         start=lambda inputs: start_join_compare(get_registry(), inputs), render=join_compare_results,

@@ -29,7 +29,7 @@ string), never spliced into code or comments as raw text.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -955,19 +955,27 @@ def _paced(config: QueryConfig) -> bool:
 
 
 def _console_run(config: QueryConfig) -> str:
+    return _console_block(
+        ("# Each micro-batch's output rows are printed (times in UTC).",), "result", "streaming_lab_export", "OUTPUT_MODE", _trigger_lines(config),
+    )
+
+
+def _console_block(comment: tuple[str, ...], frame: str, name: str, mode: str, options: Sequence[str], cleanup: tuple[str, ...] = ()) -> str:
+    """An unbounded program's end: ``frame`` (a name in the program) to the console in output ``mode`` (a literal or a name) with the
+    writer lines ``options``, run until Ctrl-C; ``cleanup`` lines run after the query stops."""
     return _block(
-        _rule('Sink: the console'),
-        "# Each micro-batch's output rows are printed (times in UTC).",
+        _rule("Sink: the console"),
+        *comment,
         "writer = (",
-        "    result.writeStream.queryName('streaming_lab_export')",
-        "    .outputMode(OUTPUT_MODE)",
+        f"    {frame}.writeStream.queryName({_lit(name)})",
+        f"    .outputMode({mode})",
         "    .format('console')",
         "    .option('truncate', False)",
         "    .option('numRows', 100)",
-        *_trigger_lines(config),
+        *options,
         ")",
         "",
-        _rule('Run'),
+        _rule("Run"),
         "query = writer.start()",
         "try:",
         "    query.awaitTermination()",
@@ -975,6 +983,7 @@ def _console_run(config: QueryConfig) -> str:
         "    pass",
         "finally:",
         "    query.stop()",
+        *cleanup,
     )
 
 
@@ -1295,26 +1304,11 @@ def _replayed_join_run() -> str:
 
 
 def _live_join_run() -> str:
-    return _block(
-        _rule("Sink: the console"),
-        "# Each micro-batch's joined rows are printed (times in UTC): pairs as they match, an outer join's",
-        "# rows with NULLs once the watermark passes the end of their range.",
-        "writer = (",
-        "    joined.writeStream.queryName('streaming_lab_export_join')",
-        "    .outputMode('append')",
-        "    .format('console')",
-        "    .option('truncate', False)",
-        "    .option('numRows', 100)",
-        "    .option('checkpointLocation', str(WORKDIR / 'checkpoint'))",
-        ")",
-        "",
-        _rule("Run"),
-        "query = writer.start()",
-        "try:",
-        "    query.awaitTermination()",
-        "except KeyboardInterrupt:",
-        "    pass",
-        "finally:",
-        "    query.stop()",
-        "    shutil.rmtree(WORKDIR, ignore_errors=True)",
+    return _console_block(
+        (
+            "# Each micro-batch's joined rows are printed (times in UTC): pairs as they match, an outer join's",
+            "# rows with NULLs once the watermark passes the end of their range.",
+        ),
+        "joined", "streaming_lab_export_join", "'append'", ("    .option('checkpointLocation', str(WORKDIR / 'checkpoint'))",),
+        ("    shutil.rmtree(WORKDIR, ignore_errors=True)",),
     )

@@ -68,7 +68,6 @@ def test_a_left_outer_join_without_the_right_watermark_is_refused_naming_it() ->
 
 
 def test_the_tuner_sweeps_both_delays_and_spark_confirms_the_model(tmp_path) -> None:
-    import re
 
     at = _joins_page()
     at.button(key="join_run").click().run()
@@ -80,13 +79,21 @@ def test_the_tuner_sweeps_both_delays_and_spark_confirms_the_model(tmp_path) -> 
     assert len(sweep) == 12 and sweep["completeness"].between(0, 1).all()
     assert sweep["completeness"].min() < sweep["completeness"].max()  # the delays matter on these feeds
     (recommended,) = [markdown.value for markdown in at.markdown if markdown.value.startswith("**Recommended:")]
+    model_share = spark_confirms_the_model(at)
+    assert f"{model_share}% of the exact join's" in recommended
+
+
+def spark_confirms_the_model(at) -> str:
+    """Press *Confirm on Spark*; assert Spark's completeness and peak state are the model's, and return the model's completeness as shown."""
+    import re
+
     at.button(key="join_tune_confirm").click().run()
     assert not at.exception, at.exception
     (confirmed,) = [success.value for success in at.success]
     spark_share, model_share = re.search(r"\(([\d.]+)%; the model said ([\d.]+)%\)", confirmed).groups()
     spark_state, model_state = re.search(r"at most ([\d,]+) rows in state \(the model said ([\d,]+)\)", confirmed).groups()
     assert spark_share == model_share and spark_state == model_state, confirmed
-    assert f"{model_share}% of the exact join's" in recommended
+    return model_share
 
 
 def test_a_stream_static_join_enriches_each_batch_from_the_table() -> None:

@@ -381,7 +381,7 @@ def test_the_joins_page_joins_two_topics_live(kafka_broker, ad_topics) -> None:
 def test_the_joins_page_replays_two_topic_ranges_and_tunes_their_delays(kafka_broker, ad_topics) -> None:
     """Replay mode on two topics: each is bounded at its end when the join runs and read 100 records a batch; the tuner's sweep over their
     rows is confirmed by Spark on the same records."""
-    import re
+    from test_joins_page import spark_confirms_the_model
 
     at = AppTest.from_file(str(APP), default_timeout=180).run()
     shared.session_starter().wait(180)
@@ -403,9 +403,4 @@ def test_the_joins_page_replays_two_topic_ranges_and_tunes_their_delays(kafka_br
     at.text_input(key="join_tune_right").set_value("0 seconds, 30 seconds").run()
     at.button(key="join_tune_run").click().run()
     assert len(at.session_state["join_sweep"][1]) == 4
-    at.button(key="join_tune_confirm").click().run()
-    assert not at.exception, at.exception
-    (confirmed,) = [success.value for success in at.success]
-    spark_share, model_share = re.search(r"\(([\d.]+)%; the model said ([\d.]+)%\)", confirmed).groups()
-    spark_state, model_state = re.search(r"at most ([\d,]+) rows in state \(the model said ([\d,]+)\)", confirmed).groups()
-    assert spark_share == model_share and spark_state == model_state, confirmed
+    spark_confirms_the_model(at)
