@@ -47,10 +47,12 @@ from .kafka import kafka_source, kafka_widgets
 from .shared import KEPT, get_registry, get_spark, show_code
 
 __all__ = [
-    "DEFAULT_SIDES", "SideChoice", "config_view", "highlight", "join_form", "join_results", "key_view", "policy_widget", "run_join_form", "shared_columns",
+    "DEFAULT_SIDES", "LIVE_MODE", "REPLAY_MODE", "SideChoice", "config_view", "highlight", "join_form", "join_results", "key_view", "policy_widget", "run_join_form", "shared_columns",
     "side_choices", "side_widgets", "topic_keys", "topic_side_widgets", "type_and_range", "waiting_view", "watermark_widgets",
 ]
 
+REPLAY_MODE, LIVE_MODE = "Replay two feeds, datasets or topic ranges", "Live: generated or Kafka streams"
+"""The Joins page's two modes (its ``join_mode`` radio, which a link can set: ``?join_mode=…``)."""
 OUTCOME = "join_outcome"
 STATES = "join_states"
 DEFAULT_SIDES = ("ad_impressions", "ad_clicks")
@@ -266,9 +268,17 @@ def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
         st.error(f"Cannot run this join: {brief(str(err))}")
         return
     config_view(config)
-    show_code(config, "join_code_download")
-    if not st.button("Run join", type="primary", disabled=not ready, key="join_run"):
-        return
+    code = st.container()  # drawn once the button is handled: after a run, its code is that run's
+    try:
+        if st.button("Run join", type="primary", disabled=not ready, key="join_run"):
+            _run(config)
+    finally:
+        with code:
+            show_code(_replayed(config), "join_code_download")
+
+
+def _run(config: JoinConfig) -> None:
+    """Replay ``config`` (its topics bounded now) and keep the outcome for the session; a refusal or a failure shows as a message."""
     registry = get_registry()
     _delete_stale(Path(tempfile.gettempdir()), time.time())
     folder = Path(tempfile.mkdtemp(prefix=KEPT_PREFIX))
@@ -283,6 +293,16 @@ def run_join_form(inputs: dict[str, Any], ready: bool) -> None:
     st.session_state[OUTCOME] = outcome
     st.session_state[STATES] = {}
     st.session_state.pop("join_batch", None)
+
+
+def _replayed(config: JoinConfig) -> JoinConfig:
+    """The join Show code exports: once this session ran the form's topics, the ranges that run replayed (the form's topics are
+    bounded only when a join runs); else the form's join."""
+    outcome: JoinOutcome | None = st.session_state.get(OUTCOME)
+    if outcome is None or not all(isinstance(side, TopicSide) for side in outcome.config.sides):
+        return config
+    unbounded = [replace(side, source=replace(side.source, end_offsets=None)) for side in outcome.config.sides if isinstance(side, TopicSide)]
+    return outcome.config if replace(outcome.config, left=unbounded[0], right=unbounded[1]) == config else config
 
 
 KEPT_PREFIX = "streaming-lab-join-page-"
@@ -373,7 +393,7 @@ def join_results() -> None:
             + ("; each side's rows in state come from the join model, whose total is Spark's." if not config.static else ".")
         )
     emitted = outcome.emitted_by(batch)
-    st.markdown(f"**Rows emitted by micro-batch {batch}** — yellow: a {left} row without a match; blue: a {right} row without one.")
+    st.markdown(f"**Rows emitted by micro-batch {batch}** — yellow: rows of {left} without a match; blue: rows of {right} without one.")
     if emitted.empty:
         st.caption("None.")
     else:

@@ -73,7 +73,7 @@ def start_time_ms(text: str) -> int:
 def kafka_source(params: Mapping[str, Any], root: Path | None = None) -> KafkaSource:
     """The :class:`KafkaSource` of the form's values (:func:`kafka_widgets`); :class:`ConfigError` naming the field and value."""
     if not params.get("topic"):
-        raise ConfigError("source.topic", params.get("topic"), "choose a topic of the brokers (publish one on the Datasets page)")
+        raise ConfigError("source.topic", params.get("topic"), "is not chosen: choose a topic of the brokers (publish one on the Datasets page)")
     if not params.get("value_columns"):
         raise ConfigError("source.value_columns", (), f"are not known yet: {params.get('topic')} has no message to read them from")
     text = params.get("starting_time", "")
@@ -182,8 +182,9 @@ def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_c
         return {}
     names = [name for name, _ in value_columns]
     guessed = _guess(names)
-    _forget_mapping_of_another_topic(prefix, topic)
-    values = mapping_widgets([*names, KAFKA_TIMESTAMP, KAFKA_KEY], guessed, prefix=f"{prefix}_map", arrival=False)
+    # keyed by the topic: each topic's mapping starts from its own guess (the record's own columns are offered for every topic,
+    # so one set of widgets would keep the choice made for the topic before) and is kept when the user comes back to it
+    values = mapping_widgets([*names, KAFKA_TIMESTAMP, KAFKA_KEY], guessed, prefix=f"{prefix}_map_{topic}", arrival=False)
     st.caption(f"{KAFKA_TIMESTAMP} is each record's timestamp, {KAFKA_KEY} its key; the record timestamp is the arrival time.")
     with st.expander(f"Sample: the latest {len(messages)} messages of {topic}"):
         try:
@@ -192,17 +193,6 @@ def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_c
         except ConfigError as err:
             st.warning(str(err))
     return {"value_columns": value_columns, "mapping": values}
-
-
-def _forget_mapping_of_another_topic(prefix: str, topic: str) -> None:
-    """Let the mapping's widgets start from ``topic``'s guess when the form held another topic's choices: the record's own columns
-    are offered for every topic, so Streamlit would otherwise keep the choice made for the topic before."""
-    shown = f"{prefix}_mapping_of"
-    if st.session_state.get(shown) == topic:
-        return
-    for name in [name for name in st.session_state if str(name).startswith(f"{prefix}_map_")]:
-        del st.session_state[name]
-    st.session_state[shown] = topic
 
 
 def _guess(names: Sequence[str]) -> ColumnMapping:

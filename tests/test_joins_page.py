@@ -42,7 +42,7 @@ def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
     at.number_input(key="join_batch").set_value(first).run()
     caption = batch_caption(outcome.config, timeline, first)
     assert caption in [markdown.value for markdown in at.markdown]
-    assert "ad_impressions rows without a match, with NULLs for ad_clicks" in caption
+    assert f"{step.left_unmatched} ad_impressions row{'' if step.left_unmatched == 1 else 's'} without a match, with NULLs for ad_clicks" in caption
     shown = at.dataframe[0].value  # the rows that batch emitted
     assert shown["click_time"].isna().sum() == step.left_unmatched > 0
     # the rows still waiting after that batch, as the State Data Source reads them

@@ -306,7 +306,8 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
     at.text_input(key="lab_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
     at.selectbox(key="lab_kafka_topic").set_value(clicks_topic).run()
     assert not at.exception and not _errors(at), (at.exception, _errors(at))
-    assert at.selectbox(key="lab_kafka_map_event_time").value == "event_time" and at.selectbox(key="lab_kafka_map_key").value == "key"
+    mapped = f"lab_kafka_map_{clicks_topic}"  # each topic's mapping has its own widgets
+    assert at.selectbox(key=f"{mapped}_event_time").value == "event_time" and at.selectbox(key=f"{mapped}_key").value == "key"
     assert any({"event_time", "key", KAFKA_TIMESTAMP, KAFKA_KEY} <= set(frame.value.columns) for frame in at.dataframe)  # the sample's first rows
     at.number_input(key="lab_kafka_max_offsets").set_value(50)
     at.text_input(key="lab_watermark").set_value("30 seconds")

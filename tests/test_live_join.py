@@ -371,7 +371,7 @@ def test_the_joins_page_joins_two_topics_live(kafka_broker, ad_topics) -> None:
     for side, _, time, _ in AD_SIDES:
         at.text_input(key=f"live_join_{side}_bootstrap").set_value(kafka_broker.bootstrap).run()
         at.selectbox(key=f"live_join_{side}_topic").set_value(ad_topics[side][0]).run()
-        assert at.selectbox(key=f"live_join_{side}_map_event_time").value == time  # guessed from the value's columns
+        assert at.selectbox(key=f"live_join_{side}_map_{ad_topics[side][0]}_event_time").value == time  # guessed from the value's columns
     assert not at.exception, at.exception
     assert at.multiselect(key=f"live_join_on_{ad_topics['left'][0]}_{ad_topics['right'][0]}").value == ["impression_id"]
     with started(at) as (_, metrics):
@@ -390,12 +390,14 @@ def test_the_joins_page_replays_two_topic_ranges_and_tunes_their_delays(kafka_br
     for side, _, time, _ in AD_SIDES:
         at.text_input(key=f"join_kafka_{side}_bootstrap").set_value(kafka_broker.bootstrap).run()
         at.selectbox(key=f"join_kafka_{side}_topic").set_value(ad_topics[side][0]).run()
-        assert at.selectbox(key=f"join_kafka_{side}_map_event_time").value == time and at.number_input(key=f"join_kafka_{side}_max_offsets").value == 100
+        assert at.selectbox(key=f"join_kafka_{side}_map_{ad_topics[side][0]}_event_time").value == time
+        assert at.number_input(key=f"join_kafka_{side}_max_offsets").value == 100
     assert at.multiselect(key=f"join_kafka_on_{ad_topics['left'][0]}_{ad_topics['right'][0]}").value == ["impression_id"]
     at.button(key="join_run").click().run()
     assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
     outcome = at.session_state["join_outcome"]
     assert all(side.bounded for side in outcome.config.sides) and len(outcome.summaries) >= len(ad_topics["left"][1]) // 100
+    assert "'end_offsets': {'0': " in at.code[0].value  # Show code: the ranges the join replayed
     assert outcome.result["click_time"].notna().any() and f"{len(outcome.result):,} rows over {len(outcome.summaries)} micro-batches" in [
         header.value for header in at.subheader
     ]

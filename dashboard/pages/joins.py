@@ -5,16 +5,14 @@ import streamlit as st
 from dashboard import joins, live_join
 from dashboard.shared import KEPT, session_ready
 
-REPLAY, LIVE = "Replay two feeds, datasets or topic ranges", "Live: generated or Kafka streams"
-
 st.title("Joins")
 st.caption(
     "A row waits in a stream-stream join's state for its matches until the global watermark passes the end of its time range; "
     "an outer join then emits it with NULLs for the other side."
 )
 ready = session_ready()
-mode = st.radio("Sides", (REPLAY, LIVE), horizontal=True, key="join_mode", **KEPT, help="A replay reads file i (or a topic range's i-th slice) of each side in micro-batch i; live streams run until stopped")
-if mode == REPLAY:
+mode = st.radio("Sides", (joins.REPLAY_MODE, joins.LIVE_MODE), horizontal=True, key="join_mode", **KEPT, help="A replay reads file i (or a topic range's i-th slice) of each side in micro-batch i; live streams run until stopped")
+if mode == joins.REPLAY_MODE:
     live_join.running_note()
     inputs = joins.join_form()
     joins.run_join_form(inputs, ready)

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard import live
+from dashboard.joins import LIVE_MODE
 from dashboard.shared import JOINS_PAGE, get_registry, session_starter, session_status, wait_for_session
 from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import feed_names
@@ -12,7 +13,10 @@ st.caption(
     "A windowed count (or, on your dataset, a sum, average, minimum, maximum or distinct count) per key over event time. The charts redraw every couple of seconds from the query's "
     "result table and its progress events. Start waits a few seconds at most for the first batch; Stop never waits."
 )
-st.page_link(JOINS_PAGE, label="Two streams joined live (the generator's impressions and clicks, or two topics): the Joins page", icon=":material/join_inner:")
+st.page_link(
+    JOINS_PAGE, label="Two streams joined live (the generator's impressions and clicks, or two topics): the Joins page", icon=":material/join_inner:",
+    query_params={"join_mode": LIVE_MODE},
+)
 starter = session_starter()
 ready = session_status(starter)
 if ready:

@@ -4,6 +4,7 @@ import streamlit as st
 
 from dashboard import tuner
 from dashboard.jobs import job_controls
+from dashboard.joins import REPLAY_MODE
 from dashboard.shared import JOINS_PAGE, InputErrors, get_registry, refuse, session_ready
 
 st.title("Watermark tuner")
@@ -13,7 +14,10 @@ st.caption(
     "every delay at once and Spark confirms the recommended one; session windows and deduplication replay every delay on Spark."
 )
 st.markdown(tuner.COMPLETENESS_TEXT)
-st.page_link(JOINS_PAGE, label="Two streams joined? The Joins page tunes both sides' delays, on feeds, datasets or topics", icon=":material/join_inner:")
+st.page_link(
+    JOINS_PAGE, label="Two streams joined? The Joins page tunes both sides' delays, on feeds, datasets or topics", icon=":material/join_inner:",
+    query_params={"join_mode": REPLAY_MODE},
+)
 ready = session_ready()
 values = tuner.tune_widgets()
 try:

@@ -73,6 +73,15 @@ def _time(value: pd.Timestamp) -> str:
     return "none yet" if pd.isna(value) else str(stamp(pd.Timestamp(value)))
 
 
+def _at(value: pd.Timestamp) -> str:
+    return "not set yet" if pd.isna(value) else f"at {_time(value)}"
+
+
+def _rows(count: int, what: str = "") -> str:
+    """``1 row``, ``3 rows``; ``what`` (a side's name) before the noun: ``3 clicks rows``."""
+    return f"{count} {what + ' ' if what else ''}{'row' if count == 1 else 'rows'}"
+
+
 def batch_caption(config: JoinConfig, timeline: pd.DataFrame, batch_id: int) -> str:
     """What micro-batch ``batch_id`` of a ``config`` join did, in the guide's words, from its row of :func:`batch_timeline`."""
     row = timeline[timeline["batch_id"] == batch_id]
@@ -81,31 +90,31 @@ def batch_caption(config: JoinConfig, timeline: pd.DataFrame, batch_id: int) -> 
     step = row.iloc[0]
     left, right = config.left.label, config.right.label
     if config.static:
-        parts = [f"Batch {batch_id} read {step.left_rows} rows of {left} and joined them with the whole table {right} (a stream-static join keeps no state)."]
+        parts = [f"Batch {batch_id} read {_rows(step.left_rows)} of {left} and joined them with the whole table {right} (a stream-static join keeps no state)."]
     else:
         parts = [
-            f"Batch {batch_id} read {step.left_rows} rows of {left} and {step.right_rows} of {right}. "
-            f"It ran with {left}'s watermark at {_time(step.left_watermark)} and {right}'s at {_time(step.right_watermark)}: "
-            f"the global watermark, their {config.policy}, was {_time(step.watermark)}."
+            f"Batch {batch_id} read {_rows(step.left_rows)} of {left} and {step.right_rows} of {right}. "
+            f"It ran with {left}'s watermark {_at(step.left_watermark)} and {right}'s {_at(step.right_watermark)}: "
+            f"the global watermark, their {config.policy}, was {_at(step.watermark).removeprefix('at ')}."
         ]
     matched = step.rows_emitted - step.left_unmatched - step.right_unmatched
-    emitted = [f"{matched} joined rows"] if config.join_type != "left_semi" else [f"{step.rows_emitted} matched {left} rows"]
+    emitted = [f"{_rows(matched, 'joined')}"] if config.join_type != "left_semi" else [f"{_rows(step.rows_emitted, f'matched {left}')}"]
     if step.left_unmatched:
         why = (
             "no row of the table matches them" if config.static
             else f"the global watermark passed the end of their time range, so no {right} row can still match them"
         )
-        emitted.append(f"{step.left_unmatched} {left} rows without a match, with NULLs for {right}: {why}")
+        emitted.append(f"{_rows(step.left_unmatched, left)} without a match, with NULLs for {right}: {why}")
     if step.right_unmatched:
         emitted.append(
-            f"{step.right_unmatched} {right} rows without a match, with NULLs for {left}: "
+            f"{_rows(step.right_unmatched, right)} without a match, with NULLs for {left}: "
             "the global watermark passed the end of their time range"
         )
     parts.append("It emitted " + "; ".join(emitted) + ".")
     if step.rows_dropped_by_watermark:
-        parts.append(f"{step.rows_dropped_by_watermark} rows arrived too late for the watermark and were dropped.")
+        parts.append(f"{_rows(step.rows_dropped_by_watermark)} arrived too late for the watermark and {'was' if step.rows_dropped_by_watermark == 1 else 'were'} dropped.")
     if not config.static:
-        parts.append(f"The join's state held {step.state_rows} rows after it.")
+        parts.append(f"The join's state held {_rows(step.state_rows)} after it.")
     return " ".join(parts)
 
 

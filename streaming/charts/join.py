@@ -22,6 +22,8 @@ STATUS_COLORS = {
     "dropped as too late": WATERMARK_COLOR, "dropped as malformed": "#000000", "kept to match": PALETTE[0],
 }
 """The colour of each status :func:`~streaming.analysis.join.key_story` gives a row."""
+UNMATCHED_COLORS = {"left": "#e0a800", "right": "#17a2b8"}
+"""A side's rows emitted without a match: the yellow and the blue the tables highlight them in."""
 
 
 def _marker(figure: go.Figure, batch_id: int | None) -> go.Figure:
@@ -49,7 +51,8 @@ def join_watermarks_figure(timeline: pd.DataFrame, left: str, right: str, policy
             )
         )
     figure.update_layout(
-        title=title, xaxis_title="micro-batch", yaxis={"title": "event time", "type": "date"}, height=340, legend={"orientation": "h", "y": -0.25},
+        title=title, xaxis_title="micro-batch", yaxis={"title": "event time", "type": "date"}, height=460,  # beside the activity figure, as tall
+        legend={"orientation": "h", "y": -0.22, "font": {"size": 11}}, margin={"b": 150},
     )
     return _marker(figure, batch_id)
 
@@ -66,8 +69,8 @@ def join_activity_figure(
     figure = go.Figure()
     for values, name, color in (
         (matched, "joined rows", PALETTE[0]),
-        (timeline["left_unmatched"], f"{left} rows with NULLs for {right}", PALETTE[1]),
-        (timeline["right_unmatched"], f"{right} rows with NULLs for {left}", PALETTE[2]),
+        (timeline["left_unmatched"], f"{left} rows with NULLs for {right}", UNMATCHED_COLORS["left"]),
+        (timeline["right_unmatched"], f"{right} rows with NULLs for {left}", UNMATCHED_COLORS["right"]),
         (timeline["rows_dropped_by_watermark"], "dropped as too late", WATERMARK_COLOR),
     ):
         figure.add_trace(go.Bar(x=timeline["batch_id"], y=values, name=name, marker_color=color))
@@ -82,9 +85,10 @@ def join_activity_figure(
                     line={"color": color, "dash": "dot"}, yaxis="y2",
                 )
             )
-    figure.update_layout(
-        title=title, barmode="stack", xaxis_title="micro-batch", yaxis_title="rows", height=340, legend={"orientation": "h", "y": -0.25},
-        yaxis2={"title": "rows in state", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+    figure.update_layout(  # tall enough for the plot to keep its room above a legend of up to eight entries in half a page
+        title=title, barmode="stack", xaxis_title="micro-batch", yaxis_title="rows", height=460,
+        legend={"orientation": "h", "y": -0.22, "font": {"size": 11}}, margin={"b": 150},
+        yaxis2={"title": "rows in state", "overlaying": "y", "side": "right", "rangemode": "tozero", "tickformat": ",d"},
     )
     return _marker(figure, batch_id)
 
