@@ -59,6 +59,7 @@ from .progress import ProgressListener, ProgressLog, observed_value
 from .query import start_with
 from .results import stamp
 from .session import is_connect
+from .sinks import split_batches
 from .sources import FILE_FORMATS
 from .sources.ads import AD_STREAMS, AdStream, AdStreams
 from .sources.dataset import file_stream
@@ -805,9 +806,13 @@ def _emitted_by_counts(summaries: Sequence[Mapping[str, Any]], rows: int) -> tup
     """The batch of each of a memory sink's ``rows`` (they stay in batch order) from the rows each batch's progress says it wrote;
     ``None`` when the progress does not account for every row."""
     counts = [(int(summary["batch_id"]), int(summary.get("output_rows", -1))) for summary in sorted(summaries, key=lambda summary: summary["batch_id"])]
-    if any(count < 0 for _, count in counts) or sum(count for _, count in counts) != rows:
+    if any(count < 0 for _, count in counts):
         return None
-    return tuple(batch_id for batch_id, count in counts for _ in range(count))
+    try:  # the memory sink's reader cuts a live query's rows the same way
+        pieces = split_batches(range(rows), counts)
+    except ValueError:
+        return None
+    return tuple(batch_id for batch_id, piece in pieces for _ in piece)
 
 
 def join_state(spark: SparkSession, outcome: JoinOutcome, side: str, batch_id: int) -> pd.DataFrame:
@@ -837,7 +842,7 @@ def side_rows(spark: SparkSession, side: Side, plan: Sequence[tuple[dict[int, in
     if is_live(side):
         raise ConfigError(side.side, side.label, "is live: its rows are not kept to be read again")
     if isinstance(side, TopicSide):
-        return _range_rows(spark, side, side.planned() if plan is None else list(plan))
+        return _range_rows(spark, side, side.planned() if plan is None else plan)
     assert isinstance(side, JoinSide)
     batch, _, columns = _read_side(spark, side)
     paths = {str(path.absolute()): index for index, path in enumerate(side.files())}

@@ -33,7 +33,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .config import count_setting
 from .errors import ConfigError
@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 LOG = logging.getLogger(__name__)
+Row = TypeVar("Row")
 MAX_SINK_ROWS_VARIABLE = "STREAMING_LAB_MAX_SINK_ROWS"
 DEFAULT_MAX_SINK_ROWS = 250_000
 """Rows the memory sink may hold on Connect before the run is stopped. The Live page's generator at 2,000 events/s (8 keys,
@@ -128,7 +129,7 @@ class FoldSink:
         pass
 
 
-def split_batches(rows: Sequence[tuple], counts: Sequence[tuple[int, int]]) -> list[tuple[int, list[tuple]]]:
+def split_batches(rows: Sequence[Row], counts: Sequence[tuple[int, int]]) -> list[tuple[int, list[Row]]]:
     """``rows`` in sink order cut into ``(batch_id, rows)`` by ``counts``, ``(batch_id, output rows)`` in batch order.
 
     Raises ``ValueError`` when the counts do not add up to the rows: the sink and the progress disagree.
