@@ -1,4 +1,5 @@
 # Two entry points: `make run` serves the dashboard, `make test` runs the suite.
+# `make test-fast` runs the tests that need neither Spark, Kafka nor a browser (a minute or two: run it often).
 # `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmarks (dashboard, tuner, Kafka, latency, stepped replay, then joins, replayed and live, and a press of Next on Step through);
 # `make connect` starts a local Spark Connect server and prints the SPARK_REMOTE to run the app against it.
 # `make kafka` starts a local Apache Kafka broker and prints the KAFKA_BOOTSTRAP to use; `make kafka-stop` stops it.
@@ -12,7 +13,7 @@ STAMP := $(VENV)/.installed-requirements
 JARS := jvm/lib/.fetched
 FETCH := $(MVN) -q -B -Dstyle.color=never dependency:copy-dependencies -DincludeScope=runtime
 
-.PHONY: run test lint bench connect kafka kafka-stop jars java
+.PHONY: run test test-fast lint bench connect kafka kafka-stop jars java
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,9 @@ run: $(STAMP) $(JARS) java
 
 test: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m pytest
+
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -m "not spark"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -23,6 +23,34 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("STREAMING_LAB_DATA", tempfile.mkdtemp(prefix="streaming-lab-test-data-"))  # the app's kept queries, not ./data
 
 
+SPARK_FIXTURES = frozenset({"spark", "registry", "cli", "connect_server", "kafka_broker", "app_registry", "jobs"})
+"""Fixtures that start a JVM (Spark, a Connect server, a Kafka broker): a test that asks for one, directly or through another fixture, is marked ``spark``."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that needs Spark, Kafka or a browser ``spark`` (``make test-fast`` leaves those out: ``-m "not spark"``)."""
+    for item in items:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("browser") or item.get_closest_marker("cluster"):
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spark_refused_when_fast(request):
+    """Under ``-m "not spark"`` a test that starts a SparkSession anyway fails, naming the mark it lacks, instead of slowing the fast subset down."""
+    if "not spark" not in (request.config.getoption("markexpr") or ""):
+        yield
+        return
+    from unittest import mock
+
+    from pyspark.sql import SparkSession
+
+    def refuse(self):
+        raise RuntimeError("this test starts Spark: mark it @pytest.mark.spark (or ask for the spark fixture) so make test-fast leaves it out")
+
+    with mock.patch.object(SparkSession.Builder, "getOrCreate", refuse):
+        yield
+
+
 @pytest.fixture(scope="session")
 def spark():
     from streaming.engine.session import get_session

@@ -145,6 +145,7 @@ def test_home_page() -> None:
     assert [header.value for header in at.subheader] == ["Start with your own data"]  # where a newcomer with data begins
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize(("path", "title"), [(LIVE, "Live query"), (QUERIES, "Queries")])
 def test_every_page_renders(path: str, title: str) -> None:
     at = _page(path)
@@ -373,6 +374,7 @@ def test_dataset_helpers(tmp_path: Path) -> None:
         datasets.build_mapping({"event_time": datasets.NONE})
 
 
+@pytest.mark.spark
 def test_datasets_page_previews_renames_and_deletes(tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "data"
     monkeypatch.setenv("STREAMING_LAB_DATA", str(root))
@@ -489,6 +491,7 @@ def test_the_state_caption_says_when_each_operators_rows_leave() -> None:
     assert live._eviction("stateStoreSave").startswith("a window is emitted")
 
 
+@pytest.mark.spark
 def test_the_form_is_kept_when_leaving_the_page_and_read_from_its_link() -> None:
     at = _page(LIVE)
     at.selectbox(key="lab_source").set_value("generator").run()

@@ -193,6 +193,7 @@ def _sweep_page(monkeypatch, jobs: list[AppTest], stand_in: Callable[..., object
     return at
 
 
+@pytest.mark.spark
 def test_a_reloaded_page_finds_the_sweep_of_its_inputs_still_running(monkeypatch, no_spark, jobs) -> None:
     release = threading.Event()
 
@@ -212,6 +213,7 @@ def test_a_reloaded_page_finds_the_sweep_of_its_inputs_still_running(monkeypatch
         release.set()
 
 
+@pytest.mark.spark
 def test_the_tuner_shows_what_runs_and_cancels_a_sweep(monkeypatch, no_spark, jobs) -> None:
     reported = threading.Event()
 
@@ -253,6 +255,7 @@ def test_home_page_links_the_experiment_pages() -> None:
     assert any(label.startswith("Compare:") for label in labels)
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize(("path", "title", "button"), [(TUNER, "Watermark tuner", "tune_run"), (COMPARE, "Compare", "cmp_run")])
 def test_every_experiment_page_renders(path: str, title: str, button: str) -> None:
     at = _page(path)
@@ -262,6 +265,7 @@ def test_every_experiment_page_renders(path: str, title: str, button: str) -> No
     assert button in _button_keys(at) and not at.button(key=button).disabled
 
 
+@pytest.mark.spark
 def test_tuner_explains_completeness_and_output_delay() -> None:
     at = _page(TUNER)
     text = " ".join(markdown.value for markdown in at.markdown)
@@ -270,6 +274,7 @@ def test_tuner_explains_completeness_and_output_delay() -> None:
     assert at.number_input(key="tune_target").value == 0.99
 
 
+@pytest.mark.spark
 def test_tuner_refuses_a_bad_delay_before_spark() -> None:
     at = _page(TUNER)
     at.text_input(key="tune_delays").set_value("0s, abc").run()
@@ -280,6 +285,7 @@ def test_tuner_refuses_a_bad_delay_before_spark() -> None:
     assert _job(at, tuner.TUNE_JOB) is None
 
 
+@pytest.mark.spark
 def test_tuner_refuses_a_target_above_one() -> None:
     at = _page(TUNER)
     at.number_input(key="tune_target").set_value(1.5).run()
@@ -289,6 +295,7 @@ def test_tuner_refuses_a_target_above_one() -> None:
     assert "tune_run" not in _button_keys(at)
 
 
+@pytest.mark.spark
 def test_compare_refuses_a_slide_longer_than_the_window() -> None:
     at = _page(COMPARE)
     at.number_input(key="cmp_count").set_value(3).run()
@@ -305,6 +312,7 @@ def test_compare_refuses_a_slide_longer_than_the_window() -> None:
 # --- the job pattern on the page, with the engine call replaced (no Spark) ----------------------
 
 
+@pytest.mark.spark
 def test_tuner_shows_running_then_the_error_of_a_failed_sweep(monkeypatch, no_spark, jobs) -> None:
     release = threading.Event()
 
@@ -332,6 +340,7 @@ TUNE_TABLE = {"delay", "completeness", "peak_state_rows", "output_delay_seconds"
 COMPARE_TABLE = {"label", "completeness", "rows_dropped_by_watermark", "mean_batch_duration_ms"}
 
 
+@pytest.mark.spark
 @pytest.mark.timeout(900)
 def test_tuner_sweeps_the_guide_feed(jobs) -> None:
     at = _page(TUNER)
@@ -380,6 +389,7 @@ def test_tuner_sweeps_the_guide_feed(jobs) -> None:
     assert any("windows: '0s' must be longer than 0" in message for message in _errors(at))
 
 
+@pytest.mark.spark
 @pytest.mark.timeout(900)
 def test_compare_runs_two_configs_on_the_guide_feed(jobs) -> None:
     at = _page(COMPARE)
@@ -408,6 +418,7 @@ def test_compare_runs_two_configs_on_the_guide_feed(jobs) -> None:
     assert len(at.code) == 2 and "append" in at.code[0].value and "update" in at.code[1].value
 
 
+@pytest.mark.spark
 def test_compare_runs_two_joins_of_ad_datasets_after_refusing_one_spark_would_refuse(jobs, tmp_path: Path, monkeypatch) -> None:
     from dataclasses import replace
 
@@ -489,6 +500,7 @@ def test_tune_inputs_of_a_dataset_take_its_aggregate_and_dedup(orders_root: Path
         "1: append · session 20 seconds · wm 1 minute", "2: append · 1 minute · wm 1 minute"]
 
 
+@pytest.mark.spark
 @pytest.mark.timeout(900)
 def test_tuner_sweeps_a_dataset_sum_with_duplicates_dropped(jobs, orders_root: Path) -> None:
     at = _page(TUNER)
@@ -520,6 +532,7 @@ def test_tuner_sweeps_a_dataset_sum_with_duplicates_dropped(jobs, orders_root: P
     assert _table_with(TUNE_TABLE)(at) and not at.exception
 
 
+@pytest.mark.spark
 def test_the_tuner_profiles_how_late_a_datasets_events_are(orders_root: Path) -> None:
     at = _page(TUNER)
     at.selectbox(key="tune_feed").set_value("orders").run()
@@ -539,6 +552,7 @@ def test_the_tuner_profiles_how_late_a_datasets_events_are(orders_root: Path) ->
 
 
 
+@pytest.mark.spark
 @pytest.mark.timeout(900)
 def test_the_live_page_lists_a_datasets_dropped_events(orders_root: Path) -> None:
     """A dataset on the Live query page: why each delivery was dropped, event by event, with the dropped ones listed and downloadable."""

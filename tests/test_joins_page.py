@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import shared
 from streaming.analysis.join import batch_caption, join_timeline
 from streaming.engine.join import join_state
+
+pytestmark = pytest.mark.spark  # every test here runs pages on Spark
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 TIMEOUT = 180

@@ -334,6 +334,7 @@ def started(at: AppTest) -> Iterator[tuple[LiveJoin, dict[str, str]]]:
         run.stop()
 
 
+@pytest.mark.spark
 def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None:
     at = AppTest.from_file(str(APP), default_timeout=180).run()
     shared.session_starter().wait(180)

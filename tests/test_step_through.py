@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import shared
+
+pytestmark = pytest.mark.spark  # every test here runs pages on Spark
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 TIMEOUT = 180
