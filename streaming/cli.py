@@ -32,6 +32,7 @@ from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN
 from .engine.sources import Source
 from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, ValueFormat, check_bootstrap, parse_kafka_url
+from .engine.sql.views import DEFAULT_VIEW
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,9 +48,10 @@ __all__ = ["detect_format", "main", "parser", "replay_source"]
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m streaming", description="Run Structured Streaming queries headless.")
     commands = top.add_subparsers(dest="command", required=True)
-    replay = commands.add_parser("replay", help="replay a feed through a windowed count until the stream is idle")
+    replay = commands.add_parser("replay", help="replay a feed through a windowed count, or your own SQL (--sql/--sql-file), until the stream is idle")
     _add_data_arguments(replay, passthrough=True)
-    _add_query_arguments(replay)
+    _add_query_arguments(replay, sql=True)
+    _add_sql_arguments(replay)
     replay.add_argument("--json", type=Path, default=None, help="write the result and batch summaries to this file")
     replay.add_argument(
         "--dropped", type=Path, default=None, metavar="OUT",
@@ -80,16 +82,30 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def _add_query_arguments(command: argparse.ArgumentParser) -> None:
-    """The flags that shape the query: shared by ``replay`` and ``explain``."""
-    windows = command.add_mutually_exclusive_group(required=True)
-    windows.add_argument("--window", help='window length, e.g. "5 minutes"')
+def _add_query_arguments(command: argparse.ArgumentParser, *, sql: bool = False) -> None:
+    """The flags that shape the query: shared by ``replay`` and ``explain``. With ``sql`` a window is not required: ``--sql`` says the query instead."""
+    windows = command.add_mutually_exclusive_group(required=not sql)
+    windows.add_argument("--window", help='window length, e.g. "5 minutes"' + (" (required unless --sql or --sql-file)" if sql else ""))
     windows.add_argument("--session-gap", default=None, help="session windows instead: a key's session ends this long after its last event")
     command.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
     command.add_argument("--watermark", default=None, help="watermark delay (default: none)")
     command.add_argument("--output-mode", default="update", choices=OUTPUT_MODES)
     command.add_argument("--state-store", default="hdfs", choices=STATE_STORES, help="where the state lives: hdfs (Spark's default) or rocksdb")
     command.add_argument("--changelog-checkpointing", action="store_true", help="with --state-store rocksdb: commit each batch's changes, not a snapshot")
+
+
+def _add_sql_arguments(command: argparse.ArgumentParser) -> None:
+    """The flags of a query in Spark SQL: the text, and the views it reads besides PATH."""
+    text = command.add_mutually_exclusive_group()
+    text.add_argument("--sql", default=None, metavar="QUERY", help="your own query in Spark SQL over the view of PATH (and --stream/--static views), e.g. "
+                      "\"SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY 1\"")
+    text.add_argument("--sql-file", type=Path, default=None, metavar="FILE", help="--sql's query, read from FILE")
+    command.add_argument("--view", default=DEFAULT_VIEW, metavar="NAME", help=f"the view PATH is streamed as (default: {DEFAULT_VIEW}); its event-time column is a TIMESTAMP under its own name")
+    command.add_argument(
+        "--stream", action="append", default=[], metavar="NAME=PATH",
+        help="another streamed view, read with the same data flags, its file i in micro-batch i (a stream-stream join); repeatable",
+    )
+    command.add_argument("--static", action="append", default=[], metavar="NAME=PATH", help="a static view: every row of PATH, read once (a stream-static join); repeatable")
 
 
 def _trigger_arg(text: str) -> tuple[str, str | None]:
@@ -317,6 +333,11 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
         return _explain_main(args, given)
     from .engine.runner import run_to_idle
 
+    if args.sql is not None or args.sql_file is not None:
+        return _sql_main(args, given)
+    if args.window is None and args.session_gap is None:
+        print("error: one of the arguments --window --session-gap is required (or --sql / --sql-file)", file=sys.stderr)
+        return 2
     topic = _is_topic(args)
     if not topic and not Path(args.feed_dir).exists():
         print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
@@ -377,6 +398,101 @@ def _latency_ms(entries) -> dict[str, float | None]:
 
     summary = latency_summary(entries, "written")
     return {name: None if summary[name] != summary[name] else round(summary[name], 1) for name in ("p50", "p95", "p99", "max")}  # NaN: nothing read
+
+
+# --------------------------------------------------------------------------- replay --sql
+
+SQL_ONLY_WITH_FORM = ("window", "session_gap", "slide", "watermark", "dedup_by", "value", "dropped", "stop_after", "checkpoint")
+"""``replay`` flags of the form's query that a SQL query says itself (or that need the form's query)."""
+
+
+def _sql_text(args: argparse.Namespace) -> str:
+    if args.sql is not None:
+        return str(args.sql)
+    try:
+        return Path(args.sql_file).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError("--sql-file", str(args.sql_file), f"cannot be read: {err.strerror}") from None
+
+
+def _named_paths(pairs: list[str], flag: str) -> list[tuple[str, str]]:
+    named = []
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ConfigError(flag, pair, "must be NAME=PATH")
+        named.append((name.strip(), path.strip()))
+    return named
+
+
+def _view_source(args: argparse.Namespace, path: str, flag: str, spark: SparkSession | None) -> Source:
+    """The source of one view: a topic (its value's columns from a sample, with ``spark``) or files, read with the data flags and no key mapping."""
+    if path.startswith("kafka://"):
+        topic_args = argparse.Namespace(**{**vars(args), "feed_dir": path, "no_key": True})
+        if spark is None:
+            check_topic_args(topic_args)
+            raise _Later()
+        return topic_source(spark, topic_args)
+    if not Path(path).exists():
+        raise ConfigError(flag, path, "is not a folder or a file")
+    return replay_source(Path(path), args.file_format, args.event_time, args.time_format, None, None, None, Batching(args.batch_by, args.batch_interval))
+
+
+def _static_table(args: argparse.Namespace, path: str):
+    """A ``--static`` view: every row of PATH, its event-time column (when it has one) a TIMESTAMP read with the data flags."""
+    from .engine.sql.views import TableFiles
+
+    columns = ColumnMapping(event_time=args.event_time, time_format=args.time_format or "auto", key=None)
+    return TableFiles(Path(path), cast("FileFormat | None", args.file_format), columns)
+
+
+class _Later(Exception):
+    """A topic's view: its columns are read once Spark runs."""
+
+
+def _sql_query(args: argparse.Namespace, spark: SparkSession | None):
+    """The :class:`~streaming.engine.sql.SqlQuery` the flags describe; ``None`` while a topic waits for Spark (its brokers checked already)."""
+    from .engine.sql import SqlQuery, SqlView
+
+    for name in SQL_ONLY_WITH_FORM:
+        if getattr(args, name, None) not in (None, False):
+            raise ConfigError("--" + name.replace("_", "-"), getattr(args, name), "applies to the form's query: a SQL query says its window, watermark and columns itself")
+    try:
+        views = [SqlView(args.view, _view_source(args, str(args.feed_dir), "PATH", spark))]
+        views += [SqlView(name, _view_source(args, path, "--stream", spark)) for name, path in _named_paths(args.stream, "--stream")]
+        views += [SqlView(name, _static_table(args, path), static=True) for name, path in _named_paths(args.static, "--static")]
+    except _Later:
+        return None
+    return SqlQuery(_sql_text(args), tuple(views), output_mode=args.output_mode, trigger="available_now", state_store=args.state_store,
+                    changelog_checkpointing=args.changelog_checkpointing)
+
+
+def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
+    from .engine.sql import SqlError, replay_sql
+
+    try:
+        query = _sql_query(args, None)
+    except (ConfigError, SqlError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        with _registry(given) as (spark, registry):
+            query = query or _sql_query(args, spark)
+            assert query is not None
+            outcome = replay_sql(registry, query)
+    except (ConfigError, SqlError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(outcome.result.to_string(index=False) if len(outcome.result) else "(empty result table)")
+    for operator in outcome.operators:
+        print(f"operator {operator['index']} {operator['name']}: state_rows={operator['state_rows']} rows_dropped_by_watermark={operator['rows_dropped_by_watermark']}")
+    print(
+        f"batches={len(outcome.progress)} input_rows={outcome.input_rows} malformed_rows={outcome.malformed_rows} "
+        f"rows_dropped_by_watermark={outcome.rows_dropped_by_watermark} final_watermark={outcome.final_watermark}"
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
+    return 0
 
 
 # --------------------------------------------------------------------------- tune

@@ -19,7 +19,7 @@ from .times import check_time_fit, check_time_format, column_kind, quoted, time_
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-__all__ = ["NO_KEY", "ColumnMapping", "dataset_columns"]
+__all__ = ["NO_KEY", "ColumnMapping", "dataset_columns", "view_columns"]
 
 
 @dataclass(frozen=True)
@@ -109,3 +109,13 @@ def dataset_columns(mapping: ColumnMapping, schema: Mapping[str, str], no_key: s
     value = [] if mapping.value is None else [F.col(quoted(mapping.value)).alias("value")]
     dedup_id = [] if mapping.dedup_id is None else [F.col(quoted(mapping.dedup_id)).alias("dedup_id")]
     return [event_time.alias("event_time"), key.alias("key"), *value, *dedup_id]
+
+
+def view_columns(mapping: ColumnMapping, schema: Mapping[str, str]) -> list[Column]:
+    """Every column of ``schema`` (name → Spark type) under its own name, as a user's SQL sees a dataset: the event-time column read as
+    ``mapping`` says (a timestamp, null where it does not parse), the others as they are."""
+    from pyspark.sql import functions as F
+
+    mapping.check_columns(dict(schema))
+    event_time = time_column(mapping.event_time, mapping.time_format, schema[mapping.event_time], "columns.time_format")
+    return [event_time.alias(name) if name == mapping.event_time else F.col(quoted(name)) for name in schema]

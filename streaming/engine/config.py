@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .batching import Batching
 from .checks import duration_ms
@@ -19,6 +19,8 @@ from .columns import ColumnMapping
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .feeds import FEED_COLUMNS
+from .frame import VALUE_AGGREGATIONS, build_frame
+from .results import ResultTable
 from .sources import (
     FILE_FORMATS,
     MAX_SPEED,
@@ -33,6 +35,11 @@ from .sources import (
     SteppedTopic,
     StreamSource,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from .sources import Feeder
 
 __all__ = [
     "FEED_COLUMNS",
@@ -70,8 +77,6 @@ StateStore = Literal["hdfs", "rocksdb"]
 OUTPUT_MODES: tuple[str, ...] = get_args(OutputMode)
 TRIGGER_KINDS: tuple[str, ...] = get_args(TriggerKind)
 AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
-VALUE_AGGREGATIONS: tuple[str, ...] = ("sum", "avg", "min", "max", "approx_distinct")
-"""The aggregations that read a value column (``approx_distinct`` is Spark's ``approx_count_distinct``)."""
 STATE_STORES: tuple[str, ...] = get_args(StateStore)
 STATE_STORE_PROVIDERS: dict[str, str] = {
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
@@ -273,6 +278,14 @@ class QueryConfig:
     def with_changes(self, **changes: Any) -> QueryConfig:
         """A copy with ``changes`` applied and validated again."""
         return replace(self, **changes)
+
+    def build(self, spark: SparkSession, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:
+        """The streaming DataFrame of this query's result table and its source's feeder (:func:`~streaming.engine.frame.build_frame`)."""
+        return build_frame(spark, self, staging, now_ms, latency=latency)
+
+    def new_table(self, frame: DataFrame, max_rows: int | None, *, record: bool = False) -> ResultTable:
+        """The empty result table the batches of ``frame`` (what :meth:`build` gave) are folded into."""
+        return ResultTable(self.output_mode, self.aggregation, max_rows, record=record)
 
 
 def describe(config: QueryConfig) -> dict[str, object]:

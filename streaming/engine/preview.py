@@ -48,15 +48,17 @@ PLAUSIBLE_YEARS = (1990, 10)
 """A mapped event time earlier than this year, or later than this many years from now, is called implausible."""
 
 
-def read_dataset(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, schema: StructType | None = None) -> DataFrame:
-    """The rows of ``files`` (one format) as a batch DataFrame, with ``schema`` when given; :class:`ConfigError` naming the first file when Spark cannot read them."""
+def read_dataset(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, schema: StructType | None = None, *, infer: bool = False) -> DataFrame:
+    """The rows of ``files`` (one format) as a batch DataFrame, with ``schema`` when given; :class:`ConfigError` naming the first file when Spark cannot read them.
+
+    CSV columns are text unless ``infer`` (Spark's ``inferSchema``: one more pass over the files)."""
     if not files:
         raise ConfigError("dataset", "", "holds no files")
     paths = [str(path) for path in files]
     reader = spark.read if schema is None else spark.read.schema(schema)
     try:
         if fmt == "csv":
-            return reader.csv(paths, header=True, mode="PERMISSIVE")
+            return reader.csv(paths, header=True, mode="PERMISSIVE", inferSchema=infer and schema is None)
         if fmt == "json":
             return reader.json(paths, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT_COLUMN)
         return reader.parquet(*paths)

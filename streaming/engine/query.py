@@ -20,15 +20,16 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import pandas as pd
 
 from .checkpoints import KeptQuery
-from .config import INTERVAL_TRIGGERS, STATE_STORE_PROVIDERS, VALUE_AGGREGATIONS, FeedSource, QueryConfig
+from .config import INTERVAL_TRIGGERS, STATE_STORE_PROVIDERS, FeedSource, QueryConfig
 from .durations import format_duration, parse_duration
 from .errors import Cancelled, ConfigError
-from .latency import LATENCY_METRICS, PRODUCED, QUANTILES, LatencyLog
+from .frame import INPUT_METRICS, aggregate_column, build_frame, exact_frame, malformed_rows, windowed_counts
+from .latency import LatencyLog
 from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .session import is_connect
@@ -36,10 +37,15 @@ from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink, Topi
 from .sources import FeedReplayer, KafkaSource, Stepper
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import SparkSession
     from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
     from .sources import Feeder
+    from .sql.query import SqlQuery
+    from .sql.table import SqlTable
+
+    RunConfig = QueryConfig | SqlQuery
+    """What a run runs: the form's query or a user's SQL; each builds its frame and its result table."""
 
 __all__ = [
     "CHANGELOG_CONF",
@@ -58,131 +64,14 @@ __all__ = [
 ]
 
 RunStatus = Literal["active", "finished", "stopped", "failed"]
+C = TypeVar("C", bound="RunConfig")
+"""A run's configuration: a :class:`~streaming.engine.config.QueryConfig`, or a user's SQL (:class:`~streaming.engine.sql.query.SqlQuery`)."""
+T = TypeVar("T", bound="ResultTable | SqlTable")
+"""A run's result table: a :class:`~streaming.engine.results.ResultTable`, or a SQL query's (:class:`~streaming.engine.sql.table.SqlTable`)."""
 LOG = logging.getLogger(__name__)
-INPUT_METRICS = "input"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 _START_LOCK = threading.Lock()
-
-
-def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:
-    """``(frame, feeder)``: the result-table DataFrame for ``config`` and the source's feeder (or ``None``).
-
-    With ``latency`` (and a source whose rows carry a produce time, in micro-batches) each batch observes its
-    records' produce times (:data:`~streaming.engine.latency.LATENCY_METRICS`); ``False`` leaves that out, as a benchmark's baseline does.
-
-    Malformed rows (unparsable ``event_time``, missing ``key``, or a missing id when deduplicating) are counted in
-    the observed metrics ``input.malformed_rows`` and left out; they never reach
-    the aggregation. With ``deduplicate`` a row whose id was seen within the
-    watermark is dropped before the aggregation (the operator's
-    ``numDroppedDuplicateRows``).
-    """
-    frame, feeder = config.source.read(spark, staging, now_ms)
-    try:
-        return _result_frame(_input_frame(frame, config, latency=latency), config), feeder
-    except BaseException:
-        if feeder is not None:
-            feeder.stop()
-        raise
-
-
-def _input_frame(frame: DataFrame, config: QueryConfig, *, latency: bool) -> DataFrame:
-    """The source's rows observed (input and malformed counts, produce times), filtered, watermarked and deduplicated as :func:`build_frame` says."""
-    from pyspark.sql import functions as F
-
-    malformed = malformed_rows(config)
-    frame = frame.observe(
-        INPUT_METRICS,
-        F.count(F.lit(1)).alias("input_rows"),
-        F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias("malformed_rows"),
-    ).where(~malformed)
-    if latency and PRODUCED in frame.columns and config.trigger != "real_time":
-        frame = frame.observe(
-            LATENCY_METRICS,
-            F.count(F.lit(1)).alias("produced_count"),
-            F.percentile(F.col(PRODUCED), [index / QUANTILES for index in range(QUANTILES + 1)]).alias("produced_percentiles"),
-        )
-    if config.watermark_ms is not None:
-        frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
-    if config.deduplicate:
-        frame = frame.dropDuplicatesWithinWatermark(["dedup_id"])
-    return frame
-
-
-def exact_frame(spark: SparkSession, config: QueryConfig) -> DataFrame:
-    """The answer ``config`` would reach with an infinite watermark: the same aggregation over every well-formed row of its feed, as one batch query.
-
-    Malformed rows are left out as the stream leaves them out; with
-    ``deduplicate`` every id is kept once (``dropDuplicates``: an infinite
-    watermark forgets no id). Only sources with an end have one (:meth:`~streaming.engine.sources.StreamSource.rows`).
-    """
-    frame = config.source.rows(spark).where(~malformed_rows(config))
-    if config.deduplicate:
-        frame = frame.dropDuplicates(["dedup_id"])
-    return _result_frame(frame, config)
-
-
-def malformed_rows(config: QueryConfig) -> Column:
-    """True for a row the query leaves out: no parsable ``event_time``, no ``key``, or no id when deduplicating."""
-    from pyspark.sql import functions as F
-
-    malformed = F.col("event_time").isNull() | F.col("key").isNull()
-    if config.deduplicate:
-        malformed = malformed | F.col("dedup_id").isNull()  # without an id, a row cannot be told from a duplicate
-    return malformed
-
-
-def _result_frame(frame: DataFrame, config: QueryConfig) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    if config.aggregation == "none":
-        produced = [PRODUCED] if config.trigger == "real_time" and PRODUCED in frame.columns else []
-        return frame.select(F.unix_micros("event_time").alias("event_time"), "key", *produced)
-    return windowed_counts(frame, config.window_ms, config.slide_ms, config.aggregation, config.session_gap_ms)
-
-
-def aggregate_column(aggregation: str) -> Column:
-    """The aggregate of the ``value`` column for a value aggregation: numbers (text that is not one is null) or, for ``approx_distinct``, any value."""
-    from pyspark.sql import functions as F
-
-    value = F.col("value")
-    if aggregation == "approx_distinct":
-        return F.approx_count_distinct(value)
-    functions = {"sum": F.sum, "avg": F.avg, "min": F.min, "max": F.max}
-    if aggregation not in functions:
-        raise ConfigError("aggregation", aggregation, f"is not one of count, {', '.join(VALUE_AGGREGATIONS)}")
-    return functions[aggregation](value.try_cast("double"))
-
-
-def windowed_counts(
-    frame: DataFrame, window_ms: int, slide_ms: int, aggregation: str = "count", session_gap_ms: int | None = None
-) -> DataFrame:
-    """The aggregate per ``key`` and event-time window ``[start, end)``: ``window_start``/``window_end`` in epoch microseconds, ``key``, and ``count``.
-
-    A value aggregation yields ``value`` (the aggregate) before ``count`` (the
-    rows it was computed over): the count is what completeness is measured by,
-    whatever the aggregate.
-
-    With ``session_gap_ms`` the windows are sessions (``session_window``): a
-    key's session ends ``session_gap_ms`` after its last event.
-    """
-    from pyspark.sql import functions as F
-
-    if session_gap_ms is not None:
-        window = F.session_window("event_time", format_duration(session_gap_ms))
-    else:
-        window = F.window("event_time", format_duration(window_ms), format_duration(slide_ms))
-    grouped = frame.groupBy(window.alias("window"), "key")
-    if aggregation == "count":
-        measured, numbers = grouped.count(), ["count"]
-    else:
-        measured, numbers = grouped.agg(aggregate_column(aggregation).alias("value"), F.count(F.lit(1)).alias("count")), ["value", "count"]
-    return measured.select(
-        F.unix_micros(F.col("window.start")).alias("window_start"),
-        F.unix_micros(F.col("window.end")).alias("window_end"),
-        "key",
-        *numbers,
-    )
 
 
 class StopsInBackground:
@@ -217,13 +106,13 @@ class StopsInBackground:
 
 
 @dataclass
-class Run(StopsInBackground):
+class Run(StopsInBackground, Generic[C, T]):
     """One started query with everything it owns. ``table`` and ``log`` are safe to read from any thread."""
 
     name: str
-    config: QueryConfig
+    config: C
     query: StreamingQuery
-    table: ResultTable
+    table: T
     log: ProgressLog
     feeder: Feeder | None
     workdir: Path
@@ -232,6 +121,8 @@ class Run(StopsInBackground):
     latency: LatencyLog | None = field(default=None)
     """Each record's end-to-end latency, for a source whose rows carry when they were produced (``stamp``: a topic, a feed or dataset, the generator, rate); ``None`` for the others."""
     stopped_by_user: bool = field(default=False)
+    listened: tuple[SparkSession, ProgressListener] | None = field(default=None, repr=False)
+    """A query on a session of its own (a SQL query's): that session and the listener added to it, removed by :meth:`close`."""
     kept: bool = field(default=False)
     """True when ``workdir`` is a kept folder (:class:`~streaming.engine.checkpoints.KeptQuery`): :meth:`close` leaves it, :meth:`delete` removes it."""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -303,11 +194,19 @@ class Run(StopsInBackground):
             self.log.caught_up(self.query, time.monotonic() + 2.0)
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        self._unlisten()
+
+    def _unlisten(self) -> None:
+        if self.listened is not None:
+            session, listener = self.listened
+            self.listened = None
+            session.streams.removeListener(listener)
 
     def delete(self) -> None:
         """Stop, then delete the working folder, kept or not. Idempotent."""
         self.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
+        self._unlisten()
 
     def await_first_batch(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the first batch to be folded into the table; ``False`` if it was not.
@@ -384,7 +283,7 @@ def _cancelled(cancel: threading.Event | None, name: str) -> bool:
     return False
 
 
-def _trigger(config: QueryConfig) -> dict[str, Any]:
+def _trigger(config: RunConfig) -> dict[str, Any]:
     if config.trigger in INTERVAL_TRIGGERS:
         # canonical form: Spark's interval parser refuses units parse_duration accepts, such as "ms"
         interval = format_duration(parse_duration(config.trigger_interval or "", field="trigger_interval"))
@@ -396,7 +295,7 @@ def _trigger(config: QueryConfig) -> dict[str, Any]:
 
 def start_run(
     spark: SparkSession,
-    config: QueryConfig,
+    config: RunConfig,
     name: str,
     listener: ProgressListener,
     *,
@@ -435,6 +334,8 @@ def start_run(
         )
     kept = None if keep is None else KeptQuery(Path(keep))
     if kept is not None:
+        if not isinstance(config, QueryConfig):
+            raise ConfigError("keep", name, "cannot be kept: only the form's queries are resumed from a checkpoint yet")
         now_ms = kept.open(config, name, now_ms)
         workdir = kept.folder
     else:
@@ -456,14 +357,17 @@ def start_run(
                 shutil.rmtree(workdir, ignore_errors=True)
 
     try:
-        frame, feeder = build_frame(spark, config, workdir / "staging", now_ms, latency=latency)
+        frame, feeder = config.build(spark, workdir / "staging", now_ms, latency=latency)
     except Exception:
         discard()
         raise
-    table = ResultTable(config.output_mode, config.aggregation, max_rows, record=record_outputs)
+    table = config.new_table(frame, max_rows, record=record_outputs)
+    session = frame.sparkSession
+    listened = None if session is spark else session  # a SQL query's own session: its queries are its own spark.streams'
     latencies = LatencyLog() if latency and config.source.stamp is not None else None
     log = ProgressLog(latencies)
     if kept is not None:
+        assert isinstance(table, ResultTable)  # a kept run is the form's query (refused above otherwise)
         table.keep(kept.result_file)
         log.keep(kept.progress_file)
 
@@ -489,6 +393,14 @@ def start_run(
         discard()
         raise
     listener.register(name, log)
+    if listened is not None:
+        listened.streams.addListener(listener)
+
+    def forget() -> None:
+        listener.unregister(name)
+        if listened is not None:
+            listened.streams.removeListener(listener)
+
     if isinstance(feeder, FeedReplayer) and config.trigger == "available_now":
         feeder.stage_all()
     if feeder is not None:
@@ -497,10 +409,10 @@ def start_run(
         trigger = _trigger(config)
         if trigger:
             writer = writer.trigger(**trigger)
-        query = _start(spark, writer, config)
+        query = _start(session, writer, config)
         log.run_id = str(query.runId)
     except Exception:
-        listener.unregister(name)
+        forget()
         sink.close(read=False)
         discard()
         raise
@@ -508,16 +420,17 @@ def start_run(
         sink.started(query)
     except Exception:
         query.stop()
-        listener.unregister(name)
+        forget()
         sink.close(read=False)
         discard()
         raise
     return Run(
-        name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latencies, kept=kept is not None
+        name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latencies, kept=kept is not None,
+        listened=None if listened is None else (listened, listener),
     )
 
 
-def _start(spark: SparkSession, writer: DataStreamWriter, config: QueryConfig) -> StreamingQuery:
+def _start(spark: SparkSession, writer: DataStreamWriter, config: RunConfig) -> StreamingQuery:
     """Start ``writer`` with ``config``'s state store (see :func:`start_with`)."""
     return start_with(spark, writer, {PROVIDER_CONF: STATE_STORE_PROVIDERS[config.state_store], CHANGELOG_CONF: str(config.changelog_checkpointing).lower()})
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .checkpoints import KeptQuery, kept_queries, stray_folders
-from .config import QueryConfig, count_setting
+from .config import count_setting
 from .errors import ConfigError
 from .progress import ProgressListener
 from .query import Run, start_run
@@ -29,6 +29,8 @@ from .sinks import DEFAULT_MAX_SINK_ROWS
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
+
+    from .query import RunConfig
 
 __all__ = ["DEFAULT_MAX_QUERIES", "DEFAULT_MAX_ROWS", "MAX_QUERIES_VARIABLE", "DuplicateQueryError", "LostRun", "QueryRegistry", "max_queries"]
 
@@ -120,7 +122,7 @@ class QueryRegistry:
         return [] if self.kept_root is None else stray_folders(self.kept_root)
 
     def start(
-        self, config: QueryConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS, keep: bool | Path = False,
+        self, config: RunConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS, keep: bool | Path = False,
         resume: bool = False, latency: bool = True, record_outputs: bool = False,
     ) -> Run:
         """Start ``config`` as ``name`` (``query_N`` when ``None``). Raises :class:`DuplicateQueryError` if it is active.

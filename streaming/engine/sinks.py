@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
     from .latency import LatencyLog
     from .progress import ProgressLog
-    from .results import ResultTable
 
 __all__ = [
     "DEFAULT_MAX_SINK_ROWS", "MAX_SINK_ROWS_VARIABLE", "BatchFolder", "FoldSink", "MemorySinkReader", "Sink", "TopicSink", "max_sink_rows", "split_batches",
@@ -101,7 +100,7 @@ class Sink(Protocol):
 class FoldSink:
     """``foreachBatch`` in this process: each batch is folded by Spark's own call, before the batch commits (a kept table stores it then too)."""
 
-    def __init__(self, table: ResultTable, latency: LatencyLog | None = None) -> None:
+    def __init__(self, table: BatchFolder, latency: LatencyLog | None = None) -> None:
         self.table = table
         self.latency = latency
         """Told when each batch's rows were received and folded (:mod:`streaming.engine.latency`)."""
@@ -293,7 +292,7 @@ class TopicSink:
     starts and deleted by :meth:`close`.
     """
 
-    def __init__(self, bootstrap: str, topic: str, table: ResultTable, latency: LatencyLog | None, *, poll: float = 0.1) -> None:
+    def __init__(self, bootstrap: str, topic: str, table: BatchFolder, latency: LatencyLog | None, *, poll: float = 0.1) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.table = table

@@ -13,7 +13,10 @@ A source configuration is a frozen dataclass validated in ``__post_init__``
   the app's side, if any; :meth:`StreamSource.rows` the same rows as one batch
   DataFrame, for the sources that have an end;
 - what it can tell about arrival time and lag: :attr:`StreamSource.arrival`
-  and :attr:`StreamSource.reports_lag`.
+  and :attr:`StreamSource.reports_lag`;
+- how it is seen as a view of a user's SQL: :meth:`StreamSource.view_frame`
+  (every column under its own name, the event time a timestamp) and
+  :meth:`StreamSource.view_rows`, the same as one batch.
 
 Every kind lives in a module of its own in this package.
 """
@@ -123,3 +126,19 @@ class StreamSource:
     def rows(self, spark: SparkSession) -> DataFrame:
         """Every row the source holds as one batch DataFrame of the columns :meth:`read` yields; :class:`ConfigError` for an unbounded source."""
         raise ConfigError("source", self.label, "has no end: the exact answer is computed over a feed, a dataset or a topic's offsets")
+
+    @property
+    def event_time_column(self) -> str:
+        """The name the event time has in the source's SQL view: the mapped column's own name, or ``event_time``."""
+        columns = self.columns
+        return "event_time" if columns is None else columns.event_time
+
+    def view_frame(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:
+        """``(frame, feeder)`` as :meth:`read`, with the columns a user's SQL sees: every column of the data under its own name,
+        :attr:`event_time_column` a timestamp (null where it does not parse). A synthetic source's rows are ``event_time`` and ``key``."""
+        frame, feeder = self.read(spark, staging, now_ms)
+        return frame.select("event_time", "key"), feeder
+
+    def view_rows(self, spark: SparkSession) -> DataFrame:
+        """Every row :meth:`view_frame` yields, as one batch DataFrame (a static view, the exact answer); :class:`ConfigError` for an unbounded source."""
+        return self.rows(spark).select("event_time", "key")

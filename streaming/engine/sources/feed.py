@@ -142,6 +142,16 @@ class FeedSource(StreamSource):
         raw = spark.read.schema(feed_schema(self.path)).option("header", True).option("mode", "PERMISSIVE").csv([str(path) for path in files])
         return raw.select(*event_columns("event_time", "key"))
 
+    def view_frame(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:
+        """The feed's micro-batches as a SQL view's rows: the sample feeds' layout is read as any CSV dataset is (:func:`.dataset.view_batch`)."""
+        return dataset_frame(
+            spark, self.files(), self.file_format, self.columns, self.batching, staging,
+            seconds_per_file=self.seconds_per_file, speed=self.speed, arrival_format=self.arrival_format, view=True,
+        )
+
+    def view_rows(self, spark: SparkSession) -> DataFrame:
+        return dataset_rows(spark, self.files(), self.file_format, self.columns, view=True)
+
     def files(self) -> list[Path]:
         """The files replayed, in order: the folder's files of ``file_format`` in file-name order, or the one file ``path`` names."""
         if self.path.is_file():

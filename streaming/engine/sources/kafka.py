@@ -36,6 +36,7 @@ from ..checks import require_choice, require_int
 from ..columns import ColumnMapping, dataset_columns
 from ..errors import ConfigError
 from ..latency import PRODUCED
+from ..times import quoted, time_column
 from .base import Arrival, StreamSource
 
 if TYPE_CHECKING:
@@ -391,6 +392,31 @@ class KafkaSource(StreamSource):
         raw = spark.readStream.format("kafka").options(**self.options()).load()
         decoded = self.decoded(self.within_end(raw))
         return decoded.select(*self.selected(decoded), F.unix_millis(KAFKA_TIMESTAMP).alias(PRODUCED)), None
+
+    def view_frame(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, None]:
+        """The records as a SQL view's rows (:meth:`viewed`)."""
+        from ..jars import require_connector
+
+        require_connector()
+        raw = spark.readStream.format("kafka").options(**self.options()).load()
+        return self.viewed(self.decoded(self.within_end(raw))), None
+
+    def view_rows(self, spark: SparkSession) -> DataFrame:
+        return self.viewed(self.records(spark))
+
+    def viewed(self, decoded: DataFrame) -> DataFrame:
+        """:meth:`decoded` records as a user's SQL sees them: the value's columns, then the record's timestamp, key, partition and offset,
+        the mapped event time a timestamp (null for a malformed record, which the view leaves out and counts)."""
+        from pyspark.sql import functions as F
+
+        event_time = time_column(self.columns.event_time, self.columns.time_format, self.schema[self.columns.event_time], "columns.time_format")
+        return decoded.select(
+            *[
+                F.when(~F.col("malformed"), event_time).alias(name) if name == self.columns.event_time else F.col(quoted(name))
+                for name in self.schema
+            ],
+            "kafka_partition", "kafka_offset",
+        )
 
     def rows(self, spark: SparkSession) -> DataFrame:
         """The records from the starting offsets to :attr:`end_offsets` (or the latest) as one batch DataFrame of the stream's columns."""

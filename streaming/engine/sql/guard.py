@@ -1,0 +1,336 @@
+"""What a user's SQL may do on the server's Spark: a SELECT over its run's own views, and nothing else.
+
+A browser user's text reaches the server's session, so it is checked on
+Spark's own plans before anything runs (never on the text):
+
+1. **Parsed** with Spark's query parser (``parseQuery``), which takes a query
+   and nothing else: a command (``CREATE``, ``INSERT``, ``DROP``, ``SET``,
+   ``ADD JAR``, ``CACHE``, ``REFRESH``, ``USE``...) or a second statement
+   after a ``;`` is a syntax error there.
+2. **The parsed plan** is walked (subqueries and CTE definitions included)
+   before analysis, because analysing a reference to a file (``csv.`/path```)
+   already reads it: every relation must be one of the run's views (or a CTE
+   of the query), the only table-valued function is ``range``, and no function
+   that reaches outside the query is named.
+3. **The analysed plan** is walked again: below the run's own views nothing
+   is looked at; elsewhere every leaf must be a literal relation (``VALUES``,
+   ``range``, a CTE reference), and no expression may call Java
+   (``reflect``), a UDF, read a file's name or the server's user.
+
+A refusal is :class:`SqlError`, naming what was refused and where, in plain
+words: no Java frames and no server path. The session the views live in is
+the run's own (:func:`~streaming.engine.sql.views.sql_session`), so no other
+browser session sees or drops them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from ..errors import brief
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["REFUSED_FUNCTIONS", "SqlError", "checked_frame", "parse_checked"]
+
+REFUSED_FUNCTIONS = frozenset({
+    "reflect", "java_method", "try_reflect",
+    "input_file_name", "input_file_block_start", "input_file_block_length",
+    "current_user", "user", "session_user",
+    "from_protobuf", "to_protobuf",
+    "xpath", "xpath_boolean", "xpath_double", "xpath_float", "xpath_int", "xpath_long", "xpath_number", "xpath_short", "xpath_string",
+})
+"""Functions that reach outside the query: Java methods, the server's files (a file's name, a Protobuf descriptor file, XML's external
+entities) and its user."""
+ALLOWED_TABLE_FUNCTIONS = frozenset({"range"})
+REFUSED_EXPRESSION_CLASSES = re.compile(r"Reflect|UDF|UDAF|UDTF|InputFile|CurrentUser|XPath|Protobuf")
+"""Analysed expressions refused whatever name reached them (a function of the catalog, an alias)."""
+LITERAL_LEAVES = frozenset({"LocalRelation", "OneRowRelation", "Range", "CTERelationRef", "UnresolvedInlineTable"})
+"""Analysed leaves that read nothing: ``VALUES``, a ``SELECT`` without ``FROM``, ``range``, a reference to a CTE of the query."""
+SPARK_REFUSALS = (
+    ("Sorting is not supported", "ORDER BY"),
+    ("without watermark", "WATERMARK"),
+    ("watermark in the join keys", "JOIN … WATERMARK"),
+    ("outer join", "JOIN"),
+    ("Outer join", "JOIN"),
+    ("Limits are not supported", "LIMIT"),
+    ("Multiple streaming aggregations", "GROUP BY"),
+    ("Distinct aggregations are not supported", "DISTINCT"),
+)
+"""Words of Spark's refusals of a streaming plan, and the clause of the user's query each is about (named first in the message)."""
+QUERY_CONTEXT_LOGGER = "SQLQueryContextLogger"
+_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
+_CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
+
+
+class SqlError(Exception):
+    """A user's SQL refused: ``message`` in plain words, where it is (``line``/``column``, from 1, when Spark says), and Spark's error class."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None, condition: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+        self.condition = condition
+
+    def __str__(self) -> str:
+        where = f"line {self.line}, column {self.column}: " if self.line is not None and self.column is not None else ""
+        return f"SQL: {where}{self.message}"
+
+
+def parse_checked(spark: SparkSession, text: str, views: Collection[str]) -> None:
+    """Parse ``text`` as one query and check its parsed plan (steps 1 and 2 of the module docstring); :class:`SqlError` otherwise."""
+    if not isinstance(text, str) or not text.strip():
+        raise SqlError("the query is empty: write a SELECT over " + _named(views))
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    try:
+        plan = parser.parseQuery(text)
+    except Exception as err:  # noqa: BLE001 - py4j raises Spark's ParseException as PySpark's, or a Py4JJavaError
+        raise parse_error(err, text) from None
+    _check_parsed(plan, {name.lower() for name in views}, text)
+
+
+def checked_frame(spark: SparkSession, text: str, views: Collection[str]) -> DataFrame:
+    """The DataFrame of ``text`` on ``spark`` once every check of the module docstring passed; :class:`SqlError` naming the first that failed.
+
+    Nothing runs: parsing, checking and Spark's analysis only.
+    """
+    parse_checked(spark, text, views)
+    try:
+        with _quiet():
+            frame = spark.sql(text)
+    except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across versions
+        raise analysis_error(err, text) from None
+    _check_analysed(frame._jdf.queryExecution().analyzed(), {name.lower() for name in views}, spark)
+    return frame
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """PySpark logs every failed analysis with its Java stack (``SQLQueryContextLogger``): a user's typo is an answer here, not a server error."""
+    from pyspark.logger import PySparkLogger
+
+    logger = PySparkLogger.getLogger(QUERY_CONTEXT_LOGGER)  # a plain logging.Logger made first under that name would break PySpark's calls
+    before = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = before
+
+
+def _named(views: Collection[str]) -> str:
+    return ", ".join(sorted(views)) if views else "the run's views"
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def parse_error(err: BaseException, text: str) -> SqlError:
+    """A parse error as :class:`SqlError`: Spark's first sentence, at the line and column it reports (columns from 1)."""
+    message = str(err)
+    found = _POSITION.search(message)
+    line, column = (int(found.group(1)), int(found.group(2)) + 1) if found else (None, None)
+    return SqlError(_plain(message), line, column, _condition(err, message))
+
+
+def analysis_error(err: BaseException, text: str) -> SqlError:
+    """An analysis error as :class:`SqlError`: its sentence and, from its query context, the line and column of the fragment it names."""
+    message = str(err)
+    line = column = None
+    contexts = _contexts(err)
+    if contexts:
+        start = contexts[0]
+        line, column = position(text, start)
+    else:
+        found = _POSITION.search(message)
+        if found:
+            line, column = int(found.group(1)), int(found.group(2)) + 1
+    return SqlError(_plain(message), line, column, _condition(err, message))
+
+
+def _contexts(err: BaseException) -> list[int]:
+    """The start offsets into the text of the query contexts Spark attached to ``err`` (none when it attached none)."""
+    starts = []
+    try:
+        for context in err.getQueryContext():  # type: ignore[attr-defined]
+            start = context.startIndex()
+            if isinstance(start, int) and start >= 0:
+                starts.append(start)
+    except Exception:  # noqa: BLE001 - an error without contexts
+        return []
+    return starts
+
+
+def position(text: str, offset: int) -> tuple[int, int]:
+    """``(line, column)``, both from 1, of the character at ``offset`` of ``text``."""
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def _condition(err: BaseException, message: str) -> str | None:
+    getter = getattr(err, "getCondition", None) or getattr(err, "getErrorClass", None)
+    try:
+        condition = getter() if getter is not None else None
+    except Exception:  # noqa: BLE001 - a Java error without a condition
+        condition = None
+    if condition:
+        return str(condition)
+    found = _CONDITION.match(message.strip())
+    return found.group(1) if found else None
+
+
+def _plain(message: str) -> str:
+    """Spark's message without its error class, SQLSTATE, position, echoed SQL, plan or Java frames, and with server paths cut (:func:`~streaming.engine.errors.brief`)."""
+    head = message.split("== SQL")[0].split("JVM stacktrace:")[0].strip().split("\n")[0]
+    head = _CONDITION.sub("", head)
+    head = re.sub(r"\s*SQLSTATE: \w+", "", head)
+    head = _POSITION.sub("", head)
+    head = re.sub(r"[;.]?\s*;?\s*line \d+ pos \d+\s*;?", "", head)
+    text = head.strip().rstrip(".;") + "."
+    clause = next((clause for words, clause in SPARK_REFUSALS if words in text), None)
+    return brief(f"{clause}: {text}" if clause else text, limit=400)
+
+
+# --------------------------------------------------------------------------- plans
+
+
+def _nodes(plan: Any) -> Iterator[Any]:
+    """Every node of a JVM plan, its subqueries' and its CTE definitions' too (``innerChildren``), depth first."""
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(_seq(node.children()))
+        stack.extend(item for item in _seq(node.innerChildren()) if _is_plan(item))
+        for expression in _seq(node.expressions()):
+            stack.extend(_subquery_plans(expression))
+
+
+def _expressions(node: Any) -> Iterator[Any]:
+    """Every expression of one plan node, nested ones included."""
+    stack = list(_seq(node.expressions()))
+    while stack:
+        expression = stack.pop()
+        yield expression
+        stack.extend(_seq(expression.children()))
+
+
+def _subquery_plans(expression: Any) -> Iterator[Any]:
+    stack = [expression]
+    while stack:
+        item = stack.pop()
+        if _class(item).endswith("Subquery") or _class(item) in ("Exists", "InSubquery", "ListQuery", "LateralSubquery", "FunctionTableSubqueryArgumentExpression"):
+            plan = getattr(item, "plan", None)
+            if plan is not None:
+                yield plan()
+        stack.extend(_seq(item.children()))
+
+
+def _seq(scala_seq: Any) -> list[Any]:
+    iterator = scala_seq.iterator()
+    items = []
+    while iterator.hasNext():
+        items.append(iterator.next())
+    return items
+
+
+def _class(node: Any) -> str:
+    return str(node.getClass().getSimpleName())
+
+
+def _is_plan(node: Any) -> bool:
+    try:
+        return bool(node.getClass().getName().startswith("org.apache.spark.sql.catalyst.plans.logical.")) or "Relation" in _class(node)
+    except Exception:  # noqa: BLE001 - a py4j object that is not a JVM object
+        return False
+
+
+def _check_parsed(plan: Any, views: set[str], text: str) -> None:
+    nodes = list(_nodes(plan))
+    ctes = {str(name).lower() for node in nodes if _class(node) == "UnresolvedWith" for name in _cte_names(node)}
+    for node in nodes:
+        kind = _class(node)
+        if kind == "UnresolvedRelation":
+            parts = [str(part) for part in _seq(node.multipartIdentifier())]
+            name = ".".join(parts) if not any("/" in part or "\\" in part for part in parts) else f"{parts[0]}.`…`"  # a path is not echoed
+            if len(parts) != 1 or (parts[0].lower() not in views and parts[0].lower() not in ctes):
+                raise SqlError(
+                    f"{name!r} is not a view of this run: a query reads only {_named(views)}"
+                    + (" (files, tables and global_temp views are not reachable)" if len(parts) > 1 else ""),
+                    *_origin(node, text),
+                )
+        elif kind == "UnresolvedTableValuedFunction":
+            name = ".".join(str(part) for part in _seq(node.name()))
+            if name.lower() not in ALLOWED_TABLE_FUNCTIONS:
+                raise SqlError(f"the table function {name}(...) is refused: a query reads only {_named(views)} (and range)", *_origin(node, text))
+        elif not _seq(node.children()) and kind not in LITERAL_LEAVES and kind not in ("UnresolvedRelation",):
+            raise SqlError(f"{_words(kind)} is refused: a query reads only {_named(views)}", *_origin(node, text))
+        for expression in _expressions(node):
+            if _class(expression) == "UnresolvedFunction":
+                parts = [str(part) for part in _seq(expression.nameParts())]
+                if len(parts) > 1:
+                    raise SqlError(f"the function {'.'.join(parts)} is refused: only Spark's built-in functions run here", *_origin(expression, text))
+                if parts[0].lower() in REFUSED_FUNCTIONS:
+                    raise SqlError(f"the function {parts[0]} is refused: it reaches outside the query (Java, the server's files or user)", *_origin(expression, text))
+
+
+def _cte_names(node: Any) -> list[str]:
+    names = []
+    for pair in _seq(node.cteRelations()):
+        names.append(str(pair._1()))
+    return names
+
+
+def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> None:
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        kind = _class(node)
+        if kind == "View" and node.isTempView() and _view_name(node) in views:
+            continue  # the run's own view: its source is the lab's, not the user's
+        if _is_command(node, spark):
+            raise SqlError(f"{_words(kind)} is a command: only a SELECT runs here")
+        children = _seq(node.children())
+        if not children and kind not in LITERAL_LEAVES:
+            raise SqlError(f"{_words(kind)} is refused: a query reads only {_named(views)}")
+        for expression in _expressions(node):
+            name = _class(expression)
+            if REFUSED_EXPRESSION_CLASSES.search(name):
+                raise SqlError(f"{_words(name)} is refused: it reaches outside the query (Java, a UDF, the server's files or user)")
+            stack.extend(_subquery_plans(expression))
+        stack.extend(children)
+        stack.extend(item for item in _seq(node.innerChildren()) if _is_plan(item))
+
+
+def _view_name(node: Any) -> str:
+    return str(node.desc().identifier().table()).lower()
+
+
+def _is_command(node: Any, spark: SparkSession) -> bool:
+    jvm = spark._jvm
+    assert jvm is not None
+    command = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
+    return bool(command.isInstance(node))
+
+
+def _origin(node: Any, text: str) -> tuple[int | None, int | None]:
+    """The line and column (from 1) where ``node`` starts in the text, as the parser recorded it."""
+    try:
+        origin = node.origin()
+        line, start = origin.line(), origin.startPosition()
+        if line.isDefined() and start.isDefined():
+            return int(line.get()), int(start.get()) + 1
+    except Exception:  # noqa: BLE001 - a node without an origin
+        pass
+    return None, None
+
+
+def _words(class_name: str) -> str:
+    """A plan class's name in words: ``LogicalRelation`` → ``a logical relation``."""
+    words = re.sub(r"(?<!^)(?=[A-Z][a-z])", " ", class_name).lower()
+    return f"a {words}"

@@ -1,0 +1,94 @@
+"""What a user's query is, read from Spark's analysed plan: its watermarks, the columns that name a row of its result, whether it keeps state.
+
+The page and the tuner need these facts for any SQL, so they are read from
+the plan Spark analysed, never from the text: the WATERMARK clauses (each
+``EventTimeWatermark``: its column and delay), and the output columns an
+update-mode row is upserted by (those of the last aggregation's grouping,
+followed through the projections above it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .guard import _class, _nodes, _seq
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["PlanFacts", "plan_facts"]
+
+MICROS_PER_DAY = 86_400_000_000
+STATEFUL_NODES = frozenset({"Aggregate", "Join", "Deduplicate", "DeduplicateWithinWatermark", "FlatMapGroupsWithState", "TransformWithState", "Distinct"})
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """One WATERMARK clause (or ``withWatermark``): the event-time column and its delay in milliseconds."""
+
+    column: str
+    delay_ms: int
+
+
+@dataclass(frozen=True)
+class PlanFacts:
+    """The facts of one analysed query (see the module docstring)."""
+
+    streaming: bool
+    columns: tuple[str, ...]
+    grouping: tuple[str, ...]
+    """The output columns that name a row of the result table in update mode (empty: rows are appended)."""
+    watermarks: tuple[Watermark, ...]
+    stateful: tuple[str, ...]
+    """The stateful operations of the plan, top first (``Aggregate``, ``Join``...)."""
+
+    @property
+    def aggregates(self) -> bool:
+        return "Aggregate" in self.stateful
+
+
+def plan_facts(frame: DataFrame) -> PlanFacts:
+    """The :class:`PlanFacts` of ``frame``'s analysed plan (a classic session's DataFrame)."""
+    plan = frame._jdf.queryExecution().analyzed()
+    nodes = list(_nodes(plan))
+    watermarks = []
+    for node in reversed(nodes):
+        if _class(node) == "EventTimeWatermark":
+            watermarks.append(Watermark(str(node.eventTime().name()), _interval_ms(node.delay())))
+    stateful = tuple(_class(node) for node in nodes if _class(node) in STATEFUL_NODES)
+    return PlanFacts(
+        streaming=bool(frame.isStreaming),
+        columns=tuple(frame.columns),
+        grouping=_grouping(plan, nodes),
+        watermarks=tuple(watermarks),
+        stateful=stateful,
+    )
+
+
+def _interval_ms(interval: Any) -> int:
+    """A JVM ``CalendarInterval`` (public fields, not methods) in milliseconds, a month as 30 days."""
+    from py4j.java_gateway import get_field
+
+    days = int(get_field(interval, "months")) * 30 + int(get_field(interval, "days"))
+    return (days * MICROS_PER_DAY + int(get_field(interval, "microseconds"))) // 1000
+
+
+def _grouping(plan: Any, nodes: list[Any]) -> tuple[str, ...]:
+    """The output columns of ``plan`` that carry the grouping of its topmost aggregation."""
+    aggregate = next((node for node in nodes if _class(node) == "Aggregate"), None)
+    if aggregate is None:
+        return ()
+    groups = _seq(aggregate.groupingExpressions())
+    keys: set[int] = set()
+    for named in _seq(aggregate.aggregateExpressions()):
+        inner = named.child() if _class(named) == "Alias" else named
+        if any(inner.semanticEquals(group) for group in groups):
+            keys.add(int(named.exprId().id()))
+    for node in reversed(nodes):  # projections above the aggregation that rename a key, lowest first
+        if _class(node) != "Project":
+            continue
+        for named in _seq(node.projectList()):
+            if _class(named) == "Alias" and _class(named.child()) == "AttributeReference" and int(named.child().exprId().id()) in keys:
+                keys.add(int(named.exprId().id()))
+    return tuple(str(attribute.name()) for attribute in _seq(plan.output()) if int(attribute.exprId().id()) in keys)

@@ -1,0 +1,189 @@
+"""A user's own query in Spark SQL as a run's configuration: the text, the views it reads, how it is written out.
+
+:class:`SqlQuery` is checked on construction as :class:`~streaming.engine.config.QueryConfig`
+is (names, output mode, trigger); the text itself is checked against Spark's
+plans when the views exist (:mod:`.guard`), by :meth:`SqlQuery.check` before a
+run and by :meth:`SqlQuery.build` when it starts. Like ``QueryConfig`` it
+builds its frame and its result table, so :func:`~streaming.engine.query.start_run`
+and the registry run it as they run the form's query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import OUTPUT_MODES, STATE_STORES, OutputMode, StateStore
+from ..errors import ConfigError
+from ..sources import Stepper, StreamSource
+from .checker import SqlChecker
+from .guard import SqlError, analysis_error, checked_frame
+from .plan import PlanFacts, plan_facts
+from .table import SqlTable
+from .views import SqlView, sql_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ..sources import Feeder
+
+__all__ = ["SQL_TRIGGERS", "SqlQuery", "ViewFeeders"]
+
+SQL_TRIGGERS: tuple[str, ...] = ("default", "available_now", "processing_time")
+
+
+@dataclass(frozen=True)
+class SqlQuery:
+    """``text`` (one SELECT) over ``views``: at least one streamed; names unique, case aside, as Spark compares them.
+
+    ``output_mode``, ``trigger`` (``default``, ``available_now`` or
+    ``processing_time`` with ``trigger_interval``) and ``state_store`` mean
+    what they mean for the form's query.
+    """
+
+    text: str
+    views: tuple[SqlView, ...]
+    output_mode: OutputMode = "update"
+    trigger: str = "default"
+    trigger_interval: str | None = None
+    state_store: StateStore = "hdfs"
+    changelog_checkpointing: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ConfigError("sql", self.text, "is empty: write a SELECT over the views")
+        object.__setattr__(self, "views", tuple(self.views))
+        if not self.views or not all(isinstance(view, SqlView) for view in self.views):
+            raise ConfigError("views", self.views, "must be one view or more")
+        seen: set[str] = set()
+        for view in self.views:
+            if view.name.lower() in seen:
+                raise ConfigError("view", view.name, "is named twice: each view needs a name of its own")
+            seen.add(view.name.lower())
+        if all(view.static for view in self.views):
+            raise ConfigError("views", ", ".join(view.name for view in self.views), "are all static: a streaming query needs one streamed view")
+        if self.output_mode not in OUTPUT_MODES:
+            raise ConfigError("output_mode", self.output_mode, f"is not one of {', '.join(OUTPUT_MODES)}")
+        if self.trigger not in SQL_TRIGGERS:
+            raise ConfigError("trigger", self.trigger, f"is not one of {', '.join(SQL_TRIGGERS)} for a SQL query")
+        if (self.trigger == "processing_time") != (self.trigger_interval is not None):
+            raise ConfigError("trigger_interval", self.trigger_interval, "is required by the processing_time trigger and by no other")
+        if self.state_store not in STATE_STORES:
+            raise ConfigError("state_store", self.state_store, f"is not one of {', '.join(STATE_STORES)}")
+        if self.trigger == "available_now":
+            for view in self.streamed:
+                if not view.stream.ends:
+                    raise ConfigError("trigger", "available_now", f"cannot run on view {view.name}: its source has no end to reach")
+
+    @property
+    def streamed(self) -> tuple[SqlView, ...]:
+        return tuple(view for view in self.views if not view.static)
+
+    @property
+    def source(self) -> StreamSource:
+        """The first streamed view's source: what a run's status and failures are told by."""
+        return self.streamed[0].stream
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(view.name for view in self.views)
+
+    @property
+    def resumable(self) -> bool:
+        return False
+
+    @property
+    def aggregation(self) -> str:
+        return "sql"
+
+    def with_changes(self, **changes: Any) -> SqlQuery:
+        return replace(self, **changes)
+
+    def describe(self) -> dict[str, object]:
+        """A flat description for tables and the Queries page, as :func:`~streaming.engine.config.describe` gives the form's."""
+        source = self.source
+        return {
+            "source.kind": getattr(source, "kind", type(source).__name__),
+            "source.data": source.label,
+            "views": ", ".join(f"{view.name} ({'static' if view.static else 'stream'})" for view in self.views),
+            "window": "in the SQL",
+            "watermark": "in the SQL",
+            "output_mode": self.output_mode,
+            "trigger": self.trigger if self.trigger_interval is None else f"{self.trigger} {self.trigger_interval}",
+            "aggregation": "sql",
+            "sql": " ".join(self.text.split())[:160],
+        }
+
+    def check(self, spark: SparkSession) -> PlanFacts:
+        """Check the text against the views without starting anything (:class:`~.checker.SqlChecker`); the analysed plan's facts, or :class:`~.guard.SqlError`."""
+        with SqlChecker(spark, self.views) as checker:
+            return checker.check(self.text)
+
+    def _register(self, session: SparkSession, staging: Path, now_ms: int) -> list[tuple[DataFrame, Feeder | None]]:
+        made = []
+        for view in self.views:
+            frame, feeder = view.frame(session, staging / view.name, now_ms)
+            frame.createOrReplaceTempView(view.name)
+            made.append((frame, feeder))
+        return made
+
+    def build(self, spark: SparkSession, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:
+        """The query's streaming DataFrame in a session of its own (:func:`~.views.sql_session`) and the feeder of its streamed views.
+
+        Under the available-now trigger every file of every view is handed over first: micro-batch *i* then reads file *i* of each.
+        """
+        session = sql_session(spark)
+        made = self._register(session, staging, now_ms)
+        feeders = ViewFeeders([feeder for _, feeder in made if feeder is not None])
+        try:
+            frame = checked_frame(session, self.text, self.names)
+            if not frame.isStreaming:
+                raise ConfigError("sql", self.text.strip()[:80], f"reads no streamed view: read one of {', '.join(view.name for view in self.streamed)}")
+        except BaseException:
+            feeders.stop()
+            raise
+        if self.trigger == "available_now":
+            feeders.stage_all()
+        return frame, feeders
+
+    def refusal(self, err: BaseException) -> SqlError:
+        """Spark's refusal of the started query (an ORDER BY outside complete mode, an aggregation in append mode without a watermark...) or its
+        failure, in plain words, at the line and column Spark names when it names one."""
+        return analysis_error(err, self.text)
+
+    def new_table(self, frame: DataFrame, max_rows: int | None, *, record: bool = False) -> SqlTable:
+        """The empty result table of ``frame`` (what :meth:`build` gave): its columns, and its grouping from the analysed plan."""
+        return SqlTable(self.output_mode, frame.schema, plan_facts(frame), max_rows, record=record)
+
+
+class ViewFeeders:
+    """The feeders of a query's streamed views as one: started, stopped and stepped together (file *i* of each view at step *i*)."""
+
+    def __init__(self, feeders: list[Feeder]) -> None:
+        import threading
+
+        self.feeders = feeders
+        self.done = threading.Event()
+        if all(feeder.done.is_set() for feeder in feeders):
+            self.done.set()
+
+    def start(self) -> None:
+        for feeder in self.feeders:
+            feeder.start()
+        self._watch()
+
+    def stop(self) -> None:
+        for feeder in self.feeders:
+            feeder.stop()
+
+    def stage_all(self) -> None:
+        for feeder in self.feeders:
+            if isinstance(feeder, Stepper):
+                while feeder.stage_next():
+                    pass
+        self._watch()
+
+    def _watch(self) -> None:
+        if all(feeder.done.is_set() for feeder in self.feeders):
+            self.done.set()

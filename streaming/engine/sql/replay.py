@@ -1,0 +1,115 @@
+"""A user's SQL replayed headless: its streamed views read to their end, then what the result table and every stateful operator reached.
+
+What ``python -m streaming replay --sql`` prints and writes: the result table
+(any columns), the rows each stateful operator of the plan dropped behind the
+watermark and the rows it still holds, each micro-batch, the final watermark.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..progress import progress_frame
+from ..results import stamp
+
+if TYPE_CHECKING:
+    from ..registry import QueryRegistry
+    from .query import SqlQuery
+
+__all__ = ["SqlReplay", "operators_of", "replay_sql"]
+
+
+@dataclass(frozen=True)
+class SqlReplay:
+    """What a SQL replay produced: the result table's records and frame, and one summary per micro-batch."""
+
+    query: SqlQuery
+    records: list[dict[str, Any]]
+    result: pd.DataFrame
+    progress: pd.DataFrame
+    summaries: tuple[dict[str, Any], ...]
+
+    @property
+    def rows_dropped_by_watermark(self) -> int:
+        """Rows dropped behind the watermark, summed over the batches and the stateful operators."""
+        return int(self.progress["rows_dropped_by_watermark"].sum()) if len(self.progress) else 0
+
+    @property
+    def malformed_rows(self) -> int:
+        return int(self.progress["malformed_rows"].sum()) if len(self.progress) else 0
+
+    @property
+    def input_rows(self) -> int:
+        return int(self.progress["num_input_rows"].sum()) if len(self.progress) else 0
+
+    @property
+    def final_watermark(self) -> pd.Timestamp:
+        return self.progress["watermark"].dropna().max() if len(self.progress) else pd.NaT
+
+    @property
+    def operators(self) -> list[dict[str, Any]]:
+        return operators_of(self.summaries)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "result": self.records,
+            "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
+            "operators": self.operators,
+            "final_watermark": stamp(self.final_watermark),
+            "input_rows": self.input_rows,
+            "malformed_rows": self.malformed_rows,
+            "batches": [
+                {
+                    "batch_id": int(row.batch_id),
+                    "input_rows": int(row.num_input_rows),
+                    "watermark": stamp(row.watermark),
+                    "rows_dropped_by_watermark": int(row.rows_dropped_by_watermark),
+                    "malformed_rows": int(row.malformed_rows),
+                    "state_rows": int(row.state_rows_total),
+                    "duration_ms": int(row.batch_duration_ms),
+                }
+                for row in self.progress.itertuples(index=False)
+            ],
+        }
+
+
+def operators_of(summaries: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each stateful operator of the plan, in Spark's order: its name, the rows its state holds after the last batch, the rows it dropped
+    behind the watermark in all, and its state's memory after the last batch (bytes)."""
+    last = next((summary["operators"] for summary in reversed(summaries) if summary.get("operators")), ())
+    dropped = [0] * len(last)
+    for summary in summaries:
+        for index, operator in enumerate(summary.get("operators") or ()):
+            if index < len(dropped):
+                dropped[index] += int(operator[2])
+    return [
+        {"index": index, "name": name, "state_rows": int(rows), "rows_dropped_by_watermark": dropped[index], "memory_bytes": int(memory)}
+        for index, (name, rows, _, memory) in enumerate(last)
+    ]
+
+
+def replay_sql(registry: QueryRegistry, query: SqlQuery, *, timeout: float = 600.0, cancel: threading.Event | None = None) -> SqlReplay:
+    """Run ``query`` until its streamed views are read (under the available-now trigger: micro-batch *i* reads file *i* of each), stop it and return what it produced."""
+    from pyspark.errors import PySparkException
+
+    name = f"sql_{uuid.uuid4().hex[:12]}"
+    try:
+        run = registry.start(query.with_changes(trigger="available_now"), name, max_rows=None, latency=False)
+    except PySparkException as err:
+        registry.remove(name)
+        raise query.refusal(err) from None
+    try:
+        try:
+            run.await_idle(timeout, cancel)
+        except PySparkException as err:
+            raise query.refusal(err) from None
+        summaries = tuple(run.log.summaries())
+        run.stop()
+        return SqlReplay(query, run.table.records(), run.table.frame(), progress_frame(list(summaries)), summaries)
+    finally:
+        registry.remove(name)

@@ -1,0 +1,176 @@
+"""The result table of a user's SQL, folded from each micro-batch's output rows as its output mode defines it.
+
+Any columns: append adds the batch's rows, complete replaces the table, update
+replaces the row of each grouping (the columns :attr:`~.plan.PlanFacts.grouping`
+names, read from the analysed plan; a query without an aggregation appends).
+Rows are kept as Spark gives them (a struct, such as a ``window``, as a
+nested row); :meth:`SqlTable.frame` shows a struct as one column per field
+(``w.start``, ``w.end``) and :meth:`SqlTable.records` gives JSON objects,
+timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import decimal
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..errors import ConfigError
+from .plan import PlanFacts
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import DataType, StructType
+
+__all__ = ["SqlTable", "json_value"]
+
+
+class SqlTable:
+    """Thread-safe fold of a SQL query's micro-batch output (see the module docstring); a batch id seen before is ignored, except in complete mode."""
+
+    def __init__(
+        self, output_mode: str, schema: StructType, facts: PlanFacts | Sequence[str] = (), max_rows: int | None = None, *, record: bool = False,
+    ) -> None:
+        if max_rows is not None and max_rows < 1:
+            raise ConfigError("max_rows", max_rows, "must be at least 1")
+        self.output_mode = output_mode
+        self.schema = schema
+        self.facts = facts if isinstance(facts, PlanFacts) else None
+        """What the query's analysed plan says (its watermarks, grouping, stateful operators), when the table was made from it."""
+        grouping = facts.grouping if isinstance(facts, PlanFacts) else tuple(facts)
+        self.columns = [item.name for item in schema.fields]
+        missing = [name for name in grouping if name not in self.columns]
+        if missing:
+            raise ConfigError("grouping", missing, f"are not columns of the result ({', '.join(self.columns)})")
+        self._keys = [self.columns.index(name) for name in grouping] if output_mode == "update" else []
+        self.max_rows = max_rows
+        self.evicted_rows = 0
+        self.last_batch_id = -1
+        self.batches_applied = 0
+        self.first_batch = threading.Event()
+        self.outputs: dict[int, list[tuple]] | None = {} if record else None
+        self._rows: OrderedDict[Any, tuple] = OrderedDict()
+        self._serial = 0
+        self._lock = threading.Lock()
+
+    def apply(self, batch_id: int, rows: list[tuple]) -> None:
+        with self._lock:
+            if batch_id <= self.last_batch_id and self.output_mode != "complete":
+                return
+            self.last_batch_id = max(batch_id, self.last_batch_id)
+            self.batches_applied += 1
+            if self.outputs is not None:
+                self.outputs[batch_id] = list(rows)
+            if self.output_mode == "complete":
+                self._rows.clear()
+            for row in rows:
+                values = tuple(row)
+                key: Any
+                if self._keys:
+                    key = tuple(_hashable(values[index]) for index in self._keys)
+                    self._rows.pop(key, None)
+                else:
+                    self._serial += 1
+                    key = self._serial
+                self._rows[key] = values
+            if self.max_rows is not None:
+                while len(self._rows) > self.max_rows:
+                    self._rows.popitem(last=False)
+                    self.evicted_rows += 1
+            self.first_batch.set()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._rows)
+
+    def rows(self) -> list[tuple]:
+        """The table's rows as Spark gave them, oldest change first."""
+        with self._lock:
+            return list(self._rows.values())
+
+    def records(self) -> list[dict[str, Any]]:
+        """The table as JSON objects (column → value; a struct as a nested object; timestamps in UTC text), sorted by their JSON text."""
+        import json
+
+        records = [{name: json_value(value, item.dataType) for name, value, item in zip(self.columns, row, self.schema.fields)} for row in self.rows()]
+        return sorted(records, key=lambda record: json.dumps(record, sort_keys=True, default=str))
+
+    def frame(self) -> pd.DataFrame:
+        """The table for a page: a struct column as one column per field (``w.start``), timestamps UTC-naive, sorted by every column."""
+        flat = [_flatten(name, item.dataType) for name, item in zip(self.columns, self.schema.fields)]
+        names = [name for group in flat for name in group]
+        data = []
+        for row in self.rows():
+            values: list[Any] = []
+            for value, item in zip(row, self.schema.fields):
+                values.extend(_flat_values(value, item.dataType))
+            data.append(values)
+        table = pd.DataFrame(data, columns=names)
+        if len(table):
+            with contextlib.suppress(TypeError):  # columns of values that do not order (maps, arrays)
+                table = table.sort_values(names, kind="stable").reset_index(drop=True)
+        return table
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(item) for item in value)
+    if isinstance(value, dict):
+        return tuple(sorted((key, _hashable(item)) for key, item in value.items()))
+    return value
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    """A timestamp PySpark collected (naive, in this process's local time) as naive UTC."""
+    return value.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def json_value(value: Any, data_type: DataType | None = None) -> Any:
+    """``value`` of Spark type ``data_type`` as JSON: a struct as an object, a timestamp ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC, a decimal as a number."""
+    from pyspark.sql.types import ArrayType, MapType, StructType, TimestampNTZType
+
+    if value is None:
+        return None
+    if isinstance(data_type, StructType):
+        return {item.name: json_value(part, item.dataType) for item, part in zip(data_type.fields, value)}
+    if isinstance(data_type, ArrayType):
+        return [json_value(item, data_type.elementType) for item in value]
+    if isinstance(data_type, MapType):
+        return {str(key): json_value(item, data_type.valueType) for key, item in value.items()}
+    if isinstance(value, dt.datetime):
+        moment = value if isinstance(data_type, TimestampNTZType) else _utc(value)
+        text = moment.strftime("%Y-%m-%d %H:%M:%S")
+        return f"{text}.{moment.microsecond:06d}" if moment.microsecond else text
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    return value
+
+
+def _flatten(name: str, data_type: DataType) -> list[str]:
+    from pyspark.sql.types import StructType
+
+    if isinstance(data_type, StructType):
+        return [column for item in data_type.fields for column in _flatten(f"{name}.{item.name}", item.dataType)]
+    return [name]
+
+
+def _flat_values(value: Any, data_type: DataType) -> list[Any]:
+    from pyspark.sql.types import StructType, TimestampNTZType
+
+    if isinstance(data_type, StructType):
+        parts = value if value is not None else [None] * len(data_type.fields)
+        return [flat for item, part in zip(data_type.fields, parts) for flat in _flat_values(part, item.dataType)]
+    if isinstance(value, dt.datetime) and not isinstance(data_type, TimestampNTZType):
+        return [_utc(value)]
+    if isinstance(value, decimal.Decimal):
+        return [float(value)]
+    return [value]

@@ -1,0 +1,349 @@
+"""A user's own query in Spark SQL: held to plain PySpark's ``spark.sql`` over the same micro-batches, refused when it reaches outside its views."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from streaming.engine.batching import Batching
+from streaming.engine.errors import ConfigError
+from streaming.engine.sources import FeedSource
+from streaming.engine.sql import SqlError, SqlQuery, SqlTable, SqlView, replay_sql
+from streaming.engine.sql.guard import _plain as plain_message
+from streaming.engine.sql.guard import position
+from streaming.engine.sql.table import json_value
+from streaming.engine.sql.views import TableFiles
+
+ORDERS = [
+    # ts, store, channel, amount
+    [("2024-01-01 00:00:05", "a", "web", 3), ("2024-01-01 00:00:40", "b", "shop", 5), ("2024-01-01 00:01:10", "a", "web", 2)],
+    [("2024-01-01 00:03:05", "a", "shop", 7), ("2024-01-01 00:00:20", "b", "web", 1), ("not a time", "b", "web", 1), ("2024-01-01 00:02:59", "b", "web", 9)],
+    [("2024-01-01 00:05:05", "b", "shop", 4), ("2024-01-01 00:01:20", "a", "web", 100), ("2024-01-01 00:04:50", "a", "web", 6)],
+    [("2024-01-01 00:09:00", "a", "shop", 8), ("2024-01-01 00:04:10", "b", "shop", 2), ("2024-01-01 00:08:40", "b", "web", 3)],
+    [("2024-01-01 00:09:30", "b", "web", 6), ("2024-01-01 00:00:30", "a", "web", 5)],
+    [("2024-01-01 00:02:00", "b", "shop", 3), ("2024-01-01 00:09:40", "a", "shop", 2)],
+]
+STORES = [("a", "north"), ("b", "south")]
+IMPRESSIONS = [
+    [("i1", "2024-01-01 00:00:00"), ("i2", "2024-01-01 00:00:30")],
+    [("i3", "2024-01-01 00:02:00"), ("i4", "2024-01-01 00:01:00")],
+    [("i5", "2024-01-01 00:05:00")],
+    [("i6", "2024-01-01 00:03:30"), ("i7", "2024-01-01 00:06:00")],
+    [("i8", "2024-01-01 00:07:00")],
+    [("i9", "2024-01-01 00:00:10"), ("i10", "2024-01-01 00:07:20")],
+]
+CLICKS = [
+    [("i1", "2024-01-01 00:00:20")],
+    [("i2", "2024-01-01 00:01:10"), ("i3", "2024-01-01 00:02:30")],
+    [("i4", "2024-01-01 00:01:30"), ("i5", "2024-01-01 00:05:40")],
+    [("i6", "2024-01-01 00:03:50"), ("i7", "2024-01-01 00:06:10")],
+    [("i8", "2024-01-01 00:07:10")],
+    [("i9", "2024-01-01 00:00:20"), ("i10", "2024-01-01 00:07:30")],
+]
+
+
+def _write(folder: Path, header: str, batches) -> Path:
+    folder.mkdir(parents=True)
+    for index, rows in enumerate(batches):
+        lines = [header] + [",".join(str(value) for value in row) for row in rows]
+        (folder / f"batch-{index:04d}.csv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("sql-data")
+    return {
+        "orders": _write(root / "orders", "ts,store,channel,amount", ORDERS),
+        "stores": _write(root / "stores", "store,region", [STORES]),
+        "impressions": _write(root / "impressions", "ad,shown_at", IMPRESSIONS),
+        "clicks": _write(root / "clicks", "ad,clicked_at", CLICKS),
+    }
+
+
+def _files(path: Path, event_time: str) -> FeedSource:
+    from streaming.engine.columns import ColumnMapping
+
+    return FeedSource(path, seconds_per_file=0, columns=ColumnMapping(event_time=event_time, key=None), batching=Batching())
+
+
+# --------------------------------------------------------------------------- plain PySpark, batch i = file i
+
+
+def _plain(spark, tmp_path: Path, data, sql: str, streams: dict[str, tuple[str, str, str]], statics: dict[str, tuple[str, str]], mode: str):
+    """``sql`` run by plain PySpark in a session of its own: each stream a file source (``maxFilesPerTrigger`` 1) over a copy of its files,
+    under the available-now trigger, so micro-batch i reads file i of each; the memory sink's rows and the rows the stateful operators dropped."""
+    import os
+    import time
+
+    session = spark.newSession()
+    for name, (folder, schema, _) in streams.items():
+        copy = tmp_path / f"plain-{name}"
+        copy.mkdir()
+        for index, path in enumerate(sorted(data[folder].iterdir())):  # the file source orders files by modification time
+            (copy / path.name).write_bytes(path.read_bytes())
+            os.utime(copy / path.name, (time.time() - 100 + index, time.time() - 100 + index))
+        session.readStream.schema(schema).option("header", True).option("maxFilesPerTrigger", 1).csv(str(copy)).createOrReplaceTempView(name)
+    for name, (folder, schema) in statics.items():
+        session.read.schema(schema).option("header", True).csv(str(data[folder])).createOrReplaceTempView(name)
+    sink = f"plain_{uuid.uuid4().hex[:10]}"
+    writer = session.sql(sql).writeStream.format("memory").queryName(sink).outputMode(mode).trigger(availableNow=True)
+    query = writer.option("checkpointLocation", str(tmp_path / f"{sink}-cp")).start()
+    try:
+        assert query.awaitTermination(300), "the plain query did not reach the end of its files"
+        dropped = sum(int(op.numRowsDroppedByWatermark) for progress in query.recentProgress for op in progress.stateOperators)
+    finally:
+        query.stop()
+    try:
+        frame = session.table(sink)
+        return [{name: json_value(value, field.dataType) for name, value, field in zip(frame.columns, row, frame.schema.fields)} for row in frame.collect()], dropped
+    finally:
+        session.catalog.dropTempView(sink)
+
+
+def _final(rows: list[dict], keys: tuple[str, ...], mode: str) -> list[dict]:
+    """The result table the sink's rows make: in update mode the last row of each key, else all rows; sorted."""
+    if mode == "update" and keys:
+        last = {json.dumps([row[key] for key in keys], sort_keys=True): row for row in rows}
+        rows = list(last.values())
+    return sorted(rows, key=lambda row: json.dumps(row, sort_keys=True))
+
+
+ORDERS_SCHEMA = "ts TIMESTAMP, store STRING, channel STRING, amount INT"
+SHAPES = {
+    "filter and derived column": (
+        "SELECT window(ts, '1 minute') AS w, store, sum(amount * 2) AS doubled FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 30 SECONDS "
+        "WHERE amount > 1 GROUP BY 1, 2", "update", ("w", "store"),
+    ),
+    "two grouping columns": (
+        "SELECT window(ts, '2 minutes') AS w, store, channel, count(*) AS n FROM events WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY 1, 2, 3",
+        "update", ("w", "store", "channel"),
+    ),
+    "three aggregates": (
+        "SELECT window(ts, '1 minute') AS w, count(*) AS n, sum(amount) AS total, max(amount) AS most "
+        "FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 30 SECONDS GROUP BY 1", "update", ("w",),
+    ),
+    "sliding window": (
+        "SELECT window(ts, '2 minutes', '1 minute') AS w, store, count(*) AS n FROM events WATERMARK ts DELAY OF INTERVAL 20 SECONDS GROUP BY 1, 2",
+        "append", (),
+    ),
+    "session window": (
+        "SELECT session_window(ts, '40 seconds') AS s, store, count(*) AS n FROM events WATERMARK ts DELAY OF INTERVAL 10 SECONDS GROUP BY 1, 2",
+        "append", (),
+    ),
+    "having": (
+        "SELECT window(ts, '2 minutes') AS w, store, count(*) AS n FROM events WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY 1, 2 HAVING count(*) > 1",
+        "update", ("w", "store"),
+    ),
+    "stream-static join": (
+        "SELECT window(e.ts, '2 minutes') AS w, s.region, sum(e.amount) AS total FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 1 MINUTE AS e "
+        "JOIN stores s ON e.store = s.store GROUP BY 1, 2", "update", ("w", "region"),
+    ),
+    "stream-stream join": (
+        "SELECT i.ad, i.shown_at, c.clicked_at FROM impressions WATERMARK shown_at DELAY OF INTERVAL 30 SECONDS AS i "
+        "JOIN clicks WATERMARK clicked_at DELAY OF INTERVAL 30 SECONDS AS c "
+        "ON i.ad = c.ad AND c.clicked_at BETWEEN i.shown_at AND i.shown_at + INTERVAL 1 MINUTE", "append", (),
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_sql_query_gives_what_plain_spark_sql_gives_over_the_same_micro_batches(shape, spark, registry, data, tmp_path) -> None:
+    sql, mode, keys = SHAPES[shape]
+    if shape == "stream-stream join":
+        views = (SqlView("impressions", _files(data["impressions"], "shown_at")), SqlView("clicks", _files(data["clicks"], "clicked_at")))
+        streams = {"impressions": ("impressions", "ad STRING, shown_at TIMESTAMP", "shown_at"), "clicks": ("clicks", "ad STRING, clicked_at TIMESTAMP", "clicked_at")}
+    else:
+        views = (SqlView("events", _files(data["orders"], "ts")),)
+        streams = {"events": ("orders", ORDERS_SCHEMA, "ts")}
+    statics = {}
+    if shape == "stream-static join":
+        views += (SqlView("stores", TableFiles(data["stores"]), static=True),)
+        statics = {"stores": ("stores", "store STRING, region STRING")}
+    outcome = replay_sql(registry, SqlQuery(sql, views, output_mode=mode))
+    expected, dropped = _plain(spark, tmp_path, data, sql, streams, statics, mode)
+
+    assert outcome.records, f"{shape}: the query produced no rows, so the comparison would hold for any engine"
+    assert sorted(outcome.records, key=lambda row: json.dumps(row, sort_keys=True)) == _final(expected, keys, mode)
+    assert outcome.rows_dropped_by_watermark == dropped
+    assert sum(operator["rows_dropped_by_watermark"] for operator in outcome.operators) == dropped
+    if shape != "stream-stream join":
+        assert outcome.malformed_rows == 1  # "not a time": counted and left out, the query ran on
+    if shape in ("filter and derived column", "three aggregates", "stream-stream join"):
+        assert dropped > 0, f"{shape}: the data is meant to have rows behind the watermark"
+
+
+def test_the_plan_tells_the_watermarks_the_grouping_and_the_stateful_operators(spark, data) -> None:
+    sql, _, _ = SHAPES["stream-stream join"]
+    views = (SqlView("impressions", _files(data["impressions"], "shown_at")), SqlView("clicks", _files(data["clicks"], "clicked_at")))
+    facts = SqlQuery(sql, views, output_mode="append").check(spark)
+    assert [(mark.column, mark.delay_ms) for mark in facts.watermarks] == [("shown_at", 30_000), ("clicked_at", 30_000)]
+    assert "Join" in facts.stateful and facts.grouping == ()
+
+    renamed = "SELECT w AS period, store AS shop, n FROM (SELECT window(ts, '1 minute') AS w, store, count(*) AS n FROM events GROUP BY 1, 2)"
+    facts = SqlQuery(renamed, (SqlView("events", _files(data["orders"], "ts")),)).check(spark)
+    assert facts.grouping == ("period", "shop") and facts.watermarks == ()
+
+
+HOSTILE = {
+    "SELECT * FROM csv.`{secret}`": "is not a view of this run",
+    "SELECT * FROM text.`{folder}`": "is not a view of this run",
+    "SELECT * FROM events JOIN parquet.`{folder}` p": "is not a view of this run",
+    "SELECT * FROM global_temp.leak": "is not a view of this run",
+    "SELECT * FROM spark_catalog.default.some_table": "is not a view of this run",
+    "SELECT * FROM some_table": "is not a view of this run",
+    "SELECT * FROM read_files('{secret}')": "table function read_files",
+    "SELECT (SELECT count(*) FROM csv.`{secret}`) AS n FROM events": "is not a view of this run",
+    "WITH x AS (SELECT * FROM json.`{secret}`) SELECT * FROM x": "is not a view of this run",
+    "SELECT reflect('java.lang.System', 'getProperty', 'user.home') FROM events": "reflect is refused",
+    "SELECT java_method('java.lang.System', 'getenv', 'HOME')": "java_method is refused",
+    "SELECT try_reflect('java.lang.Runtime', 'getRuntime')": "try_reflect is refused",
+    "SELECT input_file_name() FROM events": "input_file_name is refused",
+    "SELECT current_user()": "current_user is refused",
+    "SELECT xpath_string('<a/>', '/a') FROM events": "xpath_string is refused",
+    "SELECT spark_catalog.default.my_udf(ts) FROM events": "only Spark's built-in functions",
+    "SELECT * FROM IDENTIFIER('csv.`{secret}`')": "is not a view of this run",
+    "DROP VIEW events": "Syntax error",
+    "CREATE TABLE t AS SELECT * FROM events": "Syntax error",
+    "INSERT INTO events SELECT * FROM events": "Syntax error",
+    "SET spark.sql.runSQLOnFiles=true": "Syntax error",
+    "ADD JAR {secret}": "Syntax error",
+    "CACHE TABLE events": "Syntax error",
+    "REFRESH TABLE events": "Syntax error",
+    "USE spark_catalog.default": "Syntax error",
+    "SELECT * FROM events; DROP VIEW events": "Syntax error",
+    "": "empty",
+}
+
+
+def test_hostile_sql_is_refused_naming_why_and_reads_nothing_outside_the_views(spark, data, tmp_path) -> None:
+    secret = tmp_path / "secret.csv"
+    secret.write_text("password\nhunter2\n")
+    query = SqlQuery("SELECT * FROM events", (SqlView("events", _files(data["orders"], "ts")),))
+    checked = 0
+    for template, reason in HOSTILE.items():
+        text = template.format(secret=secret, folder=tmp_path)
+        with pytest.raises((SqlError, ConfigError)) as refused:
+            query.with_changes(text=text).check(spark) if text else SqlQuery(text, query.views)
+        message = str(refused.value)
+        assert reason in message, (text, message)
+        assert str(tmp_path) not in message and "hunter2" not in message, (text, message)
+        assert "at org.apache" not in message and "Traceback" not in message and "py4j" not in message.lower(), (text, message)
+        checked += 1
+    assert checked == len(HOSTILE)
+    assert spark.catalog.tableExists("events") is False  # the checks' views lived in sessions of their own
+    assert query.check(spark).streaming  # the plain query over the view still passes
+
+
+def test_a_broken_query_says_what_is_wrong_at_its_line_and_column(spark, data) -> None:
+    query = SqlQuery("SELECT *\nFROM events\nWHERE nope = 1", (SqlView("events", _files(data["orders"], "ts")),))
+    with pytest.raises(SqlError) as unresolved:
+        query.check(spark)
+    assert (unresolved.value.line, unresolved.value.column) == (3, 7)
+    assert "`nope` cannot be resolved" in unresolved.value.message and "Project" not in unresolved.value.message
+    with pytest.raises(SqlError) as syntax:
+        query.with_changes(text="SELECT store,\n  , count(*) FROM events GROUP BY store").check(spark)
+    assert (syntax.value.line, syntax.value.column) == (2, 3) and "Syntax error at or near ','" in syntax.value.message
+
+
+def test_spark_refuses_a_streaming_order_by_and_append_without_a_watermark_naming_the_clause(registry, data) -> None:
+    views = (SqlView("events", _files(data["orders"], "ts")),)
+    with pytest.raises(SqlError) as order_by:
+        replay_sql(registry, SqlQuery("SELECT * FROM events ORDER BY ts", views))
+    assert str(order_by.value).startswith("SQL: ORDER BY: Sorting is not supported")
+    with pytest.raises(SqlError) as append:
+        replay_sql(registry, SqlQuery("SELECT store, count(*) AS n FROM events GROUP BY store", views, output_mode="append"))
+    assert "WATERMARK" in str(append.value) and "append" in str(append.value)
+    assert not [run for run in registry.runs() if run.name.startswith("sql_")]  # nothing left behind
+
+
+def test_replay_sql_from_the_command_line_writes_the_contract(cli, data, tmp_path) -> None:
+    query = tmp_path / "q.sql"
+    query.write_text(
+        "SELECT window(e.ts, '2 minutes') AS w, s.region, count(*) AS n\n"
+        "FROM STREAM(orders) WATERMARK ts DELAY OF INTERVAL 1 MINUTE AS e JOIN stores s ON e.store = s.store\nGROUP BY 1, 2\n"
+    )
+    out = tmp_path / "out.json"
+    done = cli("replay", str(data["orders"]), "--event-time", "ts", "--sql-file", str(query), "--view", "orders", "--static", f"stores={data['stores']}", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert set(report) >= {"result", "rows_dropped_by_watermark", "operators", "batches", "final_watermark"}
+    assert {"w": {"start": "2024-01-01 00:00:00", "end": "2024-01-01 00:02:00"}, "region": "north", "n": 3} in report["result"]
+    assert [operator["name"] for operator in report["operators"]] == ["stateStoreSave"]
+    assert len(report["batches"]) >= len(ORDERS) and report["final_watermark"] == "2024-01-01 00:08:40"
+    assert "operator 0 stateStoreSave" in done.stdout
+
+    joined = cli(
+        "replay", str(data["impressions"]), "--event-time", "shown_at", "--view", "impressions", "--stream", f"clicks={data['clicks']}",
+        "--sql", SHAPES["stream-stream join"][0], "--output-mode", "append", "--json", str(out),
+    )
+    assert joined.returncode == 2 and "clicked_at" in joined.stderr  # one --event-time names every stream's event time: clicks has none
+    refused = cli("replay", str(data["orders"]), "--event-time", "ts", "--sql", "SELECT * FROM csv.`/etc/passwd`")
+    assert refused.returncode == 2 and "is not a view of this run" in refused.stderr and "/etc" not in refused.stderr.replace("csv./etc/passwd", "")
+
+
+# --------------------------------------------------------------------------- without Spark
+
+
+def test_the_sql_table_folds_by_output_mode() -> None:
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = StructType([StructField("store", StringType()), StructField("n", LongType())])
+    update = SqlTable("update", schema, ("store",))
+    update.apply(0, [("a", 1), ("b", 1)])
+    update.apply(1, [("a", 2)])
+    update.apply(1, [("a", 9)])  # a batch Spark runs again after a restart
+    assert sorted(update.records(), key=lambda row: row["store"]) == [{"store": "a", "n": 2}, {"store": "b", "n": 1}]
+    append = SqlTable("append", schema, ("store",))
+    append.apply(0, [("a", 1)])
+    append.apply(1, [("a", 2)])
+    assert len(append) == 2
+    complete = SqlTable("complete", schema)
+    complete.apply(0, [("a", 1), ("b", 1)])
+    complete.apply(1, [("a", 3)])
+    assert complete.records() == [{"store": "a", "n": 3}]
+    with pytest.raises(ConfigError, match="grouping"):
+        SqlTable("update", schema, ("nope",))
+
+
+def test_a_struct_column_is_shown_as_its_fields_and_written_as_an_object() -> None:
+    import datetime as dt
+
+    from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+
+    window = StructType([StructField("start", TimestampType()), StructField("end", TimestampType())])
+    schema = StructType([StructField("w", window), StructField("n", LongType())])
+    table = SqlTable("append", schema)
+    start = dt.datetime(2024, 1, 1, 0, 0, 0, tzinfo=dt.UTC).astimezone().replace(tzinfo=None)  # as PySpark collects: local, naive
+    table.apply(0, [((start, start + dt.timedelta(seconds=90, microseconds=5)), 2)])
+    assert table.records() == [{"w": {"start": "2024-01-01 00:00:00", "end": "2024-01-01 00:01:30.000005"}, "n": 2}]
+    assert list(table.frame().columns) == ["w.start", "w.end", "n"]
+    assert table.frame()["w.start"].iloc[0] == pd.Timestamp("2024-01-01 00:00:00")
+
+
+def test_an_error_position_and_message_read_as_a_user_needs_them() -> None:
+    assert position("SELECT *\nFROM events\nWHERE x", 27) == (3, 7)
+    raw = (
+        "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `x` cannot be resolved. Did you mean one of the "
+        "following? [`ts`]. SQLSTATE: 42703; line 3 pos 6;\n'Project [*]\n+- 'Filter ('x = 1)\n   +- StreamingRelation FileSource[/srv/data/orders]"
+    )
+    plain = plain_message(raw)
+    assert plain.startswith("A column, variable, or function parameter with name `x` cannot be resolved")
+    assert "SQLSTATE" not in plain and "line 3" not in plain and "/srv" not in plain and "Project" not in plain
+
+
+def test_views_and_queries_are_checked_where_they_are_made(tmp_path) -> None:
+    feed = _write(tmp_path / "f", "ts,k", [[("2024-01-01 00:00:00", "a")]])
+    source = _files(feed, "ts")
+    with pytest.raises(ConfigError, match="view: '1events'"):
+        SqlView("1events", source)
+    with pytest.raises(ConfigError, match="is named twice"):
+        SqlQuery("SELECT 1", (SqlView("e", source), SqlView("E", source)))
+    with pytest.raises(ConfigError, match="are all static"):
+        SqlQuery("SELECT 1", (SqlView("e", source, static=True),))
+    with pytest.raises(ConfigError, match="output_mode"):
+        SqlQuery("SELECT 1", (SqlView("e", source),), output_mode="upsert")  # type: ignore[arg-type]
