@@ -54,6 +54,7 @@ from streaming.engine.progress import state_store_metrics
 from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource, initial_offsets
+from streaming.engine.sql import SqlQuery
 from streaming.engine.state import state_operators, state_rows
 from streaming.engine.topics import require_topic
 from streaming.report import figures_report, settings_text
@@ -74,6 +75,7 @@ from .shared import (
     watermark_widget,
     windows_widgets,
 )
+from .sql import sql_view
 
 __all__ = [
     "SOURCES",
@@ -804,6 +806,9 @@ def live_view(run: Run) -> None:
     """
     if session_starter().status != "ready" or get_registry().get(run.name) is not run:
         st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
+    if isinstance(run.config, SqlQuery):
+        sql_view(run)
+        return
     read_at = time.time_ns() // 1_000_000
     (progress, breakdown), table = run.log.frames(), run.table.frame()
     _status_row(run, progress)

@@ -8,10 +8,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.config import describe
+from streaming.engine.config import QueryConfig, describe
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.query import Run
 from streaming.engine.registry import QueryRegistry
+from streaming.engine.sql import SqlQuery
 
 from .live import PENDING_KEY, begin_run
 from .shared import LIVE_PAGE, REFRESH_SECONDS, get_registry, go_to, session_starter
@@ -36,6 +37,11 @@ def source_summary(description: Mapping[str, object]) -> str:
     return f"{description.get('source.kind', '?')}: {', '.join(params)}"
 
 
+def _describe(config: QueryConfig | SqlQuery) -> dict[str, object]:
+    """The run's configuration for the page: the form's query, or a SQL query's views, output mode and text."""
+    return config.describe() if isinstance(config, SqlQuery) else describe(config)
+
+
 def _last_progress(run: Run) -> pd.Timestamp | None:
     latest = run.log.latest
     if not latest or not latest.get("timestamp"):
@@ -47,7 +53,7 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
     """One row per run for the Queries page: name, status, batches, last progress, configuration, error."""
     rows = []
     for run in runs:
-        description = describe(run.config)
+        description = _describe(run.config)
         rows.append(
             {
                 "name": run.name,
@@ -168,7 +174,7 @@ def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAG
         text, actions = st.columns([5, 1])
         with text:
             st.markdown(f"**{run.name}**: {run.status}, {len(run.log)} batches" + (", kept on disk" if run.kept else ""))
-            description = describe(run.config)
+            description = _describe(run.config)
             settings = [f"{key}: {value}" for key, value in description.items() if not key.startswith("source.")]
             st.caption(" | ".join([source_summary(description), *settings]))
             if run.status == "failed":

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard import live
+from dashboard import live, sql
 from dashboard.joins import LIVE_MODE
 from dashboard.shared import JOINS_PAGE, get_registry, session_starter, session_status, wait_for_session
 from streaming.engine.errors import ConfigError
@@ -35,15 +35,30 @@ elif starter.status == "starting":
 
 with st.sidebar:
     st.header("New query")
+    mode = st.segmented_control(
+        "Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], key=sql.MODE_KEY,
+        help="The form writes a windowed aggregate for you; SQL runs your own query over the source's view",
+    )
     kind, source_params = live.source_widgets(feed_names())
-    query_params = live.query_widgets(with_value=kind in ("dataset", "kafka"), passthrough=kind == "kafka")
-    name_text = st.text_input("Query name", value="", key="lab_name", placeholder="empty: query_N")
-    try:
-        config = live.build_config(kind, source_params, query_params)
-        name = live.check_name(name_text)
-    except ConfigError as err:
-        st.error(f"Cannot run this configuration: {err}")
-        st.stop()
-    if st.button("Start query", key="lab_start", type="primary", disabled=not ready):
-        live.start_query(get_registry(), config, name)
+    if mode == "SQL":
+        name_text = st.text_input("Query name", value="", key="lab_name", placeholder="empty: query_N")
+        try:
+            source = live.build_source(kind, source_params)
+            name = live.check_name(name_text)
+        except ConfigError as err:
+            st.error(f"Cannot read this source: {err}")
+            st.stop()
+        sql.sql_form(source, ready, name, live.PENDING_KEY)
+    else:
+        query_params = live.query_widgets(with_value=kind in ("dataset", "kafka"), passthrough=kind == "kafka")
+        name_text = st.text_input("Query name", value="", key="lab_name", placeholder="empty: query_N")
+        try:
+            config = live.build_config(kind, source_params, query_params)
+            name = live.check_name(name_text)
+        except ConfigError as err:
+            st.error(f"Cannot run this configuration: {err}")
+            st.stop()
+        if st.button("Start query", key="lab_start", type="primary", disabled=not ready):
+            live.start_query(get_registry(), config, name)
+        sql.edit_as_sql(config)
     live.stall_widget()

@@ -1,0 +1,189 @@
+"""Live query in SQL: your own query over the chosen source's view, checked before Start, then watched as Spark runs it.
+
+The page draws; what a query is and whether it may run is decided in
+:mod:`streaming.engine.sql` (its views, the plan checks, the result table).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from streaming.charts.common import current_watermark
+from streaming.charts.live import live_figures
+from streaming.engine.config import OUTPUT_MODES, QueryConfig
+from streaming.engine.errors import ConfigError, brief
+from streaming.engine.query import Run
+from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+from streaming.engine.sources import Source
+from streaming.engine.sql import DEFAULT_VIEW, SqlError, SqlQuery, SqlView
+from streaming.engine.sql.checker import SqlChecker
+from streaming.engine.sql.form import form_sql
+from streaming.engine.sql.replay import operators_of
+
+from .shared import get_registry
+
+__all__ = ["QUERY_MODES", "edit_as_sql", "sql_form", "sql_view"]
+
+LOG = logging.getLogger(__name__)
+QUERY_MODES = ("Form", "SQL")
+MODE_KEY = "lab_query_mode"
+TEXT_KEY = "lab_sql"
+VIEW_KEY = "lab_sql_view"
+CHECKER_KEY = "lab_sql_checker"
+
+
+def edit_as_sql(config: QueryConfig) -> None:
+    """*Edit as SQL*: the form's current query written as SQL in the editor, which opens (set before the widgets are drawn again)."""
+    st.button(
+        "Edit as SQL", key="lab_edit_as_sql", icon=":material/code:", help="Open the SQL editor with this form's query, written as Spark SQL",
+        on_click=_open_as_sql, args=(config,),
+    )
+
+
+def _open_as_sql(config: QueryConfig) -> None:
+    st.session_state[TEXT_KEY] = form_sql(config, st.session_state.get(VIEW_KEY, DEFAULT_VIEW))
+    st.session_state[MODE_KEY] = "SQL"
+
+
+def _checker(views: tuple[SqlView, ...]) -> SqlChecker:
+    """This browser session's checker for ``views``, made again when they change: its views live in a session no other browser session sees."""
+    kept = st.session_state.get(CHECKER_KEY)
+    if kept is not None and kept.views == views:
+        return kept
+    if kept is not None:
+        kept.close()
+    from .shared import session_starter
+
+    checker = SqlChecker(session_starter().wait(60), views)
+    st.session_state[CHECKER_KEY] = checker
+    return checker
+
+
+def sql_form(source: Source, ready: bool, name: str | None, pending_key: str) -> None:
+    """The SQL side of the sidebar: the view's name and columns, the editor with its verdict, the output mode and Start."""
+    view = st.text_input("View name", value=DEFAULT_VIEW, key=VIEW_KEY, help="The chosen source is this streaming view in your SQL")
+    if TEXT_KEY not in st.session_state:
+        st.session_state[TEXT_KEY] = form_sql(QueryConfig(source), view) if _fits_form(source) else f"SELECT *\nFROM STREAM({view})\n"
+    text = st.text_area(
+        "SQL", key=TEXT_KEY, height=220,
+        help="One SELECT over the view(s). A watermark: FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 30 SECONDS. Checked when you leave the box (or Ctrl+Enter)",
+    )
+    output_mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index("update"), key="lab_sql_output_mode")
+    try:
+        query = SqlQuery(text, (SqlView(view, source),), output_mode=output_mode)  # type: ignore[arg-type]
+    except ConfigError as err:
+        st.error(f"Cannot run this query: {err}")
+        return
+    verdict = None
+    if ready:
+        try:
+            checker = _checker(query.views)
+            _views_panel(checker.columns)
+            verdict = checker.check(text)
+            st.success(_verdict_words(verdict))
+        except SqlError as err:
+            _show_error(text, err)
+        except ConfigError as err:
+            st.error(f"Cannot read the view: {err}")
+    if st.button("Start query", key="lab_sql_start", type="primary", disabled=not ready or verdict is None):
+        _start(get_registry(), query, name, pending_key)
+
+
+def _fits_form(source: Source) -> bool:
+    try:
+        QueryConfig(source)
+    except ConfigError:
+        return False
+    return True
+
+
+def _views_panel(columns: Mapping[str, list[tuple[str, str]]]) -> None:
+    with st.expander("Views and their columns", expanded=False):
+        for name, fields in columns.items():
+            st.markdown(f"**{name}**: " + ", ".join(f"`{column}` {data_type}" for column, data_type in fields))
+
+
+def _verdict_words(facts: Any) -> str:
+    marks = ", ".join(f"{mark.column} (delay {pd.Timedelta(milliseconds=mark.delay_ms)})" for mark in facts.watermarks) or "none"
+    stateful = ", ".join(facts.stateful) or "none"
+    return f"Ready to run. Watermark on: {marks}. Stateful: {stateful}. Columns: {', '.join(facts.columns)}."
+
+
+def _show_error(text: str, err: SqlError) -> None:
+    """The refusal at its line and column, and the line itself with a caret under the column."""
+    st.error(str(err))
+    if err.line is not None and err.column is not None:
+        lines = text.splitlines()
+        if 0 < err.line <= len(lines):
+            st.code(f"{lines[err.line - 1]}\n{' ' * (err.column - 1)}^", language="sql")
+
+
+def _start(registry: QueryRegistry, query: SqlQuery, name: str | None, pending_key: str) -> None:
+    """Start ``query`` and watch it after a rerun (``pending_key``); Spark's refusal in plain words, naming the clause."""
+    from pyspark.errors import PySparkException
+
+    try:
+        with st.spinner("Starting the query…"):
+            try:
+                run = registry.start(query, name)
+            except PySparkException as err:
+                raise query.refusal(err) from None
+            run.await_first_batch(5.0)
+    except (DuplicateQueryError, ConfigError, SqlError) as err:
+        st.error(brief(str(err)))
+        return
+    except Exception as err:
+        LOG.exception("starting a SQL query failed")
+        st.error(f"The query could not start: {type(err).__name__}: {brief(str(err))}")
+        return
+    st.session_state[pending_key] = run.name
+    st.rerun()
+
+
+def sql_view(run: Run) -> None:
+    """A SQL run as it stands: status, the result table as its output mode keeps it, each stateful operator, the watermark, the progress charts."""
+    (progress, breakdown), table = run.log.frames(), run.table.frame()
+    watermark = current_watermark(progress)
+    columns = st.columns(6)
+    columns[0].metric("Status", "stopping…" if run.stopping else run.status)
+    columns[1].metric("Batches", len(run.log))
+    columns[2].metric("Watermark", "none yet" if watermark is None else f"{watermark:%H:%M:%S}", help=None if watermark is None else f"{watermark} UTC")
+    columns[3].metric("Malformed rows", int(progress["malformed_rows"].sum()) if len(progress) else 0)
+    columns[4].metric("Dropped (all operators)", int(progress["rows_dropped_by_watermark"].sum()) if len(progress) else 0)
+    columns[5].metric("Result rows", len(run.table))
+    if run.status == "failed":
+        st.error(f"Query {run.name} failed: {run.config.refusal(RuntimeError(run.error or '')).message}")
+    facts = run.table.facts
+    if facts is not None:
+        marks = ", ".join(f"`{mark.column}` (delay {pd.Timedelta(milliseconds=mark.delay_ms)})" for mark in facts.watermarks)
+        st.caption(
+            f"{run.config.output_mode.capitalize()} mode" + (f", rows upserted by {', '.join(facts.grouping)}" if facts.grouping and run.config.output_mode == "update" else "")
+            + (f". The global watermark comes from {marks}." if marks else ". No WATERMARK clause: nothing is dropped, and state only grows.")
+        )
+    st.subheader("Result table")
+    st.dataframe(table, hide_index=True, key=f"lab_sql_table_{run.name}")
+    st.subheader("Stateful operators")
+    operators = operators_of(run.log.summaries())
+    if operators:
+        st.dataframe(
+            pd.DataFrame(operators).rename(columns={"index": "#", "name": "operator", "state_rows": "rows in state", "rows_dropped_by_watermark": "dropped by watermark",
+                                                    "memory_bytes": "state memory (bytes)"}),
+            hide_index=True, key=f"lab_sql_operators_{run.name}",
+        )
+    else:
+        st.caption("No stateful operator has reported yet (a query without aggregation, join or deduplication keeps no state).")
+    st.caption(
+        "The event-level view (why each row was dropped) and the watermark model cover the form's windowed queries; "
+        "for SQL the numbers here are Spark's own, per operator."
+    )
+    figures = live_figures(pd.DataFrame(), progress, breakdown, output_mode=run.config.output_mode, drawn=run.log.drawn, lag=run.config.source.reports_lag)
+    left, right = st.columns(2)
+    left.plotly_chart(figures["drops"], key="lab_sql_drops")
+    right.plotly_chart(figures["state"], key="lab_sql_state")
+    left.plotly_chart(figures["rates"], key="lab_sql_rates")
+    right.plotly_chart(figures["gap"], key="lab_sql_gap")

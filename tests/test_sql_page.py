@@ -1,0 +1,88 @@
+"""Live query in SQL under ``streamlit.testing.v1.AppTest``, on the app's shared Spark session: checked before Start, run, watched, listed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import shared
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 120
+GUIDE_SQL = (
+    "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n\n"
+    "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 10 MINUTES\nGROUP BY 1, 2\n"
+)
+
+
+@pytest.fixture
+def app_registry() -> Iterator:
+    registry = shared.get_registry()
+    before = {run.name for run in registry.runs()}
+    yield registry
+    for run in registry.runs():
+        if run.name not in before:
+            registry.delete(run.name)
+
+
+def _live() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    shared.session_starter().wait(TIMEOUT)
+    at = at.switch_page(shared.LIVE_PAGE).run()
+    at.session_state["lab_feed"] = "guide_words"
+    at.session_state["lab_seconds_per_file"] = 0.5
+    return at.run()
+
+
+def test_edit_as_sql_writes_the_forms_query_and_a_broken_query_is_refused_at_its_line(app_registry) -> None:
+    at = _live()
+    assert not at.exception, at.exception
+    at.button(key="lab_edit_as_sql").click().run()
+    assert at.session_state["lab_query_mode"] == "SQL"
+    text = at.text_area(key="lab_sql").value
+    assert "FROM STREAM(`events`)" in text and "WATERMARK `event_time` DELAY OF INTERVAL 30 SECONDS" in text
+    assert any(message.value.startswith("Ready to run.") for message in at.success), [e.value for e in at.error]
+
+    at.text_area(key="lab_sql").input("SELECT key,\n  count(*) AS n\nFROM events\nGROUP BY nope").run()
+    assert not at.exception, at.exception
+    errors = [error.value for error in at.error]
+    assert errors and errors[0].startswith("SQL: line 4, column 10:") and "`nope` cannot be resolved" in errors[0], errors
+    assert "Traceback" not in errors[0] and "org.apache" not in errors[0]
+    assert at.button(key="lab_sql_start").disabled
+
+
+def test_a_sql_query_starts_shows_its_table_operators_and_watermark_and_is_listed(app_registry) -> None:
+    at = _live()
+    at.session_state["lab_query_mode"] = "SQL"
+    at.session_state["lab_sql"] = GUIDE_SQL
+    at.run()
+    assert not at.exception, at.exception
+    at.button(key="lab_sql_start").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [error.value for error in at.error]
+    run = app_registry.get(at.session_state["lab_selected"])
+    assert run is not None and run.config.text == GUIDE_SQL
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and len(run.log) < 4:
+        time.sleep(0.5)
+    assert len(run.log) >= 4, "the guide feed's four files were not read"
+    at.run()
+    frames = [frame.value for frame in at.dataframe]
+    table = next(value for value in frames if "w.start" in value.columns)
+    assert {"w.start", "w.end", "key", "n"} <= set(table.columns) and table["n"].sum() >= 7
+    operators = next(value for value in frames if "operator" in value.columns)
+    assert list(operators["operator"]) == ["stateStoreSave"]
+    assert any("watermark comes from `event_time`" in caption.value for caption in at.caption)
+    watermark = next(metric.value for metric in at.metric if metric.label == "Watermark")
+    assert watermark != "none yet"
+
+    queries = at.switch_page(shared.QUERIES_PAGE).run()
+    assert not queries.exception, queries.exception
+    assert any(run.name in text.value for text in queries.markdown)
+    assert any("aggregation: sql" in text.value and "SELECT window(event_time" in text.value for text in queries.caption), [text.value for text in queries.caption]
