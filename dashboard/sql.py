@@ -20,14 +20,14 @@ from streaming.engine.errors import ConfigError, brief
 from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
 from streaming.engine.sources import Source
-from streaming.engine.sql import DEFAULT_VIEW, SqlError, SqlQuery, SqlView
+from streaming.engine.sql import DEFAULT_VIEW, PlanFacts, SqlError, SqlQuery, SqlView
 from streaming.engine.sql.checker import SqlChecker
 from streaming.engine.sql.form import form_sql
 from streaming.engine.sql.replay import operators_of
 
-from .shared import get_registry
+from .shared import failure_banner, get_registry
 
-__all__ = ["QUERY_MODES", "edit_as_sql", "sql_form", "sql_view"]
+__all__ = ["QUERY_MODES", "edit_as_sql", "sql_editor", "sql_form", "sql_view"]
 
 LOG = logging.getLogger(__name__)
 QUERY_MODES = ("Form", "SQL")
@@ -64,21 +64,26 @@ def _checker(views: tuple[SqlView, ...]) -> SqlChecker:
     return checker
 
 
-def sql_form(source: Source, ready: bool, name: str | None, pending_key: str) -> None:
-    """The SQL side of the sidebar: the view's name and columns, the editor with its verdict, the output mode and Start."""
-    view = st.text_input("View name", value=DEFAULT_VIEW, key=VIEW_KEY, help="The chosen source is this streaming view in your SQL")
-    if TEXT_KEY not in st.session_state:
-        st.session_state[TEXT_KEY] = form_sql(QueryConfig(source), view) if _fits_form(source) else f"SELECT *\nFROM STREAM({view})\n"
+def sql_editor(source: Source, ready: bool, prefix: str) -> tuple[SqlQuery | None, PlanFacts | None]:
+    """The view's name and columns, the SQL box with its verdict and the output mode; ``(query, facts)``, ``facts`` ``None`` until the text passes.
+
+    Widget keys start with ``prefix`` (``lab``: Live query, ``tune``: the tuner), so each page keeps its own query.
+    """
+    text_key = TEXT_KEY if prefix == "lab" else f"{prefix}_sql"
+    view = st.text_input("View name", value=DEFAULT_VIEW, key=VIEW_KEY if prefix == "lab" else f"{prefix}_sql_view",
+                         help="The chosen source is this streaming view in your SQL")
+    if text_key not in st.session_state:
+        st.session_state[text_key] = form_sql(QueryConfig(source), view) if _fits_form(source) else f"SELECT *\nFROM STREAM({view})\n"
     text = st.text_area(
-        "SQL", key=TEXT_KEY, height=220,
+        "SQL", key=text_key, height=220,
         help="One SELECT over the view(s). A watermark: FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 30 SECONDS. Checked when you leave the box (or Ctrl+Enter)",
     )
-    output_mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index("update"), key="lab_sql_output_mode")
+    output_mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index("update"), key=f"{prefix}_sql_output_mode")
     try:
         query = SqlQuery(text, (SqlView(view, source),), output_mode=output_mode)  # type: ignore[arg-type]
     except ConfigError as err:
         st.error(f"Cannot run this query: {err}")
-        return
+        return None, None
     verdict = None
     if ready:
         try:
@@ -90,7 +95,13 @@ def sql_form(source: Source, ready: bool, name: str | None, pending_key: str) ->
             _show_error(text, err)
         except ConfigError as err:
             st.error(f"Cannot read the view: {err}")
-    if st.button("Start query", key="lab_sql_start", type="primary", disabled=not ready or verdict is None):
+    return query, verdict
+
+
+def sql_form(source: Source, ready: bool, name: str | None, pending_key: str) -> None:
+    """The SQL side of the Live page's sidebar: the editor (:func:`sql_editor`) and Start, enabled once the query passes its checks."""
+    query, verdict = sql_editor(source, ready, "lab")
+    if st.button("Start query", key="lab_sql_start", type="primary", disabled=not ready or verdict is None) and query is not None:
         _start(get_registry(), query, name, pending_key)
 
 
@@ -157,7 +168,7 @@ def sql_view(run: Run) -> None:
     columns[4].metric("Dropped (all operators)", int(progress["rows_dropped_by_watermark"].sum()) if len(progress) else 0)
     columns[5].metric("Result rows", len(run.table))
     if run.status == "failed":
-        st.error(f"Query {run.name} failed: {run.config.refusal(RuntimeError(run.error or '')).message}")
+        failure_banner(f"Query {run.name}", run.error, run.config.source.explain_failure(run.error or ""))
     facts = run.table.facts
     if facts is not None:
         marks = ", ".join(f"`{mark.column}` (delay {pd.Timedelta(milliseconds=mark.delay_ms)})" for mark in facts.watermarks)

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -463,26 +463,37 @@ def _sql_query(args: argparse.Namespace, spark: SparkSession | None):
         views += [SqlView(name, _static_table(args, path), static=True) for name, path in _named_paths(args.static, "--static")]
     except _Later:
         return None
-    return SqlQuery(_sql_text(args), tuple(views), output_mode=args.output_mode, trigger="available_now", state_store=args.state_store,
-                    changelog_checkpointing=args.changelog_checkpointing)
+    return SqlQuery(
+        _sql_text(args), tuple(views), output_mode=args.output_mode, trigger="available_now", state_store=getattr(args, "state_store", "hdfs"),
+        changelog_checkpointing=getattr(args, "changelog_checkpointing", False),
+    )
 
 
-def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
-    from .engine.sql import SqlError, replay_sql
+def _run_sql(args: argparse.Namespace, given: SparkSession | None, work: Callable[[SparkSession, QueryRegistry, Any], Any], checks: Callable[[], None] = lambda: None):
+    """``(0, work(spark, registry, query))`` for the SQL query the flags describe, or ``(2, None)`` once a refusal is printed: the flags
+    (``checks``, then the views' files and brokers) before Spark starts, the query's text and a topic's columns once it runs."""
+    from .engine.sql import SqlError
 
     try:
+        checks()
         query = _sql_query(args, None)
     except (ConfigError, SqlError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return 2, None
     try:
         with _registry(given) as (spark, registry):
-            query = query or _sql_query(args, spark)
-            assert query is not None
-            outcome = replay_sql(registry, query)
+            return 0, work(spark, registry, query or _sql_query(args, spark))
     except (ConfigError, SqlError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return 2, None
+
+
+def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
+    from .engine.sql import replay_sql
+
+    code, outcome = _run_sql(args, given, lambda spark, registry, query: replay_sql(registry, query))
+    if code:
+        return code
     print(outcome.result.to_string(index=False) if len(outcome.result) else "(empty result table)")
     for operator in outcome.operators:
         print(f"operator {operator['index']} {operator['name']}: state_rows={operator['state_rows']} rows_dropped_by_watermark={operator['rows_dropped_by_watermark']}")
@@ -501,8 +512,8 @@ def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
 def _add_tune_parser(commands) -> None:
     tune = commands.add_parser("tune", help="replay a feed, a dataset or a topic's offsets under several watermark delays and recommend the smallest good one")
     _add_data_arguments(tune)
-    windows = tune.add_mutually_exclusive_group(required=True)
-    windows.add_argument("--window", help='window length, e.g. "5 minutes"')
+    windows = tune.add_mutually_exclusive_group()
+    windows.add_argument("--window", help='window length, e.g. "5 minutes" (required unless --sql or --sql-file)')
     windows.add_argument("--session-gap", default=None, help="session windows instead (tuned in append mode; sessions still open at the end are read from the state)")
     tune.add_argument("--slide", default=None, help="slide for sliding windows (default: tumbling)")
     tune.add_argument("--delays", required=True, help='comma-separated watermark delays, e.g. "0 seconds,1 minute,5 minutes"')
@@ -515,6 +526,13 @@ def _add_tune_parser(commands) -> None:
     mode = tune.add_mutually_exclusive_group()
     mode.add_argument("--sequential", dest="concurrent", action="store_const", const=False, default=None, help="with Spark runs: one delay at a time")
     mode.add_argument("--concurrent", dest="concurrent", action="store_const", const=True, help="with Spark runs: all delays at once")
+    _add_sql_arguments(tune)
+    tune.add_argument("--output-mode", default="update", choices=OUTPUT_MODES, help="with --sql: the output mode each point runs in (default: update)")
+    tune.add_argument(
+        "--which", type=int, default=None, metavar="N",
+        help="with --sql: sweep the N-th WATERMARK clause (from 1, in the order written), the others as written; "
+        "without it a query with two clauses is swept over the grid of both",
+    )
 
 
 def _tune_table(outcome) -> str:
@@ -544,6 +562,15 @@ def _tune_table(outcome) -> str:
 
 def _tune_main(args, given: SparkSession | None) -> int:
     from .analysis.tune import bound_topic, canonical_delays, check_target, tune_configs, tuning_output_mode
+
+    if args.sql is not None or args.sql_file is not None:
+        return _sql_tune_main(args, given)
+    if args.window is None and args.session_gap is None:
+        print("error: one of the arguments --window --session-gap is required (or --sql / --sql-file)", file=sys.stderr)
+        return 2
+    if args.which is not None:
+        print(f"error: --which: {args.which!r} applies to a SQL query's WATERMARK clauses (--sql / --sql-file)", file=sys.stderr)
+        return 2
 
     topic = _is_topic(args)
     if not topic and not Path(args.feed_dir).exists():
@@ -601,6 +628,66 @@ def _tune_main(args, given: SparkSession | None) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     return 0
+
+
+def _sql_tune_main(args: argparse.Namespace, given: SparkSession | None) -> int:
+    """``tune --sql``: the query's WATERMARK delay(s) swept (:mod:`streaming.analysis.sql_tune`), each point replayed on Spark."""
+    import pandas as pd
+
+    from .analysis.sql_tune import sweep_grid, tune_sql
+    from .analysis.tune import canonical_delays, check_target
+    from .engine.durations import parse_duration
+    from .engine.sql.rewrite import watermark_clauses
+
+    delays: list[int] = []
+
+    def checks() -> None:
+        check_target(float(args.target) if _is_number(args.target) else args.target)
+        delays.extend(parse_duration(delay) for delay in canonical_delays([part.strip() for part in args.delays.split(",")]))
+        for flag in ("concurrent", "spark_all"):
+            if getattr(args, flag):
+                raise ConfigError("--" + flag.replace("_", "-"), True, "applies to the form's query: a SQL query's delays are each run on Spark, one after another")
+
+    def work(spark, registry, query):
+        clauses = watermark_clauses(spark, query.text)
+        if len(clauses) > 1 and args.which is None and len(delays) ** len(clauses) > 64:
+            raise ConfigError("--delays", args.delays, f"make {len(delays) ** len(clauses)} points over the query's {len(clauses)} clauses: name one with --which, or fewer delays")
+        points = sweep_grid(clauses, delays, args.which)
+        query.check(spark)
+        return tune_sql(registry, query, points, target=float(args.target))
+
+    code, outcome = _run_sql(args, given, work, checks)
+    if code:
+        return code
+    target = outcome.target
+    best = outcome.recommended
+    rows = [
+        {
+            "delays": point.label + (" *" if point is best else ""),
+            "completeness": "-" if point.completeness is None else f"{point.completeness:.4f}",
+            "matched/exact": f"{point.matched}/{point.exact}", "different": point.different, "missing": point.missing,
+            "spark_dropped": point.rows_dropped_by_watermark, "peak_state": point.peak_state_rows, "mean_state": f"{point.mean_state_rows:.1f}",
+            "batches": point.batches,
+        }
+        for point in outcome.points
+    ]
+    print(pd.DataFrame(rows).to_string(index=False))
+    clauses_text = "; ".join(f"WATERMARK {clause.column}" for clause in outcome.clauses)
+    print(
+        f"recommended={'none' if best is None else best.label} (smallest delays with completeness >= {target:g}; marked *) "
+        f"wall_seconds={outcome.wall_seconds:.1f} ({len(outcome.points)} points of {clauses_text}, each run on Spark)"
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
+    return 0
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- join

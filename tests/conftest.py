@@ -27,6 +27,17 @@ SPARK_FIXTURES = frozenset({"spark", "registry", "cli", "connect_server", "kafka
 """Fixtures that start a JVM (Spark, a Connect server, a Kafka broker): a test that asks for one, directly or through another fixture, is marked ``spark``."""
 
 
+def pytest_configure(config):
+    """A SIGTERM (a time limit, CI's end) becomes a KeyboardInterrupt: pytest then tears every fixture down, so the brokers, servers and
+    Connect servers the run started (each in a process group of its own) are stopped, and the Spark JVMs end with this process."""
+    import signal
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}: stopping what the test run started")
+
+    signal.signal(signal.SIGTERM, interrupted)
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark every test that needs Spark, Kafka or a browser ``spark`` (``make test-fast`` leaves those out: ``-m "not spark"``)."""
     for item in items:
@@ -69,6 +80,19 @@ def registry(spark):
     shared = QueryRegistry(spark)
     yield shared
     shared.stop_all()
+
+
+@pytest.fixture(scope="module")
+def app_registry() -> Iterator:
+    """The app's cached registry (the one AppTest pages use); any run a test of the module left behind is removed."""
+    from dashboard import shared
+
+    registry = shared.get_registry()
+    before = {run.name for run in registry.runs()}
+    yield registry
+    for run in registry.runs():
+        if run.name not in before:
+            registry.delete(run.name)
 
 
 @pytest.fixture(scope="session")

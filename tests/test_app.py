@@ -12,7 +12,7 @@ data calls ``at.run()`` in a polling loop with a deadline.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -75,17 +75,6 @@ def _button_keys(at: AppTest) -> set[str]:
 
 def _metric(at: AppTest, label: str) -> str:
     return next(metric.value for metric in at.metric if metric.label == label)
-
-
-@pytest.fixture(scope="module")
-def app_registry() -> Iterator:
-    """The app's cached registry (the one AppTest pages use); any run a test left behind is removed."""
-    registry = shared.get_registry()
-    before = {run.name for run in registry.runs()}
-    yield registry
-    for run in registry.runs():
-        if run.name not in before:
-            registry.delete(run.name)
 
 
 # --- pure helpers -------------------------------------------------------------------

@@ -347,3 +347,68 @@ def test_views_and_queries_are_checked_where_they_are_made(tmp_path) -> None:
         SqlQuery("SELECT 1", (SqlView("e", source, static=True),))
     with pytest.raises(ConfigError, match="output_mode"):
         SqlQuery("SELECT 1", (SqlView("e", source),), output_mode="upsert")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- tuning
+
+
+def test_the_watermark_clauses_are_rewritten_where_the_parser_placed_them(spark) -> None:
+    from streaming.engine.sql.rewrite import batch_text, watermark_clauses, with_delays
+
+    text = (
+        "SELECT 'WATERMARK ts DELAY OF INTERVAL 9 HOURS' AS note, i.ad FROM STREAM(impressions) WATERMARK shown_at DELAY OF INTERVAL '30' SECOND AS i\n"
+        "JOIN clicks WATERMARK `clicked_at` DELAY OF INTERVAL 1 MINUTE AS c ON i.ad = c.ad"
+    )
+    clauses = watermark_clauses(spark, text)
+    assert [(clause.column, clause.delay_ms) for clause in clauses] == [("shown_at", 30_000), ("clicked_at", 60_000)]
+    rewritten = with_delays(text, clauses, [5_000, 120_000])
+    assert [(clause.column, clause.delay_ms) for clause in watermark_clauses(spark, rewritten)] == [("shown_at", 5_000), ("clicked_at", 120_000)]
+    assert "'WATERMARK ts DELAY OF INTERVAL 9 HOURS'" in rewritten  # a string that reads like a clause is not one
+    batch = batch_text(spark, text)
+    assert "STREAM" not in batch and "DELAY OF INTERVAL 1 MINUTE" not in batch and "FROM impressions  AS i" in batch
+    assert "'WATERMARK ts DELAY OF INTERVAL 9 HOURS'" in batch
+
+
+def test_rows_are_compared_as_a_multiset_by_their_grouping() -> None:
+    from streaming.analysis.sql_tune import compare_rows
+
+    exact = [{"w": 1, "k": "a", "n": 2}, {"w": 1, "k": "b", "n": 1}, {"w": 2, "k": "a", "n": 1}, {"w": 2, "k": "a", "n": 1}]
+    result = [{"w": 1, "k": "a", "n": 1}, {"w": 2, "k": "a", "n": 1}]
+    assert compare_rows(result, exact, ("w", "k")) == (1, 1, 2, 0)  # matched, different (a late row dropped), missing, extra
+    assert compare_rows(result, exact, ()) == (1, 0, 3, 1)
+
+
+def test_the_tuner_sweeps_a_sql_querys_watermark_and_recommends_the_smallest_delay_that_is_complete(cli, data, tmp_path) -> None:
+    out = tmp_path / "tune.json"
+    sql = (
+        "SELECT window(ts, '1 minute') AS w, store, count(*) AS n, sum(amount) AS total FROM STREAM(events) "
+        "WATERMARK ts DELAY OF INTERVAL 30 SECONDS WHERE amount > 1 GROUP BY 1, 2"
+    )
+    done = cli("tune", str(data["orders"]), "--event-time", "ts", "--sql", sql, "--delays", "0 seconds,1 minute,10 minutes", "--target", "1", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    points = {tuple(point["delays"]): point for point in report["points"]}
+    assert points[("0 seconds",)]["completeness"] < 1 <= points[("10 minutes",)]["completeness"]
+    assert points[("0 seconds",)]["rows_dropped_by_watermark"] > 0 and points[("10 minutes",)]["rows_dropped_by_watermark"] == 0
+    assert points[("0 seconds",)]["different"] + points[("0 seconds",)]["missing"] > 0
+    complete = [delay for delay in (("0 seconds",), ("1 minute",), ("10 minutes",)) if points[delay]["completeness"] >= 1]
+    assert report["recommended"] == list(complete[0])
+    assert points[("10 minutes",)]["peak_state_rows"] >= points[("0 seconds",)]["peak_state_rows"]
+
+    no_clause = cli("tune", str(data["orders"]), "--event-time", "ts", "--sql", "SELECT store, count(*) FROM events GROUP BY store", "--delays", "1 minute")
+    assert no_clause.returncode == 2 and "WATERMARK" in no_clause.stderr
+
+
+def test_a_sql_join_with_two_watermark_clauses_is_swept_over_both_delays(registry, data) -> None:
+    from streaming.analysis.sql_tune import sweep_grid, tune_sql
+    from streaming.engine.sql.rewrite import watermark_clauses
+
+    sql, mode, _ = SHAPES["stream-stream join"]
+    query = SqlQuery(sql, (SqlView("impressions", _files(data["impressions"], "shown_at")), SqlView("clicks", _files(data["clicks"], "clicked_at"))), output_mode=mode)
+    points = sweep_grid(watermark_clauses(registry.spark, sql), [0, 600_000])
+    assert points == [(0, 0), (0, 600_000), (600_000, 0), (600_000, 600_000)]
+    outcome = tune_sql(registry, query, points, target=1.0)
+    grid = {point.delays_ms: point for point in outcome.points}
+    assert grid[(600_000, 600_000)].completeness == 1.0 and grid[(0, 0)].completeness < 1.0
+    assert grid[(0, 0)].rows_dropped_by_watermark > 0
+    assert outcome.recommended is not None and outcome.recommended.completeness == 1.0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,16 +18,6 @@ GUIDE_SQL = (
     "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n\n"
     "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 10 MINUTES\nGROUP BY 1, 2\n"
 )
-
-
-@pytest.fixture
-def app_registry() -> Iterator:
-    registry = shared.get_registry()
-    before = {run.name for run in registry.runs()}
-    yield registry
-    for run in registry.runs():
-        if run.name not in before:
-            registry.delete(run.name)
 
 
 def _live() -> AppTest:
@@ -86,3 +75,32 @@ def test_a_sql_query_starts_shows_its_table_operators_and_watermark_and_is_liste
     assert not queries.exception, queries.exception
     assert any(run.name in text.value for text in queries.markdown)
     assert any("aggregation: sql" in text.value and "SELECT window(event_time" in text.value for text in queries.caption), [text.value for text in queries.caption]
+
+
+def test_the_tuner_sweeps_a_sql_querys_watermark_on_spark_and_recommends_a_delay(app_registry) -> None:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    shared.session_starter().wait(TIMEOUT)
+    at = at.switch_page(shared.TUNER_PAGE).run()
+    at.session_state["tune_query_mode"] = "SQL"
+    at.session_state["lab_source"] = "feed"
+    at.session_state["lab_feed"] = "guide_words"
+    at.session_state["tune_sql"] = (
+        "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n, max(event_time) AS latest\n"
+        "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 5 MINUTES\nWHERE key <> 'cat'\nGROUP BY 1, 2\n"
+    )
+    at.session_state["tune_sql_delays"] = "0 seconds, 10 minutes"
+    at.session_state["tune_sql_target"] = 1.0
+    at.run()
+    assert not at.exception, at.exception
+    assert any(message.value.startswith("Ready to run.") for message in at.success), [error.value for error in at.error]
+    at.button(key="tune_sql_run").click().run()
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not any(message.value.startswith(("Recommended:", "No point")) for message in [*at.success, *at.warning]):
+        time.sleep(1.0)
+        at.run()
+        assert not at.exception, at.exception
+    table = next(frame.value for frame in at.dataframe if "completeness" in frame.value.columns)
+    assert list(table["delays"]) == ["0 seconds", "10 minutes"]
+    assert table["completeness"].iloc[0] < table["completeness"].iloc[1] == 1.0
+    assert table["dropped (Spark)"].iloc[0] > 0
+    assert any(message.value.startswith("Recommended: 10 minutes") for message in at.success)

@@ -2,10 +2,12 @@
 
 import streamlit as st
 
-from dashboard import tuner
+from dashboard import live, sql, sql_tuner, tuner
 from dashboard.jobs import job_controls
 from dashboard.joins import REPLAY_MODE
 from dashboard.shared import JOINS_PAGE, InputErrors, get_registry, refuse, session_ready
+from streaming.engine.errors import ConfigError
+from streaming.engine.feeds import feed_names
 
 st.title("Watermark tuner")
 st.caption(
@@ -19,6 +21,19 @@ st.page_link(
     query_params={"join_mode": REPLAY_MODE},
 )
 ready = session_ready()
+mode = st.segmented_control(
+    "Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], key="tune_query_mode",
+    help="The form's windowed aggregate (with the watermark model), or your own SQL, whose WATERMARK clause(s) are swept on Spark",
+)
+if mode == "SQL":
+    kind, source_params = live.source_widgets(feed_names())
+    try:
+        source = live.build_source(kind, source_params)
+    except ConfigError as err:
+        st.error(f"Cannot read this source: {err}")
+        st.stop()
+    sql_tuner.sql_tuner(source, ready)
+    st.stop()
 values = tuner.tune_widgets()
 try:
     inputs = tuner.tune_inputs(**values)

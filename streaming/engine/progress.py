@@ -32,6 +32,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 from .extremes import Extremes
 from .jsonl import drop_cut_line, read_json_lines
 from .latency import LATENCY_METRICS, LatencyLog, observed_produced
+from .results import stamp
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
@@ -43,6 +44,8 @@ __all__ = [
     "ProgressJson",
     "ProgressListener",
     "ProgressLog",
+    "ProgressTotals",
+    "batch_records",
     "breakdown_frame",
     "observed_value",
     "progress_dict",
@@ -553,3 +556,45 @@ class ProgressJson:
 
     class Java:
         implements: ClassVar[list[str]] = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+
+
+class ProgressTotals:
+    """The totals of a finished run's batches, for an object with a ``progress`` frame (:func:`progress_frame`): a replay of the form's query or of SQL."""
+
+    progress: pd.DataFrame
+
+    def _total(self, column: str) -> int:
+        return int(self.progress[column].sum()) if len(self.progress) else 0
+
+    @property
+    def rows_dropped_by_watermark(self) -> int:
+        """Rows dropped behind the watermark, summed over the batches and the stateful operators."""
+        return self._total("rows_dropped_by_watermark")
+
+    @property
+    def malformed_rows(self) -> int:
+        return self._total("malformed_rows")
+
+    @property
+    def input_rows(self) -> int:
+        return self._total("num_input_rows")
+
+    @property
+    def final_watermark(self) -> pd.Timestamp:
+        return self.progress["watermark"].dropna().max() if len(self.progress) else pd.NaT
+
+
+def batch_records(progress: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each batch of ``progress`` as ``--json`` writes it: id, rows read, watermark, rows dropped, malformed rows, state rows, duration."""
+    return [
+        {
+            "batch_id": int(row.batch_id),
+            "input_rows": int(row.num_input_rows),
+            "watermark": stamp(row.watermark),
+            "rows_dropped_by_watermark": int(row.rows_dropped_by_watermark),
+            "malformed_rows": int(row.malformed_rows),
+            "state_rows": int(row.state_rows_total),
+            "duration_ms": int(row.batch_duration_ms),
+        }
+        for row in progress.itertuples(index=False)
+    ]

@@ -20,7 +20,7 @@ import pandas as pd
 
 from .config import FeedSource, OutputMode, QueryConfig
 from .errors import ConfigError
-from .progress import progress_frame
+from .progress import ProgressTotals, batch_records, progress_frame
 from .registry import QueryRegistry
 from .results import TIMESTAMP_FORMAT, stamp
 from .sources import KafkaSource
@@ -31,7 +31,7 @@ __all__ = ["TIMESTAMP_FORMAT", "Replay", "replay"]
 
 
 @dataclass(frozen=True)
-class Replay:
+class Replay(ProgressTotals):
     """What a replay produced: the final result table and one summary row per batch."""
 
     config: QueryConfig
@@ -49,25 +49,9 @@ class Replay:
     """When asked: each batch's output rows as the sink received them, by batch id (:attr:`~streaming.engine.results.ResultTable.outputs`)."""
 
     @property
-    def rows_dropped_by_watermark(self) -> int:
-        return int(self.progress["rows_dropped_by_watermark"].sum()) if len(self.progress) else 0
-
-    @property
-    def malformed_rows(self) -> int:
-        return int(self.progress["malformed_rows"].sum()) if len(self.progress) else 0
-
-    @property
     def duplicates_dropped(self) -> int:
         """Rows dropped as duplicates of an id seen within the watermark (``deduplicate``)."""
-        return int(self.progress["duplicates_dropped"].sum()) if len(self.progress) else 0
-
-    @property
-    def input_rows(self) -> int:
-        return int(self.progress["num_input_rows"].sum()) if len(self.progress) else 0
-
-    @property
-    def final_watermark(self) -> pd.Timestamp:
-        return self.progress["watermark"].dropna().max() if len(self.progress) else pd.NaT
+        return self._total("duplicates_dropped")
 
     def result_records(self) -> list[dict[str, Any]]:
         """The result table as ``{"window_start", "window_end", "key", "count"}`` objects, sorted; a value aggregation adds ``value`` (null when Spark's is) before ``count``.
@@ -114,18 +98,7 @@ class Replay:
             "input_rows": self.input_rows,
             "malformed_rows": self.malformed_rows,
             "duplicates_dropped": self.duplicates_dropped,
-            "batches": [
-                {
-                    "batch_id": int(row.batch_id),
-                    "input_rows": int(row.num_input_rows),
-                    "watermark": stamp(row.watermark),
-                    "rows_dropped_by_watermark": int(row.rows_dropped_by_watermark),
-                    "malformed_rows": int(row.malformed_rows),
-                    "state_rows": int(row.state_rows_total),
-                    "duration_ms": int(row.batch_duration_ms),
-                }
-                for row in self.progress.itertuples(index=False)
-            ],
+            "batches": batch_records(self.progress),
             **extra,
         }
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..progress import progress_frame
+from ..progress import ProgressTotals, batch_records, progress_frame
 from ..results import stamp
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ __all__ = ["SqlReplay", "operators_of", "replay_sql"]
 
 
 @dataclass(frozen=True)
-class SqlReplay:
+class SqlReplay(ProgressTotals):
     """What a SQL replay produced: the result table's records and frame, and one summary per micro-batch."""
 
     query: SqlQuery
@@ -33,23 +33,6 @@ class SqlReplay:
     result: pd.DataFrame
     progress: pd.DataFrame
     summaries: tuple[dict[str, Any], ...]
-
-    @property
-    def rows_dropped_by_watermark(self) -> int:
-        """Rows dropped behind the watermark, summed over the batches and the stateful operators."""
-        return int(self.progress["rows_dropped_by_watermark"].sum()) if len(self.progress) else 0
-
-    @property
-    def malformed_rows(self) -> int:
-        return int(self.progress["malformed_rows"].sum()) if len(self.progress) else 0
-
-    @property
-    def input_rows(self) -> int:
-        return int(self.progress["num_input_rows"].sum()) if len(self.progress) else 0
-
-    @property
-    def final_watermark(self) -> pd.Timestamp:
-        return self.progress["watermark"].dropna().max() if len(self.progress) else pd.NaT
 
     @property
     def operators(self) -> list[dict[str, Any]]:
@@ -63,18 +46,7 @@ class SqlReplay:
             "final_watermark": stamp(self.final_watermark),
             "input_rows": self.input_rows,
             "malformed_rows": self.malformed_rows,
-            "batches": [
-                {
-                    "batch_id": int(row.batch_id),
-                    "input_rows": int(row.num_input_rows),
-                    "watermark": stamp(row.watermark),
-                    "rows_dropped_by_watermark": int(row.rows_dropped_by_watermark),
-                    "malformed_rows": int(row.malformed_rows),
-                    "state_rows": int(row.state_rows_total),
-                    "duration_ms": int(row.batch_duration_ms),
-                }
-                for row in self.progress.itertuples(index=False)
-            ],
+            "batches": batch_records(self.progress),
         }
 
 

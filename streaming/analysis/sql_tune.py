@@ -1,0 +1,186 @@
+"""Tuning a query in Spark SQL: its WATERMARK clauses' delays replayed on Spark and measured per result row against its exact answer.
+
+The exact answer is the same SQL as one batch query over every well-formed row
+of its views (:func:`~streaming.engine.sql.rewrite.batch_text`: no ``STREAM( )``,
+no WATERMARK clause). Each point of the sweep -- one delay for each clause --
+is the query replayed to its end (:func:`~streaming.engine.sql.replay.replay_sql`,
+micro-batch *i* = file *i* of each streamed view) with those delays, and is
+measured against the exact rows:
+
+- a result row equal to an exact row (every column) is *matched*;
+- an exact row whose grouping (the columns the plan groups by) the result has
+  with other values is *different* (a late row dropped from its window);
+- an exact row the result lacks altogether is *missing* (never emitted: all its
+  rows dropped, or a window still open when an append-mode run ended);
+- completeness is matched / exact rows.
+
+Beside it Spark's rows dropped behind the watermark, the peak and mean rows in
+state, and the batches. The recommendation is the smallest point (by its
+delays, in clause order) whose completeness reaches the target. A query with
+two clauses (a join) is swept over the grid of both delays, the heat map the
+Joins page draws. Points run one after another: on 2 cores concurrent replays
+compete for the same cores (see :mod:`streaming.analysis.tune`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..engine.durations import format_duration
+from ..engine.errors import Cancelled, ConfigError
+from ..engine.sql.guard import checked_frame
+from ..engine.sql.plan import plan_facts
+from ..engine.sql.replay import replay_sql
+from ..engine.sql.rewrite import WatermarkClause, batch_text, watermark_clauses, with_delays
+from ..engine.sql.table import json_value
+from ..engine.sql.views import sql_session
+
+if TYPE_CHECKING:
+    from ..engine.registry import QueryRegistry
+    from ..engine.sql.query import SqlQuery
+
+__all__ = ["SqlPoint", "SqlTuning", "compare_rows", "exact_records", "sweep_grid", "tune_sql"]
+
+
+def _text(row: dict[str, Any]) -> str:
+    return json.dumps(row, sort_keys=True, default=str)
+
+
+def compare_rows(result: Sequence[dict[str, Any]], exact: Sequence[dict[str, Any]], grouping: Sequence[str]) -> tuple[int, int, int, int]:
+    """``(matched, different, missing, extra)`` of ``result`` against ``exact`` (see the module docstring); rows are a multiset."""
+    left = Counter(_text(row) for row in result)
+    right = Counter(_text(row) for row in exact)
+    matched = sum((left & right).values())
+    unmatched_exact = [json.loads(text) for text, count in (right - left).items() for _ in range(count)]
+    unmatched_result = [json.loads(text) for text, count in (left - right).items() for _ in range(count)]
+    different = 0
+    if grouping:
+        keys = Counter(_text({name: row.get(name) for name in grouping}) for row in unmatched_result)
+        for row in unmatched_exact:
+            key = _text({name: row.get(name) for name in grouping})
+            if keys[key] > 0:
+                keys[key] -= 1
+                different += 1
+    missing = len(unmatched_exact) - different
+    return matched, different, missing, len(unmatched_result) - different
+
+
+def exact_records(spark: Any, query: SqlQuery) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+    """The exact answer of ``query`` (its SQL as a batch over every well-formed row of its views) as JSON records, and the plan's grouping."""
+    from pyspark.sql import functions as F
+
+    from ..engine.times import quoted
+
+    session = sql_session(spark)
+    for view in query.views:
+        rows = view.source.view_rows(session)
+        if not view.static:
+            rows = rows.where(F.col(quoted(view.event_time)).isNotNull())
+        rows.createOrReplaceTempView(view.name)
+    frame = checked_frame(session, batch_text(session, query.text), query.names)
+    fields = frame.schema.fields
+    records = [{item.name: json_value(value, item.dataType) for item, value in zip(fields, row)} for row in frame.collect()]
+    return records, plan_facts(frame).grouping
+
+
+@dataclass(frozen=True)
+class SqlPoint:
+    """One point of the sweep: a delay for each WATERMARK clause, and what the replay under them reached."""
+
+    delays_ms: tuple[int, ...]
+    exact: int
+    matched: int
+    different: int
+    missing: int
+    extra: int
+    rows_dropped_by_watermark: int
+    peak_state_rows: int
+    mean_state_rows: float
+    batches: int
+    seconds: float
+
+    @property
+    def completeness(self) -> float | None:
+        return None if self.exact == 0 else self.matched / self.exact
+
+    @property
+    def label(self) -> str:
+        return ", ".join(format_duration(delay) for delay in self.delays_ms)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "delays": [format_duration(delay) for delay in self.delays_ms], "completeness": self.completeness, "exact": self.exact, "matched": self.matched,
+            "different": self.different, "missing": self.missing, "extra": self.extra, "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
+            "peak_state_rows": self.peak_state_rows, "mean_state_rows": self.mean_state_rows, "batches": self.batches, "seconds": round(self.seconds, 2),
+        }
+
+
+@dataclass(frozen=True)
+class SqlTuning:
+    """A sweep's points, in the order run, the clauses swept, the target and the recommended point."""
+
+    clauses: tuple[WatermarkClause, ...]
+    points: tuple[SqlPoint, ...]
+    target: float
+    wall_seconds: float
+
+    @property
+    def recommended(self) -> SqlPoint | None:
+        reaching = [point for point in self.points if point.completeness is not None and point.completeness >= self.target]
+        return min(reaching, key=lambda point: point.delays_ms) if reaching else None
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.recommended
+        return {
+            "clauses": [{"column": clause.column, "delay": format_duration(clause.delay_ms)} for clause in self.clauses],
+            "points": [point.to_json() for point in self.points],
+            "target": self.target,
+            "recommended": None if best is None else [format_duration(delay) for delay in best.delays_ms],
+            "wall_seconds": round(self.wall_seconds, 1),
+        }
+
+
+def sweep_grid(clauses: Sequence[WatermarkClause], delays_ms: Sequence[int], which: int | None = None) -> list[tuple[int, ...]]:
+    """The points to run: every delay for the clause ``which`` (the others as written), or with no ``which`` and two clauses or more, the grid of
+    every delay for each; :class:`ConfigError` for a query without a clause, or a ``which`` it does not have."""
+    if not clauses:
+        raise ConfigError("sql", "WATERMARK", "is not in the query: the tuner sweeps the delay of its WATERMARK clause (FROM STREAM(v) WATERMARK ts DELAY OF ...)")
+    if which is not None:
+        if not 1 <= which <= len(clauses):
+            raise ConfigError("which", which, f"must name one of the query's {len(clauses)} WATERMARK clauses (1 to {len(clauses)})")
+        written = [clause.delay_ms for clause in clauses]
+        return [tuple(delay if index == which - 1 else written[index] for index in range(len(clauses))) for delay in delays_ms]
+    return list(itertools.product(*[list(delays_ms)] * len(clauses)))
+
+
+def tune_sql(
+    registry: QueryRegistry, query: SqlQuery, points: Sequence[tuple[int, ...]], *, target: float = 0.99, cancel: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SqlTuning:
+    """Replay ``query`` at each point of ``points`` (a delay for each WATERMARK clause, in the order written) and measure it against its exact answer."""
+    began = time.monotonic()
+    spark = registry.spark
+    clauses = tuple(watermark_clauses(spark, query.text))
+    exact, grouping = exact_records(spark, query)
+    done = []
+    for index, delays in enumerate(points):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("the sweep was cancelled")
+        started = time.monotonic()
+        outcome = replay_sql(registry, query.with_changes(text=with_delays(query.text, clauses, delays)), cancel=cancel)
+        matched, different, missing, extra = compare_rows(outcome.records, exact, grouping)
+        states = [int(summary["state_rows_total"]) for summary in outcome.summaries] or [0]
+        done.append(SqlPoint(
+            tuple(delays), len(exact), matched, different, missing, extra, outcome.rows_dropped_by_watermark, max(states), sum(states) / len(states),
+            len(outcome.summaries), time.monotonic() - started,
+        ))
+        if progress is not None:
+            progress(index + 1, len(points))
+    return SqlTuning(clauses, tuple(done), target, time.monotonic() - began)
