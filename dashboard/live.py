@@ -66,6 +66,7 @@ from .shared import (
     KEPT,
     LIVE_PAGE,
     REFRESH_SECONDS,
+    failure_banner,
     feed_select,
     feed_source,
     get_registry,
@@ -814,10 +815,7 @@ def live_view(run: Run) -> None:
     _status_row(run, progress)
     _stall_warning(watermark_stall(progress, int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES))))
     if run.status == "failed":
-        st.error(f"Query {run.name} failed: {brief(run.error or '')}")
-        hint = run.config.source.explain_failure(run.error or "")
-        if hint is not None:
-            st.info(hint)
+        failure_banner(f"Query {run.name}", run.error, run.config.source.explain_failure(run.error or ""))
     figures = live_figures(
         table, progress, breakdown, output_mode=run.config.output_mode, measure=run.config.measure,
         slide=None if run.config.session_gap is not None else pd.Timedelta(milliseconds=run.config.slide_ms), drawn=run.log.drawn,

@@ -25,7 +25,7 @@ from streaming.engine.state import join_side_state
 
 from .joins import config_view, highlight, policy_widget, topic_keys, topic_side_widgets, type_and_range
 from .kafka import kafka_source
-from .shared import KEPT, REFRESH_SECONDS, get_registry, get_spark, show_code
+from .shared import KEPT, REFRESH_SECONDS, failure_banner, get_registry, get_spark, show_code
 
 __all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "live_timeline", "run_live_join_form", "run_state", "running_note", "waiting_now"]
 
@@ -197,7 +197,7 @@ def live_join_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
     if run.stopping:
         st.info("Stopping…")
     elif run.status == "failed":
-        st.error(f"The live join failed: {brief(run.error or '')}")
+        failure_banner("The live join", run.error, kept="Its rows so far are kept.")
     elif run.status == "stopped":
         st.info("Stopped at its time limit." if run.stopped_at_limit else "Stopped.")
     if timeline.empty:

@@ -15,7 +15,7 @@ from streaming.engine.registry import QueryRegistry
 from streaming.engine.sql import SqlQuery
 
 from .live import PENDING_KEY, begin_run
-from .shared import LIVE_PAGE, REFRESH_SECONDS, get_registry, go_to, session_starter
+from .shared import LIVE_PAGE, REFRESH_SECONDS, failure_banner, get_registry, go_to, session_starter
 
 __all__ = ["queries_view", "render_kept", "render_others", "render_run_card", "runs_frame", "source_summary"]
 
@@ -178,7 +178,7 @@ def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAG
             settings = [f"{key}: {value}" for key, value in description.items() if not key.startswith("source.")]
             st.caption(" | ".join([source_summary(description), *settings]))
             if run.status == "failed":
-                st.error(f"{run.name} failed: {brief(run.error or '')}")
+                failure_banner(run.name, run.error, run.config.source.explain_failure(run.error or ""))
             problem = _problem(registry, run)
             if problem is not None:
                 st.warning(f"Cannot be resumed: {problem}. Delete it to free its name.")

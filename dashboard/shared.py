@@ -28,7 +28,7 @@ from streaming.engine.checkpoints import QUERIES_FOLDER
 from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.datasets import data_root
 from streaming.engine.durations import human_duration
-from streaming.engine.errors import ConfigError, brief
+from streaming.engine.errors import ConfigError, brief, failure_details, failure_words
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.join import JoinConfig
 from streaming.engine.query import warm_up
@@ -54,6 +54,7 @@ __all__ = [
     "TUNER_PAGE",
     "InputErrors",
     "SessionLosses",
+    "failure_banner",
     "feed_select",
     "feed_source",
     "get_registry",
@@ -292,6 +293,18 @@ class InputErrors(ValueError):
     def __init__(self, errors: Sequence[ConfigError]) -> None:
         self.errors = list(errors)
         super().__init__("; ".join(str(error) for error in self.errors))
+
+
+def failure_banner(what: str, error: str | None, hint: str | None = None, *, kept: str = "Its result table so far is kept.") -> None:
+    """A failure in plain words: what happened (the deepest cause, no bridge preamble, frames or server paths), what was kept, what to do
+    (``hint``); Spark's own text only behind an expander, server paths cut."""
+    st.error(f"{what} failed: {failure_words(error or '')}. {kept}".replace("..", "."))
+    if hint is not None:
+        st.info(hint)
+    details = failure_details(error or "")
+    if details:
+        with st.expander("Spark's own words"):
+            st.code(details, language=None)
 
 
 def refuse(errors: InputErrors, what: str) -> None:

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import wait_for
 
 from streaming.analysis.lateness import dropped_events, judge
 from streaming.analysis.profile import feed_events_of, topic_batches, topic_events_of
 from streaming.cli import main
 from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
 from streaming.engine.datasets import DatasetStore
-from streaming.engine.errors import ConfigError
+from streaming.engine.errors import ConfigError, failure_words
 from streaming.engine.feeds import SAMPLE_FEEDS, TIME_PATTERN
 from streaming.engine.jars import connector_jars, connector_version, require_connector
 from streaming.engine.publish import publish
@@ -264,6 +265,12 @@ def test_a_query_whose_broker_was_killed_resumes_from_its_checkpoint_with_nothin
         run = registry.start(config, "lost_broker", keep=True)
         wait_for_offset(run, "clicks", 1000)
         broker.kill()
+        wait_for(lambda: run.status == "failed", "the query did not fail without its broker", 180)
+        said = failure_words(run.error or "")
+        assert said.strip() and "Python Proxy" not in said and "Traceback" not in said and str(tmp_path) not in said and "/" not in said.split(":")[0], said
+        assert "Exception" in said.split(":")[0] or "Timeout" in said, said  # the cause, by its class's short name
+        hint = config.source.explain_failure(run.error or "")
+        assert hint is not None and "resume" in hint
         run.stop()
         broker.start()  # the same folder: the same port and topics
         publish(spark, FeedSource(second, seconds_per_file=0), broker.bootstrap, "clicks")
@@ -628,3 +635,23 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
     for stepped, replayed in zip(on_topic, on_files, strict=True):
         pd.testing.assert_frame_equal(stepped.output, replayed.output)
         pd.testing.assert_frame_equal(stepped.dropped[["event_time", "key", "rule"]], replayed.dropped[["event_time", "key", "rule"]])
+
+
+def test_a_sql_query_over_a_topic_equals_the_same_sql_over_the_files_it_was_published_from(cli, kafka_broker, clicks_topic, tmp_path) -> None:
+    """Both read 50 rows a micro-batch under the available-now trigger: the same batches, so the same result, drops and watermark."""
+    sql = (
+        "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n FROM STREAM(events) "
+        "WATERMARK event_time DELAY OF INTERVAL 30 SECONDS GROUP BY 1, 2"
+    )
+    on_topic, on_files = tmp_path / "topic.json", tmp_path / "files.json"
+    topic = cli(
+        "replay", f"kafka://{kafka_broker.bootstrap}/{clicks_topic}", "--sql", sql, "--time-format", TIME_PATTERN, "--max-offsets-per-trigger", "50",
+        "--json", str(on_topic),
+    )
+    assert topic.returncode == 0, topic.stderr
+    files = cli("replay", str(WEB_CLICKS), "--sql", sql, "--time-format", TIME_PATTERN, "--json", str(on_files))
+    assert files.returncode == 0, files.stderr
+    from_topic, from_files = json.loads(on_topic.read_text()), json.loads(on_files.read_text())
+    assert from_files["rows_dropped_by_watermark"] > 0 and from_files["malformed_rows"] > 0
+    for name in ("result", "rows_dropped_by_watermark", "final_watermark", "malformed_rows", "operators"):
+        assert from_topic[name] == from_files[name], name

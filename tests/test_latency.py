@@ -35,6 +35,17 @@ def test_percentiles_are_nearest_rank_and_weighted() -> None:
     assert weighted_percentiles(range(1, 101), [1] * 100, [0.5, 0.95, 0.99, 1.0]) == [50.0, 95.0, 99.0, 100.0]
     assert weighted_percentiles([10, 20], [9, 1], [0.5, 0.9, 0.91]) == [10.0, 10.0, 20.0]
     assert all(value != value for value in weighted_percentiles([], [], [0.5]))  # NaN for nothing measured
+    # around a restart a batch can bring a weight that is not a count (negative, NaN) or no time: the readout still never crosses
+    crossing = weighted_percentiles([10, 20, 30, 40, 50, float("nan")], [5, -4, 1, float("nan"), 1, 1], [0.5, 0.95, 0.99, 1.0])
+    assert crossing == sorted(crossing) and crossing == [10.0, 50.0, 50.0, 50.0]
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        values = rng.exponential(1000, 40)
+        weights = rng.choice([-3.0, 0.0, 1.0, 2.5, float("nan")], 40)
+        picks = weighted_percentiles(values, weights, [0.5, 0.95, 0.99, 1.0])
+        assert all(pick != pick for pick in picks) or picks == sorted(picks), picks
     with pytest.raises(ValueError, match=r"1\.5"):
         weighted_percentiles([1], [1], [1.5])
 

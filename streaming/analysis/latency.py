@@ -39,12 +39,20 @@ def latencies(entries: pd.DataFrame, to: LatencyEnd = "folded") -> pd.DataFrame:
 
 
 def weighted_percentiles(values: Sequence[float] | np.ndarray, weights: Sequence[float] | np.ndarray, shares: Sequence[float]) -> list[float]:
-    """For each share in [0, 1], the smallest value at or below which at least that share of the total weight lies; NaN for no values."""
+    """For each share in [0, 1], the smallest value at or below which at least that share of the total weight lies; NaN for no values.
+
+    Values or weights that are not finite, and weights of 0 or less, are left out (a batch whose percentiles or times did not arrive, as around
+    a restart): with them the running total stops rising and the picks would cross (a p50 above the p95). What is left are the same records for
+    every share, so p50 <= p95 <= p99 <= max always holds.
+    """
     data = np.asarray(values, dtype="float64")
+    weight = np.asarray(weights, dtype="float64")
+    usable = np.isfinite(data) & np.isfinite(weight) & (weight > 0)
+    data, weight = data[usable], weight[usable]
     if data.size == 0:
         return [float("nan")] * len(shares)
     order = np.argsort(data, kind="stable")
-    ordered, cumulative = data[order], np.cumsum(np.asarray(weights, dtype="float64")[order])
+    ordered, cumulative = data[order], np.cumsum(weight[order])
     total = cumulative[-1]
     picks = []
     for share in shares:
@@ -60,7 +68,8 @@ def latency_summary(entries: pd.DataFrame, to: LatencyEnd = "folded", since_ms: 
     frame = entries if since_ms is None else entries[entries[f"{to}_ms"] >= since_ms]
     measured = latencies(frame, to)
     values = weighted_percentiles(measured["latency_ms"], measured["weight"], list(PERCENTILES.values()))
-    return {**dict(zip(PERCENTILES, values, strict=True)), "records": round(float(measured["weight"].sum()), 6)}
+    usable = np.isfinite(measured["latency_ms"].to_numpy(dtype="float64")) & (measured["weight"].to_numpy(dtype="float64") > 0)
+    return {**dict(zip(PERCENTILES, values, strict=True)), "records": round(float(measured["weight"][usable].sum()), 6)}
 
 
 def produced_before(entries: pd.DataFrame, started_ms: float) -> dict[str, float]:

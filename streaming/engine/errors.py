@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Cancelled", "ConfigError", "brief", "first_line"]
+__all__ = ["Cancelled", "ConfigError", "brief", "failure_details", "failure_words", "first_line"]
 
 _SERVER_PATH = re.compile(r"""(?<![\w/])(?:file:(?://)?)?(?:/[^\s/'"`,;()\[\]]+){2,}/?""")
 """An absolute path on the server (``/srv/data/...``, ``file:/tmp/...``): two or more segments; not a URL's path."""
@@ -44,3 +44,38 @@ def brief(text: str, limit: int = BRIEF_CHARACTERS) -> str:
 def first_line(err: BaseException) -> str:
     """The first line of ``err``'s message (Spark's run to many lines), or its type's name when it has none."""
     return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+_BRIDGE = re.compile(r"An exception was raised by the Python Proxy\.\s*Return Message:\s*", re.IGNORECASE)
+_JAVA_FRAME = re.compile(r"^\s*(at [\w$.<>/]+\(.*\)|\.\.\. \d+ more)\s*$")
+_PYTHON_FRAME = re.compile(r'^\s*(Traceback \(most recent call last\):|File ".*", line \d+.*|\^+|~+)\s*$')
+_CAUSE = re.compile(r"^\s*(?:Caused by:\s*|:\s*)?((?:[a-z_][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error))):\s*(.+)$")
+_CALLING = re.compile(r"An error occurred while calling [\w.]+\.?\s*")
+
+
+def failure_words(text: str, limit: int = BRIEF_CHARACTERS) -> str:
+    """A failed query's reason as a page's banner says it: the deepest cause Spark or the bridge reports (``TimeoutException: Timeout of 5000ms
+    expired...``), without the Python bridge's preamble, tracebacks, Java package names, frames or server paths.
+
+    ``brief`` of the text when it names no cause.
+    """
+    body = _BRIDGE.sub("", text or "")
+    causes = []
+    for line in body.splitlines():
+        if _JAVA_FRAME.match(line) or _PYTHON_FRAME.match(line):
+            continue
+        found = _CAUSE.match(_CALLING.sub("", line))
+        if found is not None:
+            causes.append(f"{found.group(2)}: {found.group(3).strip()}")
+    if not causes:
+        return brief(body, limit)
+    return brief(causes[-1], limit)
+
+
+def failure_details(text: str, lines: int = 40) -> str:
+    """The failure's own text for those who want it (behind an expander): its first ``lines`` lines that are not stack frames, server paths cut."""
+    kept = [
+        line for line in _BRIDGE.sub("", text or "").splitlines()
+        if line.strip() and not _JAVA_FRAME.match(line) and not _PYTHON_FRAME.match(line) and not (line.startswith(" ") and _CAUSE.match(line) is None)
+    ]
+    return "\n".join(_SERVER_PATH.sub(lambda match: "…/" + match.group(0).rstrip("/").rsplit("/", 1)[-1], line) for line in kept[:lines])
