@@ -596,3 +596,41 @@ def test_a_scenario_opens_from_its_link_steps_with_highlighted_rows_goes_back_an
         assert opened.get_by_text(expected[2]).count() == 2 and opened.title() == "Late data: update and append side by side"
     finally:
         opened.close()
+
+
+def test_a_sql_query_is_refused_at_its_line_then_runs_with_its_operators_and_watermark(app_url, browser):
+    """Query: SQL on the Live page: a broken query shows its error at its line and column, a query with a WATERMARK clause runs and is watched."""
+    page = browser.new_page(viewport={"width": 1600, "height": 1400})
+    try:
+        page.goto(f"{app_url}/", wait_until="domcontentloaded")
+        page.get_by_role("link", name="Live query").first.click()
+        page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_role("button", name="SQL", exact=True).click()
+        editor = page.get_by_role("textbox", name="SQL")
+        editor.wait_for(timeout=60_000)
+        editor.fill("SELECT key,\n  count(*) AS n\nFROM events\nGROUP BY nope")
+        editor.press("Control+Enter")
+        page.get_by_text("SQL: line 4, column 10:").first.wait_for(timeout=120_000)
+        assert page.get_by_text("Traceback").count() == 0 and page.get_by_text("org.apache").count() == 0
+        editor.fill(
+            "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n\n"
+            "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 30 SECONDS\nGROUP BY 1, 2"
+        )
+        editor.press("Control+Enter")
+        page.get_by_text("Ready to run.").first.wait_for(timeout=120_000)
+        page.get_by_role("textbox", name="Query name").fill("browser_sql")
+        page.get_by_role("textbox", name="Query name").press("Enter")
+        page.get_by_role("button", name="Start query").click()
+        page.get_by_role("heading", name="Stateful operators").wait_for(timeout=CHART_DATA_SECONDS * 1000)
+        page.wait_for_function(
+            """() => Array.from(document.querySelectorAll('[data-testid="stMetric"]')).some(
+                 m => m.innerText.includes('Watermark') && !m.innerText.includes('none yet'))""",
+            timeout=CHART_DATA_SECONDS * 1000,
+        )
+        page.get_by_text("The global watermark comes from").first.wait_for(timeout=60_000)
+        assert page.locator(".stException").count() == 0
+        page.get_by_role("button", name="Stop query").click()
+        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+    finally:
+        page.close()
