@@ -70,7 +70,8 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--latency", action="store_true", help="add each record's latency to --json (latency_ms): from its Kafka timestamp (a topic) or from when its file was handed to Spark (files), to the sink")
     explain = commands.add_parser("explain", help="replay a feed and tell what every micro-batch did: rows read, dropped and emitted, state let go, the watermark")
     _add_data_arguments(explain, passthrough=True)
-    _add_query_arguments(explain)
+    _add_query_arguments(explain, sql=True)
+    _add_sql_arguments(explain)
     explain.add_argument("--json", type=Path, default=None, help="write the batches, each with its output, dropped rows, state and caption, to this file")
     _add_tune_parser(commands)
     _add_join_parser(commands)
@@ -268,6 +269,12 @@ def _early_config(args: argparse.Namespace) -> QueryConfig | None:
 def _explain_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     from .analysis.explain import explain_replay
     from .engine.runner import run_to_idle
+
+    if args.sql is not None or args.sql_file is not None:
+        return _sql_explain_main(args, given)
+    if args.window is None and args.session_gap is None:
+        print("error: one of the arguments --window --session-gap is required (or --sql / --sql-file)", file=sys.stderr)
+        return 2
 
     if not _is_topic(args) and not Path(args.feed_dir).exists():
         print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
@@ -627,6 +634,22 @@ def _tune_main(args, given: SparkSession | None) -> int:
             print(f"DISAGREEMENT at {confirmation.delay} (please report it): " + "; ".join(confirmation.differences()), file=sys.stderr)
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
+    return 0
+
+
+def _sql_explain_main(args: argparse.Namespace, given: SparkSession | None) -> int:
+    """``explain --sql``: every micro-batch of the SQL query told, each stateful operator by name (:func:`~streaming.engine.sql.replay.explain_batches`)."""
+    from .engine.sql import replay_sql
+    from .engine.sql.replay import explain_batches
+
+    code, outcome = _run_sql(args, given, lambda spark, registry, query: replay_sql(registry, query, outputs=True))
+    if code:
+        return code
+    steps = explain_batches(outcome)
+    for step in steps:
+        print(step["caption"])
+    if args.json is not None:
+        args.json.write_text(json.dumps({"batches": steps, "result": outcome.records}, indent=2) + "\n")
     return 0
 
 

@@ -412,3 +412,18 @@ def test_a_sql_join_with_two_watermark_clauses_is_swept_over_both_delays(registr
     assert grid[(600_000, 600_000)].completeness == 1.0 and grid[(0, 0)].completeness < 1.0
     assert grid[(0, 0)].rows_dropped_by_watermark > 0
     assert outcome.recommended is not None and outcome.recommended.completeness == 1.0
+
+
+def test_explain_tells_every_micro_batch_of_a_sql_query_by_its_operators(cli, data, tmp_path) -> None:
+    out = tmp_path / "steps.json"
+    sql = SHAPES["three aggregates"][0]
+    done = cli("explain", str(data["orders"]), "--event-time", "ts", "--sql", sql, "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    steps = report["batches"]
+    assert [step["batch_id"] for step in steps] == list(range(len(steps))) and len(steps) >= len(ORDERS)
+    assert steps[0]["caption"].startswith("Batch 0 read 3 rows; ran before any watermark")
+    dropping = [step for step in steps if step["rows_dropped_by_watermark"]]
+    assert dropping and all("stateStoreSave:" in step["caption"] for step in dropping)
+    assert sum(len(step["output"]) for step in steps) >= len(report["result"]) > 0  # update mode: every change emitted, the last kept
+    assert done.stdout.count("Batch ") == len(steps)

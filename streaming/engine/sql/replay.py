@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..registry import QueryRegistry
     from .query import SqlQuery
 
-__all__ = ["SqlReplay", "operators_of", "replay_sql"]
+__all__ = ["SqlReplay", "explain_batches", "operators_of", "replay_sql"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,8 @@ class SqlReplay(ProgressTotals):
     result: pd.DataFrame
     progress: pd.DataFrame
     summaries: tuple[dict[str, Any], ...]
+    outputs: dict[int, list[dict[str, Any]]] | None = None
+    """When asked: each batch's output rows as JSON records, by batch id."""
 
     @property
     def operators(self) -> list[dict[str, Any]]:
@@ -65,13 +67,16 @@ def operators_of(summaries: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -
     ]
 
 
-def replay_sql(registry: QueryRegistry, query: SqlQuery, *, timeout: float = 600.0, cancel: threading.Event | None = None) -> SqlReplay:
-    """Run ``query`` until its streamed views are read (under the available-now trigger: micro-batch *i* reads file *i* of each), stop it and return what it produced."""
+def replay_sql(
+    registry: QueryRegistry, query: SqlQuery, *, timeout: float = 600.0, cancel: threading.Event | None = None, outputs: bool = False,
+) -> SqlReplay:
+    """Run ``query`` until its streamed views are read (under the available-now trigger: micro-batch *i* reads file *i* of each), stop it and return
+    what it produced; with ``outputs``, each batch's output rows too."""
     from pyspark.errors import PySparkException
 
     name = f"sql_{uuid.uuid4().hex[:12]}"
     try:
-        run = registry.start(query.with_changes(trigger="available_now"), name, max_rows=None, latency=False)
+        run = registry.start(query.with_changes(trigger="available_now"), name, max_rows=None, latency=False, record_outputs=outputs)
     except PySparkException as err:
         registry.remove(name)
         raise query.refusal(err) from None
@@ -82,6 +87,33 @@ def replay_sql(registry: QueryRegistry, query: SqlQuery, *, timeout: float = 600
             raise query.refusal(err) from None
         summaries = tuple(run.log.summaries())
         run.stop()
-        return SqlReplay(query, run.table.records(), run.table.frame(), progress_frame(list(summaries)), summaries)
+        emitted = None if run.table.outputs is None else {batch: run.table.as_records(rows) for batch, rows in run.table.outputs.items()}
+        return SqlReplay(query, run.table.records(), run.table.frame(), progress_frame(list(summaries)), summaries, emitted)
     finally:
         registry.remove(name)
+
+
+def explain_batches(outcome: SqlReplay) -> list[dict[str, Any]]:
+    """Each micro-batch of a SQL replay told: rows read, the watermark it ran with, the rows each stateful operator dropped behind it and holds
+    after it, the rows it emitted (with ``outputs``), and a caption saying so in words."""
+    steps = []
+    for summary in outcome.summaries:
+        batch = int(summary["batch_id"])
+        operators = [
+            {"name": name, "state_rows": int(rows), "rows_dropped_by_watermark": int(dropped)} for name, rows, dropped, _ in summary.get("operators") or ()
+        ]
+        emitted = None if outcome.outputs is None else outcome.outputs.get(batch, [])
+        watermark = stamp(pd.Timestamp(summary["watermark"]))
+        dropped = sum(operator["rows_dropped_by_watermark"] for operator in operators)
+        words = [f"Batch {batch} read {int(summary['num_input_rows'])} rows", f"ran with the watermark at {watermark}" if watermark else "ran before any watermark"]
+        if dropped:
+            words.append(f"dropped {dropped} behind it (" + ", ".join(f"{op['name']}: {op['rows_dropped_by_watermark']}" for op in operators if op["rows_dropped_by_watermark"]) + ")")
+        if emitted is not None:
+            words.append(f"emitted {len(emitted)} rows")
+        if operators:
+            words.append("held " + ", ".join(f"{op['state_rows']} rows in {op['name']}" for op in operators))
+        steps.append({
+            "batch_id": batch, "input_rows": int(summary["num_input_rows"]), "watermark": watermark, "rows_dropped_by_watermark": dropped,
+            "malformed_rows": int(summary["malformed_rows"]), "operators": operators, "output": emitted, "caption": "; ".join(words) + ".",
+        })
+    return steps

@@ -97,8 +97,11 @@ class SqlTable:
         """The table as JSON objects (column → value; a struct as a nested object; timestamps in UTC text), sorted by their JSON text."""
         import json
 
-        records = [{name: json_value(value, item.dataType) for name, value, item in zip(self.columns, row, self.schema.fields)} for row in self.rows()]
-        return sorted(records, key=lambda record: json.dumps(record, sort_keys=True, default=str))
+        return sorted(self.as_records(self.rows()), key=lambda record: json.dumps(record, sort_keys=True, default=str))
+
+    def as_records(self, rows: Sequence[tuple]) -> list[dict[str, Any]]:
+        """Rows of this table's columns as JSON objects, in their order (see :meth:`records`)."""
+        return [{name: json_value(value, item.dataType) for name, value, item in zip(self.columns, row, self.schema.fields)} for row in rows]
 
     def frame(self) -> pd.DataFrame:
         """The table for a page: a struct column as one column per field (``w.start``), timestamps UTC-naive, sorted by every column."""
