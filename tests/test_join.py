@@ -537,3 +537,15 @@ def test_a_range_s_records_fall_in_their_planned_batches_and_a_range_needs_a_sta
         TopicSide(KafkaSource("127.0.0.1:9092", "ads", values, starting_offsets="latest", end_offsets=((0, 10),)), side="left")
     assert refused.value.field == "left.source.starting_offsets"
     assert bound_ranges(config_of(ads)) == config_of(ads)  # files: nothing to bound
+
+
+def test_duplicate_pairs_are_counted_as_many_times_as_the_exact_join_has_them() -> None:
+    """Two flights alike (origin, scheduled departure) against one weather row make two pairs; a result holding one of them is 1 of 2."""
+    from streaming.analysis.join_model import joined_completeness
+
+    left = pd.DataFrame({"origin": ["EWR", "EWR", "JFK"], "sched": pd.to_datetime(["2013-01-01 05:15", "2013-01-01 05:15", "2013-01-01 06:00"]), "batch": 0})
+    right = pd.DataFrame({"origin": ["EWR", "JFK"], "hour": pd.to_datetime(["2013-01-01 05:00", "2013-01-01 06:00"]), "batch": 0})
+    bounds = (-3_600_000, 0)  # the weather of the hour before, up to the departure
+    both = pd.DataFrame({"origin": ["EWR", "EWR", "JFK"], "sched": left["sched"], "hour": pd.to_datetime(["2013-01-01 05:00"] * 2 + ["2013-01-01 06:00"])})
+    assert joined_completeness(both, left, right, "sched", "hour", ["origin"], bounds) == (3, 3)
+    assert joined_completeness(both.iloc[1:], left, right, "sched", "hour", ["origin"], bounds) == (2, 3)

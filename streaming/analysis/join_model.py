@@ -258,7 +258,8 @@ def joined_completeness(
 ) -> tuple[int, int]:
     """``(found, exact)``: the exact join's pairs a join's ``result`` rows hold (a pair told by its keys and both times), and how many there
     are. A left semi join's ``result`` has the left side's columns only: its left rows that have a match in the exact join, told by their
-    keys and time and counted as many times as they occur (as :func:`model_sweep` counts them), are counted instead."""
+    keys and time and counted as many times as they occur (as :func:`model_sweep` counts them), are counted instead. Pairs are a multiset:
+    two rows alike on a side make two pairs with each match, and a result must hold both."""
     left, right = left.reset_index(drop=True), right.reset_index(drop=True)
     exact = exact_pairs(left, right, left_time, right_time, on, bounds_ms)
     semi = right_time not in result.columns
@@ -272,5 +273,5 @@ def joined_completeness(
     if semi:
         wanted = Counter(told([left.loc[row, key] for key in on], left.loc[row, left_time]) for row in {row for row, _ in exact})
     else:
-        wanted = Counter({told([left.loc[row, key] for key in on], left.loc[row, left_time], right.loc[other, right_time]): 1 for row, other in exact})
+        wanted = Counter(told([left.loc[row, key] for key in on], left.loc[row, left_time], right.loc[other, right_time]) for row, other in exact)
     return sum((wanted & found).values()), sum(wanted.values())
