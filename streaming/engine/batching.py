@@ -159,16 +159,27 @@ def batch_files(
     Batching by a column needs ``spark``, the dataset's ``schema`` (column → Spark type) and its
     Spark ``struct`` (each file is read with it); the column's times are read with ``time_format``.
     """
-    return cut_batches(spark, files, fmt, batching, folder, time_format=time_format, schema=schema, struct=struct)[0]
+    return cut_batches(spark, files, fmt, batching, folder, time_format=time_format, schema=schema, struct=struct).files
+
+
+@dataclass(frozen=True)
+class BatchCut:
+    """How a dataset was cut: the batch files, the start of each batch's arrival interval (batching by a column), and, when the column's times
+    were read, each batch's rows' times in the batch's row order (epoch microseconds; ``None`` for a time that does not parse)."""
+
+    files: list[Path]
+    arrivals: list[int] | None = None
+    row_times: list[list[int | None]] | None = None
 
 
 def cut_batches(
     spark: SparkSession | None, files: Sequence[Path], fmt: FileFormat, batching: Batching, folder: Path, *,
     time_format: str = "auto", schema: dict[str, str] | None = None, struct: Any = None,
-) -> tuple[list[Path], list[int] | None]:
-    """``(files, arrivals)``: the files of :func:`batch_files` and, when batching by a column, the start of each batch's arrival interval (epoch microseconds), else ``None``."""
+) -> BatchCut:
+    """The files of :func:`batch_files` and, when batching by a column, the start of each batch's arrival interval (epoch microseconds)
+    and each batch row's time: the column is read once per file of the dataset, never per batch."""
     if batching.by == "file":
-        return list(files), None
+        return BatchCut(list(files))
     header: list[str] | None = None
     rows: list[Any] = []
     times: list[int | None] = []
@@ -206,4 +217,5 @@ def cut_batches(
         path = folder / f"batch-{index:06d}{suffix}"
         write_rows(path, fmt, header, [rows[position] for position in positions], parquet_schema)
         written.append(path)
-    return written, arrivals
+    row_times = [[times[position] for position in positions] for positions in groups] if column is not None else None
+    return BatchCut(written, arrivals, row_times)

@@ -155,10 +155,12 @@ def publish(
         if not source.sample_layout:
             batch = read_dataset(spark, files, source.file_format)
             schema, struct = dataset_schema(batch), stream_schema(batch)
-        batches, arrivals = cut_batches(
+        cut = cut_batches(
             spark, files, source.file_format, source.batching, Path(folder), time_format=source.arrival_format, schema=schema, struct=struct,
         )
-        pauses = arrival_pauses(arrivals, speed) if speed is not None and arrivals is not None else [float(seconds_per_batch)] * len(batches)
+        batches = cut.files
+        pauses = arrival_pauses(cut.arrivals, speed) if speed is not None and cut.arrivals is not None else [float(seconds_per_batch)] * len(batches)
+        by_arrival = cut.row_times if arrival is not None and arrival == source.batching.column else None
         producer = Producer({**client_settings(bootstrap), "partitioner": "murmur2_random", "linger.ms": 5, "message.timeout.ms": 30_000})
         failures: list[str] = []
 
@@ -171,7 +173,9 @@ def publish(
         for index, path in enumerate(batches):
             header, rows = read_rows(path, source.file_format)
             times: list[int | None] = [None] * len(rows)
-            if arrival is not None:
+            if by_arrival is not None:
+                times = by_arrival[index]  # read once, when the dataset was cut: a Spark job per batch took longer than a fast pace allows
+            elif arrival is not None:
                 times = list(arrival_micros(spark, path, source.file_format, arrival, source.columns.arrival_format, schema, struct))
             for value, key, micros in zip(_values(rows, header, source.file_format, value_format), _keys(rows, header, source.file_format, source.columns.key), times):
                 micros = previous_us if micros is None else micros

@@ -38,9 +38,9 @@ def dataset_frame(
     batch = view_batch(spark, files, file_format, columns) if view else read_dataset(spark, files, file_format)
     schema, struct = dataset_schema(batch), stream_schema(batch)
     selected = view_columns(columns, schema) if view else [*dataset_columns(columns, schema)]
-    batches, arrivals = cut_batches(spark, files, file_format, batching, staging.parent / "batches", time_format=arrival_format, schema=schema, struct=struct)
-    pauses = arrival_pauses(arrivals, speed) if speed is not None and arrivals is not None else None
-    replayer = FeedReplayer(batches, staging, seconds_per_file, pauses)
+    cut = cut_batches(spark, files, file_format, batching, staging.parent / "batches", time_format=arrival_format, schema=schema, struct=struct)
+    pauses = arrival_pauses(cut.arrivals, speed) if speed is not None and cut.arrivals is not None else None
+    replayer = FeedReplayer(cut.files, staging, seconds_per_file, pauses)
     raw = file_stream(spark, struct, file_format, staging)
     return raw.select(*selected, *([] if view else [handed_over(raw)])), replayer
 
