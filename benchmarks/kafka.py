@@ -7,6 +7,11 @@ publish
     in ``--files`` JSON-lines files) published into a new topic of
     ``--partitions`` partitions as fast as possible, with
     :func:`streaming.engine.publish.publish`: messages per second.
+paced publish
+    A dataset whose rows arrived over ``--paced-span`` seconds (an ``ingested_at``
+    column, epoch ms; one batch a second of arrival) published paced by its arrival
+    times at each speed of ``--speeds``: the seconds it took against the span ÷
+    the speed it should take (the last second is not waited), and batches per second.
 replay throughput
     The topic replayed from its earliest offsets to its end under the
     available-now trigger, ``--batch`` records a micro-batch, as a windowed count
@@ -55,6 +60,28 @@ def write_dataset(folder: Path, rows: int, files: int, keys: int, seed: int = 7)
     return folder
 
 
+def paced(spark, bootstrap: str, folder: Path, span_s: int, speeds: list[float]) -> list[tuple[float, float, float, int]]:
+    """``(speed, seconds taken, seconds expected, batches)`` of publishing a dataset that arrived over ``span_s`` seconds, paced at each speed."""
+    from streaming.engine.batching import Batching
+    from streaming.engine.columns import ColumnMapping
+    from streaming.engine.config import FeedSource
+    from streaming.engine.publish import publish
+
+    folder.mkdir(parents=True)
+    start_ms = 1_700_000_000_000
+    lines = [json.dumps({"event_time": start_ms + row * 97, "key": f"k{row % 5}", "ingested_at": start_ms + row * span_s * 1000 // 600}) for row in range(600)]
+    (folder / "part-0000.jsonl").write_text("\n".join(lines) + "\n")
+    mapping = ColumnMapping(event_time="event_time", time_format="epoch_ms", key="key", arrival="ingested_at", arrival_format="epoch_ms")
+    source = FeedSource(folder, 0.0, "json", mapping, Batching("ingested_at", "1 second"))
+    measured = []
+    for index, speed in enumerate(speeds):
+        published = publish(spark, source, bootstrap, f"bench-paced-{index}", speed=speed)
+        expected = (span_s - 1) / speed
+        measured.append((speed, published.seconds, expected, published.batches))
+        _note(f"paced at {speed:g}x: {published.batches} batches in {published.seconds:.2f} s (the pace alone: {expected:.2f} s)")
+    return measured
+
+
 def _dashboard(registry, config, name: str) -> tuple[int, float]:
     """``(records, seconds)`` of the dashboard's query to its end."""
     started = time.monotonic()
@@ -98,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     top.add_argument("--partitions", type=int, default=3)
     top.add_argument("--batch", type=int, default=50_000, help="maxOffsetsPerTrigger of the replays")
     top.add_argument("--rounds", type=int, default=2, help="pairs of replays (noop, dashboard) counted")
+    top.add_argument("--paced-span", type=int, default=30, help="seconds over which the paced dataset's rows arrived")
+    top.add_argument("--speeds", default="1,100,3600", help="speeds of the paced publish, comma-separated")
     args = top.parse_args(argv)
 
     from streaming.engine.batching import Batching
@@ -121,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         dataset = FeedSource(write_dataset(workdir / "events", args.rows, args.files, args.keys), 0.0, "json", mapping, Batching("file"))
         published = publish(spark, dataset, broker.bootstrap, "bench-events", partitions=args.partitions)
         _note(f"published {published.messages:,} messages in {published.seconds:.1f} s")
+        pacing = paced(spark, broker.bootstrap, workdir / "paced", args.paced_span, [float(speed) for speed in args.speeds.split(",")])
         source = KafkaSource(
             broker.bootstrap, "bench-events", (("event_time", "string"), ("key", "string"), ("amount", "double")),
             columns=ColumnMapping(event_time="event_time", key="key"), max_offsets_per_trigger=args.batch, end_offsets=published.end_offsets,
@@ -154,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     ratio = dashboard_rate / noop_rate
     publish_rate = published.messages / published.seconds
     print(f"publish: {published.messages:,} messages into {args.partitions} partitions in {published.seconds:.2f} s = {publish_rate:,.0f} messages/s")
+    for speed, seconds, expected, batches in pacing:
+        print(f"paced publish at {speed:g}x: {batches} batches in {seconds:.2f} s against {expected:.2f} s of pace ({batches / seconds:,.1f} batches/s)")
     print(f"replay to the end, {args.batch:,} records a batch: dashboard {dashboard_rate:,.0f} rows/s, noop {noop_rate:,.0f} rows/s, "
           f"ratio {ratio:.3f} (goal >= {GOAL}: {'met' if ratio >= GOAL else 'NOT met'})")
     print(json.dumps({"publish_messages_per_s": round(publish_rate), "dashboard_rows_per_s": round(dashboard_rate),
