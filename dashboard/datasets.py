@@ -133,7 +133,7 @@ def build_mapping(values: Mapping[str, Any]) -> ColumnMapping:
 
 def upload_form(store: DatasetStore, limit_mb: int) -> None:
     """Upload files into a new or existing dataset; each file kept or refused with its reason."""
-    with st.form("upload", clear_on_submit=True):
+    with st.form("upload", clear_on_submit=True, enter_to_submit=False):  # Enter in the name field submitted the form without its files
         st.markdown("**Add your data**: CSV, JSON lines or Parquet; files are replayed in file-name order, one file per micro-batch.")
         name = st.text_input("Dataset name", key="upload_name", help="A new name makes a new dataset; an existing one adds files to it")
         files = st.file_uploader(

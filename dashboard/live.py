@@ -57,6 +57,7 @@ from streaming.engine.sources.kafka import KafkaSource, initial_offsets
 from streaming.engine.sql import SqlQuery
 from streaming.engine.state import state_operators, state_rows
 from streaming.engine.topics import require_topic
+from streaming.engine.walkthrough import PREFIX as WALKTHROUGH_PREFIX
 from streaming.report import figures_report, settings_text
 
 from .data import BATCHING_RULES, DataChoice, batching_widgets, dataset_source, events_of, follow_data, label_of, remember_data, runnable_datasets
@@ -460,7 +461,8 @@ def query_selector(registry: QueryRegistry, keys: tuple[str, str, str] = (SELECT
     if pending in names:
         state[selected_key] = pending
     elif state.get(selected_key) not in names:
-        state[selected_key] = state.get(watched_key) if state.get(watched_key) in names else names[-1]
+        own = [name for name in names if not name.startswith(WALKTHROUGH_PREFIX)] or names  # a Step through's queries belong to that page
+        state[selected_key] = state.get(watched_key) if state.get(watched_key) in names else own[-1]
     choice = st.selectbox("Watching query", names, key=selected_key)
     state[watched_key] = choice
     return choice
