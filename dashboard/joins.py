@@ -25,7 +25,7 @@ from streaming.analysis.join_model import joined_completeness, model_join, model
 from streaming.charts.join import join_activity_figure, join_key_figure, join_tuner_figure, join_watermarks_figure
 from streaming.engine.datasets import DatasetStore, FileFormat, column_names, detect_format
 from streaming.engine.durations import format_duration, parse_duration
-from streaming.engine.errors import ConfigError, brief
+from streaming.engine.errors import ConfigError, brief, failure_words
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_files
 from streaming.engine.join import (
     JOIN_TYPES,
@@ -287,7 +287,7 @@ def _run(config: JoinConfig) -> None:
             outcome = run_join(registry.spark, bound_ranges(config), registry.listener, keep=folder)
     except Exception as err:  # noqa: BLE001 - a refusal or a failed query shows as a message, never a traceback
         shutil.rmtree(folder, ignore_errors=True)
-        st.error(f"{'Cannot run this join' if isinstance(err, ConfigError) else 'The join failed'}: {brief(str(err))}")
+        st.error(f"{'Cannot run this join' if isinstance(err, ConfigError) else 'The join failed'}: {failure_words(str(err))}")
         return
     _forget(st.session_state.get(OUTCOME))
     st.session_state[OUTCOME] = outcome
@@ -516,7 +516,7 @@ def _confirm(outcome: JoinOutcome, chosen: tuple[int, int], best: pd.Series) -> 
         with st.spinner("Spark replays the recommended pair…"):
             run = run_join(registry.spark, confirmed, registry.listener)
     except Exception as err:  # noqa: BLE001 - a failed confirmation shows as a message
-        st.error(f"Spark could not confirm it: {brief(str(err))}")
+        st.error(f"Spark could not confirm it: {failure_words(str(err))}")
         return
     left_rows, right_rows = _side_rows(outcome)
     found, exact = joined_completeness(run.result, left_rows, right_rows, config.left.event_time, config.right.event_time, config.on, config.bounds_ms)

@@ -48,7 +48,7 @@ from streaming.engine.config import (
     describe,
 )
 from streaming.engine.durations import human_duration
-from streaming.engine.errors import ConfigError, brief, first_line
+from streaming.engine.errors import ConfigError, brief, failure_words, first_line
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_events, feed_names
 from streaming.engine.progress import state_store_metrics
 from streaming.engine.query import Run
@@ -413,7 +413,7 @@ def begin_run(begin: Callable[[], Run], doing: str, first_batch_wait: float = FI
         return None
     except PySparkException as err:
         LOG.warning("%s: Spark refused: %s", doing, err)
-        st.error(f"Spark refused to start the query: {brief(str(err))}")
+        st.error(f"Spark refused to start the query: {failure_words(str(err))}")
         return None
     except Exception as err:
         LOG.exception("%s failed", doing)
