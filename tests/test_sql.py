@@ -216,6 +216,11 @@ HOSTILE = {
     "REFRESH TABLE events": "Syntax error",
     "USE spark_catalog.default": "Syntax error",
     "SELECT * FROM events; DROP VIEW events": "Syntax error",
+    "SELECT TRANSFORM(store) USING 'cat {secret}; id -un' AS (out) FROM events": "TRANSFORM ... USING runs a program",
+    "FROM events MAP store USING 'id' AS out": "TRANSFORM ... USING runs a program",
+    "FROM events REDUCE store USING 'id' AS out": "TRANSFORM ... USING runs a program",
+    "SELECT '${{env:HOME}}' AS h, '${{system:user.name}}' AS u FROM events": "${...} is refused",
+    "SELECT from_xml(store, 'a INT', map('rowValidationXSDPath', '{secret}')) FROM events": "rowValidationXSDPath is refused",
     "": "empty",
 }
 
@@ -237,6 +242,9 @@ def test_hostile_sql_is_refused_naming_why_and_reads_nothing_outside_the_views(s
     assert checked == len(HOSTILE)
     assert spark.catalog.tableExists("events") is False  # the checks' views lived in sessions of their own
     assert query.check(spark).streaming  # the plain query over the view still passes
+    stores = SqlView("stores", TableFiles(data["stores"]), static=True)
+    legitimate = SqlQuery("SELECT * FROM events WHERE store IN (SELECT store FROM stores WHERE region = 'north')", (*query.views, stores))
+    assert legitimate.check(spark).streaming  # a subquery over a view of the run is a query like any other
 
 
 def test_a_broken_query_says_what_is_wrong_at_its_line_and_column(spark, data) -> None:

@@ -25,12 +25,13 @@ browser session sees or drops them.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import brief
+from ..errors import brief, first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,6 +50,18 @@ entities) and its user."""
 ALLOWED_TABLE_FUNCTIONS = frozenset({"range"})
 REFUSED_EXPRESSION_CLASSES = re.compile(r"Reflect|UDF|UDAF|UDTF|InputFile|CurrentUser|XPath|Protobuf")
 """Analysed expressions refused whatever name reached them (a function of the catalog, an alias)."""
+ALLOWED_PLAN_NODES = frozenset({
+    "Project", "Filter", "Aggregate", "Join", "LateralJoin", "SubqueryAlias", "Union", "Intersect", "Except", "Distinct", "Deduplicate",
+    "DeduplicateWithinWatermark", "Generate", "Expand", "Window", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Sample", "Repartition",
+    "RepartitionByExpression", "ResolvedHint", "EventTimeWatermark", "UpdateEventTimeWatermarkColumn", "WithCTE", "CTERelationDef",
+    "CTERelationRef", "PipeOperator", "LocalRelation", "OneRowRelation", "Range", "View", "Subquery",
+})
+"""The analysed plan's operations a query may use outside the run's views: relational ones. Anything else -- a script transformation
+(``TRANSFORM ... USING`` runs a program), a command, a relation of another source -- is refused, whatever its syntax."""
+REFUSED_PARSED_NODES = frozenset({"ScriptTransformation"})
+"""Refused by their parsed form already: ``SELECT TRANSFORM(...) USING 'program'`` (and ``MAP``/``REDUCE ... USING``) runs a program on the server."""
+FILE_OPTIONS = frozenset({"rowvalidationxsdpath"})
+"""Options of ``from_xml``/``schema_of_xml`` that name a file the server reads."""
 LITERAL_LEAVES = frozenset({"LocalRelation", "OneRowRelation", "Range", "CTERelationRef", "UnresolvedInlineTable"})
 """Analysed leaves that read nothing: ``VALUES``, a ``SELECT`` without ``FROM``, ``range``, a reference to a CTE of the query."""
 SPARK_REFUSALS = (
@@ -63,6 +76,7 @@ SPARK_REFUSALS = (
 )
 """Words of Spark's refusals of a streaming plan, and the clause of the user's query each is about (named first in the message)."""
 QUERY_CONTEXT_LOGGER = "SQLQueryContextLogger"
+LOG = logging.getLogger(__name__)
 _POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
 _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
 
@@ -82,31 +96,55 @@ class SqlError(Exception):
         return f"SQL: {where}{self.message}"
 
 
-def parse_checked(spark: SparkSession, text: str, views: Collection[str]) -> None:
-    """Parse ``text`` as one query and check its parsed plan (steps 1 and 2 of the module docstring); :class:`SqlError` otherwise."""
+def parse_checked(spark: SparkSession, text: str, views: Collection[str]) -> Any:
+    """Parse ``text`` as one query and check its parsed plan (steps 1 and 2 of the module docstring); the parsed plan, or :class:`SqlError`.
+
+    ``${...}`` is refused before parsing: Spark's parser replaces it with a server setting, a Java property or an environment variable
+    (``${env:HOME}``), so no plan would show it.
+    """
     if not isinstance(text, str) or not text.strip():
         raise SqlError("the query is empty: write a SELECT over " + _named(views))
+    if "${" in text:
+        line, column = position(text, text.index("${"))
+        raise SqlError("${...} is refused: Spark would replace it with a server setting or environment variable", line, column)
     parser = spark._jsparkSession.sessionState().sqlParser()
     try:
         plan = parser.parseQuery(text)
     except Exception as err:  # noqa: BLE001 - py4j raises Spark's ParseException as PySpark's, or a Py4JJavaError
         raise parse_error(err, text) from None
-    _check_parsed(plan, {name.lower() for name in views}, text)
+    _checking(lambda: _check_parsed(plan, {name.lower() for name in views}, text))
+    return plan
 
 
 def checked_frame(spark: SparkSession, text: str, views: Collection[str]) -> DataFrame:
     """The DataFrame of ``text`` on ``spark`` once every check of the module docstring passed; :class:`SqlError` naming the first that failed.
 
-    Nothing runs: parsing, checking and Spark's analysis only.
+    Nothing runs: parsing, checking and Spark's analysis only. The DataFrame is made from the very plan that was checked, not from the text
+    parsed again, so what runs is what was checked.
     """
-    parse_checked(spark, text, views)
+    from pyspark.sql import DataFrame
+
+    plan = parse_checked(spark, text, views)
     try:
         with _quiet():
-            frame = spark.sql(text)
+            jvm = spark._jvm
+            assert jvm is not None
+            frame = DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
     except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across versions
         raise analysis_error(err, text) from None
-    _check_analysed(frame._jdf.queryExecution().analyzed(), {name.lower() for name in views}, spark)
+    _checking(lambda: _check_analysed(frame._jdf.queryExecution().analyzed(), {name.lower() for name in views}, spark))
     return frame
+
+
+def _checking(check: Any) -> None:
+    """Run ``check``; anything but its refusal (a plan the walk does not know how to read) refuses the query rather than passing it."""
+    try:
+        check()
+    except SqlError:
+        raise
+    except Exception as err:  # noqa: BLE001 - py4j errors of a node the walk cannot read
+        LOG.warning("a SQL query could not be checked: %s", first_line(err))
+        raise SqlError("the query could not be checked, so it does not run: write it with plain SELECT, FROM, JOIN, WHERE and GROUP BY") from None
 
 
 @contextmanager
@@ -221,13 +259,17 @@ def _expressions(node: Any) -> Iterator[Any]:
 
 
 def _subquery_plans(expression: Any) -> Iterator[Any]:
+    """The plans of the subqueries in ``expression`` (scalar, ``EXISTS``, ``IN``, lateral, a table argument): every ``PlanExpression``."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    assert context is not None and context._jvm is not None
+    holds_plan = context._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.expressions.PlanExpression")
     stack = [expression]
     while stack:
         item = stack.pop()
-        if _class(item).endswith("Subquery") or _class(item) in ("Exists", "InSubquery", "ListQuery", "LateralSubquery", "FunctionTableSubqueryArgumentExpression"):
-            plan = getattr(item, "plan", None)
-            if plan is not None:
-                yield plan()
+        if holds_plan.isInstance(item):
+            yield item.plan()
         stack.extend(_seq(item.children()))
 
 
@@ -255,6 +297,8 @@ def _check_parsed(plan: Any, views: set[str], text: str) -> None:
     ctes = {str(name).lower() for node in nodes if _class(node) == "UnresolvedWith" for name in _cte_names(node)}
     for node in nodes:
         kind = _class(node)
+        if kind in REFUSED_PARSED_NODES:
+            raise SqlError("TRANSFORM ... USING runs a program on the server: it is refused", *_origin(node, text))
         if kind == "UnresolvedRelation":
             parts = [str(part) for part in _seq(node.multipartIdentifier())]
             name = ".".join(parts) if not any("/" in part or "\\" in part for part in parts) else f"{parts[0]}.`…`"  # a path is not echoed
@@ -298,10 +342,14 @@ def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> None:
         children = _seq(node.children())
         if not children and kind not in LITERAL_LEAVES:
             raise SqlError(f"{_words(kind)} is refused: a query reads only {_named(views)}")
+        if kind not in ALLOWED_PLAN_NODES:
+            raise SqlError(f"{_words(kind)} is refused: only relational operations over {_named(views)} run here")
         for expression in _expressions(node):
             name = _class(expression)
             if REFUSED_EXPRESSION_CLASSES.search(name):
                 raise SqlError(f"{_words(name)} is refused: it reaches outside the query (Java, a UDF, the server's files or user)")
+            if name in ("XmlToStructs", "SchemaOfXml") and any(str(key).lower() in FILE_OPTIONS for key in _seq(expression.options().keys())):
+                raise SqlError("the XML option rowValidationXSDPath is refused: it reads a file on the server")
             stack.extend(_subquery_plans(expression))
         stack.extend(children)
         stack.extend(item for item in _seq(node.innerChildren()) if _is_plan(item))

@@ -41,8 +41,8 @@ __all__ = ["DEFAULT_VIEW", "SqlView", "TableFiles", "sql_session"]
 
 DEFAULT_VIEW = "events"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-SQL_SESSION_SETTINGS = {"spark.sql.runSQLOnFiles": "false"}
-"""Settings of a run's own session: ``csv.`/path``` and the like read nothing (the plan check refuses them first)."""
+SQL_SESSION_SETTINGS = {"spark.sql.runSQLOnFiles": "false", "spark.sql.variable.substitute": "false"}
+"""Settings of a run's own session: ``csv.`/path``` and the like read nothing, ``${...}`` is not replaced (the checks refuse both first)."""
 
 
 @dataclass(frozen=True)
