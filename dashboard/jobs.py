@@ -212,7 +212,7 @@ def job_view(job: Job | None, render: Callable[[Job], None], idle_text: str, par
     elif job.cancelled:
         st.warning(f"{job.what}: cancelled after {job.elapsed:.0f} s; its queries are stopped.")
     elif job.error is not None:
-        st.error(f"{job.what} failed after {job.elapsed:.0f} s: {failure_words(str(job.error))}. What it had measured is not kept; run it again.")
+        st.error(f"{job.what} failed after {job.elapsed:.0f} s: {type(job.error).__name__}: {failure_words(str(job.error))}. What it had measured is not kept; run it again.")
     else:
         render(job)
 

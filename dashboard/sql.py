@@ -25,7 +25,8 @@ from streaming.engine.sql.checker import SqlChecker
 from streaming.engine.sql.form import form_sql
 from streaming.engine.sql.replay import operators_of
 
-from .shared import failure_banner, get_registry
+from . import shared
+from .shared import failure_banner
 
 __all__ = ["QUERY_MODES", "edit_as_sql", "sql_editor", "sql_form", "sql_view"]
 
@@ -57,9 +58,7 @@ def _checker(views: tuple[SqlView, ...]) -> SqlChecker:
         return kept
     if kept is not None:
         kept.close()
-    from .shared import session_starter
-
-    checker = SqlChecker(session_starter().wait(60), views)
+    checker = SqlChecker(shared.session_starter().wait(60), views)
     st.session_state[CHECKER_KEY] = checker
     return checker
 
@@ -102,7 +101,7 @@ def sql_form(source: Source, ready: bool, name: str | None, pending_key: str) ->
     """The SQL side of the Live page's sidebar: the editor (:func:`sql_editor`) and Start, enabled once the query passes its checks."""
     query, verdict = sql_editor(source, ready, "lab")
     if st.button("Start query", key="lab_sql_start", type="primary", disabled=not ready or verdict is None) and query is not None:
-        _start(get_registry(), query, name, pending_key)
+        _start(shared.get_registry(), query, name, pending_key)
 
 
 def _fits_form(source: Source) -> bool:

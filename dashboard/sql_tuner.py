@@ -20,8 +20,8 @@ from streaming.engine.sources import Source
 from streaming.engine.sql import PlanFacts, SqlQuery
 from streaming.engine.sql.rewrite import WatermarkClause
 
+from . import shared
 from .jobs import Job, job_controls, start_job
-from .shared import get_registry
 from .sql import sql_editor
 
 __all__ = ["MAX_POINTS", "SQL_TUNE_JOB", "sql_tuner"]
@@ -83,7 +83,7 @@ def sql_tuner(source: Source, ready: bool) -> None:
 def _start(sweep: SqlSweep | None) -> None:
     if sweep is None:
         return
-    registry = get_registry()
+    registry = shared.get_registry()
 
     def work(job: Job) -> SqlTuning:
         return tune_sql(registry, sweep.query, sweep.points, target=sweep.target, cancel=job.cancel,
