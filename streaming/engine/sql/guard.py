@@ -25,6 +25,7 @@ browser session sees or drops them.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Collection, Iterator
@@ -237,12 +238,15 @@ def _plain(message: str) -> str:
 # --------------------------------------------------------------------------- plans
 
 
-def _nodes(plan: Any) -> Iterator[Any]:
-    """Every node of a JVM plan, its subqueries' and its CTE definitions' too (``innerChildren``), depth first."""
+def _nodes(plan: Any, *, into_views: bool = True) -> Iterator[Any]:
+    """Every node of a JVM plan, its subqueries' and its CTE definitions' too (``innerChildren``), depth first; without ``into_views``, not the
+    plans of the views it reads (the lab's own: each py4j call costs a round trip)."""
     stack = [plan]
     while stack:
         node = stack.pop()
         yield node
+        if not into_views and _class(node) == "View":
+            continue
         stack.extend(_seq(node.children()))
         stack.extend(item for item in _seq(node.innerChildren()) if _is_plan(item))
         for expression in _seq(node.expressions()):
@@ -258,13 +262,19 @@ def _expressions(node: Any) -> Iterator[Any]:
         stack.extend(_seq(expression.children()))
 
 
-def _subquery_plans(expression: Any) -> Iterator[Any]:
-    """The plans of the subqueries in ``expression`` (scalar, ``EXISTS``, ``IN``, lateral, a table argument): every ``PlanExpression``."""
+@functools.lru_cache(maxsize=8)
+def _jvm_class(name: str) -> Any:
+    """The JVM class ``name`` of the running SparkContext (looked up once: each py4j call costs a round trip)."""
     from pyspark import SparkContext
 
     context = SparkContext._active_spark_context
     assert context is not None and context._jvm is not None
-    holds_plan = context._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.expressions.PlanExpression")
+    return context._jvm.java.lang.Class.forName(name)
+
+
+def _subquery_plans(expression: Any) -> Iterator[Any]:
+    """The plans of the subqueries in ``expression`` (scalar, ``EXISTS``, ``IN``, lateral, a table argument): every ``PlanExpression``."""
+    holds_plan = _jvm_class("org.apache.spark.sql.catalyst.expressions.PlanExpression")
     stack = [expression]
     while stack:
         item = stack.pop()
@@ -331,6 +341,7 @@ def _cte_names(node: Any) -> list[str]:
 
 
 def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> None:
+    holds_plan = _jvm_class("org.apache.spark.sql.catalyst.expressions.PlanExpression")
     stack = [plan]
     while stack:
         node = stack.pop()
@@ -350,7 +361,8 @@ def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> None:
                 raise SqlError(f"{_words(name)} is refused: it reaches outside the query (Java, a UDF, the server's files or user)")
             if name in ("XmlToStructs", "SchemaOfXml") and any(str(key).lower() in FILE_OPTIONS for key in _seq(expression.options().keys())):
                 raise SqlError("the XML option rowValidationXSDPath is refused: it reads a file on the server")
-            stack.extend(_subquery_plans(expression))
+            if holds_plan.isInstance(expression):  # _expressions already walks the nested ones: no second walk per expression
+                stack.append(expression.plan())
         stack.extend(children)
         stack.extend(item for item in _seq(node.innerChildren()) if _is_plan(item))
 
@@ -360,10 +372,7 @@ def _view_name(node: Any) -> str:
 
 
 def _is_command(node: Any, spark: SparkSession) -> bool:
-    jvm = spark._jvm
-    assert jvm is not None
-    command = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
-    return bool(command.isInstance(node))
+    return bool(_jvm_class("org.apache.spark.sql.catalyst.plans.logical.Command").isInstance(node))
 
 
 def _origin(node: Any, text: str) -> tuple[int | None, int | None]:

@@ -51,7 +51,7 @@ class PlanFacts:
 def plan_facts(frame: DataFrame) -> PlanFacts:
     """The :class:`PlanFacts` of ``frame``'s analysed plan (a classic session's DataFrame)."""
     plan = frame._jdf.queryExecution().analyzed()
-    nodes = list(_nodes(plan))
+    nodes = list(_nodes(plan, into_views=False))
     watermarks = []
     for node in reversed(nodes):
         if _class(node) == "EventTimeWatermark":
