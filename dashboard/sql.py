@@ -36,6 +36,7 @@ MODE_KEY = "lab_query_mode"
 TEXT_KEY = "lab_sql"
 VIEW_KEY = "lab_sql_view"
 CHECKER_KEY = "lab_sql_checker"
+VERDICT_KEY = "lab_sql_verdict"
 
 
 def edit_as_sql(config: QueryConfig) -> None:
@@ -88,7 +89,7 @@ def sql_editor(source: Source, ready: bool, prefix: str) -> tuple[SqlQuery | Non
         try:
             checker = _checker(query.views)
             _views_panel(checker.columns)
-            verdict = checker.check(text)
+            verdict = _verdict(checker, text)
             st.success(_verdict_words(verdict))
         except SqlError as err:
             _show_error(text, err)
@@ -102,6 +103,21 @@ def sql_form(source: Source, ready: bool, name: str | None, pending_key: str) ->
     query, verdict = sql_editor(source, ready, "lab")
     if st.button("Start query", key="lab_sql_start", type="primary", disabled=not ready or verdict is None) and query is not None:
         _start(shared.get_registry(), query, name, pending_key)
+
+
+def _verdict(checker: SqlChecker, text: str) -> PlanFacts:
+    """The checker's verdict on ``text``, checked once per text and views: a rerun for another widget does not check it again (a check is
+    hundreds of py4j round trips). A refusal is kept, and raised again, likewise."""
+    kept = st.session_state.get(VERDICT_KEY)
+    if kept is None or kept[0] is not checker or kept[1] != text:
+        try:
+            kept = (checker, text, checker.check(text))
+        except SqlError as err:
+            kept = (checker, text, err)
+        st.session_state[VERDICT_KEY] = kept
+    if isinstance(kept[2], SqlError):
+        raise kept[2]
+    return kept[2]
 
 
 def _fits_form(source: Source) -> bool:

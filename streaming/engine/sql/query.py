@@ -10,6 +10,7 @@ and the registry run it as they run the form's query.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,8 +162,6 @@ class ViewFeeders:
     """The feeders of a query's streamed views as one: started, stopped and stepped together (file *i* of each view at step *i*)."""
 
     def __init__(self, feeders: list[Feeder]) -> None:
-        import threading
-
         self.feeders = feeders
         self.done = threading.Event()
         if all(feeder.done.is_set() for feeder in feeders):

@@ -57,6 +57,9 @@ class SqlTable:
         self._rows: OrderedDict[Any, tuple] = OrderedDict()
         self._serial = 0
         self._lock = threading.Lock()
+        self._version = 0
+        self._framed: tuple[int, pd.DataFrame] | None = None
+        """The last frame made and the version it was made at: a page refreshing an unchanged table gets it again, not a new one."""
 
     def apply(self, batch_id: int, rows: list[tuple]) -> None:
         with self._lock:
@@ -64,6 +67,7 @@ class SqlTable:
                 return
             self.last_batch_id = max(batch_id, self.last_batch_id)
             self.batches_applied += 1
+            self._version += 1
             if self.outputs is not None:
                 self.outputs[batch_id] = list(rows)
             if self.output_mode == "complete":
@@ -104,7 +108,22 @@ class SqlTable:
         return [{name: json_value(value, item.dataType) for name, value, item in zip(self.columns, row, self.schema.fields)} for row in rows]
 
     def frame(self) -> pd.DataFrame:
-        """The table for a page: a struct column as one column per field (``w.start``), timestamps UTC-naive, sorted by every column."""
+        """The table for a page: a struct column as one column per field (``w.start``), timestamps UTC-naive, sorted by every column.
+
+        Made once per change and shared by the calls until the next batch (as :meth:`ResultTable.frame <streaming.engine.results.ResultTable.frame>`
+        is): treat it as read-only.
+        """
+        with self._lock:
+            version, framed = self._version, self._framed
+        if framed is not None and framed[0] == version:
+            return framed[1]
+        table = self._flat_frame()
+        with self._lock:
+            if self._framed is None or self._framed[0] < version:
+                self._framed = (version, table)
+        return table
+
+    def _flat_frame(self) -> pd.DataFrame:
         flat = [_flatten(name, item.dataType) for name, item in zip(self.columns, self.schema.fields)]
         names = [name for group in flat for name in group]
         data = []
