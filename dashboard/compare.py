@@ -9,9 +9,8 @@ from typing import Any, cast
 import pandas as pd
 import streamlit as st
 
-from streaming.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, Comparison, compare, config_label, topic_url
+from streaming.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, Comparison, compare, config_label
 from streaming.analysis.triggers import LatencyComparison, compare_latency
-from streaming.analysis.tune import bound_topic
 from streaming.charts.compare import MAX_WINDOWS_SHOWN, comparison_counts
 from streaming.charts.latency import latency_cdf_figure
 from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig, TriggerKind
@@ -62,8 +61,8 @@ def compare_inputs(
         source: FeedSource | KafkaSource = kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching)
     except ConfigError as err:
         raise InputErrors([err]) from None
-    if isinstance(source, KafkaSource):
-        feed = f"topic {source.topic}"
+    if source.replays_offsets:
+        feed = f"topic {source.label}"
     if not MIN_CONFIGS <= len(slots) <= MAX_CONFIGS:
         raise InputErrors([ConfigError("configs", len(slots), f"given; compare needs {MIN_CONFIGS} to {MAX_CONFIGS}")])
     errors: list[ConfigError] = []
@@ -83,12 +82,9 @@ def start_compare(registry: QueryRegistry, inputs: CompareInputs, key: str = COM
     """Start the comparison of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
 
     def work(job: Job) -> Comparison:
-        source = inputs.source
-        if isinstance(source, KafkaSource):  # one bound for every config: they replay the same records
-            bounded = bound_topic(inputs.configs[0]).source
-            configs = [config.with_changes(source=bounded) for config in inputs.configs]
-            return compare(registry, topic_url(source), configs, labels=inputs.labels, cancel=job.cancel, report=job.report)
-        return compare(registry, source.path, inputs.configs, labels=inputs.labels, cancel=job.cancel, report=job.report)
+        bounded = inputs.source.bounded_now()  # one bound for every config: they replay the same records
+        configs = [config.with_changes(source=bounded) for config in inputs.configs]
+        return compare(registry, bounded.address, configs, labels=inputs.labels, cancel=job.cancel, report=job.report)
 
     start_job(key, f"Comparison of {len(inputs.configs)} configs on {inputs.feed}", inputs, work, inputs.recall)
 

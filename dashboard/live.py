@@ -38,7 +38,6 @@ from streaming.engine.config import (
     STATE_STORES,
     TRIGGER_KINDS,
     VALUE_AGGREGATIONS,
-    FeedSource,
     GeneratorSource,
     QueryConfig,
     RateMicroBatchSource,
@@ -53,7 +52,7 @@ from streaming.engine.feeds import SAMPLE_FEEDS, feed_events, feed_names
 from streaming.engine.progress import state_store_metrics
 from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
-from streaming.engine.sources.kafka import KafkaSource, initial_offsets
+from streaming.engine.sources.kafka import initial_offsets
 from streaming.engine.sql import SqlQuery
 from streaming.engine.state import state_operators, state_rows
 from streaming.engine.topics import require_topic
@@ -252,9 +251,9 @@ def form_values(config: QueryConfig, replayed: Mapping[tuple[str, str], DataChoi
     replay of one of those is carried; the form keeps its own pace and name.
     :class:`ConfigError` on ``source`` otherwise.
     """
-    source = config.source
-    if not isinstance(source, FeedSource):
-        raise ConfigError("source", source.kind, "opens in Live query only when it replays a sample feed or a dataset")
+    source = config.source.as_feed
+    if source is None:
+        raise ConfigError("source", config.source.kind, "opens in Live query only when it replays a sample feed or a dataset")
     kinds: tuple[Literal["feed", "dataset"], ...] = ("feed", "dataset") if source.sample_layout else ("dataset",)
     found = next(filter(None, (label_of(DataChoice(kind, source.path.parent, source.path.name), replayed) for kind in kinds)), None)
     if found is None:
@@ -429,8 +428,8 @@ def start_query(
 
     A topic is asked for first (its brokers answer and it exists, within seconds): Spark would wait for a missing one without a word.
     """
-    source = config.source
-    if isinstance(source, KafkaSource) and not source.pattern:
+    source = config.source.as_topic
+    if source is not None and not source.pattern:
         try:
             require_topic(source.bootstrap, source.topic)
         except ConfigError as err:
@@ -614,8 +613,8 @@ def _engine_charts(figures: Mapping[str, go.Figure]) -> None:
 
 def _topic_view(run: Run, figures: Mapping[str, go.Figure]) -> None:
     """For a query on a topic: how far behind the topic it is after each batch, and on demand the topic itself."""
-    source = run.config.source
-    if not isinstance(source, KafkaSource):
+    source = run.config.source.as_topic
+    if source is None:
         return
     st.subheader(f"The topic: {source.topic}")
     st.plotly_chart(figures["lag"], key="lab_chart_lag")
@@ -687,20 +686,22 @@ def _feed_events(folder: str) -> pd.DataFrame:
 @st.cache_data(max_entries=4, show_spinner="Reading the records the query has read…")
 def _topic_events(name: str, last_batch: int, _run: Run) -> pd.DataFrame:
     """The records ``_run`` has read up to ``last_batch`` (:func:`~streaming.analysis.profile.topic_events_of`), read again only when it has read more."""
-    source = _run.config.source
-    assert isinstance(source, KafkaSource)
+    source = _run.config.source.as_topic
+    assert source is not None  # _events reads a topic's records only
     batches = topic_batches(_run.log.summaries(), initial_offsets(_run.workdir / "checkpoint"), source.topic)
     return topic_events_of(get_registry().spark, source, batches)
 
 
 def _events(run: Run) -> pd.DataFrame | None:
     """Every event ``run`` has read, with the micro-batch that read it; ``None`` with a caption where the arrival of each is not known."""
-    source, config = run.config.source, run.config
-    if config.aggregation == "none" or config.session_gap is not None or not isinstance(source, (FeedSource, KafkaSource)):
+    config = run.config
+    feed, source = config.source.as_feed, config.source.as_topic
+    if config.aggregation == "none" or config.session_gap is not None or (feed is None and source is None):
         st.caption("Event-by-event lateness is shown for replayed feeds, datasets and topics over fixed windows, where the arrival of every event is known.")
         return None
-    if isinstance(source, FeedSource):
-        return _feed_events(str(source.path)) if source.sample_layout else events_of(source)
+    if feed is not None:
+        return _feed_events(str(feed.path)) if feed.sample_layout else events_of(feed)
+    assert source is not None
     if source.pattern:
         st.caption("Event-by-event lateness is shown for a query on one topic, not a pattern of topics.")
         return None
@@ -744,7 +745,7 @@ def _arrival_caption(events: pd.DataFrame, source: Source) -> None:
     if "arrival" not in events or events["arrival"].isna().all():
         return
     late = (events["arrival"] - events["event_time"]).dropna().dt.total_seconds()
-    where = "their record timestamps" if isinstance(source, KafkaSource) else "their arrival column"
+    where = "their record timestamps" if source.arrival == "record" else "their arrival column"
     quantiles = late.quantile([0.5, 0.95, 0.99]).tolist()
     st.caption(
         f"Behind their arrival ({where}, arrival − event time) over {len(late):,} events: p50 {human_duration(quantiles[0])}, "
@@ -754,12 +755,13 @@ def _arrival_caption(events: pd.DataFrame, source: Source) -> None:
 
 def _readable_dropped(dropped: pd.DataFrame, source: Source) -> pd.DataFrame:
     """The dropped events as a user reads them: the id under the dataset's own column name, and ``file_index`` only where a file is a micro-batch."""
-    if not isinstance(source, FeedSource):
+    feed = source.as_feed
+    if feed is None:
         return dropped
-    id_name = source.columns.dedup_id
+    id_name = feed.columns.dedup_id
     if id_name is not None and "id" in dropped and id_name not in dropped:
         dropped = dropped.rename(columns={"id": id_name})
-    return dropped if source.batching.by == "file" else dropped.drop(columns="file_index")
+    return dropped if feed.batching.by == "file" else dropped.drop(columns="file_index")
 
 
 def _dropped_list(run: Run, classified: pd.DataFrame) -> None:

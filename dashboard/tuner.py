@@ -132,8 +132,8 @@ def tune_inputs(
             return None
 
     source: FeedSource | KafkaSource | None = attempt(lambda: kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching))
-    if isinstance(source, KafkaSource):
-        feed = f"topic {source.topic}"
+    if source is not None and source.replays_offsets:
+        feed = f"topic {source.label}"
     parsed = attempt(lambda: parse_delays(delays))
     goal = attempt(lambda: check_target(target))
     query = None
@@ -182,7 +182,11 @@ def _topic_events(_spark: Any, source: KafkaSource) -> pd.DataFrame:
 
 
 def _events(source: FeedSource | KafkaSource) -> pd.DataFrame:
-    return _topic_events(get_registry().spark, source) if isinstance(source, KafkaSource) else events_of(source)
+    topic, feed = source.as_topic, source.as_feed
+    if topic is not None:
+        return _topic_events(get_registry().spark, topic)
+    assert feed is not None  # the tuner offers files and topics
+    return events_of(feed)
 
 
 def lateness_section(source: FeedSource | KafkaSource, ready: bool) -> None:
@@ -194,7 +198,8 @@ def lateness_section(source: FeedSource | KafkaSource, ready: bool) -> None:
         return
     try:
         events = _events(source)
-        fingerprint = ("topic", source.bootstrap, source.topic, len(events)) if isinstance(source, KafkaSource) else source_fingerprint(source)
+        feed = source.as_feed
+        fingerprint = source_fingerprint(feed) if feed is not None else ("topic", source.address, len(events))
         profile = _profile(fingerprint, events)
     except ConfigError as err:
         st.error(f"Cannot read the events: {err}")

@@ -321,7 +321,7 @@ def _trigger_settings(args: argparse.Namespace, source: Source) -> dict[str, Any
     trigger, interval = getattr(args, "trigger", ("default", None))
     if trigger == "real_time":
         return {"trigger": trigger, "trigger_interval": interval}
-    return {"trigger": "available_now" if isinstance(source, KafkaSource) else "default", "trigger_interval": None}
+    return {"trigger": source.replay_trigger, "trigger_interval": None}
 
 
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
@@ -832,7 +832,7 @@ def _state_main(args, given: SparkSession | None) -> int:
         config = None  # its feed has moved: the state is read without the configuration
     spark = _session(given)
     try:
-        report = state_report(spark, checkpoint, args.operator, keyless=config is not None and isinstance(config.source, FeedSource) and config.source.columns.key is None)
+        report = state_report(spark, checkpoint, args.operator, keyless=config is not None and config.source.keyless)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -878,8 +878,7 @@ def _publish_main(args, given: SparkSession | None) -> int:
         for flag, value in (("--max-offsets-per-trigger", args.max_offsets_per_trigger), ("--csv-columns", args.csv_columns)):
             if value is not None:
                 raise ConfigError(flag, value, "applies to reading a topic, not to publishing")
-        source = _source(args)
-        assert isinstance(source, FeedSource)
+        source = cast(FeedSource, _source(args))  # a path, not a topic (refused above)
         topic_names(check_bootstrap(args.bootstrap, "--bootstrap"))  # the brokers answer, within seconds
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)

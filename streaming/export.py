@@ -45,7 +45,6 @@ from .engine.join import JoinConfig, JoinSide, LiveSide, Side
 from .engine.results import measure_column
 from .engine.sources.ads import CAMPAIGNS, AdStreams
 from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, KafkaSource
-from .engine.sources.stepped_topic import SteppedTopic
 from .engine.times import EPOCH_SECONDS_LIMIT
 
 __all__ = ["RESULT_PREFIX", "join_code", "pyspark_code"]
@@ -97,12 +96,12 @@ _SOURCE_NAMES = {
 
 
 def _header(config: QueryConfig) -> str:
-    source = config.source
+    source, feed = config.source, config.source.as_feed
     what = "events passed through unaggregated" if config.aggregation == "none" else f"windowed {config.aggregation} per key over event time"
-    if isinstance(source, FeedSource):
+    if feed is not None:
         # fixed wording: the batching column is a user's name and appears only as a literal (ARRIVAL below)
-        cut = "one file per micro-batch" if source.batching.by == "file" else (
-            "in micro-batches of BATCH_ROWS rows" if source.batching.rows is not None else "in micro-batches by arrival time (ARRIVAL)"
+        cut = "one file per micro-batch" if feed.batching.by == "file" else (
+            "in micro-batches of BATCH_ROWS rows" if feed.batching.rows is not None else "in micro-batches by arrival time (ARRIVAL)"
         )
         how = [
             f"The feed is replayed {cut}, as the Streaming Lab",
@@ -126,13 +125,14 @@ def _header(config: QueryConfig) -> str:
 
 
 def _imports(config: QueryConfig) -> str:
-    if isinstance(config.source, FeedSource):
-        cutting = config.source.batching.by != "file"
+    feed = config.source.as_feed
+    if feed is not None:
+        cutting = feed.batching.by != "file"
         modules = ["csv", *(["functools"] if cutting else []), "json", "os", "pathlib", "shutil", "tempfile", "time"]
         extra = ["from datetime import datetime, timedelta", ""]
         types = [*(["from pyspark.sql import Window"] if cutting else []), "from pyspark.sql.types import StringType, StructField, StructType"]
     else:
-        modules = ["os", "time"] if isinstance(config.source, RateMicroBatchSource) else ["os", *(["tempfile"] if config.trigger == "real_time" else [])]
+        modules = ["os", "time"] if config.source.kind == "rate-micro-batch" else ["os", *(["tempfile"] if config.trigger == "real_time" else [])]
         extra = [""]
         types = []
     return _block(
@@ -275,7 +275,7 @@ _CONNECTOR_JARS = (
 
 
 def _session(config: QueryConfig) -> str:
-    jars = _CONNECTOR_JARS if isinstance(config.source, KafkaSource) else ()
+    jars = _CONNECTOR_JARS if config.source.as_topic is not None else ()
     store: tuple[str, ...] = ()
     if config.state_store != "hdfs":
         store = (
@@ -951,7 +951,8 @@ def _feed_run(config: QueryConfig) -> str:
 
 
 def _paced(config: QueryConfig) -> bool:
-    return isinstance(config.source, FeedSource) and config.source.batching.column is not None
+    feed = config.source.as_feed
+    return feed is not None and feed.batching.column is not None
 
 
 def _console_run(config: QueryConfig) -> str:
@@ -1001,9 +1002,8 @@ def pyspark_code(config: QueryConfig) -> str:
     """
     if not isinstance(config, QueryConfig):
         raise TypeError(f"config: expected a QueryConfig, got {config!r}")
-    if isinstance(config.source, SteppedTopic):  # a walkthrough's staging topic lives as long as its query: the program reads the topic itself
-        config = replace(config, source=config.source.source)
-    is_feed = isinstance(config.source, FeedSource)
+    config = replace(config, source=config.source.shown)  # a walkthrough's staging topic lives as long as its query: the program reads the topic itself
+    is_feed = config.source.as_feed is not None
     parts = [
         _header(config),
         _imports(config),

@@ -9,7 +9,7 @@ same feed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ from .engine.datasets import FileFormat
 from .engine.errors import ConfigError
 from .engine.feeds import SAMPLE_FEEDS
 from .engine.sources import KafkaSource
-from .engine.sources.stepped_topic import steppable
 
 __all__ = ["SCENARIOS", "Scenario"]
 
@@ -69,8 +68,7 @@ class Scenario:
 
         :class:`ConfigError` naming the field for a topic a walkthrough cannot step through (:func:`~streaming.engine.sources.stepped_topic.steppable`).
         """
-        stepped = replace(source, seconds_per_file=0) if isinstance(source, FeedSource) else steppable(source)
-        return cls("own", title, "Your data, one micro-batch at a time.", None, (preset,), source=stepped)
+        return cls("own", title, "Your data, one micro-batch at a time.", None, (preset,), source=source.steppable())
 
     def note(self, step: int) -> str | None:
         """What to look at once ``step`` steps (files) have been handed over (``0``: before the first)."""

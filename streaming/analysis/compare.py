@@ -29,16 +29,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..engine.config import INTERVAL_TRIGGERS, FeedSource, QueryConfig
+from ..engine.config import INTERVAL_TRIGGERS, QueryConfig
 from ..engine.durations import format_duration
 from ..engine.errors import ConfigError
-from ..engine.sources.kafka import KafkaSource
+from ..engine.sources import StreamSource
 from .measure import RunMeasures, batch_reporter, finalized_completeness, measure, run_all
 from .tune import DEFAULT_CONCURRENT, tuning_output_mode
 
@@ -51,7 +51,6 @@ __all__ = [
     "compare",
     "config_label",
     "time_range",
-    "topic_url",
 ]
 
 MIN_CONFIGS = 2
@@ -177,11 +176,6 @@ class Comparison:
         }
 
 
-def topic_url(source: KafkaSource) -> str:
-    """``kafka://HOST:PORT/TOPIC``: how a comparison names the topic it replays."""
-    return f"kafka://{source.bootstrap}/{source.topic}"
-
-
 def _checked(feed: Path | str, configs: Sequence[QueryConfig]) -> list[QueryConfig]:
     if isinstance(configs, QueryConfig) or not isinstance(configs, Sequence):
         raise ConfigError("configs", configs, f"must be a list of {MIN_CONFIGS} to {MAX_CONFIGS} QueryConfig objects")
@@ -197,25 +191,22 @@ def _checked(feed: Path | str, configs: Sequence[QueryConfig]) -> list[QueryConf
         if config.trigger in INTERVAL_TRIGGERS:
             raise ConfigError(f"{where}.trigger", config.trigger, "cannot be compared: compare replays with the default trigger")
         source = config.source
-        if isinstance(source, KafkaSource):  # every config replays the same offsets, from the earliest, under the available-now trigger
-            if source.pattern or source.end_offsets is None or source.end_offsets != _first_bound(configs):
-                raise ConfigError(f"{where}.source.end_offsets", source.end_offsets, "must bound one topic where every config's does")
-            if topic_url(source) != str(feed):
-                raise ConfigError(f"{where}.source.topic", source.topic, f"is not the compared topic {str(feed)!r}")
-            checked.append(config.with_changes(source=replace(source, starting_offsets="earliest", starting_timestamp=None), trigger="available_now"))
-            continue
-        if not isinstance(source, FeedSource):
-            raise ConfigError(f"{where}.source", source.kind, "source cannot be compared: compare replays a feed, a dataset or a topic's offsets")
-        if source.path.resolve() != Path(feed).resolve():
-            raise ConfigError(f"{where}.source.path", str(source.path), f"is not the compared feed {str(feed)!r}")
-        # A paced feed is replayed stepped, so every config sees the same micro-batches.
-        checked.append(config.with_changes(source=replace(source, seconds_per_file=0)))
+        try:  # every config replays the same data (a paced feed stepped, a topic from its earliest offsets) under the replay's trigger
+            replayed = source.replayed("compared")
+        except ConfigError as err:
+            raise ConfigError(f"{where}.{err.field}", err.value, err.reason) from None
+        if not source.fixed or source.bound_facts() != configs[0].source.bound_facts():
+            raise ConfigError(f"{where}.source", source.label, "must be bounded where every config's is: a comparison replays fixed data")
+        if not _same_place(source, feed):
+            raise ConfigError(f"{where}.{source.address_field}", source.address, f"is not the compared data {str(feed)!r}")
+        checked.append(config.with_changes(source=replayed, trigger=replayed.replay_trigger))
     return checked
 
 
-def _first_bound(configs: Sequence[QueryConfig]) -> tuple[tuple[int, int], ...] | None:
-    source = configs[0].source
-    return source.end_offsets if isinstance(source, KafkaSource) else None
+def _same_place(source: StreamSource, feed: Path | str) -> bool:
+    if source.address == str(feed):
+        return True
+    return not source.replays_offsets and Path(source.address).resolve() == Path(feed).resolve()
 
 
 def _unique_labels(configs: Sequence[QueryConfig], labels: Sequence[str] | None) -> list[str]:
@@ -259,7 +250,7 @@ def compare(
 
     Each config's source must be ``FeedSource(feed_dir, ...)`` (build it with
     ``seconds_per_file=0``; a paced one is replayed stepped anyway), or the
-    topic ``feed_dir`` names (:func:`topic_url`) bounded at the same end offsets
+    topic ``feed_dir`` names (its ``address``, ``kafka://HOST:PORT/TOPIC``) bounded at the same end offsets
     in every config (:func:`~streaming.analysis.tune.bound_topic`): each replays
     those offsets from the earliest under the available-now trigger. Raises
     ``ValueError`` naming ``configs`` (or ``configs[i]...``, ``labels``) before

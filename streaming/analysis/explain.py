@@ -33,10 +33,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..engine.config import FeedSource
 from ..engine.progress import progress_frame
 from ..engine.results import stamp
-from ..engine.sources import KafkaSource
 from .lateness import EVENT_RULE, dropped_events, file_batches, judge
 from .profile import feed_events_of, topic_batches, topic_events_of
 
@@ -157,10 +155,11 @@ def replay_events(
 ) -> pd.DataFrame:
     """The events a replay of ``config`` reads, in arrival order (:func:`~streaming.analysis.profile.feed_events_of`); a topic's by the batches ``summaries`` read."""
     source = config.source
-    if isinstance(source, KafkaSource):
-        return topic_events_of(spark, source, topic_batches(summaries, initial_offsets, source.topic))
-    if isinstance(source, FeedSource):
-        return feed_events_of(spark, source)
+    topic, feed = source.as_topic, source.as_feed
+    if topic is not None:
+        return topic_events_of(spark, topic, topic_batches(summaries, initial_offsets, topic.topic))
+    if feed is not None:
+        return feed_events_of(spark, feed)
     raise ValueError(f"config.source: {type(source).__name__} is not replayed (files or a topic's offsets)")
 
 
@@ -175,11 +174,11 @@ class EventsSoFar:
     """
 
     def __init__(self, spark: SparkSession, config: QueryConfig, plan: Sequence[tuple[Mapping[int, int], Mapping[int, int]]] | None = None) -> None:
-        source = config.source
-        if isinstance(source, KafkaSource):
+        topic = config.source.as_topic
+        if topic is not None:
             if plan is None:
                 raise ValueError("plan: a topic's steps are needed to read its events")
-            self._events = topic_events_of(spark, source, [(index, dict(start), dict(end)) for index, (start, end) in enumerate(plan)])
+            self._events = topic_events_of(spark, topic, [(index, dict(start), dict(end)) for index, (start, end) in enumerate(plan)])
             self._by_step = True
         else:
             self._events = replay_events(spark, config)

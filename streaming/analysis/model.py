@@ -55,9 +55,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..engine.config import FeedSource, QueryConfig
+from ..engine.config import QueryConfig
 from ..engine.errors import ConfigError
-from ..engine.sources.kafka import KafkaSource
 from .lateness import completeness
 from .measure import emission_frame
 
@@ -76,11 +75,11 @@ SWEEP_COLUMNS = [
 
 def covers(config: QueryConfig) -> str | None:
     """``None`` when the model answers exactly for ``config``'s shape, else why not (the tuner then runs Spark for every delay)."""
-    if isinstance(config.source, KafkaSource):
-        if config.source.pattern or config.source.end_offsets is None or config.trigger != "available_now":
-            return "the model needs one topic replayed over fixed offsets under the available-now trigger"
-    elif not isinstance(config.source, FeedSource):
-        return "the model needs a feed, a dataset or a topic"
+    source = config.source
+    if not source.fixed:
+        return "the model needs a feed, a dataset or one topic replayed over fixed offsets"
+    if source.replays_offsets and config.trigger != "available_now":
+        return "the model needs one topic replayed over fixed offsets under the available-now trigger"
     if config.session_gap is not None:
         return "session windows end where their events end: Spark is run for every delay"
     if config.deduplicate:

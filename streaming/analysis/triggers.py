@@ -32,7 +32,7 @@ from ..engine.errors import Cancelled, ConfigError
 from ..engine.publish import publish_paced
 from ..engine.query import malformed_rows
 from ..engine.registry import QueryRegistry
-from ..engine.sources.kafka import KafkaSource
+from ..engine.sources.kafka import KafkaSource, require_topic_source
 from ..engine.topics import create_topic, delete_topic, describe_topic, latest_messages
 from .latency import latency_summary
 
@@ -162,9 +162,7 @@ def well_formed(spark: SparkSession, config: QueryConfig, messages: pd.DataFrame
         T.StructField("partition", T.IntegerType()), T.StructField("offset", T.LongType()),
     ])
     rows = [(key, value, stamp.to_pydatetime(), 0, index) for index, (key, value, stamp) in enumerate(zip(messages["key"], messages["value"], messages["timestamp"], strict=True))]
-    source = config.source
-    if not isinstance(source, KafkaSource):
-        raise ConfigError("source", source.kind, "is not a Kafka topic")
+    source = require_topic_source(config.source, "source")
     decoded = source.decoded(spark.createDataFrame(rows, schema))
     read = decoded.select(*source.selected(decoded), F.col("kafka_offset").alias("index")).where(~malformed_rows(config))
     kept = {int(row["index"]) for row in read.select("index").collect()}

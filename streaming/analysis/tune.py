@@ -45,15 +45,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pandas as pd
 
-from ..engine.config import FeedSource, OutputMode, QueryConfig
+from ..engine.columns import ColumnMapping
+from ..engine.config import OutputMode, QueryConfig
 from ..engine.durations import format_duration, parse_duration
 from ..engine.errors import ConfigError
-from ..engine.sources.kafka import KafkaSource
+from ..engine.sources import StreamSource
 from .measure import OutputDelay, RunMeasures, batch_reporter, measure, run_all
 
 if TYPE_CHECKING:
@@ -155,20 +155,13 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
     """
     if not isinstance(query, QueryConfig):
         raise ConfigError("query", query, "is not a QueryConfig")
-    source = query.source
-    if isinstance(source, KafkaSource):
-        if source.pattern:
-            raise ConfigError("source.pattern", source.topic, "cannot be tuned: the tuner replays one topic's offsets")
-        replayed: FeedSource | KafkaSource = replace(source, starting_offsets="earliest", starting_timestamp=None)
-        trigger: Literal["default", "available_now"] = "available_now"
-    elif isinstance(source, FeedSource):
-        replayed, trigger = replace(source, seconds_per_file=0), "default"
-    else:
-        raise ConfigError("source", source.kind, "cannot be tuned: the tuner replays a feed, a dataset or a topic's offsets to their end")
+    replayed = query.source.replayed("tuned")
     if query.aggregation == "none":
         raise ConfigError("aggregation", "none", "cannot be tuned: a watermark drops rows only for an aggregation")
     return [
-        replace(query, source=replayed, watermark=delay, output_mode=tuning_output_mode(query.session_gap), trigger=trigger, trigger_interval=None)
+        replace(
+            query, source=replayed, watermark=delay, output_mode=tuning_output_mode(query.session_gap), trigger=replayed.replay_trigger, trigger_interval=None,
+        )
         for delay in canonical_delays(delays)
     ]
 
@@ -178,13 +171,7 @@ def bound_topic(query: QueryConfig) -> QueryConfig:
 
     A sweep and its confirmation then replay the same records, whatever arrives meanwhile.
     """
-    from ..engine.topics import describe_topic
-
-    source = query.source
-    if not isinstance(source, KafkaSource) or source.end_offsets is not None or source.pattern:
-        return query
-    ends = describe_topic(source.bootstrap, source.topic).end_offsets()
-    return replace(query, source=replace(source, starting_offsets="earliest", starting_timestamp=None, end_offsets=ends))
+    return replace(query, source=query.source.bounded_now())
 
 
 @dataclass(frozen=True)
@@ -232,10 +219,9 @@ class TuneResult:
         return self.outcomes[0].method if self.outcomes else "spark"
 
     @property
-    def feed_dir(self) -> Path | str:
+    def feed_dir(self) -> str:
         """The feed or dataset swept, or the topic as ``kafka://HOST:PORT/TOPIC``."""
-        source = self.query.source
-        return f"kafka://{source.bootstrap}/{source.topic}" if isinstance(source, KafkaSource) else cast(FeedSource, source).path
+        return self.query.source.address
 
     @property
     def window(self) -> str:
@@ -251,8 +237,7 @@ class TuneResult:
 
     def to_json(self) -> dict[str, Any]:
         source = self.query.source
-        columns = cast("FeedSource | KafkaSource", source).columns
-        topic = {"end_offsets": dict(source.end_offsets or ())} if isinstance(source, KafkaSource) else {}
+        columns = cast(ColumnMapping, source.columns)  # a replayed source's rows are mapped
         return {
             "feed_dir": str(self.feed_dir),
             "window": None if self.query.session_gap_ms is not None else self.window,
@@ -262,8 +247,8 @@ class TuneResult:
             "value": columns.value if self.query.aggregation != "count" else None,
             "key": columns.key,
             "dedup_by": columns.dedup_id if self.query.deduplicate else None,
-            "batch_by": f"max_offsets_per_trigger:{source.max_offsets_per_trigger}" if isinstance(source, KafkaSource) else cast(FeedSource, source).batching.by,
-            **topic,
+            "batch_by": source.batch_rule,
+            **source.bound_facts(),
             "target": self.target,
             "delays": [outcome.to_json() for outcome in self.outcomes],
             "recommended": self.recommended,
@@ -309,8 +294,8 @@ def tune(
     from .model import covers
 
     configs = tune_configs(query, delays)
-    if isinstance(query.source, KafkaSource) and query.source.end_offsets is None:
-        raise ConfigError("source.end_offsets", None, "must bound the topic: a sweep replays fixed offsets (see bound_topic)")
+    if not query.source.fixed:
+        raise ConfigError("source", query.source.label, "must be bounded: a sweep replays fixed offsets (see bound_topic)")
     canonical = [format_duration(cast(int, config.watermark_ms)) for config in configs]
     goal = check_target(target)
     if method not in ("auto", "spark"):
@@ -408,16 +393,18 @@ def _on_spark(
     return measure(delay, replay.result, replay.progress, exact)
 
 
-def _timeline(spark, source: FeedSource | KafkaSource):
+def _timeline(spark, source: StreamSource):
     """The data as the model reads it: a feed's batches, or the batches Spark's Kafka source cuts a topic's fixed offsets into (a catch-up replay)."""
     from .model import Timeline
     from .profile import feed_events_of, replayed_topic_events
 
-    if isinstance(source, KafkaSource):
-        events, batches = replayed_topic_events(spark, source)
+    topic, feed = source.as_topic, source.as_feed
+    if topic is not None:
+        events, batches = replayed_topic_events(spark, topic)
         return Timeline.of(events, batches, catch_up=True)
-    events = feed_events_of(spark, source)
-    return Timeline.of(events, len(source.files()) if source.batching.by == "file" else None)
+    assert feed is not None  # the model covers files and a topic's offsets only (covers)
+    events = feed_events_of(spark, feed)
+    return Timeline.of(events, len(feed.files()) if feed.batching.by == "file" else None)
 
 
 def _model_tune(
@@ -430,7 +417,7 @@ def _model_tune(
     started = time.monotonic()
     if report is not None:
         report("reading the data")
-    timeline = _timeline(registry.spark, cast("FeedSource | KafkaSource", configs[0].source))
+    timeline = _timeline(registry.spark, configs[0].source)
     expansion = expand(timeline, configs[0].window_ms, configs[0].slide_ms)
     outcomes, exact = _model_outcomes(timeline, expansion, canonical)
     recommended = recommend(outcomes, goal)

@@ -32,7 +32,6 @@ from .sources import (
     RateSource,
     SocketSource,
     Source,
-    SteppedTopic,
     StreamSource,
 )
 
@@ -290,10 +289,7 @@ class QueryConfig:
 
 def describe(config: QueryConfig) -> dict[str, object]:
     """A flat, JSON-friendly description of ``config`` for tables and the Queries page."""
-    shown: StreamSource = config.source.source if isinstance(config.source, SteppedTopic) else config.source  # a walkthrough's: its topic's fields
-    source = {f"source.{f.name}": str(getattr(shown, f.name)) for f in fields(shown)}  # type: ignore[arg-type]  # every source is a dataclass
-    if isinstance(config.source, SteppedTopic):
-        source.update({"source.kind": config.source.kind, "source.staging_topic": config.source.staging_topic})
+    source = {f"source.{name}": value for name, value in config.source.description().items()}
     window = f"{format_duration(config.window_ms)}" + (
         f" sliding every {format_duration(config.slide_ms)}" if config.slide is not None else " tumbling"
     )

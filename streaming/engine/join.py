@@ -63,7 +63,7 @@ from .sinks import split_batches
 from .sources import FILE_FORMATS
 from .sources.ads import AD_STREAMS, AdStream, AdStreams
 from .sources.dataset import file_stream
-from .sources.kafka import KAFKA_TIMESTAMP, KafkaSource, batch_of_offsets
+from .sources.kafka import KAFKA_TIMESTAMP, KafkaSource, batch_of_offsets, require_topic_source
 from .sources.replayer import FeedReplayer
 from .state import join_side_state
 from .times import check_time_fit, check_time_format, quoted, time_column
@@ -131,6 +131,10 @@ class _Delayed:
     @property
     def watermark_ms(self) -> int | None:
         return None if self.watermark is None else parse_duration(self.watermark, field=f"{self.side}.watermark")
+
+    def explain_failure(self, error: str) -> str | None:
+        """What a user can do about a failed join's ``error`` when this side's source caused it; ``None`` otherwise."""
+        return None
 
 
 def preserves(join_type: str, side: str) -> bool:
@@ -263,10 +267,12 @@ class TopicSide(_Delayed):
     watermark: str | None = None
     side: str = "left"
 
+    def explain_failure(self, error: str) -> str | None:
+        return self.source.explain_failure(error)
+
     def __post_init__(self) -> None:
         _check_side(self.side, self.watermark)
-        if not isinstance(self.source, KafkaSource):
-            raise ConfigError(f"{self.side}.source", self.source, "must be a Kafka topic (KafkaSource)")
+        require_topic_source(self.source, f"{self.side}.source")
         if self.source.pattern:
             raise ConfigError(f"{self.side}.source", self.source.topic, "is a pattern of topics: a join side reads one topic")
         if self.bounded and self.source.starting_offsets == "latest" and self.source.starting_timestamp is None:

@@ -34,7 +34,7 @@ from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
 from .session import is_connect
 from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink, TopicSink
-from .sources import FeedReplayer, KafkaSource, Stepper
+from .sources import FeedReplayer, Stepper
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -260,8 +260,8 @@ class Run(StopsInBackground, Generic[C, T]):
 
         from .topics import describe_topic
 
-        source = self.config.source
-        assert isinstance(source, KafkaSource)  # QueryConfig refuses real-time mode on any other source
+        source = self.config.source.as_topic
+        assert source is not None  # QueryConfig refuses real-time mode on any other source
         wanted = dict(describe_topic(source.bootstrap, source.topic).end_offsets())
         while True:
             ends = [json.loads(end) for summary in self.log.summaries() if (end := summary["source_offsets"][1])]
@@ -373,8 +373,9 @@ def start_run(
 
     sink: Sink
     if config.trigger == "real_time":
-        assert isinstance(config.source, KafkaSource)  # QueryConfig refuses real-time mode on any other source
-        sink = TopicSink(config.source.bootstrap, f"streaming-lab-{name}-{uuid.uuid4().hex[:8]}", table, latencies)
+        topic = config.source.as_topic
+        assert topic is not None  # QueryConfig refuses real-time mode on any other source
+        sink = TopicSink(topic.bootstrap, f"streaming-lab-{name}-{uuid.uuid4().hex[:8]}", table, latencies)
         try:
             frame = sink.prepare(frame)
         except Exception:

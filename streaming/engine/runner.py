@@ -8,7 +8,6 @@ advanced.
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections.abc import Callable
@@ -23,7 +22,6 @@ from .errors import ConfigError
 from .progress import ProgressTotals, batch_records, progress_frame
 from .registry import QueryRegistry
 from .results import TIMESTAMP_FORMAT, stamp
-from .sources import KafkaSource
 from .sources.kafka import initial_offsets
 
 __all__ = ["TIMESTAMP_FORMAT", "Replay", "replay"]
@@ -83,14 +81,8 @@ class Replay(ProgressTotals):
             for record in self.result_records()
         ]
 
-    @property
-    def end_offsets(self) -> dict[str, Any] | None:
-        """Where the replay ended in its source: the last batch's end offsets as Spark reports them (a topic's: ``{topic: {partition: offset}}``)."""
-        ends = [summary["source_offsets"][1] for summary in self.summaries if summary.get("source_offsets") and summary["source_offsets"][1]]
-        return json.loads(ends[-1]) if ends else None
-
     def to_json(self) -> dict[str, Any]:
-        extra = {"end_offsets": self.end_offsets} if isinstance(self.config.source, KafkaSource) else {}
+        extra = self.config.source.replay_facts(self.summaries)
         return {
             "result": self.json_records(),
             "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
@@ -162,7 +154,7 @@ def run_to_idle(
         result, progress = run.table.frame(), progress_frame(summaries)
         run.stop()
         still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
-        started = initial_offsets(run.workdir / "checkpoint") if isinstance(config.source, KafkaSource) else None
+        started = initial_offsets(run.workdir / "checkpoint") if config.source.replays_offsets else None
         latencies = None if run.latency is None else run.latency.frame()
         return Replay(config, result, progress, still_open, tuple(summaries), started, latencies, run.table.outputs)
     finally:

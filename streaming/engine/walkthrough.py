@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .config import FeedSource, QueryConfig
+from .config import QueryConfig
 from .errors import ConfigError
-from .sources import KafkaSource, SteppedTopic, Stepper, TopicStepper
+from .sources import Stepper, TopicStepper
 from .topics import staging_name
 
 if TYPE_CHECKING:
@@ -61,20 +61,16 @@ class Walkthrough:
         source = config.source
         if config.trigger != "default":
             raise ConfigError("trigger", config.trigger, "must be the default trigger to be stepped through: each step runs the batches it brings")
-        if isinstance(source, FeedSource) and source.seconds_per_file != 0:
-            raise ConfigError("source.seconds_per_file", source.seconds_per_file, "must be 0 to be stepped through: each step hands over one file")
-        if not isinstance(source, (FeedSource, KafkaSource)):
-            raise ConfigError("source", source.label, "must be files or a topic's records, replayed one micro-batch at a time, to be stepped through")
         self.registry = registry
         self.config = config
         self.name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
-        run_config = replace(config, source=SteppedTopic(source, staging_name(int(time.time()), self.name))) if isinstance(source, KafkaSource) else config
+        run_config = replace(config, source=source.stepping(staging_name(int(time.time()), self.name)))
         self.run: Run = registry.start(run_config, self.name, max_rows=None, latency=False, record_outputs=True)
         feeder = self.run.feeder
         try:
             if not isinstance(feeder, Stepper) or not feeder.stepped:
                 raise ConfigError("source", source.label, "is not replayed one micro-batch at a time")
-            if isinstance(source, KafkaSource):
+            if feeder.first_at_start:
                 self.run.await_idle(stop_after=feeder.staged)  # its first step, copied before Spark's first batch: run before the first press shows it
         except BaseException:
             registry.remove(self.name)
@@ -101,7 +97,7 @@ class Walkthrough:
     @property
     def unit(self) -> str:
         """What one step hands over, in words: ``files`` or ``batches of records``."""
-        return "batches of records" if isinstance(self.config.source, KafkaSource) else "files"
+        return self.config.source.step_unit or "steps"
 
     @property
     def handed(self) -> int:

@@ -16,16 +16,25 @@ A source configuration is a frozen dataclass validated in ``__post_init__``
   and :attr:`StreamSource.reports_lag`;
 - how it is seen as a view of a user's SQL: :meth:`StreamSource.view_frame`
   (every column under its own name, the event time a timestamp) and
-  :meth:`StreamSource.view_rows`, the same as one batch.
+  :meth:`StreamSource.view_rows`, the same as one batch;
+- how it is replayed to its end (the tuner, Compare, a replay's report):
+  :meth:`StreamSource.replayed`, :attr:`StreamSource.fixed`,
+  :meth:`StreamSource.bounded_now` and what its report says of it;
+- whether and how a walkthrough steps through it: :attr:`StreamSource.step_unit`,
+  :meth:`StreamSource.steppable`, :meth:`StreamSource.stepping`.
 
-Every kind lives in a module of its own in this package.
+The rest of the code asks these, never a source's class: every kind lives in
+a module of its own in this package, and a new one touches that module and
+its line in ``SOURCE_KINDS``.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 from ..errors import ConfigError
 
@@ -33,8 +42,14 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from ..columns import ColumnMapping
+    from . import Source
+    from .feed import FeedSource
+    from .kafka import KafkaSource
 
-__all__ = ["Arrival", "Feeder", "Stepper", "StreamSource"]
+__all__ = ["Arrival", "Feeder", "Stepper", "StreamSource", "TriggerMode"]
+
+TriggerMode = Literal["default", "available_now"]
+"""The triggers a replay to the end reads a source under."""
 
 Arrival = Literal["none", "batch", "column", "record"]
 """What a source knows of when each event arrived: nothing (only Spark's metrics), its micro-batch,
@@ -68,6 +83,11 @@ class Stepper(Feeder, Protocol):
 
     def stage_next(self) -> bool:
         """Hand over the next step; ``False`` when every step was handed over already."""
+        ...
+
+    @property
+    def first_at_start(self) -> bool:
+        """True when Spark runs the first step's batch as soon as the query starts (a topic's), before any press hands it over."""
         ...
 
 
@@ -110,6 +130,94 @@ class StreamSource:
     def label(self) -> str:
         """A short description for tables and messages."""
         return getattr(self, "kind", type(self).__name__)
+
+    @property
+    def address(self) -> str:
+        """Where the data is, for reports: a feed's path, a topic as ``kafka://HOST:PORT/TOPIC``; else the label."""
+        return self.label
+
+    address_field = "source"
+    """The configuration field that says where the data is, for messages about :attr:`address`."""
+
+    @property
+    def keyless(self) -> bool:
+        """True when the mapping names no key column (every row is keyed alike, and reports show the key as null)."""
+        columns = self.columns
+        return columns is not None and columns.key is None
+
+    @property
+    def as_feed(self) -> FeedSource | None:
+        """This source when it replays files (its path, layout and batching are then at hand), else ``None``."""
+        return None
+
+    @property
+    def as_topic(self) -> KafkaSource | None:
+        """This source when it reads a Kafka topic a user named (its brokers and topic are then at hand), else ``None``."""
+        return None
+
+    @property
+    def shown(self) -> Source:
+        """The source a user configured, for forms and exported programs (a walkthrough's staging topic shows the topic it copies)."""
+        return cast("Source", self)  # every configuration is one of the kinds of Source
+
+    def description(self) -> dict[str, str]:
+        """Every field of the configuration, name → text, for tables and the Queries page (every source is a dataclass)."""
+        return {item.name: str(getattr(self, item.name)) for item in fields(self)}  # type: ignore[arg-type]
+
+    # ----------------------------------------------------------------- replays
+
+    @property
+    def replays_offsets(self) -> bool:
+        """True when a replay's micro-batches are ranges of a topic's offsets that Spark's progress and checkpoint name; False for files handed over a batch at a time."""
+        return False
+
+    @property
+    def replay_trigger(self) -> TriggerMode:
+        """The trigger a replay to the end reads the source under: the default one steps files; the available-now one reads a topic's range."""
+        return "default"
+
+    @property
+    def fixed(self) -> bool:
+        """True when a replay reads the same rows whatever arrives meanwhile (files; a topic bounded at fixed end offsets)."""
+        return False
+
+    @property
+    def batch_rule(self) -> str:
+        """How the rows are cut into micro-batches, in the words of ``--batch-by`` (reports)."""
+        return "trigger"
+
+    def replayed(self, purpose: str) -> Source:
+        """This source replayed from its start to its end with each micro-batch run as it comes (to be ``purpose``, e.g. ``tuned``, in messages);
+        :class:`ConfigError` for a source that cannot be replayed so."""
+        raise ConfigError("source", self.label, f"cannot be {purpose}: only a feed, a dataset or a topic's offsets are replayed to their end")
+
+    def bounded_now(self) -> Source:
+        """This source bounded at its end as it is now, so that two replays read the same rows (a topic asks its brokers); itself when :attr:`fixed`."""
+        return cast("Source", self)  # every configuration is one of the kinds of Source
+
+    def replay_facts(self, summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """What a replay's JSON report says of where it read, from its batches' ``summaries``: a topic's end offsets; nothing for files."""
+        return {}
+
+    def bound_facts(self) -> dict[str, Any]:
+        """What a sweep's JSON report says of the bound it replayed to: a topic's end offsets; nothing for files."""
+        return {}
+
+    # ----------------------------------------------------------------- stepping
+
+    @property
+    def step_unit(self) -> str | None:
+        """What one step of a walkthrough hands over (``files``, ``batches of records``); ``None`` when the source cannot be stepped through."""
+        return None
+
+    def steppable(self) -> Source:
+        """This source as a walkthrough of a user's data steps through it (files one a micro-batch, a topic's capped range); :class:`ConfigError` naming the field otherwise."""
+        raise ConfigError("source", self.label, "must be files or a topic's records, replayed one micro-batch at a time, to be stepped through")
+
+    def stepping(self, staging_name: str) -> Source:
+        """The source a walkthrough runs to step through this one (a topic's range is copied into the staging topic ``staging_name`` a step at a time);
+        :class:`ConfigError` naming the field when it cannot be stepped through as it is."""
+        raise ConfigError("source", self.label, "must be files or a topic's records, replayed one micro-batch at a time, to be stepped through")
 
     def explain_failure(self, error: str) -> str | None:
         """What a user can do about a failed query's ``error`` (its text), when the source caused it; ``None`` otherwise."""

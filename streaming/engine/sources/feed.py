@@ -7,7 +7,7 @@ dataset, read by :mod:`.dataset`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -121,6 +121,40 @@ class FeedSource(StreamSource):
     @property
     def stamp(self) -> str:
         return "when its file (its micro-batch) was handed to Spark's file source"
+
+    @property
+    def address(self) -> str:
+        return str(self.path)
+
+    address_field = "source.path"
+
+    @property
+    def as_feed(self) -> FeedSource:
+        return self
+
+    @property
+    def fixed(self) -> bool:
+        return True
+
+    @property
+    def batch_rule(self) -> str:
+        return self.batching.by
+
+    def replayed(self, purpose: str) -> FeedSource:
+        """The feed stepped: each file (or batch of rows) handed over once Spark is idle, so every replay sees the same micro-batches."""
+        return replace(self, seconds_per_file=0)
+
+    @property
+    def step_unit(self) -> str:
+        return "files"
+
+    def steppable(self) -> FeedSource:
+        return replace(self, seconds_per_file=0)
+
+    def stepping(self, staging_name: str) -> FeedSource:
+        if self.seconds_per_file != 0:
+            raise ConfigError("source.seconds_per_file", self.seconds_per_file, "must be 0 to be stepped through: each step hands over one file")
+        return self
 
     def read(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:
         files = self.files()

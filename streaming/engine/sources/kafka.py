@@ -25,23 +25,26 @@ the query ends at the offsets that were the latest when it started.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..checks import require_choice, require_int
 from ..columns import ColumnMapping, dataset_columns
 from ..errors import ConfigError
 from ..latency import PRODUCED
 from ..times import quoted, time_column
-from .base import Arrival, StreamSource
+from .base import Arrival, StreamSource, TriggerMode
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
+
+    from .stepped_topic import SteppedTopic
 
 __all__ = [
     "KAFKA_COLUMNS",
@@ -56,6 +59,7 @@ __all__ = [
     "initial_offsets",
     "parse_kafka_url",
     "planned_batches",
+    "require_topic_source",
 ]
 
 KAFKA_TIMESTAMP = "kafka_timestamp"
@@ -170,6 +174,13 @@ def batch_of_offsets(partitions: Sequence[int], offsets: Sequence[int], ends: Se
         index = np.searchsorted(reach, places[mine], side="right")
         found[mine] = np.where(index < len(ends), index, -1)
     return found.tolist()
+
+
+def require_topic_source(value: object, field_name: str) -> KafkaSource:
+    """``value`` when it is a topic's configuration; :class:`ConfigError` naming ``field_name`` otherwise."""
+    if not isinstance(value, KafkaSource):
+        raise ConfigError(field_name, value, "must be a Kafka topic (KafkaSource)")
+    return value
 
 
 def parse_kafka_url(url: str) -> tuple[str, str]:
@@ -296,6 +307,69 @@ class KafkaSource(StreamSource):
     @property
     def label(self) -> str:
         return self.topic
+
+    @property
+    def address(self) -> str:
+        return f"kafka://{self.bootstrap}/{self.topic}"
+
+    address_field = "source.topic"
+
+    @property
+    def as_topic(self) -> KafkaSource:
+        return self
+
+    @property
+    def replays_offsets(self) -> bool:
+        return True
+
+    @property
+    def replay_trigger(self) -> TriggerMode:
+        return "available_now"
+
+    @property
+    def fixed(self) -> bool:
+        return self.end_offsets is not None
+
+    @property
+    def batch_rule(self) -> str:
+        return f"max_offsets_per_trigger:{self.max_offsets_per_trigger}"
+
+    def replayed(self, purpose: str) -> KafkaSource:
+        """The topic from its earliest offsets (to its ``end_offsets``, when bounded), read under the available-now trigger."""
+        if self.pattern:
+            raise ConfigError("source.pattern", self.topic, f"cannot be {purpose}: a replay reads one topic's offsets")
+        return replace(self, starting_offsets="earliest", starting_timestamp=None)
+
+    def bounded_now(self) -> KafkaSource:
+        """The topic from its earliest offsets to its latest as its brokers answer now; itself when bounded already or a pattern."""
+        if self.end_offsets is not None or self.pattern:
+            return self
+        from ..topics import describe_topic  # topics reads this module's helpers
+
+        return replace(self, starting_offsets="earliest", starting_timestamp=None, end_offsets=describe_topic(self.bootstrap, self.topic).end_offsets())
+
+    def replay_facts(self, summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """``end_offsets``: where the replay ended, ``{topic: {partition: offset}}`` as Spark reports the last batch that read any (``None``: none did)."""
+        ends = [summary["source_offsets"][1] for summary in summaries if summary.get("source_offsets") and summary["source_offsets"][1]]
+        return {"end_offsets": json.loads(ends[-1]) if ends else None}
+
+    def bound_facts(self) -> dict[str, Any]:
+        """``end_offsets``: the bound, partition → offset (empty when unbounded)."""
+        return {"end_offsets": dict(self.end_offsets or ())}
+
+    @property
+    def step_unit(self) -> str:
+        return "batches of records"
+
+    def steppable(self) -> KafkaSource:
+        from .stepped_topic import steppable
+
+        return steppable(self)
+
+    def stepping(self, staging_name: str) -> SteppedTopic:
+        from .stepped_topic import SteppedTopic
+
+        return SteppedTopic(self, staging_name)
 
     def explain_failure(self, error: str) -> str | None:
         """The brokers stopped answering, records the query had not read were deleted, or the topic was: what happened, and what to do."""

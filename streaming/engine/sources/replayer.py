@@ -69,6 +69,9 @@ class FeedReplayer:
         """True when the caller, not a thread, decides when the next file is staged."""
         return self.seconds_per_file == 0
 
+    first_at_start = False
+    """Spark waits for the first file a press hands over."""
+
     @property
     def steps(self) -> int:
         """Files in the feed: one micro-batch each."""

@@ -54,6 +54,8 @@ class TopicStepper:
     """
 
     stepped = True
+    first_at_start = True
+    """The first step is copied when the stepper is made: Spark runs it at once."""
 
     def __init__(self, source: KafkaSource, target: str, now_s: int | None = None) -> None:
         from ..topics import RecordCopier, create_topic, planned_range, sweep_staging  # topics reads the kafka source's module: imported here
@@ -172,6 +174,18 @@ class SteppedTopic(StreamSource):
     @property
     def resumable(self) -> bool:
         return False
+
+    @property
+    def shown(self) -> KafkaSource:
+        return self.source
+
+    def description(self) -> dict[str, str]:
+        """The topic's fields, then this kind and the staging topic."""
+        return {**self.source.description(), "kind": self.kind, "staging_topic": self.staging_topic}
+
+    @property
+    def step_unit(self) -> str:
+        return self.source.step_unit
 
     @property
     def label(self) -> str:
