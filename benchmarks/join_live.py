@@ -101,7 +101,7 @@ def _bare(spark, config, workdir: Path, seconds: float) -> list[dict[str, Any]]:
         query.stop()
 
 
-def _dashboard(spark, config, listener, root: Path, seconds: float) -> tuple[list[dict[str, Any]], list[float]]:
+def _dashboard(registry, config, root: Path, seconds: float) -> tuple[list[dict[str, Any]], list[float]]:
     """Each batch's progress of the live join as the page runs it over ``seconds``, and each refresh's milliseconds."""
     import plotly.io
     import plotly.tools
@@ -111,7 +111,7 @@ def _dashboard(spark, config, listener, root: Path, seconds: float) -> tuple[lis
     from dashboard.shared import REFRESH_SECONDS
     from streaming.engine.live_join import start_live_join
 
-    run = start_live_join(spark, config, listener, root=root)
+    run = start_live_join(registry, config)
     polls: list[float] = []
     progress: dict[int, dict[str, Any]] = {}
     try:
@@ -128,11 +128,11 @@ def _dashboard(spark, config, listener, root: Path, seconds: float) -> tuple[lis
             raise RuntimeError(f"the live join ended early: {run.error}")
         return list(progress.values()), polls
     finally:
-        run.stop()
+        registry.remove(run.name)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from streaming.engine.progress import ProgressListener
+    from streaming.engine.registry import QueryRegistry
     from streaming.engine.session import get_session
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.join_live", description=__doc__.splitlines()[0])
@@ -145,17 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     config = _config(args.rate)
     root = Path(tempfile.mkdtemp(prefix="streaming-lab-live-join-bench-"))
     spark = get_session()
-    listener = ProgressListener()
-    spark.streams.addListener(listener)
+    registry = QueryRegistry(spark, root=root)
     try:
         seconds = args.minutes * 60
         _note(f"bare join, {seconds:.0f} s")
         bare = throughput(_bare(spark, config, Path(tempfile.mkdtemp(dir=root)), seconds), args.warm_up)
         _note(f"dashboard join, {seconds:.0f} s")
-        progress, polls = _dashboard(spark, config, listener, root, seconds)
+        progress, polls = _dashboard(registry, config, root, seconds)
         dashboard = throughput(progress, args.warm_up)
     finally:
-        spark.streams.removeListener(listener)
+        registry.close()
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
     report = {

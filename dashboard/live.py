@@ -49,6 +49,7 @@ from streaming.engine.config import (
 from streaming.engine.durations import human_duration
 from streaming.engine.errors import ConfigError, brief, failure_words, first_line
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_events, feed_names
+from streaming.engine.live_join import LiveJoinQuery
 from streaming.engine.progress import state_store_metrics
 from streaming.engine.query import Run
 from streaming.engine.registry import DuplicateQueryError, QueryRegistry
@@ -451,7 +452,7 @@ def query_selector(registry: QueryRegistry, keys: tuple[str, str, str] = (SELECT
     selectbox's options change) and a name to switch to (set by Start or Watch).
     """
     selected_key, watched_key, pending_key = keys
-    names = [run.name for run in registry.runs()]
+    names = [run.name for run in registry.runs() if not isinstance(run.config, LiveJoinQuery)]  # a live join is watched on the Joins page
     if not names:
         st.info("No query yet: configure one in the sidebar and press **Start query**.")
         return None

@@ -2,13 +2,15 @@
 
 One live join per browser session (:data:`RUN`); starting another stops it, and
 it stops by itself after :data:`LIMIT_SECONDS`, so a tab closed without Stop
-leaves nothing running. The view only reads the run's rows and progress log.
+leaves nothing running. It is a run of the shared registry: it counts against
+the query limit and is listed, stopped and watched from the Queries page. The
+view only reads the run's rows and progress log.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -19,7 +21,8 @@ from streaming.charts.join import join_activity_figure, join_watermarks_figure
 from streaming.engine.durations import format_duration
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.join import SIDES, JoinConfig, LiveSide, Side, TopicSide
-from streaming.engine.live_join import LiveJoin, start_live_join
+from streaming.engine.live_join import JoinedRows, LiveJoinQuery, start_live_join
+from streaming.engine.query import Run
 from streaming.engine.sources.ads import AdStreams
 from streaming.engine.state import join_side_state
 
@@ -27,9 +30,13 @@ from .joins import config_view, highlight, policy_widget, topic_keys, topic_side
 from .kafka import kafka_source
 from .shared import KEPT, REFRESH_SECONDS, failure_banner, get_registry, get_spark, show_code
 
-__all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "live_timeline", "run_live_join_form", "run_state", "running_note", "waiting_now"]
+__all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "live_timeline", "run_live_join_form", "run_state", "running_note", "waiting_now", "watched"]
 
 RUN = "live_join_run"
+"""This session's live join: its run's name in the registry."""
+
+LiveJoin = Run[LiveJoinQuery, JoinedRows]
+"""A live join's run."""
 LIMIT_SECONDS = 600.0
 SHOWN_BATCHES = 200
 """The micro-batches the charts draw: the latest ones."""
@@ -110,7 +117,7 @@ def run_live_join_form(inputs: dict[str, Any], ready: bool) -> tuple[LiveJoin, t
     Stop is drawn whatever the form holds, and stops in the background (Spark finishes the batch it interrupts); Start stops the
     session's earlier join first. Either reruns the page, so the buttons show the new state.
     """
-    run: LiveJoin | None = st.session_state.get(RUN)
+    run = watched()
     config: JoinConfig | None = None
     try:
         config = live_join_config(inputs)
@@ -129,23 +136,32 @@ def run_live_join_form(inputs: dict[str, Any], ready: bool) -> tuple[LiveJoin, t
             run.stop_soon()
         registry = get_registry()
         try:
-            run = start_live_join(registry.spark, config, registry.listener, limit=LIMIT_SECONDS, max_sink_rows=registry.max_sink_rows)
+            run = start_live_join(registry, config, limit=LIMIT_SECONDS)
         except Exception as err:  # noqa: BLE001 - a refusal or a failure to start shows as a message, never a traceback
             st.error(f"{'Cannot run this join' if isinstance(err, ConfigError) else 'The join failed to start'}: {brief(str(err))}")
             st.session_state.pop(RUN, None)
             return None
-        st.session_state[RUN] = run
+        st.session_state[RUN] = run.name
         st.rerun()
     return None if run is None else (run, drawn)
 
 
+def watched() -> LiveJoin | None:
+    """This session's live join, while the registry holds it (a lost Spark session, or Remove on the Queries page, forgets it)."""
+    name = st.session_state.get(RUN)
+    if not isinstance(name, str):
+        return None  # none started in this session: Spark is not asked
+    run = get_registry().get(name)
+    return cast(LiveJoin, run) if run is not None and isinstance(run.config, LiveJoinQuery) else None
+
+
 def running_note() -> None:
     """In the replay mode: a live join of this session still running, with its Stop."""
-    run: LiveJoin | None = st.session_state.get(RUN)
+    run = watched()
     if run is None or run.status != "active" or run.stopping:
         return
     note, button = st.columns([4, 1])
-    note.info(f"A live join is still running: {run.config.describe()}.")
+    note.info(f"A live join is still running: {run.config.join.describe()}.")
     if button.button("Stop it", key="live_join_stop_other"):
         run.stop_soon()
         st.rerun()
@@ -163,18 +179,18 @@ class LiveParts:
 
 def live_timeline(run: LiveJoin) -> pd.DataFrame:
     """Every micro-batch of ``run`` so far (:func:`~streaming.analysis.join.batch_timeline`)."""
-    return batch_timeline(run.config, run.log.summaries(), run.rows.emitted())
+    return batch_timeline(run.config.join, run.log.summaries(), run.table.emitted())
 
 
 def live_parts(run: LiveJoin) -> LiveParts:
     """One refresh's data: every micro-batch so far (:func:`~streaming.analysis.join.batch_timeline`), the figures of the latest
     :data:`SHOWN_BATCHES` and the latest :data:`SHOWN_ROWS` rows, newest first."""
-    config = run.config
+    config = run.config.join
     timeline = live_timeline(run)
     caption = batch_caption(config, timeline, int(timeline["batch_id"].iloc[-1])) if len(timeline) else ""
     shown, left, right = timeline.tail(SHOWN_BATCHES), config.left.label, config.right.label
     figures = {"watermarks": join_watermarks_figure(shown, left, right, config.policy), "activity": join_activity_figure(shown, left, right)}
-    rows = run.rows.latest().tail(SHOWN_ROWS).iloc[::-1].reset_index(drop=True).rename(columns={"_batch": "batch"})
+    rows = run.table.latest().tail(SHOWN_ROWS).iloc[::-1].reset_index(drop=True).rename(columns={"_batch": "batch"})
     return LiveParts(timeline, caption, figures, rows)
 
 
@@ -189,7 +205,7 @@ def live_join_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
 
     ``drawn``: the :func:`run_state` the page around it was drawn for; once that changes, the whole page reruns (its buttons with it).
     """
-    config = run.config
+    config = run.config.join
     if run_state(run) != drawn:
         st.rerun(scope="app")
     parts = live_parts(run)
@@ -198,7 +214,7 @@ def live_join_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
         st.info("Stopping…")
     elif run.status == "failed":
         failure_banner("The live join", run.error, kept="Its rows so far are kept.")
-    elif run.status == "stopped":
+    elif run.status in ("stopped", "finished"):
         st.info("Stopped at its time limit." if run.stopped_at_limit else "Stopped.")
     if timeline.empty:
         st.caption("Waiting for the first micro-batch…")
@@ -207,7 +223,7 @@ def live_join_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
     metrics[0].metric("Micro-batches", f"{len(timeline):,}")
     metrics[1].metric(f"{config.left.label} in", f"{int(timeline['left_rows'].sum()):,}")
     metrics[2].metric(f"{config.right.label} in", f"{int(timeline['right_rows'].sum()):,}")
-    metrics[3].metric("Rows emitted", f"{run.rows.total:,}", help="Joined rows and, in an outer join, rows without a match")
+    metrics[3].metric("Rows emitted", f"{run.table.total:,}", help="Joined rows and, in an outer join, rows without a match")
     metrics[4].metric("Dropped as too late", f"{int(timeline['rows_dropped_by_watermark'].sum()):,}")
     metrics[5].metric("Rows in state", f"{int(timeline['state_rows'].iloc[-1]):,}", help=f"{int(timeline['state_bytes'].iloc[-1]) / 1024:,.0f} KiB")
     st.markdown(parts.caption)
@@ -230,7 +246,7 @@ WAITING = "live_join_waiting"
 
 def waiting_now(run: LiveJoin) -> None:
     """The rows in each side's state after the latest micro-batch, read with the State Data Source when asked (a Spark job each time)."""
-    config = run.config
+    config = run.config.join
     with st.expander("The rows waiting in the join's state", expanded=WAITING in st.session_state):
         st.caption(
             "Read from the running query's checkpoint with the State Data Source, after its latest micro-batch. A row waits while the global "
@@ -241,10 +257,10 @@ def waiting_now(run: LiveJoin) -> None:
             if timeline.empty:
                 st.caption("No micro-batch has run yet.")
                 return
-            batch, joined = int(timeline["batch_id"].iloc[-1]), run.rows.latest()
+            batch, joined = int(timeline["batch_id"].iloc[-1]), run.table.latest()
             try:
                 sides = {
-                    side.side: waiting_rows(config, joined, timeline, side.side, join_side_state(get_spark(), run.checkpoint, side.side, batch), batch)
+                    side.side: waiting_rows(config, joined, timeline, side.side, join_side_state(get_spark(), run.workdir / "checkpoint", side.side, batch), batch)
                     for side in config.sides
                 }
             except Exception as err:  # noqa: BLE001 - a state that cannot be read (the query stopped meanwhile) shows as a message

@@ -8,14 +8,16 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.config import QueryConfig, describe
+from streaming.engine.config import describe
 from streaming.engine.errors import ConfigError, brief
+from streaming.engine.live_join import LiveJoinQuery
 from streaming.engine.query import Run
 from streaming.engine.registry import QueryRegistry
-from streaming.engine.sql import SqlQuery
 
+from .joins import LIVE_MODE
 from .live import PENDING_KEY, begin_run
-from .shared import LIVE_PAGE, REFRESH_SECONDS, failure_banner, get_registry, go_to, session_starter
+from .live_join import RUN as LIVE_JOIN_RUN
+from .shared import JOINS_PAGE, LIVE_PAGE, REFRESH_SECONDS, failure_banner, get_registry, go_to, session_starter
 
 __all__ = ["queries_view", "render_kept", "render_others", "render_run_card", "runs_frame", "source_summary"]
 
@@ -37,11 +39,6 @@ def source_summary(description: Mapping[str, object]) -> str:
     return f"{description.get('source.kind', '?')}: {', '.join(params)}"
 
 
-def _describe(config: QueryConfig | SqlQuery) -> dict[str, object]:
-    """The run's configuration for the page: the form's query, or a SQL query's views, output mode and text."""
-    return config.describe() if isinstance(config, SqlQuery) else describe(config)
-
-
 def _last_progress(run: Run) -> pd.Timestamp | None:
     latest = run.log.latest
     if not latest or not latest.get("timestamp"):
@@ -53,7 +50,7 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
     """One row per run for the Queries page: name, status, batches, last progress, configuration, error."""
     rows = []
     for run in runs:
-        description = _describe(run.config)
+        description = run.config.describe()
         rows.append(
             {
                 "name": run.name,
@@ -80,6 +77,9 @@ def _problem(registry: QueryRegistry, run: Run) -> str | None:
 
 def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key: str = PENDING_KEY, problem: str | None = None) -> None:
     if st.button("Watch", key=f"lab_watch_{run.name}"):
+        if isinstance(run.config, LiveJoinQuery):  # a live join is drawn by the Joins page's live mode
+            st.session_state[LIVE_JOIN_RUN] = run.name
+            st.switch_page(JOINS_PAGE, query_params={"join_mode": LIVE_MODE})
         st.session_state[pending_key] = run.name
         go_to(live_page)
     if run.status == "active":
@@ -174,7 +174,7 @@ def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAG
         text, actions = st.columns([5, 1])
         with text:
             st.markdown(f"**{run.name}**: {run.status}, {len(run.log)} batches" + (", kept on disk" if run.kept else ""))
-            description = _describe(run.config)
+            description = run.config.describe()
             settings = [f"{key}: {value}" for key, value in description.items() if not key.startswith("source.")]
             st.caption(" | ".join([source_summary(description), *settings]))
             if run.status == "failed":

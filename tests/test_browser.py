@@ -523,9 +523,10 @@ def test_a_left_outer_join_emits_a_null_row_once_the_watermark_passes_its_bound(
         page.close()
 
 
-def test_a_live_join_shows_rows_and_null_rows_as_they_come_and_stops(app_url, browser):
+def test_a_live_join_shows_rows_and_null_rows_as_they_come_is_stopped_on_the_queries_page_and_watched_again(app_url, browser):
     """The generator's impressions and clicks joined live, left outer: joined rows first, then impressions without a click once the
-    global watermark passes the end of their range; Stop ends it and the buttons follow."""
+    global watermark passes the end of their range. The join is a query of the server: the Queries page lists it and stops it, and
+    its Watch opens the Joins page's live mode on it, stopped, with Start offered again."""
     nulls = "impressions (live) rows with NULLs for clicks (live)"
     page = browser.new_page(viewport={"width": 1600, "height": 1400})
     try:
@@ -536,8 +537,16 @@ def test_a_live_join_shows_rows_and_null_rows_as_they_come_and_stops(app_url, br
         _until(lambda: page.get_by_role("button", name="Start live join").click(), lambda: page.get_by_text("Rows emitted", exact=True).wait_for(timeout=60_000))
         page.wait_for_function(NULL_ROWS_IN, arg=nulls, timeout=120_000)  # the default range ends 20 s after an impression
         assert page.locator(".stException").count() == 0
-        _until(lambda: page.get_by_role("button", name="Stop", exact=True).click(), lambda: page.get_by_text("Stopped.", exact=True).wait_for(timeout=60_000))
+        page.get_by_role("link", name="Queries").first.click()
+        card = page.get_by_text(re.compile(r"live_join_[0-9a-f]{12}: active"))
+        card.wait_for(timeout=60_000)
+        name = re.search(r"live_join_[0-9a-f]{12}", card.inner_text()).group(0)
+        assert page.get_by_text("live join: sides=impressions (live) and clicks (live)").count() >= 1
+        _until(lambda: page.locator(f".st-key-lab_stop_run_{name} button").first.click(),
+               lambda: page.get_by_text(re.compile(rf"{name}: stopped")).wait_for(timeout=60_000))
+        _until(lambda: page.locator(f".st-key-lab_watch_{name} button").first.click(), lambda: page.get_by_text("Stopped.", exact=True).wait_for(timeout=60_000))
         assert page.get_by_role("button", name="Stop", exact=True).is_disabled() and page.get_by_role("button", name="Start live join").is_enabled()
+        assert page.get_by_text("Rows emitted", exact=True).count() == 1 and page.locator(".stException").count() == 0
     finally:
         page.close()
 

@@ -162,14 +162,14 @@ from pathlib import Path
 
 from streaming.engine.join import JoinConfig, JoinSide, LiveSide, run_join
 from streaming.engine.live_join import start_live_join
-from streaming.engine.progress import ProgressListener
+from streaming.engine.registry import QueryRegistry
 from streaming.engine.session import get_session
 from streaming.engine.sources.ads import AdStreams
 from streaming.engine.state import join_side_state
 
 spark = get_session()
-listener = ProgressListener()
-spark.streams.addListener(listener)
+registry = QueryRegistry(spark)
+listener = registry.listener
 impressions, clicks = (Path(path) for path in sys.argv[1:3])
 replayed = JoinConfig(JoinSide(impressions, "impression_time", "20 seconds", side="left"), JoinSide(clicks, "click_time", "5 seconds", side="right"),
                       on=("impression_id",), within=("-5 seconds", "30 seconds"), join_type="left_outer")
@@ -178,25 +178,24 @@ streams = AdStreams(impressions_per_second=100, click_through=0.3, mean_click_de
                     late_share=0.05, late_delay="20 seconds")
 live = JoinConfig(LiveSide(streams, "impressions", "3 seconds"), LiveSide(streams, "clicks", "2 seconds", side="right"), on=("impression_id",),
                   within=("0 seconds", "6 seconds"), join_type="left_outer")
-run = start_live_join(spark, live, listener)
+run = start_live_join(registry, live)
 try:
     deadline = time.monotonic() + 180
-    while run.status == "active" and not (run.rows.emitted()["left_unmatched"].sum() > 0 and run.log.last_batch_id >= 3):
+    while run.status == "active" and not (run.table.emitted()["left_unmatched"].sum() > 0 and run.log.last_batch_id >= 3):
         assert time.monotonic() < deadline, "no NULL row over Connect in 180 s"
         time.sleep(0.2)
-    waiting = join_side_state(spark, run.checkpoint, "left", run.log.last_batch_id)
+    waiting = join_side_state(spark, run.workdir / "checkpoint", "left", run.log.last_batch_id)
 finally:
-    run.stop()
-    spark.streams.removeListener(listener)  # a Connect client with a listener left does not exit
-rows = run.rows.latest()
+    registry.close()  # stops the join and removes the listener: a Connect client with a listener left does not exit
+rows = run.table.latest()
 pairs = rows[rows["click_time"].notna()]
 tagged = outcome.with_batches()
 print("RESULT " + json.dumps({
     "tagged": sorted([str(key), str(at), int(batch)] for key, at, batch in zip(tagged["impression_id"], tagged["click_time"], tagged["_batch"])),
     "records": outcome.result_records(), "behind_s": time.time() - rows["impression_time"].max().timestamp(),
-    "status": run.status, "error": run.error, "total": run.rows.total, "left_unmatched": int(run.rows.emitted()["left_unmatched"].sum()),
+    "status": run.status, "error": run.error, "total": run.table.total, "left_unmatched": int(run.table.emitted()["left_unmatched"].sum()),
     "reported": sum(int(summary["output_rows"]) for summary in run.log.summaries()), "batches": len(run.log.summaries()),
-    "counted_batches": len(run.rows.emitted()), "waiting": len(waiting),
+    "counted_batches": len(run.table.emitted()), "waiting": len(waiting),
     "offsets_ms": [int(offset / 1e6) for offset in (pairs["click_time"] - pairs["impression_time"]).astype("int64")],
 }), flush=True)
 """

@@ -15,9 +15,11 @@ from dashboard import shared
 from streaming.analysis.join import WAITING_COLUMNS, batch_timeline
 from streaming.engine.errors import ConfigError
 from streaming.engine.join import JoinConfig, JoinSide, LiveSide, TopicSide, run_join
-from streaming.engine.live_join import JoinedRows, LiveJoin, start_live_join
+from streaming.engine.live_join import JoinedRows, start_live_join
 from streaming.engine.preview import time_named
 from streaming.engine.progress import ProgressListener
+from streaming.engine.query import Run
+from streaming.engine.registry import QueryRegistry
 from streaming.engine.sources.ads import CAMPAIGNS, AdStreams
 from streaming.engine.sources.kafka import KafkaSource
 from streaming.export import join_code
@@ -132,39 +134,40 @@ def test_joined_rows_keep_the_latest_rows_and_every_batch_count() -> None:
     assert rows.emitted().values.tolist() == [[0, 2, 1, 0], [1, 0, 0, 0], [2, 2, 2, 0]] and rows.total == 4
 
 
-def test_a_live_join_stops_itself_at_its_time_limit(spark) -> None:
+def test_a_live_join_is_a_run_of_the_registry_counted_against_its_limit_and_stopped_at_its_time_limit(spark) -> None:
     streams = AdStreams(impressions_per_second=20)
     config = JoinConfig(LiveSide(streams, "impressions"), LiveSide(streams, "clicks", side="right"), on=("impression_id",))
-    listener = ProgressListener()
-    spark.streams.addListener(listener)
-    run = start_live_join(spark, config, listener, limit=2.0)
+    registry = QueryRegistry(spark, max_active=1)
     try:
+        run = start_live_join(registry, config, limit=5.0)
+        assert [listed.name for listed in registry.runs()] == [run.name] and run.config.join == config
+        with pytest.raises(ConfigError, match=r"queries: 1 .*STREAMING_LAB_MAX_QUERIES=1"):
+            start_live_join(registry, config)
         wait_for(lambda: run.status != "active" and not run.stopping, "the join ran past its limit", 120)
-        assert run.status == "stopped" and run.stopped_at_limit and run.error is None and not run.workdir.exists()
+        assert run.status == "stopped" and run.stopped_at_limit and run.error is None and run.workdir.exists()
+        registry.remove(run.name)
+        assert not run.workdir.exists() and registry.runs() == []
     finally:
-        run.stop()
-        spark.streams.removeListener(listener)
+        registry.close()
 
 
-def test_a_live_left_outer_join_emits_pairs_in_range_and_an_impression_without_a_click_once_the_watermark_passes(spark) -> None:
+def test_a_live_left_outer_join_emits_pairs_in_range_and_an_impression_without_a_click_once_the_watermark_passes(registry) -> None:
     streams = AdStreams(impressions_per_second=100, click_through=0.3, mean_click_delay="2 seconds", max_click_delay="6 seconds", max_lag="1 second",
                         late_share=0.05, late_delay="20 seconds")
     config = JoinConfig(LiveSide(streams, "impressions", "3 seconds"), LiveSide(streams, "clicks", "2 seconds", side="right"), on=("impression_id",),
                         within=("0 seconds", "6 seconds"), join_type="left_outer")
-    listener = ProgressListener()
-    spark.streams.addListener(listener)
-    run = start_live_join(spark, config, listener)
+    run = start_live_join(registry, config)
     try:
         def seen() -> bool:
-            emitted = run.rows.emitted()
+            emitted = run.table.emitted()
             dropped = sum(summary["rows_dropped_by_watermark"] for summary in run.log.summaries())
             return run.status == "active" and emitted["rows_emitted"].sum() > 0 and emitted["left_unmatched"].sum() > 0 and dropped > 0
 
         wait_for(seen, "no joined rows, NULL rows and late drops", 180)
         run.stop()
         summaries = run.log.summaries()
-        timeline = batch_timeline(config, summaries, run.rows.emitted())
-        rows = run.rows.latest()
+        timeline = batch_timeline(config, summaries, run.table.emitted())
+        rows = run.table.latest()
         pairs, alone = rows[rows["click_time"].notna()], rows[rows["click_time"].isna()]
         offset = pairs["click_time"] - pairs["impression_time"]
         assert offset.between(pd.Timedelta(0), pd.Timedelta("6 seconds")).all() and not pairs.empty
@@ -175,10 +178,10 @@ def test_a_live_left_outer_join_emits_pairs_in_range_and_an_impression_without_a
         marks = timeline.dropna(subset=["left_watermark", "right_watermark", "watermark"])
         assert (marks["watermark"] == marks[["left_watermark", "right_watermark"]].min(axis=1)).all()  # policy min
         assert sum(summary["state_rows_removed"] for summary in summaries) > 0  # rows leave the state once the watermark passes their bound
-        assert not run.workdir.exists() and run.status == "stopped"
+        assert run.status == "stopped"
     finally:
-        run.stop()
-        spark.streams.removeListener(listener)
+        registry.remove(run.name)
+    assert not run.workdir.exists()
 
 
 AD_SIDES = (("left", "ad_impressions", "impression_time", "1 minute"), ("right", "ad_clicks", "click_time", "30 seconds"))
@@ -225,7 +228,7 @@ def _exact_pairs(ad_topics, within: str) -> pd.DataFrame:
     return exact[(exact["click_time"] >= exact["impression_time"]) & (exact["click_time"] <= exact["impression_time"] + pd.Timedelta(within))]
 
 
-def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_null_rows_the_watermark_allows(spark, kafka_broker, ad_topics) -> None:
+def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_null_rows_the_watermark_allows(spark, registry, kafka_broker, ad_topics) -> None:
     """Every record is on its topic before the join starts: the first batch reads them all (no watermark yet, nothing late), then a no-data
     batch runs with the watermark they set and emits the impressions whose range ended before it."""
     sides = _topic_sides(spark, kafka_broker, ad_topics)
@@ -235,26 +238,23 @@ def test_two_topics_joined_live_emit_the_exact_join_of_their_records_then_the_nu
     exact = _exact_pairs(ad_topics, "2 minutes")
     watermark = min(impressions["impression_time"].max() - pd.Timedelta("1 minute"), clicks["click_time"].max() - pd.Timedelta("30 seconds"))
     ended = impressions[~impressions["impression_id"].isin(exact["impression_id"]) & (impressions["impression_time"] + pd.Timedelta("2 minutes") < watermark)]
-    listener = ProgressListener()
-    spark.streams.addListener(listener)
-    run = start_live_join(spark, config, listener)
+    run = start_live_join(registry, config)
     try:
         def emitted_and_reported() -> bool:  # a batch's rows reach foreachBatch before its progress reaches the log
-            return run.rows.emitted()["left_unmatched"].sum() >= len(ended) > 0 and run.log.last_batch_id >= 1
+            return run.table.emitted()["left_unmatched"].sum() >= len(ended) > 0 and run.log.last_batch_id >= 1
 
         wait_for(lambda: emitted_and_reported() or run.status != "active", "no NULL rows", 180)
         assert run.status == "active", run.error
-        rows = run.rows.latest()
+        rows = run.table.latest()
         pairs, alone = rows[rows["click_time"].notna()], rows[rows["click_time"].isna()]
         assert sorted(zip(pairs["impression_id"], pairs["click_time"])) == sorted(zip(exact["impression_id"], exact["click_time"]))
         assert sorted(alone["impression_id"]) == sorted(ended["impression_id"])
         assert set(pairs["_batch"]) == {0} and set(alone["_batch"]) == {1}  # then the no-data batch, with the watermark batch 0 set
-        timeline = batch_timeline(config, run.log.summaries(), run.rows.emitted())
+        timeline = batch_timeline(config, run.log.summaries(), run.table.emitted())
         assert timeline["left_rows"].sum() == len(impressions) and timeline["right_rows"].sum() == len(clicks)
         assert timeline.loc[timeline["batch_id"] == 1, "watermark"].iloc[0] == watermark
     finally:
-        run.stop()
-        spark.streams.removeListener(listener)
+        registry.remove(run.name)
 
 
 def test_two_topic_ranges_are_replayed_batch_by_batch_as_the_join_model_says(spark, registry, kafka_broker, ad_topics) -> None:
@@ -321,17 +321,18 @@ def test_show_code_of_two_topics_joins_their_records_as_the_lab_does(spark, kafk
 
 
 @contextmanager
-def started(at: AppTest) -> Iterator[tuple[LiveJoin, dict[str, str]]]:
+def started(at: AppTest) -> Iterator[tuple[Run, dict[str, str]]]:
     """Press Start on the page's live mode: the run once it has emitted rows and reported a batch, and the metrics the page then shows; stopped after."""
     at.button(key="live_join_start").click().run()
-    run = at.session_state["live_join_run"]
+    run = shared.get_registry().get(at.session_state["live_join_run"])
+    assert run is not None
     try:
         assert not at.error, [error.value for error in at.error]
-        wait_for(lambda: run.rows.total > 0 and run.log.last_batch_id >= 0, "no row emitted", 180)
+        wait_for(lambda: run.table.total > 0 and run.log.last_batch_id >= 0, "no row emitted", 180)
         at.run()
         yield run, {metric.label: metric.value for metric in at.metric}
     finally:
-        run.stop()
+        shared.get_registry().remove(run.name)
 
 
 @pytest.mark.spark
@@ -350,7 +351,7 @@ def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None
         at.button(key="live_join_read_state").click().run()  # the rows waiting, read from the running query's checkpoint
         assert not at.error, [error.value for error in at.error]
         _, batch, sides = at.session_state["live_join_waiting"]
-        ran_with = batch_timeline(run.config, run.log.summaries(), run.rows.emitted()).set_index("batch_id").loc[batch, "watermark"]
+        ran_with = batch_timeline(run.config.join, run.log.summaries(), run.table.emitted()).set_index("batch_id").loc[batch, "watermark"]
         waiting = sides["left"]
         assert not waiting.empty and set(WAITING_COLUMNS) <= set(waiting.columns)
         assert pd.isna(ran_with) or (waiting["matchable_until"] >= ran_with).all()  # a row past its bound left with that batch

@@ -66,6 +66,7 @@ __all__ = [
     "config_to_dict",
     "count_setting",
     "describe",
+    "state_store_settings",
 ]
 
 OutputMode = Literal["append", "update", "complete"]
@@ -82,6 +83,15 @@ STATE_STORE_PROVIDERS: dict[str, str] = {
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
 }
 """``spark.sql.streaming.stateStore.providerClass`` of each state store: Spark's default (state in JVM memory, snapshots and deltas on disk) and RocksDB (state off the heap)."""
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+
+def state_store_settings(state_store: str, changelog_checkpointing: bool) -> dict[str, str]:
+    """The session settings that give one query ``state_store`` (and RocksDB's changelog checkpointing or not), set as it starts."""
+    return {PROVIDER_CONF: STATE_STORE_PROVIDERS[state_store], CHANGELOG_CONF: str(changelog_checkpointing).lower()}
+
+
 INTERVAL_TRIGGERS: tuple[str, ...] = ("processing_time", "real_time")
 """The triggers that take ``trigger_interval``: the time between micro-batches, or a real-time batch's length."""
 REAL_TIME_MIN_BATCH = "5 seconds"
@@ -285,6 +295,14 @@ class QueryConfig:
     def new_table(self, frame: DataFrame, max_rows: int | None, *, record: bool = False) -> ResultTable:
         """The empty result table the batches of ``frame`` (what :meth:`build` gave) are folded into."""
         return ResultTable(self.output_mode, self.aggregation, max_rows, record=record)
+
+    def spark_settings(self) -> dict[str, str]:
+        """The session settings this query starts with (its state store)."""
+        return state_store_settings(self.state_store, self.changelog_checkpointing)
+
+    def describe(self) -> dict[str, object]:
+        """A flat description for tables and the Queries page (:func:`describe`)."""
+        return describe(self)
 
 
 def describe(config: QueryConfig) -> dict[str, object]:

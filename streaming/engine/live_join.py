@@ -1,45 +1,43 @@
-"""A join of two live streams, run until it is stopped: the rows it emits as they come, and each batch's progress.
+"""A join of two live streams, run until it is stopped: a run of the registry like any query, its rows kept as they come.
 
-:func:`start_live_join` starts a :class:`~streaming.engine.join.JoinConfig`
-whose sides are live (the generator's impressions and clicks,
-:class:`~streaming.engine.join.LiveSide`, or two Kafka topics,
-:class:`~streaming.engine.join.TopicSide`). On a classic session each
-micro-batch's rows go to ``foreachBatch`` in this process; on Spark Connect,
-where ``foreachBatch`` runs on the server, to Spark's memory sink, which a
-:class:`~streaming.engine.sinks.MemorySinkReader` reads batch by batch by the
-rows each batch's progress reports. Either way they go into a
-:class:`JoinedRows`, which keeps the latest rows and every batch's counts;
-the batch's progress goes to a :class:`~streaming.engine.progress.ProgressLog`.
-Both are safe to read from any thread while the query runs.
+:class:`LiveJoinQuery` is the run's configuration: a
+:class:`~streaming.engine.join.JoinConfig` whose sides are live (the
+generator's impressions and clicks, :class:`~streaming.engine.join.LiveSide`,
+or two Kafka topics, :class:`~streaming.engine.join.TopicSide`). It builds the
+joined stream and folds each micro-batch into :class:`JoinedRows`, which keeps
+the latest rows and every batch's counts; :func:`start_live_join` starts it
+through the registry (:meth:`~streaming.engine.registry.QueryRegistry.start`),
+so a live join counts against the query limit, is listed and stopped on the
+Queries page, and goes to the same sinks as every run (``foreachBatch`` on a
+classic session, the memory sink on Spark Connect). Both the rows and the
+progress log are safe to read from any thread while the query runs.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
-import time
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from .errors import ConfigError
 from .join import EMITTED_COLUMNS, POLICY_CONF, JoinConfig, emitted_counts, join_frame
-from .progress import ProgressListener, ProgressLog
-from .query import StopsInBackground, start_with
-from .session import is_connect
-from .sinks import DEFAULT_MAX_SINK_ROWS, MemorySinkReader
+from .sources.base import StreamSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["DEFAULT_LIVE_ROWS", "JoinedRows", "LiveJoin", "start_live_join"]
+    from .query import Run
+    from .registry import QueryRegistry
+    from .sources import Feeder
+
+__all__ = ["DEFAULT_LIVE_ROWS", "JoinedRows", "JoinedSources", "LiveJoinQuery", "start_live_join"]
 
 DEFAULT_LIVE_ROWS = 2_000
 
@@ -49,7 +47,7 @@ class JoinedRows:
     many of them were a side's row without a match (:func:`~streaming.engine.join.emitted_counts`). Thread-safe: one writer (the batch
     callback), any readers."""
 
-    def __init__(self, config: JoinConfig, max_rows: int = DEFAULT_LIVE_ROWS) -> None:
+    def __init__(self, config: JoinConfig, max_rows: int = DEFAULT_LIVE_ROWS, columns: list[str] | None = None, times: Sequence[str] = ()) -> None:
         if max_rows < 1:
             raise ConfigError("max_rows", max_rows, "must be at least 1")
         self._config = config
@@ -57,9 +55,29 @@ class JoinedRows:
         self._parts: deque[pd.DataFrame] = deque()
         self._held = 0
         self._columns: list[str] | None = None
+        self._output = columns
+        """The joined stream's columns, in which :meth:`apply` takes rows."""
+        self._times = tuple(times)
+        """Its timestamp columns: typed as such even in a batch where every one is null."""
+        self.first_batch = threading.Event()
+        """Set once a batch was taken."""
         self._counts: list[tuple[int, int, int, int]] = []
         self._total = 0
         self._lock = threading.Lock()
+
+    def apply(self, batch_id: int, rows: list[tuple]) -> None:
+        """Take micro-batch ``batch_id``'s rows as a sink hands them over: tuples in the joined stream's columns.
+
+        PySpark's ``collect()`` gives a timestamp as a naive datetime in this machine's time zone; each is turned back into UTC, the
+        session's zone, in which ``toPandas()`` gives them (a wall time repeated when clocks go back reads as its first).
+        """
+        if self._output is None:
+            raise ConfigError("columns", None, "are needed to take rows as tuples: make JoinedRows with the joined stream's columns")
+        utc = [tuple(value.astimezone(UTC).replace(tzinfo=None) if isinstance(value, datetime) else value for value in row) for row in rows]
+        frame = pd.DataFrame(utc, columns=self._output)
+        for name in self._times:
+            frame[name] = pd.to_datetime(frame[name])
+        self.add(batch_id, frame)
 
     def add(self, batch_id: int, rows: pd.DataFrame) -> None:
         """Take in micro-batch ``batch_id``'s rows; the oldest rows beyond ``max_rows`` are let go."""
@@ -69,6 +87,7 @@ class JoinedRows:
             self._columns = list(tagged.columns)
             self._counts.extend(counts)
             self._total += len(rows)
+            self.first_batch.set()
             if tagged.empty:
                 return
             self._parts.append(tagged)
@@ -95,152 +114,97 @@ class JoinedRows:
         with self._lock:
             return self._total
 
+    def __len__(self) -> int:
+        return self.total
 
-class _SinkRows:
-    """A :class:`JoinedRows` as the memory sink's reader hands it rows: tuples in the join's ``columns``.
 
-    PySpark's ``collect()`` gives a timestamp as a naive datetime in this machine's time zone; each is turned back into UTC, the
-    session's zone, in which ``toPandas()`` gives them on a classic session (a wall time repeated when clocks go back reads as its first).
+class JoinedSources(StreamSource):
+    """The two sides of a live join seen as one source: what the run's failures, the Queries page and the lost-session notice are told by."""
+
+    kind = "live_join"
+
+    def __init__(self, config: JoinConfig) -> None:
+        self.config = config
+
+    @property
+    def label(self) -> str:
+        return f"{self.config.left.label} and {self.config.right.label}"
+
+    def explain_failure(self, error: str) -> str | None:
+        """A topic side's explanation (its brokers gone, its offsets deleted), when one of the sides is a topic and explains it."""
+        return next((explained for side in self.config.sides if (explained := side.explain_failure(error)) is not None), None)
+
+    def description(self) -> dict[str, str]:
+        return {"kind": "live join", "left": self.config.left.label, "right": self.config.right.label}
+
+
+@dataclass(frozen=True)
+class LiveJoinQuery:
+    """A live join as a run: ``join``'s joined stream, in append mode under the default trigger, folded into :class:`JoinedRows`.
+
+    Never kept: a join's state is not resumed here. :class:`ConfigError` for a join of files or topic ranges (:func:`~streaming.engine.join.run_join` replays those).
     """
 
-    def __init__(self, rows: JoinedRows, columns: list[str]) -> None:
-        self._rows = rows
-        self._columns = columns
+    join: JoinConfig
+    output_mode: str = field(default="append", init=False)
+    trigger: str = field(default="default", init=False)
+    trigger_interval: str | None = field(default=None, init=False)
 
-    def apply(self, batch_id: int, rows: list[tuple]) -> None:
-        utc = [tuple(value.astimezone(UTC).replace(tzinfo=None) if isinstance(value, datetime) else value for value in row) for row in rows]
-        self._rows.add(batch_id, pd.DataFrame(utc, columns=self._columns))
-
-
-LiveStatus = Literal["active", "stopped", "failed"]
-
-
-@dataclass
-class LiveJoin(StopsInBackground):
-    """One live join started by :func:`start_live_join`. :attr:`rows` and :attr:`log` are safe to read from any thread."""
-
-    name: str
-    config: JoinConfig
-    query: StreamingQuery
-    rows: JoinedRows
-    log: ProgressLog
-    workdir: Path
-    started_at: pd.Timestamp
-    _listener: ProgressListener = field(repr=False)
-    sink: MemorySinkReader | None = field(default=None, repr=False)
-    """On Spark Connect, the reader of the query's memory sink (``None`` on a classic session)."""
-    _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _timer: threading.Timer | None = field(default=None, repr=False)
-    _stopper: threading.Thread | None = field(default=None, repr=False)
-    _stopped: bool = field(default=False, repr=False)
-    stopped_at_limit: bool = False
-    """True when the query stopped itself at its time limit (:func:`start_live_join`'s ``limit``)."""
+    def __post_init__(self) -> None:
+        if not isinstance(self.join, JoinConfig):
+            raise ConfigError("join", self.join, "is not a JoinConfig")
+        if not self.join.live:
+            raise ConfigError("left", self.join.left.label, "is not a live stream: run_join replays a join of files or topic ranges")
 
     @property
-    def checkpoint(self) -> Path:
-        """The query's checkpoint, which :func:`~streaming.engine.state.join_side_state` reads while it runs (:meth:`stop` deletes it)."""
-        return self.workdir / "checkpoint"
+    def source(self) -> JoinedSources:
+        return JoinedSources(self.join)
 
     @property
-    def status(self) -> LiveStatus:
-        """``active``, ``stopped`` (by :meth:`stop` or the time limit) or ``failed`` (Spark's error, or the session it ran on is gone)."""
-        return self._state()[0]
+    def resumable(self) -> bool:
+        return False
 
-    @property
-    def error(self) -> str | None:
-        """What ended the query, as Spark reports it; ``None`` while it runs or once it was stopped."""
-        return self._state()[1]
+    def spark_settings(self) -> dict[str, str]:
+        """The watermark policy, for this query only."""
+        return {POLICY_CONF: self.join.policy}
 
-    def _state(self) -> tuple[LiveStatus, str | None]:
-        """Spark asked once: the status and the error."""
-        try:
-            if self.query.isActive:
-                return "active", None
-            exception = self.query.exception()
-        except Exception:  # noqa: BLE001 - the session is gone, and the query with it: said so, never raised into a page
-            return ("stopped", None) if self._stopped else ("failed", "the Spark session this join ran on has ended")
-        if exception is not None and not self._stopped:  # a stop interrupts the batch under way, which may end in an error: not a failure
-            return "failed", str(exception)
-        if self.sink is not None and self.sink.error is not None:
-            return "failed", self.sink.error
-        return "stopped", None
+    def build(self, spark: SparkSession, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:
+        """The joined stream; live sides read their own sources, so nothing feeds it from here."""
+        frame, replayers = join_frame(spark, self.join, staging)
+        if replayers:
+            raise ConfigError("join", self.join.describe(), "replays files: run_join replays a join of files")
+        return frame, None
 
-    def stop(self) -> None:
-        """Stop the query (Spark waits for the batch it interrupts), let its last batch's progress arrive, then delete its working folder.
-        Idempotent; two threads stopping at once take turns."""
-        with self._stop_lock:
-            if self._timer is not None:
-                self._timer.cancel()
-            try:
-                if self._state()[0] == "active":
-                    self._stopped = True
-                    self.query.stop()
-                    self.log.caught_up(self.query, time.monotonic() + 5.0)
-            finally:
-                if self.sink is not None:
-                    self.sink.close()  # reads the batches reported last, then drops the sink's view
-                self._listener.unregister(self.name, self.log)
-                shutil.rmtree(self.workdir, ignore_errors=True)
+    def new_table(self, frame: DataFrame, max_rows: int | None, *, record: bool = False) -> JoinedRows:
+        times = [item.name for item in frame.schema.fields if item.dataType.typeName() in ("timestamp", "timestamp_ntz")]
+        return JoinedRows(self.join, max_rows or DEFAULT_LIVE_ROWS, list(frame.columns), times)
 
-    def _stop_at_limit(self) -> None:
-        self._stopper = threading.current_thread()  # the timer's thread stops it: stopping while it does
-        self.stopped_at_limit = self.status == "active"
-        self._stop_logged()
+    def describe(self) -> dict[str, object]:
+        """A flat description for the Queries page, as the form's queries have."""
+        join = self.join
+        marks = ", ".join(f"{side.side} {side.watermark or 'none'}" for side in join.sides if not side.static)
+        return {
+            "source.kind": "live join",
+            "source.sides": self.source.label,
+            "window": "none (a join)",
+            "watermark": f"{marks}; policy {join.policy}",
+            "output_mode": self.output_mode,
+            "trigger": self.trigger,
+            "join": join.describe(),
+        }
 
 
-def start_live_join(
-    spark: SparkSession, config: JoinConfig, listener: ProgressListener, *, root: Path | None = None, max_rows: int = DEFAULT_LIVE_ROWS,
-    limit: float | None = None, max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
-) -> LiveJoin:
-    """Start ``config`` (a live join: :attr:`JoinConfig.live`) and return its :class:`LiveJoin`; it runs until :meth:`LiveJoin.stop`.
+def start_live_join(registry: QueryRegistry, config: JoinConfig, *, limit: float | None = None, max_rows: int = DEFAULT_LIVE_ROWS) -> Run:
+    """Start ``config`` (a live join: :attr:`JoinConfig.live`) on ``registry`` as ``live_join_<id>``; it runs until stopped.
 
-    Micro-batches run one after the other as the sources bring rows.
-    ``listener`` (registered on ``spark``) delivers each batch's progress;
-    the working folder (checkpoint) is made under ``root`` (the system temp
-    folder by default) and deleted by :meth:`LiveJoin.stop`. With ``limit``, the
-    query stops itself after that many seconds (a page closed without Stop
-    leaves nothing running for ever). The watermark
-    ``policy`` is set for this query only. On Spark Connect the rows go
-    through the memory sink, and the query is stopped (``failed``, saying why)
-    once the sink holds ``max_sink_rows`` rows. :class:`ConfigError` for a join of
-    files (:func:`~streaming.engine.join.run_join` replays those).
+    It counts against the registry's limit of active queries and is listed
+    with them. With ``limit``, the query stops itself after that many
+    seconds (a page closed without Stop leaves nothing running for ever):
+    :attr:`~streaming.engine.query.Run.stopped_at_limit` then says so.
     """
-    if not config.live:
-        raise ConfigError("left", config.left.label, "is not a live stream: run_join replays a join of files or topic ranges")
-    name = f"live_join_{uuid.uuid4().hex[:12]}"
-    workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-live-join-", dir=root))
-    rows = JoinedRows(config, max_rows)
-    log = ProgressLog()
-    sink: MemorySinkReader | None = None
-    query: StreamingQuery | None = None
-
-    def take(batch: DataFrame, batch_id: int) -> None:
-        rows.add(int(batch_id), batch.toPandas())
-
-    try:
-        frame, _ = join_frame(spark, config, workdir / "staging")
-        writer = frame.writeStream.queryName(name).outputMode("append").option("checkpointLocation", str(workdir / "checkpoint"))
-        if is_connect(spark):
-            sink = MemorySinkReader(spark, name, "append", _SinkRows(rows, frame.columns), log, max_sink_rows=max_sink_rows)
-            writer = sink.attach(writer)
-        else:
-            writer = writer.foreachBatch(take)
-        listener.register(name, log)
-        query = start_with(spark, writer, {POLICY_CONF: config.policy})
-        log.run_id = str(query.runId)
-        if sink is not None:
-            sink.started(query)
-    except Exception:
-        if query is not None:  # started, then failed to be watched: nothing is left running
-            query.stop()
-        if sink is not None:
-            sink.close(read=False)
-        listener.unregister(name, log)
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    run = LiveJoin(name, config, query, rows, log, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), listener, sink)
+    run = registry.start(LiveJoinQuery(config), f"live_join_{uuid.uuid4().hex[:12]}", max_rows=max_rows, latency=False)
     if limit is not None:
-        run._timer = threading.Timer(limit, run._stop_at_limit)
-        run._timer.daemon = True
-        run._timer.start()
+        run.stop_after(limit)
     return run
+
+

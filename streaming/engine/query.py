@@ -20,12 +20,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
 import pandas as pd
 
 from .checkpoints import KeptQuery
-from .config import INTERVAL_TRIGGERS, STATE_STORE_PROVIDERS, FeedSource, QueryConfig
+from .config import CHANGELOG_CONF, INTERVAL_TRIGGERS, PROVIDER_CONF, FeedSource, QueryConfig
 from .durations import format_duration, parse_duration
 from .errors import Cancelled, ConfigError
 from .frame import INPUT_METRICS, aggregate_column, build_frame, exact_frame, malformed_rows, windowed_counts
@@ -40,12 +40,13 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
+    from .live_join import JoinedRows, LiveJoinQuery
     from .sources import Feeder
     from .sql.query import SqlQuery
     from .sql.table import SqlTable
 
-    RunConfig = QueryConfig | SqlQuery
-    """What a run runs: the form's query or a user's SQL; each builds its frame and its result table."""
+    RunConfig: TypeAlias = QueryConfig | SqlQuery | LiveJoinQuery
+    """What a run runs: the form's query, a user's SQL or a live join; each builds its frame and its result table."""
 
 __all__ = [
     "CHANGELOG_CONF",
@@ -66,11 +67,9 @@ __all__ = [
 RunStatus = Literal["active", "finished", "stopped", "failed"]
 C = TypeVar("C", bound="RunConfig")
 """A run's configuration: a :class:`~streaming.engine.config.QueryConfig`, or a user's SQL (:class:`~streaming.engine.sql.query.SqlQuery`)."""
-T = TypeVar("T", bound="ResultTable | SqlTable")
-"""A run's result table: a :class:`~streaming.engine.results.ResultTable`, or a SQL query's (:class:`~streaming.engine.sql.table.SqlTable`)."""
+T = TypeVar("T", bound="ResultTable | SqlTable | JoinedRows")
+"""A run's result table: a :class:`~streaming.engine.results.ResultTable`, a SQL query's (:class:`~streaming.engine.sql.table.SqlTable`) or a live join's rows."""
 LOG = logging.getLogger(__name__)
-PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 _START_LOCK = threading.Lock()
 
 
@@ -125,8 +124,23 @@ class Run(StopsInBackground, Generic[C, T]):
     """A query on a session of its own (a SQL query's): that session and the listener added to it, removed by :meth:`close`."""
     kept: bool = field(default=False)
     """True when ``workdir`` is a kept folder (:class:`~streaming.engine.checkpoints.KeptQuery`): :meth:`close` leaves it, :meth:`delete` removes it."""
+    stopped_at_limit: bool = field(default=False)
+    """True when the run stopped itself at the time limit :meth:`stop_after` set."""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopper: threading.Thread | None = field(default=None, repr=False)
+    _timer: threading.Timer | None = field(default=None, repr=False)
+
+    def stop_after(self, seconds: float) -> None:
+        """Stop by itself after ``seconds`` (a page closed without Stop then leaves nothing running for ever)."""
+
+        def at_limit() -> None:
+            self._stopper = threading.current_thread()  # the timer's thread stops it: stopping while it does
+            self.stopped_at_limit = self.query.isActive
+            self._stop_logged()
+
+        self._timer = threading.Timer(seconds, at_limit)
+        self._timer.daemon = True
+        self._timer.start()
 
     @property
     def status(self) -> RunStatus:
@@ -167,6 +181,8 @@ class Run(StopsInBackground, Generic[C, T]):
         still be writing state there. :meth:`close` deletes it.
         """
         with self._stop_lock:
+            if self._timer is not None:
+                self._timer.cancel()
             if self.query.isActive:
                 self.stopped_by_user = True
             try:
@@ -432,8 +448,8 @@ def start_run(
 
 
 def _start(spark: SparkSession, writer: DataStreamWriter, config: RunConfig) -> StreamingQuery:
-    """Start ``writer`` with ``config``'s state store (see :func:`start_with`)."""
-    return start_with(spark, writer, {PROVIDER_CONF: STATE_STORE_PROVIDERS[config.state_store], CHANGELOG_CONF: str(config.changelog_checkpointing).lower()})
+    """Start ``writer`` with ``config``'s settings for this query (its state store; a join's watermark policy): see :func:`start_with`."""
+    return start_with(spark, writer, config.spark_settings())
 
 
 def start_with(spark: SparkSession, writer: DataStreamWriter, wanted: Mapping[str, str]) -> StreamingQuery:

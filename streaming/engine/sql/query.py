@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import OUTPUT_MODES, STATE_STORES, OutputMode, StateStore
+from ..config import OUTPUT_MODES, STATE_STORES, OutputMode, StateStore, state_store_settings
 from ..errors import ConfigError
 from ..sources import Stepper, StreamSource
 from .checker import SqlChecker
@@ -152,6 +152,10 @@ class SqlQuery:
         """Spark's refusal of the started query (an ORDER BY outside complete mode, an aggregation in append mode without a watermark...) or its
         failure, in plain words, at the line and column Spark names when it names one."""
         return analysis_error(err, self.text)
+
+    def spark_settings(self) -> dict[str, str]:
+        """The session settings this query starts with (its state store)."""
+        return state_store_settings(self.state_store, self.changelog_checkpointing)
 
     def new_table(self, frame: DataFrame, max_rows: int | None, *, record: bool = False) -> SqlTable:
         """The empty result table of ``frame`` (what :meth:`build` gave): its columns, and its grouping from the analysed plan."""
