@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from streaming.analysis import lateness
-from streaming.analysis.latency import LatencyEnd, latency_summary, produced_before
+from streaming.analysis.latency import LatencyEnd, latency_headline, produced_before
 from streaming.analysis.profile import topic_batches, topic_events_of
 from streaming.analysis.spreadsheet import neutralise_formulas
 from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
@@ -639,18 +639,26 @@ def _latency_view(run: Run, now_ms: int) -> None:
     ) or "shown"
     end = cast("LatencyEnd", end)
     entries = run.latency.frame()
-    summary = latency_summary(entries, end, since_ms=now_ms - LATENCY_WINDOW_SECONDS * 1000)
+    started_ms = run.started_at.value / 1e6
+    headline = latency_headline(entries, end, now_ms=now_ms, window_ms=LATENCY_WINDOW_SECONDS * 1000, started_ms=started_ms)
     columns = st.columns(5)
     for column, name in zip(columns, ("p50", "p95", "p99", "max"), strict=False):
-        value = summary[name]
+        value = getattr(headline, name)
         column.metric(f"Latency {name}", "–" if value != value else f"{value:,.0f} ms")
-    columns[4].metric(f"Records, last {LATENCY_WINDOW_SECONDS} s", f"{summary['records']:,.0f}", help=f"{run.latency.records:,} measured since the start")
+    columns[4].metric(f"Records, last {LATENCY_WINDOW_SECONDS} s", f"{headline.records:,.0f}", help=f"{run.latency.records:,} measured since the start")
+    if headline.as_of_ms is not None:
+        st.caption(
+            f"No record reached it in the last {LATENCY_WINDOW_SECONDS} s: the figures are those of the {LATENCY_WINDOW_SECONDS} s up to the last one, "
+            f"at {pd.Timestamp(headline.as_of_ms, unit='ms'):%H:%M:%S} UTC."
+        )
+    elif headline.backlog_only:
+        st.caption("No figure: every record measured so far was produced well before this query started (see below), so its latency is its age.")
     figures = latency_figures(entries, end)
     left, right = st.columns(2)
     left.plotly_chart(figures["latency"], key="lab_chart_latency")
     right.plotly_chart(figures["latency_histogram"], key="lab_chart_latency_histogram")
     st.plotly_chart(figures["latency_breakdown"], key="lab_chart_latency_breakdown")
-    backlog = produced_before(entries, run.started_at.value / 1e6)
+    backlog = produced_before(entries, started_ms)
     if backlog["records"] > 0:
         st.info(
             f"{backlog['share']:.0%} of the records measured were produced before this query started (the oldest "

@@ -173,6 +173,17 @@ def test_drops_bars_per_batch_and_cumulative_line(progress: pd.DataFrame) -> Non
     assert line.yaxis == "y2" and bars.yaxis == "y"
 
 
+def test_a_few_batches_and_small_counts_are_ticked_at_whole_numbers_only() -> None:
+    """Plotly ticks a short axis at halves: a batch axis read -0.5, a count axis formatted as whole numbers read "0, 1, 1"."""
+    few = progress_frame([summarize(_progress(0)), summarize(_progress(1, dropped=1))])
+    figure = live.drops_figure(few)
+    for axis in (figure.layout.xaxis, figure.layout.yaxis, figure.layout.yaxis2):
+        assert (axis.tickmode, axis.tick0, axis.dtick) == ("linear", 0, 1)
+    many = progress_frame([summarize(_progress(batch % 50, dropped=100 * batch)) for batch in range(40)])
+    figure = live.drops_figure(many)
+    assert figure.layout.xaxis.dtick is None and figure.layout.yaxis.dtick is None  # Plotly's own ticks where the span is wide
+
+
 def test_state_rows_and_memory(progress: pd.DataFrame) -> None:
     figure = live.state_figure(progress)
     assert list(_trace(figure, "rows total").y) == [3, 5, 4]

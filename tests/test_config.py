@@ -228,6 +228,8 @@ def test_describe_is_flat_and_canonical() -> None:
     assert described["source.kind"] == "feed"
     assert describe(QueryConfig(feed(), watermark=None))["watermark"] == "none"
     assert describe(QueryConfig(feed(), window="1 minute"))["window"] == "1 minute tumbling"
+    passed = describe(QueryConfig(feed(), aggregation="none", output_mode="append", watermark="1 minute"))
+    assert (passed["window"], passed["watermark"]) == ("none (rows passed through)", "1 minute, unused: nothing is held in state")
 
 
 # -- session settings (pure) -------------------------------------------------------------

@@ -9,7 +9,15 @@ import pandas as pd
 import pytest
 from conftest import wait_for
 
-from streaming.analysis.latency import latency_breakdown, latency_histogram, latency_over_time, latency_summary, produced_before, weighted_percentiles
+from streaming.analysis.latency import (
+    latency_breakdown,
+    latency_headline,
+    latency_histogram,
+    latency_over_time,
+    latency_summary,
+    produced_before,
+    weighted_percentiles,
+)
 from streaming.engine.config import REAL_TIME_AGGREGATES, FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
 from streaming.engine.latency import LatencyLog
@@ -60,6 +68,19 @@ def test_a_summary_measures_to_the_sink_or_to_the_table_and_over_a_sliding_windo
     assert list(over_time["max"]) == [300.0, 50.0, 500.0] and list(over_time["records"]) == [2.0, 1.0, 1.0]
     histogram = latency_histogram(log, bins=2, to="written")
     assert list(histogram["records"]) == [2.0, 2.0] and (histogram["low_ms"].iloc[0], histogram["high_ms"].iloc[-1]) == (50.0, 500.0)
+
+
+def test_the_headline_leaves_out_records_older_than_the_query_and_keeps_the_last_figures_with_their_time() -> None:
+    # produced, written, folded, weight: two records of a backlog (published with 2013's times, 0 here), two produced while the query ran
+    log = entries([(0, 1_000_000, 1_000_010, 1), (0, 1_000_000, 1_000_010, 1), (990_000, 1_000_100, 1_000_200, 1), (995_000, 1_000_300, 1_000_320, 1)])
+    live = latency_headline(log, "folded", now_ms=1_010_000, window_ms=60_000, started_ms=900_000)
+    assert (live.p50, live.max, live.records, live.as_of_ms, live.backlog_only) == (5_320.0, 10_200.0, 2.0, None, False)
+    quiet = latency_headline(log, "folded", now_ms=2_000_000, window_ms=60_000, started_ms=900_000)  # nothing in the last minute
+    assert (quiet.p50, quiet.records, quiet.as_of_ms) == (5_320.0, 2.0, 1_000_320.0)
+    backlog = latency_headline(log.iloc[:2], "folded", now_ms=1_010_000, window_ms=60_000, started_ms=900_000)
+    assert backlog.backlog_only and backlog.records == 0.0 and backlog.p50 != backlog.p50
+    empty = latency_headline(log.iloc[:0], "folded", now_ms=1_010_000, window_ms=60_000, started_ms=900_000)
+    assert not empty.backlog_only and empty.records == 0.0
 
 
 def test_records_produced_before_the_query_started_are_counted_with_the_oldest_age() -> None:

@@ -11,13 +11,15 @@ smallest latency at or below which at least that share of the records' weight li
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 __all__ = [
-    "PERCENTILES", "LatencyEnd", "latencies", "latency_breakdown", "latency_histogram", "latency_over_time", "latency_summary", "produced_before",
+    "PERCENTILES", "LatencyEnd", "LatencyHeadline", "latencies", "latency_breakdown", "latency_headline", "latency_histogram", "latency_over_time",
+    "latency_summary", "produced_before",
     "weighted_percentiles",
 ]
 
@@ -88,6 +90,39 @@ def produced_before(entries: pd.DataFrame, started_ms: float) -> dict[str, float
         "share": records / total if total > 0 else 0.0,
         "oldest_ms": float(started_ms - produced[before].min()) if before.any() else 0.0,
     }
+
+
+@dataclass(frozen=True)
+class LatencyHeadline:
+    """The latency a page headlines: percentiles (ms) and ``records`` of the records produced since the query started, over the
+    latest window that has any. ``as_of_ms``: the end of that window when no record arrived in the last one (the last figures,
+    kept with their time); ``backlog_only``: every record measured was produced before the query started, so no figure is headlined."""
+
+    p50: float
+    p95: float
+    p99: float
+    max: float
+    records: float
+    as_of_ms: float | None = None
+    backlog_only: bool = False
+
+
+def latency_headline(entries: pd.DataFrame, to: LatencyEnd, *, now_ms: float, window_ms: float, started_ms: float) -> LatencyHeadline:
+    """What to headline of ``entries``: the records produced at most ``window_ms`` before ``started_ms`` or later whose ``to`` time
+    is within ``window_ms`` of ``now_ms``; with none, those of the ``window_ms`` up to the last such record.
+
+    A record produced long before the query started measured the time it waited for the query (a backlog), or its age when a
+    topic was published with its data's historical times (hundreds of billions of milliseconds): not the pipeline's latency.
+    """
+    ends = entries[f"{to}_ms"].to_numpy(dtype="float64")
+    since_start = entries[(entries["produced_ms"].to_numpy(dtype="float64") >= started_ms - window_ms) & np.isfinite(ends)]
+    if since_start.empty:
+        nothing = float("nan")
+        return LatencyHeadline(nothing, nothing, nothing, nothing, 0.0, backlog_only=not entries.empty)
+    last = float(since_start[f"{to}_ms"].max())
+    as_of = None if last >= now_ms - window_ms else last
+    summary = latency_summary(since_start, to, since_ms=(now_ms if as_of is None else as_of) - window_ms)
+    return LatencyHeadline(summary["p50"], summary["p95"], summary["p99"], summary["max"], summary["records"], as_of_ms=as_of)
 
 
 def latency_over_time(entries: pd.DataFrame, bucket_ms: int, to: LatencyEnd = "folded") -> pd.DataFrame:

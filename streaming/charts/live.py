@@ -215,7 +215,26 @@ def _batch_figure(title: str, yaxis_title: str, note: str | None, traces: list[d
     base: dict[str, Any] = {"title": heading, "xaxis": {"title": {"text": "batch"}}, "yaxis": {"title": {"text": yaxis_title}}, "height": 320, "hovermode": "x unified"}
     for name, value in layout.items():
         base[name] = {**base[name], **value} if isinstance(value, dict) and isinstance(base.get(name), dict) else value
+    _whole_ticks(base, traces)
     return go.Figure(data=traces, layout=base, _validate=False)
+
+
+SMALL_SPAN = 10
+"""A whole-number axis whose values span at most this much gets a tick at every whole number: Plotly would put ticks at halves
+(a batch axis read "-0.5", a count axis formatted as whole numbers read "0, 1, 1")."""
+
+
+def _whole_ticks(layout: dict[str, Any], traces: list[dict[str, Any]]) -> None:
+    """Ticks at whole numbers only on the batch axis and on the count axes (``tickformat`` ``,d``) of ``layout``, when their values span little."""
+    for name, axis in list(layout.items()):
+        if not isinstance(axis, dict) or not (name == "xaxis" or (name.startswith("yaxis") and axis.get("tickformat") == ",d")):
+            continue
+        letter = name[0]
+        ref = letter + name.removeprefix(f"{letter}axis")  # x, y, y2
+        values = [np.asarray(trace[letter], dtype="float64") for trace in traces if letter in trace and trace.get(f"{letter}axis", letter) == ref]
+        finite = np.concatenate([value[np.isfinite(value)] for value in values]) if values else np.array([])
+        if finite.size and float(finite.max()) - min(0.0, float(finite.min())) <= SMALL_SPAN:
+            layout[name] = {**axis, "tickmode": "linear", "tick0": 0, "dtick": 1}
 
 
 def _line(x: pd.Series | np.ndarray, y: pd.Series | np.ndarray, name: str, **style: Any) -> dict[str, Any]:

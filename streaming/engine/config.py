@@ -313,10 +313,15 @@ def describe(config: QueryConfig) -> dict[str, object]:
     )
     if config.session_gap_ms is not None:
         window = f"session, gap {format_duration(config.session_gap_ms)}"
+    watermark = format_duration(config.watermark_ms) if config.watermark_ms is not None else "none"
+    if config.aggregation == "none":  # rows passed through: no window, and no state for a watermark to bound unless deduplicated
+        window = "none (rows passed through)"
+        if not config.deduplicate and config.watermark_ms is not None:
+            watermark = f"{watermark}, unused: nothing is held in state"
     return {
         **source,
         "window": window,
-        "watermark": format_duration(config.watermark_ms) if config.watermark_ms is not None else "none",
+        "watermark": watermark,
         "output_mode": config.output_mode,
         "trigger": config.trigger if config.trigger_interval is None else f"{config.trigger} {config.trigger_interval}",
         "aggregation": config.aggregation,
