@@ -221,6 +221,8 @@ HOSTILE = {
     "FROM events REDUCE store USING 'id' AS out": "TRANSFORM ... USING runs a program",
     "SELECT '${{env:HOME}}' AS h, '${{system:user.name}}' AS u FROM events": "${...} is refused",
     "SELECT from_xml(store, 'a INT', map('rowValidationXSDPath', '{secret}')) FROM events": "rowValidationXSDPath is refused",
+    "SELECT id FROM range(100000000000)": "range(...) is refused beyond 1,000,000 rows",
+    "SELECT a.id FROM range(2000) a CROSS JOIN range(2000) b": "range(...) is refused beyond 1,000,000 rows",
     "": "empty",
 }
 
@@ -242,6 +244,7 @@ def test_hostile_sql_is_refused_naming_why_and_reads_nothing_outside_the_views(s
     assert checked == len(HOSTILE)
     assert spark.catalog.tableExists("events") is False  # the checks' views lived in sessions of their own
     assert query.check(spark).streaming  # the plain query over the view still passes
+    assert query.with_changes(text="SELECT e.*, r.id FROM events e JOIN range(1000) r ON r.id < 2").check(spark).streaming  # a small range is a table like any other
     stores = SqlView("stores", TableFiles(data["stores"]), static=True)
     legitimate = SqlQuery("SELECT * FROM events WHERE store IN (SELECT store FROM stores WHERE region = 'north')", (*query.views, stores))
     assert legitimate.check(spark).streaming  # a subquery over a view of the run is a query like any other

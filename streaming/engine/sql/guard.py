@@ -63,6 +63,10 @@ REFUSED_PARSED_NODES = frozenset({"ScriptTransformation"})
 """Refused by their parsed form already: ``SELECT TRANSFORM(...) USING 'program'`` (and ``MAP``/``REDUCE ... USING``) runs a program on the server."""
 FILE_OPTIONS = frozenset({"rowvalidationxsdpath"})
 """Options of ``from_xml``/``schema_of_xml`` that name a file the server reads."""
+MAX_RANGE_ROWS = 1_000_000
+"""The most rows the ``range`` calls of one query may make together (their product: ranges cross-joined multiply). Each
+micro-batch of a stream-static join computes its ``range`` again, so a query could otherwise keep the server's cores busy for
+hours with a single ``range(1e12)``."""
 LITERAL_LEAVES = frozenset({"LocalRelation", "OneRowRelation", "Range", "CTERelationRef", "UnresolvedInlineTable"})
 """Analysed leaves that read nothing: ``VALUES``, a ``SELECT`` without ``FROM``, ``range``, a reference to a CTE of the query."""
 SPARK_REFUSALS = (
@@ -343,9 +347,14 @@ def _cte_names(node: Any) -> list[str]:
 def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> None:
     holds_plan = _jvm_class("org.apache.spark.sql.catalyst.expressions.PlanExpression")
     stack = [plan]
+    ranged = 1
     while stack:
         node = stack.pop()
         kind = _class(node)
+        if kind == "Range":
+            ranged *= max(1, int(str(node.numElements())))
+            if ranged > MAX_RANGE_ROWS:
+                raise SqlError(f"range(...) is refused beyond {MAX_RANGE_ROWS:,} rows in all (its calls multiplied): it would keep the server busy, not read data")
         if kind == "View" and node.isTempView() and _view_name(node) in views:
             continue  # the run's own view: its source is the lab's, not the user's
         if _is_command(node, spark):
