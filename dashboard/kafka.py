@@ -26,12 +26,22 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.preview import time_named
 from streaming.engine.publish import Published, publish
 from streaming.engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, check_bootstrap, check_topic
-from streaming.engine.topics import TopicInfo, decode_messages, describe_topic, infer_value_columns, latest_messages, topic_names, write_sample
+from streaming.engine.topics import (
+    SAMPLE_MESSAGES,
+    TopicInfo,
+    decode_messages,
+    delete_topic,
+    describe_topic,
+    infer_value_columns,
+    latest_messages,
+    topic_names,
+    write_sample,
+)
 
 from .data import aggregate_widgets, batching_widgets
 from .datasets import KEY_NAMES, build_mapping, dataset_store, guess_column, mapping_widgets, preview_view
 from .jobs import Job, job_controls, start_job
-from .shared import KEPT, get_spark, session_starter
+from .shared import KEPT, get_registry, get_spark, session_starter
 
 __all__ = [
     "PUBLISH_JOB",
@@ -47,8 +57,6 @@ __all__ = [
     "topic_view",
 ]
 
-SAMPLE_MESSAGES = 200
-"""The latest messages a topic's value columns are inferred from and previewed with."""
 LAST_MESSAGES = 20
 """The latest messages the topic view decodes."""
 STARTS = ("earliest", "latest", "a time")
@@ -114,6 +122,10 @@ def _sample_topic(names: Sequence[str], pattern: str) -> str | None:
         return None
 
 
+LAST_TOPIC = "kafka_last_topic"
+"""The topic last chosen or published to in this browser session: a topic picker not set yet opens on it, not on the first by name."""
+
+
 def _topic_widgets(names: Sequence[str], prefix: str, patterns: bool) -> dict[str, Any] | None:
     if patterns and st.toggle("A pattern of topics", key=f"{prefix}_pattern", **KEPT, help="subscribePattern: every topic whose name matches, new ones as they appear"):
         pattern = st.text_input("Topic pattern (Java regular expression)", value=".*", key=f"{prefix}_topic_pattern", **KEPT)
@@ -121,7 +133,10 @@ def _topic_widgets(names: Sequence[str], prefix: str, patterns: bool) -> dict[st
     if not names:
         st.warning("The brokers hold no topic yet: publish a dataset or a sample feed into one on the Datasets page (or `python -m streaming publish`).")
         return None
-    topic = st.selectbox("Topic", list(names), key=f"{prefix}_topic", **KEPT)
+    options = list(names)
+    last = st.session_state.get(LAST_TOPIC)
+    topic = st.selectbox("Topic", options, index=options.index(last) if isinstance(last, str) and last in options else 0, key=f"{prefix}_topic", **KEPT)
+    st.session_state[LAST_TOPIC] = topic
     return {"topic": topic, "pattern": False, "sampled": topic}
 
 
@@ -290,6 +305,7 @@ def _publish_work(settings: PublishSettings) -> Callable[[Job], Published]:
 
 def _published(job: Job) -> None:
     published: Published = job.result
+    st.session_state[LAST_TOPIC] = published.topic  # every topic picker opens on it next
     st.success(
         f"Published {published.messages:,} messages in {published.batches:,} batches to {published.topic} "
         f"({published.partitions} partition{'s' if published.partitions != 1 else ''}, {'created' if published.created else 'appended to'}) "
@@ -340,3 +356,68 @@ def publish_panel(name: str, source_of: Callable[[Mapping[str, Any]], FeedSource
         PUBLISH_JOB, "Publish", "publish_start", ready=ready, start=start, render=_published, idle_text="Not published yet.",
         help_text="Sends the dataset's rows into the topic, batch by batch, in the background",
     )
+    topics_panel(str(values["bootstrap"]))
+
+
+DELETE_TOPIC = "kafka_delete_topic"
+"""The topic whose Delete was pressed once: the panel asks again before deleting it."""
+MAX_LISTED_TOPICS = 50
+
+
+def topics_panel(bootstrap: str) -> None:
+    """The topics on ``bootstrap`` with their records, each with Delete (asked twice); a topic an active query of the lab reads is not offered."""
+    with st.expander("Topics on these brokers"):
+        if not bootstrap.strip():
+            st.caption("Give the bootstrap servers above to list their topics.")
+            return
+        try:
+            names = topic_names(check_bootstrap(bootstrap, "Bootstrap servers"))
+        except ConfigError as err:
+            st.warning(f"The brokers cannot be read now: {err}")
+            return
+        if not names:
+            st.caption("None yet.")
+            return
+        read = _topics_read()
+        for name in names[:MAX_LISTED_TOPICS]:
+            text, action = st.columns([4, 1])
+            try:
+                held = f"{describe_topic(bootstrap, name).messages:,} records"
+            except ConfigError:
+                held = "its offsets cannot be read now"
+            text.markdown(f"**{name}**: {held}")
+            with action:
+                if name in read:
+                    st.caption("read by a running query")
+                else:
+                    _delete_topic_button(bootstrap, name)
+        if len(names) > MAX_LISTED_TOPICS:
+            st.caption(f"The first {MAX_LISTED_TOPICS} of {len(names):,} topics, by name.")
+
+
+def _topics_read() -> set[str]:
+    """The topics the lab's active queries read (their source's, when it is one topic)."""
+    return {topic.topic for run in get_registry().runs() if run.status == "active" and (topic := run.config.source.as_topic) is not None}
+
+
+def _delete_topic_button(bootstrap: str, name: str) -> None:
+    if st.session_state.get(DELETE_TOPIC) != name:
+        if st.button("Delete", key=f"kafka_delete_{name}", help="Delete the topic and its records from the brokers"):
+            st.session_state[DELETE_TOPIC] = name
+            st.rerun()
+        return
+    st.caption(f"Delete {name} and its records for good?")
+    if st.button("Yes, delete", key=f"kafka_delete_sure_{name}", type="primary"):
+        st.session_state.pop(DELETE_TOPIC, None)
+        try:
+            delete_topic(bootstrap, name)
+        except ConfigError as err:
+            st.error(f"Cannot delete {name}: {err}")
+            return
+        _topic_names.clear()
+        if st.session_state.get(LAST_TOPIC) == name:
+            st.session_state.pop(LAST_TOPIC)
+        st.rerun()
+    if st.button("Cancel", key=f"kafka_delete_cancel_{name}"):
+        st.session_state.pop(DELETE_TOPIC, None)
+        st.rerun()

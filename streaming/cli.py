@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
     from .engine.registry import QueryRegistry
 
-SAMPLE_MESSAGES = 200
 """The first messages of a topic its value's columns are inferred from."""
 
 __all__ = ["detect_format", "main", "parser", "replay_source"]
@@ -184,7 +183,7 @@ def check_topic_args(args: argparse.Namespace) -> tuple[str, str]:
 
 def topic_source(spark: SparkSession, args: argparse.Namespace) -> KafkaSource:
     """The topic a ``kafka://`` PATH names, read from its earliest offsets, its value's columns inferred from its first messages."""
-    from .engine.topics import infer_value_columns, latest_messages
+    from .engine.topics import SAMPLE_MESSAGES, infer_value_columns, latest_messages
 
     bootstrap, topic = check_topic_args(args)
     value_format = cast("ValueFormat", args.file_format or "json")

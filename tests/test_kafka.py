@@ -76,6 +76,23 @@ def test_published_records_are_the_feeds_rows_in_batch_order_keyed_by_the_key_co
     assert list(records["key"]) == list(rows["key"])
 
 
+def test_a_cancelled_publish_deletes_the_topic_it_created_and_leaves_an_existing_one_with_what_it_sent(spark, kafka_broker, topic_name) -> None:
+    """A partial copy of a dataset in a new topic would read as the dataset: it goes; records appended to a topic that was there stay, and the message says how many."""
+    import threading
+
+    from streaming.engine.errors import Cancelled
+
+    source, cancel = FeedSource(WEB_CLICKS, seconds_per_file=0), threading.Event()
+    cancel.set()  # the publish stops after its first batch
+    with pytest.raises(Cancelled, match="the topic it had created is deleted"):
+        publish(spark, source, kafka_broker.bootstrap, topic_name, cancel=cancel)
+    assert topic_name not in topic_names(kafka_broker.bootstrap)
+    create_topic(kafka_broker.bootstrap, topic_name)
+    with pytest.raises(Cancelled, match="the 50 records sent stay in it"):
+        publish(spark, source, kafka_broker.bootstrap, topic_name, cancel=cancel)
+    assert describe_topic(kafka_broker.bootstrap, topic_name).messages == 50
+
+
 def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(spark, registry, kafka_broker, clicks_topic) -> None:
     """Both read 50 rows a micro-batch back to back (available-now): the same batches, so the same drops, state, result and dropped events."""
     on_files = run_to_idle(registry, clicks_query(FeedSource(WEB_CLICKS, seconds_per_file=0)))
@@ -386,6 +403,15 @@ def test_the_datasets_page_publishes_a_dataset_in_the_background_and_refuses_a_s
     files = len(list((SAMPLE_FEEDS / "orders_jsonl").glob("*.jsonl")))
     assert f"Published {rows:,} messages in {files} batches to {topic_name} (2 partitions, created)" in success.value
     assert describe_topic(kafka_broker.bootstrap, topic_name).messages == rows
+    assert at.session_state["kafka_last_topic"] == topic_name  # every topic picker of the session opens on it
+    at.run()
+    assert f"**{topic_name}**: {rows:,} records" in [markdown.value for markdown in at.markdown]  # Topics on these brokers
+    at.button(key=f"kafka_delete_{topic_name}").click().run()
+    assert f"Delete {topic_name} and its records for good?" in [caption.value for caption in at.caption]
+    assert topic_name in topic_names(kafka_broker.bootstrap)  # asked twice
+    at.button(key=f"kafka_delete_sure_{topic_name}").click().run()
+    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert topic_name not in topic_names(kafka_broker.bootstrap) and "kafka_last_topic" not in at.session_state
 
 
 # -- the tuner on a topic: the model of a catch-up replay, confirmed by Spark ------------------------------------------

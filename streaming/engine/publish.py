@@ -38,7 +38,7 @@ from .errors import Cancelled, ConfigError
 from .preview import dataset_schema, read_dataset, stream_schema
 from .sources.feed import MAX_SPEED, FeedSource
 from .sources.kafka import ValueFormat
-from .topics import client_settings, create_topic, describe_topic
+from .topics import client_settings, create_topic, delete_topic, describe_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -137,9 +137,10 @@ def publish(
     """Publish ``source`` into ``topic`` on ``bootstrap`` (see the module docstring), creating the topic with ``partitions`` partitions if needed.
 
     An existing topic is appended to. Once ``cancel`` is set the publish stops
-    after the batch being sent and raises :class:`~streaming.engine.errors.Cancelled`;
-    what was sent stays in the topic. :class:`ConfigError` when the brokers do
-    not answer or refuse a record.
+    after the batch being sent and raises :class:`~streaming.engine.errors.Cancelled`:
+    a topic this publish created is deleted (a partial copy of the data would
+    read as the data), and records appended to an existing topic stay, as the
+    message says. :class:`ConfigError` when the brokers do not answer or refuse a record.
     """
     from confluent_kafka import Producer
 
@@ -191,7 +192,10 @@ def publish(
             if progress is not None:
                 progress(index + 1, len(batches), messages)
             if stop.is_set() or (index + 1 < len(batches) and pauses[index] > 0 and stop.wait(pauses[index])):
-                raise Cancelled(f"publishing to {topic}: cancelled after {index + 1} of {len(batches)} batches")
+                if created:
+                    delete_topic(bootstrap, topic)
+                    raise Cancelled(f"publishing to {topic}: cancelled after {index + 1} of {len(batches)} batches; the topic it had created is deleted")
+                raise Cancelled(f"publishing to {topic}: cancelled after {index + 1} of {len(batches)} batches; the {messages:,} records sent stay in it")
     info = describe_topic(bootstrap, topic)
     return Published(topic, len(info.partitions), created, messages, len(batches), time.monotonic() - started, info.end_offsets())
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MESSAGE_COLUMNS",
+    "SAMPLE_MESSAGES",
     "STAGING_PREFIX",
     "STALE_SECONDS",
     "TIMEOUT",
@@ -61,6 +62,8 @@ __all__ = [
     "write_sample",
 ]
 
+SAMPLE_MESSAGES = 200
+"""The messages a topic's value columns are inferred from (the form's sample, ``kafka://`` PATHs of the CLI)."""
 TIMEOUT = 5.0
 """Seconds a question to the brokers may take before the address is reported as not answering."""
 STAGING_PREFIX = "streaming-lab-walkthrough-"
