@@ -52,7 +52,7 @@ from streaming.engine.feeds import SAMPLE_FEEDS, feed_events, feed_names
 from streaming.engine.live_join import LiveJoinQuery
 from streaming.engine.progress import state_store_metrics
 from streaming.engine.query import Run
-from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+from streaming.engine.registry import DuplicateQueryError, QueryRegistry, check_query_name
 from streaming.engine.sources.kafka import initial_offsets
 from streaming.engine.sql import SqlQuery
 from streaming.engine.state import state_operators, state_rows
@@ -304,11 +304,7 @@ def build_config(kind: str, source_params: Mapping[str, Any], query_params: Mapp
 def check_name(name: str) -> str | None:
     """``name`` stripped, ``None`` when empty (the registry picks ``query_N``); raises :class:`ConfigError` if Spark would refuse it."""
     stripped = name.strip()
-    if not stripped:
-        return None
-    if not stripped.isidentifier():
-        raise ConfigError("name", stripped, "must be letters, digits and underscores, not starting with a digit")
-    return stripped
+    return check_query_name(stripped) if stripped else None
 
 
 # --- configuration: widgets -------------------------------------------------------

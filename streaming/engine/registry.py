@@ -32,11 +32,18 @@ if TYPE_CHECKING:
 
     from .query import RunConfig
 
-__all__ = ["DEFAULT_MAX_QUERIES", "DEFAULT_MAX_ROWS", "MAX_QUERIES_VARIABLE", "DuplicateQueryError", "LostRun", "QueryRegistry", "max_queries"]
+__all__ = ["DEFAULT_MAX_QUERIES", "DEFAULT_MAX_ROWS", "MAX_QUERIES_VARIABLE", "DuplicateQueryError", "LostRun", "QueryRegistry", "check_query_name", "max_queries"]
 
 DEFAULT_MAX_ROWS = 20_000
 MAX_QUERIES_VARIABLE = "STREAMING_LAB_MAX_QUERIES"
 DEFAULT_MAX_QUERIES = 8
+
+
+def check_query_name(name: str) -> str:
+    """``name`` when Spark takes it as a query's name (and the lab as a folder's): letters, digits and underscores, not starting with a digit."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ConfigError("name", name, "must be letters, digits and underscores, not starting with a digit")
+    return name
 
 
 def max_queries(environ: Mapping[str, str]) -> int:
@@ -138,8 +145,7 @@ class QueryRegistry:
         with self._lock:
             if name is None:
                 name = self._free_name()
-            if not name.isidentifier():
-                raise ConfigError("name", name, "must be letters, digits and underscores, not starting with a digit")
+            check_query_name(name)
             previous = self._runs.get(name)
             if name in self._starting or (previous is not None and previous.status == "active"):
                 raise DuplicateQueryError("name", name, "is already running; stop it first or choose another name")
