@@ -232,7 +232,7 @@ def _socket_settings(source: SocketSource) -> list[str]:
 def _kafka_settings(source: KafkaSource) -> list[str]:
     columns = source.columns
     return [
-        f"OPTIONS = {_dict_lit(source.options())}  # Spark's Kafka source: the brokers, the topic, where to start",
+        f"OPTIONS = {_dict_lit(source.options(client_timeouts=False))}  # Spark's Kafka source: the brokers, the topic, where to start",
         f"VALUE_FORMAT = {_lit(source.value_format)}  # each record's value: a JSON object or a CSV line",
         f"VALUE_SCHEMA = {_lit(source.value_ddl())}  # the value's columns, as sampled from the topic",
         f"EVENT_TIME = {_lit(columns.event_time)}  # a value column, or {_lit(KAFKA_TIMESTAMP)}: the record's timestamp",
@@ -972,7 +972,7 @@ def _console_block(comment: tuple[str, ...], frame: str, name: str, mode: str, o
         f"    .outputMode({mode})",
         "    .format('console')",
         "    .option('truncate', False)",
-        "    .option('numRows', 100)",
+        "    .option('numRows', 10_000)  # the console shows 20 rows of a batch unless told",
         *options,
         ")",
         "",
@@ -1031,7 +1031,7 @@ def _join_side(of: Side) -> dict[str, object]:
         return {"kind": "ads", "stream": of.stream, "time": of.event_time, "watermark": watermark}
     source = of.source
     end = None if source.end_offsets is None else {str(partition): offset for partition, offset in source.end_offsets}
-    return {"kind": "topic", "options": source.options(), "end_offsets": end, "value_format": source.value_format, "value_schema": source.value_ddl(),
+    return {"kind": "topic", "options": source.options(client_timeouts=False), "end_offsets": end, "value_format": source.value_format, "value_schema": source.value_ddl(),
             "value_time": source.columns.event_time, "time_format": source.columns.time_format, "time": of.event_time, "watermark": watermark}
 
 

@@ -169,6 +169,19 @@ def test_generator_export_has_the_configured_values():
     assert _assigned_constant(stalled, "STALL_AFTER_MS") == 60_000 and "greatest" in _calls(stalled)
 
 
+def test_a_topics_program_keeps_kafkas_own_client_timeouts_and_prints_whole_batches():
+    """The lab waits 5 s for a broker so that Stop never hangs; a program run elsewhere keeps Kafka's defaults, and the console shows
+    a batch's rows, not its first 20."""
+    from streaming.engine.sources.kafka import CLIENT_TIMEOUTS, KafkaSource
+
+    source = KafkaSource("127.0.0.1:9092", "clicks", (("event_time", "string"), ("key", "string")), columns=ColumnMapping(event_time="event_time", key="key"))
+    assert set(CLIENT_TIMEOUTS) <= set(source.options())
+    code = pyspark_code(QueryConfig(source))
+    [options] = [ast.literal_eval(node.value) for node in ast.parse(code).body if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "OPTIONS"]
+    assert options["subscribe"] == "clicks" and not set(CLIENT_TIMEOUTS) & set(options)
+    assert ".option('numRows', 10_000)" in code
+
+
 def test_refuses_what_is_not_a_config():
     with pytest.raises(TypeError, match="QueryConfig"):
         pyspark_code({"source": "feed"})

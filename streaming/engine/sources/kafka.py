@@ -388,8 +388,11 @@ class KafkaSource(StreamSource):
             )
         return None
 
-    def options(self) -> dict[str, str]:
-        """The options of Spark's Kafka source for this configuration (as ``readStream.format("kafka").options(...)`` takes them)."""
+    def options(self, *, client_timeouts: bool = True) -> dict[str, str]:
+        """The options of Spark's Kafka source for this configuration (as ``readStream.format("kafka").options(...)`` takes them).
+
+        ``client_timeouts=False`` leaves out the lab's short :data:`CLIENT_TIMEOUTS` (an exported program on another cluster keeps Kafka's own:
+        a first offsets call to a cold or distant broker can take longer than 5 s)."""
         options = {"kafka.bootstrap.servers": self.bootstrap, "subscribePattern" if self.pattern else "subscribe": self.topic}
         if self.starting_timestamp is not None:
             options["startingTimestamp"] = str(self.starting_timestamp)
@@ -400,7 +403,8 @@ class KafkaSource(StreamSource):
         options["failOnDataLoss"] = str(self.fail_on_data_loss).lower()
         if self.read_committed:
             options["kafka.isolation.level"] = "read_committed"
-        options.update(CLIENT_TIMEOUTS)
+        if client_timeouts:
+            options.update(CLIENT_TIMEOUTS)
         return options
 
     def value_struct(self) -> StructType:
