@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.config import describe
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.live_join import LiveJoinQuery
 from streaming.engine.query import Run
@@ -160,7 +159,7 @@ def render_kept(registry: QueryRegistry, live_page: str = LIVE_PAGE) -> None:
                 summary = query.summary()
                 st.markdown(f"**{name}**: stopped, {summary['batches']} batches, {summary['result_rows']} result rows, last change {summary['last_change']}")
                 try:
-                    description = describe(query.config())
+                    description = query.config().describe()
                     st.caption(" | ".join([source_summary(description), *(f"{key}: {value}" for key, value in description.items() if not key.startswith("source."))]))
                 except ConfigError as err:
                     st.warning(f"Its configuration no longer holds: {err}")

@@ -156,7 +156,7 @@ def _start(registry: QueryRegistry, query: SqlQuery, name: str | None, pending_k
     try:
         with st.spinner("Starting the query…"):
             try:
-                run = registry.start(query, name)
+                run = registry.start(query, name, keep=query.resumable and registry.can_keep)  # kept: Resume on the Queries page
             except PySparkException as err:
                 raise query.refusal(err) from None
             run.await_first_batch(5.0)

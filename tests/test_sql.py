@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -336,6 +337,50 @@ def test_a_struct_column_is_shown_as_its_fields_and_written_as_an_object() -> No
     assert table.frame()["w.start"].iloc[0] == pd.Timestamp("2024-01-01 00:00:00")
 
 
+def test_a_kept_sql_table_goes_on_from_its_snapshot_and_journal_with_every_value_as_spark_gave_it(tmp_path: Path) -> None:
+    import datetime as dt
+    import decimal
+
+    from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType, TimestampType
+
+    window = StructType([StructField("start", TimestampType()), StructField("end", TimestampType())])
+    schema = StructType([StructField("w", window), StructField("store", StringType()), StructField("n", LongType()), StructField("total", DecimalType(10, 2))])
+    local = lambda minute: dt.datetime(2024, 1, 1, 0, minute, tzinfo=dt.UTC).astimezone().replace(tzinfo=None)  # noqa: E731 - as PySpark collects
+    from pyspark.sql import Row
+
+    w0, w1 = Row(start=local(0), end=local(1)), Row(start=local(1), end=local(2))
+    path = tmp_path / "result.json"
+    kept = SqlTable("update", schema, ("w", "store"))
+    kept.keep(path)
+    kept.apply(0, [(w0, "a", 1, decimal.Decimal("1.50")), (w0, "b", 2, decimal.Decimal("2.00"))])  # a snapshot: the journal would be as long
+    kept.apply(1, [(w0, "a", 3, decimal.Decimal("4.25"))])  # journalled
+    kept.apply(2, [(w1, "a", 1, None)])
+    assert path.is_file() and len(journal_lines := (tmp_path / "result.jsonl").read_text().splitlines()) == 2, journal_lines
+    again = SqlTable("update", schema, ("w", "store"))
+    again.keep(path)
+    assert again.records() == kept.records() and (again.last_batch_id, again.batches_applied) == (2, 3)
+    assert again.rows() == kept.rows()  # structs, local timestamps and decimals as Spark gave them
+    again.apply(2, [(w1, "a", 99, None)])  # Spark runs the last batch again after a crash: counted once
+    again.apply(3, [(w1, "b", 5, decimal.Decimal("0.10"))])
+    assert len(again) == 4 and [record["n"] for record in again.records() if record["w"]["start"] == "2024-01-01 00:01:00"] == [1, 5]
+    with pytest.raises(ConfigError, match="output_mode"):
+        SqlTable("append", schema).load(path)
+
+
+def test_a_sql_query_and_its_views_round_trip_through_their_record(data) -> None:
+    query = SqlQuery(
+        "SELECT o.store, s.region, count(*) AS n FROM orders o JOIN stores s ON o.store = s.store GROUP BY 1, 2",
+        (SqlView("orders", _files(data["orders"], "ts")), SqlView("stores", TableFiles(data["stores"]), static=True)),
+        output_mode="complete", trigger="processing_time", trigger_interval="5 seconds",
+    )
+    record = json.loads(json.dumps(query.to_dict()))
+    assert record["kind"] == "sql" and SqlQuery.from_dict(record) == query and query.resumable
+    with pytest.raises(ConfigError, match="nope"):
+        SqlQuery.from_dict({**record, "nope": 1})
+    with pytest.raises(ConfigError, match=r"view orders\.source\.kind"):
+        SqlQuery.from_dict({**record, "views": [{**record["views"][0], "source": {"kind": "smoke"}}]})
+
+
 def test_an_error_position_and_message_read_as_a_user_needs_them() -> None:
     assert position("SELECT *\nFROM events\nWHERE x", 27) == (3, 7)
     raw = (
@@ -408,6 +453,37 @@ def test_the_tuner_sweeps_a_sql_querys_watermark_and_recommends_the_smallest_del
 
     no_clause = cli("tune", str(data["orders"]), "--event-time", "ts", "--sql", "SELECT store, count(*) FROM events GROUP BY store", "--delays", "1 minute")
     assert no_clause.returncode == 2 and "WATERMARK" in no_clause.stderr
+
+
+def test_a_kept_sql_query_stopped_midway_resumes_where_it_stopped_and_ends_with_the_uninterrupted_result(spark, registry, data, tmp_path) -> None:
+    """Kept as the form's queries are: its text and views in query.json, the checkpoint, the files handed over and the result table;
+    Resume goes on from there in a session of its own, with the same views."""
+    from conftest import wait_for
+
+    from streaming.engine.registry import QueryRegistry
+
+    text = (
+        "SELECT window(ts, '2 minutes') AS w, store, count(*) AS n, sum(amount) AS total\n"
+        "FROM STREAM(orders) WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY 1, 2"
+    )
+    paced = replace(_files(data["orders"], "ts"), seconds_per_file=1.0)
+    query = SqlQuery(text, (SqlView("orders", paced),), output_mode="update")
+    whole = replay_sql(registry, query)
+    kept_registry = QueryRegistry(spark, kept_root=tmp_path / ".queries")
+    try:
+        run = kept_registry.start(query, "kept_sql", keep=True)
+        wait_for(lambda: run.log.last_batch_id >= 1, "no second batch", 120)
+        kept_registry.remove("kept_sql")  # stopped, or the server restarted: the folder stays
+        [kept] = kept_registry.kept()
+        assert kept.config() == query and kept.problem is None
+        stopped_at = kept.summary()["batches"]
+        assert 1 <= stopped_at < len(ORDERS), stopped_at
+        resumed = kept_registry.resume("kept_sql")
+        resumed.await_idle(300)
+        assert resumed.log.summaries()[0]["batch_id"] == 0 and resumed.table.batches_applied > stopped_at  # the first run's batches are there
+        assert resumed.table.records() == whole.records and len(whole.records) > 4 and whole.rows_dropped_by_watermark > 0
+    finally:
+        kept_registry.close()
 
 
 def test_a_sql_join_with_two_watermark_clauses_is_swept_over_both_delays(registry, data) -> None:

@@ -3,7 +3,8 @@
 A kept folder holds everything a run needs to go on after a stop, a crash or a
 server restart:
 
-- ``query.json``: the configuration (:func:`~streaming.engine.config.config_to_dict`),
+- ``query.json``: the configuration (the form's, :func:`~streaming.engine.config.config_to_dict`, or a user's SQL with its
+  views, :meth:`~streaming.engine.sql.query.SqlQuery.to_dict`),
   the query's name and the start of its event time (``start_ms``, used by the
   ``rate-micro-batch`` source);
 - ``checkpoint/``: Spark's checkpoint (offsets, commits, state);
@@ -31,9 +32,15 @@ from typing import Any
 
 import pandas as pd
 
-from .config import QueryConfig, config_from_dict, config_to_dict
+from .config import QueryConfig, config_from_dict
 from .errors import ConfigError
-from .results import ResultTable, journal_path
+from .kept_table import TableFile, journal_path
+from .results import ResultTable
+from .sql.query import SqlQuery
+from .sql.table import SqlTable
+
+KeptConfig = QueryConfig | SqlQuery
+"""What a kept folder runs: the form's query or a user's SQL."""
 
 __all__ = ["QUERIES_FOLDER", "UNCHECKED", "KeptQuery", "differences", "kept_queries", "stray_folders"]
 
@@ -117,11 +124,12 @@ class KeptQuery:
         except (OSError, ValueError) as err:
             raise ConfigError("checkpoint", str(self.folder), f"holds no readable query.json ({err})") from None
 
-    def config(self) -> QueryConfig:
+    def config(self) -> KeptConfig:
         """The configuration the folder was made with, validated again (its feed or dataset must still be there)."""
-        return config_from_dict(self.record()["config"])
+        stored = self.record()["config"]
+        return SqlQuery.from_dict(stored) if stored.get("kind") == "sql" else config_from_dict(stored)
 
-    def open(self, config: QueryConfig, name: str, start_ms: int) -> int:
+    def open(self, config: KeptConfig, name: str, start_ms: int) -> int:
         """Make the folder for ``config``, or check that it was made for it; the ``start_ms`` to run with (the stored one when resuming).
 
         Raises :class:`ConfigError` naming what differs when the folder belongs
@@ -133,16 +141,16 @@ class KeptQuery:
             return int(self.record()["start_ms"])
         self.folder.mkdir(parents=True, exist_ok=True)
         partial = self.folder / ".query.json.partial"
-        partial.write_text(json.dumps({"name": name, "config": config_to_dict(config), "start_ms": int(start_ms)}, indent=2) + "\n")
+        partial.write_text(json.dumps({"name": name, "config": config.to_dict(), "start_ms": int(start_ms)}, indent=2) + "\n")
         os.replace(partial, self.config_file)
         return int(start_ms)
 
-    def check(self, config: QueryConfig) -> None:
+    def check(self, config: KeptConfig) -> None:
         """:class:`ConfigError` unless the folder is new or was made for ``config`` (see :meth:`open`); nothing is written."""
         if not config.resumable:
-            raise ConfigError("checkpoint", str(self.folder), f"cannot be kept for the {config.source.kind} source: Spark keeps no offsets of it to resume from")
+            raise ConfigError("checkpoint", str(self.folder), f"cannot be kept for the {getattr(config.source, 'kind', config.source.label)} source: Spark keeps no offsets of it to resume from")
         if self.exists():
-            changed = differences(self.record()["config"], config_to_dict(config))
+            changed = differences(self.record()["config"], config.to_dict())
             if changed:
                 raise ConfigError("checkpoint", str(self.folder), "belongs to a different configuration: " + "; ".join(changed))
         elif self.folder.exists() and (not self.folder.is_dir() or any(self.folder.iterdir())):
@@ -155,11 +163,7 @@ class KeptQuery:
     def summary(self) -> dict[str, Any]:
         """What the Queries page lists for a kept query: batches folded into its result, result rows, when it last changed."""
         config = self.record()["config"]
-        table = ResultTable(config["output_mode"], config["aggregation"])
-        try:
-            table.load(self.result_file)
-        except (ValueError, KeyError, ConfigError):
-            table = ResultTable(config["output_mode"], config["aggregation"])
+        table = _stored_table(config, self.result_file)
         stored = (self.config_file, self.result_file, journal_path(self.result_file))
         changed = max((path.stat().st_mtime for path in stored if path.is_file()), default=0.0)
         return {
@@ -175,6 +179,25 @@ class KeptQuery:
 
     def delete(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _stored_table(config: Mapping[str, Any], path: Path) -> ResultTable | SqlTable:
+    """The result table kept at ``path`` for ``config`` (as ``query.json`` holds it); an empty one when it cannot be read."""
+    from pyspark.sql.types import StructType
+
+    empty = ResultTable(config["output_mode"], config.get("aggregation", "count"))
+    try:
+        if config.get("kind") != "sql":
+            empty.load(path)
+            return empty
+        snapshot, _ = TableFile(path).read()
+        if snapshot is None:
+            return empty
+        table = SqlTable(config["output_mode"], StructType.fromJson(json.loads(snapshot["schema"])), snapshot.get("grouping", ()))
+        table.load(path)
+        return table
+    except (ValueError, KeyError, TypeError, ConfigError):
+        return ResultTable(config["output_mode"], config.get("aggregation", "count"))
 
 
 def stray_folders(root: Path) -> list[str]:

@@ -66,6 +66,8 @@ __all__ = [
     "config_to_dict",
     "count_setting",
     "describe",
+    "source_from_dict",
+    "source_to_dict",
     "state_store_settings",
 ]
 
@@ -304,6 +306,10 @@ class QueryConfig:
         """A flat description for tables and the Queries page (:func:`describe`)."""
         return describe(self)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly values (:func:`config_to_dict`), as a kept query's ``query.json`` holds them."""
+        return config_to_dict(self)
+
 
 def describe(config: QueryConfig) -> dict[str, object]:
     """A flat, JSON-friendly description of ``config`` for tables and the Queries page."""
@@ -343,10 +349,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def source_to_dict(source: StreamSource) -> dict[str, Any]:
+    """``source`` as JSON-friendly values with its ``kind``: :func:`source_from_dict` makes it again."""
+    return {"kind": source.kind, **{item.name: _plain(getattr(source, item.name)) for item in fields(source) if item.init}}  # type: ignore[arg-type, attr-defined]
+
+
+def source_from_dict(values: Mapping[str, Any], field_name: str = "source") -> Source:
+    """The source ``values`` describe (as :func:`source_to_dict` gives them), validated again; :class:`ConfigError` naming ``field_name`` for a kind or a field it does not know."""
+    given = dict(values or {})
+    kind = given.pop("kind", None)
+    if kind not in SOURCE_KINDS:
+        raise ConfigError(f"{field_name}.kind", kind, f"is not one of {', '.join(SOURCE_KINDS)}")
+    source_type = SOURCE_KINDS[kind]
+    known = {item.name for item in fields(source_type) if item.init}
+    for name in given:
+        if name not in known:
+            raise ConfigError(f"{field_name}.{name}", given[name], f"is not a field of the {kind} source")
+    if "columns" in given:
+        given["columns"] = ColumnMapping.from_dict(given["columns"])
+    if "batching" in given:
+        given["batching"] = Batching(**given["batching"])
+    return source_type(**given)
+
+
 def config_to_dict(config: QueryConfig) -> dict[str, Any]:
     """``config`` as JSON-friendly values, the source with its ``kind``: :func:`config_from_dict` makes it again."""
-    source = {"kind": config.source.kind, **{item.name: _plain(getattr(config.source, item.name)) for item in fields(config.source) if item.init}}
-    return {**{item.name: getattr(config, item.name) for item in fields(config) if item.name != "source"}, "source": source}
+    return {**{item.name: getattr(config, item.name) for item in fields(config) if item.name != "source"}, "source": source_to_dict(config.source)}
 
 
 def config_from_dict(values: Mapping[str, Any]) -> QueryConfig:
@@ -354,25 +382,13 @@ def config_from_dict(values: Mapping[str, Any]) -> QueryConfig:
 
     Raises :class:`ConfigError` for a source kind or a field it does not know.
     """
-    given = dict(values.get("source") or {})
-    kind = given.pop("kind", None)
-    if kind not in SOURCE_KINDS:
-        raise ConfigError("source.kind", kind, f"is not one of {', '.join(SOURCE_KINDS)}")
-    source_type = SOURCE_KINDS[kind]
-    known = {item.name for item in fields(source_type) if item.init}
-    for name in given:
-        if name not in known:
-            raise ConfigError(f"source.{name}", given[name], f"is not a field of the {kind} source")
-    if "columns" in given:
-        given["columns"] = ColumnMapping.from_dict(given["columns"])
-    if "batching" in given:
-        given["batching"] = Batching(**given["batching"])
+    source = source_from_dict(values.get("source") or {})
     rest = {name: value for name, value in values.items() if name != "source"}
     known = {item.name for item in fields(QueryConfig)}
     for name in rest:
         if name not in known:
             raise ConfigError(name, rest[name], "is not a field of a query configuration")
-    return QueryConfig(source=source_type(**given), **rest)
+    return QueryConfig(source=source, **rest)
 
 
 def count_setting(environ: Mapping[str, str], variable: str, default: int) -> int:

@@ -35,6 +35,8 @@ from .results import ResultTable
 from .session import is_connect
 from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink, TopicSink
 from .sources import FeedReplayer, Stepper
+from .sql.query import SqlQuery
+from .sql.table import SqlTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,8 +44,6 @@ if TYPE_CHECKING:
 
     from .live_join import JoinedRows, LiveJoinQuery
     from .sources import Feeder
-    from .sql.query import SqlQuery
-    from .sql.table import SqlTable
 
     RunConfig: TypeAlias = QueryConfig | SqlQuery | LiveJoinQuery
     """What a run runs: the form's query, a user's SQL or a live join; each builds its frame and its result table."""
@@ -350,8 +350,8 @@ def start_run(
         )
     kept = None if keep is None else KeptQuery(Path(keep))
     if kept is not None:
-        if not isinstance(config, QueryConfig):
-            raise ConfigError("keep", name, "cannot be kept: only the form's queries are resumed from a checkpoint yet")
+        if not isinstance(config, (QueryConfig, SqlQuery)):
+            raise ConfigError("keep", name, "cannot be kept: a live join is not resumed from a checkpoint")
         now_ms = kept.open(config, name, now_ms)
         workdir = kept.folder
     else:
@@ -383,7 +383,7 @@ def start_run(
     latencies = LatencyLog() if latency and config.source.stamp is not None else None
     log = ProgressLog(latencies)
     if kept is not None:
-        assert isinstance(table, ResultTable)  # a kept run is the form's query (refused above otherwise)
+        assert isinstance(table, (ResultTable, SqlTable))  # a kept run is the form's query or a SQL query (refused above otherwise)
         table.keep(kept.result_file)
         log.keep(kept.progress_file)
 

@@ -22,9 +22,7 @@ for what changed, instead of rebuilding every row in Python.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import threading
 from bisect import bisect_left
 from collections import deque
@@ -36,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError
-from .jsonl import drop_cut_line, read_json_lines
+from .kept_table import TableFile, journal_path
 
 __all__ = ["RAW_COLUMNS", "TIMESTAMP_FORMAT", "WINDOW_COLUMNS", "ResultTable", "journal_path", "measure_column", "stamp"]
 
@@ -59,11 +57,6 @@ def stamp(value: pd.Timestamp) -> str | None:
 def measure_column(aggregation: str) -> str:
     """The name of the result table's number column for ``aggregation``: ``count``, or ``value`` for a value aggregation."""
     return "count" if aggregation in ("count", "none") else "value"
-
-
-def journal_path(path: Path) -> Path:
-    """The journal of a result table kept at ``path``: ``result.json`` is journalled in ``result.jsonl``."""
-    return path.with_suffix(".jsonl")
 
 
 def _timestamps(micros: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -127,8 +120,7 @@ class ResultTable:
         self._sorted: _Sorted | None = None
         self._touched: set[Slot] | None = None
         """Windows folded or evicted since ``_sorted`` was made; ``None``: make it again from every window."""
-        self._path: Path | None = None
-        self._journal_rows = 0
+        self._path: TableFile | None = None
         self.first_batch = threading.Event()
         """Set once the first batch has been folded in."""
         self.outputs: dict[int, list[tuple]] | None = {} if record else None
@@ -181,24 +173,18 @@ class ResultTable:
         """Take in the table kept at ``path`` by earlier runs (:meth:`load`), then store every batch :meth:`apply` folds in.
 
         Call before the first batch. Each batch's rows are appended to the
-        journal beside ``path`` (:func:`journal_path`) before :meth:`apply`
+        journal beside ``path`` (:class:`~streaming.engine.kept_table.TableFile`) before :meth:`apply`
         returns, which Spark's ``foreachBatch`` call does before the batch
         commits; once the journal holds as many rows as the table, the table is
-        saved to ``path`` (:meth:`save`) and the journal starts again.
+        saved to ``path`` and the journal starts again.
         """
-        drop_cut_line(journal_path(path))
-        self.load(path)
-        self._path = path
+        stored = TableFile(path)
+        stored.resume()
+        self._read(stored)
+        self._path = stored
 
-    def _store(self, batch_id: int, rows: list[tuple], path: Path) -> None:
-        if self._journal_rows + len(rows) >= len(self):
-            self.save(path)
-            journal_path(path).unlink(missing_ok=True)
-            self._journal_rows = 0
-            return
-        with journal_path(path).open("a") as journal:
-            journal.write(json.dumps({"batch_id": batch_id, "rows": rows}) + "\n")
-        self._journal_rows += len(rows)
+    def _store(self, batch_id: int, rows: list[tuple], stored: TableFile) -> None:
+        stored.store(batch_id, [list(row) for row in rows], len(self), self._snapshot)
 
     def save(self, path: Path) -> None:
         """Write the table and the last batch folded into it to ``path`` (JSON), atomically: a reader sees the old file or the new one.
@@ -207,34 +193,35 @@ class ResultTable:
         batches already applied, so a batch Spark runs again after a crash is
         counted once.
         """
+        TableFile(path).write(self._snapshot())
+
+    def _snapshot(self) -> dict:
         with self._lock:
             if self.aggregation == "none":
                 rows: list[list] = [list(row) for row in self._raw]
             else:
                 rows = [[*slot, *(numbers if isinstance(numbers, tuple) else (numbers,))] for slot, numbers in self._windows.items()]
-            record = {
+            return {
                 "output_mode": self.output_mode, "aggregation": self.aggregation, "last_batch_id": self.last_batch_id,
                 "batches_applied": self.batches_applied, "evicted_rows": self.evicted_rows, "rows": rows,
             }
-        partial = path.with_name(f".{path.name}.partial")
-        partial.write_text(json.dumps(record))
-        os.replace(partial, path)
 
     def load(self, path: Path) -> None:
         """Go on from the table stored at ``path``: the snapshot :meth:`save` wrote, then the batches journalled after it.
 
         Nothing to do if there is none; :class:`ConfigError` if it is of another
-        output mode or aggregation. A last journal line cut short by a crash is
-        ignored: that batch's ``foreachBatch`` call had not returned, so Spark runs it again.
-        The journal is read before the snapshot, so a table being stored meanwhile is read whole.
+        output mode or aggregation.
         """
-        journal = read_json_lines(journal_path(path))
-        if path.is_file():
-            self._load_snapshot(json.loads(path.read_text()), path)
+        self._read(TableFile(path))
+
+    def _read(self, stored: TableFile) -> None:
+        snapshot, journal = stored.read()
+        if snapshot is not None:
+            self._load_snapshot(snapshot, stored.path)
         for entry in journal:
             rows = [tuple(row) for row in entry["rows"]]
             if self._fold(int(entry["batch_id"]), rows):
-                self._journal_rows += len(rows)
+                stored.counted(len(rows))
 
     def _load_snapshot(self, record: dict, path: Path) -> None:
         for name in ("output_mode", "aggregation"):

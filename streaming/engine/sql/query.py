@@ -11,7 +11,8 @@ and the registry run it as they run the form's query.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +93,8 @@ class SqlQuery:
 
     @property
     def resumable(self) -> bool:
-        return False
+        """True when Spark can resume it from its checkpoint: every streamed view's source keeps offsets."""
+        return all(view.stream.resumable for view in self.streamed)
 
     @property
     def aggregation(self) -> str:
@@ -115,6 +117,27 @@ class SqlQuery:
             "aggregation": "sql",
             "sql": " ".join(self.text.split())[:160],
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly values, as a kept query's ``query.json`` holds them (``kind`` ``sql``): :meth:`from_dict` makes it again."""
+        return {
+            "kind": "sql", "text": self.text, "views": [view.to_dict() for view in self.views], "output_mode": self.output_mode,
+            "trigger": self.trigger, "trigger_interval": self.trigger_interval, "state_store": self.state_store,
+            "changelog_checkpointing": self.changelog_checkpointing,
+        }
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> SqlQuery:
+        """The query ``values`` describe (as :meth:`to_dict` gives them), validated again; :class:`ConfigError` for a field it does not know."""
+        given = {name: value for name, value in values.items() if name != "kind"}
+        known = {item.name for item in fields(cls)}
+        for name in given:
+            if name not in known:
+                raise ConfigError(name, given[name], "is not a field of a SQL query")
+        views = given.pop("views", None)
+        if not isinstance(views, list):
+            raise ConfigError("views", views, "must be a list of views")
+        return cls(views=tuple(SqlView.from_dict(view) for view in views), **given)
 
     def check(self, spark: SparkSession) -> PlanFacts:
         """Check the text against the views without starting anything (:class:`~.checker.SqlChecker`); the analysed plan's facts, or :class:`~.guard.SqlError`."""

@@ -17,17 +17,19 @@ import decimal
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..errors import ConfigError
+from ..kept_table import TableFile
 from .plan import PlanFacts
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
 
-__all__ = ["SqlTable", "json_value"]
+__all__ = ["SqlTable", "json_value", "python_value"]
 
 
 class SqlTable:
@@ -60,11 +62,18 @@ class SqlTable:
         self._version = 0
         self._framed: tuple[int, pd.DataFrame] | None = None
         """The last frame made and the version it was made at: a page refreshing an unchanged table gets it again, not a new one."""
+        self._stored: TableFile | None = None
 
     def apply(self, batch_id: int, rows: list[tuple]) -> None:
+        """Fold one batch's output ``rows`` in; a kept table then stores the batch before returning (see :meth:`keep`)."""
+        if self._fold(batch_id, rows) and self._stored is not None:
+            self._stored.store(batch_id, [self._json_row(row) for row in rows], len(self), self._snapshot)
+
+    def _fold(self, batch_id: int, rows: list[tuple]) -> bool:
+        """Fold ``rows`` in; ``False`` for a batch folded already (not in complete mode)."""
         with self._lock:
             if batch_id <= self.last_batch_id and self.output_mode != "complete":
-                return
+                return False
             self.last_batch_id = max(batch_id, self.last_batch_id)
             self.batches_applied += 1
             self._version += 1
@@ -73,20 +82,74 @@ class SqlTable:
             if self.output_mode == "complete":
                 self._rows.clear()
             for row in rows:
-                values = tuple(row)
-                key: Any
-                if self._keys:
-                    key = tuple(_hashable(values[index]) for index in self._keys)
-                    self._rows.pop(key, None)
-                else:
-                    self._serial += 1
-                    key = self._serial
-                self._rows[key] = values
+                self._put(tuple(row))
             if self.max_rows is not None:
                 while len(self._rows) > self.max_rows:
                     self._rows.popitem(last=False)
                     self.evicted_rows += 1
             self.first_batch.set()
+            return True
+
+    def _put(self, values: tuple) -> None:
+        """One row in, replacing its grouping's row in update mode (under the lock)."""
+        key: Any
+        if self._keys:
+            key = tuple(_hashable(values[index]) for index in self._keys)
+            self._rows.pop(key, None)
+        else:
+            self._serial += 1
+            key = self._serial
+        self._rows[key] = values
+
+    # ------------------------------------------------------------------ kept on disk
+
+    def keep(self, path: Path) -> None:
+        """Take in the table kept at ``path`` by earlier runs of the query (:meth:`load`), then store every batch :meth:`apply` folds in,
+        as a snapshot and a journal (:class:`~streaming.engine.kept_table.TableFile`); values as JSON, read back by their Spark types."""
+        stored = TableFile(path)
+        stored.resume()
+        self._read(stored)
+        self._stored = stored
+
+    def load(self, path: Path) -> None:
+        """Go on from the table stored at ``path``; :class:`ConfigError` when it was stored for another output mode or other columns."""
+        self._read(TableFile(path))
+
+    def _read(self, stored: TableFile) -> None:
+        snapshot, journal = stored.read()
+        if snapshot is not None:
+            for name, here in (("output_mode", self.output_mode), ("schema", self.schema.json())):
+                if snapshot.get(name) != here:
+                    raise ConfigError(name, here if name == "output_mode" else ", ".join(self.columns), f"differs from the stored result table's (in {stored.path})")
+            with self._lock:
+                self.last_batch_id = int(snapshot["last_batch_id"])
+                self.batches_applied = int(snapshot["batches_applied"])
+                self.evicted_rows = int(snapshot["evicted_rows"])
+                for row in snapshot["rows"]:
+                    self._put(self._python_row(row))
+                self._version += 1
+                if self.batches_applied:
+                    self.first_batch.set()
+        for entry in journal:
+            rows = [self._python_row(row) for row in entry["rows"]]
+            if self._fold(int(entry["batch_id"]), rows):
+                stored.counted(len(rows))
+
+    def _snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            rows = list(self._rows.values())
+            record = {
+                "output_mode": self.output_mode, "schema": self.schema.json(), "grouping": [self.columns[index] for index in self._keys],
+                "last_batch_id": self.last_batch_id,
+                "batches_applied": self.batches_applied, "evicted_rows": self.evicted_rows,
+            }
+        return {**record, "rows": [self._json_row(row) for row in rows]}
+
+    def _json_row(self, row: Sequence[Any]) -> list[Any]:
+        return [json_value(value, item.dataType) for value, item in zip(row, self.schema.fields)]
+
+    def _python_row(self, values: Sequence[Any]) -> tuple:
+        return tuple(python_value(value, item.dataType) for value, item in zip(values, self.schema.fields))
 
     def __len__(self) -> int:
         with self._lock:
@@ -174,6 +237,33 @@ def json_value(value: Any, data_type: DataType | None = None) -> Any:
         return float(value)
     if isinstance(value, (bytes, bytearray)):
         return value.hex()
+    return value
+
+
+def python_value(value: Any, data_type: DataType) -> Any:
+    """The value :func:`json_value` gave back as PySpark collects it: a struct a ``Row``, a timestamp a naive datetime in this process's local
+    time (a ``TIMESTAMP_NTZ`` as written), a date a ``date``, a decimal a ``Decimal``, binary ``bytes``."""
+    from pyspark.sql import Row
+    from pyspark.sql.types import ArrayType, BinaryType, DateType, DecimalType, MapType, StructType, TimestampNTZType, TimestampType
+
+    if value is None:
+        return None
+    if isinstance(data_type, StructType):
+        return Row(**{item.name: python_value(value.get(item.name), item.dataType) for item in data_type.fields})
+    if isinstance(data_type, ArrayType):
+        return [python_value(item, data_type.elementType) for item in value]
+    if isinstance(data_type, MapType):
+        return {key: python_value(item, data_type.valueType) for key, item in value.items()}
+    if isinstance(data_type, TimestampNTZType):
+        return dt.datetime.fromisoformat(value)
+    if isinstance(data_type, TimestampType):
+        return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC).astimezone().replace(tzinfo=None)
+    if isinstance(data_type, DateType):
+        return dt.date.fromisoformat(value)
+    if isinstance(data_type, DecimalType):
+        return decimal.Decimal(str(value))
+    if isinstance(data_type, BinaryType):
+        return bytes.fromhex(value)
     return value
 
 

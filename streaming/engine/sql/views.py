@@ -17,11 +17,13 @@ drops them, and reading files by path in SQL is off there.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..columns import ColumnMapping, view_columns
+from ..config import source_from_dict, source_to_dict
 from ..datasets import FORMATS, FileFormat, detect_format
 from ..errors import ConfigError
 from ..feeds import feed_files
@@ -63,9 +65,26 @@ class TableFiles:
         if not self.files():
             raise ConfigError("view.path", str(self.path), f"holds no {self.file_format} files")
 
+    kind: ClassVar[str] = "table_files"
+
     @property
     def label(self) -> str:
         return self.path.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "path": str(self.path.resolve()), "file_format": self.file_format,
+            "columns": None if self.columns is None else self.columns.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], field_name: str = "view.source") -> TableFiles:
+        given = {name: value for name, value in values.items() if name != "kind"}
+        unknown = sorted(set(given) - {"path", "file_format", "columns"})
+        if unknown:
+            raise ConfigError(f"{field_name}.{unknown[0]}", given[unknown[0]], "is not a field of a table of files")
+        columns = given.get("columns")
+        return cls(Path(given.get("path", "")), given.get("file_format"), None if columns is None else ColumnMapping.from_dict(columns))
 
     def files(self) -> list[Path]:
         fmt = self.file_format or "csv"
@@ -97,6 +116,19 @@ class SqlView:
             raise ConfigError(f"view {self.name}.static", self.static, "must be true or false")
         if not isinstance(self.source, StreamSource) and not (self.static and isinstance(self.source, TableFiles)):
             raise ConfigError(f"view {self.name}", self.source, "is not a source configuration (a table of files is a static view only)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly values: :meth:`from_dict` makes the view again."""
+        return {"name": self.name, "static": self.static, "source": self.source.to_dict() if isinstance(self.source, TableFiles) else source_to_dict(self.source)}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> SqlView:
+        """The view ``values`` describe (as :meth:`to_dict` gives them), its source validated again."""
+        name = values.get("name")
+        source = dict(values.get("source") or {})
+        where = f"view {name}.source"
+        made = TableFiles.from_dict(source, where) if source.get("kind") == TableFiles.kind else source_from_dict(source, where)
+        return cls(str(name), made, bool(values.get("static", False)))
 
     @property
     def stream(self) -> StreamSource:
