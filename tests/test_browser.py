@@ -291,7 +291,8 @@ def _publish_to(page, topic: str) -> None:
 
 
 def test_the_demo_on_a_real_broker_publish_web_clicks_then_query_the_topic(app_url, browser):
-    """Publish the web_clicks sample from the Datasets page, then start a query on its topic: counts, dropped rows and the lag behind the topic draw."""
+    """Publish the web_clicks sample from the Datasets page, then start a query on its topic: counts, dropped rows and the lag behind the topic
+    draw; then a SQL query with a WATERMARK clause over the same topic shows its operators and watermark."""
     page = browser.new_page(viewport={"width": 1600, "height": 1600})
     try:
         page.goto(f"{app_url}/Datasets", wait_until="domcontentloaded")
@@ -318,6 +319,8 @@ def test_the_demo_on_a_real_broker_publish_web_clicks_then_query_the_topic(app_u
         assert page.locator(".stException").count() == 0
         page.get_by_role("button", name="Stop query").click()
         page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+        page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first.click()  # the same topic, as the view events
+        _run_sql(page, "browser_kafka_sql")
         _compare_latency(page, "demo-clicks")
     finally:
         page.close()
@@ -625,24 +628,34 @@ def test_a_sql_query_is_refused_at_its_line_then_runs_with_its_operators_and_wat
         alerts = page.locator('[data-testid="stAlertContainer"]').all_inner_texts()  # what the page says (a collapsed Show code may name org.apache jars)
         assert any("SQL: line 4, column 10:" in text for text in alerts), alerts
         assert not any("Traceback" in text or "org.apache" in text for text in alerts) and page.locator(".stException").count() == 0, alerts
-        editor.fill(
-            "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n\n"
-            "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 30 SECONDS\nGROUP BY 1, 2"
-        )
-        editor.press("Control+Enter")
-        page.get_by_text("Ready to run.").first.wait_for(timeout=120_000)
-        page.get_by_role("textbox", name="Query name").fill("browser_sql")
-        page.get_by_role("textbox", name="Query name").press("Enter")
-        page.get_by_role("button", name="Start query").click()
-        page.get_by_role("heading", name="Stateful operators").wait_for(timeout=CHART_DATA_SECONDS * 1000)
-        page.wait_for_function(
-            """() => Array.from(document.querySelectorAll('[data-testid="stMetric"]')).some(
-                 m => m.innerText.includes('Watermark') && !m.innerText.includes('none yet'))""",
-            timeout=CHART_DATA_SECONDS * 1000,
-        )
-        page.get_by_text("The global watermark comes from").first.wait_for(timeout=60_000)
-        assert page.locator(".stException").count() == 0
-        page.get_by_role("button", name="Stop query").click()
-        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+        _run_sql(page, "browser_sql")
     finally:
         page.close()
+
+
+WINDOWED_SQL = (
+    "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n\n"
+    "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 30 SECONDS\nGROUP BY 1, 2"
+)
+"""A windowed count with a WATERMARK clause over the view ``events`` of a source whose columns are ``event_time`` and ``key``."""
+
+
+def _run_sql(page, name: str) -> None:
+    """On the Live page in SQL mode: type :data:`WINDOWED_SQL`, start it as ``name``, see its operators and its watermark, stop it."""
+    editor = page.get_by_role("textbox", name="SQL")
+    editor.fill(WINDOWED_SQL)
+    editor.press("Control+Enter")
+    page.get_by_text("Ready to run.").first.wait_for(timeout=120_000)
+    page.get_by_role("textbox", name="Query name").fill(name)
+    page.get_by_role("textbox", name="Query name").press("Enter")
+    page.get_by_role("button", name="Start query").click()
+    page.get_by_role("heading", name="Stateful operators").wait_for(timeout=CHART_DATA_SECONDS * 1000)
+    page.wait_for_function(
+        """() => Array.from(document.querySelectorAll('[data-testid="stMetric"]')).some(
+             m => m.innerText.includes('Watermark') && !m.innerText.includes('none yet'))""",
+        timeout=CHART_DATA_SECONDS * 1000,
+    )
+    page.get_by_text("The global watermark comes from").first.wait_for(timeout=60_000)
+    assert page.locator(".stException").count() == 0
+    page.get_by_role("button", name="Stop query").click()
+    page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)

@@ -6,7 +6,10 @@ names, read from the analysed plan; a query without an aggregation appends).
 Rows are kept as Spark gives them (a struct, such as a ``window``, as a
 nested row); :meth:`SqlTable.frame` shows a struct as one column per field
 (``w.start``, ``w.end``) and :meth:`SqlTable.records` gives JSON objects,
-timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC.
+timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC. A kept query's table
+(:meth:`SqlTable.keep`) is stored as those JSON values, a snapshot and a
+journal (:mod:`~streaming.engine.kept_table`), and read back by the columns'
+Spark types (:func:`python_value`), so a resumed run goes on with the rows it had.
 """
 
 from __future__ import annotations
