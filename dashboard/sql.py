@@ -28,7 +28,7 @@ from streaming.engine.sql.replay import operators_of
 from . import shared
 from .shared import failure_banner
 
-__all__ = ["QUERY_MODES", "edit_as_sql", "sql_editor", "sql_form", "sql_view"]
+__all__ = ["QUERY_MODES", "checked", "edit_as_sql", "show_error", "sql_editor", "sql_form", "sql_view"]
 
 LOG = logging.getLogger(__name__)
 QUERY_MODES = ("Form", "SQL")
@@ -89,10 +89,10 @@ def sql_editor(source: Source, ready: bool, prefix: str) -> tuple[SqlQuery | Non
         try:
             checker = _checker(query.views)
             _views_panel(checker.columns)
-            verdict = _verdict(checker, text)
+            verdict = _verdict(checker, text, VERDICT_KEY if prefix == "lab" else f"{prefix}_sql_verdict")
             st.success(_verdict_words(verdict))
         except SqlError as err:
-            _show_error(text, err)
+            show_error(text, err)
         except ConfigError as err:
             st.error(f"Cannot read the view: {err}")
     return query, verdict
@@ -105,16 +105,21 @@ def sql_form(source: Source, ready: bool, name: str | None, pending_key: str) ->
         _start(shared.get_registry(), query, name, pending_key)
 
 
-def _verdict(checker: SqlChecker, text: str) -> PlanFacts:
+def checked(views: tuple[SqlView, ...], text: str, key: str) -> PlanFacts:
+    """``text`` checked over ``views`` by this browser session's checker, its verdict kept under ``key`` (:class:`SqlError` when refused)."""
+    return _verdict(_checker(views), text, key)
+
+
+def _verdict(checker: SqlChecker, text: str, key: str = VERDICT_KEY) -> PlanFacts:
     """The checker's verdict on ``text``, checked once per text and views: a rerun for another widget does not check it again (a check is
     hundreds of py4j round trips). A refusal is kept, and raised again, likewise."""
-    kept = st.session_state.get(VERDICT_KEY)
+    kept = st.session_state.get(key)
     if kept is None or kept[0] is not checker or kept[1] != text:
         try:
             kept = (checker, text, checker.check(text))
         except SqlError as err:
             kept = (checker, text, err)
-        st.session_state[VERDICT_KEY] = kept
+        st.session_state[key] = kept
     if isinstance(kept[2], SqlError):
         raise kept[2]
     return kept[2]
@@ -140,7 +145,7 @@ def _verdict_words(facts: Any) -> str:
     return f"Ready to run. Watermark on: {marks}. Stateful: {stateful}. Columns: {', '.join(facts.columns)}."
 
 
-def _show_error(text: str, err: SqlError) -> None:
+def show_error(text: str, err: SqlError) -> None:
     """The refusal at its line and column, and the line itself with a caret under the column."""
     st.error(str(err))
     if err.line is not None and err.column is not None:

@@ -381,6 +381,20 @@ def test_a_sql_query_and_its_views_round_trip_through_their_record(data) -> None
         SqlQuery.from_dict({**record, "views": [{**record["views"][0], "source": {"kind": "smoke"}}]})
 
 
+def test_a_sql_comparison_refuses_one_query_and_queries_over_other_views_before_anything_runs(data) -> None:
+    from streaming.analysis.sql_tune import compare_sql
+
+    orders = SqlView("orders", _files(data["orders"], "ts"))
+    first = SqlQuery("SELECT store, count(*) AS n FROM orders GROUP BY store", (orders,))
+    with pytest.raises(ConfigError, match="queries: 1 given"):
+        compare_sql(None, [first])  # type: ignore[arg-type]
+    other = SqlQuery("SELECT ad, count(*) AS n FROM clicks GROUP BY ad", (SqlView("clicks", _files(data["clicks"], "clicked_at")),))
+    with pytest.raises(ConfigError, match=r"queries\[1\]\.views: 'clicks' are not the first query's"):
+        compare_sql(None, [first, other])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="labels"):
+        compare_sql(None, [first, first], labels=["same", "same"])  # type: ignore[arg-type]
+
+
 def test_an_error_position_and_message_read_as_a_user_needs_them() -> None:
     assert position("SELECT *\nFROM events\nWHERE x", 27) == (3, 7)
     raw = (

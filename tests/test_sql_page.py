@@ -104,3 +104,28 @@ def test_the_tuner_sweeps_a_sql_querys_watermark_on_spark_and_recommends_a_delay
     assert table["completeness"].iloc[0] < table["completeness"].iloc[1] == 1.0
     assert table["dropped (Spark)"].iloc[0] > 0
     assert any(message.value.startswith("Recommended: 10 minutes") for message in at.success)
+
+
+def test_compare_runs_two_sql_queries_over_the_same_view_and_measures_each_against_its_own_exact_answer(app_registry) -> None:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    shared.session_starter().wait(TIMEOUT)
+    at = at.switch_page(shared.COMPARE_PAGE).run()
+    at.session_state["cmp_kind"] = "SQL queries"
+    at.session_state["lab_source"] = "feed"
+    at.session_state["lab_feed"] = "guide_words"
+    windowed = "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n\nFROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL {delay}\nGROUP BY 1, 2\n"
+    at.session_state["cmpsql_sql"] = windowed.format(delay="0 SECONDS")
+    at.session_state["cmpsql_2"] = windowed.format(delay="10 MINUTES")
+    at.run()
+    assert not at.exception, at.exception
+    assert any(message.value == "Ready to compare." for message in at.success), [error.value for error in at.error]
+    at.button(key="cmpsql_run").click().run()
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not any("completeness" in frame.value.columns for frame in at.dataframe):
+        time.sleep(1.0)
+        at.run()
+        assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
+    table = next(frame.value for frame in at.dataframe if "completeness" in frame.value.columns)
+    assert list(table["query"]) == ["Query 1", "Query 2"] and list(table["watermark delays"]) == ["0 seconds", "10 minutes"]
+    assert table["completeness"].iloc[0] < table["completeness"].iloc[1] == 1.0 and table["dropped (Spark)"].iloc[0] > 0
+    assert (table["exact rows"] == table["exact rows"].iloc[0]).all()  # the same text but for the delay: the same exact answer

@@ -20,6 +20,9 @@ delays, in clause order) whose completeness reaches the target. A query with
 two clauses (a join) is swept over the grid of both delays, the heat map the
 Joins page draws. Points run one after another: on 2 cores concurrent replays
 compete for the same cores (see :mod:`streaming.analysis.tune`).
+
+:func:`compare_sql` measures 2-4 queries over the same views the same way, each
+against the exact answer of its own text (Compare's SQL mode).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
     from ..engine.registry import QueryRegistry
     from ..engine.sql.query import SqlQuery
 
-__all__ = ["SqlPoint", "SqlTuning", "compare_rows", "exact_records", "sweep_grid", "tune_sql"]
+__all__ = ["MAX_COMPARED", "MIN_COMPARED", "SqlComparison", "SqlPoint", "SqlTuning", "compare_rows", "compare_sql", "exact_records", "sweep_grid", "tune_sql"]
 
 
 def _text(row: dict[str, Any]) -> str:
@@ -173,14 +176,71 @@ def tune_sql(
     for index, delays in enumerate(points):
         if cancel is not None and cancel.is_set():
             raise Cancelled("the sweep was cancelled")
-        started = time.monotonic()
-        outcome = replay_sql(registry, query.with_changes(text=with_delays(query.text, clauses, delays)), cancel=cancel)
-        matched, different, missing, extra = compare_rows(outcome.records, exact, grouping)
-        states = [int(summary["state_rows_total"]) for summary in outcome.summaries] or [0]
-        done.append(SqlPoint(
-            tuple(delays), len(exact), matched, different, missing, extra, outcome.rows_dropped_by_watermark, max(states), sum(states) / len(states),
-            len(outcome.summaries), time.monotonic() - started,
-        ))
+        done.append(_measured(registry, query.with_changes(text=with_delays(query.text, clauses, delays)), tuple(delays), exact, grouping, cancel))
         if progress is not None:
             progress(index + 1, len(points))
     return SqlTuning(clauses, tuple(done), target, time.monotonic() - began)
+
+
+def _measured(
+    registry: QueryRegistry, query: SqlQuery, delays: tuple[int, ...], exact: list[dict[str, Any]], grouping: Sequence[str], cancel: threading.Event | None,
+) -> SqlPoint:
+    """``query`` replayed to its end and measured against ``exact`` (its rows, grouped by ``grouping``)."""
+    started = time.monotonic()
+    outcome = replay_sql(registry, query, cancel=cancel)
+    matched, different, missing, extra = compare_rows(outcome.records, exact, grouping)
+    states = [int(summary["state_rows_total"]) for summary in outcome.summaries] or [0]
+    return SqlPoint(
+        delays, len(exact), matched, different, missing, extra, outcome.rows_dropped_by_watermark, max(states), sum(states) / len(states),
+        len(outcome.summaries), time.monotonic() - started,
+    )
+
+
+MIN_COMPARED, MAX_COMPARED = 2, 4
+
+
+@dataclass(frozen=True)
+class SqlComparison:
+    """2-4 SQL queries over the same views, each replayed and measured against its own exact answer, in the order given."""
+
+    labels: tuple[str, ...]
+    queries: tuple[SqlQuery, ...]
+    points: tuple[SqlPoint, ...]
+    """Each query's measures; its ``delays_ms`` are its WATERMARK clauses' delays as written."""
+    wall_seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runs": [{"label": label, "sql": query.text, **point.to_json()} for label, query, point in zip(self.labels, self.queries, self.points)],
+            "wall_seconds": round(self.wall_seconds, 1),
+        }
+
+
+def compare_sql(
+    registry: QueryRegistry, queries: Sequence[SqlQuery], *, labels: Sequence[str] | None = None, cancel: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SqlComparison:
+    """Replay each of ``queries`` (2-4, over the same views) to its end and measure it against the exact answer of its own text, one after another.
+
+    :class:`ConfigError` naming ``queries`` (or ``queries[i]``, ``labels``) before anything runs.
+    """
+    if not MIN_COMPARED <= len(queries) <= MAX_COMPARED:
+        raise ConfigError("queries", len(queries), f"given; a comparison takes {MIN_COMPARED} to {MAX_COMPARED} SQL queries")
+    for index, query in enumerate(queries[1:], start=1):
+        if query.views != queries[0].views:
+            raise ConfigError(f"queries[{index}].views", ", ".join(query.names), "are not the first query's: every query is compared on the same data")
+    names = tuple(labels) if labels is not None else tuple(f"Query {number}" for number in range(1, len(queries) + 1))
+    if len(names) != len(queries) or len(set(names)) != len(names):
+        raise ConfigError("labels", list(names), "must name each query once")
+    began = time.monotonic()
+    spark = registry.spark
+    done = []
+    for index, query in enumerate(queries):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("the comparison was cancelled")
+        delays = tuple(clause.delay_ms for clause in watermark_clauses(spark, query.text))
+        exact, grouping = exact_records(spark, query)
+        done.append(_measured(registry, query, delays, exact, grouping, cancel))
+        if progress is not None:
+            progress(index + 1, len(queries))
+    return SqlComparison(names, tuple(queries), tuple(done), time.monotonic() - began)

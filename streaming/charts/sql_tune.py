@@ -1,7 +1,8 @@
 """Plotly figures of a SQL query's watermark sweep. Pure: a :class:`~streaming.analysis.sql_tune.SqlTuning` in, ``go.Figure`` out.
 
 - :func:`sql_sweep_figure`: one clause swept: completeness and peak state rows against its delay, the target as a line;
-- :func:`sql_heatmap`: two clauses swept (a join): completeness over the grid of both delays, each cell written, the recommended one marked.
+- :func:`sql_heatmap`: two clauses swept (a join): completeness over the grid of both delays, each cell written, the recommended one marked;
+- :func:`sql_compare_figure`: 2-4 queries compared (a :class:`~streaming.analysis.sql_tune.SqlComparison`): completeness and peak state rows of each.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from .common import empty_figure
 from .tuner import RECOMMENDED_COLOR, TARGET_COLOR
 
 if TYPE_CHECKING:
-    from ..analysis.sql_tune import SqlTuning
+    from ..analysis.sql_tune import SqlComparison, SqlTuning
 
-__all__ = ["sql_heatmap", "sql_sweep_figure"]
+__all__ = ["sql_compare_figure", "sql_heatmap", "sql_sweep_figure"]
 
 
 def _swept(tuning: SqlTuning) -> int:
@@ -71,4 +72,24 @@ def sql_heatmap(tuning: SqlTuning) -> go.Figure:
     figure.update_layout(title="Completeness by both WATERMARK delays (★ recommended)", height=420)
     figure.update_xaxes(title_text=f"delay of WATERMARK {tuning.clauses[1].column}", type="category")
     figure.update_yaxes(title_text=f"delay of WATERMARK {tuning.clauses[0].column}", type="category")
+    return figure
+
+
+def sql_compare_figure(comparison: SqlComparison) -> go.Figure:
+    if not comparison.points:
+        return empty_figure("No query of the comparison ran")
+    labels = list(comparison.labels)
+    figure = make_subplots(specs=[[{"secondary_y": True}]])
+    figure.add_trace(go.Bar(
+        x=labels, y=[point.completeness for point in comparison.points], name="completeness", offsetgroup="completeness",
+        text=[None if point.completeness is None else f"{point.completeness:.1%}" for point in comparison.points], textposition="outside",
+        hovertemplate="%{x}<br>completeness %{y:.2%}<extra></extra>",
+    ))
+    figure.add_trace(go.Bar(
+        x=labels, y=[point.peak_state_rows for point in comparison.points], name="peak state rows", offsetgroup="state", opacity=0.4,
+    ), secondary_y=True)
+    figure.update_layout(title="Completeness and state of each query", height=380, barmode="group", legend={"orientation": "h", "y": -0.25})
+    figure.update_xaxes(type="category")
+    figure.update_yaxes(title_text="completeness", tickformat=".0%", range=[0, 1.1], secondary_y=False)
+    figure.update_yaxes(title_text="peak state rows", rangemode="tozero", secondary_y=True)
     return figure
