@@ -41,6 +41,7 @@ __all__ = [
     "label_of",
     "remember_data",
     "runnable_datasets",
+    "unrunnable_data",
 ]
 
 T = TypeVar("T")
@@ -136,6 +137,12 @@ def remember_data(choice: DataChoice | None, picker: str) -> None:
     """Note ``choice``, shown by the picker ``picker``, as this session's current data, for the pages opened next (:func:`follow_data`)."""
     if choice is not None:
         st.session_state[CURRENT_DATA] = st.session_state[f"{picker}_seen"] = choice
+
+
+def unrunnable_data(labels: Mapping[T, DataChoice]) -> DataChoice | None:
+    """The dataset chosen last on another page when it is not among ``labels`` (what a page can run): its column mapping is not saved yet."""
+    current = st.session_state.get(CURRENT_DATA)
+    return current if isinstance(current, DataChoice) and current.kind == "dataset" and label_of(current, labels) is None else None
 
 
 def follow_data(picker: str, labels: Mapping[T, DataChoice]) -> T | None:

@@ -60,7 +60,18 @@ from streaming.engine.topics import require_topic
 from streaming.engine.walkthrough import PREFIX as WALKTHROUGH_PREFIX
 from streaming.report import figures_report, settings_text
 
-from .data import BATCHING_RULES, DataChoice, batching_widgets, dataset_source, events_of, follow_data, label_of, remember_data, runnable_datasets
+from .data import (
+    BATCHING_RULES,
+    DataChoice,
+    batching_widgets,
+    dataset_source,
+    events_of,
+    follow_data,
+    label_of,
+    remember_data,
+    runnable_datasets,
+    unrunnable_data,
+)
 from .datasets import dataset_store
 from .kafka import kafka_source, kafka_widgets, topic_view
 from .shared import (
@@ -329,6 +340,9 @@ def source_widgets(feeds: Sequence[str], sources: Mapping[str, SourceChoice] = S
     if followed is not None:
         st.session_state.update({"lab_source": followed[0], PICKERS[followed[0]]: followed[1]})
     kind: str = st.selectbox("Source", list(sources), format_func=lambda name: sources[name].label, key="lab_source", **KEPT)
+    waiting = unrunnable_data(replayed)
+    if waiting is not None:
+        st.caption(f"{waiting.name}, chosen on the Datasets page, is offered here once its column mapping is saved there (*Save mapping*).")
     params = sources[kind].widgets(feeds)
     if kind in PICKERS:
         remember_data(replayed.get((kind, st.session_state.get(PICKERS[kind], ""))), "lab_source")

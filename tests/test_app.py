@@ -533,3 +533,15 @@ def test_a_dead_session_is_replaced_once_and_its_lost_queries_are_recorded(monke
     [(at, recorded)] = losses.since(pd.Timestamp("2000-01-01"))
     assert recorded == lost and losses.since(at + pd.Timedelta(seconds=1)) == []
     assert str(recorded[0]) == "doomed (running, 12 batches, watermark 2024-01-01 00:00:30, 4 result rows)"
+
+
+@pytest.mark.spark
+def test_the_live_page_says_a_dataset_chosen_on_the_datasets_page_runs_once_its_mapping_is_saved(tmp_path: Path) -> None:
+    """A newcomer's dataset picked on Datasets but not mapped yet is not offered by Live query: the page says why, not nothing."""
+    from dashboard.data import CURRENT_DATA, DataChoice
+
+    at = _page(shared.LIVE_PAGE)
+    at.session_state[CURRENT_DATA] = DataChoice("dataset", tmp_path, "flights")
+    at.run()
+    assert not at.exception, at.exception
+    assert any("flights, chosen on the Datasets page, is offered here once its column mapping is saved" in caption.value for caption in at.caption)
