@@ -214,9 +214,11 @@ def data_widgets(prefix: str, label: str | None) -> dict[str, Any]:
 def aggregate_widgets(prefix: str, columns: ColumnMapping) -> dict[str, Any]:
     """What is aggregated, offered from the mapping ``columns``: ``{"aggregation": ..., "deduplicate": ...}``."""
     aggregations = ["count", *(VALUE_AGGREGATIONS if columns.value is not None else ())]
-    aggregation = st.selectbox(
-        "Aggregate", aggregations, key=f"{prefix}_aggregation", **KEPT, help="count rows, or sum / avg / min / max / approx_distinct of the mapped value column",
+    offered = (
+        f"count rows, or sum / avg / min / max / approx_distinct of the value column {columns.value}" if columns.value is not None
+        else "count rows; map a value column (Value, in the column mapping) for sum / avg / min / max / approx_distinct"
     )
+    aggregation = st.selectbox("Aggregate", aggregations, key=f"{prefix}_aggregation", **KEPT, help=offered)
     deduplicate = columns.dedup_id is not None and st.checkbox(
         f"Drop duplicate deliveries (by {columns.dedup_id})", key=f"{prefix}_deduplicate", **KEPT, help="dropDuplicatesWithinWatermark on the mapped id column",
     )

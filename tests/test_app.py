@@ -545,3 +545,21 @@ def test_the_live_page_says_a_dataset_chosen_on_the_datasets_page_runs_once_its_
     at.run()
     assert not at.exception, at.exception
     assert any("flights, chosen on the Datasets page, is offered here once its column mapping is saved" in caption.value for caption in at.caption)
+
+
+def test_the_aggregate_picker_says_how_to_get_more_than_count_when_no_value_column_is_mapped() -> None:
+    """Step through on a topic offered only count while its help named sum, avg...: with no value column, the help says to map one."""
+
+    def script() -> None:
+        import streamlit as st
+
+        from dashboard.data import aggregate_widgets
+        from streaming.engine.columns import ColumnMapping
+
+        st.session_state["shapes"] = [aggregate_widgets("bare", ColumnMapping(event_time="t", key="k")), aggregate_widgets("valued", ColumnMapping(event_time="t", key="k", value="v"))]
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception, at.exception
+    bare, valued = at.selectbox(key="bare_aggregation"), at.selectbox(key="valued_aggregation")
+    assert bare.options == ["count"] and "map a value column" in bare.help
+    assert valued.options[:2] == ["count", "sum"] and "of the value column v" in valued.help
