@@ -495,7 +495,8 @@ def _status_row(run: Run, progress: pd.DataFrame) -> None:
     drained = run.status == "active" and run.drained
     columns[0].metric(
         "Status", "stopping…" if run.stopping else "all data read" if drained else run.status,
-        help="Every file of the replay has been handed over and read: the query is idle, waiting for data that will not come; Stop it" if drained else None,
+        help="Every file of the replay has been handed over and read: the query is idle, waiting for data that will not come; Stop it" if drained
+        else "Spark stops the query once the micro-batch under way ends: seconds, or a minute or more on a loaded machine" if run.stopping else None,
     )
     columns[1].metric("Batches", len(run.log))
     columns[2].metric("Watermark", _watermark_text(watermark), help=None if watermark is None else f"{watermark} UTC")

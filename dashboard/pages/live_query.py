@@ -11,7 +11,8 @@ from streaming.engine.feeds import feed_names
 st.title("Live query")
 st.caption(
     "A windowed count (or, on your dataset, a sum, average, minimum, maximum or distinct count) per key over event time. The charts redraw every couple of seconds from the query's "
-    "result table and its progress events. Start waits a few seconds at most for the first batch; Stop never waits."
+    "result table and its progress events. Start waits a few seconds at most for the first batch; Stop returns at once, and Spark stops the query "
+    "once the micro-batch under way ends (seconds, or a minute or more on a loaded machine), *stopping…* meanwhile."
 )
 st.page_link(
     JOINS_PAGE, label="Two streams joined live (the generator's impressions and clicks, or two topics): the Joins page", icon=":material/join_inner:",
