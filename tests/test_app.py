@@ -563,3 +563,46 @@ def test_the_aggregate_picker_says_how_to_get_more_than_count_when_no_value_colu
     bare, valued = at.selectbox(key="bare_aggregation"), at.selectbox(key="valued_aggregation")
     assert bare.options == ["count"] and "map a value column" in bare.help
     assert valued.options[:2] == ["count", "sum"] and "of the value column v" in valued.help
+
+
+def test_enter_in_the_upload_form_does_not_submit_it_without_its_files(tmp_path: Path) -> None:
+    """Enter in the dataset name field submitted the form with no file ("Choose at least one file") and cleared the name."""
+
+    def script(root: str) -> None:
+        from dashboard.datasets import upload_form
+        from streaming.engine.datasets import DatasetStore
+
+        upload_form(DatasetStore(root), 1)
+
+    at = AppTest.from_function(script, args=(str(tmp_path),)).run()
+    assert not at.exception, at.exception
+    [form] = [node for node in _blocks(at) if type(getattr(node, "proto", None)).__name__ == "Block" and node.proto.HasField("form")]
+    assert form.proto.form.enter_to_submit is False
+
+
+def _blocks(at: AppTest) -> list:
+    """Every block of the page's main area, depth first."""
+    found, stack = [], list(at.main.children.values())
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(getattr(node, "children", {}).values())
+    return found
+
+
+def test_a_fresh_live_page_watches_a_query_of_its_own_not_a_step_throughs_walkthrough() -> None:
+    """Walkthroughs run on the shared registry while Step through is open; a Live page opened meanwhile watched one of them by default."""
+
+    def script() -> None:
+        from types import SimpleNamespace
+
+        import streamlit as st
+
+        from dashboard.live import query_selector
+
+        runs = [SimpleNamespace(name="mine", config=None), SimpleNamespace(name="walkthrough_0123456789ab", config=None)]
+        st.session_state["watched"] = query_selector(SimpleNamespace(runs=lambda: runs))
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception, at.exception
+    assert at.session_state["watched"] == "mine"
