@@ -122,6 +122,8 @@ def _sample_topic(names: Sequence[str], pattern: str) -> str | None:
         return None
 
 
+PUBLISHED_SEEN = "kafka_published_seen"
+"""The publish job whose topic was made the last topic already."""
 LAST_TOPIC = "kafka_last_topic"
 """The topic last chosen or published to in this browser session: a topic picker not set yet opens on it, not on the first by name."""
 
@@ -295,17 +297,22 @@ def _publish_work(settings: PublishSettings) -> Callable[[Job], Published]:
         def report(done: int, total: int, messages: int) -> None:
             job.report(f"batch {done:,} of {total:,}, {messages:,} messages sent")
 
-        return publish(
-            spark, settings.source, settings.bootstrap, settings.topic, partitions=settings.partitions, value_format=settings.value_format,  # type: ignore[arg-type]
-            speed=settings.speed, seconds_per_batch=settings.seconds_per_batch, cancel=job.cancel, progress=report,
-        )
+        try:
+            return publish(
+                spark, settings.source, settings.bootstrap, settings.topic, partitions=settings.partitions, value_format=settings.value_format,  # type: ignore[arg-type]
+                speed=settings.speed, seconds_per_batch=settings.seconds_per_batch, cancel=job.cancel, progress=report,
+            )
+        finally:
+            _topic_names.clear()  # a topic made (or deleted, by a cancel): the pickers list the brokers' topics again
 
     return work
 
 
 def _published(job: Job) -> None:
     published: Published = job.result
-    st.session_state[LAST_TOPIC] = published.topic  # every topic picker opens on it next
+    if st.session_state.get(PUBLISHED_SEEN) is not job:  # once: a topic deleted since is not made the last one again
+        st.session_state[PUBLISHED_SEEN] = job
+        st.session_state[LAST_TOPIC] = published.topic  # every topic picker opens on it next
     st.success(
         f"Published {published.messages:,} messages in {published.batches:,} batches to {published.topic} "
         f"({published.partitions} partition{'s' if published.partitions != 1 else ''}, {'created' if published.created else 'appended to'}) "
@@ -370,16 +377,19 @@ def topics_panel(bootstrap: str) -> None:
         if not bootstrap.strip():
             st.caption("Give the bootstrap servers above to list their topics.")
             return
+        if not st.toggle("List them", key="kafka_list_topics", help="Asks the brokers for their topics and each one's records, at every rerun of the page"):
+            return
         try:
-            names = topic_names(check_bootstrap(bootstrap, "Bootstrap servers"))
+            names = _topic_names(check_bootstrap(bootstrap, "Bootstrap servers"))
         except ConfigError as err:
             st.warning(f"The brokers cannot be read now: {err}")
             return
         if not names:
             st.caption("None yet.")
             return
-        read = _topics_read()
-        for name in names[:MAX_LISTED_TOPICS]:
+        listed = names[:MAX_LISTED_TOPICS]
+        read = _in_use(listed)
+        for name in listed:
             text, action = st.columns([4, 1])
             try:
                 held = f"{describe_topic(bootstrap, name).messages:,} records"
@@ -395,9 +405,12 @@ def topics_panel(bootstrap: str) -> None:
             st.caption(f"The first {MAX_LISTED_TOPICS} of {len(names):,} topics, by name.")
 
 
-def _topics_read() -> set[str]:
-    """The topics the lab's active queries read (their source's, when it is one topic)."""
-    return {topic.topic for run in get_registry().runs() if run.status == "active" and (topic := run.config.source.as_topic) is not None}
+def _in_use(names: Sequence[str]) -> set[str]:
+    """The topics of ``names`` an active query of the lab reads (any of its sources, a pattern by its matches, a walkthrough's staging topic) or
+    writes (a real-time run's output topic)."""
+    active = [run for run in get_registry().runs() if run.status == "active"]
+    written = {topic for run in active if isinstance(topic := getattr(run.sink, "topic", None), str)}
+    return {name for name in names if name in written or any(source.reads_topic(name) for run in active for source in run.config.sources)}
 
 
 def _delete_topic_button(bootstrap: str, name: str) -> None:

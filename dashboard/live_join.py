@@ -9,6 +9,7 @@ view only reads the run's rows and progress log.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -132,9 +133,9 @@ def run_live_join_form(inputs: dict[str, Any], ready: bool) -> tuple[LiveJoin, t
         run.stop_soon()
         st.rerun()
     if start.button("Start live join", type="primary", disabled=not ready or config is None, key="live_join_start") and config is not None:
-        if run is not None:
-            run.stop_soon()
         registry = get_registry()
+        if run is not None:  # this session's earlier join goes, its checkpoint and rows with it (Spark's stop waits for its batch: not the page)
+            threading.Thread(target=registry.remove, args=(run.name,), name=f"remove-{run.name}", daemon=True).start()
         try:
             run = start_live_join(registry, config, limit=LIMIT_SECONDS)
         except Exception as err:  # noqa: BLE001 - a refusal or a failure to start shows as a message, never a traceback

@@ -182,6 +182,8 @@ def test_a_few_batches_and_small_counts_are_ticked_at_whole_numbers_only() -> No
     many = progress_frame([summarize(_progress(batch % 50, dropped=100 * batch)) for batch in range(40)])
     figure = live.drops_figure(many)
     assert figure.layout.xaxis.dtick is None and figure.layout.yaxis.dtick is None  # Plotly's own ticks where the span is wide
+    resumed = live.drops_figure(progress_frame([summarize(_progress(batch)) for batch in (40, 41)]))  # a resumed run's batches: a short span, far from 0
+    assert (resumed.layout.xaxis.tickmode, resumed.layout.xaxis.dtick) == ("linear", 1)
 
 
 def test_state_rows_and_memory(progress: pd.DataFrame) -> None:

@@ -404,7 +404,7 @@ def test_the_datasets_page_publishes_a_dataset_in_the_background_and_refuses_a_s
     assert f"Published {rows:,} messages in {files} batches to {topic_name} (2 partitions, created)" in success.value
     assert describe_topic(kafka_broker.bootstrap, topic_name).messages == rows
     assert at.session_state["kafka_last_topic"] == topic_name  # every topic picker of the session opens on it
-    at.run()
+    at.toggle(key="kafka_list_topics").set_value(True).run()
     assert f"**{topic_name}**: {rows:,} records" in [markdown.value for markdown in at.markdown]  # Topics on these brokers
     at.button(key=f"kafka_delete_{topic_name}").click().run()
     assert f"Delete {topic_name} and its records for good?" in [caption.value for caption in at.caption]

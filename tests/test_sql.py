@@ -341,28 +341,31 @@ def test_a_kept_sql_table_goes_on_from_its_snapshot_and_journal_with_every_value
     import datetime as dt
     import decimal
 
-    from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType, TimestampType
+    from pyspark.sql import Row
+    from pyspark.sql.types import DayTimeIntervalType, DecimalType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
     window = StructType([StructField("start", TimestampType()), StructField("end", TimestampType())])
-    schema = StructType([StructField("w", window), StructField("store", StringType()), StructField("n", LongType()), StructField("total", DecimalType(10, 2))])
+    schema = StructType([
+        StructField("w", window), StructField("store", StringType()), StructField("n", LongType()), StructField("total", DecimalType(38, 6)),
+        StructField("gap", DayTimeIntervalType()), StructField("by_hour", MapType(IntegerType(), LongType())),
+    ])
     local = lambda minute: dt.datetime(2024, 1, 1, 0, minute, tzinfo=dt.UTC).astimezone().replace(tzinfo=None)  # noqa: E731 - as PySpark collects
-    from pyspark.sql import Row
-
     w0, w1 = Row(start=local(0), end=local(1)), Row(start=local(1), end=local(2))
+    big = decimal.Decimal("12345678901234567.891234")  # more digits than a float holds
+    gap = dt.timedelta(seconds=90, microseconds=7)
     path = tmp_path / "result.json"
-    kept = SqlTable("update", schema, ("w", "store"))
+    kept = SqlTable("update", schema, ("w", "store", "total"))
     kept.keep(path)
-    kept.apply(0, [(w0, "a", 1, decimal.Decimal("1.50")), (w0, "b", 2, decimal.Decimal("2.00"))])  # a snapshot: the journal would be as long
-    kept.apply(1, [(w0, "a", 3, decimal.Decimal("4.25"))])  # journalled
-    kept.apply(2, [(w1, "a", 1, None)])
+    kept.apply(0, [(w0, "a", 1, big, gap, {0: 1}), (w0, "b", 2, decimal.Decimal("2.000000"), None, {})])  # a snapshot: the journal would be as long
+    kept.apply(1, [(w0, "a", 3, big, gap, {0: 2, 23: 1})])  # journalled
+    kept.apply(2, [(w1, "a", 1, None, None, None)])
     assert path.is_file() and len(journal_lines := (tmp_path / "result.jsonl").read_text().splitlines()) == 2, journal_lines
-    again = SqlTable("update", schema, ("w", "store"))
+    again = SqlTable("update", schema, ("w", "store", "total"))
     again.keep(path)
-    assert again.records() == kept.records() and (again.last_batch_id, again.batches_applied) == (2, 3)
-    assert again.rows() == kept.rows()  # structs, local timestamps and decimals as Spark gave them
-    again.apply(2, [(w1, "a", 99, None)])  # Spark runs the last batch again after a crash: counted once
-    again.apply(3, [(w1, "b", 5, decimal.Decimal("0.10"))])
-    assert len(again) == 4 and [record["n"] for record in again.records() if record["w"]["start"] == "2024-01-01 00:01:00"] == [1, 5]
+    assert again.rows() == kept.rows() and (again.last_batch_id, again.batches_applied) == (2, 3)  # every value as Spark gave it
+    again.apply(2, [(w1, "a", 99, None, None, None)])  # Spark runs the last batch again after a crash: counted once
+    again.apply(3, [(w0, "a", 4, big, gap, {0: 2})])  # the grouping by a decimal still finds its row
+    assert len(again) == 3 and sorted(row[2] for row in again.rows()) == [1, 2, 4]
     with pytest.raises(ConfigError, match="output_mode"):
         SqlTable("append", schema).load(path)
 

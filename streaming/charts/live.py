@@ -233,7 +233,10 @@ def _whole_ticks(layout: dict[str, Any], traces: list[dict[str, Any]]) -> None:
         ref = letter + name.removeprefix(f"{letter}axis")  # x, y, y2
         values = [np.asarray(trace[letter], dtype="float64") for trace in traces if letter in trace and trace.get(f"{letter}axis", letter) == ref]
         finite = np.concatenate([value[np.isfinite(value)] for value in values]) if values else np.array([])
-        if finite.size and float(finite.max()) - min(0.0, float(finite.min())) <= SMALL_SPAN:
+        if not finite.size:
+            continue
+        low = float(finite.min()) if name == "xaxis" else min(0.0, float(finite.min()))  # a count axis starts at 0
+        if float(finite.max()) - low <= SMALL_SPAN:
             layout[name] = {**axis, "tickmode": "linear", "tick0": 0, "dtick": 1}
 
 

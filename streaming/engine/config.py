@@ -302,6 +302,11 @@ class QueryConfig:
         """The session settings this query starts with (its state store)."""
         return state_store_settings(self.state_store, self.changelog_checkpointing)
 
+    @property
+    def sources(self) -> tuple[StreamSource, ...]:
+        """Every source the query reads."""
+        return (self.source,)
+
     def describe(self) -> dict[str, object]:
         """A flat description for tables and the Queries page (:func:`describe`)."""
         return describe(self)

@@ -65,11 +65,11 @@ class TableFile:
             self._journal_rows = 0
             return
         with self.journal.open("a") as journal:
-            journal.write(json.dumps({"batch_id": batch_id, "rows": rows}) + "\n")
+            journal.write(json.dumps({"batch_id": batch_id, "rows": rows}, default=str) + "\n")  # a value of a type not foreseen is kept as text, never fails the batch
         self._journal_rows += len(rows)
 
     def write(self, record: dict[str, Any]) -> None:
         """Write the snapshot ``record`` atomically: a reader sees the old file or the new one."""
         partial = self.path.with_name(f".{self.path.name}.partial")
-        partial.write_text(json.dumps(record))
+        partial.write_text(json.dumps(record, default=str))
         os.replace(partial, self.path)

@@ -164,6 +164,11 @@ class LiveJoinQuery:
     def resumable(self) -> bool:
         return False
 
+    @property
+    def sources(self) -> tuple[StreamSource, ...]:
+        """The topics of the sides that read one (the generator's pair is made by rate sources of Spark's own)."""
+        return tuple(source for side in self.join.sides if isinstance(source := getattr(side, "source", None), StreamSource))
+
     def spark_settings(self) -> dict[str, str]:
         """The watermark policy, for this query only."""
         return {POLICY_CONF: self.join.policy}

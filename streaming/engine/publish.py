@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .batching import arrival_micros, arrival_pauses, cut_batches, read_rows
 from .errors import Cancelled, ConfigError
@@ -130,6 +130,18 @@ def _check(source: FeedSource, value_format: ValueFormat, speed: float | None, s
             raise ConfigError("speed", speed, "paces by arrival time: batch by an arrival column to use it")
 
 
+def _cancelled(bootstrap: str, topic: str, created: bool, sent: int, batches: int, messages: int) -> NoReturn:
+    """Raise :class:`Cancelled` for a publish stopped after ``sent`` of ``batches`` batches, deleting the topic first when this publish created it."""
+    done = f"publishing to {topic}: cancelled after {sent} of {batches} batches"
+    if not created:
+        raise Cancelled(f"{done}; the {messages:,} records sent stay in it")
+    try:
+        delete_topic(bootstrap, topic)
+    except ConfigError as err:
+        raise Cancelled(f"{done}; the topic it had created could not be deleted ({err}): delete it on the Datasets page") from None
+    raise Cancelled(f"{done}; the topic it had created is deleted")
+
+
 def publish(
     spark: SparkSession, source: FeedSource, bootstrap: str, topic: str, *, partitions: int = 1, value_format: ValueFormat = "json",
     speed: float | None = None, seconds_per_batch: float = 0.0, cancel: threading.Event | None = None, progress: ProgressCallback | None = None,
@@ -191,11 +203,8 @@ def publish(
                 raise ConfigError("topic", topic, f"refused records from batch {index}: {(failures or ['the brokers did not confirm them within 30 s'])[0]}")
             if progress is not None:
                 progress(index + 1, len(batches), messages)
-            if stop.is_set() or (index + 1 < len(batches) and pauses[index] > 0 and stop.wait(pauses[index])):
-                if created:
-                    delete_topic(bootstrap, topic)
-                    raise Cancelled(f"publishing to {topic}: cancelled after {index + 1} of {len(batches)} batches; the topic it had created is deleted")
-                raise Cancelled(f"publishing to {topic}: cancelled after {index + 1} of {len(batches)} batches; the {messages:,} records sent stay in it")
+            if index + 1 < len(batches) and (stop.is_set() or (pauses[index] > 0 and stop.wait(pauses[index]))):  # the last batch sent: published whole
+                _cancelled(bootstrap, topic, created, index + 1, len(batches), messages)
     info = describe_topic(bootstrap, topic)
     return Published(topic, len(info.partitions), created, messages, len(batches), time.monotonic() - started, info.end_offsets())
 

@@ -135,7 +135,10 @@ class Run(StopsInBackground, Generic[C, T]):
 
         def at_limit() -> None:
             self._stopper = threading.current_thread()  # the timer's thread stops it: stopping while it does
-            self.stopped_at_limit = self.query.isActive
+            try:
+                self.stopped_at_limit = self.query.isActive
+            except Exception:  # noqa: BLE001 - the session is gone, and the query with it: nothing to stop
+                return
             self._stop_logged()
 
         self._timer = threading.Timer(seconds, at_limit)
@@ -146,9 +149,11 @@ class Run(StopsInBackground, Generic[C, T]):
     def status(self) -> RunStatus:
         if self.query.isActive:
             return "active"
+        if self.stopped_by_user:  # a stop interrupts the batch under way, which may end in an error: not a failure
+            return "stopped"
         if self.query.exception() is not None or self.sink.error is not None:
             return "failed"
-        return "stopped" if self.stopped_by_user else "finished"
+        return "finished"
 
     @property
     def drained(self) -> bool:
@@ -165,8 +170,8 @@ class Run(StopsInBackground, Generic[C, T]):
 
     @property
     def error(self) -> str | None:
-        """What ended the query: the sink's reason, or the exception as Spark reports it; ``None`` while it runs or when it ended well."""
-        if self.query.isActive:
+        """What ended the query: the sink's reason, or the exception as Spark reports it; ``None`` while it runs, when it ended well or was stopped."""
+        if self.query.isActive or self.stopped_by_user:
             return None
         if self.sink.error is not None:
             return self.sink.error
@@ -349,6 +354,7 @@ def start_run(
             "cannot be kept on Spark Connect: the app reads the memory sink there, which Spark cannot resume from a checkpoint in update or append mode",
         )
     kept = None if keep is None else KeptQuery(Path(keep))
+    made_here = kept is None or not kept.exists()  # a folder this call makes goes again if the query does not start (Spark refuses some only then)
     if kept is not None:
         if not isinstance(config, (QueryConfig, SqlQuery)):
             raise ConfigError("keep", name, "cannot be kept: a live join is not resumed from a checkpoint")
@@ -369,7 +375,7 @@ def start_run(
         except Exception:
             LOG.exception("%s: stopping the feeder of a query that did not start failed", name)
         finally:
-            if kept is None:
+            if made_here:
                 shutil.rmtree(workdir, ignore_errors=True)
 
     try:

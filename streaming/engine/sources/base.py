@@ -155,6 +155,10 @@ class StreamSource:
         """This source when it reads a Kafka topic a user named (its brokers and topic are then at hand), else ``None``."""
         return None
 
+    def reads_topic(self, name: str) -> bool:
+        """True when a query on this source reads the Kafka topic ``name`` (a topic, one its pattern matches, a walkthrough's staging topic)."""
+        return False
+
     @property
     def shown(self) -> Source:
         """The source a user configured, for forms and exported programs (a walkthrough's staging topic shows the topic it copies)."""

@@ -318,6 +318,14 @@ class KafkaSource(StreamSource):
     def as_topic(self) -> KafkaSource:
         return self
 
+    def reads_topic(self, name: str) -> bool:
+        if not self.pattern:
+            return name == self.topic
+        try:
+            return re.fullmatch(self.topic, name) is not None  # Python's regular expressions standing in for Java's
+        except re.error:
+            return True  # a pattern Python cannot read: taken to match, so nothing it may read is deleted under it
+
     @property
     def replays_offsets(self) -> bool:
         return True

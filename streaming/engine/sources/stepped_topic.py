@@ -179,6 +179,9 @@ class SteppedTopic(StreamSource):
     def shown(self) -> KafkaSource:
         return self.source
 
+    def reads_topic(self, name: str) -> bool:
+        return name == self.staging_topic or self.source.reads_topic(name)
+
     def description(self) -> dict[str, str]:
         """The topic's fields, then this kind and the staging topic."""
         return {**self.source.description(), "kind": self.kind, "staging_topic": self.staging_topic}

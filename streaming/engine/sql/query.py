@@ -88,6 +88,11 @@ class SqlQuery:
         return self.streamed[0].stream
 
     @property
+    def sources(self) -> tuple[StreamSource, ...]:
+        """Every source the query streams (a static view is read once, at start)."""
+        return tuple(view.stream for view in self.streamed)
+
+    @property
     def names(self) -> tuple[str, ...]:
         return tuple(view.name for view in self.views)
 
@@ -191,15 +196,23 @@ class ViewFeeders:
     def __init__(self, feeders: list[Feeder]) -> None:
         self.feeders = feeders
         self.done = threading.Event()
+        self._stopped = threading.Event()
         if all(feeder.done.is_set() for feeder in feeders):
             self.done.set()
 
     def start(self) -> None:
         for feeder in self.feeders:
             feeder.start()
-        self._watch()
+        if not self._watch():  # paced feeders hand their files over on threads of their own: done once they all are
+            threading.Thread(target=self._await_all, name="view-feeders", daemon=True).start()
+
+    def _await_all(self) -> None:
+        while not self._stopped.wait(0.2):
+            if self._watch():
+                return
 
     def stop(self) -> None:
+        self._stopped.set()
         for feeder in self.feeders:
             feeder.stop()
 
@@ -210,6 +223,7 @@ class ViewFeeders:
                     pass
         self._watch()
 
-    def _watch(self) -> None:
+    def _watch(self) -> bool:
         if all(feeder.done.is_set() for feeder in self.feeders):
             self.done.set()
+        return self.done.is_set()

@@ -149,7 +149,7 @@ class SqlTable:
         return {**record, "rows": [self._json_row(row) for row in rows]}
 
     def _json_row(self, row: Sequence[Any]) -> list[Any]:
-        return [json_value(value, item.dataType) for value, item in zip(row, self.schema.fields)]
+        return [json_value(value, item.dataType, exact=True) for value, item in zip(row, self.schema.fields)]
 
     def _python_row(self, values: Sequence[Any]) -> tuple:
         return tuple(python_value(value, item.dataType) for value, item in zip(values, self.schema.fields))
@@ -218,36 +218,54 @@ def _utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(dt.UTC).replace(tzinfo=None)
 
 
-def json_value(value: Any, data_type: DataType | None = None) -> Any:
-    """``value`` of Spark type ``data_type`` as JSON: a struct as an object, a timestamp ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC, a decimal as a number."""
+def json_value(value: Any, data_type: DataType | None = None, *, exact: bool = False) -> Any:
+    """``value`` of Spark type ``data_type`` as JSON: a struct as an object, a timestamp ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC, a decimal as a
+    number and a day-time interval as seconds; with ``exact`` (a kept table), a decimal as its text and an interval as whole microseconds, so
+    :func:`python_value` gives back the very value (a grouping by it still matches its row)."""
     from pyspark.sql.types import ArrayType, MapType, StructType, TimestampNTZType
 
     if value is None:
         return None
     if isinstance(data_type, StructType):
-        return {item.name: json_value(part, item.dataType) for item, part in zip(data_type.fields, value)}
+        return {item.name: json_value(part, item.dataType, exact=exact) for item, part in zip(data_type.fields, value)}
     if isinstance(data_type, ArrayType):
-        return [json_value(item, data_type.elementType) for item in value]
+        return [json_value(item, data_type.elementType, exact=exact) for item in value]
     if isinstance(data_type, MapType):
-        return {str(key): json_value(item, data_type.valueType) for key, item in value.items()}
+        return {str(key): json_value(item, data_type.valueType, exact=exact) for key, item in value.items()}
     if isinstance(value, dt.datetime):
         moment = value if isinstance(data_type, TimestampNTZType) else _utc(value)
         text = moment.strftime("%Y-%m-%d %H:%M:%S")
         return f"{text}.{moment.microsecond:06d}" if moment.microsecond else text
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value // dt.timedelta(microseconds=1) if exact else value.total_seconds()
     if isinstance(value, decimal.Decimal):
-        return float(value)
+        return str(value) if exact else float(value)
     if isinstance(value, (bytes, bytearray)):
         return value.hex()
     return value
 
 
 def python_value(value: Any, data_type: DataType) -> Any:
-    """The value :func:`json_value` gave back as PySpark collects it: a struct a ``Row``, a timestamp a naive datetime in this process's local
-    time (a ``TIMESTAMP_NTZ`` as written), a date a ``date``, a decimal a ``Decimal``, binary ``bytes``."""
+    """The value :func:`json_value` gave with ``exact`` back as PySpark collects it: a struct a ``Row``, a timestamp a naive datetime in this
+    process's local time (a ``TIMESTAMP_NTZ`` as written), a date a ``date``, a decimal a ``Decimal``, an interval a ``timedelta``, binary
+    ``bytes``, a map's keys of their own type."""
     from pyspark.sql import Row
-    from pyspark.sql.types import ArrayType, BinaryType, DateType, DecimalType, MapType, StructType, TimestampNTZType, TimestampType
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        BooleanType,
+        DateType,
+        DayTimeIntervalType,
+        DecimalType,
+        FractionalType,
+        IntegralType,
+        MapType,
+        StructType,
+        TimestampNTZType,
+        TimestampType,
+    )
 
     if value is None:
         return None
@@ -256,13 +274,20 @@ def python_value(value: Any, data_type: DataType) -> Any:
     if isinstance(data_type, ArrayType):
         return [python_value(item, data_type.elementType) for item in value]
     if isinstance(data_type, MapType):
-        return {key: python_value(item, data_type.valueType) for key, item in value.items()}
+        key_type = data_type.keyType
+        keys = (
+            int if isinstance(key_type, IntegralType) else float if isinstance(key_type, FractionalType) and not isinstance(key_type, DecimalType)
+            else (lambda text: text == "True") if isinstance(key_type, BooleanType) else (lambda text: python_value(text, key_type))
+        )
+        return {keys(key): python_value(item, data_type.valueType) for key, item in value.items()}
     if isinstance(data_type, TimestampNTZType):
         return dt.datetime.fromisoformat(value)
     if isinstance(data_type, TimestampType):
         return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC).astimezone().replace(tzinfo=None)
     if isinstance(data_type, DateType):
         return dt.date.fromisoformat(value)
+    if isinstance(data_type, DayTimeIntervalType):
+        return dt.timedelta(microseconds=int(value))
     if isinstance(data_type, DecimalType):
         return decimal.Decimal(str(value))
     if isinstance(data_type, BinaryType):
