@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -472,10 +471,11 @@ def test_the_tuner_sweeps_a_sql_querys_watermark_and_recommends_the_smallest_del
     assert no_clause.returncode == 2 and "WATERMARK" in no_clause.stderr
 
 
-def test_a_kept_sql_query_stopped_midway_resumes_where_it_stopped_and_ends_with_the_uninterrupted_result(spark, registry, data, tmp_path) -> None:
-    """Kept as the form's queries are: its text and views in query.json, the checkpoint, the files handed over and the result table;
-    Resume goes on from there in a session of its own, with the same views."""
-    from conftest import wait_for
+def test_a_kept_sql_query_resumed_on_more_data_ends_with_the_uninterrupted_result(spark, registry, data, tmp_path) -> None:
+    """Kept as the form's queries are: its text and views in query.json, the checkpoint, the files handed over and the result table. It runs
+    to the end of half the data and stops; the rest arrives; Resume goes on from there in a session of its own, with the same views, and ends
+    where one run over all the data ends."""
+    import shutil
 
     from streaming.engine.registry import QueryRegistry
 
@@ -483,18 +483,24 @@ def test_a_kept_sql_query_stopped_midway_resumes_where_it_stopped_and_ends_with_
         "SELECT window(ts, '2 minutes') AS w, store, count(*) AS n, sum(amount) AS total\n"
         "FROM STREAM(orders) WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY 1, 2"
     )
-    paced = replace(_files(data["orders"], "ts"), seconds_per_file=1.0)
-    query = SqlQuery(text, (SqlView("orders", paced),), output_mode="update")
-    whole = replay_sql(registry, query)
+    files = sorted(data["orders"].iterdir())
+    arriving = tmp_path / "orders"
+    arriving.mkdir()
+    for path in files[:3]:
+        shutil.copy(path, arriving / path.name)
+    query = SqlQuery(text, (SqlView("orders", _files(arriving, "ts")),), output_mode="update", trigger="available_now")
+    whole = replay_sql(registry, query.with_changes(views=(SqlView("orders", _files(data["orders"], "ts")),)))
     kept_registry = QueryRegistry(spark, kept_root=tmp_path / ".queries")
     try:
-        run = kept_registry.start(query, "kept_sql", keep=True)
-        wait_for(lambda: run.log.last_batch_id >= 1, "no second batch", 120)
+        first = kept_registry.start(query, "kept_sql", keep=True)
+        first.await_idle(300)
         kept_registry.remove("kept_sql")  # stopped, or the server restarted: the folder stays
         [kept] = kept_registry.kept()
         assert kept.config() == query and kept.problem is None
         stopped_at = kept.summary()["batches"]
-        assert 1 <= stopped_at < len(ORDERS), stopped_at
+        assert stopped_at >= 3, stopped_at
+        for path in files[3:]:
+            shutil.copy(path, arriving / path.name)
         resumed = kept_registry.resume("kept_sql")
         resumed.await_idle(300)
         assert resumed.log.summaries()[0]["batch_id"] == 0 and resumed.table.batches_applied > stopped_at  # the first run's batches are there
