@@ -41,7 +41,7 @@ from streaming.engine.topics import (
 from .data import aggregate_widgets, batching_widgets
 from .datasets import KEY_NAMES, build_mapping, dataset_store, guess_column, mapping_widgets, preview_view
 from .jobs import Job, job_controls, start_job
-from .shared import KEPT, get_registry, get_spark, session_starter
+from .shared import KEPT, asked_twice, get_registry, get_spark, session_starter
 
 __all__ = [
     "PUBLISH_JOB",
@@ -414,23 +414,14 @@ def _in_use(names: Sequence[str]) -> set[str]:
 
 
 def _delete_topic_button(bootstrap: str, name: str) -> None:
-    if st.session_state.get(DELETE_TOPIC) != name:
-        if st.button("Delete", key=f"kafka_delete_{name}", help="Delete the topic and its records from the brokers"):
-            st.session_state[DELETE_TOPIC] = name
-            st.rerun()
+    if not asked_twice(DELETE_TOPIC, name, "kafka_delete", f"Delete {name} and its records for good?", "Delete the topic and its records from the brokers"):
         return
-    st.caption(f"Delete {name} and its records for good?")
-    if st.button("Yes, delete", key=f"kafka_delete_sure_{name}", type="primary"):
-        st.session_state.pop(DELETE_TOPIC, None)
-        try:
-            delete_topic(bootstrap, name)
-        except ConfigError as err:
-            st.error(f"Cannot delete {name}: {err}")
-            return
-        _topic_names.clear()
-        if st.session_state.get(LAST_TOPIC) == name:
-            st.session_state.pop(LAST_TOPIC)
-        st.rerun()
-    if st.button("Cancel", key=f"kafka_delete_cancel_{name}"):
-        st.session_state.pop(DELETE_TOPIC, None)
-        st.rerun()
+    try:
+        delete_topic(bootstrap, name)
+    except ConfigError as err:
+        st.error(f"Cannot delete {name}: {err}")
+        return
+    _topic_names.clear()
+    if st.session_state.get(LAST_TOPIC) == name:
+        st.session_state.pop(LAST_TOPIC)
+    st.rerun()

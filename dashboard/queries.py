@@ -16,7 +16,7 @@ from streaming.engine.registry import QueryRegistry
 from .joins import LIVE_MODE
 from .live import PENDING_KEY, begin_run
 from .live_join import RUN as LIVE_JOIN_RUN
-from .shared import JOINS_PAGE, LIVE_PAGE, REFRESH_SECONDS, failure_banner, get_registry, go_to, session_starter
+from .shared import JOINS_PAGE, LIVE_PAGE, REFRESH_SECONDS, asked_twice, failure_banner, get_registry, go_to, session_starter
 
 __all__ = ["queries_view", "render_kept", "render_others", "render_run_card", "runs_frame", "source_summary"]
 
@@ -108,19 +108,9 @@ def _kept_actions(registry: QueryRegistry, name: str, live_page: str, pending_ke
 
 def _delete_button(registry: QueryRegistry, name: str) -> None:
     """Delete, asked twice; the page then says what went."""
-    if st.session_state.get(DELETE_KEY) != name:
-        if st.button("Delete", key=f"lab_delete_{name}", help="Delete its checkpoint, result and progress: it cannot be resumed after"):
-            st.session_state[DELETE_KEY] = name
-            st.rerun()
-        return
-    st.caption(f"Delete {name} for good?")
-    if st.button("Yes, delete", key=f"lab_delete_sure_{name}", type="primary"):
+    if asked_twice(DELETE_KEY, name, "lab_delete", f"Delete {name} for good?", "Delete its checkpoint, result and progress: it cannot be resumed after"):
         freed = registry.delete(name)
-        st.session_state.pop(DELETE_KEY, None)
         st.session_state[DELETED_KEY] = f"Deleted {name}: its checkpoint, result and progress ({_size(freed)} freed on disk)."
-        st.rerun()
-    if st.button("Cancel", key=f"lab_delete_cancel_{name}"):
-        st.session_state.pop(DELETE_KEY, None)
         st.rerun()
 
 

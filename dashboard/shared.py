@@ -54,6 +54,7 @@ __all__ = [
     "TUNER_PAGE",
     "InputErrors",
     "SessionLosses",
+    "asked_twice",
     "failure_banner",
     "feed_select",
     "feed_source",
@@ -367,6 +368,24 @@ def watermark_widget(prefix: str, delay: str | None = "30 seconds") -> str | Non
     """A watermark checkbox and its delay: the delay, or ``None`` for no watermark."""
     use = st.checkbox("Watermark", value=delay is not None, key=f"{prefix}_use_watermark", **KEPT, help="How late an event may be, behind the latest event time seen")
     return st.text_input("Watermark delay", value=delay or "30 seconds", key=f"{prefix}_watermark", **KEPT) if use else None
+
+
+def asked_twice(pending: str, name: str, key: str, question: str, help_text: str) -> bool:
+    """Delete, asked twice: True once "Yes, delete" is pressed for ``name``. The first press notes ``name`` under the session key ``pending``
+    and shows ``question`` with "Yes, delete" and "Cancel" (buttons keyed ``{key}_{name}``, ``{key}_sure_{name}``, ``{key}_cancel_{name}``)."""
+    if st.session_state.get(pending) != name:
+        if st.button("Delete", key=f"{key}_{name}", help=help_text):
+            st.session_state[pending] = name
+            st.rerun()
+        return False
+    st.caption(question)
+    if st.button("Yes, delete", key=f"{key}_sure_{name}", type="primary"):
+        st.session_state.pop(pending, None)
+        return True
+    if st.button("Cancel", key=f"{key}_cancel_{name}"):
+        st.session_state.pop(pending, None)
+        st.rerun()
+    return False
 
 
 def go_to(page: str) -> None:
