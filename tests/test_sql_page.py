@@ -77,28 +77,41 @@ def test_a_sql_query_starts_shows_its_table_operators_and_watermark_and_is_liste
     assert any("aggregation: sql" in text.value and "SELECT window(event_time" in text.value for text in queries.caption), [text.value for text in queries.caption]
 
 
-def test_the_tuner_sweeps_a_sql_querys_watermark_on_spark_and_recommends_a_delay(app_registry) -> None:
+def _guide_page(path: str, state: dict[str, object]) -> AppTest:
+    """``path`` opened through the app once Spark is ready, its source the guide_words sample feed (the view ``events``), with ``state`` set."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
     shared.session_starter().wait(TIMEOUT)
-    at = at.switch_page(shared.TUNER_PAGE).run()
-    at.session_state["tune_query_mode"] = "SQL"
-    at.session_state["lab_source"] = "feed"
-    at.session_state["lab_feed"] = "guide_words"
-    at.session_state["tune_sql"] = (
-        "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n, max(event_time) AS latest\n"
-        "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 5 MINUTES\nWHERE key <> 'cat'\nGROUP BY 1, 2\n"
-    )
-    at.session_state["tune_sql_delays"] = "0 seconds, 10 minutes"
-    at.session_state["tune_sql_target"] = 1.0
+    at = at.switch_page(path).run()
+    for key, value in {"lab_source": "feed", "lab_feed": "guide_words", **state}.items():
+        at.session_state[key] = value
     at.run()
     assert not at.exception, at.exception
-    assert any(message.value.startswith("Ready to run.") for message in at.success), [error.value for error in at.error]
-    at.button(key="tune_sql_run").click().run()
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not any(message.value.startswith(("Recommended:", "No point")) for message in [*at.success, *at.warning]):
+    return at
+
+
+def _press_until(at: AppTest, button: str, done, timeout: float = 240.0) -> None:
+    """Press ``button`` and rerun the page until ``done(at)``; fail after ``timeout`` seconds, or once the page shows an exception."""
+    at.button(key=button).click().run()
+    deadline = time.monotonic() + timeout
+    while not done(at):
+        assert time.monotonic() < deadline, f"{button}: not done after {timeout} s"
         time.sleep(1.0)
         at.run()
         assert not at.exception, at.exception
+
+
+def test_the_tuner_sweeps_a_sql_querys_watermark_on_spark_and_recommends_a_delay(app_registry) -> None:
+    at = _guide_page(shared.TUNER_PAGE, {
+        "tune_query_mode": "SQL",
+        "tune_sql": (
+            "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n, max(event_time) AS latest\n"
+            "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 5 MINUTES\nWHERE key <> 'cat'\nGROUP BY 1, 2\n"
+        ),
+        "tune_sql_delays": "0 seconds, 10 minutes",
+        "tune_sql_target": 1.0,
+    })
+    assert any(message.value.startswith("Ready to run.") for message in at.success), [error.value for error in at.error]
+    _press_until(at, "tune_sql_run", lambda page: any(message.value.startswith(("Recommended:", "No point")) for message in [*page.success, *page.warning]))
     table = next(frame.value for frame in at.dataframe if "completeness" in frame.value.columns)
     assert list(table["delays"]) == ["0 seconds", "10 minutes"]
     assert table["completeness"].iloc[0] < table["completeness"].iloc[1] == 1.0
@@ -107,24 +120,17 @@ def test_the_tuner_sweeps_a_sql_querys_watermark_on_spark_and_recommends_a_delay
 
 
 def test_compare_runs_two_sql_queries_over_the_same_view_and_measures_each_against_its_own_exact_answer(app_registry) -> None:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-    shared.session_starter().wait(TIMEOUT)
-    at = at.switch_page(shared.COMPARE_PAGE).run()
-    at.session_state["cmp_kind"] = "SQL queries"
-    at.session_state["lab_source"] = "feed"
-    at.session_state["lab_feed"] = "guide_words"
     windowed = "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n\nFROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL {delay}\nGROUP BY 1, 2\n"
-    at.session_state["cmpsql_sql"] = windowed.format(delay="0 SECONDS")
-    at.session_state["cmpsql_2"] = windowed.format(delay="10 MINUTES")
-    at.run()
-    assert not at.exception, at.exception
+    at = _guide_page(shared.COMPARE_PAGE, {
+        "cmp_kind": "SQL queries", "cmpsql_sql": windowed.format(delay="0 SECONDS"), "cmpsql_2": windowed.format(delay="10 MINUTES"),
+    })
     assert any(message.value == "Ready to compare." for message in at.success), [error.value for error in at.error]
-    at.button(key="cmpsql_run").click().run()
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not any("completeness" in frame.value.columns for frame in at.dataframe):
-        time.sleep(1.0)
-        at.run()
-        assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
+
+    def compared(page: AppTest) -> bool:
+        assert not page.error, [error.value for error in page.error]
+        return any("completeness" in frame.value.columns for frame in page.dataframe)
+
+    _press_until(at, "cmpsql_run", compared)
     table = next(frame.value for frame in at.dataframe if "completeness" in frame.value.columns)
     assert list(table["query"]) == ["Query 1", "Query 2"] and list(table["watermark delays"]) == ["0 seconds", "10 minutes"]
     assert table["completeness"].iloc[0] < table["completeness"].iloc[1] == 1.0 and table["dropped (Spark)"].iloc[0] > 0
