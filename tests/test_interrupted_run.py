@@ -1,4 +1,4 @@
-"""A test run ended by SIGTERM (a time limit) stops what it started: here the Kafka broker of a test still running."""
+"""A test run ended by SIGTERM (a time limit) stops what it started: here the Spark JVM, the Kafka broker and the app server of a test still running."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from benchmarks.browser import healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,8 +36,8 @@ def _brokers(marker: str) -> list[psutil.Process]:
     return found
 
 
-def test_a_sigterm_mid_run_leaves_no_broker_or_jvm_running(tmp_path: Path) -> None:
-    """A child pytest holds a Spark session and the run's broker (``tests/probes/held_run.py``); once both are up it gets SIGTERM, and nothing it started is left."""
+def test_a_sigterm_mid_run_leaves_no_broker_jvm_or_app_server_running(tmp_path: Path) -> None:
+    """A child pytest holds a Spark session, the run's broker and a served app (``tests/probes/held_run.py``); once all are up it gets SIGTERM, and nothing it started is left."""
     probe = tmp_path / "probe"
     env = {**os.environ, "PYTEST_ADDOPTS": ""}
     child = subprocess.Popen(
@@ -52,8 +54,11 @@ def test_a_sigterm_mid_run_leaves_no_broker_or_jvm_running(tmp_path: Path) -> No
             assert time.monotonic() < deadline, "the child run never held its broker"
             time.sleep(0.2)
         assert _brokers(str(probe)), "the child's broker is not running"
+        [held] = [line.split() for line in lines if line.startswith("HELD")]
+        server_url, server_pid = held[2], int(held[3])
+        assert healthy(server_url), f"the child's app server at {server_url} does not answer"
         started = [process.pid for process in _children(child.pid)]
-        assert started, "the child run started no process of its own"
+        assert server_pid in started, (server_pid, started)
         child.send_signal(signal.SIGTERM)
         child.wait(timeout=120)
         reader.join(10)
@@ -65,6 +70,7 @@ def test_a_sigterm_mid_run_leaves_no_broker_or_jvm_running(tmp_path: Path) -> No
         assert not _brokers(str(probe)), output[-3000:]
         left = [pid for pid in started if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
         assert not left, (left, output[-3000:])
+        assert not healthy(server_url), f"the child's app server at {server_url} still answers"
     finally:
         if child.poll() is None:
             child.kill()
