@@ -28,6 +28,7 @@ from streaming.analysis.lateness import (
     sample_events,
 )
 from streaming.charts.lateness import arrival_figure, lateness_figure
+from streaming.engine.errors import ConfigError
 from streaming.engine.feeds import SAMPLE_FEEDS, feed_events, read_feed
 from streaming.engine.progress import progress_frame
 
@@ -257,7 +258,7 @@ def test_classify_without_a_watermark_or_batches() -> None:
     assert classify(events, _batches([None, None]), MINUTE)["status"].tolist() == ["counted", "counted"]
     empty = classify(events, _batches([]), MINUTE)
     assert list(empty.columns) == CLASSIFIED_COLUMNS and empty.empty
-    with pytest.raises(ValueError, match="slide_ms"):
+    with pytest.raises(ConfigError, match="slide_ms"):
         classify(events, _batches([None]), MINUTE, 2 * MINUTE)
 
 

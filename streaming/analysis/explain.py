@@ -37,6 +37,7 @@ from ..engine.progress import progress_frame
 from ..engine.results import stamp
 from .lateness import EVENT_RULE, dropped_events, file_batches, judge
 from .profile import feed_events_of, topic_batches, topic_events_of
+from .windows import window_indices, window_span
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -325,9 +326,8 @@ def _dropped(mine: pd.DataFrame | None, status: Mapping[int, str]) -> pd.DataFra
 
 def _windows(time: pd.Timestamp, config: QueryConfig) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
     """Every window ``[start, end)`` holding ``time``, oldest first (Spark's windows, aligned to the epoch)."""
-    window, slide = config.window_ms * 1_000_000, config.slide_ms * 1_000_000
-    t = pd.Timestamp(time).value
-    first, last = (t - window) // slide + 1, t // slide
+    window, slide = window_span(config.window_ms, config.slide_ms)
+    first, last = window_indices(pd.Timestamp(time).value, window, slide)
     return [(pd.Timestamp(k * slide), pd.Timestamp(k * slide + window)) for k in range(first, last + 1)]
 
 

@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .windows import window_indices, window_span
+
 __all__ = [
     "BATCH_COLUMNS",
     "CLASSIFIED_COLUMNS",
@@ -59,7 +61,6 @@ __all__ = [
 ]
 
 STATUSES: tuple[str, str, str] = ("counted", "partly counted", "not counted")
-_NS_PER_MS = 1_000_000
 
 BATCH_COLUMNS = [
     "file_index",
@@ -285,15 +286,6 @@ def lateness_summary(late: pd.Series | pd.DataFrame, coverage: float = 0.99) -> 
 # ------------------------------------------------------------------ classify
 
 
-def _window_ns(window_ms: int, slide_ms: int | None) -> tuple[int, int]:
-    slide_ms = window_ms if slide_ms is None else slide_ms
-    if window_ms <= 0 or slide_ms <= 0:
-        raise ValueError(f"window_ms/slide_ms: {window_ms!r}/{slide_ms!r} must be greater than 0")
-    if slide_ms > window_ms:
-        raise ValueError(f"slide_ms: {slide_ms!r} is longer than window_ms {window_ms!r}")
-    return window_ms * _NS_PER_MS, slide_ms * _NS_PER_MS
-
-
 def _empty_classified() -> pd.DataFrame:
     frame = pd.DataFrame({column: pd.Series(dtype="object") for column in CLASSIFIED_COLUMNS})
     return frame.astype(
@@ -327,7 +319,7 @@ def classify(events: pd.DataFrame, batches: pd.DataFrame, window_ms: int, slide_
     ``dropped_windows`` (tuple of ``(window_start, window_end)`` pairs dropped);
     and ``id`` when the events have one.
     """
-    window_ns, slide_ns = _window_ns(window_ms, slide_ms)
+    window_ns, slide_ns = window_span(window_ms, slide_ms)
     if events.empty or batches.empty:
         return _empty_classified()
     events = events.reset_index(drop=True)
@@ -338,10 +330,8 @@ def classify(events: pd.DataFrame, batches: pd.DataFrame, window_ms: int, slide_
     t = frame["event_time"].to_numpy("datetime64[ns]").astype("int64")
     has_watermark = frame["watermark"].notna().to_numpy()
     w = np.where(has_watermark, frame["watermark"].to_numpy("datetime64[ns]").astype("int64"), t)
-    # Window k is [k*slide, k*slide + window): it holds t when t - window < k*slide <= t,
-    # and it is dropped when its end k*slide + window <= watermark, i.e. k*slide <= w - window.
-    last_k = np.floor_divide(t, slide_ns)
-    first_k = np.floor_divide(t - window_ns, slide_ns) + 1
+    # Window k is dropped when its end k*slide + window <= watermark, i.e. k*slide <= w - window.
+    first_k, last_k = window_indices(t, window_ns, slide_ns)
     last_dropped_k = np.where(has_watermark, np.floor_divide(np.minimum(t, w - window_ns), slide_ns), first_k - 1)
     total = last_k - first_k + 1
     dropped = np.clip(last_dropped_k - first_k + 1, 0, None)

@@ -59,10 +59,10 @@ from ..engine.config import QueryConfig
 from ..engine.errors import ConfigError
 from .lateness import completeness
 from .measure import emission_frame
+from .windows import NS_PER_MS, window_pairs, window_span
 
 __all__ = ["SWEEP_COLUMNS", "Expansion", "Timeline", "covers", "delay_frames", "expand", "grid", "sweep"]
 
-NS_PER_MS = 1_000_000
 NONE = np.iinfo(np.int64).min // 4
 """``M`` before any event: below every slack, so nothing is dropped against it."""
 
@@ -181,19 +181,8 @@ class Expansion:
 
 def expand(timeline: Timeline, window_ms: int, slide_ms: int | None = None) -> Expansion:
     """Every (event, window) pair of ``timeline`` for windows of ``window_ms`` sliding by ``slide_ms`` (tumbling when ``None``), aligned to the epoch."""
-    slide_ms = window_ms if slide_ms is None else slide_ms
-    if window_ms <= 0 or not 0 < slide_ms <= window_ms:
-        raise ConfigError("slide", slide_ms, f"must be above 0 and at most the window ({window_ms} ms)")
-    window_ns, slide_ns = window_ms * NS_PER_MS, slide_ms * NS_PER_MS
-    t = timeline.event_ns
-    last_start = t - np.mod(t, slide_ns)
-    parts = []
-    for k in range(-(-window_ms // slide_ms)):
-        start = last_start - k * slide_ns
-        keep = t < start + window_ns
-        parts.append((np.flatnonzero(keep), start[keep]))
-    event = np.concatenate([index for index, _ in parts]) if parts else np.empty(0, "int64")
-    start = np.concatenate([values for _, values in parts]) if parts else np.empty(0, "int64")
+    window_ns, slide_ns = window_span(window_ms, slide_ms)
+    event, start = window_pairs(timeline.event_ns, window_ns, slide_ns)
     clock = timeline.clock()
     batch = timeline.batch[event]
     lag = 2 if timeline.catch_up else 1
