@@ -23,9 +23,10 @@ from streaming.engine.broker import BOOTSTRAP_VARIABLE
 from streaming.engine.columns import ColumnMapping
 from streaming.engine.config import MAX_SPEED, FeedSource
 from streaming.engine.errors import ConfigError
+from streaming.engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, check_bootstrap, check_topic
 from streaming.engine.preview import time_named
 from streaming.engine.publish import Published, publish
-from streaming.engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, check_bootstrap, check_topic
+from streaming.engine.sources.kafka import KafkaSource
 from streaming.engine.topics import (
     SAMPLE_MESSAGES,
     TopicInfo,

@@ -30,8 +30,9 @@ from .engine.config import (
 from .engine.datasets import FileFormat, detect_format
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN
+from .engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, ValueFormat, check_bootstrap, parse_kafka_url
 from .engine.sources import Source
-from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, KafkaSource, ValueFormat, check_bootstrap, parse_kafka_url
+from .engine.sources.kafka import KafkaSource
 from .engine.sql.views import DEFAULT_VIEW
 
 if TYPE_CHECKING:

@@ -42,9 +42,10 @@ from .engine.durations import format_duration, parse_duration
 from .engine.feeds import TIME_PATTERN, feed_header
 from .engine.jars import connector_coordinates
 from .engine.join import JoinConfig, JoinSide, LiveSide, Side
+from .engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP
 from .engine.results import measure_column
 from .engine.sources.ads import CAMPAIGNS, AdStreams
-from .engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, KafkaSource
+from .engine.sources.kafka import KafkaSource
 from .engine.times import EPOCH_SECONDS_LIMIT
 
 __all__ = ["RESULT_PREFIX", "join_code", "pyspark_code"]

@@ -66,7 +66,7 @@ class Scenario:
     def of(cls, source: FeedSource | KafkaSource, preset: dict[str, Any], title: str) -> Scenario:
         """A scenario of the user's own: ``source`` (files stepped one a micro-batch, or a topic's range) under one ``preset``, with no notes.
 
-        :class:`ConfigError` naming the field for a topic a walkthrough cannot step through (:func:`~streaming.engine.sources.stepped_topic.steppable`).
+        :class:`ConfigError` naming the field for a topic a walkthrough cannot step through (:meth:`~streaming.engine.sources.kafka.KafkaSource.steppable`).
         """
         return cls("own", title, "Your data, one micro-batch at a time.", None, (preset,), source=source.steppable())
 

@@ -524,7 +524,8 @@ def test_a_range_s_records_fall_in_their_planned_batches_and_a_range_needs_a_sta
     """Pure: a record belongs to the first planned batch whose end in its partition lies past it; Connect's rows are cut by the progress
     counts only when they account for every row; a topic range starting at the latest offsets is refused."""
     from streaming.engine.join import TopicSide, _emitted_by_counts, bound_ranges
-    from streaming.engine.sources.kafka import KafkaSource, batch_of_offsets, planned_batches
+    from streaming.engine.kafka_terms import batch_of_offsets, planned_batches
+    from streaming.engine.sources.kafka import KafkaSource
 
     plan = planned_batches({0: 0, 1: 10}, {0: 5, 1: 13}, 4)  # partition 0 holds 5 records, partition 1 three
     assert plan == [({0: 0, 1: 10}, {0: 2, 1: 11}), ({0: 2, 1: 11}, {0: 4, 1: 12}), ({0: 4, 1: 12}, {0: 5, 1: 13})]

@@ -19,9 +19,10 @@ from streaming.engine.datasets import DatasetStore
 from streaming.engine.errors import ConfigError, failure_words
 from streaming.engine.feeds import SAMPLE_FEEDS, TIME_PATTERN
 from streaming.engine.jars import connector_jars, connector_version, require_connector
+from streaming.engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, parse_kafka_url
 from streaming.engine.publish import publish
 from streaming.engine.runner import run_to_idle
-from streaming.engine.sources.kafka import KAFKA_KEY, KAFKA_TIMESTAMP, KafkaSource, parse_kafka_url
+from streaming.engine.sources.kafka import KafkaSource
 from streaming.engine.topics import create_topic, describe_topic, infer_value_columns, latest_messages, require_topic, topic_names
 
 WEB_CLICKS = SAMPLE_FEEDS / "web_clicks"
@@ -582,7 +583,7 @@ def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records
     ago; a range with nothing in it is refused."""
     from dataclasses import replace
 
-    from streaming.engine.sources.kafka import planned_batches
+    from streaming.engine.kafka_terms import planned_batches
     from streaming.engine.sources.stepped_topic import TopicStepper
     from streaming.engine.topics import STALE_SECONDS, delete_topic, read_records, staging_name
     from streaming.engine.walkthrough import Walkthrough

@@ -28,9 +28,11 @@ from ..engine.columns import dataset_columns
 from ..engine.config import FeedSource
 from ..engine.durations import parse_duration
 from ..engine.feeds import feed_events
+from ..engine.kafka_terms import KAFKA_TIMESTAMP, batch_of_offsets
 from ..engine.preview import dataset_schema, read_dataset, stream_schema
-from ..engine.sources.kafka import KAFKA_TIMESTAMP, KafkaSource, batch_of_offsets
+from ..engine.sources.kafka import KafkaSource
 from ..engine.times import time_column
+from ..engine.topics import planned_range
 from .lateness import lateness, lateness_summary
 
 if TYPE_CHECKING:
@@ -170,11 +172,9 @@ def replayed_topic_events(spark: SparkSession, source: KafkaSource) -> tuple[pd.
     """``(events, batches)`` of an available-now replay of ``source``'s topic from its earliest offsets to :attr:`~KafkaSource.end_offsets`.
 
     The batches are those Spark's Kafka source cuts the offsets into
-    (:func:`~streaming.engine.sources.kafka.planned_batches`); ``events`` as
+    (:func:`~streaming.engine.kafka_terms.planned_batches`); ``events`` as
     :func:`topic_events_of` gives them.
     """
-    from ..engine.topics import planned_range
-
     planned = planned_range(source)
     return topic_events_of(spark, source, [(number, start, end) for number, (start, end) in enumerate(planned)]), len(planned)
 

@@ -54,6 +54,7 @@ from .durations import format_duration, parse_duration
 from .errors import ConfigError
 from .feeds import feed_files
 from .jars import require_connector
+from .kafka_terms import KAFKA_TIMESTAMP, batch_of_offsets
 from .preview import dataset_schema, read_dataset, stream_schema
 from .progress import ProgressListener, ProgressLog, observed_value
 from .query import start_with
@@ -63,10 +64,11 @@ from .sinks import split_batches
 from .sources import FILE_FORMATS
 from .sources.ads import AD_STREAMS, AdStream, AdStreams
 from .sources.dataset import file_stream
-from .sources.kafka import KAFKA_TIMESTAMP, KafkaSource, batch_of_offsets, require_topic_source
+from .sources.kafka import KafkaSource, require_topic_source
 from .sources.replayer import FeedReplayer
 from .state import join_side_state
 from .times import check_time_fit, check_time_format, quoted, time_column
+from .topics import describe_topic, planned_range
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -259,7 +261,7 @@ class TopicSide(_Delayed):
     first at ``source.starting_timestamp``) to those offsets, in the
     micro-batches an available-now query cuts them into, at most
     ``source.max_offsets_per_trigger`` records a batch
-    (:func:`~streaming.engine.sources.kafka.planned_batches`): micro-batch
+    (:func:`~streaming.engine.kafka_terms.planned_batches`): micro-batch
     ``i`` reads the ``i``-th, as a side of files reads its ``i``-th file.
     """
 
@@ -314,8 +316,6 @@ class TopicSide(_Delayed):
     def planned(self) -> list[tuple[dict[int, int], dict[int, int]]]:
         """A range's micro-batches, ``(from, to)`` offsets (partition → offset) each, as an available-now replay reads them (asks the brokers
         where the range starts); :class:`ConfigError` for a side that is not :attr:`bounded`."""
-        from .topics import planned_range  # topics reads the kafka source's module: imported here
-
         if not self.bounded:
             raise ConfigError(f"{self.side}.source.end_offsets", None, "must bound the topic: only a range is replayed")
         return planned_range(self.source)
@@ -335,8 +335,6 @@ def is_live(side: Side) -> bool:
 def bound_ranges(config: JoinConfig) -> JoinConfig:
     """``config`` with each topic side that is not a range bounded at the offsets latest now (asked of the brokers): a replay of the
     records the topics hold, whatever arrives meanwhile. A join of live streams, of files or of ranges is returned as it is."""
-    from .topics import describe_topic  # topics reads the kafka source's module: imported here
-
     if not all(isinstance(side, TopicSide) for side in config.sides):
         return config
     sides = [

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .batching import arrival_micros, arrival_pauses, cut_batches, read_rows
 from .errors import Cancelled, ConfigError
+from .kafka_terms import ValueFormat
 from .preview import dataset_schema, read_dataset, stream_schema
 from .sources.feed import MAX_SPEED, FeedSource
-from .sources.kafka import ValueFormat
 from .topics import client_settings, create_topic, delete_topic, describe_topic
 
 if TYPE_CHECKING:

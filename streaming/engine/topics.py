@@ -32,10 +32,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .errors import ConfigError
-from .sources.kafka import CORRUPT, KAFKA_COLUMNS, VALUE_TYPES, KafkaSource, ValueFormat, check_bootstrap, check_topic, planned_batches
+from .kafka_terms import CORRUPT, KAFKA_COLUMNS, VALUE_TYPES, ValueFormat, check_bootstrap, check_topic, planned_batches
+from .preview import dataset_schema, read_dataset
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from .sources.kafka import KafkaSource
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -298,7 +301,7 @@ def start_offsets(bootstrap: str, info: TopicInfo, timestamp_ms: int | None = No
 
 def planned_range(source: KafkaSource) -> list[tuple[dict[int, int], dict[int, int]]]:
     """The micro-batches an available-now replay of ``source``'s topic reads, ``(from, to)`` offsets (partition → offset) each
-    (:func:`~streaming.engine.sources.kafka.planned_batches`): from its start (earliest offsets, or the first records at its
+    (:func:`~streaming.engine.kafka_terms.planned_batches`): from its start (earliest offsets, or the first records at its
     ``starting_timestamp``) to its ``end_offsets`` (the latest now without), at most ``max_offsets_per_trigger`` records a batch."""
     info = describe_topic(source.bootstrap, source.topic)
     start = start_offsets(source.bootstrap, info, source.starting_timestamp)
@@ -484,7 +487,6 @@ def infer_value_columns(
         if len(set(names)) != len(names):
             raise ConfigError("source.csv_columns", ",".join(names), "name a column twice")
         return tuple((name, "string") for name in names)
-    from .preview import dataset_schema, read_dataset
 
     objects = []
     for line in lines:
@@ -506,7 +508,7 @@ def infer_value_columns(
 def write_sample(messages: pd.DataFrame, value_format: ValueFormat, path: Path, csv_columns: Sequence[str] | None = None) -> Path:
     """``messages`` (as :func:`latest_messages` gives them) written to ``path`` as a dataset file a preview reads: each value with the record's columns.
 
-    JSON lines: each message's object with :data:`~streaming.engine.sources.kafka.KAFKA_COLUMNS`
+    JSON lines: each message's object with :data:`~streaming.engine.kafka_terms.KAFKA_COLUMNS`
     added (a value that is no object is written as it is: a malformed row).
     CSV: a header (``csv_columns``, or ``_c0``, ``_c1``...) and each line with
     the two record columns appended. The file is only rewritten when its text

@@ -26,7 +26,6 @@ the query ends at the offsets that were the latest when it started.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,39 +35,36 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from ..checks import require_choice, require_int
 from ..columns import ColumnMapping, dataset_columns
 from ..errors import ConfigError
+from ..jars import require_connector
+from ..kafka_terms import (
+    CORRUPT,
+    KAFKA_COLUMNS,
+    KAFKA_KEY,
+    KAFKA_TIMESTAMP,
+    VALUE_FORMATS,
+    VALUE_TYPES,
+    ValueFormat,
+    check_bootstrap,
+    check_topic,
+)
 from ..latency import PRODUCED
 from ..times import quoted, time_column
+from ..topics import describe_topic
 from .base import Arrival, StreamSource, TriggerMode
+from .stepped_topic import SteppedTopic
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-    from .stepped_topic import SteppedTopic
 
 __all__ = [
-    "KAFKA_COLUMNS",
-    "KAFKA_KEY",
-    "KAFKA_TIMESTAMP",
     "RECORD_COLUMNS",
-    "VALUE_FORMATS",
-    "VALUE_TYPES",
     "KafkaSource",
-    "check_bootstrap",
-    "check_topic",
     "initial_offsets",
-    "parse_kafka_url",
-    "planned_batches",
     "require_topic_source",
 ]
 
-KAFKA_TIMESTAMP = "kafka_timestamp"
-"""The record's timestamp, as a column the mapping can name (event time, or the arrival time)."""
-KAFKA_KEY = "kafka_key"
-"""The record's key as text, as a column the mapping can name."""
-KAFKA_COLUMNS: dict[str, str] = {KAFKA_TIMESTAMP: "timestamp", KAFKA_KEY: "string"}
-"""The record's own columns next to the value's, with their Spark types."""
-CORRUPT = "_corrupt_record"
 CLIENT_TIMEOUTS = {"kafka.default.api.timeout.ms": "5000", "kafka.request.timeout.ms": "5000"}
 """How long Spark's Kafka clients wait for a broker that does not answer (Kafka's defaults: 60 s and 30 s).
 
@@ -78,35 +74,8 @@ took a minute. With 5 s, the query fails within seconds of its broker's
 death (after Spark's three retries), with a timeout the page explains, and
 resumes from its checkpoint once the broker is back."""
 
-ValueFormat = Literal["json", "csv"]
-VALUE_FORMATS: tuple[str, ...] = get_args(ValueFormat)
 StartingOffsets = Literal["earliest", "latest"]
 STARTING_OFFSETS: tuple[str, ...] = get_args(StartingOffsets)
-VALUE_TYPES: tuple[str, ...] = ("string", "bigint", "int", "double", "boolean", "timestamp", "date")
-"""The Spark types a value column may have; a sample's nested values are read as text."""
-
-_HOST_PORT = re.compile(r"[A-Za-z0-9._\-\[\]:]+:(\d{1,5})")
-_TOPIC = re.compile(r"[A-Za-z0-9._\-]{1,249}")
-
-
-def check_bootstrap(value: object, field_name: str = "source.bootstrap") -> str:
-    """``value`` stripped when it is a comma-separated list of ``host:port``; :class:`ConfigError` otherwise."""
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(field_name, value, "must name the brokers as host:port (several separated by commas), e.g. 127.0.0.1:9092")
-    servers = [part.strip() for part in value.split(",")]
-    for server in servers:
-        match = _HOST_PORT.fullmatch(server)
-        if match is None or not 0 < int(match.group(1)) < 65536:
-            raise ConfigError(field_name, value, f"has {server!r}, which is not host:port")
-    return ",".join(servers)
-
-
-def check_topic(value: object, field_name: str = "source.topic") -> str:
-    """``value`` when it is a valid Kafka topic name (letters, digits, ``.``, ``_``, ``-``; at most 249); :class:`ConfigError` otherwise."""
-    if not isinstance(value, str) or _TOPIC.fullmatch(value) is None or value in (".", ".."):
-        raise ConfigError(field_name, value, "is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249)")
-    return value
-
 
 def initial_offsets(checkpoint: Path) -> dict[str, dict[str, int]] | None:
     """Where a query's Kafka source started, ``{topic: {partition: offset}}``, as Spark wrote it in the checkpoint (``sources/0/0``); ``None`` before it did.
@@ -128,67 +97,11 @@ def initial_offsets(checkpoint: Path) -> dict[str, dict[str, int]] | None:
     return None
 
 
-def planned_batches(start: Mapping[int, int], end: Mapping[int, int], limit: int | None) -> list[tuple[dict[int, int], dict[int, int]]]:
-    """The ``(from, to)`` offsets (partition → offset) of each micro-batch an available-now query reads from ``start`` to ``end``, at most ``limit`` records a batch.
-
-    Spark's Kafka source (``KafkaMicroBatchStream.rateLimit``) gives each
-    partition its share of ``limit`` in proportion to what it has left,
-    rounded down (up below 1, so no partition starves), never past ``end``;
-    without a limit, one batch reads everything. Batches that would read
-    nothing are not run.
-    """
-    current = {int(partition): int(offset) for partition, offset in start.items()}
-    until = {int(partition): int(offset) for partition, offset in end.items()}
-    batches: list[tuple[dict[int, int], dict[int, int]]] = []
-    while True:
-        sizes = {partition: until[partition] - current.get(partition, until[partition]) for partition in until}
-        sizes = {partition: size for partition, size in sizes.items() if size > 0}
-        total = float(sum(sizes.values()))
-        if total < 1:
-            return batches
-        if limit is None:
-            following = dict(until)
-        else:
-            following = {}
-            for partition, last in until.items():
-                if partition not in sizes:
-                    following[partition] = last
-                    continue
-                prorate = limit * (sizes[partition] / total)
-                share = math.ceil(prorate) if prorate < 1 else math.floor(prorate)
-                following[partition] = min(last, current[partition] + share)
-        batches.append((dict(current), following))
-        current = following
-
-
-def batch_of_offsets(partitions: Sequence[int], offsets: Sequence[int], ends: Sequence[Mapping[int, int]]) -> list[int]:
-    """For each record (its partition and offset), the index in ``ends`` (each batch's end offsets, partition → offset, in batch order,
-    as :func:`planned_batches` gives them) of the batch that reads it: the first whose end in the record's partition lies past it; -1 past the last."""
-    import numpy as np
-
-    found = np.full(len(offsets), -1, dtype="int64")
-    parts, places = np.asarray(partitions, dtype="int64"), np.asarray(offsets, dtype="int64")
-    for partition in np.unique(parts):
-        reach = np.maximum.accumulate(np.array([until.get(int(partition), 0) for until in ends], dtype="int64"))
-        mine = parts == partition
-        index = np.searchsorted(reach, places[mine], side="right")
-        found[mine] = np.where(index < len(ends), index, -1)
-    return found.tolist()
-
-
 def require_topic_source(value: object, field_name: str) -> KafkaSource:
     """``value`` when it is a topic's configuration; :class:`ConfigError` naming ``field_name`` otherwise."""
     if not isinstance(value, KafkaSource):
         raise ConfigError(field_name, value, "must be a Kafka topic (KafkaSource)")
     return value
-
-
-def parse_kafka_url(url: str) -> tuple[str, str]:
-    """``(bootstrap, topic)`` of ``kafka://HOST:PORT[,HOST:PORT]/TOPIC``; :class:`ConfigError` naming ``PATH`` otherwise."""
-    if not url.startswith("kafka://") or "/" not in url[len("kafka://"):]:
-        raise ConfigError("PATH", url, "is not kafka://HOST:PORT/TOPIC")
-    servers, topic = url[len("kafka://"):].split("/", 1)
-    return check_bootstrap(servers, "PATH"), check_topic(topic.strip("/"), "PATH")
 
 
 RECORD_COLUMNS = ColumnMapping(event_time=KAFKA_TIMESTAMP, key=KAFKA_KEY)
@@ -352,8 +265,6 @@ class KafkaSource(StreamSource):
         """The topic from its earliest offsets to its latest as its brokers answer now; itself when bounded already or a pattern."""
         if self.end_offsets is not None or self.pattern:
             return self
-        from ..topics import describe_topic  # topics reads this module's helpers
-
         return replace(self, starting_offsets="earliest", starting_timestamp=None, end_offsets=describe_topic(self.bootstrap, self.topic).end_offsets())
 
     def replay_facts(self, summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -370,13 +281,17 @@ class KafkaSource(StreamSource):
         return "batches of records"
 
     def steppable(self) -> KafkaSource:
-        from .stepped_topic import steppable
-
-        return steppable(self)
+        """This topic when a walkthrough can step through it: one topic, from its earliest offsets or a time, at most so many records a
+        micro-batch; :class:`ConfigError` naming the field otherwise."""
+        if self.max_offsets_per_trigger is None:
+            raise ConfigError("source.max_offsets_per_trigger", 0, "(no cap) reads everything in one micro-batch: cap the records of a micro-batch to step through a topic")
+        if self.pattern:
+            raise ConfigError("source.topic", self.topic, "is a pattern: step through one topic")
+        if self.starting_offsets == "latest" and self.starting_timestamp is None:
+            raise ConfigError("source.starting_offsets", "latest", "leaves nothing to step through: start at the earliest offsets or at a time")
+        return self
 
     def stepping(self, staging_name: str) -> SteppedTopic:
-        from .stepped_topic import SteppedTopic
-
         return SteppedTopic(self, staging_name)
 
     def explain_failure(self, error: str) -> str | None:
@@ -470,8 +385,6 @@ class KafkaSource(StreamSource):
         return [F.when(~F.col("malformed"), event_time).alias("event_time"), key, *rest]
 
     def read(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, None]:
-        from ..jars import require_connector
-
         require_connector()
         from pyspark.sql import functions as F
 
@@ -481,8 +394,6 @@ class KafkaSource(StreamSource):
 
     def view_frame(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, None]:
         """The records as a SQL view's rows (:meth:`viewed`)."""
-        from ..jars import require_connector
-
         require_connector()
         raw = spark.readStream.format("kafka").options(**self.options()).load()
         return self.viewed(self.decoded(self.within_end(raw))), None
@@ -512,8 +423,6 @@ class KafkaSource(StreamSource):
     def records(self, spark: SparkSession, start: str | None = None, end: str | None = None) -> DataFrame:
         """The decoded records (:meth:`decoded`) of a batch read from ``start`` to ``end`` (Spark's offsets JSON; default: the source's start, :attr:`end_offsets` or the latest)."""
         import json
-
-        from ..jars import require_connector
 
         require_connector()
         options = {name: value for name, value in self.options().items() if name not in ("maxOffsetsPerTrigger", "startingOffsets", "startingTimestamp")}

@@ -5,7 +5,7 @@ To hold it still between batches, :class:`SteppedTopic` copies the range
 into a staging topic of the query's own and the query reads that one: each
 :meth:`TopicStepper.stage_next` copies the records of the next micro-batch
 an available-now replay of the range would read
-(:func:`~streaming.engine.sources.kafka.planned_batches`, at most
+(:func:`~streaming.engine.kafka_terms.planned_batches`, at most
 ``max_offsets_per_trigger`` records), keeping each record's partition, key,
 value and timestamp, in one transaction. The query reads everything
 committed (``read_committed``), so each step is one micro-batch of exactly those records, the same the replay's batch reads:
@@ -24,16 +24,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import ConfigError
+from ..kafka_terms import check_topic
+from ..topics import RecordCopier, create_topic, delete_topic, planned_range, read_records, sweep_staging
 from .base import Arrival, StreamSource
-from .kafka import KafkaSource, check_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from ..columns import ColumnMapping
-    from ..topics import RecordCopier
+    from .kafka import KafkaSource
 
-__all__ = ["READ_SECONDS", "SteppedTopic", "TopicStepper", "steppable"]
+__all__ = ["READ_SECONDS", "SteppedTopic", "TopicStepper"]
 
 READ_SECONDS = 30.0
 """How long a step may take to read its records from the topic before it fails, naming the partitions short of their end."""
@@ -58,8 +59,6 @@ class TopicStepper:
     """The first step is copied when the stepper is made: Spark runs it at once."""
 
     def __init__(self, source: KafkaSource, target: str, now_s: int | None = None) -> None:
-        from ..topics import RecordCopier, create_topic, planned_range, sweep_staging  # topics reads the kafka source's module: imported here
-
         self.source = source
         self.target = target
         self.batches = planned_range(source)
@@ -90,8 +89,6 @@ class TopicStepper:
 
         :class:`~streaming.engine.errors.ConfigError` when the topic does not deliver them all (nothing of the step is copied then).
         """
-        from ..topics import read_records
-
         if self.staged >= len(self.batches):
             self.done.set()
             return False
@@ -111,28 +108,12 @@ class TopicStepper:
 
     def stop(self) -> None:
         """Delete the staging topic (a broker that is gone keeps it: nothing to raise to a query being removed)."""
-        from ..topics import delete_topic
-
         self.done.set()
         copier, self._copier = self._copier, None
         if copier is not None:
             copier.close()
         with contextlib.suppress(ConfigError):
             delete_topic(self.source.bootstrap, self.target)
-
-
-def steppable(source: object) -> KafkaSource:
-    """``source`` when a walkthrough can step through it: one topic, from its earliest offsets or a time, at most so many records a
-    micro-batch; :class:`ConfigError` naming the field otherwise."""
-    if not isinstance(source, KafkaSource):
-        raise ConfigError("source", source, "is not a Kafka topic")
-    if source.max_offsets_per_trigger is None:
-        raise ConfigError("source.max_offsets_per_trigger", 0, "(no cap) reads everything in one micro-batch: cap the records of a micro-batch to step through a topic")
-    if source.pattern:
-        raise ConfigError("source.topic", source.topic, "is a pattern: step through one topic")
-    if source.starting_offsets == "latest" and source.starting_timestamp is None:
-        raise ConfigError("source.starting_offsets", "latest", "leaves nothing to step through: start at the earliest offsets or at a time")
-    return source
 
 
 @dataclass(frozen=True)
@@ -148,7 +129,9 @@ class SteppedTopic(StreamSource):
     kind: Literal["stepped_topic"] = field(default="stepped_topic", init=False)
 
     def __post_init__(self) -> None:
-        steppable(self.source)
+        if self.source.as_topic is None:
+            raise ConfigError("source", self.source, "is not a Kafka topic")
+        self.source.steppable()
         check_topic(self.staging_topic, "staging_topic")
 
     @property
