@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, Literal
 
+from .adfeeds import sample_ad_catalogs, sample_ad_specs, write_ad_catalog, write_ad_feeds
 from .engine.checks import require_int, require_share, whole_second_utc
 from .engine.errors import ConfigError
 from .engine.feeds import TIME_FORMAT, batch_file_name
@@ -261,8 +262,6 @@ def sample_specs() -> dict[str, FeedSpec]:
 def regenerate_samples(root: Path) -> dict[str, list[Path]]:
     """Rewrite every generated sample feed and dataset under ``root`` from :func:`sample_specs`, :func:`sample_dataset_specs`
     and :func:`~streaming.adfeeds.sample_ad_specs` (both feeds of a pair, and the ads' table)."""
-    from .adfeeds import sample_ad_catalogs, sample_ad_specs, write_ad_catalog, write_ad_feeds
-
     feeds = {name: write_feed(spec, Path(root) / name, overwrite=True) for name, spec in sample_specs().items()}
     for (left, right), pair in sample_ad_specs().items():
         feeds[left], feeds[right] = write_ad_feeds(pair, Path(root) / left, Path(root) / right)

@@ -39,6 +39,7 @@ from ..engine.config import INTERVAL_TRIGGERS, QueryConfig
 from ..engine.durations import format_duration
 from ..engine.errors import ConfigError
 from ..engine.sources import StreamSource
+from .exact import exact_answer
 from .measure import RunMeasures, batch_reporter, finalized_completeness, measure, run_all
 from .tune import DEFAULT_CONCURRENT, tuning_output_mode
 
@@ -257,7 +258,6 @@ def compare(
     anything runs. ``concurrent=None`` uses :data:`streaming.analysis.tune.DEFAULT_CONCURRENT`.
     ``report`` and ``cancel`` work as in :func:`streaming.analysis.tune.tune`.
     """
-    from .exact import exact_answer
 
     feed = feed_dir if isinstance(feed_dir, str) and feed_dir.startswith("kafka://") else Path(feed_dir)
     checked = _checked(feed, configs)

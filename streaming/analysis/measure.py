@@ -42,6 +42,7 @@ import pandas as pd
 
 from ..engine.config import QueryConfig
 from ..engine.durations import human_duration, parse_duration
+from ..engine.runner import run_to_idle
 from .lateness import completeness
 
 if TYPE_CHECKING:
@@ -300,7 +301,6 @@ def run_all(
     All runs are waited for; the first failure is
     raised afterwards (:class:`~streaming.engine.errors.Cancelled` once ``cancel`` is set).
     """
-    from ..engine.runner import run_to_idle
 
     steps: dict[int, tuple[int, int]] = {}
     lock = threading.Lock()

@@ -44,6 +44,7 @@ from ..engine.sql.replay import replay_sql
 from ..engine.sql.rewrite import WatermarkClause, batch_text, watermark_clauses, with_delays
 from ..engine.sql.table import json_value
 from ..engine.sql.views import sql_session
+from ..engine.times import quoted
 
 if TYPE_CHECKING:
     from ..engine.registry import QueryRegistry
@@ -79,7 +80,6 @@ def exact_records(spark: Any, query: SqlQuery) -> tuple[list[dict[str, Any]], tu
     """The exact answer of ``query`` (its SQL as a batch over every well-formed row of its views) as JSON records, and the plan's grouping."""
     from pyspark.sql import functions as F
 
-    from ..engine.times import quoted
 
     session = sql_session(spark)
     for view in query.views:

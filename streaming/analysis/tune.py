@@ -53,8 +53,13 @@ from ..engine.columns import ColumnMapping
 from ..engine.config import OutputMode, QueryConfig
 from ..engine.durations import format_duration, parse_duration
 from ..engine.errors import ConfigError
+from ..engine.progress import progress_frame
+from ..engine.runner import run_to_idle
 from ..engine.sources import StreamSource
+from .exact import exact_answer
 from .measure import OutputDelay, RunMeasures, batch_reporter, measure, run_all
+from .model import Timeline, covers, delay_frames, expand, sweep
+from .profile import feed_events_of, replayed_topic_events
 
 if TYPE_CHECKING:
     from ..engine.runner import Replay
@@ -290,8 +295,6 @@ def tune(
     model answers, ``preview`` gets its result at once, before Spark confirms it
     (no confirmation, no state memory yet); ``report`` then follows the confirmation batch by batch.
     """
-    from .exact import exact_answer
-    from .model import covers
 
     configs = tune_configs(query, delays)
     if not query.source.fixed:
@@ -340,8 +343,6 @@ def tune(
 
 def _model_outcomes(timeline, expansion, canonical: list[str]) -> tuple[list[RunMeasures], pd.DataFrame]:
     """The model's measures of each delay, and the exact answer; state memory 0 until a Spark run says how large a state row is."""
-    from ..engine.progress import progress_frame
-    from .model import delay_frames, sweep
 
     swept = sweep(timeline, expansion, [parse_duration(delay) for delay in canonical])
     outcomes = []
@@ -386,7 +387,6 @@ def _on_spark(
     registry, query: QueryConfig, delay: str, exact: pd.DataFrame, cancel: threading.Event | None, report: Callable[[str], None] | None = None,
 ) -> RunMeasures:
     """``query`` replayed through Spark under watermark ``delay`` and measured against ``exact``; ``report`` follows it batch by batch (:func:`~streaming.analysis.measure.replay_status`)."""
-    from ..engine.runner import run_to_idle
 
     [config] = tune_configs(query, [delay])
     replay = run_to_idle(registry, config, cancel=cancel, progress=batch_reporter(report, f"confirming {delay} on Spark"))
@@ -395,8 +395,6 @@ def _on_spark(
 
 def _timeline(spark, source: StreamSource):
     """The data as the model reads it: a feed's batches, or the batches Spark's Kafka source cuts a topic's fixed offsets into (a catch-up replay)."""
-    from .model import Timeline
-    from .profile import feed_events_of, replayed_topic_events
 
     topic, feed = source.as_topic, source.as_feed
     if topic is not None:
@@ -412,7 +410,6 @@ def _model_tune(
     cancel: threading.Event | None, report: Callable[[str], None] | None, preview: Callable[[TuneResult], None] | None = None,
 ) -> TuneResult:
     """The model's sweep over every delay, confirmed on Spark at the recommended delay (or the largest); the state memory from Spark's bytes per state row."""
-    from .model import expand
 
     started = time.monotonic()
     if report is not None:

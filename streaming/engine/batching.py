@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from .datasets import FileFormat
 from .durations import parse_duration
 from .errors import ConfigError
+from .preview import read_dataset
+from .times import time_column
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -143,8 +145,6 @@ def arrival_micros(
     """The arrival time of each row of ``path`` in row order, read with the whole dataset's schema ``struct``."""
     from pyspark.sql import functions as F
 
-    from .preview import read_dataset
-    from .times import time_column
 
     expression = time_column(column, time_format, schema[column], "columns.arrival_format")
     return [row[0] for row in read_dataset(spark, [path], fmt, struct).select(F.unix_micros(expression)).collect()]

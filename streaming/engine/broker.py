@@ -31,7 +31,9 @@ from pathlib import Path
 
 from .daemons import alive, terminate
 from .datasets import data_root
+from .errors import ConfigError
 from .jars import JVM_DIR, broker_classpath
+from .topics import topic_names
 
 __all__ = ["BOOTSTRAP_VARIABLE", "KafkaBroker", "default_folder", "main"]
 
@@ -206,8 +208,6 @@ class KafkaBroker:
 
     def _serves(self) -> bool:
         """True once the broker answers a metadata request (it listens a moment before it serves, longer after a crash's log recovery)."""
-        from .errors import ConfigError
-        from .topics import topic_names
 
         if not _accepts(self.port):
             return False

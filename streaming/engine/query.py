@@ -37,6 +37,7 @@ from .sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink, Topi
 from .sources import FeedReplayer, Stepper
 from .sql.query import SqlQuery
 from .sql.table import SqlTable
+from .topics import describe_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -279,7 +280,6 @@ class Run(StopsInBackground, Generic[C, T]):
         """Real-time mode runs no batch on demand: wait until a batch's progress has the topic read up to its latest offsets as they were when the wait began, then for the sink."""
         import json
 
-        from .topics import describe_topic
 
         source = self.config.source.as_topic
         assert source is not None  # QueryConfig refuses real-time mode on any other source

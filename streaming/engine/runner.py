@@ -23,6 +23,7 @@ from .progress import ProgressTotals, batch_records, progress_frame
 from .registry import QueryRegistry
 from .results import TIMESTAMP_FORMAT, stamp
 from .sources.kafka import initial_offsets
+from .state import open_sessions as read_open_sessions
 
 __all__ = ["TIMESTAMP_FORMAT", "Replay", "replay"]
 
@@ -142,7 +143,6 @@ def run_to_idle(
     With ``latency`` the replay measures each record's latency (:attr:`Replay.latency`); a replay that does not show it saves that cost.
     With ``outputs`` it keeps each batch's output rows (:attr:`Replay.outputs`).
     """
-    from .state import open_sessions as read_open_sessions
 
     if stop_after is not None and (isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 1):
         raise ConfigError("stop_after", stop_after, "must be a whole number of at least 1")

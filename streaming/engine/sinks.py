@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from .config import count_setting
 from .errors import ConfigError
 from .latency import PRODUCED
+from .topics import client_settings, create_topic, delete_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -312,7 +313,6 @@ class TopicSink:
         """``frame``'s rows as the Kafka sink takes them: one JSON value each. Makes the topic."""
         from pyspark.sql import functions as F
 
-        from .topics import create_topic
 
         self._columns = [name for name in frame.columns if name != PRODUCED]
         self._made = create_topic(self.bootstrap, self.topic, 1) or True
@@ -324,7 +324,6 @@ class TopicSink:
     def started(self, query: StreamingQuery) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        from .topics import client_settings
 
         settings = {**client_settings(self.bootstrap), "group.id": self.topic, "enable.auto.commit": False, "enable.partition.eof": False}
         self._consumer = Consumer(settings)
@@ -401,7 +400,6 @@ class TopicSink:
         if self._made:
             self._made = False
             try:
-                from .topics import delete_topic
 
                 delete_topic(self.bootstrap, self.topic)
             except Exception as err:  # noqa: BLE001 - a topic left behind is harmless

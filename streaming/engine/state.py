@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .errors import ConfigError
+from .results import stamp
 from .session import is_connect
 
 if TYPE_CHECKING:
@@ -185,7 +186,6 @@ def state_report(spark: SparkSession, checkpoint: Path, operator_id: int | None 
     likewise (the sessions still open); any other state's rows are its key and
     value columns (:func:`state_rows`).
     """
-    from .results import stamp
 
     operators = state_operators(spark, checkpoint)
     listed = [
