@@ -28,12 +28,15 @@ string), never spliced into code or comments as raw text.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .engine import builders
+from .engine.builders import AD_BUILDERS, COLUMN_BUILDERS, CONSTANTS, GENERATOR_BUILDERS, RECORD_BUILDERS, key_column
 from .engine.checks import duration_ms
 from .engine.columns import NO_KEY
 from .engine.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
@@ -44,9 +47,8 @@ from .engine.jars import connector_coordinates
 from .engine.join import JoinConfig, JoinSide, LiveSide, Side
 from .engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP
 from .engine.results import measure_column
-from .engine.sources.ads import CAMPAIGNS, AdStreams
+from .engine.sources.ads import AdStreams
 from .engine.sources.kafka import KafkaSource
-from .engine.times import EPOCH_SECONDS_LIMIT
 
 __all__ = ["RESULT_PREFIX", "join_code", "pyspark_code"]
 
@@ -139,7 +141,7 @@ def _imports(config: QueryConfig) -> str:
     return _block(
         *(f"import {name}" for name in modules),
         *extra,
-        "from pyspark.sql import SparkSession",
+        "from pyspark.sql import Column, DataFrame, SparkSession",
         "from pyspark.sql import functions as F",
         *types,
     )
@@ -236,6 +238,7 @@ def _kafka_settings(source: KafkaSource) -> list[str]:
         f"OPTIONS = {_dict_lit(source.options(client_timeouts=False))}  # Spark's Kafka source: the brokers, the topic, where to start",
         f"VALUE_FORMAT = {_lit(source.value_format)}  # each record's value: a JSON object or a CSV line",
         f"VALUE_SCHEMA = {_lit(source.value_ddl())}  # the value's columns, as sampled from the topic",
+        f"VALUE_NAMES = {_lit(tuple(name for name, _ in source.value_columns))}  # the value's columns, in order",
         f"EVENT_TIME = {_lit(columns.event_time)}  # a value column, or {_lit(KAFKA_TIMESTAMP)}: the record's timestamp",
         f"TIME_FORMAT = {_lit(columns.time_format)}  # auto, epoch_s, epoch_ms or a Spark datetime pattern (UTC)",
         f"KEY = {_lit(columns.key)}  # a value column, {_lit(KAFKA_KEY)} (the record's key), or None: every row in one group, {_lit(NO_KEY)}",
@@ -364,10 +367,8 @@ def _feed_source(source: FeedSource) -> str:
         "    .option('mode', 'PERMISSIVE')",
         "    .csv(str(STAGING))",
         ")",
-        "events = raw.select(",
-        "    F.try_to_timestamp(F.trim('event_time'), F.lit(TIME_FORMAT)).alias('event_time'),",
-        "    F.nullif(F.trim('key'), F.lit('')).alias('key'),",
-        ")",
+        *_BUILDER_CODE,
+        "events = raw.select(parse_time(F.col('event_time'), TIME_FORMAT, 'text').alias('event_time'), parse_key(F.col('key')).alias('key'))",
     )
 
 
@@ -415,33 +416,32 @@ def _dataset_source(source: FeedSource) -> str:
     )
 
 
+def _builder_code(functions: Sequence[Callable[..., Any]]) -> tuple[str, ...]:
+    """The engine's builders ``functions`` (:mod:`streaming.engine.builders`) as the program defines them: the names they read, then their own text, copied."""
+    names = list(dict.fromkeys(name for function in functions for name in CONSTANTS.get(function, ())))
+    lines = [*(f"{name} = {_lit(getattr(builders, name))}" for name in names), *(["", ""] if names else [])]
+    for function in functions:
+        lines += [*inspect.getsource(function).rstrip("\n").splitlines(), "", ""]
+    return tuple(lines)
+
+
+_BUILDER_CODE = _builder_code(COLUMN_BUILDERS)
+_RECORD_CODE = _builder_code(RECORD_BUILDERS)
+_GENERATOR_CODE = _builder_code(GENERATOR_BUILDERS)
+_KEY_CODE = _builder_code((key_column,))
 _COLUMN_CODE = (
-    "def quoted(name):",
-    "    return '`' + name.replace('`', '``') + '`'",
-    "",
-    "",
+    *_BUILDER_CODE,
     "def event_time_column(name, time_format=None, fields=None):",
     '    """The time in column `name` of `fields` (default: `schema`), written as `time_format` (default: TIME_FORMAT); null where a value does not parse."""',
     "    time_format = TIME_FORMAT if time_format is None else time_format",
     "    fields = schema if fields is None else fields",
-    "    column = F.col(quoted(name))",
-    "    if fields[name].dataType.typeName() in ('timestamp', 'timestamp_ntz', 'date'):",
-    "        return column.cast('timestamp')",
-    "    if time_format == 'auto':",
-    "        return F.try_to_timestamp(F.trim(column))",
-    "    # An epoch beyond year 9999 (nanoseconds read as milliseconds...) is null, not a failed query.",
-    "    number = column.try_cast('double')",
-    "    if time_format == 'epoch_s':",
-    f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT}), F.timestamp_seconds(number))",
-    "    if time_format == 'epoch_ms':",
-    f"        return F.when(F.abs(number) < F.lit({EPOCH_SECONDS_LIMIT * 1000}), F.timestamp_millis(number.cast('bigint')))",
-    "    return F.try_to_timestamp(F.trim(column.cast('string')), F.lit(time_format))",
+    "    return parse_time(F.col(quoted(name)), time_format, column_kind(fields[name].dataType.simpleString()))",
     "",
     "",
 )
 """The program's reading of a column by role: a time in any of the lab's formats (over a StructType, ``schema`` unless given)."""
 _ROLE_CODE = (
-    "key = F.lit(" + _lit(NO_KEY) + ") if KEY is None else F.nullif(F.trim(F.col(quoted(KEY)).cast('string')), F.lit(''))",
+    "key = F.lit(" + _lit(NO_KEY) + ") if KEY is None else parse_key(F.col(quoted(KEY)))",
     "value = [] if VALUE is None else [F.col(quoted(VALUE)).alias('value')]",
     "dedup_id = [] if DEDUP_ID is None else [F.col(quoted(DEDUP_ID)).alias('dedup_id')]",
 )
@@ -515,9 +515,12 @@ def _socket_source(source: SocketSource) -> str:
         "# for experiments only: it keeps no offsets, so a restarted query cannot replay.",
         "lines = spark.readStream.format('socket').option('host', HOST).option('port', PORT).load()",
         "fields = F.split(F.col('value'), ',')",
+        "",
+        "",
+        *_BUILDER_CODE,
         "events = lines.select(",
-        "    F.try_to_timestamp(F.trim(F.try_element_at(fields, F.lit(EVENT_TIME_FIELD))), F.lit(TIME_FORMAT)).alias('event_time'),",
-        "    F.nullif(F.trim(F.try_element_at(fields, F.lit(KEY_FIELD))), F.lit('')).alias('key'),",
+        "    parse_time(F.try_element_at(fields, F.lit(EVENT_TIME_FIELD)), TIME_FORMAT, 'text').alias('event_time'),",
+        "    parse_key(F.try_element_at(fields, F.lit(KEY_FIELD))).alias('key'),",
         ")",
     )
 
@@ -529,18 +532,14 @@ def _generator_source(source: GeneratorSource) -> str:
         "# arrive. Each event's event time lags its arrival by a pseudo-random amount derived",
         "# from its value (out-of-order events); a LATE_SHARE of events lags by LATE_DELAY_MS",
         "# more (very late events, which a short watermark drops).",
+        "",
+        "",
+        *_GENERATOR_CODE,
         "rate = spark.readStream.format('rate').option('rowsPerSecond', EVENTS_PER_SECOND).load()",
-        "value = F.col('value')",
-        "lag_ms = F.pmod(F.xxhash64(F.lit(SEED), value), F.lit(MAX_LAG_MS + 1))",
-        "is_late = F.pmod(F.xxhash64(F.lit(SEED + 1), value), F.lit(1_000_000)) < F.lit(int(LATE_SHARE * 1_000_000))",
-        "extra_ms = F.when(is_late, F.lit(LATE_DELAY_MS)).otherwise(F.lit(0))",
-        "event_ms = F.unix_millis(F.col('timestamp')) - lag_ms - extra_ms",
-        "if STALL_AFTER_MS is not None:  # the clock stops: every event past the stall lags by the time since it",
-        "    stall_events = STALL_AFTER_MS * EVENTS_PER_SECOND // 1000",
-        "    event_ms = (event_ms - F.greatest(value - F.lit(stall_events), F.lit(0)) * F.lit(1000) / F.lit(EVENTS_PER_SECOND)).cast('bigint')",
         "events = rate.select(",
-        "    F.timestamp_millis(event_ms).alias('event_time'),",
-        "    F.concat(F.lit('key-'), F.pmod(F.xxhash64(F.lit(SEED + 2), value), F.lit(KEYS)).cast('string')).alias('key'),",
+        "    *generated_events(",
+        "        F.col('value'), F.col('timestamp'), SEED, KEYS, MAX_LAG_MS, LATE_SHARE, LATE_DELAY_MS, STALL_AFTER_MS, EVENTS_PER_SECOND,",
+        "    )",
         ")",
     )
 
@@ -550,11 +549,11 @@ def _rate_source(source: RateSource) -> str:
         _rule("Source: Spark's rate source"),
         "# Rows (timestamp, value) arrive at ROWS_PER_SECOND; the event time is the arrival",
         "# time, so events are in order and never late.",
+        "",
+        "",
+        *_KEY_CODE,
         "rate = spark.readStream.format('rate').option('rowsPerSecond', ROWS_PER_SECOND).load()",
-        "events = rate.select(",
-        "    F.col('timestamp').alias('event_time'),",
-        "    F.concat(F.lit('key-'), F.pmod(F.col('value'), F.lit(KEYS)).cast('string')).alias('key'),",
-        ")",
+        "events = rate.select(F.col('timestamp').alias('event_time'), key_column(F.col('value'), KEYS))",
     )
 
 
@@ -570,10 +569,10 @@ def _rate_micro_batch_source(source: RateMicroBatchSource) -> str:
         "    .option('startTimestamp', int(time.time() * 1000))",
         "    .load()",
         ")",
-        "events = rate.select(",
-        "    F.col('timestamp').alias('event_time'),",
-        "    F.concat(F.lit('key-'), F.pmod(F.col('value'), F.lit(KEYS)).cast('string')).alias('key'),",
-        ")",
+        "",
+        "",
+        *_KEY_CODE,
+        "events = rate.select(F.col('timestamp').alias('event_time'), key_column(F.col('value'), KEYS))",
     )
 
 
@@ -591,20 +590,15 @@ def _kafka_source(source: KafkaSource) -> str:
         "# Each record's value is parsed with the schema sampled from the topic; a value that",
         "# does not parse fills _corrupt_record, and its row counts as malformed. The record's",
         "# own timestamp and key are columns too.",
-        "raw = spark.readStream.format('kafka').options(**OPTIONS).load()",
-        "text = F.col('value').cast('string')",
-        "parse = {'mode': 'PERMISSIVE', 'columnNameOfCorruptRecord': '_corrupt_record'}",
-        "parsed = F.from_json(text, VALUE_SCHEMA, parse) if VALUE_FORMAT == 'json' else F.from_csv(text, VALUE_SCHEMA, parse)",
-        "records = raw.select(",
-        "    parsed.alias('v'), F.col('timestamp').alias('kafka_timestamp'), F.col('key').cast('string').alias('kafka_key'), text.alias('kafka_value')",
-        ").select('v.*', 'kafka_timestamp', 'kafka_key', 'kafka_value')",
-        "schema = records.schema",
         "",
         "",
         *_COLUMN_CODE,
+        *_RECORD_CODE,
+        "raw = spark.readStream.format('kafka').options(**OPTIONS).load()",
+        "records = decode_records(raw, VALUE_FORMAT, VALUE_SCHEMA, VALUE_NAMES)",
+        "schema = records.schema",
         *_ROLE_CODE,
-        "well_formed = F.col('_corrupt_record').isNull() & F.col('kafka_value').isNotNull()",
-        "event_time = F.when(well_formed, event_time_column(EVENT_TIME))",
+        "event_time = F.when(~F.col('malformed'), event_time_column(EVENT_TIME))",
         "events = records.select(event_time.alias('event_time'), key.alias('key'), *value, *dedup_id)",
     )
 
@@ -1033,7 +1027,7 @@ def _join_side(of: Side) -> dict[str, object]:
     source = of.source
     end = None if source.end_offsets is None else {str(partition): offset for partition, offset in source.end_offsets}
     return {"kind": "topic", "options": source.options(client_timeouts=False), "end_offsets": end, "value_format": source.value_format, "value_schema": source.value_ddl(),
-            "value_time": source.columns.event_time, "time_format": source.columns.time_format, "time": of.event_time, "watermark": watermark}
+            "value_names": tuple(name for name, _ in source.value_columns), "value_time": source.columns.event_time, "time_format": source.columns.time_format, "time": of.event_time, "watermark": watermark}
 
 
 def _ads_settings(streams: AdStreams) -> list[str]:
@@ -1042,7 +1036,6 @@ def _ads_settings(streams: AdStreams) -> list[str]:
         f"IMPRESSIONS_PER_SECOND = {streams.impressions_per_second}",
         f"CLICKS_PER_SECOND = {streams.clicks_per_second}  # impressions a second x the click-through rate {streams.click_through!r}",
         f"ADS = {streams.ads}  # each impression shows one of ADS ads, each ad in one of CAMPAIGNS",
-        f"CAMPAIGNS = {_lit(CAMPAIGNS)}",
         f"MEAN_CLICK_DELAY_MS = {duration_ms('mean_click_delay', streams.mean_click_delay)}  # a click follows its impression by an exponential delay",
         f"MAX_CLICK_DELAY_MS = {duration_ms('max_click_delay', streams.max_click_delay)}  # ...capped here",
         f"MAX_LAG_MS = {duration_ms('max_lag', streams.max_lag)}  # an impression's time lags its arrival by up to this (out of order)",
@@ -1091,51 +1084,19 @@ _FILE_SIDE_CODE = (
 """A replayed side's reading: file ``i`` of the side in micro-batch ``i`` (as :func:`~streaming.engine.join.run_join` stages them)."""
 
 _ADS_SIDE_CODE = (
-    "def drawn(seed, value):",
-    '    """A number in [0, 1) drawn for row `value`: the same for the same seed and row."""',
-    "    return F.pmod(F.xxhash64(F.lit(seed), value), F.lit(1_000_000)) / F.lit(1_000_000.0)",
-    "",
-    "",
-    "def ad_time(impression, arrived):",
-    '    """The time of impression number `impression` (or of a click on it) arriving at `arrived`: less a lag drawn in 0..MAX_LAG_MS,',
-    '    and LATE_DELAY_MS more for the LATE_SHARE drawn as very late."""',
-    "    lag_ms = F.pmod(F.xxhash64(F.lit(SEED), impression), F.lit(MAX_LAG_MS + 1))",
-    "    is_late = F.pmod(F.xxhash64(F.lit(SEED + 1), impression), F.lit(1_000_000)) < F.lit(int(LATE_SHARE * 1_000_000))",
-    "    return F.timestamp_millis(F.unix_millis(arrived) - lag_ms - F.when(is_late, F.lit(LATE_DELAY_MS)).otherwise(F.lit(0)))",
-    "",
-    "",
-    "def impression_columns(value, arrived):",
-    '    """Impression `imp-<value>` of rate row `value` arriving at `arrived`."""',
-    "    ad = F.pmod(F.xxhash64(F.lit(SEED + 2), value), F.lit(ADS))",
-    "    campaign = F.element_at(F.array(*[F.lit(name) for name in CAMPAIGNS]), (F.pmod(ad, F.lit(len(CAMPAIGNS))) + 1).cast('int'))",
-    "    return [",
-    "        F.format_string('imp-%d', value).alias('impression_id'),",
-    "        F.format_string('ad-%04d', ad).alias('ad_id'),",
-    "        ad_time(value, arrived).alias('impression_time'),",
-    "        campaign.alias('campaign'),",
-    "    ]",
-    "",
-    "",
-    "def click_columns(value, arrived):",
-    '    """Click-stream rate row `value` arriving at `arrived`: a click on the impression that arrived a drawn delay before it (its',
-    '    impression_id null when that impression would precede the stream\'s start), timed as its impression plus the delay."""',
-    "    delay_ms = F.least(F.lit(float(MAX_CLICK_DELAY_MS)), -F.lit(float(MEAN_CLICK_DELAY_MS)) * F.log(F.lit(1.0) - drawn(SEED + 3, value)))",
-    "    arrived_ms = value * F.lit(1000.0 / CLICKS_PER_SECOND)  # since the stream's start",
-    "    impression = F.floor((arrived_ms - delay_ms) * F.lit(IMPRESSIONS_PER_SECOND / 1000.0))",
-    "    return [",
-    "        F.when(impression >= 0, F.format_string('imp-%d', impression)).alias('impression_id'),",
-    "        ad_time(impression, arrived).alias('click_time'),",
-    "    ]",
-    "",
-    "",
+    *_builder_code(AD_BUILDERS),
     "def ad_stream(side, name):",
     '    """The impressions or the clicks, live from a rate source of their own, and their columns."""',
     "    if side['stream'] == 'impressions':",
     "        rate = spark.readStream.format('rate').option('rowsPerSecond', IMPRESSIONS_PER_SECOND).load()",
-    "        frame = rate.select(*impression_columns(F.col('value'), F.col('timestamp')))",
+    "        frame = rate.select(*impression_columns(F.col('value'), F.col('timestamp'), SEED, ADS, MAX_LAG_MS, LATE_SHARE, LATE_DELAY_MS))",
     "    else:",
     "        rate = spark.readStream.format('rate').option('rowsPerSecond', CLICKS_PER_SECOND).load()",
-    "        frame = rate.select(*click_columns(F.col('value'), F.col('timestamp'))).where(F.col('impression_id').isNotNull())",
+    "        clicks = click_columns(",
+    "            F.col('value'), F.col('timestamp'), SEED, MAX_LAG_MS, LATE_SHARE, LATE_DELAY_MS, IMPRESSIONS_PER_SECOND, CLICKS_PER_SECOND,",
+    "            MEAN_CLICK_DELAY_MS, MAX_CLICK_DELAY_MS,",
+    "        )",
+    "        frame = rate.select(*clicks).where(F.col('impression_id').isNotNull())",
     "    return frame",
     "",
     "",
@@ -1143,22 +1104,15 @@ _ADS_SIDE_CODE = (
 """A side of the generator's pair, as :class:`~streaming.engine.sources.ads.AdStreams` makes it."""
 
 _TOPIC_SIDE_CODE = (
+    *_RECORD_CODE,
     "def topic_stream(side, name):",
     '    """The topic\'s records as rows of the value\'s columns, and the event time (null for a value that does not parse); the',
     "    record's own timestamp is the event time when `value_time` names it (the column then called `<side>_kafka_timestamp`).",
     '    """',
-    "    raw = spark.readStream.format('kafka').options(**side['options']).load()",
-    "    if side['end_offsets'] is not None:  # a range: its records before these offsets (partition -> offset) only",
-    "        before = [(F.col('partition') == int(partition)) & (F.col('offset') < offset) for partition, offset in side['end_offsets'].items()]",
-    "        raw = raw.where(functools.reduce(operator.or_, before))",
-    "    text = F.col('value').cast('string')",
-    "    parse = {'mode': 'PERMISSIVE', 'columnNameOfCorruptRecord': '_corrupt_record'}",
-    "    parsed = F.from_json(text, side['value_schema'], parse) if side['value_format'] == 'json' else F.from_csv(text, side['value_schema'], parse)",
-    "    records = raw.select(parsed.alias('v'), F.col('timestamp').alias('kafka_timestamp'), text.alias('kafka_value'))",
-    "    records = records.select('v.*', 'kafka_timestamp', 'kafka_value')",
-    "    well_formed = F.col('_corrupt_record').isNull() & F.col('kafka_value').isNotNull()",
-    "    time = F.when(well_formed, event_time_column(side['value_time'], side['time_format'], records.schema))",
-    "    values = [f.name for f in records.schema.fields if f.name not in (side['value_time'], '_corrupt_record', 'kafka_timestamp', 'kafka_value')]",
+    "    raw = records_before(spark.readStream.format('kafka').options(**side['options']).load(), side['end_offsets'])  # a range: its records only",
+    "    records = decode_records(raw, side['value_format'], side['value_schema'], side['value_names'])",
+    "    time = F.when(~F.col('malformed'), event_time_column(side['value_time'], side['time_format'], records.schema))",
+    "    values = [name for name in side['value_names'] if name != side['value_time']]",
     "    return records.select(*[F.col(quoted(name)) for name in values], time.alias(side['time']))",
     "",
     "",
@@ -1225,7 +1179,7 @@ def join_code(config: JoinConfig) -> str:
     code = "\n".join([
         _join_header(config, kinds),
         _block(*(f"import {name}" for name in ("functools", "json", "operator", "os", "pathlib", "shutil", "tempfile")), "from datetime import datetime", "",
-               "from pyspark.sql import SparkSession", "from pyspark.sql import functions as F", "from pyspark.sql.types import StructType"),
+               "from pyspark.sql import Column, DataFrame, SparkSession", "from pyspark.sql import functions as F", "from pyspark.sql.types import StructType"),
         _block(*settings),
         _session_block(_CONNECTOR_JARS if "topic" in kinds else (), ("spark.conf.set('spark.sql.streaming.multipleWatermarkPolicy', POLICY)",)),
         _block(

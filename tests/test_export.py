@@ -220,6 +220,7 @@ def test_odd_characters_in_a_feed_path_stay_a_string_literal(tmp_path):
         "        raise SystemExit(0)\n"
         "class SparkSession:\n"
         "    builder = _Builder()\n"
+        "Column = DataFrame = None\n"
     )
     program = tmp_path / "export_nasty.py"
     program.write_text(pyspark_code(QueryConfig(FeedSource(folder, seconds_per_file=0))), encoding="ascii")
@@ -425,3 +426,57 @@ def test_a_batching_column_name_never_becomes_code(tmp_path):
     assert _assigned_constant(tree, "ARRIVAL") == NASTY_NAME and _assigned_constant(tree, "SPEED") == 2.0
     assert not {"__import__", "touch"} & _calls(tree)
 
+
+
+def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no_reading_of_their_own(write_feed):
+    """What runs and what is shown cannot drift: every program defines the engine's builders it needs (:mod:`streaming.engine.builders`:
+    reading a time, a key, a Kafka record; making the generator's rows) as their very source text, with the constants they read, and
+    spells out none of that itself."""
+    import inspect
+    from dataclasses import replace
+
+    from streaming.engine import builders
+    from streaming.engine.join import JoinConfig, JoinSide, LiveSide, TopicSide
+    from streaming.engine.sources.ads import AdStreams
+    from streaming.engine.sources.kafka import KafkaSource
+    from streaming.export import join_code
+
+    feed = write_feed(GUIDE_BATCHES)
+    topic = KafkaSource("127.0.0.1:9092", "clicks", (("event_time", "string"), ("key", "string")), columns=ColumnMapping(event_time="event_time", key="key"))
+    columns, records = builders.COLUMN_BUILDERS, builders.RECORD_BUILDERS
+    needs = {"feed": columns, "socket": columns, "kafka": (*columns, *records), "generator": builders.GENERATOR_BUILDERS, "rate": (builders.key_column,),
+             "rate-micro-batch": (builders.key_column,)}
+    programs = [(f"{source.kind} {index}", pyspark_code(QueryConfig(source)), needs[source.kind]) for index, source in enumerate([*_sources(feed), topic])]
+    files = JoinConfig(JoinSide(feed, "event_time", side="left"), JoinSide(feed, "event_time", side="right"), on=("key",))
+    topics = JoinConfig(*(TopicSide(replace(topic, end_offsets=((0, 10),)), "1 minute", side=side) for side in ("left", "right")), on=("key",))
+    streams = AdStreams(impressions_per_second=40, click_through=0.5, ads=5, seed=11, late_share=0.2)
+    ads = JoinConfig(LiveSide(streams, "impressions", "10 seconds"), LiveSide(streams, "clicks", "5 seconds", side="right"), on=("impression_id",))
+    programs += [
+        ("join of files", join_code(files), columns), ("join of topics", join_code(topics), (*columns, *records)),
+        ("join of the ads pair", join_code(ads), tuple(dict.fromkeys((*columns, *builders.AD_BUILDERS)))),
+    ]
+    assert len(programs) == 11
+    texts = {function.__name__: inspect.getsource(function).rstrip("\n") for function in builders.BUILDERS}
+    for name, code, expected in programs:
+        tree = ast.parse(code)
+        defined = {node.name: ast.get_source_segment(code, node) for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in texts}
+        assert defined == {function.__name__: texts[function.__name__] for function in expected}, name
+        constants = {constant for function in expected for constant in builders.CONSTANTS.get(function, ())}
+        assigned = {
+            target.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+            for target in node.targets if isinstance(target, ast.Name) and target.id in constants
+        }
+        assert {constant: assigned.get(constant) for constant in constants} == {constant: getattr(builders, constant) for constant in constants}, name
+        outside = "\n".join(ast.get_source_segment(code, node) or "" for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name in texts))
+        spelled = {"try_to_timestamp", "nullif", "timestamp_millis", "from_json", "from_csv", "xxhash64", "pmod", "'offset') <"} & set(_words(outside))
+        assert not spelled, (name, spelled)
+        assert all(f"{function.__name__}(" in outside for function in expected if function in (builders.parse_time, builders.decode_records)), name
+    assert all("kafka" not in code.lower() for name, code, _ in programs if name in ("join of files", "join of the ads pair"))
+
+
+def _words(code: str) -> list[str]:
+    """The names ``code`` calls or reads as attributes, and its comparisons of ``offset``: what a program spells out for itself."""
+    tree = ast.parse(code)
+    words = [node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)]
+    words += [node.id for node in ast.walk(tree) if isinstance(node, ast.Name)]
+    return words + (["'offset') <"] if "'offset') <" in code else [])

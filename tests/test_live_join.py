@@ -67,8 +67,8 @@ def test_each_click_follows_its_impression_by_the_drawn_delay_and_the_pair_is_th
 
 
 def test_show_code_of_a_live_pair_makes_the_pairs_rows_and_joins_them_as_the_lab_does(spark) -> None:
-    """The exported program's impressions and clicks are the generator's, row for row (applied to the same arrivals), and its join
-    a streaming frame of the lab's columns; nothing is started."""
+    """The exported program's settings, given to the builders it defines (the engine's own, copied), make the generator's impressions and
+    clicks row for row (applied to the same arrivals), and its join is a streaming frame of the lab's columns; nothing is started."""
     import shutil
 
     from streaming.engine.join import join_frame
@@ -84,7 +84,12 @@ def test_show_code_of_a_live_pair_makes_the_pairs_rows_and_joins_them_as_the_lab
         assert program["joined"].columns == join_frame(spark, config, Path(program["WORKDIR"]) / "lab")[0].columns
         assert (program["IMPRESSIONS_PER_SECOND"], program["CLICKS_PER_SECOND"], program["SEED"]) == (40, 20, 11)
         lab = _pair_rows(spark, streams, 30)
-        made = _pair_rows(spark, streams, 30, columns=(program["impression_columns"], program["click_columns"]))
+        timing = (program["SEED"], program["MAX_LAG_MS"], program["LATE_SHARE"], program["LATE_DELAY_MS"])
+        rates = (program["IMPRESSIONS_PER_SECOND"], program["CLICKS_PER_SECOND"], program["MEAN_CLICK_DELAY_MS"], program["MAX_CLICK_DELAY_MS"])
+        made = _pair_rows(spark, streams, 30, columns=(
+            lambda value, arrived: program["impression_columns"](value, arrived, timing[0], program["ADS"], *timing[1:]),
+            lambda value, arrived: program["click_columns"](value, arrived, *timing, *rates),
+        ))
         for ours, theirs in zip(lab, made):
             pd.testing.assert_frame_equal(theirs, ours)
         assert lab[1]["impression_id"].isna().any() and lab[1]["impression_id"].notna().any()

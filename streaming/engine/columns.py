@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from .builders import parse_key
 from .errors import ConfigError
 from .times import check_time_fit, check_time_format, column_kind, quoted, time_column
 
@@ -105,7 +106,7 @@ def dataset_columns(mapping: ColumnMapping, schema: Mapping[str, str], no_key: s
 
     mapping.check_columns(dict(schema))
     event_time = time_column(mapping.event_time, mapping.time_format, schema[mapping.event_time], "columns.time_format")
-    key = F.lit(no_key) if mapping.key is None else F.nullif(F.trim(F.col(quoted(mapping.key)).cast("string")), F.lit(""))
+    key = F.lit(no_key) if mapping.key is None else parse_key(F.col(quoted(mapping.key)))
     value = [] if mapping.value is None else [F.col(quoted(mapping.value)).alias("value")]
     dedup_id = [] if mapping.dedup_id is None else [F.col(quoted(mapping.dedup_id)).alias("dedup_id")]
     return [event_time.alias("event_time"), key.alias("key"), *value, *dedup_id]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from . import builders
 from .columns import ColumnMapping
 from .datasets import FORMATS, FileFormat, csv_header
 from .errors import ConfigError
@@ -112,9 +113,10 @@ def event_columns(event_time: Column | str, key: Column | str) -> list[Column]:
     """``event_time`` (null when it does not parse as ``TIME_PATTERN``) and ``key`` (null when empty) from raw text columns."""
     from pyspark.sql import functions as F
 
+    time = F.col(event_time) if isinstance(event_time, str) else event_time
     return [
-        F.try_to_timestamp(F.trim(event_time), F.lit(TIME_PATTERN)).alias("event_time"),
-        F.nullif(F.trim(key), F.lit("")).alias("key"),
+        builders.parse_time(time, TIME_PATTERN, "text").alias("event_time"),
+        builders.parse_key(F.col(key) if isinstance(key, str) else key).alias("key"),
     ]
 
 

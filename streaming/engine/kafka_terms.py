@@ -1,6 +1,7 @@
 """Kafka in the lab's words, below both the Kafka source (:mod:`~streaming.engine.sources.kafka`) and the client (:mod:`~streaming.engine.topics`):
 the record's own columns, the value formats and types, the checks of a broker address, a topic name and a ``kafka://`` URL, and how an
-available-now query cuts a range of offsets into micro-batches. Plain Python: both modules import it at their top.
+available-now query cuts a range of offsets into micro-batches. Both modules import it at their top; the record's column names are the
+builders' (:mod:`~streaming.engine.builders`), which Show code's programs define too.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
+from .builders import CORRUPT, KAFKA_KEY, KAFKA_TIMESTAMP
 from .errors import ConfigError
 
 __all__ = [
@@ -27,13 +29,8 @@ __all__ = [
     "planned_batches",
 ]
 
-KAFKA_TIMESTAMP = "kafka_timestamp"
-"""The record's timestamp, as a column the mapping can name (event time, or the arrival time)."""
-KAFKA_KEY = "kafka_key"
-"""The record's key as text, as a column the mapping can name."""
 KAFKA_COLUMNS: dict[str, str] = {KAFKA_TIMESTAMP: "timestamp", KAFKA_KEY: "string"}
 """The record's own columns next to the value's, with their Spark types."""
-CORRUPT = "_corrupt_record"
 ValueFormat = Literal["json", "csv"]
 VALUE_FORMATS: tuple[str, ...] = get_args(ValueFormat)
 VALUE_TYPES: tuple[str, ...] = ("string", "bigint", "int", "double", "boolean", "timestamp", "date")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .builders import EPOCH_SECONDS_LIMIT, column_kind, parse_time, quoted
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -24,9 +25,6 @@ TIME_FORMATS = ("auto", "epoch_s", "epoch_ms")
 
 # Spark's datetime pattern letters that parse; the week-based ones (Y, w, W, u, e, c) are refused by Spark 3+.
 _PATTERN_LETTERS = frozenset("GyDMLdQqEFahKkHmsSVzOXxZ")
-
-EPOCH_SECONDS_LIMIT = 253_402_300_800
-"""Epoch seconds of 10000-01-01: a time at or beyond it (either side of 1970) does not parse."""
 
 
 def check_time_format(value: object, field_name: str = "time_format") -> str:
@@ -58,17 +56,6 @@ def check_time_format(value: object, field_name: str = "time_format") -> str:
     return value
 
 
-def column_kind(data_type: str) -> str:
-    """``timestamp``, ``date``, ``number``, ``text`` or ``other`` for a Spark type name (``DataType.simpleString()``)."""
-    if data_type.startswith("timestamp"):
-        return "timestamp"
-    if data_type == "date":
-        return data_type
-    if data_type in ("tinyint", "smallint", "int", "bigint", "float", "double") or data_type.startswith("decimal"):
-        return "number"
-    return "text" if data_type == "string" else "other"
-
-
 def check_time_fit(time_format: object, data_type: str, field_name: str = "time_format") -> str:
     """The :func:`column_kind` of ``data_type`` when ``time_format`` can read times from it (see :func:`time_column`); :class:`ConfigError` otherwise."""
     check_time_format(time_format, field_name)
@@ -80,11 +67,6 @@ def check_time_fit(time_format: object, data_type: str, field_name: str = "time_
     if kind == "number" and time_format == "auto":
         raise ConfigError(field_name, "auto", f"cannot tell seconds from milliseconds in a {data_type} column; choose epoch_s or epoch_ms")
     return kind
-
-
-def quoted(name: str) -> str:
-    """``name`` as a Spark column reference: back-quoted, so dots and spaces in a user's column name are part of the name."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def time_column(column: Column | str, time_format: str, data_type: str = "string", field_name: str = "time_format") -> Column:
@@ -103,17 +85,5 @@ def time_column(column: Column | str, time_format: str, data_type: str = "string
     """
     from pyspark.sql import functions as F
 
-    kind = check_time_fit(time_format, data_type, field_name)
     value = F.col(quoted(column)) if isinstance(column, str) else column
-    if kind in ("timestamp", "date"):
-        return value.cast("timestamp")
-    if time_format == "auto":
-        return F.try_to_timestamp(F.trim(value))
-    # Out-of-range epochs (nanoseconds read as milliseconds...) become null, not a failed query:
-    # Spark's conversions raise on overflow under ANSI mode.
-    number = value.try_cast("double")
-    if time_format == "epoch_s":
-        return F.when(F.abs(number) < F.lit(EPOCH_SECONDS_LIMIT), F.timestamp_seconds(number))
-    if time_format == "epoch_ms":
-        return F.when(F.abs(number) < F.lit(EPOCH_SECONDS_LIMIT * 1000), F.timestamp_millis(number.cast("bigint")))
-    return F.try_to_timestamp(F.trim(value.cast("string")), F.lit(time_format))
+    return parse_time(value, time_format, check_time_fit(time_format, data_type, field_name))

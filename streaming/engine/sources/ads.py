@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
+from ..builders import CAMPAIGNS, click_columns, impression_columns
 from ..checks import duration_ms, require_int, require_share
 from ..errors import ConfigError
-from .generator import drawn, lagged_ms
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -41,7 +41,6 @@ __all__ = ["AD_STREAMS", "CAMPAIGNS", "AdStream", "AdStreams"]
 
 AdStream = Literal["impressions", "clicks"]
 AD_STREAMS: Final[tuple[AdStream, ...]] = ("impressions", "clicks")
-CAMPAIGNS: Final = ("spring", "summer", "autumn")
 EVENT_TIMES: Final[dict[AdStream, str]] = {"impressions": "impression_time", "clicks": "click_time"}
 
 
@@ -97,39 +96,21 @@ class AdStreams:
         frame = rows.select(*columns)
         return frame if stream == "impressions" else frame.where("impression_id IS NOT NULL")
 
-    def _time(self, impression: Column, timestamp: Column) -> Column:
-        """The time of impression ``impression`` (or of a click on it) arriving at ``timestamp``: less the impression's lag, and its lateness."""
-        from pyspark.sql import functions as F
-
-        max_lag, late_delay = duration_ms("max_lag", self.max_lag), duration_ms("late_delay", self.late_delay)
-        return F.timestamp_millis(lagged_ms(impression, timestamp, self.seed, max_lag, self.late_share, late_delay))
-
     def impression_columns(self, value: Column | None = None, timestamp: Column | None = None) -> list[Column]:
         """The impression made of rate row ``value`` arriving at ``timestamp`` (the rate source's columns by default)."""
         from pyspark.sql import functions as F
 
-        value = F.col("value") if value is None else value
-        timestamp = F.col("timestamp") if timestamp is None else timestamp
-        ad = F.pmod(F.xxhash64(F.lit(self.seed + 2), value), F.lit(self.ads))
-        campaign = F.element_at(F.array(*[F.lit(name) for name in CAMPAIGNS]), (F.pmod(ad, F.lit(len(CAMPAIGNS))) + 1).cast("int"))
-        return [
-            F.format_string("imp-%d", value).alias("impression_id"),
-            F.format_string("ad-%04d", ad).alias("ad_id"),
-            self._time(value, timestamp).alias("impression_time"),
-            campaign.alias("campaign"),
-        ]
+        return impression_columns(
+            F.col("value") if value is None else value, F.col("timestamp") if timestamp is None else timestamp, self.seed, self.ads,
+            duration_ms("max_lag", self.max_lag), self.late_share, duration_ms("late_delay", self.late_delay),
+        )
 
     def click_columns(self, value: Column | None = None, timestamp: Column | None = None) -> list[Column]:
         """The click made of click-stream rate row ``value`` arriving at ``timestamp``: ``impression_id`` null when its impression precedes the start."""
         from pyspark.sql import functions as F
 
-        value = F.col("value") if value is None else value
-        timestamp = F.col("timestamp") if timestamp is None else timestamp
-        mean_ms, cap_ms = duration_ms("mean_click_delay", self.mean_click_delay), duration_ms("max_click_delay", self.max_click_delay)
-        delay_ms = F.least(F.lit(float(cap_ms)), -F.lit(float(mean_ms)) * F.log(F.lit(1.0) - drawn(self.seed + 3, value)))
-        arrived_ms = value * F.lit(1000.0 / self.clicks_per_second)  # since the stream's start
-        impression = F.floor((arrived_ms - delay_ms) * F.lit(self.impressions_per_second / 1000.0))
-        return [
-            F.when(impression >= 0, F.format_string("imp-%d", impression)).alias("impression_id"),
-            self._time(impression, timestamp).alias("click_time"),
-        ]
+        return click_columns(
+            F.col("value") if value is None else value, F.col("timestamp") if timestamp is None else timestamp, self.seed,
+            duration_ms("max_lag", self.max_lag), self.late_share, duration_ms("late_delay", self.late_delay), self.impressions_per_second,
+            self.clicks_per_second, duration_ms("mean_click_delay", self.mean_click_delay), duration_ms("max_click_delay", self.max_click_delay),
+        )

@@ -6,16 +6,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ..builders import generated_events
 from ..checks import duration_ms, require_int, require_positive_duration, require_share
 from ..durations import parse_duration
 from ..latency import PRODUCED
 from .base import StreamSource
-from .rate import key_column
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["GeneratorSource", "drawn", "generator_columns", "lagged_ms"]
+__all__ = ["GeneratorSource", "generator_columns"]
 
 
 @dataclass(frozen=True)
@@ -73,36 +73,15 @@ class GeneratorSource(StreamSource):
 
 
 def generator_columns(source: GeneratorSource, value: Column | None = None, timestamp: Column | None = None) -> list[Column]:
-    """``[event_time, key]`` columns of the generator, computed from the rate source's ``value`` and ``timestamp``.
+    """``[event_time, key]`` columns of the generator, computed from the rate source's ``value`` and ``timestamp``
+    (:func:`~streaming.engine.builders.generated_events`).
 
     A pure function of ``value`` for a given seed, so it applies to a static
     DataFrame as well as to the stream (that is how its determinism is tested).
     """
     from pyspark.sql import functions as F
 
-    value = F.col("value") if value is None else value
-    timestamp = F.col("timestamp") if timestamp is None else timestamp
-    event_ms = lagged_ms(value, timestamp, source.seed, source.max_lag_ms, source.late_share, source.late_delay_ms)
-    if source.stall_after_ms is not None:  # the clock stops: every event past the stall lags by the time since it
-        stall_events = source.stall_after_ms * source.events_per_second // 1000
-        event_ms = event_ms - F.greatest(value - F.lit(stall_events), F.lit(0)) * F.lit(1000) / F.lit(source.events_per_second)
-        event_ms = event_ms.cast("bigint")
-    return [F.timestamp_millis(event_ms).alias("event_time"), key_column(value, source.keys, salt=source.seed + 2)]
-
-
-def drawn(seed: int, value: Column) -> Column:
-    """A number in ``[0, 1)`` drawn for row ``value``: the same for the same seed and row, independent across seeds."""
-    from pyspark.sql import functions as F
-
-    return F.pmod(F.xxhash64(F.lit(seed), value), F.lit(1_000_000)) / F.lit(1_000_000.0)
-
-
-def lagged_ms(value: Column, timestamp: Column, seed: int, max_lag_ms: int, late_share: float, late_delay_ms: int) -> Column:
-    """Row ``value``'s event time in epoch ms: its arrival ``timestamp`` less a lag drawn in ``0..max_lag_ms``, and less
-    ``late_delay_ms`` more for the ``late_share`` of rows drawn as very late (seeds ``seed`` and ``seed + 1``)."""
-    from pyspark.sql import functions as F
-
-    lag_ms = F.pmod(F.xxhash64(F.lit(seed), value), F.lit(max_lag_ms + 1))
-    is_late = F.pmod(F.xxhash64(F.lit(seed + 1), value), F.lit(1_000_000)) < F.lit(int(late_share * 1_000_000))
-    extra_ms = F.when(is_late, F.lit(late_delay_ms)).otherwise(F.lit(0))
-    return F.unix_millis(timestamp) - lag_ms - extra_ms
+    return generated_events(
+        F.col("value") if value is None else value, F.col("timestamp") if timestamp is None else timestamp, source.seed, source.keys,
+        source.max_lag_ms, source.late_share, source.late_delay_ms, source.stall_after_ms, source.events_per_second,
+    )

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from ..builders import decode_records, records_before
 from ..checks import require_choice, require_int
 from ..columns import ColumnMapping, dataset_columns
 from ..errors import ConfigError
@@ -347,35 +348,11 @@ class KafkaSource(StreamSource):
 
     def decoded(self, raw: DataFrame) -> DataFrame:
         """``raw`` Kafka records (Spark's columns ``key``, ``value``, ``timestamp``...) as the value's columns and :data:`KAFKA_COLUMNS`, plus ``kafka_partition``, ``kafka_offset`` and ``malformed`` (the value did not parse)."""
-        from pyspark.sql import functions as F
-
-        text = F.col("value").cast("string")
-        struct = self.value_struct()
-        options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-        if self.value_format == "json":
-            value = F.from_json(text, struct, options)
-        else:
-            value = F.from_csv(text, self.value_ddl(), options)
-        record = raw.select(
-            value.alias("v"), F.col("timestamp").alias(KAFKA_TIMESTAMP), F.col("key").cast("string").alias(KAFKA_KEY),
-            F.col("partition").alias("kafka_partition"), F.col("offset").alias("kafka_offset"), text.alias("kafka_value"),
-        )
-        columns = [F.col("v").getField(name).alias(name) for name, _ in self.value_columns]
-        return record.select(
-            *columns, KAFKA_TIMESTAMP, KAFKA_KEY, "kafka_partition", "kafka_offset", "kafka_value",
-            (F.col("v").getField(CORRUPT).isNotNull() | F.col("kafka_value").isNull()).alias("malformed"),
-        )
+        return decode_records(raw, self.value_format, self.value_ddl(), [name for name, _ in self.value_columns])
 
     def within_end(self, records: DataFrame) -> DataFrame:
         """Spark's Kafka ``records`` (columns ``partition``, ``offset``) before :attr:`end_offsets`; all of them without an end."""
-        from pyspark.sql import functions as F
-
-        if self.end_offsets is None:
-            return records
-        inside = F.lit(False)
-        for partition, offset in self.end_offsets:
-            inside = inside | ((F.col("partition") == partition) & (F.col("offset") < offset))
-        return records.where(inside)
+        return records_before(records, None if self.end_offsets is None else dict(self.end_offsets))
 
     def selected(self, decoded: DataFrame) -> list[Column]:
         """The stream's columns (``event_time`` -- null for a malformed record --, ``key``, then the value and id when mapped) of :meth:`decoded` records."""

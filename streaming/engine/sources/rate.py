@@ -6,22 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ..builders import key_column
 from ..checks import require_int
 from ..latency import PRODUCED
 from .base import StreamSource
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["RateSource", "key_column"]
-
-
-def key_column(value: Column, keys: int, salt: int = 0) -> Column:
-    """``key-N`` with ``N`` the row number ``value`` modulo ``keys`` (hashed with ``salt`` first when it is not 0), as column ``key``."""
-    from pyspark.sql import functions as F
-
-    bucket = F.pmod(F.xxhash64(F.lit(salt), value), F.lit(keys)) if salt else F.pmod(value, F.lit(keys))
-    return F.concat(F.lit("key-"), bucket.cast("string")).alias("key")
+__all__ = ["RateSource"]
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ..builders import key_column
 from ..checks import require_int, require_positive_duration
 from ..durations import parse_duration
 from .base import StreamSource
-from .rate import key_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

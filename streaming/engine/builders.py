@@ -1,0 +1,197 @@
+"""The Spark calls that read a row's columns by their role and make the generator's rows, written once: the engine calls these functions,
+and Show code copies their text into the program it exports (:func:`streaming.export.pyspark_code`), so what runs here and what a user runs from the page are one text.
+
+Each function imports only PySpark and uses only its arguments, the names below and ``F``; what checks a user's choice (a time format that
+fits its column, a column that exists) stays with the configuration (:mod:`~streaming.engine.times`, :mod:`~streaming.engine.columns`),
+which names the field it refuses.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+__all__ = [
+    "AD_BUILDERS",
+    "BUILDERS",
+    "CAMPAIGNS",
+    "COLUMN_BUILDERS",
+    "CONSTANTS",
+    "CORRUPT",
+    "EPOCH_SECONDS_LIMIT",
+    "GENERATOR_BUILDERS",
+    "KAFKA_KEY",
+    "KAFKA_TIMESTAMP",
+    "RECORD_BUILDERS",
+    "click_columns",
+    "column_kind",
+    "decode_records",
+    "drawn",
+    "generated_events",
+    "impression_columns",
+    "key_column",
+    "lagged_ms",
+    "parse_key",
+    "parse_time",
+    "quoted",
+    "records_before",
+]
+
+EPOCH_SECONDS_LIMIT = 253_402_300_800
+"""Epoch seconds of 10000-01-01: a time at or beyond it (either side of 1970) does not parse."""
+KAFKA_TIMESTAMP = "kafka_timestamp"
+"""A Kafka record's timestamp, as a column the mapping can name (event time, or the arrival time)."""
+KAFKA_KEY = "kafka_key"
+"""A Kafka record's key as text, as a column the mapping can name."""
+CORRUPT = "_corrupt_record"
+"""The column Spark fills with a value that does not parse."""
+CAMPAIGNS = ("spring", "summer", "autumn")
+"""The campaigns of the generator's ads: ad ``n`` runs in campaign ``n mod 3``, as in the bundled feeds."""
+
+
+def quoted(name: str) -> str:
+    """``name`` as a Spark column reference: back-quoted, so dots and spaces in a column's name are part of the name."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def column_kind(data_type: str) -> str:
+    """``timestamp``, ``date``, ``number``, ``text`` or ``other`` for a Spark type name (``DataType.simpleString()``)."""
+    if data_type.startswith("timestamp"):
+        return "timestamp"
+    if data_type == "date":
+        return data_type
+    if data_type in ("tinyint", "smallint", "int", "bigint", "float", "double") or data_type.startswith("decimal"):
+        return "number"
+    return "text" if data_type == "string" else "other"
+
+
+def parse_time(value: Column, time_format: str, kind: str) -> Column:
+    """The time ``value`` holds (a column of :func:`column_kind` ``kind``) written as ``time_format``: a timestamp, null where it does not parse.
+
+    A timestamp or a date as it is (a date at midnight); ``auto``: text as Spark casts it (ISO-8601, with or without an offset);
+    ``epoch_s`` / ``epoch_ms``: seconds (fractions kept) or milliseconds since 1970-01-01 UTC; any other format is a Spark datetime pattern.
+    """
+    if kind in ("timestamp", "date"):
+        return value.cast("timestamp")
+    if time_format == "auto":
+        return F.try_to_timestamp(F.trim(value))
+    # An epoch beyond year 9999 (nanoseconds read as milliseconds...) is null, not a failed query: Spark's conversions raise on overflow
+    # under ANSI mode.
+    number = value.try_cast("double")
+    if time_format == "epoch_s":
+        return F.when(F.abs(number) < F.lit(EPOCH_SECONDS_LIMIT), F.timestamp_seconds(number))
+    if time_format == "epoch_ms":
+        return F.when(F.abs(number) < F.lit(EPOCH_SECONDS_LIMIT * 1000), F.timestamp_millis(number.cast("bigint")))
+    return F.try_to_timestamp(F.trim(value.cast("string")), F.lit(time_format))
+
+
+def parse_key(value: Column) -> Column:
+    """The key ``value`` holds, as text with surrounding spaces trimmed; null when empty (the query counts and leaves out such rows)."""
+    return F.nullif(F.trim(value.cast("string")), F.lit(""))
+
+
+def records_before(records: DataFrame, end_offsets: dict[int, int] | None) -> DataFrame:
+    """Spark's Kafka ``records`` (columns ``partition``, ``offset``) before ``end_offsets`` (partition -> offset): a range of a topic; all of them
+    without an end."""
+    if end_offsets is None:
+        return records
+    inside = F.lit(False)
+    for partition, offset in end_offsets.items():
+        inside = inside | ((F.col("partition") == int(partition)) & (F.col("offset") < offset))
+    return records.where(inside)
+
+
+def decode_records(records: DataFrame, value_format: str, value_schema: str, value_names: list[str] | tuple[str, ...]) -> DataFrame:
+    """Spark's Kafka ``records`` (columns ``key``, ``value``, ``timestamp``...) as the value's columns ``value_names`` (a JSON object or a CSV
+    line, ``value_format``, read with the DDL ``value_schema``, which holds :data:`CORRUPT`), then :data:`KAFKA_TIMESTAMP`, :data:`KAFKA_KEY`,
+    ``kafka_partition``, ``kafka_offset``, ``kafka_value`` and ``malformed``: a value that does not parse, or none, is a malformed row, never
+    a failed query."""
+    text = F.col("value").cast("string")
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    value = F.from_json(text, value_schema, options) if value_format == "json" else F.from_csv(text, value_schema, options)
+    record = records.select(
+        value.alias("v"), F.col("timestamp").alias(KAFKA_TIMESTAMP), F.col("key").cast("string").alias(KAFKA_KEY),
+        F.col("partition").alias("kafka_partition"), F.col("offset").alias("kafka_offset"), text.alias("kafka_value"),
+    )
+    return record.select(
+        *[F.col("v").getField(name).alias(name) for name in value_names], KAFKA_TIMESTAMP, KAFKA_KEY, "kafka_partition", "kafka_offset", "kafka_value",
+        (F.col("v").getField(CORRUPT).isNotNull() | F.col("kafka_value").isNull()).alias("malformed"),
+    )
+
+
+def key_column(value: Column, keys: int, salt: int = 0) -> Column:
+    """``key-N`` with ``N`` the row number ``value`` modulo ``keys`` (hashed with ``salt`` first when it is not 0), as column ``key``."""
+    bucket = F.pmod(F.xxhash64(F.lit(salt), value), F.lit(keys)) if salt else F.pmod(value, F.lit(keys))
+    return F.concat(F.lit("key-"), bucket.cast("string")).alias("key")
+
+
+def drawn(seed: int, value: Column) -> Column:
+    """A number in ``[0, 1)`` drawn for row ``value``: the same for the same seed and row, independent across seeds."""
+    return F.pmod(F.xxhash64(F.lit(seed), value), F.lit(1_000_000)) / F.lit(1_000_000.0)
+
+
+def lagged_ms(value: Column, timestamp: Column, seed: int, max_lag_ms: int, late_share: float, late_delay_ms: int) -> Column:
+    """Row ``value``'s event time in epoch ms: its arrival ``timestamp`` less a lag drawn in ``0..max_lag_ms``, and less
+    ``late_delay_ms`` more for the ``late_share`` of rows drawn as very late (seeds ``seed`` and ``seed + 1``)."""
+    lag_ms = F.pmod(F.xxhash64(F.lit(seed), value), F.lit(max_lag_ms + 1))
+    is_late = F.pmod(F.xxhash64(F.lit(seed + 1), value), F.lit(1_000_000)) < F.lit(int(late_share * 1_000_000))
+    extra_ms = F.when(is_late, F.lit(late_delay_ms)).otherwise(F.lit(0))
+    return F.unix_millis(timestamp) - lag_ms - extra_ms
+
+
+def generated_events(
+    value: Column, timestamp: Column, seed: int, keys: int, max_lag_ms: int, late_share: float, late_delay_ms: int,
+    stall_after_ms: int | None, events_per_second: int,
+) -> list[Column]:
+    """``[event_time, key]`` of the generator's row ``value`` arriving at ``timestamp`` (Spark's rate source): a pure function of ``value``
+    for a seed, out of order by up to ``max_lag_ms``, ``late_share`` of rows ``late_delay_ms`` later still; with ``stall_after_ms``, event
+    time stops advancing after that much of it (the watermark stalls)."""
+    event_ms = lagged_ms(value, timestamp, seed, max_lag_ms, late_share, late_delay_ms)
+    if stall_after_ms is not None:  # the clock stops: every event past the stall lags by the time since it
+        stall_events = stall_after_ms * events_per_second // 1000
+        event_ms = (event_ms - F.greatest(value - F.lit(stall_events), F.lit(0)) * F.lit(1000) / F.lit(events_per_second)).cast("bigint")
+    return [F.timestamp_millis(event_ms).alias("event_time"), key_column(value, keys, salt=seed + 2)]
+
+
+def impression_columns(value: Column, arrived: Column, seed: int, ads: int, max_lag_ms: int, late_share: float, late_delay_ms: int) -> list[Column]:
+    """Impression ``imp-<value>`` of rate row ``value`` arriving at ``arrived``: one of ``ads`` ads, each in one of :data:`CAMPAIGNS`, timed
+    as a generator's row (:func:`lagged_ms`)."""
+    ad = F.pmod(F.xxhash64(F.lit(seed + 2), value), F.lit(ads))
+    campaign = F.element_at(F.array(*[F.lit(name) for name in CAMPAIGNS]), (F.pmod(ad, F.lit(len(CAMPAIGNS))) + 1).cast("int"))
+    return [
+        F.format_string("imp-%d", value).alias("impression_id"),
+        F.format_string("ad-%04d", ad).alias("ad_id"),
+        F.timestamp_millis(lagged_ms(value, arrived, seed, max_lag_ms, late_share, late_delay_ms)).alias("impression_time"),
+        campaign.alias("campaign"),
+    ]
+
+
+def click_columns(
+    value: Column, arrived: Column, seed: int, max_lag_ms: int, late_share: float, late_delay_ms: int,
+    impressions_per_second: int, clicks_per_second: int, mean_click_delay_ms: int, max_click_delay_ms: int,
+) -> list[Column]:
+    """Click-stream rate row ``value`` arriving at ``arrived``: a click on the impression that arrived a drawn delay before it (exponential,
+    of mean ``mean_click_delay_ms``, capped at ``max_click_delay_ms``; its ``impression_id`` null when that impression would precede the
+    stream's start), timed as its impression is."""
+    delay_ms = F.least(F.lit(float(max_click_delay_ms)), -F.lit(float(mean_click_delay_ms)) * F.log(F.lit(1.0) - drawn(seed + 3, value)))
+    arrived_ms = value * F.lit(1000.0 / clicks_per_second)  # since the stream's start
+    impression = F.floor((arrived_ms - delay_ms) * F.lit(impressions_per_second / 1000.0))
+    return [
+        F.when(impression >= 0, F.format_string("imp-%d", impression)).alias("impression_id"),
+        F.timestamp_millis(lagged_ms(impression, arrived, seed, max_lag_ms, late_share, late_delay_ms)).alias("click_time"),
+    ]
+
+
+COLUMN_BUILDERS = (quoted, column_kind, parse_time, parse_key)
+"""What reads a column by its role: every program that reads a time or a key defines these."""
+RECORD_BUILDERS = (records_before, decode_records)
+"""What reads Kafka's records: a program that reads a topic defines these too."""
+GENERATOR_BUILDERS = (key_column, lagged_ms, generated_events)
+"""What makes the generator's rows from Spark's rate source (:func:`key_column` alone: the rate sources' keys)."""
+AD_BUILDERS = (drawn, lagged_ms, impression_columns, click_columns)
+"""What makes the generator's pair of impressions and clicks."""
+BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS)))
+CONSTANTS: dict[object, tuple[str, ...]] = {
+    parse_time: ("EPOCH_SECONDS_LIMIT",), decode_records: ("KAFKA_TIMESTAMP", "KAFKA_KEY", "CORRUPT"), impression_columns: ("CAMPAIGNS",),
+}
+"""The names each builder reads besides its arguments and ``F``: an exported program assigns each its value before the builders."""
