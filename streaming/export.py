@@ -36,7 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from .engine import builders
-from .engine.builders import AD_BUILDERS, COLUMN_BUILDERS, CONSTANTS, GENERATOR_BUILDERS, RECORD_BUILDERS, key_column
+from .engine.builders import (
+    AD_BUILDERS,
+    COLUMN_BUILDERS,
+    CONSTANTS,
+    GENERATOR_BUILDERS,
+    QUERY_BUILDERS,
+    RECORD_BUILDERS,
+    counted_input,
+    key_column,
+    malformed_rows,
+)
 from .engine.checks import duration_ms
 from .engine.columns import NO_KEY
 from .engine.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
@@ -640,18 +650,11 @@ _MODE_COMMENTS = {
 def _query(config: QueryConfig, *, for_console: bool) -> str:
     lines = [
         _rule('The query'),
-        "# Rows whose event_time could not be parsed or whose key is empty are counted (the",
+        *_builder_code(QUERY_BUILDERS if config.aggregation != "none" else (malformed_rows, counted_input)),
+        "# Rows whose event_time could not be parsed or whose key is empty"
+        + (" (or, deduplicating, whose id is)" if config.deduplicate else "") + " are counted (the",
         "# observed metrics 'input' in each batch's progress) and left out.",
-        "malformed = F.col('event_time').isNull() | F.col('key').isNull()",
-        *(
-            ["malformed = malformed | F.col('dedup_id').isNull()  # without an id, a row cannot be told from a duplicate"]
-            if config.deduplicate else []
-        ),
-        "events = events.observe(",
-        "    'input',",
-        "    F.count(F.lit(1)).alias('input_rows'),",
-        "    F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias('malformed_rows'),",
-        ").where(~malformed)",
+        f"events = counted_input(events, malformed_rows({config.deduplicate!r}))",
         "",
     ]
     aggregating = config.aggregation != "none"
@@ -708,7 +711,11 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
                 "# exclusive; every event falls in exactly one.",
                 "window = F.window('event_time', WINDOW)",
             ]
-        lines += _aggregate_lines(config.aggregation)
+        if config.aggregation == "approx_distinct":
+            lines.append("# approx_count_distinct: the number of distinct values, estimated (HyperLogLog++).")
+        elif config.aggregation != "count":
+            lines.append("# The value column as a number; a value that is not one is null and left out of the aggregate.")
+        lines.append(f"counts = windowed_aggregate(events, window, {_lit(config.aggregation)})")
         if for_console:
             lines += [
                 "result = counts.select(",
@@ -738,20 +745,6 @@ def _query(config: QueryConfig, *, for_console: bool) -> str:
     lines.append("")
     lines += _MODE_COMMENTS[config.output_mode]
     return _block(*lines)
-
-
-def _aggregate_lines(aggregation: str) -> list[str]:
-    if aggregation == "count":
-        return ["counts = events.groupBy(window.alias('window'), 'key').count()"]
-    if aggregation == "approx_distinct":
-        return [
-            "# approx_count_distinct: the number of distinct values, estimated (HyperLogLog++).",
-            "counts = events.groupBy(window.alias('window'), 'key').agg(F.approx_count_distinct('value').alias('value'))",
-        ]
-    return [
-        "# The value column as a number; a value that is not one is null and left out of the aggregate.",
-        f"counts = events.groupBy(window.alias('window'), 'key').agg(F.{aggregation}(F.col('value').try_cast('double')).alias('value'))",
-    ]
 
 
 def _trigger_lines(config: QueryConfig, indent: str = "    ") -> list[str]:

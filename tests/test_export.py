@@ -125,8 +125,8 @@ def test_every_combination_compiles_with_only_pyspark_and_stdlib(write_feed):
         assert {"getOrCreate", "outputMode", "start"} <= calls
         assert ("withWatermark" in calls) == (config.watermark is not None)
         assert ("window" in calls) == (config.aggregation != "none")
-        assert ("approx_count_distinct" in calls) == (config.aggregation == "approx_distinct")
-        assert ("F.sum(F.col('value').try_cast('double'))" in code) == (config.aggregation == "sum")
+        assert ("windowed_aggregate(events, window, 'approx_distinct')" in code) == (config.aggregation == "approx_distinct")
+        assert ("windowed_aggregate(events, window, 'sum')" in code) == (config.aggregation == "sum")
         assert ("trigger" in calls) == (config.trigger != "default")
         assert ("processAllAvailable" in calls) == (is_feed and config.trigger != "available_now")
         assert ("foreachBatch" in calls) == is_feed
@@ -361,7 +361,7 @@ def test_deduplication_is_exported_before_the_aggregation(write_feed):
     code = pyspark_code(QueryConfig(source, window="10 minutes", watermark="10 minutes", output_mode="append", deduplicate=True))
     calls = _calls(ast.parse(code))
     assert "dropDuplicatesWithinWatermark" in calls
-    assert code.index("dropDuplicatesWithinWatermark") < code.index("groupBy(window")
+    assert code.index("events.dropDuplicatesWithinWatermark") < code.index("counts = windowed_aggregate(")
     assert _assigned_constant(ast.parse(code), "DEDUP_ID") == "key"
     plain = pyspark_code(QueryConfig(source, window="10 minutes", watermark="10 minutes", output_mode="append"))
     assert "dropDuplicatesWithinWatermark" not in _calls(ast.parse(plain))
@@ -446,7 +446,10 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
     columns, records = builders.COLUMN_BUILDERS, builders.RECORD_BUILDERS
     needs = {"feed": columns, "socket": columns, "kafka": (*columns, *records), "generator": builders.GENERATOR_BUILDERS, "rate": (builders.key_column,),
              "rate-micro-batch": (builders.key_column,)}
-    programs = [(f"{source.kind} {index}", pyspark_code(QueryConfig(source)), needs[source.kind]) for index, source in enumerate([*_sources(feed), topic])]
+    programs = [
+        (f"{source.kind} {index}", pyspark_code(QueryConfig(source)), (*needs[source.kind], *builders.QUERY_BUILDERS))
+        for index, source in enumerate([*_sources(feed), topic])
+    ]
     files = JoinConfig(JoinSide(feed, "event_time", side="left"), JoinSide(feed, "event_time", side="right"), on=("key",))
     topics = JoinConfig(*(TopicSide(replace(topic, end_offsets=((0, 10),)), "1 minute", side=side) for side in ("left", "right")), on=("key",))
     streams = AdStreams(impressions_per_second=40, click_through=0.5, ads=5, seed=11, late_share=0.2)
@@ -468,9 +471,12 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
         }
         assert {constant: assigned.get(constant) for constant in constants} == {constant: getattr(builders, constant) for constant in constants}, name
         outside = "\n".join(ast.get_source_segment(code, node) or "" for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name in texts))
-        spelled = {"try_to_timestamp", "nullif", "timestamp_millis", "from_json", "from_csv", "xxhash64", "pmod", "'offset') <"} & set(_words(outside))
+        spelled = {
+            "try_to_timestamp", "nullif", "timestamp_millis", "from_json", "from_csv", "xxhash64", "pmod", "'offset') <", "observe", "groupBy", "try_cast",
+        } & set(_words(outside))
         assert not spelled, (name, spelled)
-        assert all(f"{function.__name__}(" in outside for function in expected if function in (builders.parse_time, builders.decode_records)), name
+        called = (builders.parse_time, builders.decode_records, builders.counted_input, builders.windowed_aggregate)
+        assert all(f"{function.__name__}(" in outside for function in expected if function in called), name
     assert all("kafka" not in code.lower() for name, code, _ in programs if name in ("join of files", "join of the ads pair"))
 
 

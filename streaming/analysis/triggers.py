@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from ..engine.builders import malformed_rows
 from ..engine.config import QueryConfig
 from ..engine.errors import Cancelled, ConfigError
 from ..engine.publish import publish_paced
-from ..engine.query import malformed_rows
 from ..engine.registry import QueryRegistry
 from ..engine.sources.kafka import KafkaSource, require_topic_source
 from ..engine.topics import create_topic, delete_topic, describe_topic, latest_messages
@@ -164,7 +164,7 @@ def well_formed(spark: SparkSession, config: QueryConfig, messages: pd.DataFrame
     rows = [(key, value, stamp.to_pydatetime(), 0, index) for index, (key, value, stamp) in enumerate(zip(messages["key"], messages["value"], messages["timestamp"], strict=True))]
     source = require_topic_source(config.source, "source")
     decoded = source.decoded(spark.createDataFrame(rows, schema))
-    read = decoded.select(*source.selected(decoded), F.col("kafka_offset").alias("index")).where(~malformed_rows(config))
+    read = decoded.select(*source.selected(decoded), F.col("kafka_offset").alias("index")).where(~malformed_rows(config.deduplicate))
     kept = {int(row["index"]) for row in read.select("index").collect()}
     return [(key, value) for index, (key, value) in enumerate(zip(messages["key"], messages["value"], strict=True)) if index in kept]
 

@@ -20,21 +20,26 @@ __all__ = [
     "CORRUPT",
     "EPOCH_SECONDS_LIMIT",
     "GENERATOR_BUILDERS",
+    "INPUT_METRICS",
     "KAFKA_KEY",
     "KAFKA_TIMESTAMP",
+    "QUERY_BUILDERS",
     "RECORD_BUILDERS",
     "click_columns",
     "column_kind",
+    "counted_input",
     "decode_records",
     "drawn",
     "generated_events",
     "impression_columns",
     "key_column",
     "lagged_ms",
+    "malformed_rows",
     "parse_key",
     "parse_time",
     "quoted",
     "records_before",
+    "windowed_aggregate",
 ]
 
 EPOCH_SECONDS_LIMIT = 253_402_300_800
@@ -45,6 +50,8 @@ KAFKA_KEY = "kafka_key"
 """A Kafka record's key as text, as a column the mapping can name."""
 CORRUPT = "_corrupt_record"
 """The column Spark fills with a value that does not parse."""
+INPUT_METRICS = "input"
+"""The observation that counts a stream's input and malformed rows (``input_rows``, ``malformed_rows``)."""
 CAMPAIGNS = ("spring", "summer", "autumn")
 """The campaigns of the generator's ads: ad ``n`` runs in campaign ``n mod 3``, as in the bundled feeds."""
 
@@ -182,6 +189,40 @@ def click_columns(
     ]
 
 
+def malformed_rows(deduplicate: bool) -> Column:
+    """True for a row the form's query leaves out: no parsable ``event_time``, no ``key``, or, when it deduplicates, no ``dedup_id``."""
+    malformed = F.col("event_time").isNull() | F.col("key").isNull()
+    if deduplicate:
+        malformed = malformed | F.col("dedup_id").isNull()  # without an id, a row cannot be told from a duplicate
+    return malformed
+
+
+def counted_input(frame: DataFrame, malformed: Column, name: str = INPUT_METRICS) -> DataFrame:
+    """``frame``'s rows counted in the observed metrics ``name`` of each micro-batch's progress (``input_rows``, and ``malformed_rows``: those
+    where ``malformed`` holds), and the malformed ones left out: a bad row is counted, never a failed query."""
+    return frame.observe(
+        name,
+        F.count(F.lit(1)).alias("input_rows"),
+        F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias("malformed_rows"),
+    ).where(~malformed)
+
+
+def windowed_aggregate(events: DataFrame, spans: Column, aggregation: str) -> DataFrame:
+    """``events`` (``event_time``, ``key``, ``value``) per window of ``spans`` (``F.window`` or ``F.session_window`` of the event time) and
+    ``key``: ``window`` (a struct of ``start`` and ``end``), ``key``, then ``value`` for a value aggregation (``sum``, ``avg``, ``min`` or ``max``
+    of the values as numbers, a value that is not one left out; ``approx_distinct``: HyperLogLog++'s estimate of the distinct values) and
+    ``count``, the rows it was computed over: what completeness is measured by, whatever the aggregate."""
+    grouped = events.groupBy(spans.alias("window"), "key")
+    if aggregation == "count":
+        return grouped.count()
+    value = F.col("value")
+    if aggregation == "approx_distinct":
+        measure = F.approx_count_distinct(value)
+    else:
+        measure = {"sum": F.sum, "avg": F.avg, "min": F.min, "max": F.max}[aggregation](value.try_cast("double"))
+    return grouped.agg(measure.alias("value"), F.count(F.lit(1)).alias("count"))
+
+
 COLUMN_BUILDERS = (quoted, column_kind, parse_time, parse_key)
 """What reads a column by its role: every program that reads a time or a key defines these."""
 RECORD_BUILDERS = (records_before, decode_records)
@@ -190,8 +231,10 @@ GENERATOR_BUILDERS = (key_column, lagged_ms, generated_events)
 """What makes the generator's rows from Spark's rate source (:func:`key_column` alone: the rate sources' keys)."""
 AD_BUILDERS = (drawn, lagged_ms, impression_columns, click_columns)
 """What makes the generator's pair of impressions and clicks."""
-BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS)))
+QUERY_BUILDERS = (malformed_rows, counted_input, windowed_aggregate)
+"""The form's query: its malformed rows counted and left out, its windowed aggregate."""
+BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS)))
 CONSTANTS: dict[object, tuple[str, ...]] = {
-    parse_time: ("EPOCH_SECONDS_LIMIT",), decode_records: ("KAFKA_TIMESTAMP", "KAFKA_KEY", "CORRUPT"), impression_columns: ("CAMPAIGNS",),
+    parse_time: ("EPOCH_SECONDS_LIMIT",), counted_input: ("INPUT_METRICS",), decode_records: ("KAFKA_TIMESTAMP", "KAFKA_KEY", "CORRUPT"), impression_columns: ("CAMPAIGNS",),
 }
 """The names each builder reads besides its arguments and ``F``: an exported program assigns each its value before the builders."""

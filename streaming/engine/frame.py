@@ -13,20 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .builders import INPUT_METRICS, counted_input, malformed_rows, windowed_aggregate
 from .durations import format_duration
-from .errors import ConfigError
 from .latency import LATENCY_METRICS, PRODUCED, QUANTILES
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from .config import QueryConfig
     from .sources import Feeder
 
-__all__ = ["INPUT_METRICS", "VALUE_AGGREGATIONS", "aggregate_column", "build_frame", "exact_frame", "malformed_rows", "windowed_counts"]
-
-INPUT_METRICS = "input"
-"""The observation that counts a stream's input and malformed rows (``input_rows``, ``malformed_rows``)."""
+__all__ = ["INPUT_METRICS", "VALUE_AGGREGATIONS", "build_frame", "exact_frame", "windowed_counts"]
 
 VALUE_AGGREGATIONS: tuple[str, ...] = ("sum", "avg", "min", "max", "approx_distinct")
 """The aggregates of a value column the form offers besides ``count``."""
@@ -57,12 +54,7 @@ def _input_frame(frame: DataFrame, config: QueryConfig, *, latency: bool) -> Dat
     """The source's rows observed (input and malformed counts, produce times), filtered, watermarked and deduplicated as :func:`build_frame` says."""
     from pyspark.sql import functions as F
 
-    malformed = malformed_rows(config)
-    frame = frame.observe(
-        INPUT_METRICS,
-        F.count(F.lit(1)).alias("input_rows"),
-        F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias("malformed_rows"),
-    ).where(~malformed)
+    frame = counted_input(frame, malformed_rows(config.deduplicate))
     if latency and PRODUCED in frame.columns and config.trigger != "real_time":
         frame = frame.observe(
             LATENCY_METRICS,
@@ -83,20 +75,10 @@ def exact_frame(spark: SparkSession, config: QueryConfig) -> DataFrame:
     ``deduplicate`` every id is kept once (``dropDuplicates``: an infinite
     watermark forgets no id). Only sources with an end have one (:meth:`~streaming.engine.sources.StreamSource.rows`).
     """
-    frame = config.source.rows(spark).where(~malformed_rows(config))
+    frame = config.source.rows(spark).where(~malformed_rows(config.deduplicate))
     if config.deduplicate:
         frame = frame.dropDuplicates(["dedup_id"])
     return _result_frame(frame, config)
-
-
-def malformed_rows(config: QueryConfig) -> Column:
-    """True for a row the query leaves out: no parsable ``event_time``, no ``key``, or no id when deduplicating."""
-    from pyspark.sql import functions as F
-
-    malformed = F.col("event_time").isNull() | F.col("key").isNull()
-    if config.deduplicate:
-        malformed = malformed | F.col("dedup_id").isNull()  # without an id, a row cannot be told from a duplicate
-    return malformed
 
 
 def _result_frame(frame: DataFrame, config: QueryConfig) -> DataFrame:
@@ -106,19 +88,6 @@ def _result_frame(frame: DataFrame, config: QueryConfig) -> DataFrame:
         produced = [PRODUCED] if config.trigger == "real_time" and PRODUCED in frame.columns else []
         return frame.select(F.unix_micros("event_time").alias("event_time"), "key", *produced)
     return windowed_counts(frame, config.window_ms, config.slide_ms, config.aggregation, config.session_gap_ms)
-
-
-def aggregate_column(aggregation: str) -> Column:
-    """The aggregate of the ``value`` column for a value aggregation: numbers (text that is not one is null) or, for ``approx_distinct``, any value."""
-    from pyspark.sql import functions as F
-
-    value = F.col("value")
-    if aggregation == "approx_distinct":
-        return F.approx_count_distinct(value)
-    functions = {"sum": F.sum, "avg": F.avg, "min": F.min, "max": F.max}
-    if aggregation not in functions:
-        raise ConfigError("aggregation", aggregation, f"is not one of count, {', '.join(VALUE_AGGREGATIONS)}")
-    return functions[aggregation](value.try_cast("double"))
 
 
 def windowed_counts(
@@ -136,19 +105,13 @@ def windowed_counts(
     from pyspark.sql import functions as F
 
     if session_gap_ms is not None:
-        window = F.session_window("event_time", format_duration(session_gap_ms))
+        spans = F.session_window("event_time", format_duration(session_gap_ms))
     else:
-        window = F.window("event_time", format_duration(window_ms), format_duration(slide_ms))
-    grouped = frame.groupBy(window.alias("window"), "key")
-    if aggregation == "count":
-        measured, numbers = grouped.count(), ["count"]
-    else:
-        measured, numbers = grouped.agg(aggregate_column(aggregation).alias("value"), F.count(F.lit(1)).alias("count")), ["value", "count"]
+        spans = F.window("event_time", format_duration(window_ms), format_duration(slide_ms))
+    measured = windowed_aggregate(frame, spans, aggregation)
     return measured.select(
         F.unix_micros(F.col("window.start")).alias("window_start"),
         F.unix_micros(F.col("window.end")).alias("window_end"),
         "key",
-        *numbers,
+        *(["count"] if aggregation == "count" else ["value", "count"]),
     )
-
-

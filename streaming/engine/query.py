@@ -28,7 +28,7 @@ from .checkpoints import KeptQuery
 from .config import CHANGELOG_CONF, INTERVAL_TRIGGERS, PROVIDER_CONF, FeedSource, QueryConfig
 from .durations import format_duration, parse_duration
 from .errors import Cancelled, ConfigError
-from .frame import INPUT_METRICS, aggregate_column, build_frame, exact_frame, malformed_rows, windowed_counts
+from .frame import INPUT_METRICS, build_frame, exact_frame, windowed_counts
 from .latency import LatencyLog
 from .progress import ProgressListener, ProgressLog
 from .results import ResultTable
@@ -56,10 +56,8 @@ __all__ = [
     "Run",
     "RunStatus",
     "StopsInBackground",
-    "aggregate_column",
     "build_frame",
     "exact_frame",
-    "malformed_rows",
     "start_run",
     "start_with",
     "windowed_counts",

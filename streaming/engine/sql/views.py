@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..builders import INPUT_METRICS, counted_input
 from ..columns import ColumnMapping, view_columns
 from ..config import source_from_dict, source_to_dict
 from ..datasets import FORMATS, FileFormat, detect_format
 from ..errors import ConfigError
 from ..feeds import feed_files
-from ..frame import INPUT_METRICS
 from ..preview import dataset_schema
 from ..session import is_connect
 from ..sources import StreamSource
@@ -149,13 +149,7 @@ class SqlView:
         if self.static:
             return self.source.view_rows(spark), None
         frame, feeder = self.stream.view_frame(spark, staging, now_ms)
-        malformed = F.col(quoted(self.event_time)).isNull()
-        observed = frame.observe(
-            f"{INPUT_METRICS}_{self.name}",
-            F.count(F.lit(1)).alias("input_rows"),
-            F.coalesce(F.sum(F.when(malformed, 1).otherwise(0)), F.lit(0)).alias("malformed_rows"),
-        )
-        return observed.where(~malformed), feeder
+        return counted_input(frame, F.col(quoted(self.event_time)).isNull(), f"{INPUT_METRICS}_{self.name}"), feeder
 
 
 
