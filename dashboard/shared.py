@@ -185,11 +185,18 @@ def _loss_sequel() -> str:
 
 
 def _after_loss(lost: Sequence[LostRun]) -> str:
+    """What to do about the runs ``lost`` with a session: resume the kept ones, start the others again where they were started."""
     kept = [run.name for run in lost if run.kept]
-    if not kept:
-        return "Start them again from Live query."
-    others = "; start the others again from Live query" if len(kept) < len(lost) else ""
-    return f"{', '.join(kept)} kept {'its' if len(kept) == 1 else 'their'} checkpoint and result: resume on the Queries page where it stopped{others}."
+    joins = [run.name for run in lost if not run.kept and run.source_kind == "live_join"]
+    others = [run.name for run in lost if not run.kept and run.source_kind != "live_join"]
+    said = []
+    if kept:
+        said.append(f"{', '.join(kept)} kept {'its' if len(kept) == 1 else 'their'} checkpoint and result: resume on the Queries page where it stopped.")
+    if others:
+        said.append(f"Start {', '.join(others)} again from Live query.")
+    if joins:
+        said.append(f"Start {', '.join(joins)} again from Joins.")
+    return " ".join(said)
 
 
 def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:

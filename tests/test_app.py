@@ -535,6 +535,20 @@ def test_a_dead_session_is_replaced_once_and_its_lost_queries_are_recorded(monke
     assert str(recorded[0]) == "doomed (running, 12 batches, watermark 2024-01-01 00:00:30, 4 result rows)"
 
 
+def test_the_loss_banner_says_where_each_lost_run_goes_on() -> None:
+    """A kept query is resumed on the Queries page; another is started again where it was started: a live join on Joins, not Live query."""
+    from streaming.engine.registry import LostRun
+
+    lost = [
+        LostRun("kept_q", 3, None, 1, False, kept=True, source_kind="feed"), LostRun("gen", 2, None, 0, False, source_kind="generator"),
+        LostRun("pair", 5, None, 9, False, source_kind="live_join"),
+    ]
+    assert shared._after_loss(lost) == (
+        "kept_q kept its checkpoint and result: resume on the Queries page where it stopped. Start gen again from Live query. Start pair again from Joins."
+    )
+    assert shared._after_loss([]) == ""
+
+
 @pytest.mark.spark
 def test_the_live_page_says_a_dataset_chosen_on_the_datasets_page_runs_once_its_mapping_is_saved(tmp_path: Path) -> None:
     """A newcomer's dataset picked on Datasets but not mapped yet is not offered by Live query: the page says why, not nothing."""

@@ -97,7 +97,7 @@ def test_abandoning_runs_reports_what_they_reached_and_deletes_their_folders(reg
     try:
         run.await_idle(120)
         [lost] = own.abandon()
-        assert (lost.name, lost.stopped, lost.result_rows) == ("abandoned_run", False, len(run.table)) and lost.batches > 0
+        assert (lost.name, lost.stopped, lost.result_rows, lost.source_kind) == ("abandoned_run", False, len(run.table), "feed") and lost.batches > 0
         assert lost.watermark is not None and str(lost).startswith(f"abandoned_run (running, {lost.batches} batches, watermark ")
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", lost.watermark), lost.watermark  # as the banner writes a time
         assert own.runs() == [] and not run.workdir.exists()

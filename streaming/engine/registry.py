@@ -66,6 +66,8 @@ class LostRun:
     stopped: bool
     kept: bool = False
     """Its checkpoint and result are kept on disk: it can be resumed on a new session."""
+    source_kind: str = ""
+    """Its source's ``kind`` (``live_join`` for the two sides of a live join): where a page starts it again."""
 
     def __str__(self) -> str:
         state = "stopped" if self.stopped else "running"
@@ -246,7 +248,7 @@ class QueryRegistry:
         for run in runs:
             summaries = run.log.summaries()
             watermark = next((str(pd.Timestamp(summary["watermark"])) for summary in reversed(summaries) if pd.notna(summary.get("watermark"))), None)
-            lost.append(LostRun(run.name, len(summaries), watermark, len(run.table), run.stopped_by_user, run.kept))
+            lost.append(LostRun(run.name, len(summaries), watermark, len(run.table), run.stopped_by_user, run.kept, str(getattr(run.config.source, "kind", ""))))
             run.sink.close(read=False)
             if run.feeder is not None:
                 run.feeder.stop()
