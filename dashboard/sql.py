@@ -24,6 +24,7 @@ from streaming.engine.sql import DEFAULT_VIEW, PlanFacts, SqlError, SqlQuery, Sq
 from streaming.engine.sql.checker import SqlChecker
 from streaming.engine.sql.form import form_sql
 from streaming.engine.sql.replay import operators_of
+from streaming.export import sql_code
 
 from . import shared
 from .shared import failure_banner
@@ -196,6 +197,8 @@ def sql_view(run: Run) -> None:
             f"{run.config.output_mode.capitalize()} mode" + (f", rows upserted by {', '.join(facts.grouping)}" if facts.grouping and run.config.output_mode == "update" else "")
             + (f". The global watermark comes from {marks}." if marks else ". No WATERMARK clause: nothing is dropped, and state only grows.")
         )
+        with st.expander("Show code"):
+            _show_code(run.config, facts.grouping)
     st.subheader("Result table")
     st.dataframe(table, hide_index=True, key=f"lab_sql_table_{run.name}")
     st.subheader("Stateful operators")
@@ -218,3 +221,17 @@ def sql_view(run: Run) -> None:
     right.plotly_chart(figures["state"], key="lab_sql_state")
     left.plotly_chart(figures["rates"], key="lab_sql_rates")
     right.plotly_chart(figures["gap"], key="lab_sql_gap")
+
+
+def _show_code(query: object, grouping: tuple[str, ...]) -> None:
+    """The PySpark program of a SQL run (:func:`~streaming.export.sql_code`), or why there is none yet."""
+    if not isinstance(query, SqlQuery):
+        return
+    try:
+        code = sql_code(query, grouping)
+    except ConfigError as err:
+        st.info(f"No program to show for this query yet: {err}.")
+        return
+    st.caption("A PySpark program that builds the same views from the same files with the lab's own code, replays them one file per micro-batch "
+               "and prints the final result table.")
+    st.code(code, language="python")

@@ -43,15 +43,22 @@ from .engine.builders import (
     GENERATOR_BUILDERS,
     QUERY_BUILDERS,
     RECORD_BUILDERS,
+    VIEW_BUILDERS,
+    column_kind,
     counted_input,
+    file_stream,
     key_column,
     malformed_rows,
+    parse_time,
+    quoted,
+    read_files,
 )
 from .engine.checks import duration_ms
 from .engine.columns import NO_KEY
 from .engine.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.datasets import FORMATS
 from .engine.durations import format_duration, parse_duration
+from .engine.errors import ConfigError
 from .engine.feeds import TIME_PATTERN, feed_header
 from .engine.jars import connector_coordinates
 from .engine.join import JoinConfig, JoinSide, LiveSide, Side
@@ -59,6 +66,8 @@ from .engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP
 from .engine.results import measure_column
 from .engine.sources.ads import AdStreams
 from .engine.sources.kafka import KafkaSource
+from .engine.sql import SqlQuery, SqlView
+from .engine.sql.views import TableFiles
 
 __all__ = ["RESULT_PREFIX", "join_code", "pyspark_code"]
 
@@ -368,15 +377,10 @@ def _feed_source(source: FeedSource) -> str:
         "    raise SystemExit(f'{FEED}: header {HEADER} lacks event_time or key')",
         "",
         *_STAGING,
+        *_FILE_CODE,
         "# Every column is read as a string and parsed here, so a malformed value becomes null",
         "# instead of failing the query.",
-        "raw = (",
-        "    spark.readStream.schema(StructType([StructField(name, StringType()) for name in HEADER]))",
-        "    .option('header', True)",
-        "    .option('maxFilesPerTrigger', 1)",
-        "    .option('mode', 'PERMISSIVE')",
-        "    .csv(str(STAGING))",
-        ")",
+        "raw = file_stream(spark, StructType([StructField(name, StringType()) for name in HEADER]), 'csv', str(STAGING))",
         *_BUILDER_CODE,
         "events = raw.select(parse_time(F.col('event_time'), TIME_FORMAT, 'text').alias('event_time'), parse_key(F.col('key')).alias('key'))",
     )
@@ -396,27 +400,11 @@ def _dataset_source(source: FeedSource) -> str:
         "if not FILES:",
         "    raise SystemExit(f'{FEED}: no {FORMAT} files')",
         *_STAGING,
+        *_FILE_CODE,
         "# The stream reads the files with the schema a batch read of all of them gives",
         "# (CSV: every column as text, parsed below, so a malformed value becomes null).",
-        "paths = [str(path) for path in FILES]",
-        "if FORMAT == 'csv':",
-        "    schema = spark.read.csv(paths, header=True).schema",
-        "    raw = spark.readStream.schema(schema).option('header', True).option('mode', 'PERMISSIVE').option('maxFilesPerTrigger', 1).csv(str(STAGING))",
-        "elif FORMAT == 'json':",
-        "    schema = StructType([f for f in spark.read.json(paths).schema.fields if f.name != '_corrupt_record'])",
-        "    raw = spark.readStream.schema(schema).option('mode', 'PERMISSIVE').option('maxFilesPerTrigger', 1).json(str(STAGING))",
-        "else:",
-        "    schema = spark.read.parquet(*paths).schema",
-        "    raw = spark.readStream.schema(schema).option('maxFilesPerTrigger', 1).parquet(str(STAGING))",
-        "",
-        "",
-        "def read_files(paths):",
-        '    """The rows of `paths` as one batch DataFrame, read as the stream reads them."""',
-        "    if FORMAT == 'csv':",
-        "        return spark.read.schema(schema).csv(paths, header=True, mode='PERMISSIVE')",
-        "    if FORMAT == 'json':",
-        "        return spark.read.schema(schema).json(paths, mode='PERMISSIVE')",
-        "    return spark.read.schema(schema).parquet(*paths)",
+        "schema = StructType([f for f in read_files(spark, [str(path) for path in FILES], FORMAT).schema.fields if f.name != CORRUPT])",
+        "raw = file_stream(spark, schema, FORMAT, str(STAGING))",
         "",
         "",
         *_COLUMN_CODE,
@@ -438,6 +426,7 @@ def _builder_code(functions: Sequence[Callable[..., Any]]) -> tuple[str, ...]:
 _BUILDER_CODE = _builder_code(COLUMN_BUILDERS)
 _RECORD_CODE = _builder_code(RECORD_BUILDERS)
 _GENERATOR_CODE = _builder_code(GENERATOR_BUILDERS)
+_FILE_CODE = _builder_code((read_files, file_stream))
 _KEY_CODE = _builder_code((key_column,))
 _COLUMN_CODE = (
     *_BUILDER_CODE,
@@ -496,7 +485,7 @@ def _batch_cutting(source: FeedSource) -> list[str]:
         "# The helper columns have names no dataset column is expected to have; they are dropped again.",
         "FILE_NO, ROW_NO, SLOT, BATCH_NO = '__lab_file_no', '__lab_row_no', '__lab_slot', '__lab_batch_no'",
         "parts = [",
-        "    read_files([str(path)]).withColumn(FILE_NO, F.lit(number)).withColumn(ROW_NO, F.monotonically_increasing_id())",
+        "    read_files(spark, [str(path)], FORMAT, schema).withColumn(FILE_NO, F.lit(number)).withColumn(ROW_NO, F.monotonically_increasing_id())",
         "    for number, path in enumerate(FILES)",
         "]",
         "rows = functools.reduce(lambda left, right: left.unionByName(right), parts)",
@@ -1039,7 +1028,7 @@ def _ads_settings(streams: AdStreams) -> list[str]:
 
 
 _FILE_SIDE_CODE = (
-    "def file_stream(side, name):",
+    "def file_side(side, name):",
     '    """The side\'s stream over a staging folder holding its files, each modified after the one before (file i in micro-batch i), and its',
     "    columns. A static side (a stream-static join) is a table of its files, which every micro-batch joins whole.",
     '    """',
@@ -1113,7 +1102,7 @@ _TOPIC_SIDE_CODE = (
 """A topic side, as :meth:`~streaming.engine.join.TopicSide.read` reads it."""
 
 _SIDE_CODE = {"files": _FILE_SIDE_CODE, "ads": _ADS_SIDE_CODE, "topic": _TOPIC_SIDE_CODE}
-_SIDE_READERS = {"files": "file_stream", "ads": "ad_stream", "topic": "topic_stream"}
+_SIDE_READERS = {"files": "file_side", "ads": "ad_stream", "topic": "topic_stream"}
 
 
 _SIDE_NAMES = {
@@ -1260,3 +1249,136 @@ def _live_join_run() -> str:
         "joined", "streaming_lab_export_join", "'append'", ("    .option('checkpointLocation', str(WORKDIR / 'checkpoint'))",),
         ("    shutil.rmtree(WORKDIR, ignore_errors=True)",),
     )
+
+
+# --------------------------------------------------------------------------- a user's own SQL
+
+
+def _sql_view(view: SqlView) -> dict[str, object]:
+    """One view in the program: its files, their format, its event-time column and how its times are written; :class:`ConfigError` for a view
+    whose data Show code does not write yet (a topic, the generator, a dataset cut by rows or by arrival)."""
+    data = view.source if isinstance(view.source, TableFiles) else view.source.as_feed
+    if data is None:
+        raise ConfigError(f"view {view.name}", view.source.label, "reads a source Show code does not write for SQL yet: it writes SQL over files")
+    if isinstance(data, FeedSource) and data.batching.by != "file":
+        raise ConfigError(f"view {view.name}.batch_by", data.batching.by, "Show code writes SQL over files replayed one file per micro-batch")
+    columns = data.columns
+    return {
+        "name": view.name, "static": view.static, "files": tuple(str(path.resolve()) for path in data.files()), "format": data.file_format,
+        "event_time": None if columns is None else columns.event_time, "time_format": "auto" if columns is None else columns.time_format,
+    }
+
+
+_SQL_VIEW_CODE = (
+    "def view_frame(view):",
+    '    """The view\'s rows: a static view read whole; a streamed one from its staging folder, file i in micro-batch i (its files staged',
+    "    before the query starts, each modified after the one before), its event time parsed and its rows without one counted and left out.",
+    '    """',
+    "    batch = view_batch(spark, list(view['files']), view['format'], view['event_time'], view['time_format'])",
+    "    schema = {f.name: f.dataType.simpleString() for f in batch.schema.fields if f.name != CORRUPT}",
+    "    if view['static']:",
+    "        if view['event_time'] is None or view['event_time'] not in schema:",
+    "            return batch",
+    "        return batch.select(*view_select(schema, view['event_time'], view['time_format']))",
+    "    staging = WORKDIR / view['name']",
+    "    staging.mkdir()",
+    "    for index, source in enumerate(pathlib.Path(path) for path in view['files']):",
+    "        target = staging / f'{index:06d}-{source.name}'",
+    "        partial = staging / f'.{target.name}.partial'  # names starting with '.' are ignored by Spark",
+    "        shutil.copyfile(source, partial)",
+    "        os.utime(partial, (1_700_000_000 + index, 1_700_000_000 + index))",
+    "        os.replace(partial, target)",
+    "    struct = StructType([f for f in batch.schema.fields if f.name != CORRUPT])",
+    "    raw = file_stream(spark, struct, view['format'], str(staging))",
+    "    rows = raw.select(*view_select(schema, view['event_time'], view['time_format']))",
+    "    return counted_input(rows, F.col(quoted(view['event_time'])).isNull(), INPUT_METRICS + '_' + view['name'])",
+    "",
+    "",
+)
+
+
+def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
+    """Self-contained PySpark code (a Python program) that runs ``query``, a user's own SQL, over views built as the lab builds them.
+
+    Every view is a dataset or feed of files (a static one read whole); under the available-now trigger micro-batch *i* reads file *i* of each
+    streamed view, as :func:`~streaming.engine.sql.replay.replay_sql` does. The result table is folded as the output mode says (update mode
+    replaces the row of each ``grouping``, the aggregation's grouping columns the analysed plan names) and printed as one line
+    ``RESULT <json>``: the records of :meth:`~streaming.engine.sql.table.SqlTable.records`. :class:`ConfigError` naming a view Show code
+    does not write yet. Checked with :func:`compile`.
+    """
+    views = [_sql_view(view) for view in query.views]
+    code = "\n".join([
+        _block(
+            '"""Streaming Lab export: your own SQL over its views, replayed as the lab replays it.',
+            "",
+            "Each streamed view's files are handed over one per micro-batch (file i of every view in",
+            f"micro-batch i); the final result table is printed as one line `{RESULT_PREFIX}[...]`",
+            "(JSON, times in UTC).",
+            "",
+            "Run with `python this_file.py` or `spark-submit this_file.py`. Needs PySpark 4.1 or later",
+            "(the WATERMARK clause).",
+            '"""',
+        ),
+        _block(
+            *(f"import {name}" for name in ("datetime as dt", "decimal", "json", "os", "pathlib", "shutil", "tempfile")),
+            "from typing import Any",
+            "",
+            "from pyspark.sql import Column, DataFrame, SparkSession",
+            "from pyspark.sql import functions as F",
+            "from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType, TimestampNTZType",
+        ),
+        _block(
+            _rule("Your query, as written in Streaming Lab"),
+            f"SQL = {_lit(query.text)}",
+            f"OUTPUT_MODE = {_lit(query.output_mode)}",
+            f"GROUPING = {_lit(tuple(grouping))}  # the aggregation's grouping columns: update mode replaces the row of each",
+            "# Each view: its files, their format, its event-time column and how its times are written; a static view is read whole.",
+            "VIEWS = [",
+            *(f"    {_dict_lit(view)}," for view in views),
+            "]",
+            f"RESULT_PREFIX = {_lit(RESULT_PREFIX)}",
+        ),
+        _session_block(),
+        _block(
+            _rule("The views"),
+            "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-sql-'))",
+            "",
+            "",
+            *_builder_code((quoted, column_kind, parse_time, *VIEW_BUILDERS)),
+            *_SQL_VIEW_CODE,
+            "for view in VIEWS:",
+            "    view_frame(view).createOrReplaceTempView(view['name'])",
+            "result = spark.sql(SQL)",
+        ),
+        _block(
+            _rule("Run: every micro-batch folded into the result table as the output mode says"),
+            "table = {}",
+            "",
+            "",
+            "def fold(batch, batch_id):",
+            "    if OUTPUT_MODE == 'complete':",
+            "        table.clear()",
+            "    for row in batch.collect():",
+            "        if OUTPUT_MODE == 'update' and GROUPING:",
+            "            key = json.dumps([json_value(row[name], batch.schema[name].dataType, exact=True) for name in GROUPING], default=str)",
+            "        else:",
+            "            key = len(table)",
+            "        table[key] = row",
+            "",
+            "",
+            "query = (",
+            "    result.writeStream.outputMode(OUTPUT_MODE).foreachBatch(fold).trigger(availableNow=True)",
+            "    .option('checkpointLocation', str(WORKDIR / 'checkpoint')).start()",
+            ")",
+            "try:",
+            "    query.awaitTermination()",
+            "finally:",
+            "    query.stop()",
+            "    shutil.rmtree(WORKDIR, ignore_errors=True)",
+            "records = [{f.name: json_value(row[f.name], f.dataType) for f in result.schema.fields} for row in table.values()]",
+            "records.sort(key=lambda record: json.dumps(record, sort_keys=True, default=str))",
+            "print(RESULT_PREFIX + json.dumps(records))",
+        ),
+    ])
+    compile(code, "<export>", "exec")
+    return code

@@ -444,7 +444,7 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
     feed = write_feed(GUIDE_BATCHES)
     topic = KafkaSource("127.0.0.1:9092", "clicks", (("event_time", "string"), ("key", "string")), columns=ColumnMapping(event_time="event_time", key="key"))
     columns, records = builders.COLUMN_BUILDERS, builders.RECORD_BUILDERS
-    needs = {"feed": columns, "socket": columns, "kafka": (*columns, *records), "generator": builders.GENERATOR_BUILDERS, "rate": (builders.key_column,),
+    needs = {"feed": (*columns, builders.read_files, builders.file_stream), "socket": columns, "kafka": (*columns, *records), "generator": builders.GENERATOR_BUILDERS, "rate": (builders.key_column,),
              "rate-micro-batch": (builders.key_column,)}
     programs = [
         (f"{source.kind} {index}", pyspark_code(QueryConfig(source)), (*needs[source.kind], *builders.QUERY_BUILDERS))
@@ -458,7 +458,16 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
         ("join of files", join_code(files), columns), ("join of topics", join_code(topics), (*columns, *records)),
         ("join of the ads pair", join_code(ads), tuple(dict.fromkeys((*columns, *builders.AD_BUILDERS)))),
     ]
-    assert len(programs) == 11
+    from streaming.engine.sql import SqlQuery, SqlView
+    from streaming.engine.sql.views import TableFiles
+    from streaming.export import sql_code
+
+    sql = SqlQuery(
+        "SELECT window(event_time, '1 minute') AS w, t.key, count(*) AS n FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 1 MINUTE AS e "
+        "JOIN keys t ON e.key = t.key GROUP BY 1, 2", (SqlView("events", FeedSource(feed, seconds_per_file=0)), SqlView("keys", TableFiles(feed), static=True)),
+    )
+    programs.append(("sql over files", sql_code(sql, ("w", "key")), (builders.quoted, builders.column_kind, builders.parse_time, *builders.VIEW_BUILDERS)))
+    assert len(programs) == 12
     texts = {function.__name__: inspect.getsource(function).rstrip("\n") for function in builders.BUILDERS}
     for name, code, expected in programs:
         tree = ast.parse(code)
@@ -473,9 +482,10 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
         outside = "\n".join(ast.get_source_segment(code, node) or "" for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name in texts))
         spelled = {
             "try_to_timestamp", "nullif", "timestamp_millis", "from_json", "from_csv", "xxhash64", "pmod", "'offset') <", "observe", "groupBy", "try_cast",
+            *(("readStream", "csv", "strftime") if name == "sql over files" else ()),
         } & set(_words(outside))
         assert not spelled, (name, spelled)
-        called = (builders.parse_time, builders.decode_records, builders.counted_input, builders.windowed_aggregate)
+        called = (*(() if name == "sql over files" else (builders.parse_time,)), builders.decode_records, builders.counted_input, builders.windowed_aggregate, builders.view_batch)
         assert all(f"{function.__name__}(" in outside for function in expected if function in called), name
     assert all("kafka" not in code.lower() for name, code, _ in programs if name in ("join of files", "join of the ads pair"))
 
@@ -486,3 +496,17 @@ def _words(code: str) -> list[str]:
     words = [node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)]
     words += [node.id for node in ast.walk(tree) if isinstance(node, ast.Name)]
     return words + (["'offset') <"] if "'offset') <" in code else [])
+
+
+def test_show_code_for_sql_names_a_view_it_does_not_write_yet(write_feed) -> None:
+    from streaming.engine.batching import Batching
+    from streaming.engine.sql import SqlQuery, SqlView
+    from streaming.export import sql_code
+
+    feed = write_feed(GUIDE_BATCHES)
+    generator = SqlQuery("SELECT * FROM STREAM(events)", (SqlView("events", GeneratorSource(events_per_second=5)),))
+    with pytest.raises(ConfigError, match="view events"):
+        sql_code(generator, ())
+    rows = SqlQuery("SELECT * FROM STREAM(events)", (SqlView("events", FeedSource(feed, seconds_per_file=0, batching=Batching("rows:2"))),))
+    with pytest.raises(ConfigError, match=r"view events\.batch_by"):
+        sql_code(rows, ())

@@ -542,3 +542,23 @@ def test_explain_tells_every_micro_batch_of_a_sql_query_by_its_operators(cli, da
     assert dropping and all("stateStoreSave:" in step["caption"] for step in dropping)
     assert sum(len(step["output"]) for step in steps) >= len(report["result"]) > 0  # update mode: every change emitted, the last kept
     assert done.stdout.count("Batch ") == len(steps)
+
+
+def test_show_codes_program_of_a_sql_query_prints_what_the_labs_replay_of_it_gives(spark, registry, data) -> None:
+    """Show code for a user's SQL: its views built with the engine's own builders (the streamed one file per micro-batch, the static one whole),
+    the text run under the available-now trigger and its result folded as the output mode says; the program prints the replay's records."""
+    from conftest import printed_result, run_program
+
+    from streaming.export import sql_code
+
+    text = (
+        "SELECT window(ts, '2 minutes') AS w, s.region, count(*) AS n, sum(amount) AS total\n"
+        "FROM STREAM(orders) WATERMARK ts DELAY OF INTERVAL 1 MINUTE AS e JOIN stores s ON e.store = s.store\nGROUP BY 1, 2"
+    )
+    views = (SqlView("orders", _files(data["orders"], "ts")), SqlView("stores", TableFiles(data["stores"]), static=True))
+    for mode in ("update", "append"):
+        query = SqlQuery(text, views, output_mode=mode)
+        replay = replay_sql(registry, query)
+        code = sql_code(query, query.check(spark).grouping)
+        assert "GROUPING = ('w', 'region',)" in code
+        assert printed_result(run_program(spark, code)) == replay.records and len(replay.records) >= 3, mode

@@ -70,6 +70,8 @@ def test_a_sql_query_starts_shows_its_table_operators_and_watermark_and_is_liste
     assert any("watermark comes from `event_time`" in caption.value for caption in at.caption)
     watermark = next(metric.value for metric in at.metric if metric.label == "Watermark")
     assert watermark != "none yet"
+    [program] = [code.value for code in at.code if "result = spark.sql(SQL)" in code.value]  # Show code: the query's own program
+    assert "GROUP BY" in program and "guide_words" in program
 
     queries = at.switch_page(shared.QUERIES_PAGE).run()
     assert not queries.exception, queries.exception

@@ -8,8 +8,13 @@ which names the field it refuses.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+import datetime as dt
+import decimal
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType, TimestampNTZType
 
 __all__ = [
     "AD_BUILDERS",
@@ -25,20 +30,26 @@ __all__ = [
     "KAFKA_TIMESTAMP",
     "QUERY_BUILDERS",
     "RECORD_BUILDERS",
+    "VIEW_BUILDERS",
     "click_columns",
     "column_kind",
     "counted_input",
     "decode_records",
     "drawn",
+    "file_stream",
     "generated_events",
     "impression_columns",
+    "json_value",
     "key_column",
     "lagged_ms",
     "malformed_rows",
     "parse_key",
     "parse_time",
     "quoted",
+    "read_files",
     "records_before",
+    "view_batch",
+    "view_select",
     "windowed_aggregate",
 ]
 
@@ -223,6 +234,77 @@ def windowed_aggregate(events: DataFrame, spans: Column, aggregation: str) -> Da
     return grouped.agg(measure.alias("value"), F.count(F.lit(1)).alias("count"))
 
 
+def read_files(spark: SparkSession, paths: list[str], file_format: str, schema: StructType | str | None = None, infer: bool = False) -> DataFrame:
+    """The rows of the files ``paths`` (``csv`` with a header, ``json`` lines or ``parquet``) as one batch DataFrame, with ``schema`` when given.
+    A CSV column is text unless ``infer`` (Spark's ``inferSchema``); a malformed CSV or JSON row is nulls (JSON: its text in :data:`CORRUPT`)."""
+    reader = spark.read if schema is None else spark.read.schema(schema)
+    if file_format == "csv":
+        return reader.csv(paths, header=True, mode="PERMISSIVE", inferSchema=infer and schema is None)
+    if file_format == "json":
+        return reader.json(paths, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
+    return reader.parquet(*paths)
+
+
+def file_stream(spark: SparkSession, struct: StructType | str, file_format: str, folder: str) -> DataFrame:
+    """Spark's file source over ``folder``: one file per micro-batch (``maxFilesPerTrigger=1``), read with ``struct``; a malformed CSV or JSON
+    row becomes nulls, never a failed query."""
+    reader = spark.readStream.schema(struct).option("maxFilesPerTrigger", 1)
+    if file_format == "csv":
+        return reader.option("header", True).option("mode", "PERMISSIVE").csv(folder)
+    if file_format == "json":
+        return reader.option("mode", "PERMISSIVE").json(folder)
+    return reader.parquet(folder)
+
+
+def view_batch(spark: SparkSession, paths: list[str], file_format: str, event_time: str | None, time_format: str) -> DataFrame:
+    """A dataset's rows typed for a user's SQL: CSV columns as Spark infers them (numbers as numbers, so ``sum(amount)`` adds them), JSON lines
+    and Parquet as they read. An ``event_time`` column written in a pattern or as epochs (``time_format`` other than ``auto``) stays text, for
+    :func:`view_select` to read."""
+    if file_format != "csv":
+        return read_files(spark, paths, file_format)
+    inferred = read_files(spark, paths, file_format, infer=True)
+    if event_time is None or time_format == "auto" or event_time not in inferred.columns:
+        return inferred
+    fields = [StructField(item.name, StringType()) if item.name == event_time else item for item in inferred.schema.fields]
+    return read_files(spark, paths, file_format, StructType(fields))
+
+
+def view_select(schema: dict[str, str], event_time: str, time_format: str) -> list[Column]:
+    """Every column of ``schema`` (name -> Spark type name) under its own name, as a user's SQL sees a dataset: ``event_time`` read as
+    ``time_format`` (a timestamp, null where it does not parse), the others as they are."""
+    return [
+        parse_time(F.col(quoted(name)), time_format, column_kind(data_type)).alias(name) if name == event_time else F.col(quoted(name))
+        for name, data_type in schema.items()
+    ]
+
+
+def json_value(value: Any, data_type: DataType | None = None, *, exact: bool = False) -> Any:
+    """``value`` of Spark type ``data_type`` as JSON: a struct as an object, a timestamp ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC, a decimal as a
+    number and a day-time interval as seconds; with ``exact`` (a kept table), a decimal as its text and an interval as whole microseconds, so
+    it can be read back as the very value (a grouping by it still matches its row)."""
+    if value is None:
+        return None
+    if isinstance(data_type, StructType):
+        return {item.name: json_value(part, item.dataType, exact=exact) for item, part in zip(data_type.fields, value)}
+    if isinstance(data_type, ArrayType):
+        return [json_value(item, data_type.elementType, exact=exact) for item in value]
+    if isinstance(data_type, MapType):
+        return {str(key): json_value(item, data_type.valueType, exact=exact) for key, item in value.items()}
+    if isinstance(value, dt.datetime):  # PySpark collects a timestamp naive, in this process's local time: UTC here
+        moment = value if isinstance(data_type, TimestampNTZType) else value.astimezone(dt.UTC).replace(tzinfo=None)
+        text = moment.strftime("%Y-%m-%d %H:%M:%S")
+        return f"{text}.{moment.microsecond:06d}" if moment.microsecond else text
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value // dt.timedelta(microseconds=1) if exact else value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value) if exact else float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    return value
+
+
 COLUMN_BUILDERS = (quoted, column_kind, parse_time, parse_key)
 """What reads a column by its role: every program that reads a time or a key defines these."""
 RECORD_BUILDERS = (records_before, decode_records)
@@ -233,8 +315,10 @@ AD_BUILDERS = (drawn, lagged_ms, impression_columns, click_columns)
 """What makes the generator's pair of impressions and clicks."""
 QUERY_BUILDERS = (malformed_rows, counted_input, windowed_aggregate)
 """The form's query: its malformed rows counted and left out, its windowed aggregate."""
-BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS)))
+VIEW_BUILDERS = (read_files, file_stream, view_batch, view_select, counted_input, json_value)
+"""A user's SQL over its views: each dataset read and typed as the view shows it, its rows counted, the result as JSON."""
+BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS, *VIEW_BUILDERS)))
 CONSTANTS: dict[object, tuple[str, ...]] = {
-    parse_time: ("EPOCH_SECONDS_LIMIT",), counted_input: ("INPUT_METRICS",), decode_records: ("KAFKA_TIMESTAMP", "KAFKA_KEY", "CORRUPT"), impression_columns: ("CAMPAIGNS",),
+    parse_time: ("EPOCH_SECONDS_LIMIT",), counted_input: ("INPUT_METRICS",), read_files: ("CORRUPT",), decode_records: ("KAFKA_TIMESTAMP", "KAFKA_KEY", "CORRUPT"), impression_columns: ("CAMPAIGNS",),
 }
 """The names each builder reads besides its arguments and ``F``: an exported program assigns each its value before the builders."""

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from .builders import parse_key
+from .builders import parse_key, view_select
 from .errors import ConfigError
 from .times import check_time_fit, check_time_format, column_kind, quoted, time_column
 
@@ -115,8 +115,6 @@ def dataset_columns(mapping: ColumnMapping, schema: Mapping[str, str], no_key: s
 def view_columns(mapping: ColumnMapping, schema: Mapping[str, str]) -> list[Column]:
     """Every column of ``schema`` (name → Spark type) under its own name, as a user's SQL sees a dataset: the event-time column read as
     ``mapping`` says (a timestamp, null where it does not parse), the others as they are."""
-    from pyspark.sql import functions as F
-
     mapping.check_columns(dict(schema))
-    event_time = time_column(mapping.event_time, mapping.time_format, schema[mapping.event_time], "columns.time_format")
-    return [event_time.alias(name) if name == mapping.event_time else F.col(quoted(name)) for name in schema]
+    check_time_fit(mapping.time_format, schema[mapping.event_time], "columns.time_format")
+    return view_select(dict(schema), mapping.event_time, mapping.time_format)

@@ -49,6 +49,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
+from .builders import file_stream
 from .datasets import FileFormat, detect_format
 from .durations import format_duration, parse_duration
 from .errors import ConfigError
@@ -63,7 +64,6 @@ from .session import is_connect
 from .sinks import split_batches
 from .sources import FILE_FORMATS
 from .sources.ads import AD_STREAMS, AdStream, AdStreams
-from .sources.dataset import file_stream
 from .sources.kafka import KafkaSource, require_topic_source
 from .sources.replayer import FeedReplayer
 from .state import join_side_state
@@ -544,7 +544,7 @@ def _side_frame(spark: SparkSession, side: Side, staging: Path) -> tuple[DataFra
         if side.static:
             return batch.select(*columns(batch)).where(F.col(quoted(side.event_time)).isNotNull()), None, list(schema)
         replayer = FeedReplayer(side.files(), staging, 0)
-        raw = file_stream(spark, stream_schema(batch), side.format, staging)
+        raw = file_stream(spark, stream_schema(batch), side.format, str(staging))
         frame = raw.select(*columns(raw))
     names = frame.columns
     event_time = F.col(quoted(side.event_time))

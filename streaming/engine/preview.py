@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from .builders import CORRUPT, read_files
 from .columns import ColumnMapping
 from .datasets import FileFormat
 from .errors import ConfigError, first_line
@@ -36,7 +37,7 @@ __all__ = [
     "stream_schema", "time_range_warning",
 ]
 
-CORRUPT_COLUMN = "_corrupt_record"
+CORRUPT_COLUMN = CORRUPT
 """Spark's column for JSON lines it could not parse (dropped from the preview's columns, counted as malformed rows)."""
 TIME_NAMES = ("event_time", "timestamp", "ts", "time", "event_ts", "created_at", "datetime", "date")
 """Column names taken for the event time first (case-insensitive), in this order."""
@@ -54,14 +55,8 @@ def read_dataset(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, sc
     CSV columns are text unless ``infer`` (Spark's ``inferSchema``: one more pass over the files)."""
     if not files:
         raise ConfigError("dataset", "", "holds no files")
-    paths = [str(path) for path in files]
-    reader = spark.read if schema is None else spark.read.schema(schema)
     try:
-        if fmt == "csv":
-            return reader.csv(paths, header=True, mode="PERMISSIVE", inferSchema=infer and schema is None)
-        if fmt == "json":
-            return reader.json(paths, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT_COLUMN)
-        return reader.parquet(*paths)
+        return read_files(spark, [str(path) for path in files], fmt, schema, infer)
     except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across local and Connect
         raise ConfigError("dataset", files[0].parent.name, f"cannot be read as {fmt}: {first_line(err)}") from None
 

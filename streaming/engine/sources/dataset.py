@@ -14,17 +14,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import builders
 from ..batching import Batching, arrival_pauses, cut_batches
 from ..columns import ColumnMapping, dataset_columns, view_columns
 from ..datasets import FileFormat
+from ..errors import ConfigError, first_line
 from ..preview import dataset_schema, read_dataset, stream_schema
 from .replayer import FeedReplayer, handed_over
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
-__all__ = ["dataset_frame", "dataset_rows", "file_stream", "view_batch"]
+__all__ = ["dataset_frame", "dataset_rows", "view_batch"]
 
 
 def dataset_frame(
@@ -41,18 +42,8 @@ def dataset_frame(
     cut = cut_batches(spark, files, file_format, batching, staging.parent / "batches", time_format=arrival_format, schema=schema, struct=struct)
     pauses = arrival_pauses(cut.arrivals, speed) if speed is not None and cut.arrivals is not None else None
     replayer = FeedReplayer(cut.files, staging, seconds_per_file, pauses)
-    raw = file_stream(spark, struct, file_format, staging)
+    raw = builders.file_stream(spark, struct, file_format, str(staging))
     return raw.select(*selected, *([] if view else [handed_over(raw)])), replayer
-
-
-def file_stream(spark: SparkSession, struct: StructType, file_format: FileFormat, folder: Path) -> DataFrame:
-    """Spark's file source over ``folder``: one file per micro-batch (``maxFilesPerTrigger=1``), read with ``struct``; a malformed CSV or JSON row becomes nulls, never a failed query."""
-    reader = spark.readStream.schema(struct).option("maxFilesPerTrigger", 1)
-    if file_format == "csv":
-        return reader.option("header", True).option("mode", "PERMISSIVE").csv(str(folder))
-    if file_format == "json":
-        return reader.option("mode", "PERMISSIVE").json(str(folder))
-    return reader.parquet(str(folder))
 
 
 def dataset_rows(spark: SparkSession, files: Sequence[Path], file_format: FileFormat, columns: ColumnMapping, *, view: bool = False) -> DataFrame:
@@ -65,15 +56,15 @@ def dataset_rows(spark: SparkSession, files: Sequence[Path], file_format: FileFo
 
 
 def view_batch(spark: SparkSession, files: Sequence[Path], file_format: FileFormat, columns: ColumnMapping | None) -> DataFrame:
-    """A dataset's rows typed for a user's SQL: CSV columns as Spark infers them (numbers as numbers, so ``sum(amount)`` adds them), JSON lines
-    and Parquet as :func:`~streaming.engine.preview.read_dataset` reads them. An event-time column written in a pattern or as epochs stays text
-    for the mapping to read (:func:`~streaming.engine.columns.view_columns`)."""
-    if file_format != "csv":
-        return read_dataset(spark, files, file_format)
-    from pyspark.sql import types as T
+    """A dataset's rows typed for a user's SQL (:func:`~streaming.engine.builders.view_batch`); :class:`ConfigError` naming the dataset when
+    Spark cannot read its files."""
+    if not files:
+        raise ConfigError("dataset", "", "holds no files")
+    try:
+        return builders.view_batch(
+            spark, [str(path) for path in files], file_format, None if columns is None else columns.event_time, "auto" if columns is None else columns.time_format,
+        )
+    except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across local and Connect
+        raise ConfigError("dataset", files[0].parent.name, f"cannot be read as {file_format}: {first_line(err)}") from None
 
-    inferred = read_dataset(spark, files, file_format, infer=True)
-    if columns is None or columns.time_format == "auto" or columns.event_time not in inferred.columns:
-        return inferred
-    fields = [T.StructField(item.name, T.StringType()) if item.name == columns.event_time else item for item in inferred.schema.fields]
-    return read_dataset(spark, files, file_format, T.StructType(fields))
+

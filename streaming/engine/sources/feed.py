@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 from ..batching import Batching
+from ..builders import file_stream, read_files
 from ..columns import ColumnMapping
 from ..datasets import FORMATS, FileFormat, csv_header, require_same_columns
 from ..errors import ConfigError
@@ -164,8 +165,7 @@ class FeedSource(StreamSource):
                 seconds_per_file=self.seconds_per_file, speed=self.speed, arrival_format=self.arrival_format,
             )
         replayer = FeedReplayer(files, staging, self.seconds_per_file)
-        reader = spark.readStream.schema(feed_schema(self.path)).option("header", True).option("maxFilesPerTrigger", 1).option("mode", "PERMISSIVE")
-        raw = reader.csv(str(staging))
+        raw = file_stream(spark, feed_schema(self.path), "csv", str(staging))
         return raw.select(*event_columns("event_time", "key"), handed_over(raw)), replayer
 
     def rows(self, spark: SparkSession) -> DataFrame:
@@ -173,7 +173,7 @@ class FeedSource(StreamSource):
         files = self.files()
         if not self.sample_layout:
             return dataset_rows(spark, files, self.file_format, self.columns)
-        raw = spark.read.schema(feed_schema(self.path)).option("header", True).option("mode", "PERMISSIVE").csv([str(path) for path in files])
+        raw = read_files(spark, [str(path) for path in files], "csv", feed_schema(self.path))
         return raw.select(*event_columns("event_time", "key"))
 
     def view_frame(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, Feeder | None]:

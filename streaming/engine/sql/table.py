@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..builders import json_value
 from ..errors import ConfigError
 from ..kept_table import TableFile
 from .plan import PlanFacts
@@ -216,35 +217,6 @@ def _hashable(value: Any) -> Any:
 def _utc(value: dt.datetime) -> dt.datetime:
     """A timestamp PySpark collected (naive, in this process's local time) as naive UTC."""
     return value.astimezone(dt.UTC).replace(tzinfo=None)
-
-
-def json_value(value: Any, data_type: DataType | None = None, *, exact: bool = False) -> Any:
-    """``value`` of Spark type ``data_type`` as JSON: a struct as an object, a timestamp ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC, a decimal as a
-    number and a day-time interval as seconds; with ``exact`` (a kept table), a decimal as its text and an interval as whole microseconds, so
-    :func:`python_value` gives back the very value (a grouping by it still matches its row)."""
-    from pyspark.sql.types import ArrayType, MapType, StructType, TimestampNTZType
-
-    if value is None:
-        return None
-    if isinstance(data_type, StructType):
-        return {item.name: json_value(part, item.dataType, exact=exact) for item, part in zip(data_type.fields, value)}
-    if isinstance(data_type, ArrayType):
-        return [json_value(item, data_type.elementType, exact=exact) for item in value]
-    if isinstance(data_type, MapType):
-        return {str(key): json_value(item, data_type.valueType, exact=exact) for key, item in value.items()}
-    if isinstance(value, dt.datetime):
-        moment = value if isinstance(data_type, TimestampNTZType) else _utc(value)
-        text = moment.strftime("%Y-%m-%d %H:%M:%S")
-        return f"{text}.{moment.microsecond:06d}" if moment.microsecond else text
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value // dt.timedelta(microseconds=1) if exact else value.total_seconds()
-    if isinstance(value, decimal.Decimal):
-        return str(value) if exact else float(value)
-    if isinstance(value, (bytes, bytearray)):
-        return value.hex()
-    return value
 
 
 def python_value(value: Any, data_type: DataType) -> Any:
