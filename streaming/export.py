@@ -1257,11 +1257,16 @@ def _live_join_run() -> str:
 def _sql_view(view: SqlView) -> dict[str, object]:
     """One view in the program: its files, their format, its event-time column and how its times are written; :class:`ConfigError` for a view
     whose data Show code does not write yet (a topic, the generator, a dataset cut by rows or by arrival)."""
-    data = view.source if isinstance(view.source, TableFiles) else view.source.as_feed
-    if data is None:
-        raise ConfigError(f"view {view.name}", view.source.label, "reads a source Show code does not write for SQL yet: it writes SQL over files")
-    if isinstance(data, FeedSource) and data.batching.by != "file":
-        raise ConfigError(f"view {view.name}.batch_by", data.batching.by, "Show code writes SQL over files replayed one file per micro-batch")
+    data: TableFiles | FeedSource
+    if isinstance(view.source, TableFiles):
+        data = view.source
+    else:
+        feed = view.source.as_feed
+        if feed is None:
+            raise ConfigError(f"view {view.name}", view.source.label, "reads a source Show code does not write for SQL yet: it writes SQL over files")
+        if not view.static and feed.batching.by != "file":
+            raise ConfigError(f"view {view.name}.batch_by", feed.batching.by, "Show code writes SQL over files replayed one file per micro-batch")
+        data = feed
     columns = data.columns
     return {
         "name": view.name, "static": view.static, "files": tuple(str(path.resolve()) for path in data.files()), "format": data.file_format,
