@@ -1,9 +1,11 @@
-"""The Spark calls that read a row's columns by their role and make the generator's rows, written once: the engine calls these functions,
-and Show code copies their text into the program it exports (:func:`streaming.export.pyspark_code`), so what runs here and what a user runs from the page are one text.
+"""The Spark calls a query is built of, written once: reading files, a time, a key and a Kafka record; making the generator's rows and its
+ads pair; the form's query (malformed rows counted and left out, the windowed aggregate); a SQL view and its result as JSON.
 
-Each function imports only PySpark and uses only its arguments, the names below and ``F``; what checks a user's choice (a time format that
-fits its column, a column that exists) stays with the configuration (:mod:`~streaming.engine.times`, :mod:`~streaming.engine.columns`),
-which names the field it refuses.
+The engine calls these functions, and Show code copies their text into the programs it exports (:mod:`streaming.export`), so what runs here
+and what a user runs from the page are one text (``tests/test_export.py`` holds every kind of program to that). Each uses only PySpark,
+``datetime`` and ``decimal``, its arguments and the constants :data:`CONSTANTS` names. What checks a user's choice (a time format that fits
+its column, a column that exists) stays with the configuration (:mod:`~streaming.engine.times`, :mod:`~streaming.engine.columns`), which
+names the field it refuses.
 """
 
 from __future__ import annotations
