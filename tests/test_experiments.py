@@ -518,7 +518,7 @@ def test_tuner_sweeps_a_dataset_sum_with_duplicates_dropped(jobs, orders_root: P
     assert table["completeness"].iloc[0] < 1.0 and table["completeness"].iloc[1] == 1.0
     assert any("sum(amount) after dropping duplicates" in caption.value for caption in at.caption)
     code = at.code[0].value
-    assert "dropDuplicatesWithinWatermark" in code and "F.sum(F.col('value')" in code and "'10 minutes'" in code
+    assert "dropDuplicatesWithinWatermark" in code and "windowed_aggregate(events, window, 'sum')" in code and "'10 minutes'" in code
 
     at.button(key="tune_open_live").click().run()  # the recommended query, in the Live query form
     assert not at.exception and at.title[0].value == "Live query", at.exception
