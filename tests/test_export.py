@@ -455,7 +455,7 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
     streams = AdStreams(impressions_per_second=40, click_through=0.5, ads=5, seed=11, late_share=0.2)
     ads = JoinConfig(LiveSide(streams, "impressions", "10 seconds"), LiveSide(streams, "clicks", "5 seconds", side="right"), on=("impression_id",))
     programs += [
-        ("join of files", join_code(files), columns), ("join of topics", join_code(topics), (*columns, *records)),
+        ("join of files", join_code(files), (*columns, builders.read_files, builders.file_stream)), ("join of topics", join_code(topics), (*columns, *records)),
         ("join of the ads pair", join_code(ads), tuple(dict.fromkeys((*columns, *builders.AD_BUILDERS)))),
     ]
     from streaming.engine.sql import SqlQuery, SqlView
@@ -482,7 +482,7 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
         outside = "\n".join(ast.get_source_segment(code, node) or "" for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name in texts))
         spelled = {
             "try_to_timestamp", "nullif", "timestamp_millis", "from_json", "from_csv", "xxhash64", "pmod", "'offset') <", "observe", "groupBy", "try_cast",
-            *(("readStream", "csv", "strftime") if name == "sql over files" else ()),
+            *(("readStream", "csv") if name in ("sql over files", "join of files") else ()), *(("strftime",) if name == "sql over files" else ()),
         } & set(_words(outside))
         assert not spelled, (name, spelled)
         called = (*(() if name == "sql over files" else (builders.parse_time,)), builders.decode_records, builders.counted_input, builders.windowed_aggregate, builders.view_batch)
