@@ -15,7 +15,8 @@ counts as unparsable is what the query will.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,12 +34,10 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 __all__ = [
-    "CORRUPT_COLUMN", "ColumnProfile", "ColumnSummary", "Preview", "column_profiles", "dataset_schema", "guess_event_time", "preview", "read_dataset",
+    "ColumnProfile", "ColumnSummary", "Preview", "column_profiles", "dataset_read", "dataset_schema", "guess_event_time", "preview", "read_dataset",
     "stream_schema", "time_range_warning",
 ]
 
-CORRUPT_COLUMN = CORRUPT
-"""Spark's column for JSON lines it could not parse (dropped from the preview's columns, counted as malformed rows)."""
 TIME_NAMES = ("event_time", "timestamp", "ts", "time", "event_ts", "created_at", "datetime", "date")
 """Column names taken for the event time first (case-insensitive), in this order."""
 TIME_WORDS = frozenset({"time", "timestamp", "ts", "date", "datetime", "at", "when", "dt"})
@@ -53,24 +52,31 @@ def read_dataset(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, sc
     """The rows of ``files`` (one format) as a batch DataFrame, with ``schema`` when given; :class:`ConfigError` naming the first file when Spark cannot read them.
 
     CSV columns are text unless ``infer`` (Spark's ``inferSchema``: one more pass over the files)."""
+    with dataset_read(files, fmt):
+        return read_files(spark, [str(path) for path in files], fmt, schema, infer)
+
+
+@contextmanager
+def dataset_read(files: Sequence[Path], fmt: FileFormat) -> Iterator[None]:
+    """Around reading ``files`` with Spark: :class:`ConfigError` when there are none, or naming the dataset when Spark cannot read them as ``fmt``."""
     if not files:
         raise ConfigError("dataset", "", "holds no files")
     try:
-        return read_files(spark, [str(path) for path in files], fmt, schema, infer)
+        yield
     except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across local and Connect
         raise ConfigError("dataset", files[0].parent.name, f"cannot be read as {fmt}: {first_line(err)}") from None
 
 
 def dataset_schema(frame: DataFrame) -> dict[str, str]:
     """Column name → Spark type name (``simpleString``), without Spark's corrupt-record column."""
-    return {column.name: column.dataType.simpleString() for column in frame.schema.fields if column.name != CORRUPT_COLUMN}
+    return {column.name: column.dataType.simpleString() for column in frame.schema.fields if column.name != CORRUPT}
 
 
 def stream_schema(frame: DataFrame) -> StructType:
     """The schema a stream of the dataset's files is read with: ``frame``'s, without Spark's corrupt-record column."""
     from pyspark.sql.types import StructType
 
-    return StructType([column for column in frame.schema.fields if column.name != CORRUPT_COLUMN])
+    return StructType([column for column in frame.schema.fields if column.name != CORRUPT])
 
 
 @dataclass(frozen=True)
@@ -244,7 +250,7 @@ def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping
         parsed[mapping.value] = F.col(quoted(mapping.value)).try_cast("double")
     event_time = parsed[mapping.event_time]
     measures = [F.count(F.lit(1)).alias("rows")]
-    measures.append(F.count(F.col(quoted(CORRUPT_COLUMN))).alias("malformed") if CORRUPT_COLUMN in frame.columns else F.lit(0).alias("malformed"))
+    measures.append(F.count(F.col(quoted(CORRUPT))).alias("malformed") if CORRUPT in frame.columns else F.lit(0).alias("malformed"))
     for index, name in enumerate(schema):
         raw = F.col(quoted(name))
         measures.append(F.count_if(raw.isNull()).alias(f"n{index}"))
@@ -256,7 +262,7 @@ def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping
         measures.append(F.count_distinct(key).alias("keys"))
     try:
         totals = frame.agg(*measures).collect()[0].asDict()
-        head = frame.drop(CORRUPT_COLUMN).limit(first).toPandas()
+        head = frame.drop(CORRUPT).limit(first).toPandas()
     except Exception as err:  # noqa: BLE001 - a bad pattern or unreadable file surfaces only when Spark runs
         raise ConfigError("dataset", files[0].parent.name, f"cannot be previewed: {first_line(err)}") from None
     columns = tuple(

@@ -18,8 +18,7 @@ from .. import builders
 from ..batching import Batching, arrival_pauses, cut_batches
 from ..columns import ColumnMapping, dataset_columns, view_columns
 from ..datasets import FileFormat
-from ..errors import ConfigError, first_line
-from ..preview import dataset_schema, read_dataset, stream_schema
+from ..preview import dataset_read, dataset_schema, read_dataset, stream_schema
 from .replayer import FeedReplayer, handed_over
 
 if TYPE_CHECKING:
@@ -58,13 +57,9 @@ def dataset_rows(spark: SparkSession, files: Sequence[Path], file_format: FileFo
 def view_batch(spark: SparkSession, files: Sequence[Path], file_format: FileFormat, columns: ColumnMapping | None) -> DataFrame:
     """A dataset's rows typed for a user's SQL (:func:`~streaming.engine.builders.view_batch`); :class:`ConfigError` naming the dataset when
     Spark cannot read its files."""
-    if not files:
-        raise ConfigError("dataset", "", "holds no files")
-    try:
+    with dataset_read(files, file_format):
         return builders.view_batch(
             spark, [str(path) for path in files], file_format, None if columns is None else columns.event_time, "auto" if columns is None else columns.time_format,
         )
-    except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across local and Connect
-        raise ConfigError("dataset", files[0].parent.name, f"cannot be read as {file_format}: {first_line(err)}") from None
 
 
