@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("STREAMING_LAB_DATA", tempfile.mkdtemp(prefix="streaming-lab-test-data-"))  # the app's kept queries, not ./data
+os.environ.setdefault("STREAMING_LAB_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")  # short queries over few rows: see session.JAVA_OPTIONS_VARIABLE
 
 
 SPARK_FIXTURES = frozenset({"spark", "registry", "cli", "connect_server", "kafka_broker", "app_registry", "jobs"})

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from streaming.engine.session import CHECKPOINT_FILES, DRIVER_JAVA_OPTIONS, LOG4J2_CONFIG, SessionStarter, session_settings
+from streaming.engine.session import CHECKPOINT_FILES, DRIVER_JAVA_OPTIONS, JAVA_OPTIONS_VARIABLE, LOG4J2_CONFIG, SessionStarter, session_settings
 
 
 def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history():
@@ -19,6 +19,11 @@ def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history()
     assert f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}" in options and LOG4J2_CONFIG.is_file()
     assert int(settings["spark.sql.ui.retainedExecutions"]) <= 100 and int(settings["spark.ui.retainedJobs"]) <= 200
     assert settings["spark.sql.streaming.stateStore.commitValidation.enabled"] == "false"  # the fold reads every partition
+
+
+def test_further_java_options_come_after_the_labs_own():
+    options = session_settings({JAVA_OPTIONS_VARIABLE: "-XX:TieredStopAtLevel=1 '-Dname=a b'"}, cores=2)["spark.driver.extraJavaOptions"]
+    assert options.startswith(" ".join(DRIVER_JAVA_OPTIONS)) and options.endswith(" -XX:TieredStopAtLevel=1 '-Dname=a b'")
 
 
 def test_connect_settings_leave_master_and_driver_to_the_server():

@@ -50,6 +50,16 @@ the thread dies with a ``StackOverflowError`` printed to the terminal instead of
 quietly. A 32 MiB stack (address space; only the pages used are committed) lets the match end."""
 
 
+JAVA_OPTIONS_VARIABLE = "STREAMING_LAB_JAVA_OPTIONS"
+"""Environment variable of further options for the Spark driver's JVM (and a Connect server's), after the lab's own
+(as Spark reads ``spark.driver.extraJavaOptions``: split at spaces, quotes kept together).
+
+The test suite sets ``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC``: its many short queries over a
+few rows spend their JVM time planning, and the optimising compiler's work rarely pays back
+there (``tests/test_sql.py``: 160 → 140 s). The app keeps the JVM's defaults, which a long run
+over large batches needs."""
+
+
 FOLD_SETTINGS = {"spark.sql.streaming.stateStore.commitValidation.enabled": "false"}
 """Settings for the ``foreachBatch`` fold every query of a classic session writes to.
 
@@ -97,7 +107,8 @@ def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
 
 
 def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = None) -> dict[str, str]:
-    """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration, the thread stack and the jars.
+    """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration, the thread stack (and any
+    :data:`JAVA_OPTIONS_VARIABLE` options) and the jars.
 
     ``jars`` (default: Spark's Kafka connector as set-up fetched it,
     :func:`~streaming.engine.jars.connector_jars`) are local files handed to the
@@ -115,7 +126,9 @@ def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = No
         "spark.ui.retainedTasks": "20000",
         "spark.sql.ui.retainedExecutions": "100",
         "spark.ui.retainedDeadExecutors": "10",
-        "spark.driver.extraJavaOptions": " ".join(DRIVER_JAVA_OPTIONS + [f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"]),
+        "spark.driver.extraJavaOptions": " ".join(
+            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", environ.get(JAVA_OPTIONS_VARIABLE, "")]
+        ).strip(),
     }
 
 
