@@ -47,7 +47,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 connect: $(STAMP) $(JARS) java
-	$(VENV)/bin/python -m streaming.engine.connect $(CONNECT_ARGS)
+	$(VENV)/bin/python -m streaming.engine.runtime.connect $(CONNECT_ARGS)
 
 bench: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m benchmarks.bench $(BENCH_ARGS)
@@ -61,7 +61,7 @@ bench: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m benchmarks.sql $(SQL_BENCH_ARGS)
 
 kafka: $(STAMP) $(JARS) java
-	$(VENV)/bin/python -m streaming.engine.broker $(KAFKA_ARGS)
+	$(VENV)/bin/python -m streaming.engine.kafka.broker $(KAFKA_ARGS)
 
 kafka-stop: $(STAMP)
-	$(VENV)/bin/python -m streaming.engine.broker --stop $(KAFKA_ARGS)
+	$(VENV)/bin/python -m streaming.engine.kafka.broker --stop $(KAFKA_ARGS)

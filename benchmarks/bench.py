@@ -203,9 +203,9 @@ def _note(message: str) -> None:
 
 def cold_start_child(launched_at: float, events_per_second: int, keys: int, window: str, timeout: float) -> int:
     """Run in a fresh process: session, registry, generator query, wait for the first result row, print timings."""
-    from streaming.engine.config import GeneratorSource, QueryConfig
-    from streaming.engine.registry import QueryRegistry
-    from streaming.engine.session import get_session
+    from streaming.engine.query.config import GeneratorSource, QueryConfig
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.runtime.session import get_session
 
     imported = time.time()
     before = time.perf_counter()
@@ -523,7 +523,7 @@ def measure_live(
 
 def _collect_progress(query, seconds: float, poll_s: float) -> list[dict[str, Any]]:
     """Every progress of ``query`` over ``seconds`` (read from ``recentProgress`` every ``poll_s``), by batch id."""
-    from streaming.engine.progress import progress_dict
+    from streaming.engine.output.progress import progress_dict
 
     seen: dict[int, dict[str, Any]] = {}
     deadline = time.monotonic() + seconds
@@ -554,7 +554,7 @@ def run_dashboard(registry, config, name: str, seconds: float, warmup_s: float, 
 
 def run_noop(spark, config, name: str, seconds: float, warmup_s: float, poll_s: float, root: Path | None) -> Throughput:
     """The same :func:`build_frame` frame written to the ``noop`` sink."""
-    from streaming.engine.query import build_frame
+    from streaming.engine.run.query import build_frame
 
     workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
     frame, feeder = build_frame(spark, config, workdir / "staging", int(time.time() * 1000))
@@ -712,7 +712,7 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
             "  Spark's memory sink (Connect: it keeps every output row, SPARK-24525), rows every minute: " + ", ".join(f"{rows:,.0f}" for rows in sink)
         )
         if len(sink) >= 2:
-            from streaming.engine.sinks import DEFAULT_MAX_SINK_ROWS
+            from streaming.engine.output.sinks import DEFAULT_MAX_SINK_ROWS
 
             lines.append(f"  sink growth: {(sink[-1] - sink[0]) / max(1e-9, samples[-1].minute - samples[0].minute):,.0f} rows/min; limit {DEFAULT_MAX_SINK_ROWS:,} rows")
     jvm_flat = None if math.isnan(trend["jvm_change"]) else abs(trend["jvm_change"]) <= 0.05
@@ -819,7 +819,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cold_start_child:
         return cold_start_child(args.launched_at, args.events_per_second, args.keys, args.window, args.child_timeout)
 
-    from streaming.engine.config import GeneratorSource, QueryConfig, RateMicroBatchSource
+    from streaming.engine.query.config import GeneratorSource, QueryConfig, RateMicroBatchSource
 
     live_config = QueryConfig(GeneratorSource(events_per_second=args.events_per_second, keys=args.keys), window=args.window, output_mode="update")
     overhead_config = QueryConfig(
@@ -830,7 +830,7 @@ def main(argv: list[str] | None = None) -> int:
     begun = time.monotonic()
     server = None
     if args.connect:
-        from streaming.engine.connect import ConnectServer
+        from streaming.engine.runtime.connect import ConnectServer
 
         _note("Spark Connect: starting a local server; everything below runs as its client")
         server = ConnectServer().start()
@@ -854,8 +854,8 @@ def _measure(args, live_config, overhead_config, begun: float, server) -> int:
         first = measure_first_chart(args.server_up_seconds, args.child_timeout)
         _note("first chart: " + ("skipped, no Chromium" if first is None else f"{first['first_chart_s']:.2f} s"))
 
-    from streaming.engine.registry import QueryRegistry
-    from streaming.engine.session import freeze_heap, get_session
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.runtime.session import freeze_heap, get_session
 
     before = time.perf_counter()
     spark = get_session()

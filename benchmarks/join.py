@@ -4,7 +4,7 @@ On a generated pair of ad feeds (``--batches`` files a side, ``--impressions``
 impressions a batch), a left outer join with a watermark on each side:
 
 dashboard
-    :func:`~streaming.engine.join.run_join` as the Joins page calls it: each
+    :func:`~streaming.engine.join.join.run_join` as the Joins page calls it: each
     side observed (its largest event time, rows, malformed rows), the rows
     collected batch by batch through ``foreachBatch``, the progress listener.
 bare
@@ -40,7 +40,7 @@ def _bare(spark, config, workdir: Path) -> float:
     """Seconds the bare PySpark join takes over the config's files (staged as the replay stages them)."""
     from pyspark.sql import functions as F
 
-    from streaming.engine.join import POLICY_CONF
+    from streaming.engine.join.join import POLICY_CONF
     from streaming.engine.sources.replayer import FeedReplayer
 
     started = time.perf_counter()  # as run_join's: staging and each side's schema read included
@@ -71,9 +71,9 @@ def _bare(spark, config, workdir: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from streaming.adfeeds import AdFeedSpec, write_ad_feeds
-    from streaming.engine.join import JoinConfig, JoinSide
-    from streaming.engine.progress import ProgressListener
-    from streaming.engine.session import get_session
+    from streaming.engine.join.join import JoinConfig, JoinSide
+    from streaming.engine.output.progress import ProgressListener
+    from streaming.engine.runtime.session import get_session
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.join", description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=60, help="files a side (default 60)")
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 def _measure(spark, config, listener, root: Path, args: argparse.Namespace) -> tuple[dict[str, list[float]], Any, float]:
     """``(seconds of each run per variant, the model's sweep, its seconds)``."""
     from streaming.analysis.join_model import model_sweep
-    from streaming.engine.join import run_join, side_rows
+    from streaming.engine.join.join import run_join, side_rows
 
     _note("warming up")
     run_join(spark, config, listener, root=root)

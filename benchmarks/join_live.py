@@ -6,7 +6,7 @@ outer on ``impression_id`` with a click within 20 s, a watermark on each side,
 for ``--minutes`` each:
 
 dashboard
-    :func:`~streaming.engine.live_join.start_live_join` as the page starts it:
+    :func:`~streaming.engine.join.live_join.start_live_join` as the page starts it:
     each side observed, every batch's rows collected through ``foreachBatch``,
     the progress listener; and, every ``REFRESH_SECONDS``, one refresh of the
     live view's data (:func:`dashboard.live_join.live_parts`: the timeline,
@@ -43,7 +43,7 @@ def _note(message: str) -> None:
 
 
 def _config(rate: int):
-    from streaming.engine.join import JoinConfig, LiveSide
+    from streaming.engine.join.join import JoinConfig, LiveSide
     from streaming.engine.sources.ads import AdStreams
 
     streams = AdStreams(impressions_per_second=rate, click_through=1.0, ads=100)
@@ -75,7 +75,7 @@ def _bare(spark, config, workdir: Path, seconds: float) -> list[dict[str, Any]]:
     """Each batch's progress of the bare join over ``seconds``."""
     from pyspark.sql import functions as F
 
-    from streaming.engine.join import POLICY_CONF
+    from streaming.engine.join.join import POLICY_CONF
 
     sides = []
     for side in config.sides:
@@ -109,7 +109,7 @@ def _dashboard(registry, config, root: Path, seconds: float) -> tuple[list[dict[
 
     from dashboard.live_join import live_parts
     from dashboard.shared import REFRESH_SECONDS
-    from streaming.engine.live_join import start_live_join
+    from streaming.engine.join.live_join import start_live_join
 
     run = start_live_join(registry, config)
     polls: list[float] = []
@@ -132,8 +132,8 @@ def _dashboard(registry, config, root: Path, seconds: float) -> tuple[list[dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    from streaming.engine.registry import QueryRegistry
-    from streaming.engine.session import get_session
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.runtime.session import get_session
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.join_live", description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=int, default=2_000, help="impressions a second, and as many clicks (default 2000)")

@@ -6,7 +6,7 @@ publish
     A generated dataset (``--rows`` rows of ``event_time``, ``key``, ``amount``
     in ``--files`` JSON-lines files) published into a new topic of
     ``--partitions`` partitions as fast as possible, with
-    :func:`streaming.engine.publish.publish`: messages per second.
+    :func:`streaming.engine.run.publish.publish`: messages per second.
 paced publish
     A dataset whose rows arrived over ``--paced-span`` seconds (an ``ingested_at``
     column, epoch ms; one batch a second of arrival) published paced by its arrival
@@ -62,10 +62,10 @@ def write_dataset(folder: Path, rows: int, files: int, keys: int, seed: int = 7)
 
 def paced(spark, bootstrap: str, folder: Path, span_s: int, speeds: list[float]) -> list[tuple[float, float, float, int]]:
     """``(speed, seconds taken, seconds expected, batches)`` of publishing a dataset that arrived over ``span_s`` seconds, paced at each speed."""
-    from streaming.engine.batching import Batching
-    from streaming.engine.columns import ColumnMapping
-    from streaming.engine.config import FeedSource
-    from streaming.engine.publish import publish
+    from streaming.engine.data.batching import Batching
+    from streaming.engine.data.columns import ColumnMapping
+    from streaming.engine.query.config import FeedSource
+    from streaming.engine.run.publish import publish
 
     folder.mkdir(parents=True)
     start_ms = 1_700_000_000_000
@@ -98,7 +98,7 @@ def _dashboard(registry, config, name: str) -> tuple[int, float]:
 
 def _noop(spark, config, name: str) -> tuple[int, float]:
     """``(records, seconds)`` of the same frame written to the noop sink."""
-    from streaming.engine.query import build_frame
+    from streaming.engine.run.query import build_frame
 
     workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-"))
     started = time.monotonic()
@@ -129,13 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     top.add_argument("--speeds", default="1,100,3600", help="speeds of the paced publish, comma-separated")
     args = top.parse_args(argv)
 
-    from streaming.engine.batching import Batching
-    from streaming.engine.broker import KafkaBroker
-    from streaming.engine.columns import ColumnMapping
-    from streaming.engine.config import FeedSource, QueryConfig
-    from streaming.engine.publish import publish
-    from streaming.engine.registry import QueryRegistry
-    from streaming.engine.session import get_session
+    from streaming.engine.data.batching import Batching
+    from streaming.engine.data.columns import ColumnMapping
+    from streaming.engine.kafka.broker import KafkaBroker
+    from streaming.engine.query.config import FeedSource, QueryConfig
+    from streaming.engine.run.publish import publish
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.runtime.session import get_session
     from streaming.engine.sources.kafka import KafkaSource
 
     workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-kafka-bench-"))

@@ -38,10 +38,10 @@ def _note(message: str) -> None:
 def measure(registry, bootstrap: str, topic: str, settings: dict, rate: int, seconds: float, warm_up: float, batch: str) -> dict:
     """One run: the latency summaries of the records produced after ``warm_up`` seconds, to the sink and to the table."""
     from streaming.analysis.latency import latency_summary
-    from streaming.engine.config import QueryConfig
-    from streaming.engine.publish import publish_paced
+    from streaming.engine.kafka.topics import create_topic
+    from streaming.engine.query.config import QueryConfig
+    from streaming.engine.run.publish import publish_paced
     from streaming.engine.sources.kafka import KafkaSource
-    from streaming.engine.topics import create_topic
 
     create_topic(bootstrap, topic)
     source = KafkaSource(bootstrap, topic, (("n", "bigint"),))
@@ -77,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     top.add_argument("--real-time-batch", default="10 seconds", help="the real-time batch length (Spark checkpoints between batches)")
     args = top.parse_args(argv)
 
-    from streaming.engine.broker import KafkaBroker
-    from streaming.engine.registry import QueryRegistry
-    from streaming.engine.session import get_session
+    from streaming.engine.kafka.broker import KafkaBroker
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.runtime.session import get_session
 
     rates = [int(rate) for rate in args.rates.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="streaming-lab-latency-bench-"))

@@ -9,14 +9,14 @@ Spark ran (no-data batches included), in runs alternating their order so that
 drift in the machine's speed cancels out:
 
 dashboard
-    :func:`~streaming.engine.runner.run_to_idle` as the tuner and Compare call it: its sink
+    :func:`~streaming.engine.run.runner.run_to_idle` as the tuner and Compare call it: its sink
     folding each batch into a result table and the progress listener.
 dashboard, latency
     The same with each record's latency measured (each batch's 1,001 percentiles
     of when its file was handed over), as ``replay --latency`` runs it: over
     ``dashboard``, what measuring latency costs a replay.
 bare
-    The same :func:`~streaming.engine.query.build_frame` frame written to Spark's
+    The same :func:`~streaming.engine.run.query.build_frame` frame written to Spark's
     ``noop`` sink, stepped the same way, without the app's listener.
 
 Wall milliseconds per batch, from the first file handed over to the last
@@ -44,9 +44,9 @@ def _note(message: str) -> None:
 
 def sources() -> dict[str, Any]:
     """The two replays measured: a sample feed one file per batch, and a dataset cut by its arrival column."""
-    from streaming.engine.batching import Batching
-    from streaming.engine.columns import ColumnMapping
-    from streaming.engine.feeds import SAMPLE_FEEDS
+    from streaming.engine.data.batching import Batching
+    from streaming.engine.data.columns import ColumnMapping
+    from streaming.engine.data.feeds import SAMPLE_FEEDS
     from streaming.engine.sources import FeedSource
 
     orders = ColumnMapping(event_time="ts", time_format="epoch_ms", key="store", value="amount", arrival="ingested_at", arrival_format="epoch_ms")
@@ -66,17 +66,17 @@ def run_dashboard(registry, config, latency: bool) -> list[Batch]:
     """Every batch of the app's stepped replay."""
     import pandas as pd
 
-    from streaming.engine.runner import run_to_idle
+    from streaming.engine.run.runner import run_to_idle
 
     replayed = run_to_idle(registry, config, latency=latency)
     return [(pd.Timestamp(s["timestamp"]).value / 1e9, s["num_input_rows"], s["batch_duration_ms"]) for s in replayed.summaries]
 
 
 def run_bare(spark, config, workdir: Path) -> list[Batch]:
-    """The same frame to the ``noop`` sink, stepped as :meth:`~streaming.engine.query.Run.await_idle` steps it."""
+    """The same frame to the ``noop`` sink, stepped as :meth:`~streaming.engine.run.query.Run.await_idle` steps it."""
     import pandas as pd
 
-    from streaming.engine.query import build_frame
+    from streaming.engine.run.query import build_frame
     from streaming.engine.sources import FeedReplayer
 
     frame, replayer = build_frame(spark, config, workdir / "staging", int(time.time() * 1000), latency=False)
@@ -139,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     top.add_argument("--rounds", type=int, default=2, help="runs of each variant per source (alternating order)")
     args = top.parse_args(argv)
 
-    from streaming.engine.config import QueryConfig
-    from streaming.engine.registry import QueryRegistry
-    from streaming.engine.session import get_session
+    from streaming.engine.query.config import QueryConfig
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.runtime.session import get_session
 
     spark = get_session()
     registry = QueryRegistry(spark)

@@ -10,7 +10,7 @@ overhead
     The same windowed count (``--files`` CSV files of ``--rows`` rows, 1-minute
     windows per key, a 30-second watermark, update mode) replayed to its end
     under the available-now trigger, once as the form builds it
-    (:func:`~streaming.engine.runner.run_to_idle`) and once as the SQL *Edit as
+    (:func:`~streaming.engine.run.runner.run_to_idle`) and once as the SQL *Edit as
     SQL* writes for it (:func:`~streaming.engine.sql.replay.replay_sql`), in
     ``--rounds`` rounds alternating their order so drift cancels out; wall
     seconds from the start to the last batch, the median of each, and the ratio
@@ -71,9 +71,9 @@ def check_latency(spark, feed: Path, checks: int) -> tuple[float, float]:
 
 
 def overhead(spark, feed: Path, rounds: int) -> tuple[float, float, bool]:
-    from streaming.engine.config import QueryConfig
-    from streaming.engine.registry import QueryRegistry
-    from streaming.engine.runner import run_to_idle
+    from streaming.engine.query.config import QueryConfig
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.run.runner import run_to_idle
     from streaming.engine.sources import FeedSource
     from streaming.engine.sql import SqlQuery, SqlView, replay_sql
     from streaming.engine.sql.form import form_sql
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    from streaming.engine.session import get_session
+    from streaming.engine.runtime.session import get_session
 
     spark = get_session()
     with tempfile.TemporaryDirectory(prefix="streaming-lab-sql-bench-") as scratch:

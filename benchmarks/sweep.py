@@ -48,10 +48,10 @@ def model_sweep_seconds(timeline: Timeline, windows_ms: list[int], delays_ms: li
 def tune_against_replay(events: int, batches: int, delays: int) -> dict[str, float]:
     """Seconds of one replay and of a ``tune`` of ``delays`` delays on the same generated feed, and their ratio."""
     from streaming.analysis.tune import tune
-    from streaming.engine.config import FeedSource, QueryConfig
-    from streaming.engine.registry import QueryRegistry
-    from streaming.engine.runner import run_to_idle
-    from streaming.engine.session import get_session
+    from streaming.engine.query.config import FeedSource, QueryConfig
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.run.runner import run_to_idle
+    from streaming.engine.runtime.session import get_session
     from streaming.feedgen import FeedSpec, write_feed
 
     spec = FeedSpec(

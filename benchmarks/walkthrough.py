@@ -7,7 +7,7 @@ records a step, 40 steps) -- it presses Next step by step, as the page does,
 and times per press:
 
 spark
-    :meth:`~streaming.engine.walkthrough.Walkthrough.advance`: handing the step
+    :meth:`~streaming.engine.run.walkthrough.Walkthrough.advance`: handing the step
     over (a file staged; a topic's records copied in one transaction) and
     waiting for every batch Spark runs on it (the no-data batch included).
 explain
@@ -45,7 +45,7 @@ def _stats(values: list[float]) -> str:
 def measure(spark, registry, scenario) -> dict[str, list[float]]:
     """Per press of Next on ``scenario``: Spark's ms and explain's ms (summed over its side-by-side runs), and the report's ms once."""
     from streaming.analysis.explain import EventsSoFar, explain
-    from streaming.engine.walkthrough import Walkthrough
+    from streaming.engine.run.walkthrough import Walkthrough
     from streaming.report import ReportRun, steps_report
 
     walks = [Walkthrough(registry, config, idle_limit=None) for config in scenario.configs()]
@@ -76,10 +76,10 @@ def measure(spark, registry, scenario) -> dict[str, list[float]]:
 
 def topic_scenario(spark, bootstrap: str):
     """``watermark_too_small``'s query on ``web_clicks`` published into a topic of one partition, 50 records a step (its files' batches)."""
-    from streaming.engine.columns import ColumnMapping
-    from streaming.engine.config import FeedSource
-    from streaming.engine.feeds import SAMPLE_FEEDS, TIME_PATTERN
-    from streaming.engine.publish import publish
+    from streaming.engine.data.columns import ColumnMapping
+    from streaming.engine.data.feeds import SAMPLE_FEEDS, TIME_PATTERN
+    from streaming.engine.query.config import FeedSource
+    from streaming.engine.run.publish import publish
     from streaming.engine.sources.kafka import KafkaSource
     from streaming.scenarios import SCENARIOS as LIBRARY
     from streaming.scenarios import Scenario
@@ -99,9 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
     from pathlib import Path
 
-    from streaming.engine.broker import KafkaBroker
-    from streaming.engine.registry import QueryRegistry
-    from streaming.engine.session import get_session
+    from streaming.engine.kafka.broker import KafkaBroker
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.runtime.session import get_session
     from streaming.scenarios import SCENARIOS as LIBRARY
 
     spark = get_session()

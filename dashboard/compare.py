@@ -13,9 +13,9 @@ from streaming.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, Comparison, com
 from streaming.analysis.triggers import LatencyComparison, compare_latency
 from streaming.charts.compare import MAX_WINDOWS_SHOWN, comparison_counts
 from streaming.charts.latency import latency_cdf_figure
-from streaming.engine.config import OUTPUT_MODES, FeedSource, QueryConfig, TriggerKind
 from streaming.engine.errors import ConfigError, brief
-from streaming.engine.registry import QueryRegistry
+from streaming.engine.query.config import OUTPUT_MODES, FeedSource, QueryConfig, TriggerKind
+from streaming.engine.run.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
 
 from .data import choice_of, data_select, data_source, data_widgets

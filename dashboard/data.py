@@ -16,11 +16,11 @@ from typing import Any, Literal, TypeVar
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.batching import Batching
-from streaming.engine.config import VALUE_AGGREGATIONS, ColumnMapping, FeedSource
-from streaming.engine.datasets import DatasetStore
+from streaming.engine.data.batching import Batching
+from streaming.engine.data.datasets import DatasetStore
+from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
+from streaming.engine.query.config import VALUE_AGGREGATIONS, ColumnMapping, FeedSource
 
 from .datasets import dataset_store
 from .shared import DEFAULT_FEED, KEPT, feed_source, get_spark

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.batching import Batching
-from streaming.engine.config import FEED_COLUMNS, ColumnMapping, FeedSource
-from streaming.engine.datasets import FORMATS, DatasetStore, FileFormat, Upload, UploadReport
+from streaming.engine.data.batching import Batching
+from streaming.engine.data.datasets import FORMATS, DatasetStore, FileFormat, Upload, UploadReport
+from streaming.engine.data.feeds import SAMPLE_FEEDS
+from streaming.engine.data.preview import TIME_NAMES, Preview, column_profiles, dataset_schema, guess_event_time, preview, read_dataset, time_range_warning
+from streaming.engine.data.times import TIME_FORMATS
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import SAMPLE_FEEDS
-from streaming.engine.preview import TIME_NAMES, Preview, column_profiles, dataset_schema, guess_event_time, preview, read_dataset, time_range_warning
-from streaming.engine.times import TIME_FORMATS
+from streaming.engine.query.config import FEED_COLUMNS, ColumnMapping, FeedSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

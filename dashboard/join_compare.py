@@ -11,8 +11,8 @@ import streamlit as st
 from streaming.analysis.join_compare import JoinComparison, compare_joins, join_label
 from streaming.charts.join import join_comparison_figure
 from streaming.engine.errors import ConfigError
-from streaming.engine.join import JoinConfig, JoinSide
-from streaming.engine.registry import QueryRegistry
+from streaming.engine.join.join import JoinConfig, JoinSide
+from streaming.engine.run.registry import QueryRegistry
 
 from .compare import experiment, slot_columns
 from .datasets import dataset_store

@@ -3,7 +3,7 @@
 A side is a folder of the samples (the ad feeds, the sample feeds, the sample
 datasets) or one of the user's datasets: only names the stores list are ever
 opened. Or both sides are Kafka topics, each replayed from its earliest offsets
-to those latest when the join runs. The join replays both to their end (:func:`~streaming.engine.join.run_join`),
+to those latest when the join runs. The join replays both to their end (:func:`~streaming.engine.join.join.run_join`),
 then the page steps through its micro-batches.
 """
 
@@ -23,11 +23,11 @@ import streamlit as st
 from streaming.analysis.join import batch_caption, join_timeline, key_story, key_text, waiting_rows
 from streaming.analysis.join_model import joined_completeness, model_join, model_sweep, recommend
 from streaming.charts.join import join_activity_figure, join_key_figure, join_tuner_figure, join_watermarks_figure
-from streaming.engine.datasets import DatasetStore, FileFormat, column_names, detect_format
+from streaming.engine.data.datasets import DatasetStore, FileFormat, column_names, detect_format
+from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_files
 from streaming.engine.durations import format_duration, parse_duration
 from streaming.engine.errors import ConfigError, brief, failure_words
-from streaming.engine.feeds import SAMPLE_FEEDS, feed_files
-from streaming.engine.join import (
+from streaming.engine.join.join import (
     JOIN_TYPES,
     POLICIES,
     JoinConfig,
@@ -249,7 +249,7 @@ def config_view(config: JoinConfig, note: str = "") -> None:
 
 def join_config(inputs: dict[str, Any]) -> JoinConfig:
     """The :class:`JoinConfig` of the form; :class:`ConfigError` naming the field. Topics are read from their earliest offsets: the run
-    bounds them (:func:`~streaming.engine.join.bound_ranges`)."""
+    bounds them (:func:`~streaming.engine.join.join.bound_ranges`)."""
     sides: list[Side] = []
     for side in ("left", "right"):
         if "topics" in inputs:

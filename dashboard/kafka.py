@@ -1,6 +1,6 @@
 """Kafka on the pages: the topic source of the Live query form, the topic view, and publishing a dataset into a topic.
 
-The brokers are asked with a Kafka client (:mod:`streaming.engine.topics`)
+The brokers are asked with a Kafka client (:mod:`streaming.engine.kafka.topics`)
 with a timeout of seconds, and what they answer is cached for a few seconds,
 so a form that reruns on every widget change does not ask each time. A
 broker that does not answer, or a topic that does not exist, is said in the
@@ -19,15 +19,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.broker import BOOTSTRAP_VARIABLE
-from streaming.engine.columns import ColumnMapping
-from streaming.engine.config import MAX_SPEED, FeedSource
+from streaming.engine.data.columns import ColumnMapping
+from streaming.engine.data.preview import time_named
 from streaming.engine.errors import ConfigError
-from streaming.engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, check_bootstrap, check_topic
-from streaming.engine.preview import time_named
-from streaming.engine.publish import Published, publish
-from streaming.engine.sources.kafka import KafkaSource
-from streaming.engine.topics import (
+from streaming.engine.kafka.broker import BOOTSTRAP_VARIABLE
+from streaming.engine.kafka.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, check_bootstrap, check_topic
+from streaming.engine.kafka.topics import (
     SAMPLE_MESSAGES,
     TopicInfo,
     decode_messages,
@@ -38,6 +35,9 @@ from streaming.engine.topics import (
     topic_names,
     write_sample,
 )
+from streaming.engine.query.config import MAX_SPEED, FeedSource
+from streaming.engine.run.publish import Published, publish
+from streaming.engine.sources.kafka import KafkaSource
 
 from .data import aggregate_widgets, batching_widgets
 from .datasets import KEY_NAMES, build_mapping, dataset_store, guess_column, mapping_widgets, preview_view

@@ -1,7 +1,7 @@
 """Parts of the Live query page: the new-query form, the query picker and the live view of one run.
 
 Every source kind is one entry of :data:`SOURCES`: its label, its widgets and
-how their values become a :data:`~streaming.engine.config.Source`. The pure
+how their values become a :data:`~streaming.engine.query.config.Source`. The pure
 helpers (:func:`build_source`, :func:`build_config`, :func:`check_name`) are
 tested without a browser.
 """
@@ -30,8 +30,15 @@ from streaming.charts import lateness as lateness_charts
 from streaming.charts.common import current_watermark
 from streaming.charts.latency import END_WORDS, latency_figures
 from streaming.charts.live import live_figures, state_store_figure, windowed_counts_figure
-from streaming.engine.batching import Batching
-from streaming.engine.config import (
+from streaming.engine.data.batching import Batching
+from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_events, feed_names
+from streaming.engine.durations import human_duration
+from streaming.engine.errors import ConfigError, brief, failure_words, first_line
+from streaming.engine.join.live_join import LiveJoinQuery
+from streaming.engine.kafka.topics import require_topic
+from streaming.engine.output.progress import state_store_metrics
+from streaming.engine.output.state import state_operators, state_rows
+from streaming.engine.query.config import (
     INTERVAL_TRIGGERS,
     MAX_SPEED,
     OUTPUT_MODES,
@@ -46,18 +53,11 @@ from streaming.engine.config import (
     Source,
     describe,
 )
-from streaming.engine.durations import human_duration
-from streaming.engine.errors import ConfigError, brief, failure_words, first_line
-from streaming.engine.feeds import SAMPLE_FEEDS, feed_events, feed_names
-from streaming.engine.live_join import LiveJoinQuery
-from streaming.engine.progress import state_store_metrics
-from streaming.engine.query import Run
-from streaming.engine.registry import DuplicateQueryError, QueryRegistry, check_query_name
+from streaming.engine.run.query import Run
+from streaming.engine.run.registry import DuplicateQueryError, QueryRegistry, check_query_name
+from streaming.engine.run.walkthrough import PREFIX as WALKTHROUGH_PREFIX
 from streaming.engine.sources.kafka import initial_offsets
 from streaming.engine.sql import SqlQuery
-from streaming.engine.state import state_operators, state_rows
-from streaming.engine.topics import require_topic
-from streaming.engine.walkthrough import PREFIX as WALKTHROUGH_PREFIX
 from streaming.report import figures_report, settings_text
 
 from .data import (

@@ -21,11 +21,11 @@ from streaming.analysis.join import batch_caption, batch_timeline, waiting_rows
 from streaming.charts.join import join_activity_figure, join_watermarks_figure
 from streaming.engine.durations import format_duration
 from streaming.engine.errors import ConfigError, brief
-from streaming.engine.join import SIDES, JoinConfig, LiveSide, Side, TopicSide
-from streaming.engine.live_join import JoinedRows, LiveJoinQuery, start_live_join
-from streaming.engine.query import Run
+from streaming.engine.join.join import SIDES, JoinConfig, LiveSide, Side, TopicSide
+from streaming.engine.join.live_join import JoinedRows, LiveJoinQuery, start_live_join
+from streaming.engine.output.state import join_side_state
+from streaming.engine.run.query import Run
 from streaming.engine.sources.ads import AdStreams
-from streaming.engine.state import join_side_state
 
 from .joins import config_view, highlight, policy_widget, topic_keys, topic_side_widgets, type_and_range
 from .kafka import kafka_source

@@ -9,9 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from streaming.engine.errors import ConfigError, brief
-from streaming.engine.live_join import LiveJoinQuery
-from streaming.engine.query import Run
-from streaming.engine.registry import QueryRegistry
+from streaming.engine.join.live_join import LiveJoinQuery
+from streaming.engine.run.query import Run
+from streaming.engine.run.registry import QueryRegistry
 
 from .joins import LIVE_MODE
 from .live import PENDING_KEY, begin_run
@@ -29,7 +29,7 @@ RUN_COLUMNS = ["name", "status", "batches", "last_progress", "source", "window",
 
 
 def source_summary(description: Mapping[str, object]) -> str:
-    """One line for the ``source.*`` entries of :func:`~streaming.engine.config.describe`, e.g. ``feed: path=web_clicks, seconds_per_file=2.0``."""
+    """One line for the ``source.*`` entries of :func:`~streaming.engine.query.config.describe`, e.g. ``feed: path=web_clicks, seconds_per_file=2.0``."""
     params = [
         f"{key.removeprefix('source.')}={Path(str(value)).name if key == 'source.path' else value}"
         for key, value in description.items()
@@ -68,7 +68,7 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
 
 
 def _problem(registry: QueryRegistry, run: Run) -> str | None:
-    """Why a stopped kept run cannot be resumed (see :attr:`~streaming.engine.checkpoints.KeptQuery.problem`), or ``None``."""
+    """Why a stopped kept run cannot be resumed (see :attr:`~streaming.engine.run.checkpoints.KeptQuery.problem`), or ``None``."""
     if not run.kept or run.status == "active":
         return None
     return next((query.problem for query in registry.kept() if query.folder.name == run.name), "its folder is gone")

@@ -24,17 +24,17 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.checkpoints import QUERIES_FOLDER
-from streaming.engine.config import FeedSource, QueryConfig
-from streaming.engine.datasets import data_root
+from streaming.engine.data.datasets import data_root
+from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.durations import human_duration
 from streaming.engine.errors import ConfigError, brief, failure_details, failure_words
-from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
-from streaming.engine.join import JoinConfig
-from streaming.engine.query import warm_up
-from streaming.engine.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
-from streaming.engine.session import SessionStarter, forget_session, server_reachable, session_alive
-from streaming.engine.sinks import DEFAULT_MAX_SINK_ROWS, max_sink_rows
+from streaming.engine.join.join import JoinConfig
+from streaming.engine.output.sinks import DEFAULT_MAX_SINK_ROWS, max_sink_rows
+from streaming.engine.query.config import FeedSource, QueryConfig
+from streaming.engine.run.checkpoints import QUERIES_FOLDER
+from streaming.engine.run.query import warm_up
+from streaming.engine.run.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
+from streaming.engine.runtime.session import SessionStarter, forget_session, server_reachable, session_alive
 from streaming.export import join_code, pyspark_code
 
 if TYPE_CHECKING:

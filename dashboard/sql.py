@@ -15,10 +15,10 @@ import streamlit as st
 
 from streaming.charts.common import current_watermark
 from streaming.charts.live import live_figures
-from streaming.engine.config import OUTPUT_MODES, QueryConfig
 from streaming.engine.errors import ConfigError, brief
-from streaming.engine.query import Run
-from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+from streaming.engine.query.config import OUTPUT_MODES, QueryConfig
+from streaming.engine.run.query import Run
+from streaming.engine.run.registry import DuplicateQueryError, QueryRegistry
 from streaming.engine.sources import Source
 from streaming.engine.sql import DEFAULT_VIEW, PlanFacts, SqlError, SqlQuery, SqlView
 from streaming.engine.sql.checker import SqlChecker

@@ -15,9 +15,9 @@ import streamlit as st
 
 from streaming.analysis.sql_tune import MAX_COMPARED, MIN_COMPARED, SqlComparison, compare_sql
 from streaming.charts.sql_tune import sql_compare_figure
+from streaming.engine.data.feeds import feed_names
 from streaming.engine.durations import format_duration
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import feed_names
 from streaming.engine.sql import SqlError, SqlQuery
 
 from . import live, shared

@@ -26,10 +26,10 @@ from streaming.analysis.tune import (
 )
 from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
-from streaming.engine.config import FeedSource, QueryConfig
 from streaming.engine.durations import format_duration, human_duration, parse_duration
 from streaming.engine.errors import ConfigError
-from streaming.engine.registry import QueryRegistry
+from streaming.engine.query.config import FeedSource, QueryConfig
+from streaming.engine.run.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
 from streaming.report import figures_report
 

@@ -23,17 +23,17 @@ from dashboard.kafka import kafka_source, topic_shape
 from dashboard.shared import KEPT, InputErrors, refuse, watermark_widget, windows_widgets
 from streaming.analysis.explain import EventsSoFar, Step, explain, result_after
 from streaming.charts.walkthrough import steps_figure
-from streaming.engine.config import OUTPUT_MODES
 from streaming.engine.errors import ConfigError, brief
-from streaming.engine.results import stamp
-from streaming.engine.walkthrough import Walkthrough, make_room
+from streaming.engine.output.results import stamp
+from streaming.engine.query.config import OUTPUT_MODES
+from streaming.engine.run.walkthrough import Walkthrough, make_room
 from streaming.report import LATE, ReportRun, change_colour, clock, steps_report
 from streaming.scenarios import Scenario
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streaming.engine.registry import QueryRegistry
+    from streaming.engine.run.registry import QueryRegistry
 
 __all__ = ["PRESENTER_STYLE", "Walks", "batch_view", "brief", "controls", "figure", "files_at", "held", "leave", "own_scenario", "report_button", "start", "styled"]
 

@@ -7,9 +7,9 @@ lateness, measures, tuning, comparison), ``charts`` (pure Plotly figures), and
 the same way the dashboard does.
 """
 
-from .engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.durations import DurationError, format_duration, parse_duration
 from .engine.errors import ConfigError
+from .engine.query.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 
 __all__ = [
     "ConfigError",

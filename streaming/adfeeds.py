@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Final
 
 from .engine.checks import require_int, require_share, whole_second_utc
-from .engine.feeds import TIME_FORMAT, batch_file_name
+from .engine.data.feeds import TIME_FORMAT, batch_file_name
 from .engine.sources.ads import CAMPAIGNS
 
 __all__ = [

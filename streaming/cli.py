@@ -12,10 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .engine.batching import Batching
-from .engine.broker import BOOTSTRAP_VARIABLE
-from .engine.checkpoints import KeptQuery
-from .engine.config import (
+from .engine.data.batching import Batching
+from .engine.data.datasets import FileFormat, detect_format
+from .engine.data.feeds import TIME_PATTERN
+from .engine.errors import ConfigError
+from .engine.kafka.broker import BOOTSTRAP_VARIABLE
+from .engine.kafka.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, ValueFormat, check_bootstrap, parse_kafka_url
+from .engine.query.config import (
     FEED_COLUMNS,
     FILE_FORMATS,
     ONE_FILE_PER_BATCH,
@@ -27,10 +30,7 @@ from .engine.config import (
     FeedSource,
     QueryConfig,
 )
-from .engine.datasets import FileFormat, detect_format
-from .engine.errors import ConfigError
-from .engine.feeds import TIME_PATTERN
-from .engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, ValueFormat, check_bootstrap, parse_kafka_url
+from .engine.run.checkpoints import KeptQuery
 from .engine.sources import Source
 from .engine.sources.kafka import KafkaSource
 from .engine.sql.views import DEFAULT_VIEW
@@ -38,7 +38,7 @@ from .engine.sql.views import DEFAULT_VIEW
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from .engine.registry import QueryRegistry
+    from .engine.run.registry import QueryRegistry
 
 """The first messages of a topic its value's columns are inferred from."""
 
@@ -171,7 +171,7 @@ def _is_topic(args: argparse.Namespace) -> bool:
 
 def check_topic_args(args: argparse.Namespace) -> tuple[str, str]:
     """``(bootstrap, topic)`` of a ``kafka://`` PATH once the brokers answer and the topic exists; :class:`ConfigError` naming what does not fit."""
-    from .engine.topics import require_topic
+    from .engine.kafka.topics import require_topic
 
     bootstrap, topic = parse_kafka_url(args.feed_dir)
     if args.file_format not in (None, *VALUE_FORMATS):
@@ -184,7 +184,7 @@ def check_topic_args(args: argparse.Namespace) -> tuple[str, str]:
 
 def topic_source(spark: SparkSession, args: argparse.Namespace) -> KafkaSource:
     """The topic a ``kafka://`` PATH names, read from its earliest offsets, its value's columns inferred from its first messages."""
-    from .engine.topics import SAMPLE_MESSAGES, infer_value_columns, latest_messages
+    from .engine.kafka.topics import SAMPLE_MESSAGES, infer_value_columns, latest_messages
 
     bootstrap, topic = check_topic_args(args)
     value_format = cast("ValueFormat", args.file_format or "json")
@@ -231,7 +231,7 @@ def _dropped(spark, outcome):
 
 def _session(given: SparkSession | None) -> SparkSession:
     """The session a command runs on: ``given``, or one started for the command (:func:`_release` stops it)."""
-    from .engine.session import get_session
+    from .engine.runtime.session import get_session
 
     return given if given is not None else get_session()
 
@@ -245,7 +245,7 @@ def _release(spark: SparkSession, given: SparkSession | None) -> None:
 @contextmanager
 def _registry(given: SparkSession | None) -> Iterator[tuple[SparkSession, QueryRegistry]]:
     """The session a command runs on (:func:`_session`) and a query registry on it; the registry is closed and the session released after."""
-    from .engine.registry import QueryRegistry
+    from .engine.run.registry import QueryRegistry
 
     spark = _session(given)
     try:
@@ -268,7 +268,7 @@ def _early_config(args: argparse.Namespace) -> QueryConfig | None:
 
 def _explain_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     from .analysis.explain import explain_replay
-    from .engine.runner import run_to_idle
+    from .engine.run.runner import run_to_idle
 
     if args.sql is not None or args.sql_file is not None:
         return _sql_explain_main(args, given)
@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
         return _join_main(args, given)
     if args.command == "explain":
         return _explain_main(args, given)
-    from .engine.runner import run_to_idle
+    from .engine.run.runner import run_to_idle
 
     if args.sql is not None or args.sql_file is not None:
         return _sql_main(args, given)
@@ -721,11 +721,11 @@ JOIN_FLAGS = {
     "left.time_format": "--time-format", "right.time_format": "--time-format", "on": "--on", "within": "--within", "join_type": "--type",
     "policy": "--policy", "right.static": "--right-static",
 }
-"""The flag of ``join`` that sets each field of a :class:`~streaming.engine.join.JoinConfig`, for its errors."""
+"""The flag of ``join`` that sets each field of a :class:`~streaming.engine.join.join.JoinConfig`, for its errors."""
 
 
 def _add_join_parser(commands) -> None:
-    from .engine.join import JOIN_TYPES, POLICIES
+    from .engine.join.join import JOIN_TYPES, POLICIES
 
     join = commands.add_parser("join", help="replay two feeds through a stream-stream join until both are read")
     join.add_argument("left", metavar="LEFT", help="the left side: a folder of files (replayed in file-name order, file i in micro-batch i) or one file")
@@ -752,8 +752,8 @@ def _add_join_parser(commands) -> None:
 
 
 def _join_config(args: argparse.Namespace):
-    """The :class:`~streaming.engine.join.JoinConfig` the ``join`` flags describe; :class:`ConfigError` naming the flag."""
-    from .engine.join import JoinConfig, JoinSide
+    """The :class:`~streaming.engine.join.join.JoinConfig` the ``join`` flags describe; :class:`ConfigError` naming the flag."""
+    from .engine.join.join import JoinConfig, JoinSide
 
     within = None
     if args.within is not None:
@@ -780,8 +780,8 @@ def _as_flags(err: ConfigError) -> ConfigError:
 
 
 def _join_main(args: argparse.Namespace, given: SparkSession | None) -> int:
-    from .engine.join import run_join
-    from .engine.progress import ProgressListener
+    from .engine.join.join import run_join
+    from .engine.output.progress import ProgressListener
 
     try:
         config = _join_config(args)
@@ -819,7 +819,7 @@ def _join_main(args: argparse.Namespace, given: SparkSession | None) -> int:
 
 
 def _state_main(args, given: SparkSession | None) -> int:
-    from .engine.state import state_report
+    from .engine.output.state import state_report
 
     folder = KeptQuery(args.checkpoint)
     checkpoint = folder.checkpoint if folder.exists() else args.checkpoint
@@ -867,8 +867,8 @@ def _add_publish_parser(commands) -> None:
 
 
 def _publish_main(args, given: SparkSession | None) -> int:
-    from .engine.publish import publish
-    from .engine.topics import topic_names
+    from .engine.kafka.topics import topic_names
+    from .engine.run.publish import publish
 
     try:
         if _is_topic(args) or not Path(args.feed_dir).exists():

@@ -1,12 +1,12 @@
-"""Export a :class:`~streaming.engine.config.QueryConfig` as self-contained PySpark code.
+"""Export a :class:`~streaming.engine.query.config.QueryConfig` as self-contained PySpark code.
 
 :func:`pyspark_code` returns the source of a Python program that builds the same
-query as :func:`streaming.engine.query.build_frame` -- source, malformed-row filter,
+query as :func:`streaming.engine.run.query.build_frame` -- source, malformed-row filter,
 watermark, window, aggregation, output mode, trigger -- on its own
 SparkSession, ready to paste into a notebook or to run with ``python`` or
 ``spark-submit``. It imports only ``pyspark`` and the standard library.
 
-* A **feed** source is replayed the way :mod:`streaming.engine.runner` does it: the
+* A **feed** source is replayed the way :mod:`streaming.engine.run.runner` does it: the
   feed's files (or, for a dataset batched by rows or arrival time, the batches
   the program cuts from them with Spark) are copied in name order, one at a time, into a temporary
   staging folder with increasing modification times (``maxFilesPerTrigger=1``:
@@ -14,7 +14,7 @@ SparkSession, ready to paste into a notebook or to run with ``python`` or
   ``processAllAvailable()`` after each. A ``foreachBatch`` sink folds the output
   into the result table as the output mode defines it, and at the end the
   program prints it as one line ``RESULT <json>``: the records of
-  :meth:`streaming.engine.runner.Replay.result_records` (a value aggregate's
+  :meth:`streaming.engine.run.runner.Replay.result_records` (a value aggregate's
   without ``count``, which only the dashboard measures by).
 * The unbounded sources (generator, rate, rate-micro-batch, socket) and a Kafka
   topic get the same query with a console sink and ``awaitTermination()``; a
@@ -54,16 +54,16 @@ from .engine.builders import (
     read_files,
 )
 from .engine.checks import duration_ms
-from .engine.columns import NO_KEY
-from .engine.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
-from .engine.datasets import FORMATS
+from .engine.data.columns import NO_KEY
+from .engine.data.datasets import FORMATS
+from .engine.data.feeds import TIME_PATTERN, feed_header
 from .engine.durations import format_duration, parse_duration
 from .engine.errors import ConfigError
-from .engine.feeds import TIME_PATTERN, feed_header
-from .engine.jars import connector_coordinates
-from .engine.join import JoinConfig, JoinSide, LiveSide, Side
-from .engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP
-from .engine.results import measure_column
+from .engine.join.join import JoinConfig, JoinSide, LiveSide, Side
+from .engine.kafka.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP
+from .engine.output.results import measure_column
+from .engine.query.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from .engine.runtime.jars import connector_coordinates
 from .engine.sources.ads import AdStreams
 from .engine.sources.kafka import KafkaSource
 from .engine.sql import SqlQuery, SqlView
@@ -447,7 +447,7 @@ _ROLE_CODE = (
 
 
 def _batch_cutting(source: FeedSource) -> list[str]:
-    """The program's cutting of FILES into one file per micro-batch, as :mod:`streaming.engine.batching` does: by rows or by arrival interval."""
+    """The program's cutting of FILES into one file per micro-batch, as :mod:`streaming.engine.data.batching` does: by rows or by arrival interval."""
     batching = source.batching
     if batching.by == "file":
         return []
@@ -610,7 +610,7 @@ _CODE: dict[type, _SourceCode] = {
     SocketSource: _SourceCode(_socket_settings, _socket_source),
     KafkaSource: _SourceCode(_kafka_settings, _kafka_source),
 }
-"""One entry per kind of :data:`~streaming.engine.config.Source`."""
+"""One entry per kind of :data:`~streaming.engine.query.config.Source`."""
 
 
 def _source(config: QueryConfig) -> str:
@@ -970,9 +970,9 @@ def _console_block(comment: tuple[str, ...], frame: str, name: str, mode: str, o
 def pyspark_code(config: QueryConfig) -> str:
     """Self-contained PySpark code (a Python program) that runs ``config``.
 
-    For a feed source the program replays the feed as :func:`streaming.engine.runner.replay`
+    For a feed source the program replays the feed as :func:`streaming.engine.run.runner.replay`
     does and prints the final result table as one line ``RESULT <json>``, the
-    records of :meth:`~streaming.engine.runner.Replay.result_records`
+    records of :meth:`~streaming.engine.run.runner.Replay.result_records`
     (``{"event_time", "key"}`` records for ``aggregation="none"``). For the other
     sources it runs the query with a console sink until stopped. The code is
     checked with :func:`compile` before it is returned.
@@ -1063,7 +1063,7 @@ _FILE_SIDE_CODE = (
     "",
     "",
 )
-"""A replayed side's reading: file ``i`` of the side in micro-batch ``i`` (as :func:`~streaming.engine.join.run_join` stages them)."""
+"""A replayed side's reading: file ``i`` of the side in micro-batch ``i`` (as :func:`~streaming.engine.join.join.run_join` stages them)."""
 
 _ADS_SIDE_CODE = (
     *_builder_code(AD_BUILDERS),
@@ -1099,7 +1099,7 @@ _TOPIC_SIDE_CODE = (
     "",
     "",
 )
-"""A topic side, as :meth:`~streaming.engine.join.TopicSide.read` reads it."""
+"""A topic side, as :meth:`~streaming.engine.join.join.TopicSide.read` reads it."""
 
 _SIDE_CODE = {"files": _FILE_SIDE_CODE, "ads": _ADS_SIDE_CODE, "topic": _TOPIC_SIDE_CODE}
 _SIDE_READERS = {"files": "file_side", "ads": "ad_stream", "topic": "topic_stream"}
@@ -1124,14 +1124,14 @@ def _join_header(config: JoinConfig, kinds: list[str]) -> str:
 def join_code(config: JoinConfig) -> str:
     """Self-contained PySpark code (a Python program) that runs ``config``'s join as the lab does.
 
-    A join of files is replayed as :func:`~streaming.engine.join.run_join`
+    A join of files is replayed as :func:`~streaming.engine.join.join.run_join`
     does: each side's files are staged in name order with increasing
     modification times (``maxFilesPerTrigger=1``: file ``i`` in micro-batch
     ``i``), the join runs under the available-now trigger, and the program
     prints the joined rows as one line ``RESULT <json>``: the records of
-    :meth:`~streaming.engine.join.JoinOutcome.result_records`. A live join
+    :meth:`~streaming.engine.join.join.JoinOutcome.result_records`. A live join
     (the generator's pair, or topics) reads its sides as
-    :mod:`~streaming.engine.live_join` does and prints each micro-batch's
+    :mod:`~streaming.engine.join.live_join` does and prints each micro-batch's
     joined rows to the console until stopped. Checked with :func:`compile`.
     """
     if not isinstance(config, JoinConfig):

@@ -24,8 +24,8 @@ from typing import Final, Literal
 
 from .adfeeds import sample_ad_catalogs, sample_ad_specs, write_ad_catalog, write_ad_feeds
 from .engine.checks import require_int, require_share, whole_second_utc
+from .engine.data.feeds import TIME_FORMAT, batch_file_name
 from .engine.errors import ConfigError
-from .engine.feeds import TIME_FORMAT, batch_file_name
 
 __all__ = [
     "BAD_EVENT_TIME",

@@ -17,8 +17,8 @@ import plotly.io
 
 from .analysis.explain import Step, result_after
 from .charts.walkthrough import steps_figure
-from .engine.config import QueryConfig
-from .engine.results import stamp
+from .engine.output.results import stamp
+from .engine.query.config import QueryConfig
 
 __all__ = ["CHANGE_COLOURS", "LATE", "ReportRun", "change_colour", "clock", "figures_report", "settings_text", "steps_report"]
 

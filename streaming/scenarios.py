@@ -1,7 +1,7 @@
 """Guided scenarios: a bundled feed, a query preset and what to look at, step by step.
 
 Each :class:`Scenario` is stepped through one micro-batch at a time
-(:class:`~streaming.engine.walkthrough.Walkthrough`); the captions are made
+(:class:`~streaming.engine.run.walkthrough.Walkthrough`); the captions are made
 from what Spark did (:mod:`streaming.analysis.explain`), the notes here only
 say where to look. A scenario with two presets runs both side by side on the
 same feed.
@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .engine.config import FEED_COLUMNS, ColumnMapping, FeedSource, QueryConfig
-from .engine.datasets import FileFormat
+from .engine.data.datasets import FileFormat
+from .engine.data.feeds import SAMPLE_FEEDS
 from .engine.errors import ConfigError
-from .engine.feeds import SAMPLE_FEEDS
+from .engine.query.config import FEED_COLUMNS, ColumnMapping, FeedSource, QueryConfig
 from .engine.sources import KafkaSource
 
 __all__ = ["SCENARIOS", "Scenario"]
@@ -34,7 +34,7 @@ class Scenario:
     summary: str
     feed: Path | None
     presets: tuple[dict[str, Any], ...]
-    """The query settings of each run (:class:`~streaming.engine.config.QueryConfig`'s keyword arguments, the source left out)."""
+    """The query settings of each run (:class:`~streaming.engine.query.config.QueryConfig`'s keyword arguments, the source left out)."""
     notes: dict[int, str] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
     """What each preset shows, when there are two side by side."""

@@ -65,7 +65,7 @@ def spark_refused_when_fast(request):
 
 @pytest.fixture(scope="session")
 def spark():
-    from streaming.engine.session import get_session
+    from streaming.engine.runtime.session import get_session
 
     session = get_session()
     yield session
@@ -76,7 +76,7 @@ def spark():
 @pytest.fixture(scope="session")
 def registry(spark):
     """The registry every Spark test starts its queries through; stops them all at the end."""
-    from streaming.engine.registry import QueryRegistry
+    from streaming.engine.run.registry import QueryRegistry
 
     shared = QueryRegistry(spark)
     yield shared
@@ -103,7 +103,7 @@ def connect_server(tmp_path_factory):
     Its clients run in subprocesses: a Connect session in this process would turn
     every PySpark call of the shared classic session into a Connect call.
     """
-    from streaming.engine.connect import ConnectServer
+    from streaming.engine.runtime.connect import ConnectServer
 
     server = ConnectServer(tmp_path_factory.mktemp("connect-server"))
     server.start()
@@ -116,7 +116,7 @@ def connect_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
     """A real single-node Apache Kafka broker (KRaft) on 127.0.0.1, started once per run by the first test that asks; stopped at the end."""
-    from streaming.engine.broker import KafkaBroker
+    from streaming.engine.kafka.broker import KafkaBroker
 
     broker = KafkaBroker(tmp_path_factory.mktemp("kafka-broker"))
     broker.start()

@@ -20,11 +20,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import data, datasets, live, queries, shared
-from streaming.engine.batching import Batching
-from streaming.engine.config import FEED_COLUMNS, ColumnMapping, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
-from streaming.engine.datasets import DatasetStore, Upload
+from streaming.engine.data.batching import Batching
+from streaming.engine.data.datasets import DatasetStore, Upload
+from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import SAMPLE_FEEDS, feed_names
+from streaming.engine.query.config import FEED_COLUMNS, ColumnMapping, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
@@ -515,7 +515,7 @@ class _Cached:
 def test_a_dead_session_is_replaced_once_and_its_lost_queries_are_recorded(monkeypatch) -> None:
     from types import SimpleNamespace
 
-    from streaming.engine.registry import LostRun
+    from streaming.engine.run.registry import LostRun
 
     dead = SimpleNamespace(status="ready", wait=lambda timeout=None: "dead spark")
     fresh = SimpleNamespace(status="starting", wait=lambda timeout=None: "new spark")
@@ -537,7 +537,7 @@ def test_a_dead_session_is_replaced_once_and_its_lost_queries_are_recorded(monke
 
 def test_the_loss_banner_says_where_each_lost_run_goes_on() -> None:
     """A kept query is resumed on the Queries page; another is started again where it was started: a live join on Joins, not Live query."""
-    from streaming.engine.registry import LostRun
+    from streaming.engine.run.registry import LostRun
 
     lost = [
         LostRun("kept_q", 3, None, 1, False, kept=True, source_kind="feed"), LostRun("gen", 2, None, 0, False, source_kind="generator"),
@@ -568,7 +568,7 @@ def test_the_aggregate_picker_says_how_to_get_more_than_count_when_no_value_colu
         import streamlit as st
 
         from dashboard.data import aggregate_widgets
-        from streaming.engine.columns import ColumnMapping
+        from streaming.engine.data.columns import ColumnMapping
 
         st.session_state["shapes"] = [aggregate_widgets("bare", ColumnMapping(event_time="t", key="k")), aggregate_widgets("valued", ColumnMapping(event_time="t", key="k", value="v"))]
 
@@ -584,7 +584,7 @@ def test_enter_in_the_upload_form_does_not_submit_it_without_its_files(tmp_path:
 
     def script(root: str) -> None:
         from dashboard.datasets import upload_form
-        from streaming.engine.datasets import DatasetStore
+        from streaming.engine.data.datasets import DatasetStore
 
         upload_form(DatasetStore(root), 1)
 

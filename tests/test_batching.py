@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet
 import pytest
 
-from streaming.engine.batching import Batching, arrival_pauses, batch_files, interval_batches, interval_slots, read_rows
-from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
+from streaming.engine.data.batching import Batching, arrival_pauses, batch_files, interval_batches, interval_slots, read_rows
 from streaming.engine.errors import ConfigError
-from streaming.engine.runner import run_to_idle
+from streaming.engine.query.config import ColumnMapping, FeedSource, QueryConfig
+from streaming.engine.run.runner import run_to_idle
 from streaming.engine.sources import FeedReplayer, input_frame
 
 

@@ -408,7 +408,7 @@ def test_the_app_runs_on_spark_connect_and_recovers_when_its_server_dies(tmp_pat
     """With ``SPARK_REMOTE``: Start charts a query read from the memory sink; the server killed, the page says so; the server back, Start charts again."""
     import signal
 
-    from streaming.engine.connect import ConnectServer
+    from streaming.engine.runtime.connect import ConnectServer
 
     server = ConnectServer(tmp_path / "connect").start()
     try:
@@ -497,8 +497,8 @@ NULL_ROWS_AT = """([batch, name]) => Array.from(document.querySelectorAll('.js-p
 
 def test_a_left_outer_join_emits_a_null_row_once_the_watermark_passes_its_bound(app_url, browser, spark, registry):
     from streaming.analysis.join import join_timeline
-    from streaming.engine.feeds import SAMPLE_FEEDS
-    from streaming.engine.join import JoinConfig, JoinSide, run_join
+    from streaming.engine.data.feeds import SAMPLE_FEEDS
+    from streaming.engine.join.join import JoinConfig, JoinSide, run_join
 
     config = JoinConfig(  # the page's preset: the guide's impressions and clicks
         JoinSide(SAMPLE_FEEDS / "ad_impressions", "impression_time", "1 minute", side="left"),

@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 import pytest
 
 from streaming.charts import common, live
-from streaming.engine.progress import breakdown_frame, progress_frame, summarize
-from streaming.engine.results import ResultTable
+from streaming.engine.output.progress import breakdown_frame, progress_frame, summarize
+from streaming.engine.output.results import ResultTable
 
 T = pd.Timestamp
 
@@ -291,7 +291,7 @@ def test_long_histories_are_drawn_downsampled_and_say_so() -> None:
 
 def test_a_log_found_batch_by_batch_draws_the_figures_a_whole_reading_draws() -> None:
     """The live view passes its log's ``drawn``: the figures must be those drawn from the frames read whole."""
-    from streaming.engine.progress import ProgressLog
+    from streaming.engine.output.progress import ProgressLog
 
     log = ProgressLog()
     for batch in range(1_500):
@@ -344,7 +344,7 @@ def test_a_value_aggregate_is_drawn_and_named() -> None:
 
 def test_state_store_figure_draws_bytes_and_latencies_by_name_and_leaves_out_zeros() -> None:
     from streaming.charts.live import state_store_figure
-    from streaming.engine.progress import state_store_metrics, summarize
+    from streaming.engine.output.progress import state_store_metrics, summarize
 
     def progress(batch: int, sst: int) -> dict:
         custom = {"rocksdbSstFileSize": sst, "rocksdbCommitFlushLatency": 3 * batch, "rocksdbBytesCopied": 0, "rocksdbGetCount": 9}

@@ -17,9 +17,11 @@ import pytest
 from conftest import ROOT, wait_for
 
 from streaming.cli import main, replay_source
-from streaming.engine.batching import Batching
-from streaming.engine.checkpoints import KeptQuery, differences, kept_queries
-from streaming.engine.config import (
+from streaming.engine.data.batching import Batching
+from streaming.engine.errors import ConfigError
+from streaming.engine.output.progress import ProgressLog
+from streaming.engine.output.results import ResultTable, journal_path
+from streaming.engine.query.config import (
     ColumnMapping,
     FeedSource,
     GeneratorSource,
@@ -30,10 +32,8 @@ from streaming.engine.config import (
     config_from_dict,
     config_to_dict,
 )
-from streaming.engine.errors import ConfigError
-from streaming.engine.progress import ProgressLog
-from streaming.engine.results import ResultTable, journal_path
-from streaming.engine.runner import run_to_idle
+from streaming.engine.run.checkpoints import KeptQuery, differences, kept_queries
+from streaming.engine.run.runner import run_to_idle
 from streaming.feedgen import FeedSpec
 from streaming.feedgen import write_feed as write_spec_feed
 
@@ -42,7 +42,7 @@ def test_a_kept_folder_deleted_under_a_running_query_leaves_a_brief_failure_and_
     import shutil
 
     from streaming.engine.errors import brief
-    from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+    from streaming.engine.run.registry import DuplicateQueryError, QueryRegistry
 
     registry = QueryRegistry(spark, kept_root=tmp_path / ".queries")
     config = QueryConfig(FeedSource(late_feed, seconds_per_file=0.3), window="1 minute", watermark="40 seconds")
@@ -271,7 +271,7 @@ def _held(replay) -> list[tuple]:
 def test_stopping_and_resuming_at_several_points_gives_the_uninterrupted_result(
     registry, late_feed: Path, tmp_path: Path, state_store: str, output_mode: str
 ) -> None:
-    from streaming.engine.state import state_report
+    from streaming.engine.output.state import state_report
 
     config = _config(late_feed, state_store=state_store, output_mode=output_mode, changelog_checkpointing=state_store == "rocksdb")
     whole = run_to_idle(registry, config, timeout=300)
@@ -302,7 +302,7 @@ def test_stopping_and_resuming_at_several_points_gives_the_uninterrupted_result(
 
 
 def test_a_kept_registry_query_stops_resumes_and_deletes(spark, late_feed: Path, tmp_path: Path) -> None:
-    from streaming.engine.registry import DuplicateQueryError, QueryRegistry
+    from streaming.engine.run.registry import DuplicateQueryError, QueryRegistry
 
     registry = QueryRegistry(spark, kept_root=tmp_path / ".queries")
     config = QueryConfig(FeedSource(late_feed, seconds_per_file=0), window="1 minute", watermark="40 seconds")

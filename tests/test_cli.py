@@ -14,7 +14,7 @@ from conftest import GUIDE_BATCHES, ROOT
 
 from streaming.cli import main, replay_source
 from streaming.engine.errors import ConfigError
-from streaming.engine.runner import replay
+from streaming.engine.run.runner import replay
 
 GUIDE_ARGS = ["--window", "10 minutes", "--slide", "5 minutes", "--watermark", "10 minutes"]
 
@@ -212,7 +212,7 @@ def test_session_gap_replaces_window_and_update_mode_is_refused(write_feed, caps
 
 
 def test_batch_flags_reach_the_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from streaming.engine.batching import Batching
+    from streaming.engine.data.batching import Batching
 
     (tmp_path / "events.jsonl").write_text('{"ts": 1, "arrived": 2, "k": "a"}\n')
     source = replay_source(tmp_path, None, "ts", "epoch_ms", "k", batching=Batching("arrived", "10 seconds"))

@@ -53,7 +53,7 @@ def _apps(state: dict) -> list[dict]:
 
 
 def test_guide_replay_on_standalone_cluster_matches_local(standalone_cluster, write_feed, registry, tmp_path):
-    from streaming.engine.runner import replay
+    from streaming.engine.run.runner import replay
 
     feed = write_feed(GUIDE_BATCHES)
     assert not _apps(standalone_cluster.state()), "the fresh master already lists an application"

@@ -9,8 +9,8 @@ from streaming.analysis.compare import compare, config_label, time_range
 from streaming.analysis.measure import finalized_completeness
 from streaming.charts.common import key_colors
 from streaming.charts.compare import comparison_counts
-from streaming.engine.config import FeedSource, QueryConfig
-from streaming.engine.feeds import SAMPLE_FEEDS
+from streaming.engine.data.feeds import SAMPLE_FEEDS
+from streaming.engine.query.config import FeedSource, QueryConfig
 
 GUIDE = SAMPLE_FEEDS / "guide_words"
 T = pd.Timestamp

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from streaming.engine.config import (
+from streaming.engine.data.feeds import SAMPLE_FEEDS
+from streaming.engine.query.config import (
     ConfigError,
     FeedSource,
     GeneratorSource,
@@ -16,8 +17,7 @@ from streaming.engine.config import (
     SocketSource,
     describe,
 )
-from streaming.engine.feeds import SAMPLE_FEEDS
-from streaming.engine.session import session_settings
+from streaming.engine.runtime.session import session_settings
 
 GUIDE = SAMPLE_FEEDS / "guide_words"
 
@@ -271,7 +271,7 @@ def test_session_settings_do_not_read_the_process_environment(monkeypatch: pytes
 
 @pytest.mark.parametrize(("interval", "spark_form"), [("500 ms", "500 milliseconds"), ("2s", "2 seconds"), ("1m", "1 minute")])
 def test_processing_time_interval_reaches_spark_in_canonical_form(interval: str, spark_form: str) -> None:
-    from streaming.engine.query import _trigger
+    from streaming.engine.run.query import _trigger
 
     config = QueryConfig(feed(), trigger="processing_time", trigger_interval=interval)
     assert _trigger(config) == {"processingTime": spark_form}

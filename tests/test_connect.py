@@ -20,9 +20,9 @@ from conftest import GUIDE_BATCHES, ROOT
 from test_runner import GUIDE, GUIDE_APPEND, GUIDE_COMPLETE, GUIDE_UPDATE, feed_folder
 
 from streaming.engine.errors import ConfigError
-from streaming.engine.runner import replay
-from streaming.engine.session import CHECKPOINT_FILES, remote_address, server_reachable, session_settings
-from streaming.engine.sinks import MemorySinkReader, split_batches
+from streaming.engine.output.sinks import MemorySinkReader, split_batches
+from streaming.engine.run.runner import replay
+from streaming.engine.runtime.session import CHECKPOINT_FILES, remote_address, server_reachable, session_settings
 
 CONNECT_TIMEOUT = 300
 
@@ -72,7 +72,7 @@ def test_a_progress_whose_json_lacks_the_row_counts_gets_them_from_its_attribute
     """Spark Connect's ``StreamingQueryProgress.json`` (from ``recentProgress``) leaves out ``numInputRows`` and the rates."""
     from types import SimpleNamespace
 
-    from streaming.engine.progress import progress_dict
+    from streaming.engine.output.progress import progress_dict
 
     connect_like = SimpleNamespace(json='{"batchId": 3, "timestamp": "2026-01-01T00:00:00.000Z"}', numInputRows=4000, inputRowsPerSecond=2.5,
                                    processedRowsPerSecond=None)
@@ -134,8 +134,8 @@ def test_show_codes_program_over_connect_prints_the_replay_result(connect_server
     """The exported program, run as a Connect client, reads the memory sink (foreachBatch would fold on the server) and ends with replay's table."""
     from test_export import _finish_export, _start_export
 
-    from streaming.engine.config import FeedSource, QueryConfig
-    from streaming.engine.runner import run_to_idle
+    from streaming.engine.query.config import FeedSource, QueryConfig
+    from streaming.engine.run.runner import run_to_idle
 
     config = QueryConfig(FeedSource(write_feed(GUIDE_BATCHES), seconds_per_file=0), output_mode=mode, **GUIDE)
     process = _start_export(config, tmp_path, env={"SPARK_REMOTE": connect_server.url})
@@ -160,12 +160,12 @@ JOINS_OVER_CONNECT = """
 import json, sys, time
 from pathlib import Path
 
-from streaming.engine.join import JoinConfig, JoinSide, LiveSide, run_join
-from streaming.engine.live_join import start_live_join
-from streaming.engine.registry import QueryRegistry
-from streaming.engine.session import get_session
+from streaming.engine.join.join import JoinConfig, JoinSide, LiveSide, run_join
+from streaming.engine.join.live_join import start_live_join
+from streaming.engine.run.registry import QueryRegistry
+from streaming.engine.runtime.session import get_session
 from streaming.engine.sources.ads import AdStreams
-from streaming.engine.state import join_side_state
+from streaming.engine.output.state import join_side_state
 
 spark = get_session()
 registry = QueryRegistry(spark)
@@ -211,7 +211,7 @@ def test_joins_over_connect_come_back_batch_by_batch_through_the_memory_sink(con
     from conftest import printed_result
 
     from streaming.adfeeds import AdFeedSpec, write_ad_feeds
-    from streaming.engine.join import JoinConfig, JoinSide, run_join
+    from streaming.engine.join.join import JoinConfig, JoinSide, run_join
 
     spec = AdFeedSpec(start=datetime(2024, 3, 4, 12, 0, 0), batches=6, batch_interval_seconds=10, impressions_per_batch=6, ads=3, click_through=0.6,
                       mean_click_delay_seconds=12, max_click_delay_seconds=60, max_lag_seconds=4, late_share=0.15, late_delay_seconds=45, seed=11)
@@ -282,8 +282,8 @@ class FakeQuery:
 @pytest.fixture
 def sink_reader():
     """Factory: ``sink_reader(mode, max_sink_rows)`` -> ``(reader, sink, log, query, batch)``; ``batch(id, rows, reported=len(rows))`` writes a batch and reports it."""
-    from streaming.engine.progress import ProgressLog
-    from streaming.engine.results import ResultTable
+    from streaming.engine.output.progress import ProgressLog
+    from streaming.engine.output.results import ResultTable
 
     def make(mode: str = "update", max_sink_rows: int = 1_000):
         sink, log, query = FakeSink(), ProgressLog(), FakeQuery()

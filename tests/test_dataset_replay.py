@@ -18,9 +18,9 @@ import pytest
 from conftest import GUIDE_BATCHES, plain_memory_run
 from test_runner import GUIDE, GUIDE_UPDATE
 
-from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
-from streaming.engine.runner import run_to_idle
+from streaming.engine.query.config import ColumnMapping, FeedSource, QueryConfig
+from streaming.engine.run.runner import run_to_idle
 
 
 def _utc(text: str) -> datetime:
@@ -135,10 +135,10 @@ def test_shipped_sample_datasets_run_with_their_mapping_and_count_every_event(sp
     """No watermark, update mode: the final table is the batch count of every well-formed row, duplicates included."""
     from pyspark.sql import functions as F
 
-    from streaming.engine.columns import dataset_columns
-    from streaming.engine.datasets import DatasetStore
-    from streaming.engine.feeds import SAMPLE_FEEDS
-    from streaming.engine.preview import dataset_schema, read_dataset
+    from streaming.engine.data.columns import dataset_columns
+    from streaming.engine.data.datasets import DatasetStore
+    from streaming.engine.data.feeds import SAMPLE_FEEDS
+    from streaming.engine.data.preview import dataset_schema, read_dataset
 
     samples = DatasetStore(SAMPLE_FEEDS)
     columns = ColumnMapping.from_dict(samples.saved_columns(name))
@@ -191,8 +191,8 @@ def test_value_aggregates_equal_plain_pyspark(spark, registry, tmp_path, aggrega
 
 
 def test_a_value_aggregate_needs_a_value_column() -> None:
-    from streaming.engine.config import GeneratorSource
-    from streaming.engine.feeds import SAMPLE_FEEDS
+    from streaming.engine.data.feeds import SAMPLE_FEEDS
+    from streaming.engine.query.config import GeneratorSource
 
     for source in (GeneratorSource(), FeedSource(SAMPLE_FEEDS / "web_clicks")):
         with pytest.raises(ConfigError) as caught:

@@ -21,9 +21,9 @@ from conftest import ROOT
 from streaming.analysis.compare import compare
 from streaming.analysis.exact import exact_answer
 from streaming.analysis.tune import tune, tune_configs
-from streaming.engine.batching import Batching
-from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
+from streaming.engine.data.batching import Batching
 from streaming.engine.errors import ConfigError
+from streaming.engine.query.config import ColumnMapping, FeedSource, QueryConfig
 from streaming.feedgen import DatasetSpec, FeedSpec, write_dataset
 
 WINDOW = "1 minute"
@@ -129,7 +129,7 @@ def test_a_sweep_cuts_batches_by_arrival_time(registry, orders) -> None:
 
 def test_the_sessions_a_state_still_holds_complete_the_append_result(registry, orders) -> None:
     """Nothing late (a 1-hour watermark): emitted sessions plus the open ones read from the state are the complete-mode table."""
-    from streaming.engine.runner import run_to_idle
+    from streaming.engine.run.runner import run_to_idle
 
     sessions = _query(orders, session_gap="20 seconds", watermark="1 hour", output_mode="append", aggregation="avg")
     appended = run_to_idle(registry, sessions, open_sessions=True)

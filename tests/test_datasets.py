@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet
 import pytest
 
-from streaming.engine.datasets import DatasetStore, Upload, data_root, file_format, max_upload_mb, safe_name
+from streaming.engine.data.datasets import DatasetStore, Upload, data_root, file_format, max_upload_mb, safe_name
 from streaming.engine.errors import ConfigError
 
 CSV = b"event_time,key\n2026-03-02 14:01:01,a\n2026-03-02 14:01:05,b\n"

@@ -22,9 +22,9 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import compare, join_compare, shared, tuner
 from dashboard import jobs as background
+from streaming.engine.data.feeds import SAMPLE_FEEDS
 from streaming.engine.errors import Cancelled, ConfigError
-from streaming.engine.feeds import SAMPLE_FEEDS
-from streaming.engine.registry import QueryRegistry
+from streaming.engine.run.registry import QueryRegistry
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"

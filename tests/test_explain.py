@@ -13,8 +13,8 @@ import pytest
 from conftest import GUIDE_BATCHES, feed_lockstep
 
 from streaming.analysis.explain import explain_replay
-from streaming.engine.config import FeedSource, QueryConfig
-from streaming.engine.runner import run_to_idle
+from streaming.engine.query.config import FeedSource, QueryConfig
+from streaming.engine.run.runner import run_to_idle
 from streaming.feedgen import FeedSpec
 from streaming.feedgen import write_feed as write_spec_feed
 
@@ -138,7 +138,7 @@ def test_explain_json_holds_what_plain_pysparks_sink_received_batch_by_batch(spa
 
 def _progress(batch: int, rows: int, watermark: str | None, latest: str | None, files: tuple[int | None, int], state: int = 0) -> dict:
     """A micro-batch's progress as Spark reports it, for a feed replay: ``files`` are its start and end file offsets."""
-    from streaming.engine.progress import summarize
+    from streaming.engine.output.progress import summarize
 
     start, end = files
     return summarize({
@@ -152,7 +152,7 @@ def _progress(batch: int, rows: int, watermark: str | None, latest: str | None, 
 def test_a_keyless_sum_with_a_null_value_is_told_and_reported_as_html_that_escapes_the_data() -> None:
     """No Spark: canned progress and outputs of a keyless sum per minute, its second minute's value null; a pass-through query's empty result keeps its columns."""
     from streaming.analysis.explain import explain, result_after
-    from streaming.engine.config import ColumnMapping
+    from streaming.engine.query.config import ColumnMapping
     from streaming.report import ReportRun, steps_report
 
     us = lambda text: int(pd.Timestamp(f"2024-01-01 {text}").value // 1000)  # noqa: E731

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import GUIDE_BATCHES, console_definitions, printed_result, run_program
 
-from streaming.engine.config import (
+from streaming.engine.data.feeds import SAMPLE_FEEDS
+from streaming.engine.query.config import (
     ColumnMapping,
     ConfigError,
     FeedSource,
@@ -25,7 +26,6 @@ from streaming.engine.config import (
     RateSource,
     SocketSource,
 )
-from streaming.engine.feeds import SAMPLE_FEEDS
 from streaming.export import RESULT_PREFIX, pyspark_code
 
 WEB_CLICKS = SAMPLE_FEEDS / "web_clicks"
@@ -308,7 +308,7 @@ def _finish_export(process: subprocess.Popen, timeout: float) -> tuple[list[dict
 @pytest.mark.timeout(1200)  # a JVM start and a replay each; minutes on a loaded machine
 def test_exported_feed_program_prints_the_replay_result(spark, registry, write_feed, tmp_path, case, request):
     """The exported program ends with the table ``replay`` ends with: the guide's as its own process, web_clicks' on this session."""
-    from streaming.engine.runner import run_to_idle
+    from streaming.engine.run.runner import run_to_idle
 
     if request.node.callspec.id == "guide-append":
         feed = write_feed(GUIDE_BATCHES)
@@ -336,8 +336,8 @@ def test_exported_feed_program_prints_the_replay_result(spark, registry, write_f
 @pytest.mark.timeout(1200)
 def test_exported_dataset_program_reads_json_lines_with_epoch_milliseconds(spark, registry, tmp_path):
     """A user's dataset (JSON lines, epoch-ms under another name, no key column): the program ends with the runner's table."""
-    from streaming.engine.config import ColumnMapping
-    from streaming.engine.runner import run_to_idle
+    from streaming.engine.query.config import ColumnMapping
+    from streaming.engine.run.runner import run_to_idle
 
     folder = tmp_path / "kafka"
     folder.mkdir()
@@ -355,7 +355,7 @@ def test_exported_dataset_program_reads_json_lines_with_epoch_milliseconds(spark
 
 
 def test_deduplication_is_exported_before_the_aggregation(write_feed):
-    from streaming.engine.config import ColumnMapping
+    from streaming.engine.query.config import ColumnMapping
 
     source = FeedSource(write_feed(GUIDE_BATCHES), 0, "csv", ColumnMapping(event_time="event_time", key="key", dedup_id="key"))
     code = pyspark_code(QueryConfig(source, window="10 minutes", watermark="10 minutes", output_mode="append", deduplicate=True))
@@ -380,9 +380,9 @@ def test_session_windows_are_exported(write_feed):
 @pytest.mark.parametrize("by", ["rows:3", "arrived"])
 def test_exported_program_cuts_the_batches_the_runner_cuts(spark, registry, tmp_path, by):
     """Batching by rows or by arrival time (an unparsable arrival included): the program's micro-batches and result are the runner's."""
-    from streaming.engine.batching import Batching
-    from streaming.engine.config import ColumnMapping
-    from streaming.engine.runner import run_to_idle
+    from streaming.engine.data.batching import Batching
+    from streaming.engine.query.config import ColumnMapping
+    from streaming.engine.run.runner import run_to_idle
 
     folder = tmp_path / "events"
     folder.mkdir()
@@ -413,8 +413,8 @@ def test_exported_program_cuts_the_batches_the_runner_cuts(spark, registry, tmp_
 
 
 def test_a_batching_column_name_never_becomes_code(tmp_path):
-    from streaming.engine.batching import Batching
-    from streaming.engine.config import ColumnMapping
+    from streaming.engine.data.batching import Batching
+    from streaming.engine.query.config import ColumnMapping
 
     folder = tmp_path / "events"
     folder.mkdir()
@@ -436,7 +436,7 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
     from dataclasses import replace
 
     from streaming.engine import builders
-    from streaming.engine.join import JoinConfig, JoinSide, LiveSide, TopicSide
+    from streaming.engine.join.join import JoinConfig, JoinSide, LiveSide, TopicSide
     from streaming.engine.sources.ads import AdStreams
     from streaming.engine.sources.kafka import KafkaSource
     from streaming.export import join_code
@@ -499,7 +499,7 @@ def _words(code: str) -> list[str]:
 
 
 def test_show_code_for_sql_names_a_view_it_does_not_write_yet(write_feed) -> None:
-    from streaming.engine.batching import Batching
+    from streaming.engine.data.batching import Batching
     from streaming.engine.sql import SqlQuery, SqlView
     from streaming.export import sql_code
 

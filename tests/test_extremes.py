@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streaming.engine.extremes import Extremes
+from streaming.engine.output.extremes import Extremes
 
 
 def by_definition(values: list[np.ndarray], max_points: int) -> np.ndarray:

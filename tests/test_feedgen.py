@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from streaming.adfeeds import sample_ad_catalogs, sample_ad_specs
-from streaming.engine.feeds import TIME_FORMAT
+from streaming.engine.data.feeds import TIME_FORMAT
 from streaming.feedgen import (
     BAD_EVENT_TIME,
     FeedSpec,

@@ -1,4 +1,4 @@
-"""Stream-stream joins (:mod:`streaming.engine.join`, ``python -m streaming join``): held to plain PySpark on generated ad feeds
+"""Stream-stream joins (:mod:`streaming.engine.join.join`, ``python -m streaming join``): held to plain PySpark on generated ad feeds
 with late rows on both sides, every join type under both watermark policies; Spark's refusals made before Spark sees the query."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from conftest import printed_result, run_program
 from streaming.adfeeds import AdFeedSpec, generate_ads, write_ad_feeds
 from streaming.cli import main
 from streaming.engine.errors import ConfigError
-from streaming.engine.join import JOIN_TYPES, POLICY_CONF, JoinConfig, JoinSide, join_frame, run_join, side_watermarks
+from streaming.engine.join.join import JOIN_TYPES, POLICY_CONF, JoinConfig, JoinSide, join_frame, run_join, side_watermarks
 
 SPEC = AdFeedSpec(
     start=datetime(2024, 3, 4, 12, 0, 0), batches=8, batch_interval_seconds=10, impressions_per_batch=6, ads=3, click_through=0.6,
@@ -237,7 +237,7 @@ def kept_left_outer(spark, registry, ads, tmp_path_factory):
 def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, kept_left_outer) -> None:
     """The waiting rows are the State Data Source's; each leaves the state in the batch the view names, a NULL row emitted there for an unmatched one."""
     from streaming.analysis.join import join_timeline, waiting_rows
-    from streaming.engine.join import join_state
+    from streaming.engine.join.join import join_state
 
     outcome = kept_left_outer
     timeline = join_timeline(outcome)
@@ -246,7 +246,7 @@ def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, kept_left_ou
     waiting = waiting_rows(outcome.config, outcome.with_batches(), timeline, "left", state, batch)
     assert len(waiting) == len(state) > 0
     from streaming.analysis.join_model import model_join
-    from streaming.engine.join import side_rows
+    from streaming.engine.join.join import side_rows
 
     left, right = (side_rows(spark, side) for side in outcome.config.sides)
     model = model_join(left, right, "impression_time", "click_time", ("impression_id",), outcome.config.bounds_ms, "left_outer", (20_000, 5_000))
@@ -270,7 +270,7 @@ def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, kept_left_ou
 def test_each_rows_story_agrees_with_spark(spark, kept_left_outer) -> None:
     """Over every key: the rows the story drops as too late are as many as Spark dropped, and each NULL row and joined row is told as such."""
     from streaming.analysis.join import join_timeline, key_story, key_text
-    from streaming.engine.join import side_rows
+    from streaming.engine.join.join import side_rows
 
     outcome = kept_left_outer
     timeline = join_timeline(outcome)
@@ -334,7 +334,7 @@ def test_the_join_model_emits_what_spark_emits(spark, registry, ads, tmp_path: P
     """The model's joined pairs, NULL rows (and the batch of each), dropped rows, watermarks and batch count are Spark's, for delays on one side or both."""
     from streaming.analysis.join_model import model_join
     from streaming.engine.durations import parse_duration
-    from streaming.engine.join import side_rows
+    from streaming.engine.join.join import side_rows
 
     config = config_of(ads, join_type, policy, left_watermark=left_delay, right_watermark=right_delay)
     outcome = run_join(spark, config, registry.listener, root=tmp_path, timeout=300)
@@ -416,7 +416,7 @@ def test_a_static_side_takes_no_watermark_and_no_right_outer_join(ads) -> None:
 def test_the_model_holds_the_global_watermark_while_a_side_has_brought_nothing(spark, registry, ads, tmp_path: Path, policy: str) -> None:
     """Clicks whose first files are empty, and impressions with an empty last file: a side with no rows yet counts as the epoch (under min it holds the global watermark there)."""
     from streaming.analysis.join_model import model_join
-    from streaming.engine.join import side_rows
+    from streaming.engine.join.join import side_rows
 
     folders = {}
     for name, source in (("impressions", ads[0]), ("clicks", ads[1])):
@@ -443,7 +443,7 @@ def test_the_model_holds_the_global_watermark_while_a_side_has_brought_nothing(s
 
 def test_a_key_story_with_one_watermark_drops_nothing_on_the_other_side_and_promises_no_null_row(spark, registry, ads, tmp_path: Path) -> None:
     from streaming.analysis.join import join_timeline, key_story, key_text, waiting_rows
-    from streaming.engine.join import join_state, side_rows
+    from streaming.engine.join.join import join_state, side_rows
 
     config = config_of(ads, "left_outer", left_watermark=None)
     assert not config.cleans_state
@@ -476,7 +476,7 @@ def test_joins_compared_side_by_side_are_measured_as_the_join_model_measures_the
     from streaming.analysis.join_compare import compare_joins, join_label
     from streaming.analysis.join_model import model_sweep
     from streaming.engine.durations import parse_duration
-    from streaming.engine.join import side_rows
+    from streaming.engine.join.join import side_rows
 
     configs = [config_of(ads, "left_outer", "max", left_watermark="5 seconds", right_watermark="40 seconds"), config_of(ads, "left_semi", "min")]
     reported: list[str] = []
@@ -523,8 +523,8 @@ def test_joins_that_cannot_be_compared_are_refused_naming_the_config_and_field(a
 def test_a_range_s_records_fall_in_their_planned_batches_and_a_range_needs_a_start(ads) -> None:
     """Pure: a record belongs to the first planned batch whose end in its partition lies past it; Connect's rows are cut by the progress
     counts only when they account for every row; a topic range starting at the latest offsets is refused."""
-    from streaming.engine.join import TopicSide, _emitted_by_counts, bound_ranges
-    from streaming.engine.kafka_terms import batch_of_offsets, planned_batches
+    from streaming.engine.join.join import TopicSide, _emitted_by_counts, bound_ranges
+    from streaming.engine.kafka.kafka_terms import batch_of_offsets, planned_batches
     from streaming.engine.sources.kafka import KafkaSource
 
     plan = planned_batches({0: 0, 1: 10}, {0: 5, 1: 13}, 4)  # partition 0 holds 5 records, partition 1 three

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import shared
 from streaming.analysis.join import batch_caption, join_timeline
-from streaming.engine.join import join_state
+from streaming.engine.join.join import join_state
 
 pytestmark = pytest.mark.spark  # every test here runs pages on Spark
 

@@ -14,16 +14,16 @@ from conftest import wait_for
 from streaming.analysis.lateness import dropped_events, judge
 from streaming.analysis.profile import feed_events_of, topic_batches, topic_events_of
 from streaming.cli import main
-from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
-from streaming.engine.datasets import DatasetStore
+from streaming.engine.data.datasets import DatasetStore
+from streaming.engine.data.feeds import SAMPLE_FEEDS, TIME_PATTERN
 from streaming.engine.errors import ConfigError, failure_words
-from streaming.engine.feeds import SAMPLE_FEEDS, TIME_PATTERN
-from streaming.engine.jars import connector_jars, connector_version, require_connector
-from streaming.engine.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, parse_kafka_url
-from streaming.engine.publish import publish
-from streaming.engine.runner import run_to_idle
+from streaming.engine.kafka.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, parse_kafka_url
+from streaming.engine.kafka.topics import create_topic, describe_topic, infer_value_columns, latest_messages, require_topic, topic_names
+from streaming.engine.query.config import ColumnMapping, FeedSource, QueryConfig
+from streaming.engine.run.publish import publish
+from streaming.engine.run.runner import run_to_idle
+from streaming.engine.runtime.jars import connector_jars, connector_version, require_connector
 from streaming.engine.sources.kafka import KafkaSource
-from streaming.engine.topics import create_topic, describe_topic, infer_value_columns, latest_messages, require_topic, topic_names
 
 WEB_CLICKS = SAMPLE_FEEDS / "web_clicks"
 CLICK_VALUES = (("event_time", "string"), ("key", "string"))
@@ -116,11 +116,11 @@ def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(
 def test_records_carry_the_arrival_column_as_their_timestamp_and_a_paced_publish_waits(spark, kafka_broker, topic_name, monkeypatch) -> None:
     store = DatasetStore(SAMPLE_FEEDS)
     columns = ColumnMapping.from_dict(store.saved_columns("orders_jsonl") or {})
-    from streaming.engine.batching import Batching
+    from streaming.engine.data.batching import Batching
 
     source = FeedSource(store.folder("orders_jsonl"), 0, "json", columns, Batching("ingested_at", "20 seconds"))
     seen: list[tuple[int, int, int]] = []
-    from streaming.engine import publish as publishing
+    from streaming.engine.run import publish as publishing
 
     reads: list[str] = []
     read_arrivals = publishing.arrival_micros
@@ -239,7 +239,7 @@ def test_publish_and_replay_of_a_three_partition_topic_equal_plain_pyspark_and_n
 
 
 def test_replay_refuses_an_unreachable_broker_and_a_missing_topic_within_seconds(kafka_broker, clicks_topic, capsys) -> None:
-    from streaming.engine.connect import _free_port
+    from streaming.engine.runtime.connect import _free_port
 
     started = time.monotonic()
     assert main(["replay", f"kafka://127.0.0.1:{_free_port()}/clicks", "--window", "1 minute"]) == 2
@@ -273,8 +273,8 @@ def test_topics_are_listed_and_described(kafka_broker, clicks_topic) -> None:
 
 def test_a_query_whose_broker_was_killed_resumes_from_its_checkpoint_with_nothing_lost_or_doubled(spark, tmp_path) -> None:
     from streaming.analysis.exact import exact_answer
-    from streaming.engine.broker import KafkaBroker
-    from streaming.engine.registry import QueryRegistry
+    from streaming.engine.kafka.broker import KafkaBroker
+    from streaming.engine.run.registry import QueryRegistry
 
     first, second = tmp_path / "first", tmp_path / "second"
     for folder, files in ((first, sorted(WEB_CLICKS.glob("*.csv"))[:20]), (second, sorted(WEB_CLICKS.glob("*.csv"))[20:])):
@@ -370,7 +370,7 @@ def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, k
     """Show code's program on a topic: its query, run on this session into a memory sink, ends with the lab's result table."""
     from conftest import console_definitions
 
-    from streaming.engine.jars import connector_coordinates
+    from streaming.engine.runtime.jars import connector_coordinates
     from streaming.export import pyspark_code
 
     config = clicks_query(clicks(kafka_broker.bootstrap, clicks_topic), output_mode="complete")
@@ -528,7 +528,7 @@ def test_a_query_failed_by_its_topic_is_explained_in_words(error: str, said: str
 
 
 def test_a_csv_sample_is_written_with_a_header_and_the_record_columns_and_decoded_by_field(tmp_path) -> None:
-    from streaming.engine.topics import decode_messages, write_sample
+    from streaming.engine.kafka.topics import decode_messages, write_sample
 
     messages = pd.DataFrame({
         "partition": [0, 0], "offset": [0, 1], "timestamp": [pd.Timestamp("2026-01-01 10:00:00.5"), pd.Timestamp("2026-01-01 10:00:01")],
@@ -547,8 +547,8 @@ def test_a_csv_sample_is_written_with_a_header_and_the_record_columns_and_decode
 def test_a_topic_is_refused_for_stepping_when_nothing_would_be_stepped_naming_the_field() -> None:
     from dataclasses import replace
 
+    from streaming.engine.run.walkthrough import Walkthrough
     from streaming.engine.sources.stepped_topic import SteppedTopic
-    from streaming.engine.walkthrough import Walkthrough
 
     source = clicks("127.0.0.1:9092", "clicks")
     refused = (
@@ -567,7 +567,7 @@ def test_a_topic_is_refused_for_stepping_when_nothing_would_be_stepped_naming_th
     stepped = replace(clicks_query(source, trigger="default"), source=SteppedTopic(source, "staging"))
     code = pyspark_code(stepped)  # Show code of a walkthrough's query
     assert "'subscribe': 'clicks'" in code and "staging" not in code
-    from streaming.engine.config import describe
+    from streaming.engine.query.config import describe
 
     shown = describe(stepped)  # the Queries page: the topic's fields, not the text of a nested source
     assert (shown["source.kind"], shown["source.topic"], shown["source.staging_topic"]) == ("stepped_topic", "clicks", "staging")
@@ -583,10 +583,10 @@ def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records
     ago; a range with nothing in it is refused."""
     from dataclasses import replace
 
-    from streaming.engine.kafka_terms import planned_batches
+    from streaming.engine.kafka.kafka_terms import planned_batches
+    from streaming.engine.kafka.topics import STALE_SECONDS, delete_topic, read_records, staging_name
+    from streaming.engine.run.walkthrough import Walkthrough
     from streaming.engine.sources.stepped_topic import TopicStepper
-    from streaming.engine.topics import STALE_SECONDS, delete_topic, read_records, staging_name
-    from streaming.engine.walkthrough import Walkthrough
 
     source = clicks(kafka_broker.bootstrap, clicks_in_three, max_offsets_per_trigger=700)
     info = describe_topic(kafka_broker.bootstrap, clicks_in_three)
@@ -629,7 +629,7 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
 
     from dashboard import shared
     from streaming.analysis.explain import explain, replay_events
-    from streaming.engine.walkthrough import Walkthrough
+    from streaming.engine.run.walkthrough import Walkthrough
 
     folder = tmp_path / "clicks"
     folder.mkdir()

@@ -18,11 +18,11 @@ from streaming.analysis.latency import (
     produced_before,
     weighted_percentiles,
 )
-from streaming.engine.config import REAL_TIME_AGGREGATES, FeedSource, QueryConfig
 from streaming.engine.errors import ConfigError
-from streaming.engine.latency import LatencyLog
+from streaming.engine.kafka.topics import create_topic, topic_names
+from streaming.engine.output.latency import LatencyLog
+from streaming.engine.query.config import REAL_TIME_AGGREGATES, FeedSource, QueryConfig
 from streaming.engine.sources.kafka import KafkaSource
-from streaming.engine.topics import create_topic, topic_names
 
 VALUES = (("n", "bigint"),)
 
@@ -155,7 +155,7 @@ def test_real_time_mode_refuses_what_spark_refuses_naming_the_field(changes, fie
 
 
 def test_real_time_mode_refuses_session_windows_deduplication_and_on_this_spark_aggregations() -> None:
-    from streaming.engine.columns import ColumnMapping
+    from streaming.engine.data.columns import ColumnMapping
 
     with pytest.raises(ConfigError, match="session windows are not supported in real-time mode"):
         real_time(aggregation="count", session_gap="1 minute", watermark="1 minute")
@@ -330,7 +330,7 @@ def test_show_code_exports_a_real_time_query_with_its_trigger_and_a_checkpoint()
 
 
 def test_the_generators_rows_are_measured_from_when_the_rate_source_made_them(registry) -> None:
-    from streaming.engine.config import GeneratorSource
+    from streaming.engine.query.config import GeneratorSource
 
     run = registry.start(QueryConfig(GeneratorSource(events_per_second=200), window="10 seconds", watermark="10 seconds"), "latency_generator")
     try:

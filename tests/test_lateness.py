@@ -28,9 +28,9 @@ from streaming.analysis.lateness import (
     sample_events,
 )
 from streaming.charts.lateness import arrival_figure, lateness_figure
+from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_events, read_feed
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import SAMPLE_FEEDS, feed_events, read_feed
-from streaming.engine.progress import progress_frame
+from streaming.engine.output.progress import progress_frame
 
 T = pd.Timestamp
 MINUTE = 60_000
@@ -78,7 +78,7 @@ def _window_table(rows: list[tuple[str, str, str, int]]) -> pd.DataFrame:
 
 
 def _summary(batch_id: int, start: str | None, end: str | None, rows: int, watermark: str | None, max_time: str | None, dropped: int = 0) -> dict:
-    """A canned :func:`streaming.engine.progress.summarize` row, shaped like real ones from a feed replay."""
+    """A canned :func:`streaming.engine.output.progress.summarize` row, shaped like real ones from a feed replay."""
     stamp = lambda text: np.datetime64("NaT", "ns") if text is None else np.datetime64(T(f"2024-01-01 {text}").value, "ns")  # noqa: E731
     return {
         "batch_id": batch_id,
@@ -375,8 +375,8 @@ def test_charts_of_empty_input_are_valid_figures_with_a_note() -> None:
 
 
 def _replay_with_summaries(registry, config):
-    """Like :func:`streaming.engine.runner.run_to_idle`, but also keeps the raw summaries (with source offsets)."""
-    from streaming.engine.runner import Replay
+    """Like :func:`streaming.engine.run.runner.run_to_idle`, but also keeps the raw summaries (with source offsets)."""
+    from streaming.engine.run.runner import Replay
 
     name = f"lateness_{uuid.uuid4().hex[:12]}"
     run = registry.start(config, name, max_rows=None)
@@ -389,7 +389,7 @@ def _replay_with_summaries(registry, config):
 
 
 def test_guide_example_on_spark(registry, write_feed) -> None:
-    from streaming.engine.config import FeedSource, QueryConfig
+    from streaming.engine.query.config import FeedSource, QueryConfig
 
     feed = write_feed(GUIDE_BATCHES)
     config = QueryConfig(source=FeedSource(feed, seconds_per_file=0), window="10 minutes", slide="5 minutes", watermark="10 minutes", output_mode="update")
@@ -416,7 +416,7 @@ def test_guide_example_on_spark(registry, write_feed) -> None:
 def test_web_clicks_dropped_pairs_match_exact_minus_counted(registry, spark, tmp_path, files, window, slide, watermark) -> None:
     """Each replay costs a few seconds per file, so the tumbling case replays only the feed's first 12 files."""
     from streaming.analysis.exact import exact_counts
-    from streaming.engine.runner import replay
+    from streaming.engine.run.runner import replay
 
     feed_dir = tmp_path / "web_clicks"
     feed_dir.mkdir()

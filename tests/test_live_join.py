@@ -13,13 +13,13 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import shared
 from streaming.analysis.join import WAITING_COLUMNS, batch_timeline
+from streaming.engine.data.preview import time_named
 from streaming.engine.errors import ConfigError
-from streaming.engine.join import JoinConfig, JoinSide, LiveSide, TopicSide, run_join
-from streaming.engine.live_join import JoinedRows, start_live_join
-from streaming.engine.preview import time_named
-from streaming.engine.progress import ProgressListener
-from streaming.engine.query import Run
-from streaming.engine.registry import QueryRegistry
+from streaming.engine.join.join import JoinConfig, JoinSide, LiveSide, TopicSide, run_join
+from streaming.engine.join.live_join import JoinedRows, start_live_join
+from streaming.engine.output.progress import ProgressListener
+from streaming.engine.run.query import Run
+from streaming.engine.run.registry import QueryRegistry
 from streaming.engine.sources.ads import CAMPAIGNS, AdStreams
 from streaming.engine.sources.kafka import KafkaSource
 from streaming.export import join_code
@@ -71,7 +71,7 @@ def test_show_code_of_a_live_pair_makes_the_pairs_rows_and_joins_them_as_the_lab
     clicks row for row (applied to the same arrivals), and its join is a streaming frame of the lab's columns; nothing is started."""
     import shutil
 
-    from streaming.engine.join import join_frame
+    from streaming.engine.join.join import join_frame
 
     streams = AdStreams(impressions_per_second=40, click_through=0.5, ads=5, seed=11, late_share=0.2)
     config = JoinConfig(LiveSide(streams, "impressions", "10 seconds"), LiveSide(streams, "clicks", "5 seconds", side="right"), on=("impression_id",),
@@ -198,9 +198,9 @@ def ad_topics(spark, kafka_broker) -> dict[str, tuple[str, pd.DataFrame]]:
     """The sample ad feeds published once into two topics: side → (topic, the feed's rows)."""
     import uuid
 
-    from streaming.engine.columns import ColumnMapping
-    from streaming.engine.feeds import SAMPLE_FEEDS
-    from streaming.engine.publish import publish
+    from streaming.engine.data.columns import ColumnMapping
+    from streaming.engine.data.feeds import SAMPLE_FEEDS
+    from streaming.engine.run.publish import publish
     from streaming.engine.sources import FeedSource
 
     topics = {}
@@ -215,8 +215,8 @@ def ad_topics(spark, kafka_broker) -> dict[str, tuple[str, pd.DataFrame]]:
 
 def _topic_sides(spark, kafka_broker, ad_topics) -> list[TopicSide]:
     """The ad topics as the two sides of a join, each with its watermark delay."""
-    from streaming.engine.columns import ColumnMapping
-    from streaming.engine.topics import infer_value_columns, latest_messages
+    from streaming.engine.data.columns import ColumnMapping
+    from streaming.engine.kafka.topics import infer_value_columns, latest_messages
 
     sides = []
     for side, _, time, delay in AD_SIDES:
@@ -268,8 +268,8 @@ def test_two_topic_ranges_are_replayed_batch_by_batch_as_the_join_model_says(spa
     from dataclasses import replace
 
     from streaming.analysis.join_model import model_join
-    from streaming.engine.join import side_rows
-    from streaming.engine.topics import describe_topic
+    from streaming.engine.join.join import side_rows
+    from streaming.engine.kafka.topics import describe_topic
 
     sides = [
         replace(side, source=replace(side.source, end_offsets=describe_topic(kafka_broker.bootstrap, side.source.topic).end_offsets(), max_offsets_per_trigger=cap))
@@ -305,7 +305,7 @@ def test_show_code_of_two_topics_joins_their_records_as_the_lab_does(spark, kafk
     """The exported program's join of the ad topics (its definitions run on this session, then to their end): the exact pairs."""
     import shutil
 
-    from streaming.engine.join import join_frame
+    from streaming.engine.join.join import join_frame
 
     sides = _topic_sides(spark, kafka_broker, ad_topics)
     config = JoinConfig(sides[0], sides[1], on=("impression_id",), within=("0 seconds", "2 minutes"), join_type="inner")

@@ -11,8 +11,8 @@ import pytest
 from conftest import GUIDE_BATCHES
 
 from streaming.analysis.model import Timeline, covers, delay_frames, expand, sweep
-from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
-from streaming.engine.feeds import feed_events
+from streaming.engine.data.feeds import feed_events
+from streaming.engine.query.config import ColumnMapping, FeedSource, QueryConfig
 from streaming.feedgen import FeedSpec
 from streaming.feedgen import write_feed as write_spec_feed
 
@@ -53,7 +53,7 @@ def test_completeness_never_falls_as_the_delay_grows_and_state_never_shrinks() -
 
 
 def _sample_feed() -> Path:
-    from streaming.engine.feeds import SAMPLE_FEEDS
+    from streaming.engine.data.feeds import SAMPLE_FEEDS
 
     return SAMPLE_FEEDS / "web_clicks"
 
@@ -81,7 +81,7 @@ def late_feed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("mode", ["append", "complete"])
 def test_the_models_result_table_is_sparks_in_append_and_complete_mode(registry, late_feed: Path, mode: str) -> None:
-    from streaming.engine.runner import run_to_idle
+    from streaming.engine.run.runner import run_to_idle
 
     delay = 20_000
     config = QueryConfig(FeedSource(late_feed, seconds_per_file=0), window="1 minute", slide="20 seconds", watermark="20 seconds", output_mode=mode)

@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet
 import pytest
 
-from streaming.engine.config import ColumnMapping
+from streaming.engine.data.preview import ColumnProfile, column_profiles, guess_event_time, preview, read_dataset, time_range_warning
+from streaming.engine.data.times import check_time_fit, check_time_format, time_column
 from streaming.engine.errors import ConfigError
-from streaming.engine.preview import ColumnProfile, column_profiles, guess_event_time, preview, read_dataset, time_range_warning
-from streaming.engine.times import check_time_fit, check_time_format, time_column
+from streaming.engine.query.config import ColumnMapping
 
 # --- time formats: pure checks ---------------------------------------------------------
 

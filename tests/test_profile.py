@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from streaming.analysis.profile import PROFILE_COLUMNS, feed_events_of, lateness_profile, proposed_delays
-from streaming.engine.batching import Batching
-from streaming.engine.config import ColumnMapping, FeedSource
-from streaming.engine.feeds import SAMPLE_FEEDS
+from streaming.engine.data.batching import Batching
+from streaming.engine.data.feeds import SAMPLE_FEEDS
+from streaming.engine.query.config import ColumnMapping, FeedSource
 
 T = pd.Timestamp
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from streaming.engine.progress import (
+from streaming.engine.output.progress import (
     PROGRESS_COLUMNS,
     ProgressJson,
     ProgressListener,

@@ -7,7 +7,7 @@ import threading
 import pandas as pd
 import pytest
 
-from streaming.engine.results import RAW_COLUMNS, WINDOW_COLUMNS, ResultTable
+from streaming.engine.output.results import RAW_COLUMNS, WINDOW_COLUMNS, ResultTable
 
 MINUTE_US = 60_000_000
 T0 = int(pd.Timestamp("2016-05-10 12:00:00").value // 1_000)  # epoch microseconds
@@ -192,10 +192,10 @@ def test_a_run_waits_for_its_first_batch_and_no_longer_than_asked(tmp_path) -> N
 
     import pandas as pd
 
-    from streaming.engine.config import QueryConfig, RateSource
-    from streaming.engine.progress import ProgressLog
-    from streaming.engine.query import Run
-    from streaming.engine.sinks import FoldSink
+    from streaming.engine.output.progress import ProgressLog
+    from streaming.engine.output.sinks import FoldSink
+    from streaming.engine.query.config import QueryConfig, RateSource
+    from streaming.engine.run.query import Run
 
     query = SimpleNamespace(isActive=True)
     table = ResultTable("update")

@@ -21,8 +21,8 @@ import pytest
 from conftest import GUIDE_BATCHES, plain_memory_run
 
 from streaming.analysis.exact import exact_counts
-from streaming.engine.feeds import SAMPLE_FEEDS
-from streaming.engine.runner import Replay, replay
+from streaming.engine.data.feeds import SAMPLE_FEEDS
+from streaming.engine.run.runner import Replay, replay
 
 GUIDE = {"window": "10 minutes", "slide": "5 minutes", "watermark": "10 minutes"}
 STAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
@@ -270,7 +270,7 @@ def test_runner_equals_plain_pyspark(spark, registry, tmp_path, feed: str, mode:
 def test_stamps_keep_a_fraction_of_a_second_only_when_there_is_one() -> None:
     import pandas as pd
 
-    from streaming.engine.results import stamp as _stamp
+    from streaming.engine.output.results import stamp as _stamp
 
     assert _stamp(pd.Timestamp("2026-03-02 14:01:01")) == "2026-03-02 14:01:01"
     assert _stamp(pd.Timestamp("2026-03-02 14:01:01.196")) == "2026-03-02 14:01:01.196"
@@ -281,7 +281,7 @@ def test_stamps_keep_a_fraction_of_a_second_only_when_there_is_one() -> None:
 def test_a_replay_that_has_read_every_file_says_so_while_it_runs_on(registry, write_feed) -> None:
     from conftest import wait_for
 
-    from streaming.engine.config import FeedSource, QueryConfig
+    from streaming.engine.query.config import FeedSource, QueryConfig
 
     feed = write_feed(GUIDE_BATCHES)
     run = registry.start(QueryConfig(FeedSource(feed, seconds_per_file=0), window="10 minutes", watermark="10 minutes"), "drained_replay")

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from streaming.engine.session import CHECKPOINT_FILES, DRIVER_JAVA_OPTIONS, JAVA_OPTIONS_VARIABLE, LOG4J2_CONFIG, SessionStarter, session_settings
+from streaming.engine.runtime.session import CHECKPOINT_FILES, DRIVER_JAVA_OPTIONS, JAVA_OPTIONS_VARIABLE, LOG4J2_CONFIG, SessionStarter, session_settings
 
 
 def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history():
@@ -70,7 +70,7 @@ def test_a_failed_start_is_reported_with_its_reason_and_a_failed_warm_up_is_not(
 
 
 def test_warm_up_runs_the_default_query_and_leaves_nothing_behind(spark, tmp_path):
-    from streaming.engine.query import warm_up
+    from streaming.engine.run.query import warm_up
 
     before = {query.id for query in spark.streams.active}
     warm_up(spark, root=tmp_path)
@@ -82,7 +82,7 @@ def test_warm_up_runs_the_default_query_and_leaves_nothing_behind(spark, tmp_pat
 def test_a_live_session_is_alive_and_a_stopped_context_or_exited_jvm_is_not(spark) -> None:
     from types import SimpleNamespace
 
-    from streaming.engine.session import session_alive
+    from streaming.engine.runtime.session import session_alive
 
     assert session_alive(spark) is True
     exited = SimpleNamespace(sparkContext=SimpleNamespace(_gateway=SimpleNamespace(proc=SimpleNamespace(poll=lambda: -9))))
@@ -94,8 +94,8 @@ def test_a_live_session_is_alive_and_a_stopped_context_or_exited_jvm_is_not(spar
 def test_abandoning_runs_reports_what_they_reached_and_deletes_their_folders(registry) -> None:
     from pathlib import Path
 
-    from streaming.engine.config import FeedSource, QueryConfig
-    from streaming.engine.registry import QueryRegistry
+    from streaming.engine.query.config import FeedSource, QueryConfig
+    from streaming.engine.run.registry import QueryRegistry
 
     own = QueryRegistry(registry.spark)
     run = own.start(QueryConfig(FeedSource(Path("sample_feeds/guide_words"), seconds_per_file=0), window="10 minutes", watermark="10 minutes"), "abandoned_run")
@@ -116,9 +116,9 @@ def test_the_registry_refuses_a_query_past_its_limit_and_races_start_one(registr
     import threading
     from pathlib import Path
 
-    from streaming.engine.config import FeedSource, QueryConfig
     from streaming.engine.errors import ConfigError
-    from streaming.engine.registry import DuplicateQueryError, QueryRegistry, max_queries
+    from streaming.engine.query.config import FeedSource, QueryConfig
+    from streaming.engine.run.registry import DuplicateQueryError, QueryRegistry, max_queries
 
     assert max_queries({}) == 8 and max_queries({"STREAMING_LAB_MAX_QUERIES": "3"}) == 3
     with pytest.raises(ConfigError) as caught:

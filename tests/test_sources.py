@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from conftest import GUIDE_BATCHES, ROOT
 
-from streaming.engine.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_files, feed_header
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import SAMPLE_FEEDS, feed_files, feed_header
-from streaming.engine.query import Run
+from streaming.engine.query.config import FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
+from streaming.engine.run.query import Run
 from streaming.engine.sources import FeedReplayer, LineServer, generator_columns
 
 GUIDE = SAMPLE_FEEDS / "guide_words"
@@ -252,7 +252,7 @@ def test_available_now_on_a_feed_finishes_by_itself(registry) -> None:
 
 
 def test_duplicate_name_refused_while_active(registry) -> None:
-    from streaming.engine.registry import DuplicateQueryError
+    from streaming.engine.run.registry import DuplicateQueryError
 
     config = QueryConfig(RateMicroBatchSource(rows_per_batch=1), trigger="processing_time", trigger_interval="1 second")
     name = unique("src_dup")
@@ -292,7 +292,7 @@ def test_the_lines_a_stop_makes_spark_log_are_dropped_and_no_others() -> None:
     A JVM of its own, whose standard error this test reads (the shared session's goes where pytest pointed it at launch).
     """
     script = f"""
-from streaming.engine.session import get_session
+from streaming.engine.runtime.session import get_session
 spark = get_session()
 for name, line in {STOP_NOISE!r}:
     logger = spark._jvm.org.apache.logging.log4j.LogManager.getLogger(name)

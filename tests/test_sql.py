@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from streaming.engine.batching import Batching
+from streaming.engine.data.batching import Batching
 from streaming.engine.errors import ConfigError
 from streaming.engine.sources import FeedSource
 from streaming.engine.sql import SqlError, SqlQuery, SqlTable, SqlView, replay_sql
@@ -66,7 +66,7 @@ def data(tmp_path_factory) -> dict[str, Path]:
 
 
 def _files(path: Path, event_time: str) -> FeedSource:
-    from streaming.engine.columns import ColumnMapping
+    from streaming.engine.data.columns import ColumnMapping
 
     return FeedSource(path, seconds_per_file=0, columns=ColumnMapping(event_time=event_time, key=None), batching=Batching())
 
@@ -483,7 +483,7 @@ def test_a_kept_sql_query_stopped_mid_stream_resumes_with_every_batch_spark_comm
 
     from conftest import wait_for
 
-    from streaming.engine.registry import QueryRegistry
+    from streaming.engine.run.registry import QueryRegistry
 
     text = (
         "SELECT window(ts, '2 minutes') AS w, store, count(*) AS n, sum(amount) AS total\n"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from streaming.engine.config import ColumnMapping, FeedSource, QueryConfig
-from streaming.engine.feeds import SAMPLE_FEEDS
-from streaming.engine.state import OPERATOR_COLUMNS, state_operators, state_rows
+from streaming.engine.data.feeds import SAMPLE_FEEDS
+from streaming.engine.output.state import OPERATOR_COLUMNS, state_operators, state_rows
+from streaming.engine.query.config import ColumnMapping, FeedSource, QueryConfig
 
 
 def _idle_run(registry, config: QueryConfig, name: str):

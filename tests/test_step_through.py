@@ -73,7 +73,7 @@ def test_every_scenario_builds_its_queries_and_notes_only_steps_its_feed_has() -
 
 def test_the_idle_and_zero_delay_scenarios_do_what_their_notes_say(spark, registry) -> None:
     from streaming.analysis.explain import explain, replay_events
-    from streaming.engine.walkthrough import Walkthrough
+    from streaming.engine.run.walkthrough import Walkthrough
     from streaming.scenarios import SCENARIOS
 
     told = {}
@@ -86,7 +86,7 @@ def test_the_idle_and_zero_delay_scenarios_do_what_their_notes_say(spark, regist
             told[name] = explain(config, walk.summaries(), walk.outputs(), replay_events(spark, config))
         finally:
             walk.close()
-    from streaming.engine.walkthrough import make_room
+    from streaming.engine.run.walkthrough import make_room
 
     left = Walkthrough(registry, SCENARIOS["zero_delay"].configs()[0])  # as a reloaded tab leaves one
     try:

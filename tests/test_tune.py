@@ -14,9 +14,9 @@ import pytest
 from streaming.analysis.measure import counted_windows, emission_frame, output_delay, state_stats
 from streaming.analysis.tune import DEFAULT_CONCURRENT, canonical_delays, check_target, recommend, tune
 from streaming.charts.tuner import completeness_vs_output_delay, completeness_vs_state, tune_frame
-from streaming.engine.config import ConfigError, FeedSource, QueryConfig
-from streaming.engine.feeds import SAMPLE_FEEDS
-from streaming.engine.progress import progress_frame
+from streaming.engine.data.feeds import SAMPLE_FEEDS
+from streaming.engine.output.progress import progress_frame
+from streaming.engine.query.config import ConfigError, FeedSource, QueryConfig
 
 GUIDE = SAMPLE_FEEDS / "guide_words"
 

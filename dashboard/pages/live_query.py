@@ -5,8 +5,8 @@ import streamlit as st
 from dashboard import live, sql
 from dashboard.joins import LIVE_MODE
 from dashboard.shared import JOINS_PAGE, get_registry, session_starter, session_status, wait_for_session
+from streaming.engine.data.feeds import feed_names
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import feed_names
 
 st.title("Live query")
 st.caption(

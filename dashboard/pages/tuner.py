@@ -6,8 +6,8 @@ from dashboard import live, sql, sql_tuner, tuner
 from dashboard.jobs import job_controls
 from dashboard.joins import REPLAY_MODE
 from dashboard.shared import JOINS_PAGE, InputErrors, get_registry, refuse, session_ready
+from streaming.engine.data.feeds import feed_names
 from streaming.engine.errors import ConfigError
-from streaming.engine.feeds import feed_names
 
 st.title("Watermark tuner")
 st.caption(

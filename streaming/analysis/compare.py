@@ -35,9 +35,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..engine.config import INTERVAL_TRIGGERS, QueryConfig
 from ..engine.durations import format_duration
 from ..engine.errors import ConfigError
+from ..engine.query.config import INTERVAL_TRIGGERS, QueryConfig
 from ..engine.sources import StreamSource
 from .exact import exact_answer
 from .measure import RunMeasures, batch_reporter, finalized_completeness, measure, run_all

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..engine.config import FeedSource, QueryConfig
-from ..engine.query import exact_frame
-from ..engine.results import ResultTable
+from ..engine.output.results import ResultTable
+from ..engine.query.config import FeedSource, QueryConfig
+from ..engine.run.query import exact_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,7 +27,7 @@ def exact_answer(spark: SparkSession, config: QueryConfig) -> pd.DataFrame:
     Columns ``window_start, window_end, key, count`` (and ``value`` before
     ``count`` for a value aggregation), UTC-naive timestamps, sorted. Parsed,
     filtered, deduplicated and aggregated by the same expressions as the
-    streaming query (:func:`~streaming.engine.query.exact_frame`); the
+    streaming query (:func:`~streaming.engine.run.query.exact_frame`); the
     watermark, output mode and trigger of ``config`` do not matter.
     """
     table = ResultTable("complete", config.aggregation)

@@ -8,7 +8,7 @@ the watermark dropped with the rule that dropped it, and a caption generated
 from all of that.
 
 Everything here is a pure function of a replay's progress, its per-batch
-output (:attr:`~streaming.engine.runner.Replay.outputs`) and its events judged
+output (:attr:`~streaming.engine.run.runner.Replay.outputs`) and its events judged
 by :func:`~streaming.analysis.lateness.judge`. The rules it encodes, as Spark
 applies them (held to Spark's own numbers in ``tests/test_explain.py``):
 
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..engine.progress import progress_frame
-from ..engine.results import stamp
+from ..engine.output.progress import progress_frame
+from ..engine.output.results import stamp
 from .lateness import EVENT_RULE, dropped_events, file_batches, judge
 from .profile import feed_events_of, topic_batches, topic_events_of
 from .windows import window_indices, window_span
@@ -42,8 +42,8 @@ from .windows import window_indices, window_span
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from ..engine.config import QueryConfig
-    from ..engine.runner import Replay
+    from ..engine.query.config import QueryConfig
+    from ..engine.run.runner import Replay
 
 __all__ = ["CHANGES", "EventsSoFar", "Step", "explain", "explain_replay", "judged_events", "output_frame", "replay_events", "result_after"]
 
@@ -111,7 +111,7 @@ class Step:
 
 
 def _iso(value: Any) -> str | None:
-    """A time as the replay's JSON writes it (:func:`~streaming.engine.results.stamp`)."""
+    """A time as the replay's JSON writes it (:func:`~streaming.engine.output.results.stamp`)."""
     return None if value is None or pd.isna(value) else stamp(pd.Timestamp(value))
 
 
@@ -127,7 +127,7 @@ def _plain(value: Any) -> Any:
 
 
 def output_frame(rows: Sequence[tuple], aggregation: str) -> pd.DataFrame:
-    """A batch's output rows (:class:`~streaming.engine.results.ResultTable`'s tuples, times in microseconds) as a frame.
+    """A batch's output rows (:class:`~streaming.engine.output.results.ResultTable`'s tuples, times in microseconds) as a frame.
 
     Windows give ``window_start, window_end, key, value`` (a count's value is the count); a pass-through query ``event_time, key``.
     """

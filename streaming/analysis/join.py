@@ -1,4 +1,4 @@
-"""What a join replay did, batch by batch: pure pandas folds of a :class:`~streaming.engine.join.JoinOutcome`.
+"""What a join replay did, batch by batch: pure pandas folds of a :class:`~streaming.engine.join.join.JoinOutcome`.
 
 A batch runs with the watermarks the batches before it left (Spark moves them
 at a batch's end): :func:`join_timeline` gives each batch the watermarks it ran
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..engine.join import EMITTED_COLUMNS, SIDE_METRICS, SIDES, emitted_counts, preserves, side_watermarks
-from ..engine.progress import observed_value
-from ..engine.results import stamp
+from ..engine.join.join import EMITTED_COLUMNS, SIDE_METRICS, SIDES, emitted_counts, preserves, side_watermarks
+from ..engine.output.progress import observed_value
+from ..engine.output.results import stamp
 
 if TYPE_CHECKING:
-    from ..engine.join import JoinConfig, JoinOutcome
+    from ..engine.join.join import JoinConfig, JoinOutcome
 
 __all__ = [
     "STORY_COLUMNS", "TIMELINE_COLUMNS", "WAITING_COLUMNS", "batch_caption", "batch_timeline", "join_timeline", "key_story", "key_text", "match_bound", "waiting_rows",
@@ -135,7 +135,7 @@ def match_bound(config: JoinConfig, side: str, times: pd.Series) -> pd.Series:
 def waiting_rows(
     config: JoinConfig, joined: pd.DataFrame, timeline: pd.DataFrame, side: str, state: pd.DataFrame, batch_id: int,
 ) -> pd.DataFrame:
-    """``side``'s rows in the join's state after micro-batch ``batch_id`` (``state``, as :func:`~streaming.engine.join.join_side_state` reads them), each with:
+    """``side``'s rows in the join's state after micro-batch ``batch_id`` (``state``, as :func:`~streaming.engine.join.join.join_side_state` reads them), each with:
 
     - ``matchable_until``: :func:`match_bound`, the watermark that ends its wait;
     - ``matched``: whether a joined row holding it is among ``joined`` (the rows emitted, with ``_batch``: the batch of each) by then;
@@ -190,7 +190,7 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
     """Why each row of key ``key`` (:func:`key_text` of its key values) was or was not joined: one row per input row of either side (:data:`STORY_COLUMNS`).
 
     ``left_rows``/``right_rows`` are each side's rows with the batch each arrives in
-    (:func:`~streaming.engine.join.side_rows`). ``range_start``/``range_end``: the
+    (:func:`~streaming.engine.join.join.side_rows`). ``range_start``/``range_end``: the
     other side's times it can match. ``late_watermark``: Spark's watermark for late
     rows in its batch, the one the batch before ran with: a row of a side with a
     watermark at or before it is dropped. ``status``: ``dropped as too late``, ``joined``, ``emitted with NULLs``,
@@ -250,7 +250,7 @@ def key_story(outcome: JoinOutcome, timeline: pd.DataFrame, left_rows: pd.DataFr
 
 def _leaves(config: JoinConfig, timeline: pd.DataFrame, bound: pd.Timestamp) -> int | None:
     """The first micro-batch of ``timeline`` that runs with a watermark past ``bound`` and so removes a row of that bound from the state;
-    ``None`` when none does, or when Spark cleans no state (:attr:`~streaming.engine.join.JoinConfig.cleans_state`)."""
+    ``None`` when none does, or when Spark cleans no state (:attr:`~streaming.engine.join.join.JoinConfig.cleans_state`)."""
     if pd.isna(bound) or not config.cleans_state:
         return None
     past = timeline[timeline["watermark"].notna() & (timeline["watermark"] > bound)]

@@ -1,7 +1,7 @@
 """Joins side by side: 2–4 join configurations replayed on Spark over the same two sides, each measured against its own exact join.
 
 :func:`compare_joins` reads both sides' rows once, then replays every config
-(:func:`~streaming.engine.join.run_join`, one after the other on the shared
+(:func:`~streaming.engine.join.join.run_join`, one after the other on the shared
 session) and measures each run as the join tuner measures a pair of delays:
 
 - ``completeness``: the exact (batch) join's pairs the run emitted, over the
@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..engine.durations import format_duration
 from ..engine.errors import Cancelled, ConfigError
-from ..engine.join import SIDES, JoinConfig, JoinOutcome, JoinSide, preserves, run_join, side_rows, unmatched_side
+from ..engine.join.join import SIDES, JoinConfig, JoinOutcome, JoinSide, preserves, run_join, side_rows, unmatched_side
 from .compare import MAX_CONFIGS, MIN_CONFIGS
 from .join import join_timeline
 from .join_model import joined_completeness
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-    from ..engine.progress import ProgressListener
+    from ..engine.output.progress import ProgressListener
 
 __all__ = ["JOIN_SUMMARY_COLUMNS", "ComparedJoin", "JoinComparison", "compare_joins", "join_label", "null_row_waits"]
 
@@ -62,7 +62,7 @@ def _signed(ms: int) -> str:
 
 def null_row_waits(outcome: JoinOutcome, left_rows: pd.DataFrame, right_rows: pd.DataFrame) -> list[int]:
     """For every row a side emitted without a match: the micro-batches from the one that brought it (``batch`` of ``left_rows`` /
-    ``right_rows``, :func:`~streaming.engine.join.side_rows`) to the one that emitted its NULL row. A row is told by its keys and
+    ``right_rows``, :func:`~streaming.engine.join.join.side_rows`) to the one that emitted its NULL row. A row is told by its keys and
     time; empty when the outcome does not say which batch emitted a row (Spark Connect)."""
     if outcome.emitted is None or outcome.result.empty:
         return []

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..engine.join import preserves
+from ..engine.join.join import preserves
 
 __all__ = ["JoinModelResult", "exact_pairs", "joined_completeness", "model_join", "model_sweep", "recommend"]
 
@@ -107,7 +107,7 @@ def model_join(
     left: pd.DataFrame, right: pd.DataFrame, left_time: str, right_time: str, on: Sequence[str], bounds_ms: tuple[int, int] | None,
     join_type: str, delays_ms: tuple[int | None, int | None], policy: str = "min", batches: int | None = None,
 ) -> JoinModelResult:
-    """The replay of ``left`` and ``right`` (each with ``batch``: its file's index, as :func:`~streaming.engine.join.side_rows` gives them) under the delays
+    """The replay of ``left`` and ``right`` (each with ``batch``: its file's index, as :func:`~streaming.engine.join.join.side_rows` gives them) under the delays
     ``(left, right)`` (``None``: no watermark on that side). ``batches``: the files of the side with the most (default: the last file that has a row)."""
     frames = left.reset_index(drop=True), right.reset_index(drop=True)
     names = ("left", "right")

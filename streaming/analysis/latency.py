@@ -1,4 +1,4 @@
-"""End-to-end latency, folded from a run's :class:`~streaming.engine.latency.LatencyLog` entries: percentiles, over time, a histogram.
+"""End-to-end latency, folded from a run's :class:`~streaming.engine.output.latency.LatencyLog` entries: percentiles, over time, a histogram.
 
 Pure pandas: an entries frame in (``produced_ms``, ``written_ms``,
 ``folded_ms``, ``weight``), numbers and frames out. ``to`` picks the end of

@@ -164,7 +164,7 @@ def file_batches(
 
     ``progress`` is the summaries of a run (``Run.log.summaries()``, each with
     ``source_offsets``) or a progress frame (``Replay.progress`` /
-    :func:`streaming.engine.progress.progress_frame`). With offsets, the batch whose
+    :func:`streaming.engine.output.progress.progress_frame`). With offsets, the batch whose
     first-source ``endOffset`` is ``{"logOffset": i}`` (and differs from its
     ``startOffset``) read file ``i``; with a topic's offsets, each batch that
     read records is its own "file" (:func:`~streaming.analysis.profile.topic_events_of`
@@ -359,7 +359,7 @@ def classify(events: pd.DataFrame, batches: pd.DataFrame, window_ms: int, slide_
 def judge(events: pd.DataFrame, summaries: Iterable[Mapping[str, Any]], window_ms: int, slide_ms: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(classified, batches)``: every event of a feed or dataset judged by the watermark its micro-batch had in a run.
 
-    ``events`` are :func:`~streaming.engine.feeds.feed_events` or
+    ``events`` are :func:`~streaming.engine.data.feeds.feed_events` or
     :func:`~streaming.analysis.profile.feed_events_of` rows (an ``event_id``
     and a ``row`` are added when missing), ``summaries`` the run's progress
     summaries (:func:`file_batches`); see :func:`classify`.

@@ -40,14 +40,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..engine.config import QueryConfig
 from ..engine.durations import human_duration, parse_duration
-from ..engine.runner import run_to_idle
+from ..engine.query.config import QueryConfig
+from ..engine.run.runner import run_to_idle
 from .lateness import completeness
 
 if TYPE_CHECKING:
-    from ..engine.registry import QueryRegistry
-    from ..engine.runner import Replay
+    from ..engine.run.registry import QueryRegistry
+    from ..engine.run.runner import Replay
 
 __all__ = [
     "EMISSION_COLUMNS",
@@ -100,7 +100,7 @@ def emission_frame(windows: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFram
     """When append mode would emit each window, from the run's watermark trajectory.
 
     ``windows`` has ``window_start, window_end``; ``progress`` is a
-    :func:`~streaming.engine.progress.progress_frame`. Per window: ``end_batch`` (first
+    :func:`~streaming.engine.output.progress.progress_frame`. Per window: ``end_batch`` (first
     batch whose event-time clock -- the largest event time seen so far,
     including that batch -- reached the window's end), ``emit_batch`` (first
     batch whose watermark is ``>= window_end``), the watermark and clock then,

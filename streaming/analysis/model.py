@@ -55,8 +55,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..engine.config import QueryConfig
 from ..engine.errors import ConfigError
+from ..engine.query.config import QueryConfig
 from .lateness import completeness
 from .measure import emission_frame
 from .windows import NS_PER_MS, window_pairs, window_span

@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..engine.batching import interval_slots
-from ..engine.columns import dataset_columns
-from ..engine.config import FeedSource
+from ..engine.data.batching import interval_slots
+from ..engine.data.columns import dataset_columns
+from ..engine.data.feeds import feed_events
+from ..engine.data.preview import dataset_schema, read_dataset, stream_schema
+from ..engine.data.times import time_column
 from ..engine.durations import parse_duration
-from ..engine.feeds import feed_events
-from ..engine.kafka_terms import KAFKA_TIMESTAMP, batch_of_offsets
-from ..engine.preview import dataset_schema, read_dataset, stream_schema
+from ..engine.kafka.kafka_terms import KAFKA_TIMESTAMP, batch_of_offsets
+from ..engine.kafka.topics import planned_range
+from ..engine.query.config import FeedSource
 from ..engine.sources.kafka import KafkaSource
-from ..engine.times import time_column
-from ..engine.topics import planned_range
 from .lateness import lateness, lateness_summary
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def feed_events_of(spark: SparkSession, source: FeedSource) -> pd.DataFrame:
     The micro-batch follows the source's batching rule: its file, every ``N``
     rows (malformed rows included, as they are in the replay), or its arrival
     interval (a row whose arrival does not parse goes with the row before it,
-    as :mod:`streaming.engine.batching` cuts them).
+    as :mod:`streaming.engine.data.batching` cuts them).
     """
     from pyspark.sql import functions as F
 
@@ -172,7 +172,7 @@ def replayed_topic_events(spark: SparkSession, source: KafkaSource) -> tuple[pd.
     """``(events, batches)`` of an available-now replay of ``source``'s topic from its earliest offsets to :attr:`~KafkaSource.end_offsets`.
 
     The batches are those Spark's Kafka source cuts the offsets into
-    (:func:`~streaming.engine.kafka_terms.planned_batches`); ``events`` as
+    (:func:`~streaming.engine.kafka.kafka_terms.planned_batches`); ``events`` as
     :func:`topic_events_of` gives them.
     """
     planned = planned_range(source)

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..engine.data.times import quoted
 from ..engine.durations import format_duration
 from ..engine.errors import Cancelled, ConfigError
 from ..engine.sql.guard import checked_frame
@@ -44,10 +45,9 @@ from ..engine.sql.replay import replay_sql
 from ..engine.sql.rewrite import WatermarkClause, batch_text, watermark_clauses, with_delays
 from ..engine.sql.table import json_value
 from ..engine.sql.views import sql_session
-from ..engine.times import quoted
 
 if TYPE_CHECKING:
-    from ..engine.registry import QueryRegistry
+    from ..engine.run.registry import QueryRegistry
     from ..engine.sql.query import SqlQuery
 
 __all__ = ["MAX_COMPARED", "MIN_COMPARED", "SqlComparison", "SqlPoint", "SqlTuning", "compare_rows", "compare_sql", "exact_records", "sweep_grid", "tune_sql"]

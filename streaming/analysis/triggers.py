@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ..engine.builders import malformed_rows
-from ..engine.config import QueryConfig
 from ..engine.errors import Cancelled, ConfigError
-from ..engine.publish import publish_paced
-from ..engine.registry import QueryRegistry
+from ..engine.kafka.topics import create_topic, delete_topic, describe_topic, latest_messages
+from ..engine.query.config import QueryConfig
+from ..engine.run.publish import publish_paced
+from ..engine.run.registry import QueryRegistry
 from ..engine.sources.kafka import KafkaSource, require_topic_source
-from ..engine.topics import create_topic, delete_topic, describe_topic, latest_messages
 from .latency import latency_summary
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ def compare_latency(
 
 
 def well_formed(spark: SparkSession, config: QueryConfig, messages: pd.DataFrame) -> list[tuple[str | None, str | None]]:
-    """The ``(key, value)`` of the ``messages`` (:func:`~streaming.engine.topics.latest_messages`) that ``config``'s query reads as rows, not as malformed ones.
+    """The ``(key, value)`` of the ``messages`` (:func:`~streaming.engine.kafka.topics.latest_messages`) that ``config``'s query reads as rows, not as malformed ones.
 
     Only those are published again, so every record published reaches each run's result table.
     """

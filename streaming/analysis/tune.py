@@ -14,7 +14,7 @@ on the confirming run, times the model's state rows.
 Otherwise (session windows, deduplication, or ``method="spark"``), for each delay :func:`tune` runs the same query -- a windowed count or a value
 aggregate of a feed or dataset, by key or global, deduplicated or not, under
 the dataset's batching rule -- in update mode on the
-shared session with :func:`~streaming.engine.runner.run_to_idle` and measures it
+shared session with :func:`~streaming.engine.run.runner.run_to_idle` and measures it
 with :func:`streaming.analysis.measure.measure`: completeness against the exact
 answer, state, and the output delay an append-mode run would have.
 Completeness counts rows whatever the aggregate: a value aggregation carries
@@ -23,7 +23,7 @@ short delay forgets ids sooner, and a duplicate arriving later is counted again.
 Session windows run in append mode (Spark allows no update mode for them): the
 rows a run kept are those of the sessions it emitted plus those of the
 sessions its state still holds at the end, read from the checkpoint with the
-State Data Source (:func:`streaming.engine.state.open_sessions`); a session
+State Data Source (:func:`streaming.engine.output.state.open_sessions`); a session
 still open never emitted, as an append run would have it.
 
 The recommendation is the smallest delay whose completeness reaches ``target``.
@@ -49,12 +49,12 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pandas as pd
 
-from ..engine.columns import ColumnMapping
-from ..engine.config import OutputMode, QueryConfig
+from ..engine.data.columns import ColumnMapping
 from ..engine.durations import format_duration, parse_duration
 from ..engine.errors import ConfigError
-from ..engine.progress import progress_frame
-from ..engine.runner import run_to_idle
+from ..engine.output.progress import progress_frame
+from ..engine.query.config import OutputMode, QueryConfig
+from ..engine.run.runner import run_to_idle
 from ..engine.sources import StreamSource
 from .exact import exact_answer
 from .measure import OutputDelay, RunMeasures, batch_reporter, measure, run_all
@@ -62,7 +62,7 @@ from .model import Timeline, covers, delay_frames, expand, sweep
 from .profile import feed_events_of, replayed_topic_events
 
 if TYPE_CHECKING:
-    from ..engine.runner import Replay
+    from ..engine.run.runner import Replay
 
 __all__ = [
     "AGREEMENT",
@@ -93,7 +93,7 @@ SHOWN = (*AGREEMENT, "peak_state_rows", "mean_state_rows", "windows_never_emitte
 def canonical_delays(delays: Iterable[str]) -> list[str]:
     """``delays`` as canonical duration strings, smallest first, duplicates removed.
 
-    Raises :class:`~streaming.engine.config.ConfigError` on the field ``delays`` naming
+    Raises :class:`~streaming.engine.query.config.ConfigError` on the field ``delays`` naming
     the value that is not a duration, or when there is none.
     """
     if isinstance(delays, str):
@@ -109,7 +109,7 @@ def canonical_delays(delays: Iterable[str]) -> list[str]:
 
 
 def check_target(target: object) -> float:
-    """``target`` as a float in ``(0, 1]``, else :class:`~streaming.engine.config.ConfigError` on the field ``target``."""
+    """``target`` as a float in ``(0, 1]``, else :class:`~streaming.engine.query.config.ConfigError` on the field ``target``."""
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target <= 1:
         raise ConfigError("target", target, "must be a number greater than 0 and at most 1")
     return float(target)
@@ -155,7 +155,7 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
     ``query`` gives the feed and the shape (window and slide or session gap,
     key, aggregation, deduplication, batching); its watermark, output mode and
     trigger are the tuner's: update mode, or append for session windows.
-    Raises :class:`~streaming.engine.config.ConfigError` for a source without
+    Raises :class:`~streaming.engine.query.config.ConfigError` for a source without
     an end and a pass-through query.
     """
     if not isinstance(query, QueryConfig):
@@ -287,7 +287,7 @@ def tune(
     """Measure ``query``'s feed under each watermark delay (:func:`tuning_output_mode`); see the module docstring.
 
     ``query`` is the shape to tune (:func:`tune_configs`). Raises
-    :class:`~streaming.engine.config.ConfigError` naming the field (``delays``,
+    :class:`~streaming.engine.query.config.ConfigError` naming the field (``delays``,
     ``target``, ``source``, ``aggregation``, ``session_gap``, ``method``) before anything
     runs. ``concurrent=None`` uses :data:`DEFAULT_CONCURRENT` (for Spark runs). ``report`` gets a
     line on what runs now; once ``cancel`` is set the sweep stops within a

@@ -33,7 +33,7 @@ class WatermarkStall:
 
 
 def watermark_stall(progress: pd.DataFrame, min_batches: int = DEFAULT_STALL_BATCHES) -> WatermarkStall | None:
-    """The stall at the end of ``progress`` (a :func:`~streaming.engine.progress.progress_frame`), or ``None``.
+    """The stall at the end of ``progress`` (a :func:`~streaming.engine.output.progress.progress_frame`), or ``None``.
 
     Counted are the batches with input rows after the last batch that moved
     the watermark (or set it first); at least ``min_batches`` of them make a

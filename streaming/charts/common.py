@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
-from ..engine.extremes import Extremes
+from ..engine.output.extremes import Extremes
 
 __all__ = [
     "MAX_POINTS", "NO_BATCHES", "PALETTE", "TIME_UNITS", "WATERMARK_COLOR", "current_watermark", "drawn_rows", "empty_figure", "has_rows", "key_colors",
@@ -76,12 +76,12 @@ def current_watermark(progress: pd.DataFrame) -> pd.Timestamp | None:
 def drawn_rows(frame: pd.DataFrame, columns: Sequence[str], max_points: int = MAX_POINTS) -> np.ndarray:
     """Positions of the rows of ``frame`` (in its order) a chart of ``columns`` draws: about ``max_points``, keeping every extreme.
 
-    The rule is :class:`~streaming.engine.extremes.Extremes`: the first and last
+    The rule is :class:`~streaming.engine.output.extremes.Extremes`: the first and last
     row, and from each stretch of consecutive rows the lowest and highest row of
     each column, so a spike (a slow batch, a burst of dropped rows) survives,
     whatever its length. A frame of at most ``max_points`` rows is drawn whole.
     A live query's progress log finds the same rows batch by batch
-    (:meth:`~streaming.engine.progress.ProgressLog.drawn`).
+    (:meth:`~streaming.engine.output.progress.ProgressLog.drawn`).
     """
     if len(frame) <= max_points or not columns:
         return np.arange(len(frame))

@@ -1,6 +1,6 @@
 """Plotly figures of end-to-end latency: percentiles over time and a histogram.
 
-Pure functions: the entries of a :class:`~streaming.engine.latency.LatencyLog`
+Pure functions: the entries of a :class:`~streaming.engine.output.latency.LatencyLog`
 (``frame()``) in, figures out, folded by :mod:`streaming.analysis.latency`.
 Each accepts no entries and then says what it waits for.
 """

@@ -48,7 +48,7 @@ __all__ = [
 Drawn = Callable[[Sequence[str], int, int], np.ndarray]
 """``(columns, rows, max_points) -> positions``: which of a progress frame's first ``rows`` rows a chart of ``columns`` draws.
 
-A live query's :meth:`ProgressLog.drawn <streaming.engine.progress.ProgressLog.drawn>` finds them from
+A live query's :meth:`ProgressLog.drawn <streaming.engine.output.progress.ProgressLog.drawn>` finds them from
 what it found at the last refresh; without one, a figure reads its columns whole (:func:`~streaming.charts.common.drawn_rows`).
 Both follow one rule and give the same rows."""
 
@@ -295,7 +295,7 @@ STORE_BYTES = ("Size", "Memory", "Bytes")
 
 
 def state_store_figure(metrics: pd.DataFrame, store: str = "RocksDB") -> go.Figure:
-    """The state store's own metrics per batch (:func:`~streaming.engine.progress.state_store_metrics`): bytes (top) and latencies in ms (bottom).
+    """The state store's own metrics per batch (:func:`~streaming.engine.output.progress.state_store_metrics`): bytes (top) and latencies in ms (bottom).
 
     Metrics are chosen by name, as the store reports them (names differ
     between Spark versions): those holding ``Latency`` are milliseconds, those
@@ -357,7 +357,7 @@ def batch_duration_figure(
     """Batch duration: the ``durationMs`` phases of each batch as stacked bars, the total as a line when ``progress`` is given.
 
     A long history draws the phases of the batches the total's line draws; ``breakdown`` in
-    batch order (as :func:`~streaming.engine.progress.breakdown_frame` gives it) finds them without reading it whole.
+    batch order (as :func:`~streaming.engine.output.progress.breakdown_frame` gives it) finds them without reading it whole.
     """
     title = "Batch duration and its breakdown"
     if not has_rows(breakdown, ("batch_id", "phase", "ms")):
@@ -460,8 +460,8 @@ def live_figures(
     """Every figure of the live view for one refresh, by name: ``counts``, ``drops``, ``state``, ``rates``, ``input``, ``duration``, ``gap`` (and ``lag``, with ``lag=True``).
 
     ``table`` is the result table, ``progress`` and ``breakdown`` come from
-    :func:`streaming.engine.progress.progress_frame` and :func:`~streaming.engine.progress.breakdown_frame`
-    (or a :class:`~streaming.engine.progress.ProgressLog`'s ``frames``; pass its ``drawn`` too, so a long
+    :func:`streaming.engine.output.progress.progress_frame` and :func:`~streaming.engine.output.progress.breakdown_frame`
+    (or a :class:`~streaming.engine.output.progress.ProgressLog`'s ``frames``; pass its ``drawn`` too, so a long
     history is thinned from what the last refresh found rather than read whole).
     """
     passed = "event_time" in table.columns

@@ -4,7 +4,7 @@ ads pair; the form's query (malformed rows counted and left out, the windowed ag
 The engine calls these functions, and Show code copies their text into the programs it exports (:mod:`streaming.export`), so what runs here
 and what a user runs from the page are one text (``tests/test_export.py`` holds every kind of program to that). Each uses only PySpark,
 ``datetime`` and ``decimal``, its arguments and the constants :data:`CONSTANTS` names. What checks a user's choice (a time format that fits
-its column, a column that exists) stays with the configuration (:mod:`~streaming.engine.times`, :mod:`~streaming.engine.columns`), which
+its column, a column that exists) stays with the configuration (:mod:`~streaming.engine.data.times`, :mod:`~streaming.engine.data.columns`), which
 names the field it refuses.
 """
 

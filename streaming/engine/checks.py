@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from .durations import parse_duration
 from .errors import ConfigError
 
-__all__ = ["duration_ms", "require_choice", "require_int", "require_positive", "require_positive_duration", "require_share", "whole_second_utc"]
+__all__ = ["count_setting", "duration_ms", "require_choice", "require_int", "require_positive", "require_positive_duration", "require_share", "whole_second_utc"]
 
 
 def duration_ms(field_name: str, value: str) -> int:
@@ -56,3 +57,11 @@ def whole_second_utc(field_name: str, value: object) -> datetime:
     if moment.microsecond:
         raise ConfigError(field_name, value, "must be in whole seconds")
     return moment
+
+
+def count_setting(environ: Mapping[str, str], variable: str, default: int) -> int:
+    """The whole number of at least 1 that the environment variable ``variable`` sets (``default`` when unset); :class:`ConfigError` naming it otherwise."""
+    text = environ.get(variable, str(default))
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ConfigError(variable, text, "must be a whole number of at least 1")
+    return int(text)

@@ -41,7 +41,7 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..columns import ColumnMapping
+    from ..data.columns import ColumnMapping
     from . import Source
     from .feed import FeedSource
     from .kafka import KafkaSource

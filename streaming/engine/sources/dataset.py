@@ -1,9 +1,9 @@
 """A user's dataset replayed: its files read with the schema Spark infers once, cut into micro-batches by its batching rule.
 
 The columns and types come from one batch read of every file (CSV as text,
-JSON lines inferred, Parquet as written: :func:`~streaming.engine.preview.read_dataset`),
+JSON lines inferred, Parquet as written: :func:`~streaming.engine.data.preview.read_dataset`),
 checked against the column mapping before the stream starts; then the files
-of its micro-batches (:func:`~streaming.engine.batching.cut_batches`) are
+of its micro-batches (:func:`~streaming.engine.data.batching.cut_batches`) are
 handed to Spark one per micro-batch by a :class:`~.replayer.FeedReplayer`,
 paced by ``seconds_per_file`` or by the arrival column × a speed.
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import builders
-from ..batching import Batching, arrival_pauses, cut_batches
-from ..columns import ColumnMapping, dataset_columns, view_columns
-from ..datasets import FileFormat
-from ..preview import dataset_read, dataset_schema, read_dataset, stream_schema
+from ..data.batching import Batching, arrival_pauses, cut_batches
+from ..data.columns import ColumnMapping, dataset_columns, view_columns
+from ..data.datasets import FileFormat
+from ..data.preview import dataset_read, dataset_schema, read_dataset, stream_schema
 from .replayer import FeedReplayer, handed_over
 
 if TYPE_CHECKING:

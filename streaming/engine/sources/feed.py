@@ -11,12 +11,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
-from ..batching import Batching
 from ..builders import file_stream, read_files
-from ..columns import ColumnMapping
-from ..datasets import FORMATS, FileFormat, csv_header, require_same_columns
+from ..data.batching import Batching
+from ..data.columns import ColumnMapping
+from ..data.datasets import FORMATS, FileFormat, csv_header, require_same_columns
+from ..data.feeds import FEED_COLUMNS, event_columns, feed_files, feed_header, feed_schema
 from ..errors import ConfigError
-from ..feeds import FEED_COLUMNS, event_columns, feed_files, feed_header, feed_schema
 from .base import Arrival, Feeder, StreamSource
 from .dataset import dataset_frame, dataset_rows
 from .replayer import FeedReplayer, handed_over
@@ -39,7 +39,7 @@ class FeedSource(StreamSource):
     ``file_format`` and ``columns`` say how the files are read; the defaults
     are the sample feeds' layout (:data:`FEED_COLUMNS`: CSV with ``event_time``
     written as ``yyyy-MM-dd HH:mm:ss`` and ``key``). ``batching`` says which
-    rows form each micro-batch (:class:`~streaming.engine.batching.Batching`:
+    rows form each micro-batch (:class:`~streaming.engine.data.batching.Batching`:
     one file, ``rows:N``, or an arrival column's intervals).
 
     Files are handed to Spark in file-name order, one every ``seconds_per_file``

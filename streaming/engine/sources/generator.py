@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 from ..builders import generated_events
 from ..checks import duration_ms, require_int, require_positive_duration, require_share
 from ..durations import parse_duration
-from ..latency import PRODUCED
+from ..output.latency import PRODUCED
 from .base import StreamSource
 
 if TYPE_CHECKING:

@@ -3,13 +3,13 @@
 Each record's value is a JSON object or a line of CSV text; its columns and
 their types (:attr:`KafkaSource.value_columns`) come from a sample of the
 topic's messages, read once when the source is configured
-(:func:`streaming.engine.topics.infer_value_columns`), and are parsed with
+(:func:`streaming.engine.kafka.topics.infer_value_columns`), and are parsed with
 ``from_json`` / ``from_csv``. Besides the value's columns, every record has
 two of Kafka's own: :data:`KAFKA_TIMESTAMP` (the record's timestamp: when it
 was produced, or the arrival time a publisher gave it) and :data:`KAFKA_KEY`
 (the record's key as text). The column mapping picks the event time, the key,
 the value, an id for deduplication among them: event time from a value column
-(written in any of :mod:`streaming.engine.times`' formats) or the record
+(written in any of :mod:`streaming.engine.data.times`' formats) or the record
 timestamp, the key from a value column or the record key, or no key.
 
 The record timestamp is the arrival time: with event time from a value column
@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..builders import decode_records, records_before
 from ..checks import require_choice, require_int
-from ..columns import ColumnMapping, dataset_columns
+from ..data.columns import ColumnMapping, dataset_columns
+from ..data.times import quoted, time_column
 from ..errors import ConfigError
-from ..jars import require_connector
-from ..kafka_terms import (
+from ..kafka.kafka_terms import (
     CORRUPT,
     KAFKA_COLUMNS,
     KAFKA_KEY,
@@ -48,9 +48,9 @@ from ..kafka_terms import (
     check_bootstrap,
     check_topic,
 )
-from ..latency import PRODUCED
-from ..times import quoted, time_column
-from ..topics import describe_topic
+from ..kafka.topics import describe_topic
+from ..output.latency import PRODUCED
+from ..runtime.jars import require_connector
 from .base import Arrival, StreamSource, TriggerMode
 from .stepped_topic import SteppedTopic
 

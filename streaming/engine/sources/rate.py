@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..builders import key_column
 from ..checks import require_int
-from ..latency import PRODUCED
+from ..output.latency import PRODUCED
 from .base import StreamSource
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..latency import PRODUCED
+from ..output.latency import PRODUCED
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

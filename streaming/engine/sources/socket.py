@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..checks import require_positive
+from ..data.feeds import event_columns, feed_files, feed_header
 from ..errors import ConfigError
-from ..feeds import event_columns, feed_files, feed_header
 from .base import Feeder, StreamSource
 
 if TYPE_CHECKING:

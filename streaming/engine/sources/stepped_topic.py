@@ -5,7 +5,7 @@ To hold it still between batches, :class:`SteppedTopic` copies the range
 into a staging topic of the query's own and the query reads that one: each
 :meth:`TopicStepper.stage_next` copies the records of the next micro-batch
 an available-now replay of the range would read
-(:func:`~streaming.engine.kafka_terms.planned_batches`, at most
+(:func:`~streaming.engine.kafka.kafka_terms.planned_batches`, at most
 ``max_offsets_per_trigger`` records), keeping each record's partition, key,
 value and timestamp, in one transaction. The query reads everything
 committed (``read_committed``), so each step is one micro-batch of exactly those records, the same the replay's batch reads:
@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import ConfigError
-from ..kafka_terms import check_topic
-from ..topics import RecordCopier, create_topic, delete_topic, planned_range, read_records, sweep_staging
+from ..kafka.kafka_terms import check_topic
+from ..kafka.topics import RecordCopier, create_topic, delete_topic, planned_range, read_records, sweep_staging
 from .base import Arrival, StreamSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..columns import ColumnMapping
+    from ..data.columns import ColumnMapping
     from .kafka import KafkaSource
 
 __all__ = ["READ_SECONDS", "SteppedTopic", "TopicStepper"]
@@ -48,7 +48,7 @@ class TopicStepper:
     first records at ``starting_timestamp``) to its ``end_offsets`` or the
     latest offsets when it is made. Given ``now_s`` (epoch seconds), it first
     deletes the staging topics its brokers kept from walkthroughs long gone
-    (:func:`~streaming.engine.topics.sweep_staging`). The first batch is copied at once: Spark
+    (:func:`~streaming.engine.kafka.topics.sweep_staging`). The first batch is copied at once: Spark
     runs a query's first micro-batch on a topic as soon as it starts, empty or
     not, so the first step is there for it (an empty batch 0 would tell
     nothing, and shift every batch id from the replay's). :meth:`stop` deletes ``target``.

@@ -13,7 +13,7 @@ from ..durations import format_duration
 from .views import DEFAULT_VIEW
 
 if TYPE_CHECKING:
-    from ..config import QueryConfig
+    from ..query.config import QueryConfig
 
 __all__ = ["form_sql", "interval_sql"]
 

@@ -1,10 +1,10 @@
 """A user's own query in Spark SQL as a run's configuration: the text, the views it reads, how it is written out.
 
-:class:`SqlQuery` is checked on construction as :class:`~streaming.engine.config.QueryConfig`
+:class:`SqlQuery` is checked on construction as :class:`~streaming.engine.query.config.QueryConfig`
 is (names, output mode, trigger); the text itself is checked against Spark's
 plans when the views exist (:mod:`.guard`), by :meth:`SqlQuery.check` before a
 run and by :meth:`SqlQuery.build` when it starts. Like ``QueryConfig`` it
-builds its frame and its result table, so :func:`~streaming.engine.query.start_run`
+builds its frame and its result table, so :func:`~streaming.engine.run.query.start_run`
 and the registry run it as they run the form's query.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import OUTPUT_MODES, STATE_STORES, OutputMode, StateStore, state_store_settings
 from ..errors import ConfigError
+from ..query.config import OUTPUT_MODES, STATE_STORES, OutputMode, StateStore, state_store_settings
 from ..sources import Stepper, StreamSource
 from .checker import SqlChecker
 from .guard import SqlError, analysis_error, checked_frame
@@ -109,7 +109,7 @@ class SqlQuery:
         return replace(self, **changes)
 
     def describe(self) -> dict[str, object]:
-        """A flat description for tables and the Queries page, as :func:`~streaming.engine.config.describe` gives the form's."""
+        """A flat description for tables and the Queries page, as :func:`~streaming.engine.query.config.describe` gives the form's."""
         source = self.source
         return {
             "source.kind": getattr(source, "kind", type(source).__name__),

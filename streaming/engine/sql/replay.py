@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..progress import ProgressTotals, batch_records, progress_frame
-from ..results import stamp
+from ..output.progress import ProgressTotals, batch_records, progress_frame
+from ..output.results import stamp
 
 if TYPE_CHECKING:
-    from ..registry import QueryRegistry
+    from ..run.registry import QueryRegistry
     from .query import SqlQuery
 
 __all__ = ["SqlReplay", "explain_batches", "operators_of", "replay_sql"]

@@ -8,7 +8,7 @@ nested row); :meth:`SqlTable.frame` shows a struct as one column per field
 (``w.start``, ``w.end``) and :meth:`SqlTable.records` gives JSON objects,
 timestamps as ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC. A kept query's table
 (:meth:`SqlTable.keep`) is stored as those JSON values, a snapshot and a
-journal (:mod:`~streaming.engine.kept_table`), and read back by the columns'
+journal (:mod:`~streaming.engine.output.kept_table`), and read back by the columns'
 Spark types (:func:`python_value`), so a resumed run goes on with the rows it had.
 """
 
@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..builders import json_value
 from ..errors import ConfigError
-from ..kept_table import TableFile
+from ..output.kept_table import TableFile
 from .plan import PlanFacts
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class SqlTable:
 
     def keep(self, path: Path) -> None:
         """Take in the table kept at ``path`` by earlier runs of the query (:meth:`load`), then store every batch :meth:`apply` folds in,
-        as a snapshot and a journal (:class:`~streaming.engine.kept_table.TableFile`); values as JSON, read back by their Spark types."""
+        as a snapshot and a journal (:class:`~streaming.engine.output.kept_table.TableFile`); values as JSON, read back by their Spark types."""
         stored = TableFile(path)
         stored.resume()
         self._read(stored)
@@ -177,7 +177,7 @@ class SqlTable:
     def frame(self) -> pd.DataFrame:
         """The table for a page: a struct column as one column per field (``w.start``), timestamps UTC-naive, sorted by every column.
 
-        Made once per change and shared by the calls until the next batch (as :meth:`ResultTable.frame <streaming.engine.results.ResultTable.frame>`
+        Made once per change and shared by the calls until the next batch (as :meth:`ResultTable.frame <streaming.engine.output.results.ResultTable.frame>`
         is): treat it as read-only.
         """
         with self._lock:

@@ -23,16 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..builders import INPUT_METRICS, counted_input
-from ..columns import ColumnMapping, view_columns
-from ..config import source_from_dict, source_to_dict
-from ..datasets import FORMATS, FileFormat, detect_format
+from ..data.columns import ColumnMapping, view_columns
+from ..data.datasets import FORMATS, FileFormat, detect_format
+from ..data.feeds import feed_files
+from ..data.preview import dataset_schema
+from ..data.times import quoted
 from ..errors import ConfigError
-from ..feeds import feed_files
-from ..preview import dataset_schema
-from ..session import is_connect
+from ..query.config import source_from_dict, source_to_dict
+from ..runtime.session import is_connect
 from ..sources import StreamSource
 from ..sources.dataset import view_batch
-from ..times import quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,0 +1,218 @@
+"""Kept queries: a folder per query that outlives its run, so a stopped query resumes where it stopped.
+
+A kept folder holds everything a run needs to go on after a stop, a crash or a
+server restart:
+
+- ``query.json``: the configuration (the form's, :func:`~streaming.engine.query.config.config_to_dict`, or a user's SQL with its
+  views, :meth:`~streaming.engine.sql.query.SqlQuery.to_dict`),
+  the query's name and the start of its event time (``start_ms``, used by the
+  ``rate-micro-batch`` source);
+- ``checkpoint/``: Spark's checkpoint (offsets, commits, state);
+- ``staging/`` and ``batches/``: the feed files handed to Spark so far (its
+  file source logs them by path, so they stay where they are);
+- ``result.json`` and ``result.jsonl``: the result table and the last batch
+  folded into it, as a snapshot and a journal of the batches since
+  (:meth:`~streaming.engine.output.results.ResultTable.keep`), so a batch Spark runs
+  again after a crash is counted once;
+- ``progress.jsonl``: every batch's progress.
+
+A folder is resumed only with the configuration it was made with, apart from
+how fast the input is paced and the trigger (:data:`UNCHECKED`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import ConfigError
+from ..output.kept_table import TableFile, journal_path
+from ..output.results import ResultTable
+from ..query.config import QueryConfig, config_from_dict
+from ..sql.query import SqlQuery
+from ..sql.table import SqlTable
+
+KeptConfig = QueryConfig | SqlQuery
+"""What a kept folder runs: the form's query or a user's SQL."""
+
+__all__ = ["QUERIES_FOLDER", "UNCHECKED", "KeptQuery", "differences", "kept_queries", "stray_folders"]
+
+QUERIES_FOLDER = ".queries"
+"""The folder of kept queries under the data root (hidden: the data root's other folders are datasets)."""
+UNCHECKED = ("trigger", "trigger_interval", "source.seconds_per_file", "source.speed", "source.max_offsets_per_trigger")
+"""Settings a resumed query may change: they pace the input, not what the query computes."""
+
+
+def _flat(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, Mapping):
+            flat.update(_flat(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+def differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
+    """What differs between two :func:`config_to_dict` records, apart from :data:`UNCHECKED`: ``"watermark is '10 minutes' there, '5 minutes' here"``."""
+    there, here = _flat(stored), _flat(given)
+    return [
+        f"{name} is {there.get(name)!r} there, {here.get(name)!r} here"
+        for name in sorted(set(there) | set(here))
+        if name not in UNCHECKED and there.get(name) != here.get(name)
+    ]
+
+
+@dataclass(frozen=True)
+class KeptQuery:
+    """The kept folder of one query (see the module docstring); it need not exist yet."""
+
+    folder: Path
+
+    @property
+    def name(self) -> str:
+        return str(self.record().get("name") or self.folder.name)
+
+    @property
+    def config_file(self) -> Path:
+        return self.folder / "query.json"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.folder / "checkpoint"
+
+    @property
+    def staging(self) -> Path:
+        return self.folder / "staging"
+
+    @property
+    def result_file(self) -> Path:
+        return self.folder / "result.json"
+
+    @property
+    def progress_file(self) -> Path:
+        return self.folder / "progress.jsonl"
+
+    def exists(self) -> bool:
+        return self.config_file.is_file()
+
+    @property
+    def problem(self) -> str | None:
+        """Why the folder cannot be resumed (its ``query.json`` unreadable, its checkpoint gone), or ``None``; only Delete is left for it.
+
+        A folder whose query is starting has no checkpoint yet either: ask only of a query that is not running.
+        """
+        try:
+            self.record()["config"]
+        except (ConfigError, KeyError, TypeError):
+            return "its query.json cannot be read"
+        if not (self.checkpoint / "metadata").is_file():
+            return "its checkpoint is gone: Spark has nothing to resume it from"
+        return None
+
+    def record(self) -> dict[str, Any]:
+        """What ``query.json`` holds: ``name``, ``config``, ``start_ms``; :class:`ConfigError` if it cannot be read."""
+        try:
+            return json.loads(self.config_file.read_text())
+        except (OSError, ValueError) as err:
+            raise ConfigError("checkpoint", str(self.folder), f"holds no readable query.json ({err})") from None
+
+    def config(self) -> KeptConfig:
+        """The configuration the folder was made with, validated again (its feed or dataset must still be there)."""
+        stored = self.record()["config"]
+        return SqlQuery.from_dict(stored) if stored.get("kind") == "sql" else config_from_dict(stored)
+
+    def open(self, config: KeptConfig, name: str, start_ms: int) -> int:
+        """Make the folder for ``config``, or check that it was made for it; the ``start_ms`` to run with (the stored one when resuming).
+
+        Raises :class:`ConfigError` naming what differs when the folder belongs
+        to another configuration, when it holds files but no ``query.json``,
+        or for a socket source, which Spark cannot resume.
+        """
+        self.check(config)
+        if self.exists():
+            return int(self.record()["start_ms"])
+        self.folder.mkdir(parents=True, exist_ok=True)
+        partial = self.folder / ".query.json.partial"
+        partial.write_text(json.dumps({"name": name, "config": config.to_dict(), "start_ms": int(start_ms)}, indent=2) + "\n")
+        os.replace(partial, self.config_file)
+        return int(start_ms)
+
+    def check(self, config: KeptConfig) -> None:
+        """:class:`ConfigError` unless the folder is new or was made for ``config`` (see :meth:`open`); nothing is written."""
+        if not config.resumable:
+            raise ConfigError("checkpoint", str(self.folder), f"cannot be kept for the {getattr(config.source, 'kind', config.source.label)} source: Spark keeps no offsets of it to resume from")
+        if self.exists():
+            changed = differences(self.record()["config"], config.to_dict())
+            if changed:
+                raise ConfigError("checkpoint", str(self.folder), "belongs to a different configuration: " + "; ".join(changed))
+        elif self.folder.exists() and (not self.folder.is_dir() or any(self.folder.iterdir())):
+            raise ConfigError("checkpoint", str(self.folder), "holds files but no query.json: not a folder this tool keeps a query in")
+
+    def staged_files(self) -> int:
+        """How many feed files have been handed to Spark so far."""
+        return sum(1 for path in self.staging.iterdir() if not path.name.startswith(".")) if self.staging.is_dir() else 0
+
+    def summary(self) -> dict[str, Any]:
+        """What the Queries page lists for a kept query: batches folded into its result, result rows, when it last changed."""
+        config = self.record()["config"]
+        table = _stored_table(config, self.result_file)
+        stored = (self.config_file, self.result_file, journal_path(self.result_file))
+        changed = max((path.stat().st_mtime for path in stored if path.is_file()), default=0.0)
+        return {
+            "name": self.name,
+            "batches": table.batches_applied,
+            "result_rows": len(table),
+            "last_change": pd.Timestamp(changed, unit="s").floor("s"),
+        }
+
+    def size(self) -> int:
+        """The bytes the folder's files hold."""
+        return sum(path.stat().st_size for path in self.folder.rglob("*") if path.is_file()) if self.folder.is_dir() else 0
+
+    def delete(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _stored_table(config: Mapping[str, Any], path: Path) -> ResultTable | SqlTable:
+    """The result table kept at ``path`` for ``config`` (as ``query.json`` holds it); an empty one when it cannot be read."""
+    from pyspark.sql.types import StructType
+
+    empty = ResultTable(config["output_mode"], config.get("aggregation", "count"))
+    try:
+        if config.get("kind") != "sql":
+            empty.load(path)
+            return empty
+        snapshot, _ = TableFile(path).read()
+        if snapshot is None:
+            return empty
+        table = SqlTable(config["output_mode"], StructType.fromJson(json.loads(snapshot["schema"])), snapshot.get("grouping", ()))
+        table.load(path)
+        return table
+    except (ValueError, KeyError, TypeError, ConfigError):
+        return ResultTable(config["output_mode"], config.get("aggregation", "count"))
+
+
+def stray_folders(root: Path) -> list[str]:
+    """Folders under ``root`` that hold files but no ``query.json`` (a kept query half deleted by hand, say): they block their name until deleted."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        folder.name for folder in root.iterdir()
+        if folder.is_dir() and not folder.name.startswith(".") and not KeptQuery(folder).exists() and any(folder.iterdir())
+    )
+
+
+def kept_queries(root: Path) -> list[KeptQuery]:
+    """The kept queries under ``root`` (the data root's :data:`QUERIES_FOLDER`), oldest first."""
+    if not root.is_dir():
+        return []
+    kept = [KeptQuery(folder) for folder in root.iterdir() if folder.is_dir() and KeptQuery(folder).exists()]
+    return sorted(kept, key=lambda query: (query.config_file.stat().st_mtime, query.folder.name))

@@ -1,0 +1,330 @@
+"""The one SparkSession the product runs on, and the starter that makes it in the background.
+
+Local by default: ``local[*]``, shuffle partitions sized to the cores (the
+default 200 makes a windowed count on a laptop miss a 1 s trigger), UTC session
+time zone, driver bound to loopback. ``SPARK_MASTER`` (e.g.
+``spark://127.0.0.1:7077``) attaches to a standalone cluster instead, and
+``SPARK_REMOTE`` (e.g. ``sc://127.0.0.1:15002``) to a Spark Connect server.
+
+Creating a session takes seconds (a JVM starts), and the first streaming query
+on it seconds more (classes load, code is generated, locally the Python callback server
+starts). :class:`SessionStarter` does both in a background thread (the warm-up
+query is passed in: :func:`streaming.engine.run.query.warm_up`), so the dashboard
+shows a status while it happens instead of freezing on Start.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ..errors import ConfigError
+from .jars import connector_jars
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "SessionStarter", "StarterStatus", "forget_session", "freeze_heap", "get_session", "is_connect", "remote_address", "server_reachable", "server_settings",
+    "session_alive", "session_settings",
+]
+
+APP_NAME = "streaming-lab"
+LOG = logging.getLogger(__name__)
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+StarterStatus = Literal["starting", "ready", "failed"]
+
+DRIVER_JAVA_OPTIONS = ["-Xss32m"]
+"""A stop during a ``foreachBatch`` call makes the stream execution thread match the
+Python error's text against Spark's regex ``...calling((.|\\r\\n|\\r|\\n)*)(java.lang.InterruptedException|...``
+(``StreamExecution.isInterruptionException``, SPARK-39218). That pattern recurses once per
+character, and a text of a few thousand characters overflows the default 1 MiB thread stack:
+the thread dies with a ``StackOverflowError`` printed to the terminal instead of stopping
+quietly. A 32 MiB stack (address space; only the pages used are committed) lets the match end."""
+
+
+JAVA_OPTIONS_VARIABLE = "STREAMING_LAB_JAVA_OPTIONS"
+"""Environment variable of further options for the Spark driver's JVM (and a Connect server's), after the lab's own
+(as Spark reads ``spark.driver.extraJavaOptions``: split at spaces, quotes kept together).
+
+The test suite sets ``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC``: its many short queries over a
+few rows spend their JVM time planning, and the optimising compiler's work rarely pays back
+there (``tests/test_sql.py``: 160 → 140 s). The app keeps the JVM's defaults, which a long run
+over large batches needs."""
+
+
+FOLD_SETTINGS = {"spark.sql.streaming.stateStore.commitValidation.enabled": "false"}
+"""Settings for the ``foreachBatch`` fold every query of a classic session writes to.
+
+Spark (4.2 and later) checks after each ``foreachBatch`` call of a stateful query that every
+state store committed, to catch a function that reads only some partitions
+(``show()``, ``limit()``). The fold collects every row of every batch, so the check
+finds nothing and costs its time: measured on this project's overhead query
+(4,000,000 rows a batch), 60-70 ms of a 700-800 ms batch."""
+
+CHECKPOINT_FILES = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+"""How Spark writes its checkpoint and state files: through Hadoop's ``FileSystem`` rather than its default ``FileContext``.
+
+On a local disk without Hadoop's native library, ``FileContext``'s rename asks for a
+link status by forking ``readlink`` (several times per file), and every file created
+forks ``chmod``: about 45 processes a micro-batch, each forked from the driver's JVM.
+Writing through ``FileSystem`` forks no ``readlink`` (rename is a local rename, atomic
+on one file system): measured on the stepped replay of ``web_clicks``, 358 → 219 ms a
+micro-batch (``walCommit`` and ``commitOffsets`` 45 → 15 ms each)."""
+
+CONNECT_RETRIES = 5
+"""Retries of a Spark Connect call while the server is unavailable: after 50, 200, 800, 2000 and 2000 ms, then the call fails."""
+
+
+def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
+    """Spark settings for a session on this machine; pure, so it is tested without a JVM.
+
+    With ``SPARK_REMOTE`` only the settings a Spark Connect client may change
+    (per session, SQL ones); the server is started with the others
+    (:func:`server_settings`, used by :mod:`streaming.engine.runtime.connect`).
+    """
+    settings = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(max(1, cores)),
+        "spark.sql.streaming.numRecentProgressUpdates": "100",
+        "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILES,
+    }
+    if "SPARK_REMOTE" in environ:
+        return settings
+    host = environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+    settings.update({"spark.driver.host": host, "spark.driver.bindAddress": host})
+    settings["spark.master"] = environ.get("SPARK_MASTER", "local[*]")
+    settings.update(FOLD_SETTINGS)
+    settings.update(server_settings(environ))
+    return settings
+
+
+def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = None) -> dict[str, str]:
+    """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration, the thread stack (and any
+    :data:`JAVA_OPTIONS_VARIABLE` options) and the jars.
+
+    ``jars`` (default: Spark's Kafka connector as set-up fetched it,
+    :func:`~streaming.engine.runtime.jars.connector_jars`) are local files handed to the
+    driver as ``spark.jars``; a standalone cluster's executors fetch them from it.
+    """
+    jars = connector_jars() if jars is None else jars
+    return {
+        **({"spark.jars": ",".join(str(path) for path in jars)} if jars else {}),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": environ.get("SPARK_DRIVER_MEMORY", "2g"),
+        # The Spark UI keeps every job, stage and SQL execution up to these caps; a
+        # micro-batch makes several, so a long run would hold thousands of each.
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
+        "spark.ui.retainedTasks": "20000",
+        "spark.sql.ui.retainedExecutions": "100",
+        "spark.ui.retainedDeadExecutors": "10",
+        "spark.driver.extraJavaOptions": " ".join(
+            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", environ.get(JAVA_OPTIONS_VARIABLE, "")]
+        ).strip(),
+    }
+
+
+def get_session(environ: Mapping[str, str] | None = None) -> SparkSession:
+    """Create (or return the running) SparkSession configured by :func:`session_settings`.
+
+    With ``SPARK_REMOTE`` a Spark Connect client; :class:`ConfigError` when it is not a Connect URL,
+    ``ConnectionError`` when its server does not accept connections.
+
+    Sets ``PYSPARK_PYTHON`` to this interpreter (so Python workers find the same
+    packages) and ``SPARK_LOCAL_IP`` to loopback unless they are set already.
+    """
+    from pyspark.sql import SparkSession
+
+    env = os.environ if environ is None else environ
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(APP_NAME)
+    if "SPARK_REMOTE" in env:
+        remote_address(env["SPARK_REMOTE"])
+        if not server_reachable(env["SPARK_REMOTE"], timeout=5.0):
+            raise ConnectionError(f"the Spark Connect server at SPARK_REMOTE={env['SPARK_REMOTE']} does not accept connections")
+        builder = builder.remote(env["SPARK_REMOTE"])
+    for key, value in session_settings(env, os.cpu_count() or 1).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if is_connect(spark):
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        # The client's own policy retries an unreachable server for 10 minutes, holding the page that asked; give up after about 5 s.
+        spark.client.set_retry_policies([DefaultPolicy(max_retries=CONNECT_RETRIES, initial_backoff=50, max_backoff=2000)])
+    else:
+        spark.sparkContext.setLogLevel(env.get("SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """True when ``spark`` is a Spark Connect session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def remote_address(url: str) -> tuple[str, int]:
+    """``(host, port)`` of a Spark Connect URL (``sc://host:port/;params``; port 15002 when absent); :class:`ConfigError` naming ``SPARK_REMOTE`` otherwise."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url.split(";", 1)[0])
+    try:
+        port = parsed.port
+    except ValueError:
+        port = -1
+    if parsed.scheme != "sc" or not parsed.hostname or port == -1:
+        raise ConfigError("SPARK_REMOTE", url, "is not a Spark Connect URL (sc://host:port)")
+    return parsed.hostname, port or 15002
+
+
+def server_reachable(url: str, timeout: float = 1.0) -> bool:
+    """True when the Spark Connect server at ``url`` accepts a connection within ``timeout`` seconds (never for a URL that is not one)."""
+    import socket
+
+    try:
+        with socket.create_connection(remote_address(url), timeout=timeout):
+            return True
+    except (OSError, ConfigError):
+        return False
+
+
+def session_alive(spark: SparkSession) -> bool:
+    """False when a classic session's JVM has exited, does not answer or was stopped, or a Connect session's server does not accept connections.
+
+    Cheap enough for every page view: a look at the JVM process and one local
+    Py4J call; on Connect, one TCP connection to the server (a Spark call to a
+    dead server would be retried for minutes by the client).
+    """
+    if is_connect(spark):
+        if getattr(spark.client, "is_closed", False):  # e.g. the server restarted: this client's session is gone for good
+            return False
+        url = os.environ.get("SPARK_REMOTE")
+        return url is None or server_reachable(url)
+    context = spark.sparkContext
+    process = getattr(getattr(context, "_gateway", None), "proc", None)
+    if process is not None and process.poll() is not None:
+        return False
+    try:
+        return not context._jsc.sc().isStopped()
+    except Exception:  # noqa: BLE001 - Py4J raises connection errors of several kinds once the JVM is gone
+        return False
+
+
+def forget_session() -> None:
+    """Drop PySpark's references to a dead session, so that :func:`get_session` starts a new JVM (or a new Connect client).
+
+    ``SparkSession.builder.getOrCreate()`` would otherwise hand back the dead
+    session; stopping it is impossible without its JVM (or server).
+    """
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if "SPARK_REMOTE" in os.environ:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        ConnectSession._default_session = None
+        ConnectSession._active_session.session = None
+        return
+
+    with SparkContext._lock:
+        SparkContext._active_spark_context = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+
+
+def freeze_heap() -> None:
+    """Collect, then move every object this process holds to the collector's permanent generation (``gc.freeze``).
+
+    Call once what the process keeps for its life is loaded: the session starter does it when the
+    session is ready and warm. A full collection then no longer walks the objects of pandas, Spark,
+    Streamlit and Plotly (about 135,000): measured on this project's app, 28-39 ms per full collection
+    before, under 0.1 ms after. Those collections run in whichever thread allocates, most often the
+    live view's, whose ticks paid for them. Frozen objects are still freed when no longer referenced;
+    only a reference cycle among them stays.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+class SessionStarter:
+    """Creates the session (and warms it up) in a background thread; thread-safe.
+
+    ``status`` is ``"starting"`` until the session exists and the warm-up has
+    ended, then ``"ready"``; ``"failed"`` when creating the session raised, with
+    the reason in ``error``. A failed warm-up only logs: the session still works.
+    Once ready, the process's heap is frozen (:func:`freeze_heap`).
+    ``create`` and ``warm`` are passed in so a test can drive the starter
+    without a JVM.
+    """
+
+    def __init__(
+        self,
+        create: Callable[[], SparkSession] = get_session,
+        warm: Callable[[SparkSession], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._create = create
+        self._warm = warm
+        self._clock = clock
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._session: SparkSession | None = None
+        self.error: str | None = None
+        self.started_at: float | None = None
+        self.seconds: float | None = None
+
+    def start(self) -> SessionStarter:
+        """Start the background thread unless it runs already; returns ``self``."""
+        with self._lock:
+            if self._thread is None:
+                self.started_at = self._clock()
+                self._thread = threading.Thread(target=self._run, name="spark-session-starter", daemon=True)
+                self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            session = self._create()
+        except Exception as err:
+            LOG.exception("creating the Spark session failed")
+            self.error = f"{type(err).__name__}: {err}"
+        else:
+            if self._warm is not None:
+                try:
+                    self._warm(session)
+                except Exception:
+                    LOG.warning("warming up the Spark session failed", exc_info=True)
+            freeze_heap()
+            self._session = session
+        finally:
+            self.seconds = self._clock() - (self.started_at or 0.0)
+            self._ready.set()
+
+    @property
+    def status(self) -> StarterStatus:
+        if not self._ready.is_set():
+            return "starting"
+        return "failed" if self._session is None else "ready"
+
+    def wait(self, timeout: float | None = None) -> SparkSession:
+        """The session, once it is ready; starts the thread if needed.
+
+        Raises ``TimeoutError`` after ``timeout`` seconds and ``RuntimeError``
+        with the reason when the session could not be created.
+        """
+        self.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError(f"the Spark session is still starting after {timeout} s")
+        if self._session is None:
+            raise RuntimeError(f"the Spark session could not be created: {self.error}")
+        return self._session
