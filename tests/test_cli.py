@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import GUIDE_BATCHES, ROOT
+from support import GUIDE_BATCHES
+from support.cli import finish, start_cli
 
 from streaming.cli import main, replay_source
 from streaming.engine.errors import ConfigError
@@ -19,28 +18,8 @@ from streaming.engine.run.runner import replay
 GUIDE_ARGS = ["--window", "10 minutes", "--slide", "5 minutes", "--watermark", "10 minutes"]
 
 
-def start_cli(*args: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen(
-        [sys.executable, "-m", "streaming", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
 
 
-def finish(process: subprocess.Popen, timeout: float) -> subprocess.CompletedProcess:
-    """Wait for ``process`` at most ``timeout`` seconds; kill it (and fail) if it is still running."""
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        pytest.fail(f"{process.args} still running after {timeout} s")
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import GUIDE_BATCHES, console_definitions, printed_result, run_program
+from support import GUIDE_BATCHES, console_definitions, printed_result, run_program
+from support.cli import finish_export, start_export
 
 from streaming.engine.data.feeds import SAMPLE_FEEDS
 from streaming.engine.query.config import (
@@ -251,46 +252,22 @@ def test_unbounded_exports_define_a_valid_streaming_query(spark, write_feed, kin
     assert namespace["spark"] is spark
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
 
-
-def _start_export(config: QueryConfig, folder: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Write the exported program for ``config`` into ``folder`` and start it as its own process (its own JVM, or a client of ``env``'s ``SPARK_REMOTE``)."""
-    program = folder / "export_query.py"
-    program.write_text(pyspark_code(config), encoding="ascii")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
-    return subprocess.Popen(
-        [sys.executable, str(program)], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-
-
 def _export_beside(config: QueryConfig, folder: Path, replay, spark=None) -> tuple[list[dict], list[dict], str]:
     """``(exported records, replay(), program stdout)``. With ``spark`` the program runs after the replay, in this process on that session
-    (:func:`conftest.run_program`); without, in its own process while the replay runs here."""
+    (:func:`support.run_program`); without, in its own process while the replay runs here."""
     if spark is not None:
         expected = replay()
         stdout = run_program(spark, pyspark_code(config))
         return printed_result(stdout), expected, stdout
-    process = _start_export(config, folder)
+    process = start_export(config, folder)
     try:
         expected = replay()
     except BaseException:
         process.kill()
         process.communicate()
         raise
-    exported, stdout = _finish_export(process, timeout=1000)
+    exported, stdout = finish_export(process, timeout=1000)
     return exported, expected, stdout
-
-
-def _finish_export(process: subprocess.Popen, timeout: float) -> tuple[list[dict], str]:
-    """Wait for the program; return the records of its ``RESULT`` line and its whole stdout."""
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise
-    assert process.returncode == 0, stderr[-4000:]
-    return printed_result(stdout), stdout
-
 
 @pytest.mark.parametrize(
     "case",

@@ -10,7 +10,7 @@ from all of that.
 Everything here is a pure function of a replay's progress, its per-batch
 output (:attr:`~streaming.engine.run.runner.Replay.outputs`) and its events judged
 by :func:`~streaming.analysis.lateness.judge`. The rules it encodes, as Spark
-applies them (held to Spark's own numbers in ``tests/test_explain.py``):
+applies them (held to Spark's own numbers in ``tests/analysis/test_explain.py``):
 
 * batch ``b`` runs with watermark ``W_b`` (progress ``eventTime.watermark``;
   none before the first advance). At its end the watermark becomes

@@ -5,7 +5,7 @@ progress summaries; no Spark is needed (the exact answer comes from
 :func:`streaming.analysis.exact.exact_counts`).
 
 The model of Spark Structured Streaming it encodes (checked against PySpark 4.2
-with real replays in ``tests/test_lateness.py``):
+with real replays in ``tests/analysis/test_lateness.py``):
 
 * Each feed file ``i`` is read by exactly one micro-batch; the batch's progress
   has ``endOffset {"logOffset": i}`` and a different ``startOffset``.

@@ -16,7 +16,7 @@ table, its progress frame and the exact batch answer (no watermark):
   APPEND-mode run of the same query. Derived, not measured by a second run:
   append mode emits a window ``[s, e)`` in the first micro-batch whose
   watermark (as the batch's progress reports it) is ``>= e`` -- checked
-  against a real append run in ``tests/test_tune.py``. In event time the delay
+  against a real append run in ``tests/analysis/test_tune.py``. In event time the delay
   is the stream's event-time clock (largest event time seen up to and
   including the emitting batch) minus ``e``; in micro-batches it is the
   emitting batch id minus the id of the first batch whose clock reached ``e``

@@ -31,7 +31,7 @@ A **catch-up** replay (a topic read under the available-now trigger, where
 every batch's data is there before it starts) runs no no-data batch between
 batches, only one at the end when the last batch moved the watermark; the
 rules shift by one batch (checked against real replays of topics in
-``tests/test_kafka.py``):
+``tests/engine/test_kafka.py``):
 
 * Batch ``i`` is checked against ``M[i-2] - delay`` (the watermark batch ``i-1``
   evicted with); batches 0 and 1 against none.

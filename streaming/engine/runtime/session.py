@@ -56,7 +56,7 @@ JAVA_OPTIONS_VARIABLE = "STREAMING_LAB_JAVA_OPTIONS"
 
 The test suite sets ``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC``: its many short queries over a
 few rows spend their JVM time planning, and the optimising compiler's work rarely pays back
-there (``tests/test_sql.py``: 160 → 140 s). The app keeps the JVM's defaults, which a long run
+there (``tests/engine/test_sql.py``: 160 → 140 s). The app keeps the JVM's defaults, which a long run
 over large batches needs."""
 
 

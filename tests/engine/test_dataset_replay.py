@@ -15,8 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet
 import pytest
-from conftest import GUIDE_BATCHES, plain_memory_run
-from test_runner import GUIDE, GUIDE_UPDATE
+from support import GUIDE, GUIDE_BATCHES, GUIDE_UPDATE, plain_memory_run
 
 from streaming.engine.errors import ConfigError
 from streaming.engine.query.config import ColumnMapping, FeedSource, QueryConfig

@@ -11,13 +11,12 @@ data calls ``at.run()`` in a polling loop with a deadline.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
+from support.app import app_page, new_app, page_errors, page_metric, wait_until
 
 from dashboard import data, datasets, live, queries, shared
 from streaming.engine.data.batching import Batching
@@ -26,55 +25,30 @@ from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.errors import ConfigError
 from streaming.engine.query.config import FEED_COLUMNS, ColumnMapping, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
 
-ROOT = Path(__file__).resolve().parent.parent
-APP = ROOT / "app.py"
 LIVE = shared.LIVE_PAGE
 QUERIES = shared.QUERIES_PAGE
-TIMEOUT = 120  # the first run starts Spark
 WAIT_FOR_DATA = 180.0  # generous: the machine is shared, a first batch can take a minute under load
 
 # A cheap query for tests that only need something active: one row a second, a batch every 10 s.
 IDLE_CONFIG = QueryConfig(RateSource(rows_per_second=1, keys=2), watermark=None, trigger="processing_time", trigger_interval="10 seconds")
 
 
-def _app() -> AppTest:
-    return AppTest.from_file(str(APP), default_timeout=TIMEOUT)
 
 
-def _page(path: str) -> AppTest:
-    """``path`` opened through the app, once the shared session is ready (so Start is enabled)."""
-    at = _app().run()
-    assert not at.exception, at.exception
-    shared.session_starter().wait(TIMEOUT)
-    return at.switch_page(path).run()
 
 
-def _wait_until(at: AppTest, condition: Callable[[AppTest], bool], timeout: float) -> bool:
-    """Rerun the page until ``condition(at)`` holds; ``False`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        at.run()
-        assert not at.exception, at.exception
-        if condition(at):
-            return True
-        time.sleep(0.5)
-    return False
 
 
 def _has_results_and_progress(at: AppTest) -> bool:
-    return len(at.dataframe) == 1 and len(at.dataframe[0].value) > 0 and int(_metric(at, "Batches")) >= 1
+    return len(at.dataframe) == 1 and len(at.dataframe[0].value) > 0 and int(page_metric(at, "Batches")) >= 1
 
 
-def _errors(at: AppTest) -> list[str]:
-    return [error.value for error in at.error]
 
 
 def _button_keys(at: AppTest) -> set[str]:
     return {button.key for button in at.button}
 
 
-def _metric(at: AppTest, label: str) -> str:
-    return next(metric.value for metric in at.metric if metric.label == label)
 
 
 # --- pure helpers -------------------------------------------------------------------
@@ -120,7 +94,7 @@ def test_source_summary_shortens_the_feed_path() -> None:
 
 
 def test_home_page() -> None:
-    at = _app().run()
+    at = new_app().run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Streaming Lab"
     assert [link.value for link in at.page_link] == [
@@ -137,33 +111,33 @@ def test_home_page() -> None:
 @pytest.mark.spark
 @pytest.mark.parametrize(("path", "title"), [(LIVE, "Live query"), (QUERIES, "Queries")])
 def test_every_page_renders(path: str, title: str) -> None:
-    at = _page(path)
+    at = app_page(path)
     assert not at.exception, at.exception
     assert at.title[0].value == title
-    assert not _errors(at)
+    assert not page_errors(at)
 
 
 def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
     name = "t_app_live_feed"
-    at = _page(LIVE)
+    at = app_page(LIVE)
     at.selectbox(key="lab_source").set_value("feed")
     at.selectbox(key="lab_feed").set_value("web_clicks")
     at.number_input(key="lab_seconds_per_file").set_value(0.5)
     at.text_input(key="lab_name").set_value(name)
     try:
         at.button(key="lab_start").click().run()
-        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
         assert at.selectbox(key="lab_selected").value == name
         assert app_registry.get(name) is not None
         # The table is folded inside the batch; its progress event arrives a little later: wait for both.
-        assert _wait_until(at, _has_results_and_progress, WAIT_FOR_DATA), "no result rows or no progress"
+        assert wait_until(at, _has_results_and_progress, WAIT_FOR_DATA), "no result rows or no progress"
         table = at.dataframe[0].value
         assert list(table.columns) == ["window_start", "window_end", "key", "count"]
-        assert _metric(at, "Status") == "active"
+        assert page_metric(at, "Status") == "active"
         charts = at.get("plotly_chart")
         assert len(charts) == 12  # 7 engine charts, event time vs arrival, lateness histogram, 3 of latency (from each file's hand-over)
         assert {"lab_chart_latency", "lab_chart_latency_histogram", "lab_chart_latency_breakdown"} <= {chart.key for chart in charts}
-        assert int(_metric(at, "Events so far")) > 0
+        assert int(page_metric(at, "Events so far")) > 0
         assert str(table["key"].iloc[0]) in charts[0].proto.spec  # the result-table figure has a line per key
         at.toggle(key="lab_dropped_list").set_value(True).run()
         assert not at.exception, at.exception
@@ -171,9 +145,9 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         assert {button.label for button in at.get("download_button")} >= {"Download CSV", "Download Parquet", "Download report (HTML)"}
         at.button(key="lab_stop").click().run()  # the page does not wait for Spark's stop
         assert not at.exception, at.exception
-        assert _wait_until(at, lambda _: app_registry.get(name).status == "stopped", 60), app_registry.get(name).status
+        assert wait_until(at, lambda _: app_registry.get(name).status == "stopped", 60), app_registry.get(name).status
         at.run()
-        assert _metric(at, "Status") == "stopped" and at.button(key="lab_stop").disabled
+        assert page_metric(at, "Status") == "stopped" and at.button(key="lab_stop").disabled
     finally:
         app_registry.delete(name)
 
@@ -181,7 +155,7 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
 def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_restart(app_registry) -> None:
     """Start on RocksDB, stop, forget the run as a server restart would, then Resume on the Queries page and Delete."""
     name = "t_app_kept"
-    at = _page(LIVE)
+    at = app_page(LIVE)
     at.selectbox(key="lab_source").set_value("feed")
     at.selectbox(key="lab_feed").set_value("web_clicks")
     at.number_input(key="lab_seconds_per_file").set_value(0.5)
@@ -189,25 +163,25 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
     at.text_input(key="lab_name").set_value(name)
     try:
         at.button(key="lab_start").click().run()
-        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
         first = app_registry.get(name)
         assert first.kept and first.config.state_store == "rocksdb"
-        assert _wait_until(at, lambda _: len(first.log) >= 2, WAIT_FOR_DATA), "no progress"
+        assert wait_until(at, lambda _: len(first.log) >= 2, WAIT_FOR_DATA), "no progress"
         at.button(key="lab_stop").click().run()
-        assert _wait_until(at, lambda _: first.status == "stopped", 60), first.status
+        assert wait_until(at, lambda _: first.status == "stopped", 60), first.status
         batches, staged = len(first.log), first.feeder.staged
         app_registry.remove(name)  # a server restart forgets the run; its folder stays
         at.switch_page(QUERIES).run()
         assert not at.exception, at.exception
         assert any(name in markdown.value and "stopped" in markdown.value for markdown in at.markdown)
         at.button(key=f"lab_resume_{name}").click().run()
-        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
         assert at.title[0].value == "Live query" and at.selectbox(key="lab_selected").value == name
         resumed = app_registry.get(name)
         assert resumed is not first and resumed.kept and resumed.config == first.config
         assert len(resumed.log) >= batches  # the first run's batches are still there
         at.switch_page(LIVE)  # AppTest reruns the page it was given, not the one the script switched to
-        assert _wait_until(at, lambda _: resumed.feeder.staged > staged and len(resumed.log) > batches, WAIT_FOR_DATA), "the resumed query ran no batch"
+        assert wait_until(at, lambda _: resumed.feeder.staged > staged and len(resumed.log) > batches, WAIT_FOR_DATA), "the resumed query ran no batch"
         assert resumed.log.summaries()[0]["batch_id"] == 0
         assert any("RocksDB: memory" in chart.proto.spec for chart in at.get("plotly_chart"))
         app_registry.stop(name)
@@ -230,34 +204,34 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
 
 
 def test_slide_longer_than_window_is_refused_before_spark(app_registry) -> None:
-    at = _page(LIVE)
+    at = app_page(LIVE)
     runs = len(app_registry.runs())
     at.text_input(key="lab_window").set_value("1 minute")
     at.radio(key="lab_window_kind").set_value("sliding").run()
     at.text_input(key="lab_slide").set_value("5 minutes").run()
     assert not at.exception, at.exception
-    [message] = _errors(at)
+    [message] = page_errors(at)
     assert "slide" in message and "'5 minutes'" in message
     assert "lab_start" not in _button_keys(at)
     assert len(app_registry.runs()) == runs
 
 
 def test_append_without_watermark_is_refused_naming_output_mode(app_registry) -> None:
-    at = _page(LIVE)
+    at = app_page(LIVE)
     runs = len(app_registry.runs())
     at.checkbox(key="lab_use_watermark").uncheck()
     at.selectbox(key="lab_output_mode").set_value("append").run()
     assert not at.exception, at.exception
-    [message] = _errors(at)
+    [message] = page_errors(at)
     assert "output_mode" in message and "append" in message and "watermark" in message
     assert "lab_start" not in _button_keys(at)
     assert len(app_registry.runs()) == runs
 
 
 def test_a_bad_query_name_is_refused(app_registry) -> None:
-    at = _page(LIVE)
+    at = app_page(LIVE)
     at.text_input(key="lab_name").set_value("2 words").run()
-    [message] = _errors(at)
+    [message] = page_errors(at)
     assert message.startswith("Cannot run this configuration: name: '2 words'")
     assert "lab_start" not in _button_keys(at)
 
@@ -268,7 +242,7 @@ def test_queries_page_lists_runs_and_other_queries_and_stops_them(app_registry, 
     try:
         app_registry.start(IDLE_CONFIG, mine)
         foreign = registry.start(IDLE_CONFIG, other)
-        at = _page(QUERIES)
+        at = app_page(QUERIES)
         assert not at.exception, at.exception
         listed = at.dataframe[0].value
         row = listed[listed["name"] == mine].iloc[0]
@@ -284,7 +258,7 @@ def test_queries_page_lists_runs_and_other_queries_and_stops_them(app_registry, 
 
         at.button(key=f"lab_stop_run_{mine}").click().run()
         assert not at.exception, at.exception
-        assert _wait_until(at, lambda _: app_registry.get(mine).status == "stopped", 60), app_registry.get(mine).status
+        assert wait_until(at, lambda _: app_registry.get(mine).status == "stopped", 60), app_registry.get(mine).status
         at.run()
         listed = at.dataframe[0].value
         assert listed.loc[listed["name"] == mine, "status"].item() == "stopped"
@@ -303,12 +277,12 @@ def test_live_page_refuses_a_name_already_running(app_registry) -> None:
     name = "t_app_duplicate"
     try:
         app_registry.start(IDLE_CONFIG, name)
-        at = _page(LIVE)
+        at = app_page(LIVE)
         at.selectbox(key="lab_source").set_value("rate")
         at.text_input(key="lab_name").set_value(name)
         at.button(key="lab_start").click().run()
         assert not at.exception, at.exception
-        assert any("already running" in message and name in message for message in _errors(at))
+        assert any("already running" in message and name in message for message in page_errors(at))
         assert len([run for run in app_registry.runs() if run.name == name]) == 1
     finally:
         app_registry.delete(name)
@@ -368,18 +342,18 @@ def test_datasets_page_previews_renames_and_deletes(tmp_path: Path, monkeypatch)
     root = tmp_path / "data"
     monkeypatch.setenv("STREAMING_LAB_DATA", str(root))
     DatasetStore(root).add("clicks", [Upload("topic.jsonl", EVENTS_JSONL)])
-    at = _page(DATASETS)
+    at = app_page(DATASETS)
     assert not at.exception, at.exception
     assert at.title[0].value == "Datasets"
     assert at.selectbox(key="dataset_choice").value == "clicks"
-    assert not _errors(at), _errors(at)  # the event time is guessed from the values: ts, in epoch milliseconds
+    assert not page_errors(at), page_errors(at)  # the event time is guessed from the values: ts, in epoch milliseconds
     assert (at.selectbox(key="map_clicks_event_time").value, at.selectbox(key="map_clicks_time_format").value) == ("ts", "epoch_ms")
     at.button(key="save_mapping").click().run()
     assert DatasetStore(root).saved_columns("clicks") == {
         "event_time": "ts", "time_format": "epoch_ms", "key": "user", "value": None, "dedup_id": None, "arrival": None, "arrival_format": "auto",
     }
     assert any("This mapping is saved with clicks" in caption.value for caption in at.caption)
-    assert (_metric(at, "Rows"), _metric(at, "Keys"), _metric(at, "Event times empty or unparsable")) == ("12", "3", "0")
+    assert (page_metric(at, "Rows"), page_metric(at, "Keys"), page_metric(at, "Event times empty or unparsable")) == ("12", "3", "0")
     assert any("2026-03-02 14:01:01" in caption.value and "2026-03-02 14:02:18" in caption.value for caption in at.caption)
     at.text_input(key="rename_to_clicks").set_value("my clicks").run()
     at.button(key="rename").click().run()
@@ -482,7 +456,7 @@ def test_the_state_caption_says_when_each_operators_rows_leave() -> None:
 
 @pytest.mark.spark
 def test_the_form_is_kept_when_leaving_the_page_and_read_from_its_link() -> None:
-    at = _page(LIVE)
+    at = app_page(LIVE)
     at.selectbox(key="lab_source").set_value("generator").run()
     at.number_input(key="lab_gen_rate").set_value(70)
     at.text_input(key="lab_window").set_value("2 minutes").run()
@@ -491,7 +465,7 @@ def test_the_form_is_kept_when_leaving_the_page_and_read_from_its_link() -> None
     assert not at.exception, at.exception
     assert (at.selectbox(key="lab_source").value, at.number_input(key="lab_gen_rate").value, at.text_input(key="lab_window").value) == (
         "generator", 70, "2 minutes")
-    linked = _app()
+    linked = new_app()
     linked.query_params.update({"lab_window": "5 minutes", "lab_use_watermark": "false", "lab_output_mode": "no such mode"})
     linked.run().switch_page(LIVE).run()
     assert not linked.exception, linked.exception
@@ -554,7 +528,7 @@ def test_the_live_page_says_a_dataset_chosen_on_the_datasets_page_runs_once_its_
     """A newcomer's dataset picked on Datasets but not mapped yet is not offered by Live query: the page says why, not nothing."""
     from dashboard.data import CURRENT_DATA, DataChoice
 
-    at = _page(shared.LIVE_PAGE)
+    at = app_page(shared.LIVE_PAGE)
     at.session_state[CURRENT_DATA] = DataChoice("dataset", tmp_path, "flights")
     at.run()
     assert not at.exception, at.exception

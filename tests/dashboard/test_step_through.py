@@ -11,7 +11,7 @@ from dashboard import shared
 
 pytestmark = pytest.mark.spark  # every test here runs pages on Spark
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"
 TIMEOUT = 180
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 from streaming.analysis.compare import compare
 from streaming.analysis.exact import exact_answer

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import wait_for
+from support import wait_for
 
 from streaming.analysis.lateness import dropped_events, judge
 from streaming.analysis.profile import feed_events_of, topic_batches, topic_events_of
@@ -324,20 +324,20 @@ def wait_for_offset(run, topic: str, offset: int, timeout: float = 120.0) -> Non
 
 
 def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_records(kafka_broker, clicks_topic) -> None:
-    from test_app import _errors, _metric, _page, _wait_until
+    from support.app import app_page, page_errors, page_metric, wait_until
 
     from dashboard import shared
     from dashboard.live import LATENCY_WINDOW_SECONDS
 
     registry, name = shared.get_registry(), "t_app_kafka"
-    at = _page(shared.LIVE_PAGE)
+    at = app_page(shared.LIVE_PAGE)
     at.selectbox(key="lab_source").set_value("kafka").run()
     at.text_input(key="lab_kafka_bootstrap").set_value("127.0.0.1:1").run()
     assert any("127.0.0.1:1" in warning.value for warning in at.warning)  # nobody answers there: said, and nothing to start
-    assert any("source.topic" in error for error in _errors(at))
+    assert any("source.topic" in error for error in page_errors(at))
     at.text_input(key="lab_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
     at.selectbox(key="lab_kafka_topic").set_value(clicks_topic).run()
-    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
     mapped = f"lab_kafka_map_{clicks_topic}"  # each topic's mapping has its own widgets
     assert at.selectbox(key=f"{mapped}_event_time").value == "event_time" and at.selectbox(key=f"{mapped}_key").value == "key"
     assert any({"event_time", "key", KAFKA_TIMESTAMP, KAFKA_KEY} <= set(frame.value.columns) for frame in at.dataframe)  # the sample's first rows
@@ -346,29 +346,29 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
     at.text_input(key="lab_name").set_value(name)
     try:
         at.button(key="lab_start").click().run()
-        assert not at.exception and not _errors(at), (at.exception, _errors(at))
-        assert _wait_until(at, lambda page: int(_metric(page, "Batches")) >= 40, 180.0), "the topic was not read to its end"
+        assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
+        assert wait_until(at, lambda page: int(page_metric(page, "Batches")) >= 40, 180.0), "the topic was not read to its end"
         lag = next(chart for chart in at.get("plotly_chart") if "Behind the topic" in chart.proto.spec)
         assert "most behind" in lag.proto.spec
         assert any("End-to-end latency over time" in chart.proto.spec for chart in at.get("plotly_chart"))
         run = registry.get(name)
         measured = run.latency.frame()
         backlog = bool((measured["produced_ms"] < run.started_at.value / 1e6 - LATENCY_WINDOW_SECONDS * 1000).all())  # published long before the start
-        assert (_metric(at, "Latency p99") == "–") == backlog  # a backlog's age is not headlined as the pipeline's latency
+        assert (page_metric(at, "Latency p99") == "–") == backlog  # a backlog's age is not headlined as the pipeline's latency
         assert backlog == any("No figure: every record measured so far was produced well before" in caption.value for caption in at.caption)
         at.toggle(key="lab_judge_topic").set_value(True).run()
         assert not at.exception, at.exception
-        assert int(_metric(at, "Events so far")) == 1987 and int(_metric(at, "Not counted")) > 0
+        assert int(page_metric(at, "Events so far")) == 1987 and int(page_metric(at, "Not counted")) > 0
         assert any("Behind their arrival (their record timestamps" in caption.value for caption in at.caption)
         at.toggle(key="lab_read_topic").set_value(True).run()
-        assert _metric(at, "Messages held") == "2,000"
+        assert page_metric(at, "Messages held") == "2,000"
     finally:
         registry.delete(name)
 
 
 def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, kafka_broker, clicks_topic) -> None:
     """Show code's program on a topic: its query, run on this session into a memory sink, ends with the lab's result table."""
-    from conftest import console_definitions
+    from support import console_definitions
 
     from streaming.engine.runtime.jars import connector_coordinates
     from streaming.export import pyspark_code
@@ -390,21 +390,21 @@ def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, k
 
 
 def test_the_datasets_page_publishes_a_dataset_in_the_background_and_refuses_a_silent_broker(kafka_broker, topic_name) -> None:
-    from test_app import _errors, _page, _wait_until
+    from support.app import app_page, page_errors, wait_until
 
     from dashboard import shared
 
-    at = _page(shared.DATASETS_PAGE)
+    at = app_page(shared.DATASETS_PAGE)
     at.selectbox(key="dataset_choice").set_value("orders_jsonl (sample)").run()
     at.text_input(key="publish_bootstrap").set_value("127.0.0.1:1")
     at.text_input(key="publish_topic_orders_jsonl").set_value(topic_name)
     at.button(key="publish_start").click().run()
-    assert any("Cannot publish" in error and "127.0.0.1:1" in error for error in _errors(at)), _errors(at)
+    assert any("Cannot publish" in error and "127.0.0.1:1" in error for error in page_errors(at)), page_errors(at)
     at.text_input(key="publish_bootstrap").set_value(kafka_broker.bootstrap)
     at.number_input(key="publish_partitions").set_value(2)
     at.button(key="publish_start").click().run()
-    assert not at.exception and not _errors(at), (at.exception, _errors(at))
-    assert _wait_until(at, lambda page: any("Published" in message.value for message in page.success), 120.0), "the publish did not finish"
+    assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
+    assert wait_until(at, lambda page: any("Published" in message.value for message in page.success), 120.0), "the publish did not finish"
     [success] = at.success
     rows = sum(1 for path in (SAMPLE_FEEDS / "orders_jsonl").glob("*.jsonl") for line in path.read_text().splitlines() if line.strip())
     files = len(list((SAMPLE_FEEDS / "orders_jsonl").glob("*.jsonl")))
@@ -417,7 +417,7 @@ def test_the_datasets_page_publishes_a_dataset_in_the_background_and_refuses_a_s
     assert f"Delete {topic_name} and its records for good?" in [caption.value for caption in at.caption]
     assert topic_name in topic_names(kafka_broker.bootstrap)  # asked twice
     at.button(key=f"kafka_delete_sure_{topic_name}").click().run()
-    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
     assert topic_name not in topic_names(kafka_broker.bootstrap) and "kafka_last_topic" not in at.session_state
 
 
@@ -461,36 +461,36 @@ def test_tune_on_a_topic_from_the_cli_is_confirmed_on_spark_and_names_its_offset
 
 
 def test_the_tuner_page_sweeps_a_topic_profiles_its_lateness_behind_arrival_and_confirms_on_spark(kafka_broker, clicks_topic) -> None:
-    from test_app import _errors, _metric, _page, _wait_until
+    from support.app import app_page, page_errors, page_metric, wait_until
 
     from dashboard import shared
 
-    at = _page(shared.TUNER_PAGE)
+    at = app_page(shared.TUNER_PAGE)
     at.toggle(key="tune_from_topic").set_value(True).run()
     at.text_input(key="tune_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
     at.selectbox(key="tune_kafka_topic").set_value(clicks_topic).run()
     at.text_input(key="tune_delays").set_value("10 seconds, 1 minute")
     at.toggle(key="tune_profile").set_value(True).run()
-    assert not at.exception and not _errors(at), (at.exception, _errors(at))
-    assert _metric(at, "late events").endswith("of 1987")
+    assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
+    assert page_metric(at, "late events").endswith("of 1987")
     assert any("Behind their arrival time" in caption.value for caption in at.caption)  # the record timestamp is the arrival time
     at.button(key="tune_run").click().run()
-    assert _wait_until(at, lambda page: any("Confirmed on Spark" in message.value for message in page.success), 300.0), (_errors(at), at.warning)
+    assert wait_until(at, lambda page: any("Confirmed on Spark" in message.value for message in page.success), 300.0), (page_errors(at), at.warning)
 
 
 def test_the_compare_page_replays_the_same_offsets_of_a_topic_under_each_config(kafka_broker, clicks_topic) -> None:
-    from test_app import _errors, _page, _wait_until
+    from support.app import app_page, page_errors, wait_until
 
     from dashboard import shared
 
-    at = _page(shared.COMPARE_PAGE)
+    at = app_page(shared.COMPARE_PAGE)
     at.toggle(key="cmp_from_topic").set_value(True).run()
     at.text_input(key="cmp_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
     at.selectbox(key="cmp_kafka_topic").set_value(clicks_topic).run()
-    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
     at.button(key="cmp_run").click().run()
-    assert _wait_until(at, lambda page: any("completeness_finalized" in frame.value.columns for frame in page.dataframe) or _errors(page), 300.0)
-    assert not _errors(at), _errors(at)
+    assert wait_until(at, lambda page: any("completeness_finalized" in frame.value.columns for frame in page.dataframe) or page_errors(page), 300.0)
+    assert not page_errors(at), page_errors(at)
     summary = next(frame.value for frame in at.dataframe if "completeness_finalized" in frame.value.columns)
     assert len(summary) == 2 and summary["exact"].nunique() == 1 and set(summary["batches"]) == {21}  # 2000 records, 100 a batch, and the final no-data batch
     assert summary["completeness"].iloc[1] > summary["completeness"].iloc[0]  # 5 minutes of watermark keep what 30 seconds drop
@@ -498,7 +498,7 @@ def test_the_compare_page_replays_the_same_offsets_of_a_topic_under_each_config(
 
 def test_a_topic_replayed_over_spark_connect_equals_the_classic_session(connect_server, registry, kafka_broker, clicks_topic, tmp_path) -> None:
     """The Connect server the project starts has the connector too: the same replay, the same answer."""
-    from test_connect import connect_cli
+    from support.cli import connect_cli
 
     out = tmp_path / "connect.json"
     done = connect_cli(
@@ -636,7 +636,7 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
     for path in sorted(WEB_CLICKS.glob("*.csv"))[:4]:
         shutil.copy(path, folder / path.name)
     publish(spark, FeedSource(folder, seconds_per_file=0), kafka_broker.bootstrap, topic_name)
-    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=180)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=180)
     at.query_params.update({"scenario": "own"})
     at.run()
     shared.session_starter().wait(180)

@@ -26,7 +26,7 @@ from streaming.engine.data.feeds import SAMPLE_FEEDS
 from streaming.engine.errors import Cancelled, ConfigError
 from streaming.engine.run.registry import QueryRegistry
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
 TUNER = shared.TUNER_PAGE
 COMPARE = shared.COMPARE_PAGE

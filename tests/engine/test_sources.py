@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import GUIDE_BATCHES, ROOT
+from support import GUIDE_BATCHES, ROOT
 
 from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_files, feed_header
 from streaming.engine.errors import ConfigError

@@ -7,7 +7,7 @@ import time
 
 import pandas as pd
 import pytest
-from conftest import wait_for
+from support import wait_for
 
 from streaming.analysis.latency import (
     latency_breakdown,
@@ -182,7 +182,7 @@ def produce(bootstrap: str, topic: str, stamps: list[int]) -> None:
 
 
 def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latency(kafka_broker, topic_name) -> None:
-    from test_app import _errors, _metric, _page, _wait_until
+    from support.app import app_page, page_errors, page_metric, wait_until
 
     from dashboard import kafka, shared
 
@@ -190,26 +190,26 @@ def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latenc
     produce(kafka_broker.bootstrap, topic_name, [int(time.time() * 1000)])  # a message to infer the value's columns from
     kafka._topic_names.clear()  # the page lists a broker's topics as they were up to 10 s ago: another test may have read them
     registry, name = shared.get_registry(), "t_app_real_time"
-    at = _page(shared.LIVE_PAGE)
+    at = app_page(shared.LIVE_PAGE)
     at.selectbox(key="lab_source").set_value("kafka").run()
     at.text_input(key="lab_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()
     at.selectbox(key="lab_kafka_topic").set_value(topic_name).run()
     at.selectbox(key="lab_trigger").set_value("real_time").run()
     if not REAL_TIME_AGGREGATES:  # Spark 4.2: refused before Start
-        assert any("aggregation: 'count'" in error and "Spark 4.3" in error for error in _errors(at))
+        assert any("aggregation: 'count'" in error and "Spark 4.3" in error for error in page_errors(at))
     at.selectbox(key="lab_aggregation").set_value("none").run()
-    assert not at.exception and not _errors(at), (at.exception, _errors(at))
+    assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
     at.text_input(key="lab_name").set_value(name)
     try:
         at.button(key="lab_start").click().run()
-        assert not at.exception and not _errors(at), (at.exception, _errors(at))
+        assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
         run = registry.get(name)
         output = run.sink.topic  # the rows reach the app through a topic of the run's own
         assert output in topic_names(kafka_broker.bootstrap)
         stamps = [int(time.time() * 1000) - 5_000 - index for index in range(20)]  # produced "5 s ago" or earlier
         produce(kafka_broker.bootstrap, topic_name, stamps)
-        assert _wait_until(at, lambda page: int(_metric(page, "Result rows")) == 21, 120.0), "the rows did not reach the page"
-        assert _wait_until(at, lambda page: _metric(page, "Latency max") != "–", 30.0)
+        assert wait_until(at, lambda page: int(page_metric(page, "Result rows")) == 21, 120.0), "the rows did not reach the page"
+        assert wait_until(at, lambda page: page_metric(page, "Latency max") != "–", 30.0)
         charts = [chart.proto.spec for chart in at.get("plotly_chart")]
         assert any("End-to-end latency over time" in spec for spec in charts) and any("rows passed through" in spec for spec in charts)
         assert any("Real-time mode: each row's latency" in caption.value for caption in at.caption)
@@ -250,7 +250,7 @@ def measure_a_micro_batch(registry, bootstrap: str, topic_name: str) -> None:
 
 def test_replay_follows_a_topic_in_real_time_mode_while_a_micro_batch_measures_each_records_latency(registry, kafka_broker, tmp_path) -> None:
     """Two behaviours, one test's time: the CLI's real-time replay runs in its own process while a micro-batch run here measures known produce times."""
-    from test_cli import finish, start_cli
+    from support.cli import finish, start_cli
 
     real_time_topic, micro_topic = f"cli-real-time-{time.time_ns()}", f"micro-batch-{time.time_ns()}"
     create_topic(kafka_broker.bootstrap, real_time_topic)

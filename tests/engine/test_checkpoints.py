@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, wait_for
+from support import ROOT, wait_for
 
 from streaming.cli import main, replay_source
 from streaming.engine.data.batching import Batching

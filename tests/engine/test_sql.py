@@ -481,7 +481,7 @@ def test_a_kept_sql_query_stopped_mid_stream_resumes_with_every_batch_spark_comm
     run can drop a row that a catch-up replay of the same files keeps."""
     from dataclasses import replace
 
-    from conftest import wait_for
+    from support import wait_for
 
     from streaming.engine.run.registry import QueryRegistry
 
@@ -547,7 +547,7 @@ def test_explain_tells_every_micro_batch_of_a_sql_query_by_its_operators(cli, da
 def test_show_codes_program_of_a_sql_query_prints_what_the_labs_replay_of_it_gives(spark, registry, data) -> None:
     """Show code for a user's SQL: its views built with the engine's own builders (the streamed one file per micro-batch, the static one whole),
     the text run under the available-now trigger and its result folded as the output mode says; the program prints the replay's records."""
-    from conftest import printed_result, run_program
+    from support import printed_result, run_program
 
     from streaming.export import sql_code
 

@@ -12,44 +12,18 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import GUIDE_BATCHES, plain_memory_run
+from support import FEEDS, GUIDE, GUIDE_APPEND, GUIDE_BATCHES, GUIDE_COMPLETE, GUIDE_UPDATE, feed_folder, plain_memory_run, rec
 
 from streaming.analysis.exact import exact_counts
 from streaming.engine.data.feeds import SAMPLE_FEEDS
 from streaming.engine.run.runner import Replay, replay
 
-GUIDE = {"window": "10 minutes", "slide": "5 minutes", "watermark": "10 minutes"}
 STAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
-
-
-def rec(start: str, end: str, key: str, count: int) -> dict:
-    day = "2016-05-10"
-    return {"window_start": f"{day} {start}:00", "window_end": f"{day} {end}:00", "key": key, "count": count}
-
-
-GUIDE_APPEND = [rec("12:00", "12:10", "cat", 1), rec("12:00", "12:10", "dog", 2), rec("12:00", "12:10", "owl", 1)]
-GUIDE_UPDATE = GUIDE_APPEND + [
-    rec("12:05", "12:15", "cat", 1),
-    rec("12:05", "12:15", "dog", 3),
-    rec("12:05", "12:15", "owl", 2),
-    rec("12:10", "12:20", "cat", 1),
-    rec("12:10", "12:20", "dog", 1),
-    rec("12:10", "12:20", "owl", 2),
-    rec("12:15", "12:25", "cat", 1),
-    rec("12:15", "12:25", "owl", 2),
-    rec("12:20", "12:30", "owl", 1),
-]
-# complete mode keeps every window and drops nothing: the donkey is counted
-GUIDE_COMPLETE = sorted(
-    GUIDE_UPDATE + [rec("11:55", "12:05", "donkey", 1), rec("12:00", "12:10", "donkey", 1)],
-    key=lambda r: (r["window_start"], r["window_end"], r["key"]),
-)
 
 
 def records(frame) -> list[dict]:
@@ -187,20 +161,8 @@ def test_malformed_rows_are_counted_not_fatal(registry, tmp_path) -> None:
 
 # -- agreement with plain PySpark ----------------------------------------------------------
 
-FEEDS = {
-    # name: (number of leading files used, window, slide, watermark); the guide example is compared above
-    "web_clicks": (8, "20 seconds", None, "30 seconds"),
-    "sensor_readings": (8, "1 minute", "30 seconds", "1 minute"),
-}
 
 
-def feed_folder(name: str, tmp_path: Path) -> Path:
-    count = FEEDS[name][0]
-    folder = tmp_path / name
-    folder.mkdir()
-    for path in sorted((SAMPLE_FEEDS / name).glob("*.csv"))[:count]:
-        shutil.copyfile(path, folder / path.name)
-    return folder
 
 
 def plain_spark(spark, files: list[Path], workdir: Path, *, window: str, slide: str | None, watermark: str, mode: str) -> list[dict]:
@@ -279,7 +241,7 @@ def test_stamps_keep_a_fraction_of_a_second_only_when_there_is_one() -> None:
 
 
 def test_a_replay_that_has_read_every_file_says_so_while_it_runs_on(registry, write_feed) -> None:
-    from conftest import wait_for
+    from support import wait_for
 
     from streaming.engine.query.config import FeedSource, QueryConfig
 

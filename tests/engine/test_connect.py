@@ -16,23 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GUIDE_BATCHES, ROOT
-from test_runner import GUIDE, GUIDE_APPEND, GUIDE_COMPLETE, GUIDE_UPDATE, feed_folder
+from support import GUIDE, GUIDE_APPEND, GUIDE_BATCHES, GUIDE_COMPLETE, GUIDE_UPDATE, ROOT, feed_folder
+from support.cli import CONNECT_TIMEOUT, connect_cli
 
 from streaming.engine.errors import ConfigError
 from streaming.engine.output.sinks import MemorySinkReader, split_batches
 from streaming.engine.run.runner import replay
 from streaming.engine.runtime.session import CHECKPOINT_FILES, remote_address, server_reachable, session_settings
-
-CONNECT_TIMEOUT = 300
-
-
-def connect_cli(server, *args: str, timeout: float = CONNECT_TIMEOUT) -> subprocess.CompletedProcess:
-    """``python -m streaming ARGS`` as a Spark Connect client of ``server``."""
-    env = {**os.environ, "SPARK_REMOTE": server.url}
-    return subprocess.run(
-        [sys.executable, "-m", "streaming", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
-    )
 
 
 def connect_replay(server, folder: Path, tmp_path: Path, **settings: str | None) -> dict:
@@ -132,20 +122,20 @@ def test_tune_runs_over_connect(connect_server, tmp_path) -> None:
 @pytest.mark.parametrize("mode", ["update", "complete"])
 def test_show_codes_program_over_connect_prints_the_replay_result(connect_server, registry, write_feed, tmp_path, mode) -> None:
     """The exported program, run as a Connect client, reads the memory sink (foreachBatch would fold on the server) and ends with replay's table."""
-    from test_export import _finish_export, _start_export
+    from support.cli import finish_export, start_export
 
     from streaming.engine.query.config import FeedSource, QueryConfig
     from streaming.engine.run.runner import run_to_idle
 
     config = QueryConfig(FeedSource(write_feed(GUIDE_BATCHES), seconds_per_file=0), output_mode=mode, **GUIDE)
-    process = _start_export(config, tmp_path, env={"SPARK_REMOTE": connect_server.url})
+    process = start_export(config, tmp_path, env={"SPARK_REMOTE": connect_server.url})
     try:
         expected = run_to_idle(registry, config).result_records()
     except BaseException:
         process.kill()
         process.communicate()
         raise
-    exported, _ = _finish_export(process, timeout=CONNECT_TIMEOUT)
+    exported, _ = finish_export(process, timeout=CONNECT_TIMEOUT)
     assert expected and exported == expected
 
 
@@ -208,7 +198,7 @@ def test_joins_over_connect_come_back_batch_by_batch_through_the_memory_sink(con
     memory sink, batch by batch (every row each batch's progress reports), and its NULL rows come once the watermark passes."""
     from datetime import datetime
 
-    from conftest import printed_result
+    from support import printed_result
 
     from streaming.adfeeds import AdFeedSpec, write_ad_feeds
     from streaming.engine.join.join import JoinConfig, JoinSide, run_join

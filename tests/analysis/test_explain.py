@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import GUIDE_BATCHES, feed_lockstep
+from support import GUIDE_BATCHES, feed_lockstep
 
 from streaming.analysis.explain import explain_replay
 from streaming.engine.query.config import FeedSource, QueryConfig
@@ -156,7 +156,7 @@ def test_a_keyless_sum_with_a_null_value_is_told_and_reported_as_html_that_escap
     from streaming.report import ReportRun, steps_report
 
     us = lambda text: int(pd.Timestamp(f"2024-01-01 {text}").value // 1000)  # noqa: E731
-    feed = Path(__file__).resolve().parent.parent / "sample_feeds" / "scenarios" / "zero_delay"
+    feed = Path(__file__).resolve().parents[2] / "sample_feeds" / "scenarios" / "zero_delay"
     source = FeedSource(feed, seconds_per_file=0, columns=ColumnMapping(event_time="event_time", time_format="yyyy-MM-dd HH:mm:ss", key=None, value="id"))
     config = QueryConfig(source, window="1 minute", watermark="30 seconds", aggregation="sum", output_mode="update")
     summaries = [
@@ -199,7 +199,7 @@ def test_many_rows_dropped_in_one_batch_are_told_in_one_sentence_a_rule() -> Non
     """No Spark: three rows late for every window they belong to come in one batch; the caption names them in one sentence, not three."""
     from streaming.analysis.explain import explain
 
-    feed = Path(__file__).resolve().parent.parent / "sample_feeds" / "guide_words"
+    feed = Path(__file__).resolve().parents[2] / "sample_feeds" / "guide_words"
     config = QueryConfig(FeedSource(feed, seconds_per_file=0), window="1 minute", watermark="30 seconds", output_mode="update")
     summaries = [  # the no-data batch after the first moves the watermark the third batch's rows are judged by
         _progress(0, 1, None, "12:01:00", (None, 0), 1), _progress(1, 0, "12:00:30", None, (0, 0), 1), _progress(2, 3, "12:00:30", "11:59:30", (0, 1), 1),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import printed_result, run_program
+from support import printed_result, run_program
 
 from streaming.adfeeds import AdFeedSpec, generate_ads, write_ad_feeds
 from streaming.cli import main
@@ -296,7 +296,7 @@ def test_the_exported_program_prints_the_joined_rows(spark, registry, ads, tmp_p
 
 
 def export_beside(spark, registry, config: JoinConfig, tmp_path: Path) -> tuple[list[dict], list[dict], str]:
-    """``(the exported program's records, the replay's, the program's stdout)``: the replay, then the program on this session (:func:`conftest.run_program`)."""
+    """``(the exported program's records, the replay's, the program's stdout)``: the replay, then the program on this session (:func:`support.run_program`)."""
     from streaming.export import join_code
 
     expected = run_join(spark, config, registry.listener, root=tmp_path, timeout=300).result_records()

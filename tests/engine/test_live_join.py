@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import console_definitions, printed_result, run_program, wait_for
 from streamlit.testing.v1 import AppTest
+from support import console_definitions, printed_result, run_program, wait_for
 
 from dashboard import shared
 from streaming.analysis.join import WAITING_COLUMNS, batch_timeline
@@ -25,7 +25,7 @@ from streaming.engine.sources.kafka import KafkaSource
 from streaming.export import join_code
 
 BASE_MS = 1_700_000_000_000
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
 def _pair_rows(spark, streams: AdStreams, seconds: int, columns=None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -388,7 +388,7 @@ def test_the_joins_page_joins_two_topics_live(kafka_broker, ad_topics) -> None:
 def test_the_joins_page_replays_two_topic_ranges_and_tunes_their_delays(kafka_broker, ad_topics) -> None:
     """Replay mode on two topics: each is bounded at its end when the join runs and read 100 records a batch; the tuner's sweep over their
     rows is confirmed by Spark on the same records."""
-    from test_joins_page import spark_confirms_the_model
+    from support.app import spark_confirms_the_model
 
     at = AppTest.from_file(str(APP), default_timeout=180).run()
     shared.session_starter().wait(180)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
+from support.app import spark_confirms_the_model
 
 from dashboard import shared
 from streaming.analysis.join import batch_caption, join_timeline
@@ -14,7 +15,7 @@ from streaming.engine.join.join import join_state
 
 pytestmark = pytest.mark.spark  # every test here runs pages on Spark
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"
 TIMEOUT = 180
 
 
@@ -86,17 +87,6 @@ def test_the_tuner_sweeps_both_delays_and_spark_confirms_the_model(tmp_path) -> 
     assert f"{model_share}% of the exact join's" in recommended
 
 
-def spark_confirms_the_model(at) -> str:
-    """Press *Confirm on Spark*; assert Spark's completeness and peak state are the model's, and return the model's completeness as shown."""
-    import re
-
-    at.button(key="join_tune_confirm").click().run()
-    assert not at.exception, at.exception
-    (confirmed,) = [success.value for success in at.success]
-    spark_share, model_share = re.search(r"\(([\d.]+)%; the model said ([\d.]+)%\)", confirmed).groups()
-    spark_state, model_state = re.search(r"at most ([\d,]+) rows in state \(the model said ([\d,]+)\)", confirmed).groups()
-    assert spark_share == model_share and spark_state == model_state, confirmed
-    return model_share
 
 
 def test_a_stream_static_join_enriches_each_batch_from_the_table() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import GUIDE_BATCHES
+from support import GUIDE_BATCHES
 
 from streaming.analysis.lateness import (
     BATCH_COLUMNS,

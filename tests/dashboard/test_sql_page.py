@@ -12,7 +12,7 @@ from dashboard import shared
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120
 GUIDE_SQL = (
     "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n\n"

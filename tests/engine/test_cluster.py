@@ -14,8 +14,8 @@ import subprocess
 import sys
 
 import pytest
-from cluster import StandaloneCluster
-from conftest import GUIDE_BATCHES, ROOT
+from support import GUIDE_BATCHES, ROOT
+from support.cluster import StandaloneCluster
 
 # Four JVMs (master, worker, cluster driver + executor) plus the local session on a shared 2-core
 # machine: under other engineers' load one run took 440 s, close to the suite-wide 600 s timeout.

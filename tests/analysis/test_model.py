@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import GUIDE_BATCHES
+from support import GUIDE_BATCHES
 
 from streaming.analysis.model import Timeline, covers, delay_frames, expand, sweep
 from streaming.engine.data.feeds import feed_events

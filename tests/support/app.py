@@ -1,0 +1,60 @@
+"""The app under ``streamlit.testing.v1.AppTest``: a page opened once the shared session is ready, reruns until a condition holds,
+and what a page shows (its errors, a metric's value)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+
+from streamlit.testing.v1 import AppTest
+
+from dashboard import shared
+
+from . import APP
+
+TIMEOUT = 120  # the first run starts Spark
+
+
+def new_app() -> AppTest:
+    return AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+
+
+def app_page(path: str) -> AppTest:
+    """``path`` opened through the app, once the shared session is ready (so Start is enabled)."""
+    at = new_app().run()
+    assert not at.exception, at.exception
+    shared.session_starter().wait(TIMEOUT)
+    return at.switch_page(path).run()
+
+
+def wait_until(at: AppTest, condition: Callable[[AppTest], bool], timeout: float) -> bool:
+    """Rerun the page until ``condition(at)`` holds; ``False`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if condition(at):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def page_errors(at: AppTest) -> list[str]:
+    return [error.value for error in at.error]
+
+
+def page_metric(at: AppTest, label: str) -> str:
+    return next(metric.value for metric in at.metric if metric.label == label)
+
+
+def spark_confirms_the_model(at: AppTest) -> str:
+    """On the Joins page: press *Confirm on Spark*; assert Spark's completeness and peak state are the model's, and return the model's
+    completeness as shown."""
+    at.button(key="join_tune_confirm").click().run()
+    assert not at.exception, at.exception
+    (confirmed,) = [success.value for success in at.success]
+    spark_share, model_share = re.search(r"\(([\d.]+)%; the model said ([\d.]+)%\)", confirmed).groups()
+    spark_state, model_state = re.search(r"at most ([\d,]+) rows in state \(the model said ([\d,]+)\)", confirmed).groups()
+    assert spark_share == model_share and spark_state == model_state, confirmed
+    return model_share
