@@ -31,11 +31,16 @@ def data_root(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory, data_root, kafka_broker):
+def served(tmp_path_factory, data_root, kafka_broker):
     """The app served by ``streamlit run`` on a free loopback port, in its own process group, with its data root in a temp folder and the run's Kafka broker."""
     env = {"STREAMING_LAB_DATA": str(data_root), "STREAMING_LAB_MAX_UPLOAD_MB": "1", "KAFKA_BOOTSTRAP": kafka_broker.bootstrap}
     with served_app(tmp_path_factory.mktemp("server"), start_timeout=SERVER_START_SECONDS, env=env) as app:
-        yield app.url
+        yield app
+
+
+@pytest.fixture(scope="module")
+def app_url(served):
+    return served.url
 
 
 @pytest.fixture(scope="module")
@@ -108,23 +113,6 @@ def test_every_page_opens_without_an_exception(app_url, browser):
     finally:
         page.close()
 
-
-def test_a_deep_link_opened_first_on_a_fresh_server_routes_through_the_app(tmp_path, browser):
-    """The first URL a fresh server serves is a page's, not Home: it still gets the app's navigation and frame."""
-    with served_app(tmp_path, start_timeout=SERVER_START_SECONDS) as app:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            page.goto(f"{app.url}/Watermark_tuner", wait_until="domcontentloaded")
-            page.get_by_role("heading", name="Watermark tuner").first.wait_for(timeout=120_000)
-            links = page.locator('[data-testid="stSidebarNav"] a')
-            links.first.wait_for(timeout=60_000)
-            titles = {links.nth(index).inner_text().strip().splitlines()[-1] for index in range(links.count())}
-            assert {"Home", "Live query", "Queries", "Watermark tuner", "Compare"} <= titles
-            assert page.title().startswith("Watermark tuner")
-            page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
-            assert page.locator(".stException").count() == 0
-        finally:
-            page.close()
 
 
 EVENTS_JSONL = "".join(
@@ -373,35 +361,6 @@ def _java_under(pid: int) -> int:
     return java
 
 
-def test_the_page_recovers_when_spark_dies_under_a_running_query(tmp_path, browser):
-    """Kill the JVM under a served app (as the OOM killer would): the page says what was lost, a new session starts, Start works."""
-    import signal
-
-    with served_app(tmp_path, start_timeout=SERVER_START_SECONDS) as app:
-        page = browser.new_page(viewport={"width": 1600, "height": 1400})
-        try:
-            page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
-            page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
-            _pick(page, "Source", "Generator (out-of-order and late events)")
-            page.get_by_role("textbox", name="Query name").fill("doomed")
-            page.get_by_role("textbox", name="Query name").press("Enter")
-            page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
-            page.get_by_role("button", name="Start query").click()
-            page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
-
-            os.kill(_java_under(app.process.pid), signal.SIGKILL)
-            banner = page.get_by_text("Spark stopped unexpectedly")
-            banner.wait_for(timeout=60_000)
-            assert "doomed (running" in banner.inner_text() and "doomed kept its checkpoint and result" in banner.inner_text()
-            assert page.locator(".stException").count() == 0
-            assert app.process.poll() is None  # the server lives on
-
-            page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
-            _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "reborn")
-            assert page.locator(".stException").count() == 0
-        finally:
-            page.close()
-
 
 
 def test_the_app_runs_on_spark_connect_and_recovers_when_its_server_dies(tmp_path, browser):
@@ -453,7 +412,9 @@ def _batches_shown(page) -> int:
 
 
 def test_a_stopped_query_resumes_from_the_queries_page_after_a_server_restart(tmp_path, browser):
-    """Start and stop a query, restart the server on the same data root, press Resume: the query goes on with its earlier batches."""
+    """Start and stop a query, restart the server on the same data root, press Resume: the query goes on with its earlier batches.
+
+    The restarted server's first URL is the Queries page's, not Home: it still gets the app's navigation and frame."""
     import time
 
     data, generator = tmp_path / "data", "Generator (out-of-order and late events)"
@@ -473,7 +434,13 @@ def test_a_stopped_query_resumes_from_the_queries_page_after_a_server_restart(tm
     with served_app(tmp_path / "second", start_timeout=SERVER_START_SECONDS, env={"STREAMING_LAB_DATA": str(data)}) as app:
         page = browser.new_page(viewport={"width": 1600, "height": 1400})
         try:
-            page.goto(f"{app.url}/Queries", wait_until="domcontentloaded")
+            page.goto(f"{app.url}/Queries", wait_until="domcontentloaded")  # a page's URL, not Home, is the first this server serves
+            page.get_by_role("heading", name="Queries").first.wait_for(timeout=120_000)
+            links = page.locator('[data-testid="stSidebarNav"] a')
+            links.first.wait_for(timeout=60_000)
+            titles = {links.nth(index).inner_text().strip().splitlines()[-1] for index in range(links.count())}
+            assert {"Home", "Live query", "Queries", "Watermark tuner", "Compare"} <= titles  # the app's navigation and frame all the same
+            assert page.title().startswith("Queries")
             page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
             page.get_by_text("kept_across").first.wait_for(timeout=60_000)
             page.get_by_role("button", name="Resume").click()
@@ -659,3 +626,35 @@ def _run_sql(page, name: str) -> None:
     assert page.locator(".stException").count() == 0
     page.get_by_role("button", name="Stop query").click()
     page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+
+
+def test_the_page_recovers_when_spark_dies_under_a_running_query(served, browser):
+    """Kill the JVM under the served app (as the OOM killer would): the page says what was lost, a new session starts, Start works.
+
+    Last of the module: the shared server goes on, on a new session."""
+    import signal
+
+    app = served
+    page = browser.new_page(viewport={"width": 1600, "height": 1400})
+    try:
+        page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
+        page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        _pick(page, "Source", "Generator (out-of-order and late events)")
+        page.get_by_role("textbox", name="Query name").fill("doomed")
+        page.get_by_role("textbox", name="Query name").press("Enter")
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_role("button", name="Start query").click()
+        page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+
+        os.kill(_java_under(app.process.pid), signal.SIGKILL)
+        banner = page.get_by_text("Spark stopped unexpectedly")
+        banner.wait_for(timeout=60_000)
+        assert "doomed (running" in banner.inner_text() and "doomed kept its checkpoint and result" in banner.inner_text()
+        assert page.locator(".stException").count() == 0
+        assert app.process.poll() is None  # the server lives on
+
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "reborn")
+        assert page.locator(".stException").count() == 0
+    finally:
+        page.close()
