@@ -1,9 +1,10 @@
 """Streaming Lab's library: configure, run, observe and measure Spark Structured Streaming queries.
 
-Layered, each layer importing only those below it: ``engine`` (configuration,
-sources, queries, results, progress, session), ``analysis`` (exact answer,
-lateness, measures, tuning, comparison), ``charts`` (pure Plotly figures), and
-``export`` and ``cli`` on top. No Streamlit here: a notebook or the CLI uses it
+Layered, each layer importing only those below it: ``engine`` (itself a stack of
+packages: runtime, data, kafka, output, sources, query, sql, run, join), ``analysis``
+(exact answers, lateness, the watermark model, measures, tuning, Compare, explain),
+``charts`` (pure Plotly figures), and ``export`` (Show code), ``report`` (HTML reports)
+and ``cli`` on top; ``docs/architecture.md`` maps them. No Streamlit here: a notebook or the CLI uses it
 the same way the dashboard does.
 """
 

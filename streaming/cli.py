@@ -1,4 +1,10 @@
-"""Command-line entry points: ``replay`` (and later sub-commands) on the same engine as the dashboard."""
+"""``python -m streaming``: the headless front end, on the same engine as the dashboard.
+
+``replay`` (a feed, dataset or topic through the form's query or your own SQL, to its end; ``--json`` writes what the
+Live page shows), ``explain`` (each micro-batch told in the guide's terms), ``state`` (what a kept query's state holds),
+``tune`` (a watermark sweep), ``join`` (a stream-stream join replayed) and ``publish`` (a feed or dataset into a topic).
+This module parses the flags, calls the engine and prints; each command imports what it needs when it runs.
+"""
 
 from __future__ import annotations
 

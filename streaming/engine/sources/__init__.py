@@ -1,11 +1,16 @@
-"""Sources: one module per kind, each a validated configuration that also reads its stream (:class:`~.base.StreamSource`).
+"""Sources: one module per kind, each a validated configuration that reads its stream and says what it can do (:class:`~.base.StreamSource`).
 
 Every source yields ``event_time`` (timestamp, null when unparsable) and
 ``key`` (string, null when missing), and, for a user's data, the mapped
 ``value`` and ``dedup_id``; the query builder counts and filters the
-malformed rows. Feed and socket sources need a helper that hands data to Spark
-(:class:`FeedReplayer`, :class:`LineServer`); :func:`input_frame` returns it
-so the caller can stop it together with the query.
+malformed rows. As a SQL view a source yields its own columns instead
+(``view_frame``, ``view_rows``). Nothing outside this package asks for a
+source's class: replays, stepping, lateness, latency, resuming and reports ask
+the source (``docs/architecture.md`` lists what). A source that needs a helper
+to hand data to Spark (:class:`FeedReplayer`, :class:`LineServer`, a
+:class:`TopicStepper`) returns it from :func:`input_frame`, so the caller
+stops it together with the query. A new kind is its module and one line of
+:data:`SOURCE_KINDS`.
 """
 
 from __future__ import annotations
