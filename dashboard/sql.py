@@ -25,6 +25,7 @@ from streaming.engine.sql.checker import SqlChecker
 from streaming.engine.sql.form import form_sql
 from streaming.engine.sql.replay import operators_of
 from streaming.export import sql_code
+from streaming.report import figures_report
 
 from . import shared
 from .shared import failure_banner
@@ -221,6 +222,37 @@ def sql_view(run: Run) -> None:
     right.plotly_chart(figures["state"], key="lab_sql_state")
     left.plotly_chart(figures["rates"], key="lab_sql_rates")
     right.plotly_chart(figures["gap"], key="lab_sql_gap")
+    _report_button(run, progress, table, pd.DataFrame(operators), [figures[name] for name in SQL_REPORTED])
+
+
+SQL_REPORTED = ("drops", "state", "rates", "gap")
+"""The figures a SQL run's report holds: the ones its view draws."""
+
+
+def sql_report(run: Run, progress: pd.DataFrame, table: pd.DataFrame, operators: pd.DataFrame, figures: list) -> str:
+    """A SQL run as one HTML file that opens without a server: its views, its query, the program that runs it (Show code), its numbers,
+    charts, operators and result table."""
+    query, facts = run.config, run.table.facts
+    numbers = (
+        f"{len(progress)} micro-batches, {int(progress['num_input_rows'].sum()) if len(progress) else 0:,} rows read, "
+        f"{int(progress['rows_dropped_by_watermark'].sum()) if len(progress) else 0:,} rows dropped by the watermark, status {run.status}."
+    )
+    views = "; ".join(f"{view.name}: {view.source.label}" + (" (static)" if view.static else "") for view in query.views)
+    texts = [("Your query", query.text)]
+    try:
+        texts.append(("A PySpark program that runs it (Show code)", sql_code(query, facts.grouping if facts is not None else ())))
+    except ConfigError as err:
+        texts.append(("No program yet", str(err)))
+    tables = [("Stateful operators", operators), ("Result table", table)]
+    return figures_report(f"SQL query {run.name}", (f"Views: {views}. {query.output_mode.capitalize()} mode.", numbers), figures, tables, texts)
+
+
+def _report_button(run: Run, progress: pd.DataFrame, table: pd.DataFrame, operators: pd.DataFrame, figures: list) -> None:
+    st.download_button(
+        "Download report (HTML)", lambda: sql_report(run, progress, table, operators, figures), file_name=f"{run.name}.html", mime="text/html",
+        key=f"lab_sql_report_{run.name}", on_click="ignore", icon=":material/download:",
+        help="This refresh's query, its program, numbers, charts, operators and result table as one HTML file that opens without a server",
+    )
 
 
 def _show_code(query: object, grouping: tuple[str, ...]) -> None:
@@ -232,6 +264,6 @@ def _show_code(query: object, grouping: tuple[str, ...]) -> None:
     except ConfigError as err:
         st.info(f"No program to show for this query yet: {err}.")
         return
-    st.caption("A PySpark program that builds the same views from the same files with the lab's own code, replays them one file per micro-batch "
-               "and prints the final result table.")
+    st.caption("A PySpark program that builds the same views from the same files or topic with the lab's own code, replays them as the lab "
+               "does (one file per micro-batch; a topic's records as its options cut them) and prints the final result table.")
     st.code(code, language="python")

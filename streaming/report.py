@@ -33,6 +33,7 @@ table { border-collapse: collapse; margin: 0.3rem 0 1rem 0; font-size: 0.9rem; }
 th, td { border: 1px solid #dee2e6; padding: 0.2rem 0.5rem; text-align: left; }
 .runs { display: flex; gap: 2rem; } .runs > div { flex: 1; min-width: 0; }
 section { border-top: 1px solid #dee2e6; padding-top: 0.5rem; }
+pre { background: #f8f9fa; border: 1px solid #dee2e6; padding: 0.5rem; overflow-x: auto; font-size: 0.85rem; }
 """
 
 
@@ -116,12 +117,17 @@ def _figures(figures: Sequence[go.Figure]) -> list[str]:
     return [plotly.io.to_html(figure, include_plotlyjs=number == 0, full_html=False) for number, figure in enumerate(figures)]
 
 
-def figures_report(title: str, paragraphs: Sequence[str], figures: Sequence[go.Figure], tables: Sequence[tuple[str, pd.DataFrame]] = ()) -> str:
-    """A page's results as HTML text: ``title``, its ``paragraphs`` (plain text), its figures side by side, then each ``(caption, frame)`` table."""
+def figures_report(
+    title: str, paragraphs: Sequence[str], figures: Sequence[go.Figure], tables: Sequence[tuple[str, pd.DataFrame]] = (),
+    texts: Sequence[tuple[str, str]] = (),
+) -> str:
+    """A page's results as HTML text: ``title``, its ``paragraphs`` (plain text), each ``(caption, text)`` of ``texts`` as written (a
+    query, a program), its figures side by side, then each ``(caption, frame)`` table."""
     text = "".join(f"<p>{html.escape(paragraph)}</p>" for paragraph in paragraphs)
+    written = "".join(f"<h3>{html.escape(caption)}</h3><pre><code>{html.escape(body)}</code></pre>" for caption, body in texts)
     drawn = "".join(f"<div>{figure}</div>" for figure in _figures(figures))
     shown = "".join(f"<h3>{html.escape(caption)}</h3>{_table(frame)}" for caption, frame in tables)
-    return _page(title, f"{text}<div class='runs'>{drawn}</div>{shown}")
+    return _page(title, f"{text}{written}<div class='runs'>{drawn}</div>{shown}")
 
 
 def steps_report(title: str, summary: str, runs: Sequence[ReportRun]) -> str:
