@@ -43,6 +43,7 @@ from .engine.builders import (
     GENERATOR_BUILDERS,
     QUERY_BUILDERS,
     RECORD_BUILDERS,
+    TOPIC_VIEW_BUILDERS,
     VIEW_BUILDERS,
     column_kind,
     counted_input,
@@ -1255,30 +1256,55 @@ def _live_join_run() -> str:
 
 
 def _sql_view(view: SqlView) -> dict[str, object]:
-    """One view in the program: its files, their format, its event-time column and how its times are written; :class:`ConfigError` for a view
-    whose data Show code does not write yet (a topic, the generator, a dataset cut by rows or by arrival)."""
+    """One view in the program: its files, their format, its event-time column and how its times are written; for a streamed topic its
+    range of records and how their values read. :class:`ConfigError` for a view whose data Show code does not write yet (the generator, a
+    static topic, a dataset cut by rows or by arrival)."""
+    if not isinstance(view.source, TableFiles) and not view.static and view.source.as_topic is not None:
+        topic = view.source.as_topic
+        return {
+            "name": view.name, "static": False, "kind": "topic", "options": topic.options(client_timeouts=False),
+            "end_offsets": None if topic.end_offsets is None else dict(topic.end_offsets), "value_format": topic.value_format,
+            "value_schema": topic.value_ddl(), "value_names": tuple(name for name, _ in topic.value_columns), "schema": topic.schema,
+            "event_time": topic.columns.event_time, "time_format": topic.columns.time_format,
+        }
     data: TableFiles | FeedSource
     if isinstance(view.source, TableFiles):
         data = view.source
     else:
         feed = view.source.as_feed
         if feed is None:
-            raise ConfigError(f"view {view.name}", view.source.label, "reads a source Show code does not write for SQL yet: it writes SQL over files")
+            raise ConfigError(
+                f"view {view.name}", view.source.label,
+                "reads a source Show code does not write for SQL yet: it writes SQL over files, and over a topic streamed",
+            )
         if not view.static and feed.batching.by != "file":
             raise ConfigError(f"view {view.name}.batch_by", feed.batching.by, "Show code writes SQL over files replayed one file per micro-batch")
         data = feed
     columns = data.columns
     return {
-        "name": view.name, "static": view.static, "files": tuple(str(path.resolve()) for path in data.files()), "format": data.file_format,
-        "event_time": None if columns is None else columns.event_time, "time_format": "auto" if columns is None else columns.time_format,
+        "name": view.name, "static": view.static, "kind": "files", "files": tuple(str(path.resolve()) for path in data.files()),
+        "format": data.file_format, "event_time": None if columns is None else columns.event_time,
+        "time_format": "auto" if columns is None else columns.time_format,
     }
 
 
-_SQL_VIEW_CODE = (
+_TOPIC_VIEW_CODE = (
+    "    if view['kind'] == 'topic':  # a range of a topic, each record's value read as the lab reads it",
+    "        raw = spark.readStream.format('kafka').options(**view['options']).load()",
+    "        records = decode_records(records_before(raw, view['end_offsets']), view['value_format'], view['value_schema'], view['value_names'])",
+    "        rows = topic_view(records, view['schema'], view['event_time'], view['time_format'])",
+    "        return counted_input(rows, F.col(quoted(view['event_time'])).isNull(), INPUT_METRICS + '_' + view['name'])",
+)
+"""The lines of ``view_frame`` that read a topic view, in a program with one."""
+
+
+_VIEW_FRAME_HEAD = (
     "def view_frame(view):",
     '    """The view\'s rows: a static view read whole; a streamed one from its staging folder, file i in micro-batch i (its files staged',
     "    before the query starts, each modified after the one before), its event time parsed and its rows without one counted and left out.",
     '    """',
+)
+_FILE_VIEW_CODE = (
     "    batch = view_batch(spark, list(view['files']), view['format'], view['event_time'], view['time_format'])",
     "    schema = {f.name: f.dataType.simpleString() for f in batch.schema.fields if f.name != CORRUPT}",
     "    if view['static']:",
@@ -1298,13 +1324,15 @@ _SQL_VIEW_CODE = (
 def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
     """Self-contained PySpark code (a Python program) that runs ``query``, a user's own SQL, over views built as the lab builds them.
 
-    Every view is a dataset or feed of files (a static one read whole); under the available-now trigger micro-batch *i* reads file *i* of each
-    streamed view, as :func:`~streaming.engine.sql.replay.replay_sql` does. The result table is folded as the output mode says (update mode
+    Every view is a dataset or feed of files (a static one read whole) or a streamed topic; under the available-now trigger micro-batch *i*
+    reads file *i* of each streamed view of files, and a topic as its options say (``maxOffsetsPerTrigger``), as
+    :func:`~streaming.engine.sql.replay.replay_sql` does. The result table is folded as the output mode says (update mode
     replaces the row of each ``grouping``, the aggregation's grouping columns the analysed plan names) and printed as one line
     ``RESULT <json>``: the records of :meth:`~streaming.engine.sql.table.SqlTable.records`. :class:`ConfigError` naming a view Show code
     does not write yet. Checked with :func:`compile`.
     """
     views = [_sql_view(view) for view in query.views]
+    topics = any(view["kind"] == "topic" for view in views)
     code = "\n".join([
         _block(
             '"""Streaming Lab export: your own SQL over its views, replayed as the lab replays it.',
@@ -1330,21 +1358,25 @@ def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
             f"SQL = {_lit(query.text)}",
             f"OUTPUT_MODE = {_lit(query.output_mode)}",
             f"GROUPING = {_lit(tuple(grouping))}  # the aggregation's grouping columns: update mode replaces the row of each",
-            "# Each view: its files, their format, its event-time column and how its times are written; a static view is read whole.",
+            "# Each view: its files (or a topic's range of records), their format, its event-time column and how its times are written;",
+            "# a static view is read whole.",
             "VIEWS = [",
             *(f"    {_dict_lit(view)}," for view in views),
             "]",
             f"RESULT_PREFIX = {_lit(RESULT_PREFIX)}",
+            *((f"CONNECTOR = {_lit(connector_coordinates())}  # Spark's Kafka connector, from Maven Central",) if topics else ()),
         ),
-        _session_block(),
+        _session_block(_CONNECTOR_JARS if topics else ()),
         _block(
             _rule("The views"),
             "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-sql-'))",
             "",
             "",
-            *_builder_code((quoted, column_kind, parse_time, *VIEW_BUILDERS)),
+            *_builder_code((quoted, column_kind, parse_time, *VIEW_BUILDERS, *(TOPIC_VIEW_BUILDERS if topics else ()))),
             *_STAGE_CODE,
-            *_SQL_VIEW_CODE,
+            *_VIEW_FRAME_HEAD,
+            *(_TOPIC_VIEW_CODE if topics else ()),
+            *_FILE_VIEW_CODE,
             "for view in VIEWS:",
             "    view_frame(view).createOrReplaceTempView(view['name'])",
             "result = spark.sql(SQL)",

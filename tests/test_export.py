@@ -444,7 +444,15 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
         "JOIN keys t ON e.key = t.key GROUP BY 1, 2", (SqlView("events", FeedSource(feed, seconds_per_file=0)), SqlView("keys", TableFiles(feed), static=True)),
     )
     programs.append(("sql over files", sql_code(sql, ("w", "key")), (builders.quoted, builders.column_kind, builders.parse_time, *builders.VIEW_BUILDERS)))
-    assert len(programs) == 12
+    over_topic = SqlQuery(
+        "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 1 MINUTE GROUP BY 1, 2",
+        (SqlView("events", replace(topic, end_offsets=((0, 10),))),),
+    )
+    programs.append((
+        "sql over a topic", sql_code(over_topic, ("w", "key")),
+        tuple(dict.fromkeys((builders.quoted, builders.column_kind, builders.parse_time, *builders.VIEW_BUILDERS, *builders.TOPIC_VIEW_BUILDERS))),
+    ))
+    assert len(programs) == 13
     texts = {function.__name__: inspect.getsource(function).rstrip("\n") for function in builders.BUILDERS}
     for name, code, expected in programs:
         tree = ast.parse(code)
@@ -459,10 +467,11 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
         outside = "\n".join(ast.get_source_segment(code, node) or "" for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name in texts))
         spelled = {
             "try_to_timestamp", "nullif", "timestamp_millis", "from_json", "from_csv", "xxhash64", "pmod", "'offset') <", "observe", "groupBy", "try_cast",
-            *(("readStream", "csv") if name in ("sql over files", "join of files") else ()), *(("strftime",) if name == "sql over files" else ()),
+            *(("readStream", "csv") if name in ("sql over files", "join of files") else ()), *(("strftime",) if name.startswith("sql over") else ()),
         } & set(_words(outside))
         assert not spelled, (name, spelled)
-        called = (*(() if name == "sql over files" else (builders.parse_time,)), builders.decode_records, builders.counted_input, builders.windowed_aggregate, builders.view_batch)
+        called = (*(() if name.startswith("sql over") else (builders.parse_time,)), builders.decode_records, builders.counted_input, builders.windowed_aggregate, builders.view_batch,
+                  builders.topic_view)
         assert all(f"{function.__name__}(" in outside for function in expected if function in called), name
     assert all("kafka" not in code.lower() for name, code, _ in programs if name in ("join of files", "join of the ads pair"))
 
@@ -477,6 +486,7 @@ def _words(code: str) -> list[str]:
 
 def test_show_code_for_sql_names_a_view_it_does_not_write_yet(write_feed) -> None:
     from streaming.engine.data.batching import Batching
+    from streaming.engine.sources.kafka import KafkaSource
     from streaming.engine.sql import SqlQuery, SqlView
     from streaming.export import sql_code
 
@@ -487,3 +497,7 @@ def test_show_code_for_sql_names_a_view_it_does_not_write_yet(write_feed) -> Non
     rows = SqlQuery("SELECT * FROM STREAM(events)", (SqlView("events", FeedSource(feed, seconds_per_file=0, batching=Batching("rows:2"))),))
     with pytest.raises(ConfigError, match=r"view events\.batch_by"):
         sql_code(rows, ())
+    topic = KafkaSource("127.0.0.1:9092", "clicks", (("event_time", "string"), ("key", "string")), columns=ColumnMapping(event_time="event_time", key="key"))
+    static_topic = SqlQuery("SELECT * FROM STREAM(events) JOIN keys USING (key)", (SqlView("events", FeedSource(feed, seconds_per_file=0)), SqlView("keys", topic, static=True)))
+    with pytest.raises(ConfigError, match="view keys"):
+        sql_code(static_topic, ())

@@ -32,6 +32,7 @@ __all__ = [
     "KAFKA_TIMESTAMP",
     "QUERY_BUILDERS",
     "RECORD_BUILDERS",
+    "TOPIC_VIEW_BUILDERS",
     "VIEW_BUILDERS",
     "click_columns",
     "column_kind",
@@ -50,6 +51,7 @@ __all__ = [
     "quoted",
     "read_files",
     "records_before",
+    "topic_view",
     "view_batch",
     "view_select",
     "windowed_aggregate",
@@ -280,6 +282,16 @@ def view_select(schema: dict[str, str], event_time: str, time_format: str) -> li
     ]
 
 
+def topic_view(records: DataFrame, schema: dict[str, str], event_time: str, time_format: str) -> DataFrame:
+    """Decoded Kafka ``records`` (:func:`decode_records`) as a user's SQL sees a topic: every column of ``schema`` (the value's, then the
+    record's timestamp and key) under its own name, ``event_time`` read as ``time_format`` and null for a malformed record (which the view
+    then counts and leaves out), then ``kafka_partition`` and ``kafka_offset``."""
+    return records.select(
+        *[F.when(~F.col("malformed"), column).alias(name) if name == event_time else column for name, column in zip(schema, view_select(schema, event_time, time_format))],
+        "kafka_partition", "kafka_offset",
+    )
+
+
 def json_value(value: Any, data_type: DataType | None = None, *, exact: bool = False) -> Any:
     """``value`` of Spark type ``data_type`` as JSON: a struct as an object, a timestamp ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC, a decimal as a
     number and a day-time interval as seconds; with ``exact`` (a kept table), a decimal as its text and an interval as whole microseconds, so
@@ -319,7 +331,9 @@ QUERY_BUILDERS = (malformed_rows, counted_input, windowed_aggregate)
 """The form's query: its malformed rows counted and left out, its windowed aggregate."""
 VIEW_BUILDERS = (read_files, file_stream, view_batch, view_select, counted_input, json_value)
 """A user's SQL over its views: each dataset read and typed as the view shows it, its rows counted, the result as JSON."""
-BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS, *VIEW_BUILDERS)))
+TOPIC_VIEW_BUILDERS = (records_before, decode_records, topic_view)
+"""A user's SQL over a topic: its range of records, decoded, as the view shows them."""
+BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS, *VIEW_BUILDERS, *TOPIC_VIEW_BUILDERS)))
 CONSTANTS: dict[object, tuple[str, ...]] = {
     parse_time: ("EPOCH_SECONDS_LIMIT",), counted_input: ("INPUT_METRICS",), read_files: ("CORRUPT",), decode_records: ("KAFKA_TIMESTAMP", "KAFKA_KEY", "CORRUPT"), impression_columns: ("CAMPAIGNS",),
 }

@@ -389,6 +389,27 @@ def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, k
     pd.testing.assert_frame_equal(exported[list(expected.columns)], expected.sort_values(order, ignore_index=True), check_dtype=False)
 
 
+def test_show_codes_program_for_sql_over_a_topic_prints_what_the_labs_replay_gives(spark, registry, kafka_broker, clicks_topic) -> None:
+    """A user's SQL over a topic: the exported program reads the same range of records, 50 a micro-batch, decodes and types them with the
+    engine's builders, and prints the result table of the lab's own replay, row for row."""
+    from support import printed_result, run_program
+
+    from streaming.engine.sql import SqlQuery, SqlView, replay_sql
+    from streaming.export import sql_code
+
+    source = clicks(kafka_broker.bootstrap, clicks_topic, end_offsets=((0, 2000),))
+    query = SqlQuery(
+        "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n FROM STREAM(events) "
+        "WATERMARK event_time DELAY OF INTERVAL 30 SECONDS WHERE coalesce(key, '') <> '' GROUP BY 1, 2",
+        (SqlView("events", source),), output_mode="update",
+    )
+    replayed = replay_sql(registry, query)
+    assert replayed.rows_dropped_by_watermark > 0 and replayed.malformed_rows > 0 and len(replayed.records) > 10
+    code = sql_code(query, query.check(spark).grouping)
+    assert "KAFKA_CONNECTOR_JARS" in code and "topic_view(" in code and "GROUPING = ('w', 'key',)" in code
+    assert printed_result(run_program(spark, code)) == replayed.records
+
+
 def test_the_datasets_page_publishes_a_dataset_in_the_background_and_refuses_a_silent_broker(kafka_broker, topic_name) -> None:
     from support.app import app_page, page_errors, wait_until
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from ..builders import decode_records, records_before
+from ..builders import decode_records, records_before, topic_view
 from ..checks import require_choice, require_int
 from ..data.columns import ColumnMapping, dataset_columns
-from ..data.times import quoted, time_column
+from ..data.times import check_time_fit
 from ..errors import ConfigError
 from ..kafka.kafka_terms import (
     CORRUPT,
@@ -379,18 +379,11 @@ class KafkaSource(StreamSource):
         return self.viewed(self.records(spark))
 
     def viewed(self, decoded: DataFrame) -> DataFrame:
-        """:meth:`decoded` records as a user's SQL sees them: the value's columns, then the record's timestamp, key, partition and offset,
-        the mapped event time a timestamp (null for a malformed record, which the view leaves out and counts)."""
-        from pyspark.sql import functions as F
-
-        event_time = time_column(self.columns.event_time, self.columns.time_format, self.schema[self.columns.event_time], "columns.time_format")
-        return decoded.select(
-            *[
-                F.when(~F.col("malformed"), event_time).alias(name) if name == self.columns.event_time else F.col(quoted(name))
-                for name in self.schema
-            ],
-            "kafka_partition", "kafka_offset",
-        )
+        """:meth:`decoded` records as a user's SQL sees them (:func:`~streaming.engine.builders.topic_view`): the value's columns, then the
+        record's timestamp, key, partition and offset, the mapped event time a timestamp (null for a malformed record, which the view leaves
+        out and counts)."""
+        check_time_fit(self.columns.time_format, self.schema[self.columns.event_time], "columns.time_format")
+        return topic_view(decoded, self.schema, self.columns.event_time, self.columns.time_format)
 
     def rows(self, spark: SparkSession) -> DataFrame:
         """The records from the starting offsets to :attr:`end_offsets` (or the latest) as one batch DataFrame of the stream's columns."""
