@@ -27,7 +27,7 @@ import streamlit as st
 from streaming.engine.data.datasets import data_root
 from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.durations import human_duration
-from streaming.engine.errors import ConfigError, brief, failure_details, failure_words
+from streaming.engine.errors import ConfigError, InputErrors, brief, failure_details, failure_words
 from streaming.engine.join.join import JoinConfig
 from streaming.engine.output.sinks import DEFAULT_MAX_SINK_ROWS, max_sink_rows
 from streaming.engine.query.config import FeedSource, QueryConfig
@@ -293,14 +293,6 @@ def wait_for_session(starter: SessionStarter) -> None:
 
 
 # --- choices and checks: pure -------------------------------------------------------
-
-
-class InputErrors(ValueError):
-    """Every problem of a form's values: ``errors`` are the :class:`ConfigError` of each, naming field and value."""
-
-    def __init__(self, errors: Sequence[ConfigError]) -> None:
-        self.errors = list(errors)
-        super().__init__("; ".join(str(error) for error in self.errors))
 
 
 def failure_banner(what: str, error: str | None, hint: str | None = None, *, kept: str = "Its result table so far is kept.") -> None:

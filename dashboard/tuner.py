@@ -14,21 +14,21 @@ from streaming.analysis.profile import LatenessProfile, lateness_profile, propos
 from streaming.analysis.tune import (
     SHOWN,
     Confirmation,
+    TunePlan,
     TuneResult,
     bound_topic,
     canonical_delays,
     check_target,
     confirm,
+    plan_tune,
     recommend,
     tune,
-    tune_configs,
-    tuning_output_mode,
 )
 from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
 from streaming.engine.durations import format_duration, human_duration, parse_duration
 from streaming.engine.errors import ConfigError
-from streaming.engine.query.config import FeedSource, QueryConfig
+from streaming.engine.query.config import FeedSource
 from streaming.engine.run.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
 from streaming.report import figures_report
@@ -87,13 +87,11 @@ def parse_delays(text: str, limit: int = MAX_DELAYS) -> list[str]:
 
 
 @dataclass(frozen=True)
-class TuneInputs:
-    feed: str
-    """The label of the data swept: a sample feed or a dataset."""
-    query: QueryConfig
-    """The shape swept (feed, windows, key, aggregate, dedup, batching); its watermark is each delay in turn."""
-    delays: list[str]
-    target: float
+class TuneInputs(TunePlan):
+    """A sweep's validated inputs (:func:`~streaming.analysis.tune.plan_tune`) and the label of the data swept: a sample feed, a dataset
+    or a topic."""
+
+    feed: str = ""
 
     @property
     def source(self) -> FeedSource | KafkaSource:
@@ -103,11 +101,6 @@ class TuneInputs:
     def recall(self) -> tuple:
         """What identifies this sweep for a reloaded page: the page, the data, the shape, the delays and the target."""
         return ("tune", self.feed, self.query, tuple(self.delays), self.target)
-
-    def config(self, delay: str) -> QueryConfig:
-        """The update-mode query the sweep runs for ``delay``; the recommended one for the code panel (a topic's offsets are bounded when the sweep starts)."""
-        [config] = tune_configs(self.query, [delay])
-        return config
 
 
 def tune_inputs(
@@ -132,26 +125,25 @@ def tune_inputs(
             return None
 
     source: FeedSource | KafkaSource | None = attempt(lambda: kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching))
-    if source is not None and source.replays_offsets:
-        feed = f"topic {source.label}"
-    parsed = attempt(lambda: parse_delays(delays))
-    goal = attempt(lambda: check_target(target))
-    query = None
-    if source is not None:  # the shape, checked the way the sweep's queries will be built
-        query = attempt(
-            lambda: QueryConfig(
-                source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode=tuning_output_mode(session_gap),
-                aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,  # type: ignore[arg-type]
-            )
-        )
-        if query is not None and parsed is not None:
-            attempt(lambda: tune_configs(query, parsed))
-            reason = covers(query)
-            if reason is not None and len(parsed) > MAX_SPARK_DELAYS:
-                errors.append(ConfigError("delays", delays, f"lists {len(parsed)} delays; at most {MAX_SPARK_DELAYS} here: {reason}"))
-    if errors or query is None or parsed is None or goal is None:
+    if source is None:  # the other fields checked all the same, so every bad one is named at once
+        attempt(lambda: parse_delays(delays))
+        attempt(lambda: check_target(target))
         raise InputErrors(errors)
-    return TuneInputs(str(feed), query, parsed, goal)
+    if source.replays_offsets:
+        feed = f"topic {source.label}"
+    try:
+        plan = plan_tune(
+            source, delays=[item.strip() for item in str(delays).split(",") if item.strip()], target=target, window=window, slide=slide,
+            aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,
+        )
+    except InputErrors as err:
+        raise InputErrors([*errors, *err.errors]) from None
+    if len(plan.delays) > MAX_DELAYS:
+        raise InputErrors([ConfigError("delays", delays, f"lists {len(plan.delays)} delays; a sweep takes at most {MAX_DELAYS}")])
+    reason = covers(plan.query)
+    if reason is not None and len(plan.delays) > MAX_SPARK_DELAYS:
+        raise InputErrors([ConfigError("delays", delays, f"lists {len(plan.delays)} delays; at most {MAX_SPARK_DELAYS} here: {reason}")])
+    return TuneInputs(plan.query, plan.delays, plan.target, str(feed))
 
 
 def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .engine.data.batching import Batching
 from .engine.data.datasets import FileFormat, detect_format
 from .engine.data.feeds import TIME_PATTERN
-from .engine.errors import ConfigError
+from .engine.errors import ConfigError, InputErrors
 from .engine.kafka.broker import BOOTSTRAP_VARIABLE
 from .engine.kafka.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, ValueFormat, check_bootstrap, parse_kafka_url
 from .engine.query.config import (
@@ -574,7 +574,7 @@ def _tune_table(outcome) -> str:
 
 
 def _tune_main(args, given: SparkSession | None) -> int:
-    from .analysis.tune import bound_topic, canonical_delays, check_target, tune_configs, tuning_output_mode
+    from .analysis.tune import bound_topic, canonical_delays, check_target, plan_tune
 
     if args.sql is not None or args.sql_file is not None:
         return _sql_tune_main(args, given)
@@ -596,13 +596,12 @@ def _tune_main(args, given: SparkSession | None) -> int:
         return 2
 
     def query_of(source: Source) -> QueryConfig:
-        """The shape to tune on ``source``; a topic bounded at the offsets that are its end now."""
-        query = bound_topic(QueryConfig(
-            source, window=args.window or "1 minute", slide=args.slide, watermark=delays[0], aggregation=args.agg,
-            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, output_mode=tuning_output_mode(args.session_gap),
-        ))
-        tune_configs(query, delays)
-        return query
+        """The shape to tune on ``source`` (:func:`~streaming.analysis.tune.plan_tune`); a topic bounded at the offsets that are its end now."""
+        plan = plan_tune(
+            source, delays=delays, target=target, window=args.window or "1 minute", slide=args.slide, aggregation=args.agg,
+            deduplicate=args.dedup_by is not None, session_gap=args.session_gap,
+        )
+        return bound_topic(plan.query)
 
     try:
         delays = canonical_delays([part.strip() for part in args.delays.split(",")])
@@ -610,7 +609,7 @@ def _tune_main(args, given: SparkSession | None) -> int:
         if topic:
             check_topic_args(args)  # the brokers and the topic, within seconds and before Spark starts
         query = None if topic else query_of(_source(args))
-    except ConfigError as err:
+    except (ConfigError, InputErrors) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     from .analysis.tune import tune
@@ -620,7 +619,7 @@ def _tune_main(args, given: SparkSession | None) -> int:
             if query is None:  # a topic: its value's columns from a sample, its offsets bounded at their end now
                 query = query_of(_source(args, spark))
             outcome = tune(registry, query, delays=delays, target=target, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
-    except ConfigError as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
+    except (ConfigError, InputErrors) as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(_tune_table(outcome))

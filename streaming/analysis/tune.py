@@ -51,7 +51,7 @@ import pandas as pd
 
 from ..engine.data.columns import ColumnMapping
 from ..engine.durations import format_duration, parse_duration
-from ..engine.errors import ConfigError
+from ..engine.errors import ConfigError, InputErrors
 from ..engine.output.progress import progress_frame
 from ..engine.query.config import OutputMode, QueryConfig
 from ..engine.run.runner import run_to_idle
@@ -69,10 +69,12 @@ __all__ = [
     "DEFAULT_CONCURRENT",
     "Confirmation",
     "TuneMethod",
+    "TunePlan",
     "TuneResult",
     "canonical_delays",
     "check_target",
     "confirm",
+    "plan_tune",
     "recommend",
     "tune",
     "tune_configs",
@@ -169,6 +171,53 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
         )
         for delay in canonical_delays(delays)
     ]
+
+
+@dataclass(frozen=True)
+class TunePlan:
+    """A sweep's validated inputs, as the tuner page and ``python -m streaming tune`` both make them (:func:`plan_tune`)."""
+
+    query: QueryConfig
+    """The shape swept (source, windows, key, aggregate, deduplication, batching); its watermark is the first delay, its output mode the
+    tuner's (:func:`tuning_output_mode`)."""
+    delays: list[str]
+    """The delays swept: canonical, smallest first."""
+    target: float
+
+    def config(self, delay: str) -> QueryConfig:
+        """The query the sweep runs for ``delay`` (:func:`tune_configs`)."""
+        [config] = tune_configs(self.query, [delay])
+        return config
+
+
+def plan_tune(
+    source: StreamSource, *, delays: Iterable[str], target: object, window: str = "1 minute", slide: str | None = None, aggregation: str = "count",
+    deduplicate: bool = False, session_gap: str | None = None,
+) -> TunePlan:
+    """The sweep of ``delays`` on ``source``: the shape checked the way each delay's query will be built, the delays made canonical and the
+    target checked; :class:`~streaming.engine.errors.InputErrors` lists every bad field at once, each named with its value."""
+    errors: list[ConfigError] = []
+
+    def attempt(check: Callable[[], Any]) -> Any:
+        try:
+            return check()
+        except ConfigError as err:
+            errors.append(err)
+            return None
+
+    parsed: list[str] | None = attempt(lambda: canonical_delays(delays))
+    goal: float | None = attempt(lambda: check_target(target))
+    query: QueryConfig | None = attempt(
+        lambda: QueryConfig(
+            source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode=tuning_output_mode(session_gap),  # type: ignore[arg-type]
+            aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,  # type: ignore[arg-type]
+        )
+    )
+    if query is not None and parsed is not None:
+        attempt(lambda: tune_configs(query, parsed))
+    if errors or query is None or parsed is None or goal is None:
+        raise InputErrors(errors)
+    return TunePlan(query, parsed, goal)
 
 
 def bound_topic(query: QueryConfig) -> QueryConfig:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["Cancelled", "ConfigError", "brief", "failure_details", "failure_words", "first_line"]
+__all__ = ["Cancelled", "ConfigError", "InputErrors", "brief", "failure_details", "failure_words", "first_line"]
 
 _SERVER_PATH = re.compile(r"""(?<![\w/])(?:file:(?://)?)?(?:/[^\s/'"`,;()\[\]]+){2,}/?""")
 """An absolute path on the server (``/srv/data/...``, ``file:/tmp/...``): two or more segments; not a URL's path."""
@@ -23,6 +24,14 @@ class ConfigError(ValueError):
         self.value = value
         self.reason = reason
         super().__init__(f"{field_name}: {value!r} {reason}")
+
+
+class InputErrors(ValueError):
+    """Every problem of a form's or a command's values at once: ``errors`` are the :class:`ConfigError` of each, naming field and value."""
+
+    def __init__(self, errors: Sequence[ConfigError]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(str(error) for error in self.errors))
 
 
 class Cancelled(Exception):

@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 
 from streaming.analysis.measure import counted_windows, emission_frame, output_delay, state_stats
-from streaming.analysis.tune import DEFAULT_CONCURRENT, canonical_delays, check_target, recommend, tune
+from streaming.analysis.tune import DEFAULT_CONCURRENT, canonical_delays, check_target, plan_tune, recommend, tune
 from streaming.charts.tuner import completeness_vs_output_delay, completeness_vs_state, tune_frame
 from streaming.engine.data.feeds import SAMPLE_FEEDS
 from streaming.engine.output.progress import progress_frame
+from streaming.engine.errors import InputErrors
 from streaming.engine.query.config import ConfigError, FeedSource, QueryConfig
 
 GUIDE = SAMPLE_FEEDS / "guide_words"
@@ -61,6 +62,21 @@ def _windows(*pairs: tuple[str, str]) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- pure
+
+
+
+def test_a_tune_plan_names_every_bad_field_at_once_and_builds_each_delays_query() -> None:
+    guide = FeedSource(SAMPLE_FEEDS / "guide_words", seconds_per_file=0)
+    with pytest.raises(InputErrors) as refused:
+        plan_tune(guide, delays=["soon"], target=1.5, window="1 minute", slide="5 minutes")
+    assert [error.field for error in refused.value.errors] == ["delays", "target", "slide"]
+    with pytest.raises(InputErrors, match="aggregation: 'none' cannot be tuned"):
+        plan_tune(guide, delays=["1 minute"], target=0.9, aggregation="none")
+    plan = plan_tune(guide, delays=["10m", "0", "10 minutes"], target=0.9, window="10 minutes", slide="5 minutes")
+    assert (plan.delays, plan.target, plan.query.watermark) == (["0 seconds", "10 minutes"], 0.9, "0 seconds")
+    swept = plan.config("10 minutes")
+    assert (swept.watermark, swept.output_mode, swept.window, swept.slide) == ("10 minutes", "update", "10 minutes", "5 minutes")
+    assert plan_tune(guide, delays=["1 minute"], target=1, session_gap="5 minutes").config("1 minute").output_mode == "append"
 
 
 def test_canonical_delays_sorts_dedupes_and_names_bad_values():
