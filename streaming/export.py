@@ -65,6 +65,7 @@ from .engine.kafka.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP
 from .engine.output.results import measure_column
 from .engine.query.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.runtime.jars import connector_coordinates
+from .engine.sources import Source
 from .engine.sources.ads import AdStreams
 from .engine.sources.kafka import KafkaSource
 from .engine.sql import SqlQuery, SqlView
@@ -269,7 +270,7 @@ def _kafka_settings(source: KafkaSource) -> list[str]:
 
 
 def _settings(config: QueryConfig) -> str:
-    lines = [_rule('The query, as configured in Streaming Lab'), *_CODE[type(config.source)].settings(config.source)]
+    lines = [_rule('The query, as configured in Streaming Lab'), *_code(config.source).settings(config.source)]
     if config.session_gap_ms is not None:
         lines.append(f"SESSION_GAP = {_lit(format_duration(config.session_gap_ms))}  # a key's session ends this long after its last event")
     elif config.aggregation != "none":
@@ -603,19 +604,27 @@ def _kafka_source(source: KafkaSource) -> str:
     )
 
 
-_CODE: dict[type, _SourceCode] = {
-    FeedSource: _SourceCode(_feed_settings, _feed_source),
-    GeneratorSource: _SourceCode(_generator_settings, _generator_source),
-    RateSource: _SourceCode(_rate_settings, _rate_source),
-    RateMicroBatchSource: _SourceCode(_rate_micro_batch_settings, _rate_micro_batch_source),
-    SocketSource: _SourceCode(_socket_settings, _socket_source),
-    KafkaSource: _SourceCode(_kafka_settings, _kafka_source),
+_CODE: dict[str, _SourceCode] = {
+    "feed": _SourceCode(_feed_settings, _feed_source),
+    "generator": _SourceCode(_generator_settings, _generator_source),
+    "rate": _SourceCode(_rate_settings, _rate_source),
+    "rate-micro-batch": _SourceCode(_rate_micro_batch_settings, _rate_micro_batch_source),
+    "socket": _SourceCode(_socket_settings, _socket_source),
+    "kafka": _SourceCode(_kafka_settings, _kafka_source),
 }
-"""One entry per kind of :data:`~streaming.engine.query.config.Source`."""
+"""How a program reads each source kind, by the kind's name (:data:`~streaming.engine.sources.SOURCE_KINDS`)."""
+
+
+def _code(source: Source) -> _SourceCode:
+    """How a program reads ``source``; :class:`ConfigError` naming a kind Show code does not write yet (a new kind, until it has its entry)."""
+    code = _CODE.get(source.kind)
+    if code is None:
+        raise ConfigError("source", source.label, f"is a kind of source ({source.kind}) Show code does not write yet")
+    return code
 
 
 def _source(config: QueryConfig) -> str:
-    return _CODE[type(config.source)].source(config.source)
+    return _code(config.source).source(config.source)
 
 
 # --------------------------------------------------------------------------- query

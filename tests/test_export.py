@@ -501,3 +501,12 @@ def test_show_code_for_sql_names_a_view_it_does_not_write_yet(write_feed) -> Non
     static_topic = SqlQuery("SELECT * FROM STREAM(events) JOIN keys USING (key)", (SqlView("events", FeedSource(feed, seconds_per_file=0)), SqlView("keys", topic, static=True)))
     with pytest.raises(ConfigError, match="view keys"):
         sql_code(static_topic, ())
+
+
+def test_show_code_names_a_source_kind_it_does_not_write_yet(write_feed, monkeypatch) -> None:
+    """A new source kind is its module and one line of SOURCE_KINDS; until export.py has its entry, Show code says so, naming the source."""
+    from streaming import export
+
+    monkeypatch.delitem(export._CODE, "socket")
+    with pytest.raises(ConfigError, match=r"source: .* is a kind of source \(socket\) Show code does not write yet"):
+        pyspark_code(QueryConfig(SocketSource(write_feed(GUIDE_BATCHES), lines_per_second=5)))
