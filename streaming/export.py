@@ -40,6 +40,7 @@ from .engine.builders import (
     AD_BUILDERS,
     COLUMN_BUILDERS,
     CONSTANTS,
+    FILE_BUILDERS,
     GENERATOR_BUILDERS,
     QUERY_BUILDERS,
     RECORD_BUILDERS,
@@ -47,12 +48,10 @@ from .engine.builders import (
     VIEW_BUILDERS,
     column_kind,
     counted_input,
-    file_stream,
     key_column,
     malformed_rows,
     parse_time,
     quoted,
-    read_files,
 )
 from .engine.checks import duration_ms
 from .engine.data.columns import NO_KEY
@@ -153,7 +152,7 @@ def _imports(config: QueryConfig) -> str:
     if feed is not None:
         cutting = feed.batching.by != "file"
         modules = ["csv", *(["functools"] if cutting else []), "json", "os", "pathlib", "shutil", "tempfile", "time"]
-        extra = ["from datetime import datetime, timedelta", ""]
+        extra = ["from datetime import datetime, timedelta", "from pathlib import Path", ""]
         types = [*(["from pyspark.sql import Window"] if cutting else []), "from pyspark.sql.types import StringType, StructField, StructType"]
     else:
         modules = ["os", "time"] if config.source.kind == "rate-micro-batch" else ["os", *(["tempfile"] if config.trigger == "real_time" else [])]
@@ -348,14 +347,8 @@ _STAGING = (
     "",
     "",
     "def stage(index):",
-    '    """Copy file `index` into the staging folder atomically, with a strictly increasing mtime."""',
-    "    source = FILES[index]",
-    "    target = STAGING / f'{index:06d}-{source.name}'",
-    "    partial = STAGING / f'.{target.name}.partial'  # names starting with '.' are ignored by Spark",
-    "    shutil.copyfile(source, partial)",
-    "    mtime = BASE_MTIME + index",
-    "    os.utime(partial, (mtime, mtime))",
-    "    os.replace(partial, target)",
+    '    """Hand file `index` to Spark, modified a second after the one before."""',
+    "    stage_file(FILES[index], STAGING, index, int((BASE_MTIME + index) * 1000))",
     "",
     "",
 )
@@ -428,7 +421,7 @@ def _builder_code(functions: Sequence[Callable[..., Any]]) -> tuple[str, ...]:
 _BUILDER_CODE = _builder_code(COLUMN_BUILDERS)
 _RECORD_CODE = _builder_code(RECORD_BUILDERS)
 _GENERATOR_CODE = _builder_code(GENERATOR_BUILDERS)
-_FILE_CODE = _builder_code((read_files, file_stream))
+_FILE_CODE = _builder_code(FILE_BUILDERS)
 _KEY_CODE = _builder_code((key_column,))
 _COLUMN_CODE = (
     *_BUILDER_CODE,
@@ -1043,12 +1036,8 @@ _STAGE_CODE = (
     "    then reads file i in micro-batch i. A name starting with '.' is ignored by Spark, so a file appears whole.",
     '    """',
     "    folder.mkdir()",
-    "    for index, source in enumerate(pathlib.Path(path) for path in paths):",
-    "        target = folder / f'{index:06d}-{source.name}'",
-    "        partial = folder / f'.{target.name}.partial'",
-    "        shutil.copyfile(source, partial)",
-    "        os.utime(partial, (1_700_000_000 + index, 1_700_000_000 + index))",
-    "        os.replace(partial, target)",
+    "    for index, path in enumerate(paths):",
+    "        stage_file(pathlib.Path(path), folder, index, (1_700_000_000 + index) * 1000)",
     "",
     "",
 )
@@ -1170,8 +1159,8 @@ def join_code(config: JoinConfig) -> str:
     readers = [line for kind in dict.fromkeys(kinds) for line in _SIDE_CODE[kind]]
     code = "\n".join([
         _join_header(config, kinds),
-        _block(*(f"import {name}" for name in ("functools", "json", "operator", "os", "pathlib", "shutil", "tempfile")), "from datetime import datetime", "",
-               "from pyspark.sql import Column, DataFrame, SparkSession", "from pyspark.sql import functions as F", "from pyspark.sql.types import StructType"),
+        _block(*(f"import {name}" for name in ("functools", "json", "operator", "os", "pathlib", "shutil", "tempfile")), "from datetime import datetime",
+               "from pathlib import Path", "", "from pyspark.sql import Column, DataFrame, SparkSession", "from pyspark.sql import functions as F", "from pyspark.sql.types import StructType"),
         _block(*settings),
         _session_block(_CONNECTOR_JARS if "topic" in kinds else (), ("spark.conf.set('spark.sql.streaming.multipleWatermarkPolicy', POLICY)",)),
         _block(
@@ -1356,6 +1345,7 @@ def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
         ),
         _block(
             *(f"import {name}" for name in ("datetime as dt", "decimal", "json", "os", "pathlib", "shutil", "tempfile")),
+            "from pathlib import Path",
             "from typing import Any",
             "",
             "from pyspark.sql import Column, DataFrame, SparkSession",

@@ -407,8 +407,8 @@ def test_a_batching_column_name_never_becomes_code(tmp_path):
 
 def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no_reading_of_their_own(write_feed):
     """What runs and what is shown cannot drift: every program defines the engine's builders it needs (:mod:`streaming.engine.builders`:
-    reading a time, a key, a Kafka record; making the generator's rows) as their very source text, with the constants they read, and
-    spells out none of that itself."""
+    handing files to Spark and reading them, reading a time, a key, a Kafka record; making the generator's rows) as their very source text,
+    with the constants they read, and spells out none of that itself."""
     import inspect
     from dataclasses import replace
 
@@ -421,7 +421,7 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
     feed = write_feed(GUIDE_BATCHES)
     topic = KafkaSource("127.0.0.1:9092", "clicks", (("event_time", "string"), ("key", "string")), columns=ColumnMapping(event_time="event_time", key="key"))
     columns, records = builders.COLUMN_BUILDERS, builders.RECORD_BUILDERS
-    needs = {"feed": (*columns, builders.read_files, builders.file_stream), "socket": columns, "kafka": (*columns, *records), "generator": builders.GENERATOR_BUILDERS, "rate": (builders.key_column,),
+    needs = {"feed": (*columns, *builders.FILE_BUILDERS), "socket": columns, "kafka": (*columns, *records), "generator": builders.GENERATOR_BUILDERS, "rate": (builders.key_column,),
              "rate-micro-batch": (builders.key_column,)}
     programs = [
         (f"{source.kind} {index}", pyspark_code(QueryConfig(source)), (*needs[source.kind], *builders.QUERY_BUILDERS))
@@ -432,7 +432,7 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
     streams = AdStreams(impressions_per_second=40, click_through=0.5, ads=5, seed=11, late_share=0.2)
     ads = JoinConfig(LiveSide(streams, "impressions", "10 seconds"), LiveSide(streams, "clicks", "5 seconds", side="right"), on=("impression_id",))
     programs += [
-        ("join of files", join_code(files), (*columns, builders.read_files, builders.file_stream)), ("join of topics", join_code(topics), (*columns, *records)),
+        ("join of files", join_code(files), (*columns, *builders.FILE_BUILDERS)), ("join of topics", join_code(topics), (*columns, *records)),
         ("join of the ads pair", join_code(ads), tuple(dict.fromkeys((*columns, *builders.AD_BUILDERS)))),
     ]
     from streaming.engine.sql import SqlQuery, SqlView
@@ -467,6 +467,7 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
         outside = "\n".join(ast.get_source_segment(code, node) or "" for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name in texts))
         spelled = {
             "try_to_timestamp", "nullif", "timestamp_millis", "from_json", "from_csv", "xxhash64", "pmod", "'offset') <", "observe", "groupBy", "try_cast",
+            "utime", "copyfile",
             *(("readStream", "csv") if name in ("sql over files", "join of files") else ()), *(("strftime",) if name.startswith("sql over") else ()),
         } & set(_words(outside))
         assert not spelled, (name, spelled)

@@ -1,9 +1,9 @@
-"""The Spark calls a query is built of, written once: reading files, a time, a key and a Kafka record; making the generator's rows and its
+"""The Spark calls a query is built of, written once: handing files to a file source and reading them, a time, a key and a Kafka record; making the generator's rows and its
 ads pair; the form's query (malformed rows counted and left out, the windowed aggregate); a SQL view and its result as JSON.
 
 The engine calls these functions, and Show code copies their text into the programs it exports (:mod:`streaming.export`), so what runs here
 and what a user runs from the page are one text (``tests/test_export.py`` holds every kind of program to that). Each uses only PySpark,
-``datetime`` and ``decimal``, its arguments and the constants :data:`CONSTANTS` names. What checks a user's choice (a time format that fits
+``datetime``, ``decimal``, ``os``, ``shutil`` and ``pathlib``, its arguments and the constants :data:`CONSTANTS` names. What checks a user's choice (a time format that fits
 its column, a column that exists) stays with the configuration (:mod:`~streaming.engine.data.times`, :mod:`~streaming.engine.data.columns`), which
 names the field it refuses.
 """
@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -26,6 +29,7 @@ __all__ = [
     "CONSTANTS",
     "CORRUPT",
     "EPOCH_SECONDS_LIMIT",
+    "FILE_BUILDERS",
     "GENERATOR_BUILDERS",
     "INPUT_METRICS",
     "KAFKA_KEY",
@@ -51,6 +55,7 @@ __all__ = [
     "quoted",
     "read_files",
     "records_before",
+    "stage_file",
     "topic_view",
     "view_batch",
     "view_select",
@@ -238,6 +243,18 @@ def windowed_aggregate(events: DataFrame, spans: Column, aggregation: str) -> Da
     return grouped.agg(measure.alias("value"), F.count(F.lit(1)).alias("count"))
 
 
+def stage_file(source: Path, folder: Path, index: int, modified_ms: int) -> Path:
+    """Hand ``source`` to a file source reading ``folder`` as its file ``index``: copied under a name Spark passes over (a leading ``.``),
+    given the modification time ``modified_ms`` (ms since the epoch, later than every file before it, so Spark reads the files in order),
+    then renamed into place at once, so Spark never sees a file half written."""
+    target = folder / f"{index:06d}-{source.name}"
+    partial = folder / f".{target.name}.partial"
+    shutil.copyfile(source, partial)
+    os.utime(partial, ns=(modified_ms * 1_000_000, modified_ms * 1_000_000))
+    os.replace(partial, target)
+    return target
+
+
 def read_files(spark: SparkSession, paths: list[str], file_format: str, schema: StructType | str | None = None, infer: bool = False) -> DataFrame:
     """The rows of the files ``paths`` (``csv`` with a header, ``json`` lines or ``parquet``) as one batch DataFrame, with ``schema`` when given.
     A CSV column is text unless ``infer`` (Spark's ``inferSchema``); a malformed CSV or JSON row is nulls (JSON: its text in :data:`CORRUPT`)."""
@@ -329,11 +346,13 @@ AD_BUILDERS = (drawn, lagged_ms, impression_columns, click_columns)
 """What makes the generator's pair of impressions and clicks."""
 QUERY_BUILDERS = (malformed_rows, counted_input, windowed_aggregate)
 """The form's query: its malformed rows counted and left out, its windowed aggregate."""
-VIEW_BUILDERS = (read_files, file_stream, view_batch, view_select, counted_input, json_value)
+FILE_BUILDERS = (stage_file, read_files, file_stream)
+"""What hands files to a file source and reads them: every program that replays files defines these."""
+VIEW_BUILDERS = (stage_file, read_files, file_stream, view_batch, view_select, counted_input, json_value)
 """A user's SQL over its views: each dataset read and typed as the view shows it, its rows counted, the result as JSON."""
 TOPIC_VIEW_BUILDERS = (records_before, decode_records, topic_view)
 """A user's SQL over a topic: its range of records, decoded, as the view shows them."""
-BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS, *VIEW_BUILDERS, *TOPIC_VIEW_BUILDERS)))
+BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *FILE_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS, *VIEW_BUILDERS, *TOPIC_VIEW_BUILDERS)))
 CONSTANTS: dict[object, tuple[str, ...]] = {
     parse_time: ("EPOCH_SECONDS_LIMIT",), counted_input: ("INPUT_METRICS",), read_files: ("CORRUPT",), decode_records: ("KAFKA_TIMESTAMP", "KAFKA_KEY", "CORRUPT"), impression_columns: ("CAMPAIGNS",),
 }

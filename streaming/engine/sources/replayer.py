@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..builders import stage_file
 from ..output.latency import PRODUCED
 
 if TYPE_CHECKING:
@@ -83,13 +82,8 @@ class FeedReplayer:
         if index >= len(self.files):
             self.done.set()
             return False
-        source = self.files[index]
-        target = self.staging / f"{index:06d}-{source.name}"
-        partial = self.staging / f".{target.name}.partial"
-        shutil.copyfile(source, partial)
         self._last_ms = max(time.time_ns() // 1_000_000, self._last_ms + 1)
-        os.utime(partial, ns=(self._last_ms * 1_000_000, self._last_ms * 1_000_000))
-        os.replace(partial, target)
+        stage_file(self.files[index], self.staging, index, self._last_ms)
         self.staged = index + 1
         if self.staged == len(self.files):
             self.done.set()
