@@ -15,8 +15,8 @@ from streaming.analysis.measure import counted_windows, emission_frame, output_d
 from streaming.analysis.tune import DEFAULT_CONCURRENT, canonical_delays, check_target, plan_tune, recommend, tune
 from streaming.charts.tuner import completeness_vs_output_delay, completeness_vs_state, tune_frame
 from streaming.engine.data.feeds import SAMPLE_FEEDS
-from streaming.engine.output.progress import progress_frame
 from streaming.engine.errors import InputErrors
+from streaming.engine.output.progress import progress_frame
 from streaming.engine.query.config import ConfigError, FeedSource, QueryConfig
 
 GUIDE = SAMPLE_FEEDS / "guide_words"

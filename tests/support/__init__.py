@@ -30,8 +30,10 @@ EXPORT_SETTINGS = (
 
 @contextmanager
 def settings_kept(spark) -> Iterator[None]:
-    """Puts back the session settings an exported program changes (:data:`EXPORT_SETTINGS`, the log level) once it has run on ``spark``."""
+    """Puts back the session settings an exported program changes (:data:`EXPORT_SETTINGS`, the log level) once it has run on ``spark``,
+    and drops the temporary views it made (a SQL program's views), so the run's other tests find the shared session as it was."""
     before = {key: spark.conf.get(key, None) for key in EXPORT_SETTINGS}
+    views = {table.name for table in spark.catalog.listTables() if table.isTemporary}
     try:
         yield
     finally:
@@ -41,6 +43,9 @@ def settings_kept(spark) -> Iterator[None]:
             else:
                 spark.conf.set(key, value)
         spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+        for table in spark.catalog.listTables():
+            if table.isTemporary and table.name not in views:
+                spark.catalog.dropTempView(table.name)
 
 
 def run_program(spark, code: str) -> str:
