@@ -83,6 +83,7 @@ from .shared import (
     feed_source,
     get_registry,
     go_to,
+    progress_numbers,
     session_starter,
     show_code,
     watermark_widget,
@@ -868,11 +869,7 @@ REPORTED = ("counts", "drops", "state", "rates", "input", "duration", "gap")
 def _report_button(run: Run, progress: pd.DataFrame, table: pd.DataFrame, figures: Mapping[str, go.Figure]) -> None:
     """Download the run as it stands at this refresh: its settings, numbers, charts and result table, as one HTML file that opens without a server."""
     def report() -> str:
-        numbers = (
-            f"{len(progress)} micro-batches, {int(progress['num_input_rows'].sum()) if len(progress) else 0:,} rows read, "
-            f"{int(progress['rows_dropped_by_watermark'].sum()) if len(progress) else 0:,} rows dropped by the watermark, "
-            f"watermark {_watermark_text(current_watermark(progress))}, status {run.status}."
-        )
+        numbers = f"{progress_numbers(progress)}, watermark {_watermark_text(current_watermark(progress))}, status {run.status}."
         paragraphs = (f"{run.config.source.label}: {settings_text(run.config)}.", numbers)
         shown = [figures[name] for name in REPORTED if name in figures]
         return figures_report(f"Query {run.name}", paragraphs, shown, [("Result table", table)])

@@ -63,6 +63,7 @@ __all__ = [
     "go_to",
     "loss_banner",
     "percent",
+    "progress_numbers",
     "readable_seconds",
     "refuse",
     "run_page",
@@ -293,6 +294,13 @@ def wait_for_session(starter: SessionStarter) -> None:
 
 
 # --- choices and checks: pure -------------------------------------------------------
+
+
+def progress_numbers(progress: pd.DataFrame) -> str:
+    """A run's progress in one phrase for a report: its micro-batches, the rows read and the rows the watermark dropped."""
+    rows = int(progress["num_input_rows"].sum()) if len(progress) else 0
+    dropped = int(progress["rows_dropped_by_watermark"].sum()) if len(progress) else 0
+    return f"{len(progress)} micro-batches, {rows:,} rows read, {dropped:,} rows dropped by the watermark"
 
 
 def failure_banner(what: str, error: str | None, hint: str | None = None, *, kept: str = "Its result table so far is kept.") -> None:

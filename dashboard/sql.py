@@ -233,10 +233,7 @@ def sql_report(run: Run, progress: pd.DataFrame, table: pd.DataFrame, operators:
     """A SQL run as one HTML file that opens without a server: its views, its query, the program that runs it (Show code), its numbers,
     charts, operators and result table."""
     query, facts = run.config, run.table.facts
-    numbers = (
-        f"{len(progress)} micro-batches, {int(progress['num_input_rows'].sum()) if len(progress) else 0:,} rows read, "
-        f"{int(progress['rows_dropped_by_watermark'].sum()) if len(progress) else 0:,} rows dropped by the watermark, status {run.status}."
-    )
+    numbers = f"{shared.progress_numbers(progress)}, status {run.status}."
     views = "; ".join(f"{view.name}: {view.source.label}" + (" (static)" if view.static else "") for view in query.views)
     texts = [("Your query", query.text)]
     try:

@@ -125,21 +125,21 @@ def tune_inputs(
             return None
 
     source: FeedSource | KafkaSource | None = attempt(lambda: kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching))
+    parsed = attempt(lambda: parse_delays(delays))
     if source is None:  # the other fields checked all the same, so every bad one is named at once
-        attempt(lambda: parse_delays(delays))
         attempt(lambda: check_target(target))
         raise InputErrors(errors)
     if source.replays_offsets:
         feed = f"topic {source.label}"
-    try:
+    try:  # delays that did not parse are named already: the rest is checked with a stand-in
         plan = plan_tune(
-            source, delays=[item.strip() for item in str(delays).split(",") if item.strip()], target=target, window=window, slide=slide,
-            aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,
+            source, delays=parsed or ["0 seconds"], target=target, window=window, slide=slide, aggregation=aggregation, deduplicate=deduplicate,
+            session_gap=session_gap,
         )
     except InputErrors as err:
         raise InputErrors([*errors, *err.errors]) from None
-    if len(plan.delays) > MAX_DELAYS:
-        raise InputErrors([ConfigError("delays", delays, f"lists {len(plan.delays)} delays; a sweep takes at most {MAX_DELAYS}")])
+    if errors:
+        raise InputErrors(errors)
     reason = covers(plan.query)
     if reason is not None and len(plan.delays) > MAX_SPARK_DELAYS:
         raise InputErrors([ConfigError("delays", delays, f"lists {len(plan.delays)} delays; at most {MAX_SPARK_DELAYS} here: {reason}")])
