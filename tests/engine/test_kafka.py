@@ -26,6 +26,10 @@ from streaming.engine.runtime.jars import connector_jars, connector_version, req
 from streaming.engine.sources.kafka import KafkaSource
 
 WEB_CLICKS = SAMPLE_FEEDS / "web_clicks"
+CLICK_FILES = 12
+"""The leading files of web_clicks the topics here hold: 600 rows, 3 of them malformed and 14 late for a minute's window under 30 seconds of
+watermark; the whole feed's 40 files would only make each replay three times longer."""
+CLICK_ROWS = CLICK_FILES * 50
 CLICK_VALUES = (("event_time", "string"), ("key", "string"))
 CLICK_COLUMNS = ColumnMapping(event_time="event_time", time_format=TIME_PATTERN, key="key")
 DROPPED = ["batch_id", "event_time", "key", "watermark", "window_start", "window_end", "rule"]
@@ -33,10 +37,20 @@ BATCH_COLUMNS = ["num_input_rows", "rows_dropped_by_watermark", "malformed_rows"
 
 
 @pytest.fixture(scope="module")
-def clicks_topic(spark, kafka_broker) -> str:
-    """The web_clicks sample feed published once into a topic of one partition: 40 batches of 50 rows, in file order."""
-    published = publish(spark, FeedSource(WEB_CLICKS, seconds_per_file=0), kafka_broker.bootstrap, "web-clicks")
-    assert (published.messages, published.batches, published.end_offsets) == (2000, 40, ((0, 2000),))
+def clicks_folder(tmp_path_factory) -> Path:
+    """The first :data:`CLICK_FILES` files of the web_clicks sample feed."""
+    folder = tmp_path_factory.mktemp("clicks") / "web_clicks"
+    folder.mkdir()
+    for path in sorted(WEB_CLICKS.glob("*.csv"))[:CLICK_FILES]:
+        shutil.copyfile(path, folder / path.name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def clicks_topic(spark, kafka_broker, clicks_folder) -> str:
+    """:func:`clicks_folder` published once into a topic of one partition: a batch of 50 rows a file, in file order."""
+    published = publish(spark, FeedSource(clicks_folder, seconds_per_file=0), kafka_broker.bootstrap, "web-clicks")
+    assert (published.messages, published.batches, published.end_offsets) == (CLICK_ROWS, CLICK_FILES, ((0, CLICK_ROWS),))
     return "web-clicks"
 
 
@@ -69,10 +83,10 @@ def test_a_missing_connector_is_named_with_how_to_fetch_it(tmp_path: Path) -> No
 # -- publish, then replay the topic ------------------------------------------------------------------------------------
 
 
-def test_published_records_are_the_feeds_rows_in_batch_order_keyed_by_the_key_column(kafka_broker, clicks_topic) -> None:
-    records = latest_messages(kafka_broker.bootstrap, clicks_topic, 2000, earliest=True)
-    rows = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False) for path in sorted(WEB_CLICKS.glob("*.csv"))], ignore_index=True)
-    assert list(records["offset"]) == list(range(2000))
+def test_published_records_are_the_feeds_rows_in_batch_order_keyed_by_the_key_column(kafka_broker, clicks_topic, clicks_folder) -> None:
+    records = latest_messages(kafka_broker.bootstrap, clicks_topic, CLICK_ROWS, earliest=True)
+    rows = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False) for path in sorted(clicks_folder.glob("*.csv"))], ignore_index=True)
+    assert list(records["offset"]) == list(range(CLICK_ROWS))
     assert [json.loads(value) for value in records["value"]] == rows.to_dict("records")
     assert list(records["key"]) == list(rows["key"])
 
@@ -94,14 +108,14 @@ def test_a_cancelled_publish_deletes_the_topic_it_created_and_leaves_an_existing
     assert describe_topic(kafka_broker.bootstrap, topic_name).messages == 50
 
 
-def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(spark, registry, kafka_broker, clicks_topic) -> None:
+def test_a_replay_of_the_published_topic_equals_the_file_replay_batch_for_batch(spark, registry, kafka_broker, clicks_topic, clicks_folder) -> None:
     """Both read 50 rows a micro-batch back to back (available-now): the same batches, so the same drops, state, result and dropped events."""
-    on_files = run_to_idle(registry, clicks_query(FeedSource(WEB_CLICKS, seconds_per_file=0)))
+    on_files = run_to_idle(registry, clicks_query(FeedSource(clicks_folder, seconds_per_file=0)))
     on_topic = run_to_idle(registry, clicks_query(clicks(kafka_broker.bootstrap, clicks_topic)))
     assert on_files.rows_dropped_by_watermark > 0 and on_files.malformed_rows > 0  # late and malformed rows: the comparison means something
     pd.testing.assert_frame_equal(on_topic.result, on_files.result)
     pd.testing.assert_frame_equal(on_topic.progress[BATCH_COLUMNS], on_files.progress[BATCH_COLUMNS])
-    assert on_topic.to_json()["end_offsets"] == {clicks_topic: {"0": 2000}}
+    assert on_topic.to_json()["end_offsets"] == {clicks_topic: {"0": CLICK_ROWS}}
     assert on_topic.initial_offsets == {clicks_topic: {"0": 0}}
     topic_events = topic_events_of(spark, on_topic.config.source, topic_batches(on_topic.summaries, on_topic.initial_offsets, clicks_topic))
     assert topic_events["arrival"].notna().all()  # the record timestamp: lateness behind arrival is known for every record
@@ -137,8 +151,8 @@ def test_records_carry_the_arrival_column_as_their_timestamp_and_a_paced_publish
     assert published.seconds >= (last - first) / 1000 / 200.0 * 0.5  # paced: the arrival span ÷ the speed, less its last interval at most
 
 
-def test_a_topic_of_csv_lines_replays_like_its_json_twin(spark, registry, kafka_broker, clicks_topic, topic_name) -> None:
-    publish(spark, FeedSource(WEB_CLICKS, seconds_per_file=0), kafka_broker.bootstrap, topic_name, value_format="csv")
+def test_a_topic_of_csv_lines_replays_like_its_json_twin(spark, registry, kafka_broker, clicks_topic, clicks_folder, topic_name) -> None:
+    publish(spark, FeedSource(clicks_folder, seconds_per_file=0), kafka_broker.bootstrap, topic_name, value_format="csv")
     sample = latest_messages(kafka_broker.bootstrap, topic_name, 10, earliest=True)
     assert sample["value"].iloc[0] == "2024-03-04 08:59:52,home"
     values = infer_value_columns(spark, list(sample["value"]), "csv", ["event_time", "key"])
@@ -219,11 +233,13 @@ def plain_kafka_counts(spark, bootstrap: str, topic: str, tmp_path: Path, max_of
     ]
 
 
-def test_publish_and_replay_of_a_three_partition_topic_equal_plain_pyspark_and_name_its_end_offsets(spark, cli, kafka_broker, tmp_path, topic_name) -> None:
-    done = cli("publish", str(WEB_CLICKS), "--bootstrap", kafka_broker.bootstrap, "--topic", topic_name, "--partitions", "3")
+def test_publish_and_replay_of_a_three_partition_topic_equal_plain_pyspark_and_name_its_end_offsets(
+    spark, cli, kafka_broker, clicks_folder, tmp_path, topic_name,
+) -> None:
+    done = cli("publish", str(clicks_folder), "--bootstrap", kafka_broker.bootstrap, "--topic", topic_name, "--partitions", "3")
     assert done.returncode == 0, done.stderr[-3000:]
     ends = describe_topic(kafka_broker.bootstrap, topic_name).end_offsets()
-    assert f"published=2000 batches=40 topic={topic_name} partitions=3 created=true" in done.stdout
+    assert f"published={CLICK_ROWS} batches={CLICK_FILES} topic={topic_name} partitions=3 created=true" in done.stdout
     assert len(ends) == 3 and all(offset > 0 for _, offset in ends)
     out = tmp_path / "replay.json"
     done = cli(
@@ -234,7 +250,7 @@ def test_publish_and_replay_of_a_three_partition_topic_equal_plain_pyspark_and_n
     written = json.loads(out.read_text())
     assert set(written) == {"result", "rows_dropped_by_watermark", "final_watermark", "input_rows", "malformed_rows", "duplicates_dropped", "batches", "end_offsets"}
     assert written["end_offsets"] == {topic_name: {str(partition): offset for partition, offset in ends}}
-    assert written["input_rows"] == 2000 and all(batch["input_rows"] <= 120 for batch in written["batches"])
+    assert written["input_rows"] == CLICK_ROWS and all(batch["input_rows"] <= 120 for batch in written["batches"])
     assert written["result"] == plain_kafka_counts(spark, kafka_broker.bootstrap, topic_name, tmp_path, 120)
 
 
@@ -264,20 +280,21 @@ def test_kafka_urls_are_checked(url: str, message: str) -> None:
 def test_topics_are_listed_and_described(kafka_broker, clicks_topic) -> None:
     assert clicks_topic in topic_names(kafka_broker.bootstrap)
     info = describe_topic(kafka_broker.bootstrap, clicks_topic)
-    assert (info.messages, info.end_offsets()) == (2000, ((0, 2000),))
+    assert (info.messages, info.end_offsets()) == (CLICK_ROWS, ((0, CLICK_ROWS),))
     assert require_topic(kafka_broker.bootstrap, clicks_topic) == [0]
 
 
 # -- a broker lost under a running query ----------------------------------------------------------------------------------
 
 
-def test_a_query_whose_broker_was_killed_resumes_from_its_checkpoint_with_nothing_lost_or_doubled(spark, tmp_path) -> None:
+def test_a_query_whose_broker_was_killed_resumes_from_its_checkpoint_with_nothing_lost_or_doubled(spark, clicks_folder, tmp_path) -> None:
     from streaming.analysis.exact import exact_answer
     from streaming.engine.kafka.broker import KafkaBroker
     from streaming.engine.run.registry import QueryRegistry
 
     first, second = tmp_path / "first", tmp_path / "second"
-    for folder, files in ((first, sorted(WEB_CLICKS.glob("*.csv"))[:20]), (second, sorted(WEB_CLICKS.glob("*.csv"))[20:])):
+    half = CLICK_FILES // 2
+    for folder, files in ((first, sorted(clicks_folder.glob("*.csv"))[:half]), (second, sorted(clicks_folder.glob("*.csv"))[half:])):
         folder.mkdir()
         for path in files:
             shutil.copyfile(path, folder / path.name)
@@ -287,7 +304,7 @@ def test_a_query_whose_broker_was_killed_resumes_from_its_checkpoint_with_nothin
         publish(spark, FeedSource(first, seconds_per_file=0), broker.bootstrap, "clicks")
         config = QueryConfig(clicks(broker.bootstrap, "clicks"), window="1 minute", watermark=None)
         run = registry.start(config, "lost_broker", keep=True)
-        wait_for_offset(run, "clicks", 1000)
+        wait_for_offset(run, "clicks", CLICK_ROWS // 2)
         broker.kill()
         wait_for(lambda: run.status == "failed", "the query did not fail without its broker", 180)
         said = failure_words(run.error or "")
@@ -299,9 +316,9 @@ def test_a_query_whose_broker_was_killed_resumes_from_its_checkpoint_with_nothin
         broker.start()  # the same folder: the same port and topics
         publish(spark, FeedSource(second, seconds_per_file=0), broker.bootstrap, "clicks")
         run = registry.resume("lost_broker")
-        wait_for_offset(run, "clicks", 2000)
+        wait_for_offset(run, "clicks", CLICK_ROWS)
         run.await_idle(120)
-        exact = exact_answer(spark, QueryConfig(FeedSource(WEB_CLICKS, seconds_per_file=0), window="1 minute", watermark=None))
+        exact = exact_answer(spark, QueryConfig(FeedSource(clicks_folder, seconds_per_file=0), window="1 minute", watermark=None))
         pd.testing.assert_frame_equal(run.table.frame(), exact)
     finally:
         registry.close()
@@ -347,7 +364,7 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
     try:
         at.button(key="lab_start").click().run()
         assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
-        assert wait_until(at, lambda page: int(page_metric(page, "Batches")) >= 40, 180.0), "the topic was not read to its end"
+        assert wait_until(at, lambda page: int(page_metric(page, "Batches")) >= CLICK_FILES, 180.0), "the topic was not read to its end"
         lag = next(chart for chart in at.get("plotly_chart") if "Behind the topic" in chart.proto.spec)
         assert "most behind" in lag.proto.spec
         assert any("End-to-end latency over time" in chart.proto.spec for chart in at.get("plotly_chart"))
@@ -358,10 +375,10 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
         assert backlog == any("No figure: every record measured so far was produced well before" in caption.value for caption in at.caption)
         at.toggle(key="lab_judge_topic").set_value(True).run()
         assert not at.exception, at.exception
-        assert int(page_metric(at, "Events so far")) == 1987 and int(page_metric(at, "Not counted")) > 0
+        assert int(page_metric(at, "Events so far")) == CLICK_ROWS - 3 and int(page_metric(at, "Not counted")) > 0
         assert any("Behind their arrival (their record timestamps" in caption.value for caption in at.caption)
         at.toggle(key="lab_read_topic").set_value(True).run()
-        assert page_metric(at, "Messages held") == "2,000"
+        assert page_metric(at, "Messages held") == f"{CLICK_ROWS:,}"
     finally:
         registry.delete(name)
 
@@ -397,7 +414,7 @@ def test_show_codes_program_for_sql_over_a_topic_prints_what_the_labs_replay_giv
     from streaming.engine.sql import SqlQuery, SqlView, replay_sql
     from streaming.export import sql_code
 
-    source = clicks(kafka_broker.bootstrap, clicks_topic, end_offsets=((0, 2000),))
+    source = clicks(kafka_broker.bootstrap, clicks_topic, end_offsets=((0, CLICK_ROWS),))
     query = SqlQuery(
         "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n FROM STREAM(events) "
         "WATERMARK event_time DELAY OF INTERVAL 30 SECONDS WHERE coalesce(key, '') <> '' GROUP BY 1, 2",
@@ -446,9 +463,9 @@ def test_the_datasets_page_publishes_a_dataset_in_the_background_and_refuses_a_s
 
 
 @pytest.fixture(scope="module")
-def clicks_in_three(spark, kafka_broker) -> str:
-    """web_clicks published into three partitions (keyed: uneven ones), for the rate limit's split and per-partition drops."""
-    publish(spark, FeedSource(WEB_CLICKS, seconds_per_file=0), kafka_broker.bootstrap, "web-clicks-3", partitions=3)
+def clicks_in_three(spark, kafka_broker, clicks_folder) -> str:
+    """:func:`clicks_folder` published into three partitions (keyed: uneven ones), for the rate limit's split and per-partition drops."""
+    publish(spark, FeedSource(clicks_folder, seconds_per_file=0), kafka_broker.bootstrap, "web-clicks-3", partitions=3)
     return "web-clicks-3"
 
 
@@ -493,7 +510,7 @@ def test_the_tuner_page_sweeps_a_topic_profiles_its_lateness_behind_arrival_and_
     at.text_input(key="tune_delays").set_value("10 seconds, 1 minute")
     at.toggle(key="tune_profile").set_value(True).run()
     assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
-    assert page_metric(at, "late events").endswith("of 1987")
+    assert page_metric(at, "late events").endswith(f"of {CLICK_ROWS - 3}")
     assert any("Behind their arrival time" in caption.value for caption in at.caption)  # the record timestamp is the arrival time
     at.button(key="tune_run").click().run()
     assert wait_until(at, lambda page: any("Confirmed on Spark" in message.value for message in page.success), 300.0), (page_errors(at), at.warning)
@@ -513,7 +530,7 @@ def test_the_compare_page_replays_the_same_offsets_of_a_topic_under_each_config(
     assert wait_until(at, lambda page: any("completeness_finalized" in frame.value.columns for frame in page.dataframe) or page_errors(page), 300.0)
     assert not page_errors(at), page_errors(at)
     summary = next(frame.value for frame in at.dataframe if "completeness_finalized" in frame.value.columns)
-    assert len(summary) == 2 and summary["exact"].nunique() == 1 and set(summary["batches"]) == {21}  # 2000 records, 100 a batch, and the final no-data batch
+    assert len(summary) == 2 and summary["exact"].nunique() == 1 and set(summary["batches"]) == {CLICK_ROWS // 100 + 1}  # 100 records a batch, and the final no-data batch
     assert summary["completeness"].iloc[1] > summary["completeness"].iloc[0]  # 5 minutes of watermark keep what 30 seconds drop
 
 
@@ -598,7 +615,7 @@ def test_a_topic_is_refused_for_stepping_when_nothing_would_be_stepped_naming_th
 def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records_partition_key_value_and_timestamp(
     spark, registry, kafka_broker, clicks_in_three,
 ) -> None:
-    """Three uneven partitions at 700 records a batch: the first step is copied at start (Spark runs a topic's first batch then),
+    """Three uneven partitions at 210 records a batch: the first step is copied at start (Spark runs a topic's first batch then),
     each press copies the next as an available-now replay would cut it, and Spark runs each alone, all partitions at once.
     The copy keeps each record as it was; closing deletes the staging topic, and starting deletes those a dead server left a day
     ago; a range with nothing in it is refused."""
@@ -609,9 +626,9 @@ def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records
     from streaming.engine.run.walkthrough import Walkthrough
     from streaming.engine.sources.stepped_topic import TopicStepper
 
-    source = clicks(kafka_broker.bootstrap, clicks_in_three, max_offsets_per_trigger=700)
+    source = clicks(kafka_broker.bootstrap, clicks_in_three, max_offsets_per_trigger=210)
     info = describe_topic(kafka_broker.bootstrap, clicks_in_three)
-    planned = planned_batches({part.partition: 0 for part in info.partitions}, dict(info.end_offsets()), 700)
+    planned = planned_batches({part.partition: 0 for part in info.partitions}, dict(info.end_offsets()), 210)
     now = int(time.time())
     kept_by_a_dead_server, in_use = staging_name(now - STALE_SECONDS - 60, "left-behind"), staging_name(now - 60, "in-use")
     for name in (kept_by_a_dead_server, in_use):
@@ -627,7 +644,7 @@ def test_a_topic_is_stepped_one_transaction_a_planned_batch_keeping_each_records
         assert staging not in topic_names(kafka_broker.bootstrap)  # not offered as a topic to read
         walk.to_end()
         read = [summary["num_input_rows"] for summary in walk.summaries() if summary["num_input_rows"]]
-        assert read == [sum(end[part] - start[part] for part in end) for start, end in planned] and sum(read) == 2000  # Spark's rate limit rounds each partition's share down
+        assert read == [sum(end[part] - start[part] for part in end) for start, end in planned] and sum(read) == CLICK_ROWS  # Spark's rate limit rounds each partition's share down
         whole = {part.partition: (0, part.latest) for part in describe_topic(kafka_broker.bootstrap, staging).partitions}
         copied = read_records(kafka_broker.bootstrap, staging, whole, whole=True)  # ends past the last step's commit markers
         original = read_records(kafka_broker.bootstrap, clicks_in_three, {part.partition: (0, part.latest) for part in info.partitions}, whole=True)
@@ -697,7 +714,7 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
         pd.testing.assert_frame_equal(stepped.dropped[["event_time", "key", "rule"]], replayed.dropped[["event_time", "key", "rule"]])
 
 
-def test_a_sql_query_over_a_topic_equals_the_same_sql_over_the_files_it_was_published_from(cli, kafka_broker, clicks_topic, tmp_path) -> None:
+def test_a_sql_query_over_a_topic_equals_the_same_sql_over_the_files_it_was_published_from(cli, kafka_broker, clicks_topic, clicks_folder, tmp_path) -> None:
     """Both read 50 rows a micro-batch under the available-now trigger: the same batches, so the same result, drops and watermark.
 
     An empty key is "" in a JSON value and null in a CSV file (each as its format reads it): the query leaves both out."""
@@ -711,7 +728,7 @@ def test_a_sql_query_over_a_topic_equals_the_same_sql_over_the_files_it_was_publ
         "--json", str(on_topic),
     )
     assert topic.returncode == 0, topic.stderr
-    files = cli("replay", str(WEB_CLICKS), "--sql", sql, "--time-format", TIME_PATTERN, "--json", str(on_files))
+    files = cli("replay", str(clicks_folder), "--sql", sql, "--time-format", TIME_PATTERN, "--json", str(on_files))
     assert files.returncode == 0, files.stderr
     from_topic, from_files = json.loads(on_topic.read_text()), json.loads(on_files.read_text())
     assert from_files["rows_dropped_by_watermark"] > 0 and from_files["malformed_rows"] > 0
