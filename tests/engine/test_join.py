@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from support import printed_result, run_program
 from streaming.adfeeds import AdFeedSpec, generate_ads, write_ad_feeds
 from streaming.cli import main
 from streaming.engine.errors import ConfigError
-from streaming.engine.join.join import JOIN_TYPES, POLICY_CONF, JoinConfig, JoinSide, join_frame, run_join, side_watermarks
+from streaming.engine.join.join import JOIN_TYPES, POLICY_CONF, JoinConfig, JoinOutcome, JoinSide, join_frame, run_join, side_watermarks
+from streaming.engine.run.query import start_with
 
 SPEC = AdFeedSpec(
     start=datetime(2024, 3, 4, 12, 0, 0), batches=8, batch_interval_seconds=10, impressions_per_batch=6, ads=3, click_through=0.6,
@@ -48,6 +50,22 @@ def config_of(ads: tuple[Path, Path], join_type: str = "left_outer", policy: str
     )
 
 
+@pytest.fixture(scope="module")
+def joined(spark, registry, ads, tmp_path_factory):
+    """``joined(join_type, policy, **changes)``: the engine's replay of that join of the ad feeds, its checkpoint kept; each join once a
+    module, as several tests read the same one (the matrix, the policies, the CLI, Show code, the model)."""
+    outcomes: dict[tuple, JoinOutcome] = {}
+
+    def join(join_type: str = "left_outer", policy: str = "min", **changes) -> JoinOutcome:
+        key = (join_type, policy, tuple(sorted(changes.items())))
+        if key not in outcomes:
+            keep = tmp_path_factory.mktemp(f"{join_type}-{policy}") / "join"
+            outcomes[key] = run_join(spark, config_of(ads, join_type, policy, **changes), registry.listener, keep=keep, timeout=300)
+        return outcomes[key]
+
+    return join
+
+
 def plain_join(spark, ads: tuple[Path, Path], join_type: str, policy: str, checkpoint: Path) -> tuple[pd.DataFrame, list[dict]]:
     """The same join written with PySpark alone: ``(rows, progress)``."""
     from pyspark.sql import functions as F
@@ -70,11 +88,7 @@ def plain_join(spark, ads: tuple[Path, Path], join_type: str, policy: str, check
         impressions.join(clicks, condition, join_type).select(*columns).writeStream.format("memory").queryName(name)
         .outputMode("append").option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
     )
-    spark.conf.set(POLICY_CONF, policy)
-    try:
-        query = writer.start()
-    finally:
-        spark.conf.unset(POLICY_CONF)
+    query = start_with(spark, writer, {POLICY_CONF: policy})  # the setting for this query only, under the lock the engine's starts take
     try:
         assert query.awaitTermination(300), "the plain join did not end"
         return spark.table(name).toPandas(), list(query.recentProgress)
@@ -94,11 +108,16 @@ def test_the_generated_feeds_have_late_rows_on_both_sides() -> None:
     assert any(click.batch < int(click.impression_id[4:8]) for click in clicks)  # a click that arrives before its impression
 
 
-@pytest.mark.parametrize("policy", ["min", "max"])
-@pytest.mark.parametrize("join_type", JOIN_TYPES)
-def test_every_join_equals_plain_pyspark(spark, registry, ads, tmp_path: Path, join_type: str, policy: str) -> None:
-    outcome = run_join(spark, config_of(ads, join_type, policy), registry.listener, root=tmp_path, timeout=300)
-    expected, progress = plain_join(spark, ads, join_type, policy, tmp_path / "plain")
+@pytest.mark.parametrize(
+    ("join_type", "policy"), [*((join_type, "min") for join_type in JOIN_TYPES), ("inner", "max"), ("full_outer", "max")],
+)
+def test_every_join_equals_plain_pyspark(spark, joined, ads, tmp_path: Path, join_type: str, policy: str) -> None:
+    """Every join type under the default policy; the policy is Spark's setting, handed over the same way for every type, so two types under max
+    (the NULL rows of an outer join wait for the global watermark, which max moves)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:  # two independent queries: one runs while the other waits on its driver
+        plain = pool.submit(plain_join, spark, ads, join_type, policy, tmp_path / "plain")
+        outcome = joined(join_type, policy)
+        expected, progress = plain.result(timeout=300)
     assert list(outcome.result.columns) == list(expected.columns)
     assert rows_of(outcome.result) == rows_of(expected)
     assert len(outcome.summaries) == len(progress)
@@ -115,8 +134,8 @@ def test_every_join_equals_plain_pyspark(spark, registry, ads, tmp_path: Path, j
         assert result.notna().all().all()
 
 
-def test_policy_max_follows_the_faster_side_and_drops_more(spark, registry, ads, tmp_path: Path) -> None:
-    slow, fast = (run_join(spark, config_of(ads, "inner", policy), registry.listener, root=tmp_path, timeout=300) for policy in ("min", "max"))
+def test_policy_max_follows_the_faster_side_and_drops_more(joined) -> None:
+    slow, fast = joined("inner", "min"), joined("inner", "max")
     assert fast.final_watermark > slow.final_watermark
     assert fast.rows_dropped_by_watermark > slow.rows_dropped_by_watermark
     marks = side_watermarks(slow.summaries, slow.config).dropna()
@@ -208,7 +227,7 @@ def test_cli_refusals_name_the_flag(ads, capsys: pytest.CaptureFixture[str], arg
     assert capsys.readouterr().err.startswith(f"error: {flag}: ")
 
 
-def test_cli_join_json_equals_the_engine(spark, registry, ads, tmp_path: Path, cli) -> None:
+def test_cli_join_json_equals_the_engine(joined, ads, tmp_path: Path, cli) -> None:
     impressions, clicks = ads
     out = tmp_path / "join.json"
     done = cli(
@@ -216,7 +235,7 @@ def test_cli_join_json_equals_the_engine(spark, registry, ads, tmp_path: Path, c
         "--within", ",".join(WITHIN), "--type", "full_outer", "--left-watermark", LEFT_WATERMARK, "--right-watermark", RIGHT_WATERMARK,
         "--policy", "max", "--json", str(out),
     )
-    in_process = run_join(spark, config_of(ads, "full_outer", "max"), registry.listener, root=tmp_path, timeout=300)
+    in_process = joined("full_outer", "max")
     assert done.returncode == 0, done.stderr[-3000:]
     written = json.loads(out.read_text())
     assert written == json.loads(json.dumps(in_process.to_json()))
@@ -229,9 +248,9 @@ def test_cli_join_json_equals_the_engine(spark, registry, ads, tmp_path: Path, c
 
 
 @pytest.fixture(scope="module")
-def kept_left_outer(spark, registry, ads, tmp_path_factory):
+def kept_left_outer(joined):
     """The left outer join of the ad feeds, its checkpoint kept."""
-    return run_join(spark, config_of(ads, "left_outer"), registry.listener, keep=tmp_path_factory.mktemp("kept") / "join", timeout=300)
+    return joined("left_outer", "min")
 
 
 def test_the_rows_waiting_leave_the_state_when_the_view_says(spark, kept_left_outer) -> None:
@@ -287,11 +306,15 @@ def test_each_rows_story_agrees_with_spark(spark, kept_left_outer) -> None:
     assert set(stories["status"]) <= {"joined", "emitted with NULLs", "dropped as too late", "waiting at the end", "never matched"}
 
 
-def test_the_exported_program_prints_the_joined_rows(spark, registry, ads, tmp_path: Path) -> None:
+def test_the_exported_program_prints_the_joined_rows(spark, joined) -> None:
     """Show code's program ends with the rows the replay joined."""
-    config = config_of(ads, "full_outer", "max")
-    exported, expected, stdout = export_beside(spark, registry, config, tmp_path)
-    assert exported == expected
+    from streaming.export import join_code
+
+    outcome = joined("full_outer", "max")
+    stdout = run_program(spark, join_code(outcome.config))
+    expected = outcome.result_records()
+    assert printed_result(stdout) == expected
+    assert f"{len(expected)} joined rows" in stdout
     assert f"{len(expected)} joined rows" in stdout
 
 
@@ -330,14 +353,15 @@ MODEL_CASES = [
 
 
 @pytest.mark.parametrize(("join_type", "policy", "left_delay", "right_delay"), MODEL_CASES)
-def test_the_join_model_emits_what_spark_emits(spark, registry, ads, tmp_path: Path, join_type, policy, left_delay, right_delay) -> None:
+def test_the_join_model_emits_what_spark_emits(spark, joined, join_type, policy, left_delay, right_delay) -> None:
     """The model's joined pairs, NULL rows (and the batch of each), dropped rows, watermarks and batch count are Spark's, for delays on one side or both."""
     from streaming.analysis.join_model import model_join
     from streaming.engine.durations import parse_duration
     from streaming.engine.join.join import side_rows
 
-    config = config_of(ads, join_type, policy, left_watermark=left_delay, right_watermark=right_delay)
-    outcome = run_join(spark, config, registry.listener, root=tmp_path, timeout=300)
+    changes = {} if (left_delay, right_delay) == (LEFT_WATERMARK, RIGHT_WATERMARK) else {"left_watermark": left_delay, "right_watermark": right_delay}
+    outcome = joined(join_type, policy, **changes)
+    config = outcome.config
     left, right = (side_rows(spark, side) for side in config.sides)
     delays = tuple(None if delay is None else parse_duration(delay) for delay in (left_delay, right_delay))
     model = model_join(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, join_type, delays, policy)
