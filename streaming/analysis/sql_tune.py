@@ -167,9 +167,12 @@ def tune_sql(
     registry: QueryRegistry, query: SqlQuery, points: Sequence[tuple[int, ...]], *, target: float = 0.99, cancel: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SqlTuning:
-    """Replay ``query`` at each point of ``points`` (a delay for each WATERMARK clause, in the order written) and measure it against its exact answer."""
+    """Replay ``query`` at each point of ``points`` (a delay for each WATERMARK clause, in the order written) and measure it against its exact answer.
+
+    Its views are replayed (:meth:`~streaming.engine.sql.query.SqlQuery.replayed`): a paced feed is read a file a micro-batch without its pauses."""
     began = time.monotonic()
     spark = registry.spark
+    query = query.replayed("tuned")
     clauses = tuple(watermark_clauses(spark, query.text))
     exact, grouping = exact_records(spark, query)
     done = []
@@ -235,7 +238,8 @@ def compare_sql(
     began = time.monotonic()
     spark = registry.spark
     done = []
-    for index, query in enumerate(queries):
+    views = queries[0].replayed("compared").views  # every query reads the same rows, without a paced feed's pauses
+    for index, query in enumerate(query.with_changes(views=views) for query in queries):
         if cancel is not None and cancel.is_set():
             raise Cancelled("the comparison was cancelled")
         delays = tuple(clause.delay_ms for clause in watermark_clauses(spark, query.text))

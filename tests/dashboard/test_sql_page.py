@@ -90,9 +90,9 @@ def _guide_page(path: str, state: dict[str, object]) -> AppTest:
     """``path`` opened through the app once Spark is ready, its source the guide_words sample feed (the view ``events``), with ``state`` set."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
     shared.session_starter().wait(TIMEOUT)
-    at = at.switch_page(path).run()
+    at = at.switch_page(path)
     for key, value in {"lab_source": "feed", "lab_feed": "guide_words", **state}.items():
-        at.session_state[key] = value
+        at.session_state[key] = value  # before the page's first run: what it shows first becomes the data its other pickers follow
     at.run()
     assert not at.exception, at.exception
     return at
@@ -122,7 +122,7 @@ def test_the_tuner_sweeps_a_sql_querys_watermark_on_spark_and_recommends_a_delay
     assert any(message.value.startswith("Ready to run.") for message in at.success), [error.value for error in at.error]
     _press_until(at, "tune_sql_run", lambda page: any(message.value.startswith(("Recommended:", "No point")) for message in [*page.success, *page.warning]))
     table = next(frame.value for frame in at.dataframe if "completeness" in frame.value.columns)
-    assert list(table["delays"]) == ["0 seconds", "10 minutes"]
+    assert list(table["delays"]) == ["0 seconds", "10 minutes"] and list(table["batches"]) == [4, 4]  # the guide's four files
     assert table["completeness"].iloc[0] < table["completeness"].iloc[1] == 1.0
     assert table["dropped (Spark)"].iloc[0] > 0
     assert any(message.value.startswith("Recommended: 10 minutes") for message in at.success)
@@ -142,5 +142,6 @@ def test_compare_runs_two_sql_queries_over_the_same_view_and_measures_each_again
     _press_until(at, "cmpsql_run", compared)
     table = next(frame.value for frame in at.dataframe if "completeness" in frame.value.columns)
     assert list(table["query"]) == ["Query 1", "Query 2"] and list(table["watermark delays"]) == ["0 seconds", "10 minutes"]
+    assert list(table["batches"]) == [4, 4]  # the guide's four files
     assert table["completeness"].iloc[0] < table["completeness"].iloc[1] == 1.0 and table["dropped (Spark)"].iloc[0] > 0
     assert (table["exact rows"] == table["exact rows"].iloc[0]).all()  # the same text but for the delay: the same exact answer

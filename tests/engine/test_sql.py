@@ -421,6 +421,21 @@ def test_views_and_queries_are_checked_where_they_are_made(tmp_path) -> None:
         SqlQuery("SELECT 1", (SqlView("e", source),), output_mode="upsert")  # type: ignore[arg-type]
 
 
+
+def test_a_query_is_replayed_without_its_feeds_pace_and_refused_over_a_stream_without_an_end(tmp_path) -> None:
+    """A sweep or a comparison reads a paced feed a file a micro-batch without its pauses; the static views stay as they are."""
+    from streaming.engine.sources.generator import GeneratorSource
+
+    feed = _write(tmp_path / "f", "ts,k", [[("2024-01-01 00:00:00", "a")]])
+    paced = FeedSource(feed, seconds_per_file=5.0, columns=_files(feed, "ts").columns)
+    query = SqlQuery("SELECT 1", (SqlView("e", paced), SqlView("t", paced, static=True)))
+    replayed = query.replayed("tuned")
+    assert [view.source.seconds_per_file for view in replayed.views] == [0, 5.0]
+    assert replayed.text == query.text and replayed.names == query.names
+    with pytest.raises(ConfigError, match="cannot be tuned"):
+        SqlQuery("SELECT 1", (SqlView("e", GeneratorSource()),)).replayed("tuned")
+
+
 # --------------------------------------------------------------------------- tuning
 
 

@@ -108,6 +108,13 @@ class SqlQuery:
     def with_changes(self, **changes: Any) -> SqlQuery:
         return replace(self, **changes)
 
+    def replayed(self, purpose: str) -> SqlQuery:
+        """This query with every streamed view replayed from its start to its end as it is now (a paced feed stepped, a topic read from its
+        earliest offsets to where it ends now: :meth:`~streaming.engine.sources.base.Source.replayed`), so that its exact answer and each
+        replay read the same rows, and no replay waits on a feed's pace; :class:`ConfigError` naming the source that cannot be ``purpose``."""
+        views = tuple(view if view.static else replace(view, source=view.stream.replayed(purpose).bounded_now()) for view in self.views)
+        return replace(self, views=views)
+
     def describe(self) -> dict[str, object]:
         """A flat description for tables and the Queries page, as :func:`~streaming.engine.query.config.describe` gives the form's."""
         source = self.source
