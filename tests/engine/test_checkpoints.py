@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
@@ -335,6 +336,8 @@ def test_cli_kill_mid_stream_and_resume_loses_and_doubles_nothing(registry, late
     args = ["replay", str(late_feed), "--window", "1 minute", "--slide", "30 seconds", "--watermark", "40 seconds", "--checkpoint", str(folder)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen([sys.executable, "-m", "streaming", *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    pool = ThreadPoolExecutor(max_workers=1)
+    uninterrupted = pool.submit(run_to_idle, registry, _config(late_feed, output_mode="update"), timeout=300)  # while the process starts its JVM
     try:
         progress, deadline = KeptQuery(folder).progress_file, time.monotonic() + 180
         while not (progress.is_file() and len(progress.read_text().splitlines()) >= 5):
@@ -350,7 +353,8 @@ def test_cli_kill_mid_stream_and_resume_loses_and_doubles_nothing(registry, late
             process.stderr.close()
     staged = KeptQuery(folder).staged_files()
     assert 0 < staged < LATE_TAIL.batches
-    whole = run_to_idle(registry, _config(late_feed, output_mode="update"), timeout=300)
+    whole = uninterrupted.result(timeout=300)
+    pool.shutdown()
     done = cli(*args, "--json", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     written = json.loads(out.read_text())
