@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -37,9 +38,13 @@ def test_a_windowed_count_holds_the_windows_the_watermark_has_not_passed(registr
         registry.remove("state_windows")
 
 
-def test_sessions_after_deduplication_show_both_operators_with_readable_rows(registry) -> None:
+def test_sessions_after_deduplication_show_both_operators_with_readable_rows(registry, tmp_path: Path) -> None:
     columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="store", value="amount", dedup_id="order_id")
-    source = FeedSource(SAMPLE_FEEDS / "orders_jsonl", seconds_per_file=0, file_format="json", columns=columns)
+    orders = tmp_path / "orders"  # the first files are enough to fill both operators' state
+    orders.mkdir()
+    for path in sorted((SAMPLE_FEEDS / "orders_jsonl").glob("*.jsonl"))[:6]:
+        shutil.copyfile(path, orders / path.name)
+    source = FeedSource(orders, seconds_per_file=0, file_format="json", columns=columns)
     config = QueryConfig(source, session_gap="30 seconds", watermark="1 minute", output_mode="append", aggregation="avg", deduplicate=True)
     run = _idle_run(registry, config, "state_sessions")
     try:
