@@ -38,6 +38,7 @@ from typing import Any
 from .engine import builders
 from .engine.builders import (
     AD_BUILDERS,
+    BATCH_BUILDERS,
     COLUMN_BUILDERS,
     CONSTANTS,
     FILE_BUILDERS,
@@ -150,10 +151,9 @@ def _header(config: QueryConfig) -> str:
 def _imports(config: QueryConfig) -> str:
     feed = config.source.as_feed
     if feed is not None:
-        cutting = feed.batching.by != "file"
-        modules = ["csv", *(["functools"] if cutting else []), "json", "os", "pathlib", "shutil", "tempfile", "time"]
+        modules = ["csv", "json", "os", "pathlib", "shutil", "tempfile", "time"]
         extra = ["from datetime import datetime, timedelta", "from pathlib import Path", ""]
-        types = [*(["from pyspark.sql import Window"] if cutting else []), "from pyspark.sql.types import StringType, StructField, StructType"]
+        types = ["from pyspark.sql.types import StringType, StructField, StructType"]
     else:
         modules = ["os", "time"] if config.source.kind == "rate-micro-batch" else ["os", *(["tempfile"] if config.trigger == "real_time" else [])]
         extra = [""]
@@ -423,6 +423,7 @@ _RECORD_CODE = _builder_code(RECORD_BUILDERS)
 _GENERATOR_CODE = _builder_code(GENERATOR_BUILDERS)
 _FILE_CODE = _builder_code(FILE_BUILDERS)
 _KEY_CODE = _builder_code((key_column,))
+_BATCH_CODE = _builder_code(BATCH_BUILDERS)
 _COLUMN_CODE = (
     *_BUILDER_CODE,
     "def event_time_column(name, time_format=None, fields=None):",
@@ -442,62 +443,27 @@ _ROLE_CODE = (
 
 
 def _batch_cutting(source: FeedSource) -> list[str]:
-    """The program's cutting of FILES into one file per micro-batch, as :mod:`streaming.engine.data.batching` does: by rows or by arrival interval."""
+    """The program's cutting of FILES into one file per micro-batch by rows or by arrival interval: the engine's own cut
+    (:func:`~streaming.engine.builders.cut_files`, as :mod:`streaming.engine.data.batching` calls it), copied."""
     batching = source.batching
     if batching.by == "file":
         return []
     if batching.rows is not None:
-        rule = [
-            "# N rows each: the rows of all files, in file order, cut every BATCH_ROWS rows.",
-            "rows = rows.withColumn(BATCH_NO, F.floor((F.row_number().over(in_order) - 1) / F.lit(BATCH_ROWS)))",
-        ]
+        cut = ["FILES, ARRIVALS, _ = cut_files(spark, FILES, FORMAT, WORKDIR / 'batches', rows_per_batch=BATCH_ROWS)"]
     else:
-        rule = [
-            "# By arrival time: the rows whose ARRIVAL falls in the same epoch-aligned interval of",
-            "# BATCH_INTERVAL_US form one batch, intervals in ascending order, empty ones skipped. A row",
-            "# whose arrival does not parse goes with the row before it (the first interval when first).",
-            "slot = F.floor(F.unix_micros(event_time_column(ARRIVAL, ARRIVAL_FORMAT)) / F.lit(BATCH_INTERVAL_US))",
-            "rows = rows.withColumn(SLOT, slot)",
-            "rows = rows.withColumn(SLOT, F.coalesce(",
-            "    F.last(SLOT, ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, 0)),",
-            "    F.first(SLOT, ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)),",
-            "    F.lit(0),",
-            "))",
-            "rows = rows.withColumn(BATCH_NO, F.dense_rank().over(Window.orderBy(SLOT)) - 1)",
-        ]
-    pacing = []
-    if batching.column is not None:
-        pacing = [
-            "PAUSES = None  # seconds to wait after each batch; None: SECONDS_PER_FILE",
-            "if SPEED:  # paced by arrival time: the gap to the next batch's interval, sped up",
-            "    SLOTS = [row[0] for row in rows.select(SLOT).distinct().orderBy(SLOT).collect()]",
-            "    PAUSES = [(later - earlier) * BATCH_INTERVAL_US / 1e6 / SPEED for earlier, later in zip(SLOTS, SLOTS[1:])] + [0.0]",
+        cut = [
+            "FILES, ARRIVALS, _ = cut_files(",
+            "    spark, FILES, FORMAT, WORKDIR / 'batches', arrival=ARRIVAL, time_format=ARRIVAL_FORMAT,",
+            "    kind=column_kind(schema[ARRIVAL].dataType.simpleString()), interval_us=BATCH_INTERVAL_US, struct=schema,",
+            ")",
+            "PAUSES = arrival_pauses(ARRIVALS, SPEED) if SPEED else None  # seconds to wait after each batch; None: SECONDS_PER_FILE",
         ]
     return [
         _rule("Micro-batches, cut as configured"),
-        "# Every row keeps its file and its position in it; the batches are written once, one",
-        "# file each in the dataset's format, and replayed in order instead of the files.",
-        "# The helper columns have names no dataset column is expected to have; they are dropped again.",
-        "FILE_NO, ROW_NO, SLOT, BATCH_NO = '__lab_file_no', '__lab_row_no', '__lab_slot', '__lab_batch_no'",
-        "parts = [",
-        "    read_files(spark, [str(path)], FORMAT, schema).withColumn(FILE_NO, F.lit(number)).withColumn(ROW_NO, F.monotonically_increasing_id())",
-        "    for number, path in enumerate(FILES)",
-        "]",
-        "rows = functools.reduce(lambda left, right: left.unionByName(right), parts)",
-        "in_order = Window.orderBy(FILE_NO, ROW_NO)",
-        *rule,
-        "rows = rows.localCheckpoint()",
-        *pacing,
-        "BATCHES = WORKDIR / 'batches'",
-        "# CSV: values are written as read, surrounding spaces included (Spark's writer trims them by default).",
-        "text = {'header': True, 'ignoreLeadingWhiteSpace': False, 'ignoreTrailingWhiteSpace': False} if FORMAT == 'csv' else {}",
-        "cut = rows.repartition(BATCH_NO).sortWithinPartitions(BATCH_NO, FILE_NO, ROW_NO).drop(FILE_NO, ROW_NO, SLOT)",
-        "cut.write.partitionBy(BATCH_NO).format(FORMAT).options(**text).save(str(BATCHES))",
-        "FILES = [",
-        "    next(p for p in sorted(folder.iterdir()) if p.name.startswith('part-'))",
-        "    for folder in sorted(BATCHES.glob(BATCH_NO + '=*'), key=lambda folder: int(folder.name.split('=')[1]))",
-        "]",
-        "",
+        "# The rows of all files, in file order, cut into batches and written once, one file each in the",
+        "# dataset's format, then replayed in order instead of the files; the rows are copied as they are.",
+        *_BATCH_CODE,
+        *cut,
         "",
     ]
 
@@ -1255,8 +1221,8 @@ def _live_join_run() -> str:
 
 def _sql_view(view: SqlView) -> dict[str, object]:
     """One view in the program: its files, their format, its event-time column and how its times are written; for a streamed topic its
-    range of records and how their values read. :class:`ConfigError` for a view whose data Show code does not write yet (the generator, a
-    static topic, a dataset cut by rows or by arrival)."""
+    range of records and how their values read; for a dataset cut by rows or by arrival time, how it is cut. :class:`ConfigError` for a view
+    whose data Show code does not write yet (the generator, the rate sources, a static topic)."""
     if not isinstance(view.source, TableFiles) and not view.static and view.source.as_topic is not None:
         topic = view.source.as_topic
         return {
@@ -1275,15 +1241,23 @@ def _sql_view(view: SqlView) -> dict[str, object]:
                 f"view {view.name}", view.source.label,
                 "reads a source Show code does not write for SQL yet: it writes SQL over files, and over a topic streamed",
             )
-        if not view.static and feed.batching.by != "file":
-            raise ConfigError(f"view {view.name}.batch_by", feed.batching.by, "Show code writes SQL over files replayed one file per micro-batch")
         data = feed
     columns = data.columns
     return {
         "name": view.name, "static": view.static, "kind": "files", "files": tuple(str(path.resolve()) for path in data.files()),
         "format": data.file_format, "event_time": None if columns is None else columns.event_time,
         "time_format": "auto" if columns is None else columns.time_format,
+        **({"cut": _view_cut(data)} if isinstance(data, FeedSource) and not view.static and data.batching.by != "file" else {}),
     }
+
+
+def _view_cut(feed: FeedSource) -> dict[str, object]:
+    """How a streamed view's dataset is cut into micro-batches (:func:`~streaming.engine.builders.cut_files`'s arguments): by rows, or by
+    the time in a column, an interval a batch."""
+    batching = feed.batching
+    if batching.rows is not None:
+        return {"rows_per_batch": batching.rows}
+    return {"arrival": batching.column, "time_format": feed.arrival_format, "interval_us": parse_duration(batching.interval or "0") * 1000}
 
 
 _TOPIC_VIEW_CODE = (
@@ -1309,8 +1283,12 @@ _FILE_VIEW_CODE = (
     "        if view['event_time'] is None or view['event_time'] not in schema:",
     "            return batch",
     "        return batch.select(*view_select(schema, view['event_time'], view['time_format']))",
-    "    stage_files(view['files'], WORKDIR / view['name'])",
     "    struct = StructType([f for f in batch.schema.fields if f.name != CORRUPT])",
+    "    files = [pathlib.Path(path) for path in view['files']]",
+    "    if 'cut' in view:  # the rows of its files cut into micro-batches as the lab cuts them",
+    "        kind = column_kind(schema[view['cut']['arrival']]) if 'arrival' in view['cut'] else 'text'",
+    "        files, _, _ = cut_files(spark, files, view['format'], WORKDIR / (view['name'] + '-batches'), kind=kind, struct=struct, **view['cut'])",
+    "    stage_files(files, WORKDIR / view['name'])",
     "    raw = file_stream(spark, struct, view['format'], str(WORKDIR / view['name']))",
     "    rows = raw.select(*view_select(schema, view['event_time'], view['time_format']))",
     "    return counted_input(rows, F.col(quoted(view['event_time'])).isNull(), INPUT_METRICS + '_' + view['name'])",
@@ -1331,6 +1309,7 @@ def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
     """
     views = [_sql_view(view) for view in query.views]
     topics = any(view["kind"] == "topic" for view in views)
+    cuts = any("cut" in view for view in views)
     code = "\n".join([
         _block(
             '"""Streaming Lab export: your own SQL over its views, replayed as the lab replays it.',
@@ -1344,7 +1323,7 @@ def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
             '"""',
         ),
         _block(
-            *(f"import {name}" for name in ("datetime as dt", "decimal", "json", "os", "pathlib", "shutil", "tempfile")),
+            *(f"import {name}" for name in ("csv", "datetime as dt", "decimal", "json", "os", "pathlib", "shutil", "tempfile")),
             "from pathlib import Path",
             "from typing import Any",
             "",
@@ -1371,7 +1350,7 @@ def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
             "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-sql-'))",
             "",
             "",
-            *_builder_code((quoted, column_kind, parse_time, *VIEW_BUILDERS, *(TOPIC_VIEW_BUILDERS if topics else ()))),
+            *_builder_code((quoted, column_kind, parse_time, *VIEW_BUILDERS, *(TOPIC_VIEW_BUILDERS if topics else ()), *(BATCH_BUILDERS if cuts else ()))),
             *_STAGE_CODE,
             *_VIEW_FRAME_HEAD,
             *(_TOPIC_VIEW_CODE if topics else ()),

@@ -413,6 +413,7 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
     from dataclasses import replace
 
     from streaming.engine import builders
+    from streaming.engine.data.batching import Batching
     from streaming.engine.join.join import JoinConfig, JoinSide, LiveSide, TopicSide
     from streaming.engine.sources.ads import AdStreams
     from streaming.engine.sources.kafka import KafkaSource
@@ -452,7 +453,14 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
         "sql over a topic", sql_code(over_topic, ("w", "key")),
         tuple(dict.fromkeys((builders.quoted, builders.column_kind, builders.parse_time, *builders.VIEW_BUILDERS, *builders.TOPIC_VIEW_BUILDERS))),
     ))
-    assert len(programs) == 13
+    cut = FeedSource(feed, 0, "csv", ColumnMapping(event_time="event_time", key="key"), Batching("rows:2"))
+    programs.append(("dataset cut by rows", pyspark_code(QueryConfig(cut)), (*needs["feed"], *builders.QUERY_BUILDERS, *builders.BATCH_BUILDERS)))
+    over_cut = SqlQuery("SELECT * FROM STREAM(events)", (SqlView("events", replace(cut, batching=Batching("event_time", "1 minute"))),))
+    programs.append((
+        "sql over a dataset cut by arrival", sql_code(over_cut, ()),
+        (builders.quoted, builders.column_kind, builders.parse_time, *builders.VIEW_BUILDERS, *builders.BATCH_BUILDERS),
+    ))
+    assert len(programs) == 15
     texts = {function.__name__: inspect.getsource(function).rstrip("\n") for function in builders.BUILDERS}
     for name, code, expected in programs:
         tree = ast.parse(code)
@@ -467,7 +475,7 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
         outside = "\n".join(ast.get_source_segment(code, node) or "" for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name in texts))
         spelled = {
             "try_to_timestamp", "nullif", "timestamp_millis", "from_json", "from_csv", "xxhash64", "pmod", "'offset') <", "observe", "groupBy", "try_cast",
-            "utime", "copyfile",
+            "utime", "copyfile", "writerow", "read_table", "row_number", "dense_rank",
             *(("readStream", "csv") if name in ("sql over files", "join of files") else ()), *(("strftime",) if name.startswith("sql over") else ()),
         } & set(_words(outside))
         assert not spelled, (name, spelled)
@@ -496,8 +504,7 @@ def test_show_code_for_sql_names_a_view_it_does_not_write_yet(write_feed) -> Non
     with pytest.raises(ConfigError, match="view events"):
         sql_code(generator, ())
     rows = SqlQuery("SELECT * FROM STREAM(events)", (SqlView("events", FeedSource(feed, seconds_per_file=0, batching=Batching("rows:2"))),))
-    with pytest.raises(ConfigError, match=r"view events\.batch_by"):
-        sql_code(rows, ())
+    assert "'cut': {'rows_per_batch': 2}" in sql_code(rows, ())  # written: cut as the lab cuts it
     topic = KafkaSource("127.0.0.1:9092", "clicks", (("event_time", "string"), ("key", "string")), columns=ColumnMapping(event_time="event_time", key="key"))
     static_topic = SqlQuery("SELECT * FROM STREAM(events) JOIN keys USING (key)", (SqlView("events", FeedSource(feed, seconds_per_file=0)), SqlView("keys", topic, static=True)))
     with pytest.raises(ConfigError, match="view keys"):

@@ -3,13 +3,14 @@ ads pair; the form's query (malformed rows counted and left out, the windowed ag
 
 The engine calls these functions, and Show code copies their text into the programs it exports (:mod:`streaming.export`), so what runs here
 and what a user runs from the page are one text (``tests/test_export.py`` holds every kind of program to that). Each uses only PySpark,
-``datetime``, ``decimal``, ``os``, ``shutil`` and ``pathlib``, its arguments and the constants :data:`CONSTANTS` names. What checks a user's choice (a time format that fits
+``csv``, ``datetime``, ``decimal``, ``os``, ``shutil`` and ``pathlib`` (and ``pyarrow`` for Parquet rows, as PySpark does), its arguments and the constants :data:`CONSTANTS` names. What checks a user's choice (a time format that fits
 its column, a column that exists) stays with the configuration (:mod:`~streaming.engine.data.times`, :mod:`~streaming.engine.data.columns`), which
 names the field it refuses.
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import decimal
 import os
@@ -23,6 +24,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructFi
 
 __all__ = [
     "AD_BUILDERS",
+    "BATCH_BUILDERS",
     "BUILDERS",
     "CAMPAIGNS",
     "COLUMN_BUILDERS",
@@ -38,14 +40,17 @@ __all__ = [
     "RECORD_BUILDERS",
     "TOPIC_VIEW_BUILDERS",
     "VIEW_BUILDERS",
+    "arrival_pauses",
     "click_columns",
     "column_kind",
     "counted_input",
+    "cut_files",
     "decode_records",
     "drawn",
     "file_stream",
     "generated_events",
     "impression_columns",
+    "interval_slots",
     "json_value",
     "key_column",
     "lagged_ms",
@@ -54,12 +59,15 @@ __all__ = [
     "parse_time",
     "quoted",
     "read_files",
+    "read_rows",
     "records_before",
+    "row_arrivals",
     "stage_file",
     "topic_view",
     "view_batch",
     "view_select",
     "windowed_aggregate",
+    "write_rows",
 ]
 
 EPOCH_SECONDS_LIMIT = 253_402_300_800
@@ -255,6 +263,114 @@ def stage_file(source: Path, folder: Path, index: int, modified_ms: int) -> Path
     return target
 
 
+def read_rows(path: Path, file_format: str) -> tuple[list[str] | None, list]:
+    """``(header, rows)`` of one file, in file order, as Spark counts them: CSV rows (lists, blank lines skipped, the header apart), JSON lines
+    (text, blank lines skipped), Parquet rows (dicts)."""
+    if file_format == "csv":
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, [])
+            return header, [row for row in reader if row]
+    if file_format == "json":
+        # Lines end at "\n" only, as Spark's reader has them: str.splitlines would also split at characters JSON allows inside strings
+        # (U+2028, U+0085, ...).
+        lines = (line.removesuffix("\r") for line in path.read_text(encoding="utf-8").split("\n"))
+        return None, [line for line in lines if line.strip()]
+    import pyarrow.parquet
+
+    return None, pyarrow.parquet.read_table(path).to_pylist()
+
+
+def write_rows(path: Path, file_format: str, header: list[str] | None, rows: list, schema: object = None) -> None:
+    """Write ``rows`` (as :func:`read_rows` gives them) as one file of ``file_format``; ``schema`` is the Parquet schema."""
+    if file_format == "csv":
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(header or [])
+            writer.writerows(rows)
+    elif file_format == "json":
+        path.write_text("".join(f"{line}\n" for line in rows), encoding="utf-8")
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet
+
+        pyarrow.parquet.write_table(pa.Table.from_pylist(list(rows), schema=schema), path)
+
+
+def interval_slots(times_us: list[int | None], interval_us: int) -> list[tuple[int, list[int]]]:
+    """``(interval number, row positions)`` of each batch when rows are cut by time: grouped by ``floor(time / interval_us)``, intervals
+    ascending, rows in order; a ``None`` time joins the row before it (the first interval when it comes first). An interval starts at
+    ``number * interval_us``."""
+    groups: dict[int, list[int]] = {}
+    previous: int | None = None
+    for position, micros in enumerate(times_us):
+        slot = previous if micros is None else micros // interval_us
+        if slot is None:
+            slot = next((value // interval_us for value in times_us if value is not None), 0)
+        groups.setdefault(slot, []).append(position)
+        previous = slot
+    return [(slot, groups[slot]) for slot in sorted(groups)]
+
+
+def row_arrivals(spark: SparkSession, path: Path, file_format: str, struct: StructType, column: str, time_format: str, kind: str) -> list[int | None]:
+    """The time in ``column`` (of :func:`column_kind` ``kind``, written as ``time_format``) of each row of ``path`` in row order, in epoch
+    microseconds (``None`` where it does not parse), the file read with the whole dataset's ``struct``."""
+    times = read_files(spark, [str(path)], file_format, struct).select(F.unix_micros(parse_time(F.col(quoted(column)), time_format, kind)))
+    return [row[0] for row in times.collect()]
+
+
+def arrival_pauses(arrivals_us: list[int], speed: float) -> list[float]:
+    """Seconds to wait after each batch: the gap to the next batch's arrival interval ÷ ``speed`` (0 after the last)."""
+    return [(arrivals_us[index + 1] - arrivals_us[index]) / 1e6 / speed for index in range(len(arrivals_us) - 1)] + ([0.0] if arrivals_us else [])
+
+
+def cut_files(
+    spark: SparkSession | None, files: list[Path], file_format: str, folder: Path, *, rows_per_batch: int | None = None, arrival: str | None = None,
+    time_format: str = "auto", kind: str = "text", interval_us: int = 0, struct: StructType | None = None,
+) -> tuple[list[Path], list[int] | None, list[list[int | None]] | None]:
+    """The rows of ``files`` (in file order) cut into micro-batches and written to ``folder``, one file each in the files' format (CSV with the
+    first file's header): every ``rows_per_batch`` rows, or by the time in the column ``arrival`` (read by Spark with ``struct``, one file at
+    a time: :func:`row_arrivals`), an epoch-aligned interval of ``interval_us`` a batch (:func:`interval_slots`).
+
+    ``(batch files, the start of each batch's interval, each batch's rows' times)``; the last two ``None`` when cut by rows. The rows are
+    copied as they are. ``ValueError`` when Spark reads a file's arrival times in another number than its rows.
+    """
+    header: list[str] | None = None
+    rows: list = []
+    times: list[int | None] = []
+    parquet_schema = None
+    for path in files:
+        file_header, file_rows = read_rows(path, file_format)
+        header = header if header is not None else file_header
+        if file_format == "parquet" and parquet_schema is None:
+            import pyarrow.parquet
+
+            parquet_schema = pyarrow.parquet.read_schema(path)
+        if arrival is not None:
+            if spark is None or struct is None:
+                raise ValueError("cutting by arrival time needs the Spark session and the dataset's schema")
+            file_times = row_arrivals(spark, path, file_format, struct, arrival, time_format, kind)
+            if len(file_times) != len(file_rows):
+                raise ValueError(f"cannot line rows up with arrival times in {path.name} ({len(file_rows)} rows, Spark read {len(file_times)})")
+            times.extend(file_times)
+        rows.extend(file_rows)
+    if arrival is not None:
+        slots = interval_slots(times, interval_us)
+        groups, arrivals = [positions for _, positions in slots], [slot * interval_us for slot, _ in slots]
+    else:
+        size = rows_per_batch or 1
+        groups, arrivals = [list(range(start, min(start + size, len(rows)))) for start in range(0, len(rows), size)], None
+    folder.mkdir(parents=True, exist_ok=True)
+    suffix = {"csv": ".csv", "json": ".jsonl", "parquet": ".parquet"}[file_format]
+    written = []
+    for index, positions in enumerate(groups):
+        path = folder / f"batch-{index:06d}{suffix}"
+        write_rows(path, file_format, header, [rows[position] for position in positions], parquet_schema)
+        written.append(path)
+    row_times = [[times[position] for position in positions] for positions in groups] if arrival is not None else None
+    return written, arrivals, row_times
+
+
 def read_files(spark: SparkSession, paths: list[str], file_format: str, schema: StructType | str | None = None, infer: bool = False) -> DataFrame:
     """The rows of the files ``paths`` (``csv`` with a header, ``json`` lines or ``parquet``) as one batch DataFrame, with ``schema`` when given.
     A CSV column is text unless ``infer`` (Spark's ``inferSchema``); a malformed CSV or JSON row is nulls (JSON: its text in :data:`CORRUPT`)."""
@@ -352,7 +468,10 @@ VIEW_BUILDERS = (stage_file, read_files, file_stream, view_batch, view_select, c
 """A user's SQL over its views: each dataset read and typed as the view shows it, its rows counted, the result as JSON."""
 TOPIC_VIEW_BUILDERS = (records_before, decode_records, topic_view)
 """A user's SQL over a topic: its range of records, decoded, as the view shows them."""
-BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *FILE_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS, *VIEW_BUILDERS, *TOPIC_VIEW_BUILDERS)))
+BATCH_BUILDERS = (read_rows, write_rows, interval_slots, row_arrivals, arrival_pauses, cut_files)
+"""A dataset cut into micro-batches by rows or by arrival time (with :data:`COLUMN_BUILDERS` and :data:`FILE_BUILDERS`), and the pauses
+between its batches when paced by arrival."""
+BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *FILE_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS, *VIEW_BUILDERS, *TOPIC_VIEW_BUILDERS, *BATCH_BUILDERS)))
 CONSTANTS: dict[object, tuple[str, ...]] = {
     parse_time: ("EPOCH_SECONDS_LIMIT",), counted_input: ("INPUT_METRICS",), read_files: ("CORRUPT",), decode_records: ("KAFKA_TIMESTAMP", "KAFKA_KEY", "CORRUPT"), impression_columns: ("CAMPAIGNS",),
 }

@@ -577,3 +577,24 @@ def test_show_codes_program_of_a_sql_query_prints_what_the_labs_replay_of_it_giv
         code = sql_code(query, query.check(spark).grouping)
         assert "GROUPING = ('w', 'region',)" in code
         assert printed_result(run_program(spark, code)) == replay.records and len(replay.records) >= 3, mode
+
+
+def test_show_codes_program_cuts_a_views_dataset_by_rows_or_arrival_as_the_lab_does(spark, registry, data) -> None:
+    """A streamed view of a dataset cut by rows or by the time in a column: the program cuts it with the engine's own cut (its text copied)
+    and prints the replay's records, batch count included."""
+    from dataclasses import replace
+
+    from support import printed_result, run_program
+
+    from streaming.export import sql_code
+
+    text = "SELECT window(ts, '2 minutes') AS w, count(*) AS n, sum(amount) AS total FROM STREAM(orders) WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY 1"
+    files = len(list(data["orders"].iterdir()))
+    for batching in (Batching("rows:4"), Batching("ts", "2 minutes")):
+        query = SqlQuery(text, (SqlView("orders", replace(_files(data["orders"], "ts"), batching=batching)),))
+        replay = replay_sql(registry, query)
+        code = sql_code(query, query.check(spark).grouping)
+        assert "def cut_files(" in code and "'cut': {" in code
+        stdout = run_program(spark, code)
+        assert printed_result(stdout) == replay.records and len(replay.records) >= 3, batching
+        assert sum(1 for summary in replay.summaries if summary["num_input_rows"]) != files  # cut otherwise than a file a batch
