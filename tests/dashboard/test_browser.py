@@ -315,12 +315,15 @@ def test_the_demo_on_a_real_broker_publish_web_clicks_then_query_the_topic(app_u
 
 
 LATENCY_P50 = """() => {
+  const error = document.querySelector('[data-testid="stAlertContentError"]');
+  if (error) return {error: error.innerText};  // the comparison failed: say why instead of waiting out the cap
   const plot = Array.from(document.querySelectorAll('.js-plotly-plot')).find(p => p.layout && JSON.stringify(p.layout.title).includes('latency by trigger'));
   const traces = plot && plot._fullData;  // the drawn traces: x and y decoded into arrays
   if (!traces || traces.length < 2) return null;
   return Object.fromEntries(traces.map(t => [t.name, t.x[Array.from(t.y).findIndex(share => share >= 0.5)]]));
 }"""
-"""Each trace's median latency (ms) in the Compare page's latency chart, by trigger; ``null`` until both lines are drawn."""
+"""Each trace's median latency (ms) in the Compare page's latency chart, by trigger; ``null`` until both lines are drawn; ``{error}`` once the page
+shows an error."""
 
 
 def _compare_latency(page, topic: str) -> None:
@@ -335,6 +338,7 @@ def _compare_latency(page, topic: str) -> None:
         box.press("Enter")
     page.get_by_role("button", name="Compare latency").click()
     medians = page.wait_for_function(LATENCY_P50, timeout=240_000).json_value()
+    assert "error" not in medians, medians["error"]
     print(f"median latency to the sink in Chromium: {medians}")
     assert set(medians) == {"micro-batch, default trigger", "real-time mode (10 seconds batches)"}
     assert medians["real-time mode (10 seconds batches)"] < medians["micro-batch, default trigger"], medians

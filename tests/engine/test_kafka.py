@@ -27,8 +27,8 @@ from streaming.engine.sources.kafka import KafkaSource
 
 WEB_CLICKS = SAMPLE_FEEDS / "web_clicks"
 CLICK_FILES = 12
-"""The leading files of web_clicks the topics here hold: 600 rows, 3 of them malformed and 14 late for a minute's window under 30 seconds of
-watermark; the whole feed's 40 files would only make each replay three times longer."""
+"""The leading files of web_clicks the topics here hold: 600 rows, 3 of them malformed; a minute's window under 30 seconds of watermark drops
+14 rows behind it (Spark's count). The whole feed's 40 files would only make each replay three times longer."""
 CLICK_ROWS = CLICK_FILES * 50
 CLICK_VALUES = (("event_time", "string"), ("key", "string"))
 CLICK_COLUMNS = ColumnMapping(event_time="event_time", time_format=TIME_PATTERN, key="key")
