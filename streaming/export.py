@@ -203,7 +203,7 @@ def _batching_settings(source: FeedSource) -> list[str]:
     return [
         f"ARRIVAL = {_lit(batching.column)}  # the arrival (ingestion) time column that cuts micro-batches",
         f"ARRIVAL_FORMAT = {_lit(source.arrival_format)}  # how ARRIVAL is written, like TIME_FORMAT",
-        f"BATCH_INTERVAL_US = {_lit(parse_duration(batching.interval or '0') * 1000)}  # rows arriving in one interval of this many microseconds form a batch",
+        f"BATCH_INTERVAL_US = {_lit(batching.interval_us)}  # rows arriving in one interval of this many microseconds form a batch",
         f"SPEED = {_lit(source.speed)}  # None: SECONDS_PER_FILE between batches; else the arrival gap between batches / SPEED",
     ]
 
@@ -1232,6 +1232,7 @@ def _sql_view(view: SqlView) -> dict[str, object]:
             "event_time": topic.columns.event_time, "time_format": topic.columns.time_format,
         }
     data: TableFiles | FeedSource
+    cut: dict[str, object] = {}
     if isinstance(view.source, TableFiles):
         data = view.source
     else:
@@ -1242,12 +1243,13 @@ def _sql_view(view: SqlView) -> dict[str, object]:
                 "reads a source Show code does not write for SQL yet: it writes SQL over files, and over a topic streamed",
             )
         data = feed
+        if not view.static and feed.batching.by != "file":
+            cut = {"cut": _view_cut(feed)}
     columns = data.columns
     return {
         "name": view.name, "static": view.static, "kind": "files", "files": tuple(str(path.resolve()) for path in data.files()),
         "format": data.file_format, "event_time": None if columns is None else columns.event_time,
-        "time_format": "auto" if columns is None else columns.time_format,
-        **({"cut": _view_cut(data)} if isinstance(data, FeedSource) and not view.static and data.batching.by != "file" else {}),
+        "time_format": "auto" if columns is None else columns.time_format, **cut,
     }
 
 
@@ -1257,7 +1259,7 @@ def _view_cut(feed: FeedSource) -> dict[str, object]:
     batching = feed.batching
     if batching.rows is not None:
         return {"rows_per_batch": batching.rows}
-    return {"arrival": batching.column, "time_format": feed.arrival_format, "interval_us": parse_duration(batching.interval or "0") * 1000}
+    return {"arrival": batching.column, "time_format": feed.arrival_format, "interval_us": batching.interval_us}
 
 
 _TOPIC_VIEW_CODE = (

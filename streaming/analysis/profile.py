@@ -28,7 +28,6 @@ from ..engine.data.columns import dataset_columns
 from ..engine.data.feeds import feed_events
 from ..engine.data.preview import dataset_schema, read_dataset, stream_schema
 from ..engine.data.times import time_column
-from ..engine.durations import parse_duration
 from ..engine.kafka.kafka_terms import KAFKA_TIMESTAMP, batch_of_offsets
 from ..engine.kafka.topics import planned_range
 from ..engine.query.config import FeedSource
@@ -82,7 +81,7 @@ def feed_events_of(spark: SparkSession, source: FeedSource) -> pd.DataFrame:
     if source.batching.rows is not None:
         frame["file_index"] = np.arange(len(frame), dtype="int64") // source.batching.rows
     elif cut_by is not None:
-        interval_us = parse_duration(source.batching.interval or "0") * 1000
+        interval_us = source.batching.interval_us
         slots = interval_slots([None if pd.isna(value) else int(value) for value in frame["cut_us"]], interval_us)
         batch_of = np.empty(len(frame), dtype="int64")
         for number, (_, positions) in enumerate(slots):

@@ -78,6 +78,11 @@ class Batching:
         """The arrival column when batching by one, else ``None``."""
         return None if self.by == "file" or self.rows is not None else self.by
 
+    @property
+    def interval_us(self) -> int:
+        """The arrival interval in microseconds when batching by a column, else 0."""
+        return parse_duration(self.interval or "0") * 1000
+
     def __str__(self) -> str:
         return self.by if self.interval is None else f"{self.by} every {self.interval}"
 
@@ -136,7 +141,7 @@ def cut_batches(
     try:
         written, arrivals, row_times = cut_files(
             spark, list(files), fmt, folder, rows_per_batch=batching.rows, arrival=column, time_format=time_format, kind=kind,
-            interval_us=parse_duration(batching.interval or "0") * 1000, struct=struct,
+            interval_us=batching.interval_us, struct=struct,
         )
     except ValueError as err:
         raise ConfigError("batch_by", column, str(err)) from None
