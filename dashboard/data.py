@@ -195,8 +195,8 @@ def batching_widgets(prefix: str) -> dict[str, Any]:
     return {"batch_by": "file", "batch_interval": None}
 
 
-def data_widgets(prefix: str, label: str | None) -> dict[str, Any]:
-    """For a dataset: how its micro-batches are cut (:func:`batching_widgets`) and what is aggregated, offered from its mapping.
+def data_widgets(prefix: str, label: str | None, *, aggregates: bool = True) -> dict[str, Any]:
+    """For a dataset: how its micro-batches are cut (:func:`batching_widgets`) and (with ``aggregates``) what is aggregated, offered from its mapping.
 
     ``{"batching": {...}, "aggregation": ..., "deduplicate": ...}``; a sample feed is counted, one file per batch.
     """
@@ -208,7 +208,7 @@ def data_widgets(prefix: str, label: str | None) -> dict[str, Any]:
         return plain
     if columns is None:
         return plain
-    return {"batching": batching_widgets(prefix), **aggregate_widgets(prefix, columns)}
+    return {"batching": batching_widgets(prefix), **(aggregate_widgets(prefix, columns) if aggregates else {})}
 
 
 def aggregate_widgets(prefix: str, columns: ColumnMapping) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -33,9 +33,30 @@ from streaming.scenarios import Scenario
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from streaming.engine.query.config import QueryConfig
     from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.sources import FeedSource, KafkaSource
 
-__all__ = ["PRESENTER_STYLE", "Walks", "batch_view", "brief", "controls", "figure", "files_at", "held", "leave", "own_scenario", "report_button", "start", "styled"]
+__all__ = [
+    "PRESENTER_STYLE",
+    "HeldWalks",
+    "Walks",
+    "batch_view",
+    "brief",
+    "controls",
+    "draw_table",
+    "figure",
+    "files_at",
+    "held",
+    "hold",
+    "leave",
+    "opener",
+    "own_scenario",
+    "own_source",
+    "report_button",
+    "start",
+    "styled",
+]
 
 PRESENTER_STYLE = """<style>
 .scn-caption {font-size: 2rem !important; line-height: 1.4 !important;}
@@ -44,6 +65,8 @@ PRESENTER_STYLE = """<style>
 h1 {font-size: 2.2rem;}
 </style>"""
 """Presenter mode: large type, the sidebar folded away."""
+
+W = TypeVar("W", bound="HeldWalks")
 
 HELD = "scn_walks"
 VIEW = "scn_view"
@@ -54,48 +77,19 @@ TABLE_ROWS = 40
 """Tables up to this many rows are drawn whole; longer ones scroll."""
 
 
-@dataclass
-class Walks:
-    """A scenario's walkthroughs (one per preset) and what each Spark run so far explains to."""
+class HeldWalks:
+    """Walkthroughs stepped together (:attr:`walks`, side by side), as a page's session holds them; :attr:`subject` is what they run."""
 
-    scenario: Scenario
-    walks: list[Walkthrough]
-    events: list[EventsSoFar]
-    """What each walkthrough has read so far (its source's events read once, shared side by side)."""
-    _steps: dict[int, tuple[int, list[Step]]] = field(default_factory=dict)
+    walks: Sequence[Walkthrough[Any]]
 
-    @classmethod
-    def start(cls, scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
-        configs = scenario.configs()
-        make_room(registry, len(configs))
-        started: list[Walkthrough] = []
-        by_source: dict[tuple[object, str], EventsSoFar] = {}
-        try:
-            for config in configs:
-                started.append(Walkthrough(registry, config))
-            for walk in started:  # side by side, the presets share one source: read it once
-                if (walk.config.source, str(walk.plan)) not in by_source:
-                    by_source[walk.config.source, str(walk.plan)] = EventsSoFar(spark, walk.config, walk.plan)
-        except BaseException:
-            for walk in started:
-                walk.close()
-            raise
-        return cls(scenario, started, [by_source[walk.config.source, str(walk.plan)] for walk in started])
-
-    def steps(self, index: int) -> list[Step]:
-        """Walkthrough ``index``'s batches so far, told (made again only when Spark ran more)."""
-        walk = self.walks[index]
-        summaries = walk.summaries()
-        cached = self._steps.get(index)
-        if cached is None or cached[0] != len(summaries):
-            cached = (len(summaries), explain(walk.config, summaries, walk.outputs(), self.events[index](summaries)))
-            self._steps[index] = cached
-        return cached[1]
+    @property
+    def subject(self) -> object:
+        raise NotImplementedError
 
     @property
     def batches(self) -> int:
         """Batches every walkthrough has run (side by side, the fewer)."""
-        return min(len(self.steps(index)) for index in range(len(self.walks)))
+        return min(len(walk.summaries()) for walk in self.walks)
 
     @property
     def finished(self) -> bool:
@@ -123,10 +117,54 @@ class Walks:
             walk.close()
 
 
-def held(scenario: Scenario, registry: QueryRegistry) -> Walks | None:
-    """This session's walkthroughs of ``scenario`` while they run on ``registry``; others held are closed (another scenario or settings, a lost session, the idle limit)."""
-    walks: Walks | None = st.session_state.get(HELD)
-    if walks is not None and walks.scenario == scenario and all(walk.active and walk.registry is registry for walk in walks.walks):
+@dataclass
+class Walks(HeldWalks):
+    """A scenario's walkthroughs (one per preset) and what each Spark run so far explains to."""
+
+    scenario: Scenario
+    walks: list[Walkthrough[QueryConfig]]
+    events: list[EventsSoFar]
+    """What each walkthrough has read so far (its source's events read once, shared side by side)."""
+    _steps: dict[int, tuple[int, list[Step]]] = field(default_factory=dict)
+
+    @property
+    def subject(self) -> Scenario:
+        return self.scenario
+
+    @classmethod
+    def start(cls, scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
+        configs = scenario.configs()
+        make_room(registry, len(configs))
+        started: list[Walkthrough[QueryConfig]] = []
+        by_source: dict[tuple[object, str], EventsSoFar] = {}
+        try:
+            for config in configs:
+                started.append(Walkthrough(registry, config))
+            for walk in started:  # side by side, the presets share one source: read it once
+                if (walk.config.source, str(walk.plan)) not in by_source:
+                    by_source[walk.config.source, str(walk.plan)] = EventsSoFar(spark, walk.config, walk.plan)
+        except BaseException:
+            for walk in started:
+                walk.close()
+            raise
+        return cls(scenario, started, [by_source[walk.config.source, str(walk.plan)] for walk in started])
+
+    def steps(self, index: int) -> list[Step]:
+        """Walkthrough ``index``'s batches so far, told (made again only when Spark ran more)."""
+        walk = self.walks[index]
+        summaries = walk.summaries()
+        cached = self._steps.get(index)
+        if cached is None or cached[0] != len(summaries):
+            cached = (len(summaries), explain(walk.config, summaries, walk.outputs(), self.events[index](summaries)))
+            self._steps[index] = cached
+        return cached[1]
+
+
+def held(subject: object, registry: QueryRegistry) -> Any:
+    """This session's walkthroughs of ``subject`` (a scenario, a SQL query) while they run on ``registry``; others held are closed (another
+    scenario, query or settings, a lost session, the idle limit)."""
+    walks: HeldWalks | None = st.session_state.get(HELD)
+    if walks is not None and walks.subject == subject and all(walk.active and walk.registry is registry for walk in walks.walks):
         return walks
     if walks is not None:
         leave()
@@ -136,14 +174,23 @@ def held(scenario: Scenario, registry: QueryRegistry) -> Walks | None:
 
 def start(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
     """Start the walkthroughs of ``scenario`` for this session (nothing handed over yet, or a topic's first step: see :class:`Walkthrough`)."""
-    walks = Walks.start(scenario, registry, spark)
+    return hold(Walks.start(scenario, registry, spark))
+
+
+def hold(walks: W) -> W:
+    """Keep ``walks`` as this session's walkthroughs."""
     st.session_state[HELD] = walks
     return walks
 
 
+def opener(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Callable[[], Walks]:
+    """What *Next batch* and *Run to end* call for ``scenario``: its walkthroughs held, or started."""
+    return lambda: held(scenario, registry) or start(scenario, registry, spark)
+
+
 def leave() -> None:
     """Close this session's walkthroughs: the page was left, or another scenario chosen."""
-    walks: Walks | None = st.session_state.pop(HELD, None)
+    walks: HeldWalks | None = st.session_state.pop(HELD, None)
     if walks is not None:
         walks.close()
 
@@ -152,13 +199,11 @@ OWN = "own"
 """The scenario picker's entry for the user's own data and settings."""
 
 
-def own_scenario(prefix: str = "scn") -> Scenario:
-    """The form for stepping through your own data: a sample feed or a mapped dataset (its batching and aggregate) or a topic's records
-    (from its earliest offsets to those latest when the replay starts, at most *Max offsets per trigger* a micro-batch), windows,
-    watermark and output mode.
-
-    A configuration Spark would refuse stops the page with a message naming the field and the value.
-    """
+def own_source(prefix: str = "scn", *, aggregates: bool = True) -> tuple[FeedSource | KafkaSource, dict[str, Any], str]:
+    """Your data to step through: a sample feed or a mapped dataset (cut into micro-batches as its batching says; with ``aggregates``, what is
+    aggregated too), or a topic's records (from its earliest offsets to those latest when the replay starts, at most *Max offsets per trigger*
+    a micro-batch); ``(source, shape, title)``, the source stepped one micro-batch at a time. A source that cannot be stepped through stops the
+    page with a message naming the field and the value."""
     topic: dict[str, Any] | None = None
     if st.toggle("A Kafka topic", key=f"{prefix}_from_topic", **KEPT, help="Its records from the earliest offsets to those latest when the replay starts, copied a micro-batch at a time into a topic the replay reads"):
         feed, shape = None, topic_shape(prefix)
@@ -168,7 +213,22 @@ def own_scenario(prefix: str = "scn") -> Scenario:
             st.stop()
     else:
         feed = data_select(f"{prefix}_feed")
-        shape = data_widgets(prefix, feed)
+        shape = data_widgets(prefix, feed, aggregates=aggregates)
+    try:
+        source = kafka_source(topic) if topic is not None else data_source(choice_of(feed), shape["batching"])
+        return source.steppable(), shape, f"Your data: topic {topic['topic']}" if topic is not None else f"Your data: {feed}"
+    except ConfigError as err:
+        leave()  # the replay held read other data
+        refuse(InputErrors([err]), "replay")
+        raise  # refuse stops the page
+
+
+def own_scenario(prefix: str = "scn") -> Scenario:
+    """The form for stepping through your own data (:func:`own_source`) under your windows, watermark and output mode.
+
+    A configuration Spark would refuse stops the page with a message naming the field and the value.
+    """
+    source, shape, title = own_source(prefix)
     left, middle, right = st.columns(3)
     with left:
         window, slide, session_gap = windows_widgets(prefix, "1 minute")
@@ -182,8 +242,7 @@ def own_scenario(prefix: str = "scn") -> Scenario:
         "aggregation": shape.get("aggregation", "count"), "deduplicate": shape.get("deduplicate", False),
     }
     try:
-        source = kafka_source(topic) if topic is not None else data_source(choice_of(feed), shape["batching"])
-        scenario = Scenario.of(source, preset, f"Your data: topic {topic['topic']}" if topic is not None else f"Your data: {feed}")
+        scenario = Scenario.of(source, preset, title)
         scenario.configs()  # refused here, before Spark sees it
     except ConfigError as err:
         leave()  # the replay held ran other settings
@@ -199,9 +258,9 @@ def _guarded(action: Callable[[], None]) -> None:
         st.session_state["scn_error"] = brief(str(err))
 
 
-def _next(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> None:
+def _next(open_walks: Callable[[], HeldWalks]) -> None:
     def move() -> None:
-        walks = held(scenario, registry) or start(scenario, registry, spark)
+        walks = open_walks()
         view = int(st.session_state.get(VIEW, 0))
         walks.reach(view + 1)
         st.session_state[VIEW] = min(view + 1, walks.batches)
@@ -213,22 +272,23 @@ def _back() -> None:
     st.session_state[VIEW] = max(0, int(st.session_state.get(VIEW, 0)) - 1)
 
 
-def _to_end(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> None:
+def _to_end(open_walks: Callable[[], HeldWalks]) -> None:
     def move() -> None:
-        walks = held(scenario, registry) or start(scenario, registry, spark)
+        walks = open_walks()
         walks.to_end()
         st.session_state[VIEW] = walks.batches
 
     _guarded(move)
 
 
-def controls(scenario: Scenario, walks: Walks | None, registry: QueryRegistry, spark: SparkSession) -> int:
-    """Back, Next batch, Run to end and the batch slider; the number of batches to show. Next and Run to end start the walkthroughs when none run."""
+def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> int:
+    """Back, Next batch, Run to end and the batch slider; the number of batches to show. Next and Run to end call ``open_walks`` for the
+    walkthroughs to move (held, or started when none run: :func:`opener`)."""
     back, forward, end, status = st.columns([1, 1, 1, 3])
     view = int(st.session_state.get(VIEW, 0))
     batches = walks.batches if walks is not None else 0
     at_end = walks is not None and walks.finished and view >= batches
-    args = (scenario, registry, spark)
+    args = (open_walks,)
     back.button("Back", key="scn_back", on_click=_back, disabled=view == 0, icon=":material/skip_previous:", width="stretch", shortcut="Left")
     forward.button(
         "Next batch", key="scn_next", on_click=_next, args=args, disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",
@@ -289,19 +349,19 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
     )
     if len(step.rows):
         st.caption("Rows read (red: at or behind the watermark)")
-        _table(styled(step.rows, lambda row: LATE if row["late"] else ""))
+        draw_table(styled(step.rows, lambda row: LATE if row["late"] else ""))
     st.caption("What the sink received (green: added, yellow: updated, blue: emitted)")
-    _table(styled(step.output, change_colour))
+    draw_table(styled(step.output, change_colour))
     st.caption("The result table after this batch")
     result = result_after(steps, min(view, len(steps)) - 1, output_mode)
-    _table(styled(result, change_colour))
+    draw_table(styled(result, change_colour))
     if len(step.dropped):
         st.caption("Rows the watermark dropped, with the rule")
         table = step.dropped.assign(windows=[", ".join(f"{clock(start)}–{clock(end)}" for start, end in windows) for windows in step.dropped["windows"]])
-        _table(styled(table, lambda row: LATE))
+        draw_table(styled(table, lambda row: LATE))
     if len(step.evicted):
         st.caption("Windows the state let go of")
-        _table(styled(step.evicted, lambda row: ""))
+        draw_table(styled(step.evicted, lambda row: ""))
 
 
 def report_button(walks: Walks) -> None:
@@ -327,7 +387,7 @@ def figure(held: Walks, index: int, view: int) -> None:
     st.plotly_chart(steps_figure(steps, current), key=f"scn_figure_{index}")
 
 
-def _table(table: pd.io.formats.style.Styler) -> None:
+def draw_table(table: pd.io.formats.style.Styler) -> None:
     """A short table as HTML, its row colours in the page (as a presenter points at them); a long one scrolls in a data grid."""
     if len(table.data) <= TABLE_ROWS:
         st.table(table.hide(axis="index"))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard import walkthrough
+from dashboard import sql, sql_walkthrough, walkthrough
 from dashboard.shared import KEPT, get_registry, get_spark, session_ready
 from streaming.scenarios import SCENARIOS
 
@@ -20,15 +20,35 @@ name = choice.selectbox(  # the URL holds the scenario's name, not the title sho
 )
 st.query_params["scenario"] = name
 presenting = mode.toggle("Presenter mode", key="presenter", **KEPT, help="Large type, the sidebar folded away, your settings folded; → and ← step")
+sql_query = None
 if name == walkthrough.OWN:
     with st.expander("Your data and settings", expanded=not presenting):
-        scenario = walkthrough.own_scenario()
+        in_sql = st.segmented_control("Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], key="scn_query_mode", help="The form's windowed aggregate, or your own SQL over the data's view") == "SQL"
+        if in_sql:
+            sql_query = sql_walkthrough.own_query(ready)
+        else:
+            scenario = walkthrough.own_scenario()
 else:
     scenario = SCENARIOS[name]
     st.caption(scenario.summary)
 if not ready:
     st.stop()
 registry, spark = get_registry(), get_spark()
+if error := st.session_state.pop("scn_error", None):
+    st.error(f"Spark could not run the next batch: {error}")
+if name == walkthrough.OWN and in_sql:  # your SQL: Spark's numbers per batch, no scenario notes or event-level view
+    if sql_query is None:
+        walkthrough.leave()
+        st.stop()
+    sql_walks = walkthrough.held(sql_query, registry)
+    view = walkthrough.controls(sql_walks, sql_walkthrough.opener(sql_query, registry))
+    st.query_params["step"] = str(view)
+    sql_walks = walkthrough.held(sql_query, registry)
+    if sql_walks is None:
+        st.info("Press **Next batch** to hand Spark the first micro-batch of your data.")
+        st.stop()
+    sql_walkthrough.batch_view(sql_walks, view)
+    st.stop()
 walks = walkthrough.held(scenario, registry)
 wanted = st.query_params.get("step", "0")
 if walkthrough.VIEW not in st.session_state and wanted.isdigit() and int(wanted) > 0:  # a link to a batch: run up to it
@@ -38,9 +58,7 @@ if walkthrough.VIEW not in st.session_state and wanted.isdigit() and int(wanted)
         st.session_state[walkthrough.VIEW] = min(int(wanted), walks.batches)
     except Exception as err:  # noqa: BLE001 - Spark failed to start the replay, or the session is gone: a message, never a traceback
         st.error(f"The scenario could not be started: {walkthrough.brief(str(err))}")
-if error := st.session_state.pop("scn_error", None):
-    st.error(f"Spark could not run the next batch: {error}")
-view = walkthrough.controls(scenario, walks, registry, spark)
+view = walkthrough.controls(walks, walkthrough.opener(scenario, registry, spark))
 st.query_params["step"] = str(view)
 walks = walkthrough.held(scenario, registry)
 if walks is None:

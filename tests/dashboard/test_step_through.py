@@ -126,3 +126,55 @@ def test_your_own_data_steps_through_and_a_refused_setting_names_its_field() -> 
         held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
         if held is not None:
             held.close()
+
+
+GUIDE_SQL = (
+    "SELECT window(event_time, '10 minutes', '5 minutes') AS w, key, count(*) AS n\n"
+    "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 10 MINUTES\nGROUP BY 1, 2\n"
+)
+
+
+def test_your_own_sql_steps_through_its_batches_and_ends_where_the_forms_replay_ends(registry) -> None:
+    from streaming.engine.data.feeds import SAMPLE_FEEDS
+    from streaming.engine.output.results import stamp
+    from streaming.engine.run.runner import replay
+
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params.update({"scenario": "own"})
+    at.run()
+    shared.session_starter().wait(TIMEOUT)
+    at.switch_page(shared.STEP_PAGE)
+    for key, value in {"scn_feed": "guide_words", "scn_query_mode": "SQL", "scn_sql": GUIDE_SQL}.items():
+        at.session_state[key] = value  # before the page's first run, as a user's choices
+    at.run()
+    try:
+        assert not at.exception, at.exception
+        assert any(message.value.startswith("Ready to run.") for message in at.success), [error.value for error in at.error]
+        at.button(key="scn_next").click().run()
+        assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
+        [caption] = _captions(at)
+        assert "Batch 0 read 2 rows" in caption and "ran before any watermark" in caption
+        operators, emitted, _ = (table.value for table in at.table)  # what the sink received: the first batch adds every row
+        assert list(operators["operator"]) == ["stateful aggregate"] or len(operators) == 1, operators
+        assert len(emitted) and set(emitted["change"]) == {"added"} and {"w.start", "w.end", "key", "n"} <= set(emitted.columns)
+        at.button(key="scn_end").click().run()
+        walks = at.session_state["scn_walks"]
+        view = at.session_state["scn_view"]
+        assert walks.finished and view == walks.batches > 4  # four files, and the no-data batches the watermark's moves ran
+        told = walks.steps()
+        assert sum(step["input_rows"] for step in told) == 10  # the guide's ten words
+        [late] = [step for step in told if step["rows_dropped_by_watermark"]]  # the 12:04 donkey, behind the watermark of 12:11
+        assert late["input_rows"] == 2 and late["watermark"] == "2016-05-10 12:11:00" and "dropped" in late["caption"]
+        shown = at.table[-1].value
+        rows = sorted(zip(shown["w.start"], shown["w.end"], shown["key"], shown["n"], strict=True))
+        form = replay(  # the form's query, stepped alike
+            registry, SAMPLE_FEEDS / "guide_words", window="10 minutes", slide="5 minutes", watermark="10 minutes",
+        )
+        expected = sorted(zip(map(stamp, form.result["window_start"]), map(stamp, form.result["window_end"]), form.result["key"], form.result["count"], strict=True))
+        assert len(rows) == 12 and "donkey" not in set(shown["key"]) and rows == expected, (rows, expected)
+        at.switch_page(shared.QUERIES_PAGE).run()  # leaving the page stops its query
+        assert "scn_walks" not in at.session_state and not walks.walks[0].active
+    finally:
+        held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
+        if held is not None:
+            held.close()

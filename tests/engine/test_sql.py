@@ -321,6 +321,58 @@ def test_the_sql_table_folds_by_output_mode() -> None:
         SqlTable("update", schema, ("nope",))
 
 
+def test_the_table_after_a_batch_says_what_that_batch_changed_in_every_output_mode() -> None:
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = StructType([StructField("store", StringType()), StructField("n", LongType())])
+    batches = {0: [("a", 1), ("b", 1)], 1: [("a", 2), ("b", 1), ("c", 1)], 2: []}
+    update = SqlTable("update", schema, ("store",), record=True)
+    complete = SqlTable("complete", schema, ("store",), record=True)
+    append = SqlTable("append", schema, record=True)
+    for table in (update, complete, append):
+        for batch, rows in batches.items():
+            table.apply(batch, rows)
+    emitted, result = update.after(1)
+    assert emitted.to_dict("records") == [
+        {"store": "a", "n": 2, "change": "updated"}, {"store": "b", "n": 1, "change": "unchanged"}, {"store": "c", "n": 1, "change": "added"},
+    ]
+    assert result.to_dict("records") == emitted.to_dict("records")
+    emitted, result = update.after(2)  # a batch that emitted nothing leaves every row as it was
+    assert emitted.empty and list(result["change"]) == ["", "", ""] and list(result["n"]) == [2, 1, 1]
+    assert update.after(0)[1].to_dict("records") == [{"store": "a", "n": 1, "change": "added"}, {"store": "b", "n": 1, "change": "added"}]
+    assert list(complete.after(1)[1]["change"]) == ["updated", "unchanged", "added"]
+    emitted, result = append.after(1)
+    assert list(emitted["change"]) == ["emitted"] * 3 and len(result) == 5
+    assert sorted(result["change"]) == ["", "", "emitted", "emitted", "emitted"]
+    assert result[result["change"] == ""][["store", "n"]].to_dict("records") == [{"store": "a", "n": 1}, {"store": "b", "n": 1}]
+    with pytest.raises(ValueError, match="record=True"):
+        SqlTable("update", schema, ("store",)).after(0)
+
+
+def test_a_sql_querys_views_are_stepped_together_file_by_file(tmp_path) -> None:
+    from streaming.engine.sources import FeedReplayer, Stepper
+    from streaming.engine.sql.query import ViewFeeders
+
+    def replayer(name: str, files: int) -> FeedReplayer:
+        folder = tmp_path / name
+        folder.mkdir()
+        paths = []
+        for index in range(files):
+            paths.append(folder / f"{index}.csv")
+            paths[-1].write_text(f"event_time,key\n2024-01-01 00:00:0{index},{name}\n")
+        return FeedReplayer(paths, tmp_path / f"staging_{name}", 0)
+
+    left, right = replayer("left", 3), replayer("right", 2)
+    views = ViewFeeders([left, right])
+    assert isinstance(views, Stepper) and views.stepped and views.steps == 3 and views.staged == 0 and not views.first_at_start
+    assert views.stage_next() and (left.staged, right.staged) == (1, 1)
+    assert views.stage_next() and (left.staged, right.staged) == (2, 2) and not views.done.is_set()
+    assert views.stage_next() and (left.staged, right.staged) == (3, 2) and views.done.is_set()  # the shorter view has no third file
+    assert not views.stage_next() and views.staged == 3
+    paced = ViewFeeders([FeedReplayer([], tmp_path / "paced", 1.0), left])
+    assert not paced.stepped  # a paced view's files come on its own thread: not stepped
+
+
 def test_a_struct_column_is_shown_as_its_fields_and_written_as_an_object() -> None:
     import datetime as dt
 

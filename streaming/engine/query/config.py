@@ -289,6 +289,10 @@ class QueryConfig:
         """A copy with ``changes`` applied and validated again."""
         return replace(self, **changes)
 
+    def stepping(self, staging_name: str) -> QueryConfig:
+        """This query as a walkthrough runs it, its source stepped (:meth:`~streaming.engine.sources.base.Source.stepping`)."""
+        return replace(self, source=self.source.stepping(staging_name))
+
     def build(self, spark: SparkSession, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:
         """The streaming DataFrame of this query's result table and its source's feeder (:func:`~streaming.engine.query.frame.build_frame`)."""
         return build_frame(spark, self, staging, now_ms, latency=latency)

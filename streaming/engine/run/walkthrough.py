@@ -21,17 +21,17 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pandas as pd
 
 from ..errors import ConfigError
 from ..kafka.topics import staging_name
-from ..query.config import QueryConfig
 from ..sources import Stepper, TopicStepper
 
 if TYPE_CHECKING:
+    from ..query.config import QueryConfig
+    from ..sql.query import SqlQuery
     from .query import Run
     from .registry import QueryRegistry
 
@@ -45,10 +45,14 @@ IDLE_LIMIT_SECONDS = 900.0
 """A walkthrough not advanced for this long closes itself."""
 
 
-class Walkthrough:
+C = TypeVar("C", "QueryConfig", "SqlQuery")
+
+
+class Walkthrough(Generic[C]):
     """A stepped replay of ``config`` under ``registry``, started with nothing handed over (a topic: its first step); :meth:`close` stops and removes it.
 
-    ``config`` reads files replayed one micro-batch at a time (seconds per
+    ``config`` (the form's query, or a SQL query whose streamed views are
+    stepped together: file *i* of each at step *i*) reads files replayed one micro-batch at a time (seconds per
     file 0) or one topic (from its earliest offsets or a time, to its end
     offsets or those latest now, at most ``max_offsets_per_trigger`` records
     a batch), under the default trigger. :attr:`config` is the query as
@@ -57,15 +61,15 @@ class Walkthrough:
     Spark runs a first batch on a topic as soon as the query starts).
     """
 
-    def __init__(self, registry: QueryRegistry, config: QueryConfig, *, idle_limit: float | None = IDLE_LIMIT_SECONDS) -> None:
+    def __init__(self, registry: QueryRegistry, config: C, *, idle_limit: float | None = IDLE_LIMIT_SECONDS) -> None:
         source = config.source
         if config.trigger != "default":
             raise ConfigError("trigger", config.trigger, "must be the default trigger to be stepped through: each step runs the batches it brings")
         self.registry = registry
-        self.config = config
+        self.config: C = config
         self.name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
-        run_config = replace(config, source=source.stepping(staging_name(int(time.time()), self.name)))
-        self.run: Run = registry.start(run_config, self.name, max_rows=None, latency=False, record_outputs=True)
+        stepped = config.stepping(staging_name(int(time.time()), self.name))
+        self.run: Run = registry.start(stepped, self.name, max_rows=None, latency=False, record_outputs=True)
         feeder = self.run.feeder
         try:
             if not isinstance(feeder, Stepper) or not feeder.stepped:

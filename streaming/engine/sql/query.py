@@ -115,6 +115,12 @@ class SqlQuery:
         views = tuple(view if view.static else replace(view, source=view.stream.replayed(purpose).bounded_now()) for view in self.views)
         return replace(self, views=views)
 
+    def stepping(self, staging_name: str) -> SqlQuery:
+        """This query as a walkthrough runs it: every streamed view's source stepped (a topic's through a staging topic of its own,
+        ``staging_name`` and the view's name), so that step *i* hands over file (or planned batch) *i* of each view."""
+        views = tuple(view if view.static else replace(view, source=view.stream.stepping(f"{staging_name}-{view.name.lower()}")) for view in self.views)
+        return replace(self, views=views)
+
     def describe(self) -> dict[str, object]:
         """A flat description for tables and the Queries page, as :func:`~streaming.engine.query.config.describe` gives the form's."""
         source = self.source
@@ -198,14 +204,50 @@ class SqlQuery:
 
 
 class ViewFeeders:
-    """The feeders of a query's streamed views as one: started, stopped and stepped together (file *i* of each view at step *i*)."""
+    """The feeders of a query's streamed views as one: started, stopped and stepped together (file *i* of each view at step *i*).
+
+    A :class:`~streaming.engine.sources.base.Stepper` when every feeder is one, so a walkthrough and a replay step a SQL query's views as they
+    step the form's source.
+    """
 
     def __init__(self, feeders: list[Feeder]) -> None:
         self.feeders = feeders
         self.done = threading.Event()
         self._stopped = threading.Event()
-        if all(feeder.done.is_set() for feeder in feeders):
-            self.done.set()
+        self._steppers = [feeder for feeder in feeders if isinstance(feeder, Stepper)]
+        if self.first_at_start:  # a topic's first step is copied before Spark's first batch: the other views' first file goes with it
+            for stepper in self._steppers:
+                if not stepper.first_at_start and stepper.staged == 0:
+                    stepper.stage_next()
+        self._watch()
+
+    @property
+    def stepped(self) -> bool:
+        return bool(self.feeders) and len(self._steppers) == len(self.feeders) and all(stepper.stepped for stepper in self._steppers)
+
+    @property
+    def steps(self) -> int:
+        """Steps in all: the longest view's."""
+        return max((stepper.steps for stepper in self._steppers), default=0)
+
+    @property
+    def staged(self) -> int:
+        """Steps handed over so far."""
+        return max((stepper.staged for stepper in self._steppers), default=0)
+
+    @property
+    def first_at_start(self) -> bool:
+        return any(stepper.first_at_start for stepper in self._steppers)
+
+    def stage_next(self) -> bool:
+        """Hand over the next step of every view that has one; ``False`` when every view's steps were handed over already."""
+        wanted = self.staged + 1
+        moved = False
+        for stepper in self._steppers:
+            if stepper.staged < wanted and stepper.stage_next():
+                moved = True
+        self._watch()
+        return moved
 
     def start(self) -> None:
         for feeder in self.feeders:
@@ -224,10 +266,9 @@ class ViewFeeders:
             feeder.stop()
 
     def stage_all(self) -> None:
-        for feeder in self.feeders:
-            if isinstance(feeder, Stepper):
-                while feeder.stage_next():
-                    pass
+        for stepper in self._steppers:
+            while stepper.stage_next():
+                pass
         self._watch()
 
     def _watch(self) -> bool:

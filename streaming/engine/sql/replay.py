@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from ..run.registry import QueryRegistry
     from .query import SqlQuery
 
-__all__ = ["SqlReplay", "explain_batches", "operators_of", "replay_sql"]
+__all__ = ["SqlReplay", "explain_batches", "operators_of", "replay_sql", "tell_batches"]
 
 
 @dataclass(frozen=True)
@@ -94,15 +95,22 @@ def replay_sql(
 
 
 def explain_batches(outcome: SqlReplay) -> list[dict[str, Any]]:
-    """Each micro-batch of a SQL replay told: rows read, the watermark it ran with, the rows each stateful operator dropped behind it and holds
-    after it, the rows it emitted (with ``outputs``), and a caption saying so in words."""
+    """Each micro-batch of a SQL replay told (:func:`tell_batches`)."""
+    return tell_batches(outcome.summaries, outcome.outputs)
+
+
+def tell_batches(summaries: Sequence[Mapping[str, Any]], outputs: Mapping[int, Sequence[Any]] | None = None) -> list[dict[str, Any]]:
+    """Each micro-batch of a SQL query's run told from its progress ``summaries``: rows read, the watermark it ran with, the rows each stateful
+    operator dropped behind it and holds after it, the rows it emitted (with ``outputs``, by batch id), and a caption saying so in words.
+
+    What ``explain --sql`` writes, and what Step through shows of a SQL query's batch."""
     steps = []
-    for summary in outcome.summaries:
+    for summary in summaries:
         batch = int(summary["batch_id"])
         operators = [
             {"name": name, "state_rows": int(rows), "rows_dropped_by_watermark": int(dropped)} for name, rows, dropped, _ in summary.get("operators") or ()
         ]
-        emitted = None if outcome.outputs is None else outcome.outputs.get(batch, [])
+        emitted = None if outputs is None else list(outputs.get(batch, []))
         watermark = stamp(pd.Timestamp(summary["watermark"]))
         dropped = sum(operator["rows_dropped_by_watermark"] for operator in operators)
         words = [f"Batch {batch} read {int(summary['num_input_rows'])} rows", f"ran with the watermark at {watermark}" if watermark else "ran before any watermark"]

@@ -53,6 +53,7 @@ class SqlTable:
         missing = [name for name in grouping if name not in self.columns]
         if missing:
             raise ConfigError("grouping", missing, f"are not columns of the result ({', '.join(self.columns)})")
+        self.grouping = tuple(grouping)
         self._keys = [self.columns.index(name) for name in grouping] if output_mode == "update" else []
         self.max_rows = max_rows
         self.evicted_rows = 0
@@ -191,23 +192,69 @@ class SqlTable:
         return table
 
     def _flat_frame(self) -> pd.DataFrame:
+        return self._flat(self.rows())
+
+    def _flat(self, rows: Sequence[tuple], changes: Sequence[str] | None = None) -> pd.DataFrame:
+        """``rows`` as :meth:`frame` shows them, sorted by every column; with ``changes`` (one per row) a last column ``change``."""
         flat = [_flatten(name, item.dataType) for name, item in zip(self.columns, self.schema.fields)]
         names = [name for group in flat for name in group]
         data = []
-        for row in self.rows():
+        for row in rows:
             values: list[Any] = []
             for value, item in zip(row, self.schema.fields):
                 values.extend(_flat_values(value, item.dataType))
             data.append(values)
         table = pd.DataFrame(data, columns=names)
+        if changes is not None:
+            table["change"] = list(changes)
         if len(table):
             with contextlib.suppress(TypeError):  # columns of values that do not order (maps, arrays)
                 table = table.sort_values(names, kind="stable").reset_index(drop=True)
         return table
 
+    def after(self, batch_id: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``(emitted, result)``: what batch ``batch_id`` handed the sink, and the result table once it was folded in, as :meth:`frame`
+        shows them, from the outputs this table recorded (``record=True``).
+
+        A last column ``change`` says what the batch did to each row, as the guide's figures colour them: ``emitted`` in append mode;
+        otherwise ``added``, ``updated`` or ``unchanged`` by the row of the same grouping (the plan's, in any output mode; a query that does not
+        aggregate: the same values) before the batch;
+        ``""`` for a result row the batch left as it was.
+        """
+        if self.outputs is None:
+            raise ValueError("this result table records no batch's output: make it with record=True")
+        with self._lock:
+            done = sorted((batch, list(rows)) for batch, rows in self.outputs.items() if batch <= batch_id)
+        table = SqlTable(self.output_mode, self.schema, self.grouping)
+        emitted: list[tuple] = []
+        for batch, rows in done:
+            if batch == batch_id:
+                emitted = rows
+            else:
+                table._fold(batch, rows)
+        aggregates = bool(self.grouping) or (self.facts is not None and self.facts.aggregates)  # a global aggregate: one row, grouped by nothing
+        positions = [self.columns.index(name) for name in self.grouping] if aggregates else list(range(len(self.columns)))
+
+        def slot(row: tuple) -> tuple:
+            return tuple(_hashable(row[index]) for index in positions)
+
+        before = {slot(row): _hashable(tuple(row)) for row in table.rows()}
+        if self.output_mode == "append":
+            changes = ["emitted"] * len(emitted)
+        else:
+            changes = ["added" if slot(row) not in before else "unchanged" if before[slot(row)] == _hashable(tuple(row)) else "updated" for row in emitted]
+        table._fold(batch_id, emitted)
+        result = table.rows()
+        if self.output_mode == "append":
+            marks = [""] * (len(result) - len(emitted)) + ["emitted"] * len(emitted)
+        else:
+            touched = {slot(row): change for row, change in zip(emitted, changes)}
+            marks = [touched.get(slot(row), "") for row in result]
+        return self._flat(emitted, changes), self._flat(result, marks)
+
 
 def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return tuple(_hashable(item) for item in value)
     if isinstance(value, dict):
         return tuple(sorted((key, _hashable(item)) for key, item in value.items()))
