@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .guard import checked_frame
+from .guard import checked
 from .plan import PlanFacts, plan_facts
 from .views import SqlView, sql_session
 
@@ -45,8 +45,8 @@ class SqlChecker:
             raise
 
     def check(self, text: str) -> PlanFacts:
-        """The facts of ``text``'s analysed plan once every check passed (:func:`~.guard.checked_frame`); :class:`~.guard.SqlError` otherwise."""
-        return plan_facts(checked_frame(self.session, text, self.names))
+        """The facts of ``text``'s analysed plan once every check passed (:func:`~.guard.checked`); :class:`~.guard.SqlError` otherwise."""
+        return plan_facts(*checked(self.session, text, self.names))
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)

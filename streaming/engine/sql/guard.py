@@ -37,7 +37,7 @@ from ..errors import brief, first_line
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["REFUSED_FUNCTIONS", "SqlError", "checked_frame", "parse_checked"]
+__all__ = ["REFUSED_FUNCTIONS", "SqlError", "checked", "checked_frame", "parse_checked"]
 
 REFUSED_FUNCTIONS = frozenset({
     "reflect", "java_method", "try_reflect",
@@ -127,6 +127,12 @@ def checked_frame(spark: SparkSession, text: str, views: Collection[str]) -> Dat
     Nothing runs: parsing, checking and Spark's analysis only. The DataFrame is made from the very plan that was checked, not from the text
     parsed again, so what runs is what was checked.
     """
+    return checked(spark, text, views)[0]
+
+
+def checked(spark: SparkSession, text: str, views: Collection[str]) -> tuple[DataFrame, list[tuple[Any, str]]]:
+    """:func:`checked_frame`, and the nodes of its analysed plan the check walked, with their class names: every node but those of the run's
+    views, top first (depth first, as :func:`_nodes` gives them), so that :func:`~.plan.plan_facts` reads them without walking the plan again."""
     from pyspark.sql import DataFrame
 
     plan = parse_checked(spark, text, views)
@@ -137,8 +143,9 @@ def checked_frame(spark: SparkSession, text: str, views: Collection[str]) -> Dat
             frame = DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
     except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across versions
         raise analysis_error(err, text) from None
-    _checking(lambda: _check_analysed(frame._jdf.queryExecution().analyzed(), {name.lower() for name in views}, spark))
-    return frame
+    walked: list[tuple[Any, str]] = []
+    _checking(lambda: walked.extend(_check_analysed(frame._jdf.queryExecution().analyzed(), {name.lower() for name in views}, spark)))
+    return frame, walked
 
 
 def _checking(check: Any) -> None:
@@ -288,11 +295,9 @@ def _subquery_plans(expression: Any) -> Iterator[Any]:
 
 
 def _seq(scala_seq: Any) -> list[Any]:
-    iterator = scala_seq.iterator()
-    items = []
-    while iterator.hasNext():
-        items.append(iterator.next())
-    return items
+    """The items of a Scala ``Seq``: its size, then each by index (1 + n round trips; an iterator takes 2 + 2n, and most of a plan's
+    sequences hold 0 to 2 items)."""
+    return [scala_seq.apply(index) for index in range(int(scala_seq.size()))]
 
 
 def _class(node: Any) -> str:
@@ -344,19 +349,23 @@ def _cte_names(node: Any) -> list[str]:
     return names
 
 
-def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> None:
+def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> list[tuple[Any, str]]:
+    """Check the analysed ``plan`` (step 3 of the module docstring); the nodes walked with their class names (see :func:`checked`)."""
     holds_plan = _jvm_class("org.apache.spark.sql.catalyst.expressions.PlanExpression")
     stack = [plan]
     ranged = 1
+    walked = []
     while stack:
         node = stack.pop()
         kind = _class(node)
+        walked.append((node, kind))
         if kind == "Range":
             ranged *= max(1, int(str(node.numElements())))
             if ranged > MAX_RANGE_ROWS:
                 raise SqlError(f"range(...) is refused beyond {MAX_RANGE_ROWS:,} rows in all (its calls multiplied): it would keep the server busy, not read data")
         if kind == "View" and node.isTempView() and _view_name(node) in views:
             continue  # the run's own view: its source is the lab's, not the user's
+        subqueries = []
         if _is_command(node, spark):
             raise SqlError(f"{_words(kind)} is a command: only a SELECT runs here")
         children = _seq(node.children())
@@ -368,12 +377,14 @@ def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> None:
             name = _class(expression)
             if REFUSED_EXPRESSION_CLASSES.search(name):
                 raise SqlError(f"{_words(name)} is refused: it reaches outside the query (Java, a UDF, the server's files or user)")
-            if name in ("XmlToStructs", "SchemaOfXml") and any(str(key).lower() in FILE_OPTIONS for key in _seq(expression.options().keys())):
+            if name in ("XmlToStructs", "SchemaOfXml") and any(str(key).lower() in FILE_OPTIONS for key in _seq(expression.options().keys().toSeq())):
                 raise SqlError("the XML option rowValidationXSDPath is refused: it reads a file on the server")
             if holds_plan.isInstance(expression):  # _expressions already walks the nested ones: no second walk per expression
-                stack.append(expression.plan())
-        stack.extend(children)
+                subqueries.append(expression.plan())
+        stack.extend(children)  # in the order _nodes pushes them, so the walk visits the nodes in its order
         stack.extend(item for item in _seq(node.innerChildren()) if _is_plan(item))
+        stack.extend(subqueries)
+    return walked
 
 
 def _view_name(node: Any) -> str:

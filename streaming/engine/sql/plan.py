@@ -9,6 +9,7 @@ followed through the projections above it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,15 +49,16 @@ class PlanFacts:
         return "Aggregate" in self.stateful
 
 
-def plan_facts(frame: DataFrame) -> PlanFacts:
-    """The :class:`PlanFacts` of ``frame``'s analysed plan (a classic session's DataFrame)."""
+def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None) -> PlanFacts:
+    """The :class:`PlanFacts` of ``frame``'s analysed plan (a classic session's DataFrame); ``walked``: its nodes and their class names as the
+    check walked them (:func:`~.guard.checked`), so they are not walked again (each py4j call is a round trip: a check's budget is 300 ms)."""
     plan = frame._jdf.queryExecution().analyzed()
-    nodes = list(_nodes(plan, into_views=False))
+    nodes = list(walked) if walked is not None else [(node, _class(node)) for node in _nodes(plan, into_views=False)]
     watermarks = []
-    for node in reversed(nodes):
-        if _class(node) == "EventTimeWatermark":
+    for node, kind in reversed(nodes):
+        if kind == "EventTimeWatermark":
             watermarks.append(Watermark(str(node.eventTime().name()), _interval_ms(node.delay())))
-    stateful = tuple(_class(node) for node in nodes if _class(node) in STATEFUL_NODES)
+    stateful = tuple(kind for _, kind in nodes if kind in STATEFUL_NODES)
     return PlanFacts(
         streaming=bool(frame.isStreaming),
         columns=tuple(frame.columns),
@@ -74,9 +76,9 @@ def _interval_ms(interval: Any) -> int:
     return (days * MICROS_PER_DAY + int(get_field(interval, "microseconds"))) // 1000
 
 
-def _grouping(plan: Any, nodes: list[Any]) -> tuple[str, ...]:
+def _grouping(plan: Any, nodes: list[tuple[Any, str]]) -> tuple[str, ...]:
     """The output columns of ``plan`` that carry the grouping of its topmost aggregation."""
-    aggregate = next((node for node in nodes if _class(node) == "Aggregate"), None)
+    aggregate = next((node for node, kind in nodes if kind == "Aggregate"), None)
     if aggregate is None:
         return ()
     groups = _seq(aggregate.groupingExpressions())
@@ -85,8 +87,8 @@ def _grouping(plan: Any, nodes: list[Any]) -> tuple[str, ...]:
         inner = named.child() if _class(named) == "Alias" else named
         if any(inner.semanticEquals(group) for group in groups):
             keys.add(int(named.exprId().id()))
-    for node in reversed(nodes):  # projections above the aggregation that rename a key, lowest first
-        if _class(node) != "Project":
+    for node, kind in reversed(nodes):  # projections above the aggregation that rename a key, lowest first
+        if kind != "Project":
             continue
         for named in _seq(node.projectList()):
             if _class(named) == "Alias" and _class(named.child()) == "AttributeReference" and int(named.child().exprId().id()) in keys:
