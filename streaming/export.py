@@ -736,7 +736,7 @@ def _feed_sink(config: QueryConfig) -> str:
             "last_batch_id = -1",
             "",
             "",
-            "def fold_rows(rows):",
+            "def fold_windows(rows):",
             "    table.extend((int(event_time), str(key)) for event_time, key in rows)",
             "",
             "",
@@ -746,7 +746,7 @@ def _feed_sink(config: QueryConfig) -> str:
             "    if batch_id <= last_batch_id:",
             "        return",
             "    last_batch_id = batch_id",
-            "    fold_rows(batch.collect())",
+            "    fold_windows(batch.collect())",
         ]
     else:
         body = {
@@ -774,7 +774,7 @@ def _feed_sink(config: QueryConfig) -> str:
             "last_batch_id = -1",
             "",
             "",
-            "def fold_rows(rows):",
+            "def fold_windows(rows):",
             *comment,
             "    for start, end, key, count in rows:",
             f"        table[(int(start), int(end), str(key))] = {store}",
@@ -785,7 +785,7 @@ def _feed_sink(config: QueryConfig) -> str:
             "    global last_batch_id",
             *body,
             "    last_batch_id = max(last_batch_id, batch_id)",
-            "    fold_rows(batch.collect())",
+            "    fold_windows(batch.collect())",
         ]
     writer = [
         "",
@@ -860,7 +860,7 @@ def _feed_run(config: QueryConfig) -> str:
         ]
     lines += [
         "if CONNECT:  # the memory sink's rows, in batch order (in complete mode, the last batch's)",
-        "    fold_rows(spark.table('streaming_lab_export').collect())",
+        "    fold_windows(spark.table('streaming_lab_export').collect())",
         "",
         "",
         "def stamp(micros):",
@@ -1366,15 +1366,12 @@ def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
             "table = {}",
             "",
             "",
+            "def grouping_of(row):",
+            "    return json.dumps([json_value(row[name], result.schema[name].dataType, exact=True) for name in GROUPING], default=str)",
+            "",
+            "",
             "def fold(batch, batch_id):",
-            "    if OUTPUT_MODE == 'complete':",
-            "        table.clear()",
-            "    for row in batch.collect():",
-            "        if OUTPUT_MODE == 'update' and GROUPING:",
-            "            key = json.dumps([json_value(row[name], batch.schema[name].dataType, exact=True) for name in GROUPING], default=str)",
-            "        else:",
-            "            key = len(table)",
-            "        table[key] = row",
+            "    fold_rows(table, batch.collect(), OUTPUT_MODE, grouping_of if GROUPING else None)",
             "",
             "",
             "query = (",

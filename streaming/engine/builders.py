@@ -48,6 +48,7 @@ __all__ = [
     "decode_records",
     "drawn",
     "file_stream",
+    "fold_rows",
     "generated_events",
     "impression_columns",
     "interval_slots",
@@ -452,6 +453,21 @@ def json_value(value: Any, data_type: DataType | None = None, *, exact: bool = F
     return value
 
 
+def fold_rows(table: dict, rows: Any, output_mode: str, key_of: Any = None) -> None:
+    """One micro-batch's output ``rows`` folded into ``table`` (a dict: the oldest change first) as ``output_mode`` defines the result table:
+    complete replaces the whole table; update replaces the row of each grouping, ``key_of(row)`` (a query without one adds its rows); append
+    adds each row."""
+    if output_mode == "complete":
+        table.clear()
+    for row in rows:
+        if output_mode == "update" and key_of is not None:
+            key = key_of(row)
+            table.pop(key, None)  # to the end: the newest change last
+        else:
+            key = object()
+        table[key] = row
+
+
 COLUMN_BUILDERS = (quoted, column_kind, parse_time, parse_key)
 """What reads a column by its role: every program that reads a time or a key defines these."""
 RECORD_BUILDERS = (records_before, decode_records)
@@ -464,8 +480,9 @@ QUERY_BUILDERS = (malformed_rows, counted_input, windowed_aggregate)
 """The form's query: its malformed rows counted and left out, its windowed aggregate."""
 FILE_BUILDERS = (stage_file, read_files, file_stream)
 """What hands files to a file source and reads them: every program that replays files defines these."""
-VIEW_BUILDERS = (stage_file, read_files, file_stream, view_batch, view_select, counted_input, json_value)
-"""A user's SQL over its views: each dataset read and typed as the view shows it, its rows counted, the result as JSON."""
+VIEW_BUILDERS = (stage_file, read_files, file_stream, view_batch, view_select, counted_input, json_value, fold_rows)
+"""A user's SQL over its views: each dataset read and typed as the view shows it, its rows counted, its result table folded batch by batch and
+written as JSON."""
 TOPIC_VIEW_BUILDERS = (records_before, decode_records, topic_view)
 """A user's SQL over a topic: its range of records, decoded, as the view shows them."""
 BATCH_BUILDERS = (read_rows, write_rows, interval_slots, row_arrivals, arrival_pauses, cut_files)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..builders import json_value
+from ..builders import fold_rows, json_value
 from ..errors import ConfigError
 from ..output.kept_table import TableFile
 from .plan import PlanFacts
@@ -62,7 +62,6 @@ class SqlTable:
         self.first_batch = threading.Event()
         self.outputs: dict[int, list[tuple]] | None = {} if record else None
         self._rows: OrderedDict[Any, tuple] = OrderedDict()
-        self._serial = 0
         self._lock = threading.Lock()
         self._version = 0
         self._framed: tuple[int, pd.DataFrame] | None = None
@@ -84,10 +83,7 @@ class SqlTable:
             self._version += 1
             if self.outputs is not None:
                 self.outputs[batch_id] = list(rows)
-            if self.output_mode == "complete":
-                self._rows.clear()
-            for row in rows:
-                self._put(tuple(row))
+            fold_rows(self._rows, (tuple(row) for row in rows), self.output_mode, self._fold_key)
             if self.max_rows is not None:
                 while len(self._rows) > self.max_rows:
                     self._rows.popitem(last=False)
@@ -95,16 +91,13 @@ class SqlTable:
             self.first_batch.set()
             return True
 
-    def _put(self, values: tuple) -> None:
-        """One row in, replacing its grouping's row in update mode (under the lock)."""
-        key: Any
-        if self._keys:
-            key = tuple(_hashable(values[index]) for index in self._keys)
-            self._rows.pop(key, None)
-        else:
-            self._serial += 1
-            key = self._serial
-        self._rows[key] = values
+    def _key_of(self, values: tuple) -> Any:
+        """The row's grouping, as the fold compares it (update mode only: :func:`~streaming.engine.builders.fold_rows`)."""
+        return tuple(_hashable(values[index]) for index in self._keys)
+
+    @property
+    def _fold_key(self) -> Any:
+        return self._key_of if self._keys else None
 
     # ------------------------------------------------------------------ kept on disk
 
@@ -130,8 +123,7 @@ class SqlTable:
                 self.last_batch_id = int(snapshot["last_batch_id"])
                 self.batches_applied = int(snapshot["batches_applied"])
                 self.evicted_rows = int(snapshot["evicted_rows"])
-                for row in snapshot["rows"]:
-                    self._put(self._python_row(row))
+                fold_rows(self._rows, [self._python_row(row) for row in snapshot["rows"]], self.output_mode, self._fold_key)
                 self._version += 1
                 if self.batches_applied:
                     self.first_batch.set()
