@@ -1222,11 +1222,12 @@ def _live_join_run() -> str:
 def _sql_view(view: SqlView) -> dict[str, object]:
     """One view in the program: its files, their format, its event-time column and how its times are written; for a streamed topic its
     range of records and how their values read; for a dataset cut by rows or by arrival time, how it is cut. :class:`ConfigError` for a view
-    whose data Show code does not write yet (the generator, the rate sources, a static topic)."""
-    if not isinstance(view.source, TableFiles) and not view.static and view.source.as_topic is not None:
+    whose data Show code does not write yet (the generator, the rate sources)."""
+    if not isinstance(view.source, TableFiles) and view.source.as_topic is not None:
         topic = view.source.as_topic
         return {
-            "name": view.name, "static": False, "kind": "topic", "options": topic.options(client_timeouts=False),
+            "name": view.name, "static": view.static, "kind": "topic",
+            "options": topic.batch_options(client_timeouts=False) if view.static else topic.options(client_timeouts=False),
             "end_offsets": None if topic.end_offsets is None else dict(topic.end_offsets), "value_format": topic.value_format,
             "value_schema": topic.value_ddl(), "value_names": tuple(name for name, _ in topic.value_columns), "schema": topic.schema,
             "event_time": topic.columns.event_time, "time_format": topic.columns.time_format,
@@ -1240,7 +1241,7 @@ def _sql_view(view: SqlView) -> dict[str, object]:
         if feed is None:
             raise ConfigError(
                 f"view {view.name}", view.source.label,
-                "reads a source Show code does not write for SQL yet: it writes SQL over files, and over a topic streamed",
+                "reads a source Show code does not write for SQL yet: it writes SQL over files and topics",
             )
         data = feed
         if not view.static and feed.batching.by != "file":
@@ -1263,6 +1264,9 @@ def _view_cut(feed: FeedSource) -> dict[str, object]:
 
 
 _TOPIC_VIEW_CODE = (
+    "    if view['kind'] == 'topic' and view['static']:  # a topic's range of records read whole, each value read as the lab reads it",
+    "        records = decode_records(spark.read.format('kafka').options(**view['options']).load(), view['value_format'], view['value_schema'], view['value_names'])",
+    "        return topic_view(records, view['schema'], view['event_time'], view['time_format'])",
     "    if view['kind'] == 'topic':  # a range of a topic, each record's value read as the lab reads it",
     "        raw = spark.readStream.format('kafka').options(**view['options']).load()",
     "        records = decode_records(records_before(raw, view['end_offsets']), view['value_format'], view['value_schema'], view['value_names'])",

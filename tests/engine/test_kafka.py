@@ -407,23 +407,26 @@ def test_the_exported_program_reads_the_topic_as_the_lab_does(spark, registry, k
 
 
 def test_show_codes_program_for_sql_over_a_topic_prints_what_the_labs_replay_gives(spark, registry, kafka_broker, clicks_topic) -> None:
-    """A user's SQL over a topic: the exported program reads the same range of records, 50 a micro-batch, decodes and types them with the
-    engine's builders, and prints the result table of the lab's own replay, row for row."""
+    """A user's SQL over a topic, streamed and read whole as a static view: the exported program reads the same ranges of records (the
+    stream's 50 a micro-batch), decodes and types them with the engine's builders, and prints the result table of the lab's own replay, row
+    for row."""
     from support import printed_result, run_program
 
     from streaming.engine.sql import SqlQuery, SqlView, replay_sql
     from streaming.export import sql_code
 
     source = clicks(kafka_broker.bootstrap, clicks_topic, end_offsets=((0, CLICK_ROWS),))
+    seen = clicks(kafka_broker.bootstrap, clicks_topic, end_offsets=((0, CLICK_ROWS // 2),))  # the keys of the first half of the records
     query = SqlQuery(
-        "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n FROM STREAM(events) "
-        "WATERMARK event_time DELAY OF INTERVAL 30 SECONDS WHERE coalesce(key, '') <> '' GROUP BY 1, 2",
-        (SqlView("events", source),), output_mode="update",
+        "SELECT window(e.event_time, '1 minute') AS w, e.key, count(*) AS n FROM STREAM(events) "
+        "WATERMARK event_time DELAY OF INTERVAL 30 SECONDS AS e LEFT SEMI JOIN seen AS s ON e.key = s.key "
+        "WHERE coalesce(e.key, '') <> '' GROUP BY 1, 2",
+        (SqlView("events", source), SqlView("seen", seen, static=True)), output_mode="update",
     )
     replayed = replay_sql(registry, query)
     assert replayed.rows_dropped_by_watermark > 0 and replayed.malformed_rows > 0 and len(replayed.records) > 10
     code = sql_code(query, query.check(spark).grouping)
-    assert "KAFKA_CONNECTOR_JARS" in code and "topic_view(" in code and "GROUPING = ('w', 'key',)" in code
+    assert "KAFKA_CONNECTOR_JARS" in code and "topic_view(" in code and "'static': True, 'kind': 'topic'" in code and "GROUPING = ('w', 'key',)" in code
     assert printed_result(run_program(spark, code)) == replayed.records
 
 

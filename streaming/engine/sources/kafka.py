@@ -392,10 +392,16 @@ class KafkaSource(StreamSource):
 
     def records(self, spark: SparkSession, start: str | None = None, end: str | None = None) -> DataFrame:
         """The decoded records (:meth:`decoded`) of a batch read from ``start`` to ``end`` (Spark's offsets JSON; default: the source's start, :attr:`end_offsets` or the latest)."""
+        require_connector()
+        return self.decoded(spark.read.format("kafka").options(**self.batch_options(start, end)).load())
+
+    def batch_options(self, start: str | None = None, end: str | None = None, *, client_timeouts: bool = True) -> dict[str, str]:
+        """The options of Spark's Kafka source for a batch read of :meth:`records` (``spark.read.format("kafka").options(...)``): from ``start``
+        to ``end`` (Spark's offsets JSON; default: the source's start, :attr:`end_offsets` or the latest)."""
         import json
 
-        require_connector()
-        options = {name: value for name, value in self.options().items() if name not in ("maxOffsetsPerTrigger", "startingOffsets", "startingTimestamp")}
+        dropped = ("maxOffsetsPerTrigger", "startingOffsets", "startingTimestamp")
+        options = {name: value for name, value in self.options(client_timeouts=client_timeouts).items() if name not in dropped}
         if start is not None:
             options["startingOffsets"] = start
         elif self.starting_timestamp is not None:
@@ -406,7 +412,7 @@ class KafkaSource(StreamSource):
             options["endingOffsets"] = end
         elif self.end_offsets is not None:
             options["endingOffsets"] = json.dumps({self.topic: {str(partition): offset for partition, offset in self.end_offsets}})
-        return self.decoded(spark.read.format("kafka").options(**options).load())
+        return options
 
 
 def _ddl(struct: StructType) -> str:
