@@ -57,10 +57,12 @@ export default function (component) {
     if (area.dataset.liveCommit) return;
     area.dataset.liveCommit = "1";
     let timer = null;
-    area.addEventListener("input", () => {
+    const later = () => {
       clearTimeout(timer);
       timer = setTimeout(() => area.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", code: "Enter", ctrlKey: true, bubbles: true })), data.pause);
-    });
+    };
+    area.addEventListener("input", (event) => { if (!event.isComposing) later(); });  // not half-way through an input method's composition
+    area.addEventListener("compositionend", later);
   };
   attach();
 }

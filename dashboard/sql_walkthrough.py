@@ -49,8 +49,14 @@ class SqlWalks(HeldWalks):
 
     @classmethod
     def start(cls, query: SqlQuery, registry: QueryRegistry) -> SqlWalks:
+        """Start ``query``'s walkthrough; Spark's refusal of it in plain words, at the line and column it names (:meth:`SqlQuery.refusal`)."""
+        from pyspark.errors import PySparkException
+
         make_room(registry, 1)
-        return cls(query, [Walkthrough(registry, query)])
+        try:
+            return cls(query, [Walkthrough(registry, query)])
+        except PySparkException as err:
+            raise query.refusal(err) from None
 
     def steps(self) -> list[dict[str, Any]]:
         """Every batch run so far, told (:func:`~streaming.engine.sql.replay.tell_batches`)."""

@@ -168,7 +168,6 @@ def held(subject: object, registry: QueryRegistry) -> Any:
         return walks
     if walks is not None:
         leave()
-        st.session_state[VIEW] = 0
     return None
 
 
@@ -191,6 +190,8 @@ def opener(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> 
 def leave() -> None:
     """Close this session's walkthroughs: the page was left, or another scenario chosen."""
     walks: HeldWalks | None = st.session_state.pop(HELD, None)
+    if VIEW in st.session_state:  # nothing run to show: the next Next batch hands over the first step, not the step after the old view
+        st.session_state[VIEW] = 0
     if walks is not None:
         walks.close()
 

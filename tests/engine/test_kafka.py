@@ -430,6 +430,33 @@ def test_show_codes_program_for_sql_over_a_topic_prints_what_the_labs_replay_giv
     assert printed_result(run_program(spark, code)) == replayed.records
 
 
+def test_your_own_sql_steps_through_a_topic_reading_the_records_own_columns(spark, registry, kafka_broker, clicks_topic) -> None:
+    """Step through in SQL over a topic: the view of the staging topic has the topic view's columns (the value's, the record's partition),
+    each step hands Spark one planned batch of records, and the result table after the last is the whole range's."""
+    from streaming.engine.run.walkthrough import Walkthrough
+    from streaming.engine.sql import SqlQuery, SqlView
+    from streaming.engine.sql.replay import tell_batches
+
+    source = clicks(kafka_broker.bootstrap, clicks_topic, max_offsets_per_trigger=CLICK_ROWS // 2)
+    query = SqlQuery(
+        "SELECT kafka_partition, count(*) AS n, max(kafka_offset) AS last_offset FROM STREAM(events) GROUP BY kafka_partition",
+        (SqlView("events", source.steppable()),), output_mode="complete",
+    )
+    walk = Walkthrough(registry, query, idle_limit=None)
+    try:
+        assert walk.steps == 2 and walk.handed == 1  # a topic's first step is copied at start
+        walk.to_end()
+        told = tell_batches(walk.summaries())
+        assert [step["input_rows"] for step in told] == [CLICK_ROWS // 2, CLICK_ROWS // 2]
+        assert all(step["operators"] for step in told)
+        emitted, result = walk.run.table.after(told[-1]["batch_id"])
+        malformed = sum(step["malformed_rows"] for step in told)  # no event time: left out of the view (a row without a key is the query's)
+        assert malformed > 0 and result[["kafka_partition", "n"]].to_dict("records") == [{"kafka_partition": 0, "n": CLICK_ROWS - malformed}]
+        assert list(result["change"]) == ["updated"] and len(emitted) == 1
+    finally:
+        walk.close()
+
+
 def test_the_datasets_page_publishes_a_dataset_in_the_background_and_refuses_a_silent_broker(kafka_broker, topic_name) -> None:
     from support.app import app_page, page_errors, wait_until
 

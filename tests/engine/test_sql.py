@@ -349,6 +349,22 @@ def test_the_table_after_a_batch_says_what_that_batch_changed_in_every_output_mo
         SqlTable("update", schema, ("store",)).after(0)
 
 
+def test_a_global_aggregate_in_update_mode_is_one_row_and_a_grouping_left_out_of_the_select_adds_rows() -> None:
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from streaming.engine.sql.plan import PlanFacts
+
+    schema = StructType([StructField("n", LongType())])
+    facts = {name: PlanFacts(True, ("n",), (), (), ("Aggregate",), global_aggregate=name == "global") for name in ("global", "grouped")}
+    tables = {name: SqlTable("update", schema, facts[name], record=True) for name in facts}
+    for table in tables.values():
+        table.apply(0, [(3,)])
+        table.apply(1, [(5,)])
+    assert tables["global"].records() == [{"n": 5}]  # SELECT count(*): the one row, updated
+    assert list(tables["global"].after(1)[1]["change"]) == ["updated"]
+    assert len(tables["grouped"]) == 2  # SELECT count(*) ... GROUP BY key: no column names the row, so each batch's rows are added
+
+
 def test_a_sql_querys_views_are_stepped_together_file_by_file(tmp_path) -> None:
     from streaming.engine.sources import FeedReplayer, Stepper
     from streaming.engine.sql.query import ViewFeeders

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -181,13 +182,23 @@ class SteppedTopic(StreamSource):
         return self.source.explain_failure(error)
 
     def read(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, TopicStepper]:
+        return self._stepped(lambda: self.staged.read(spark, staging, now_ms)[0], now_ms)
+
+    def view_frame(self, spark: SparkSession, staging: Path, now_ms: int) -> tuple[DataFrame, TopicStepper]:
+        """The staging topic as a SQL view shows the topic (its value's columns, the record's key, partition, offset and timestamp)."""
+        return self._stepped(lambda: self.staged.view_frame(spark, staging, now_ms)[0], now_ms)
+
+    def view_rows(self, spark: SparkSession) -> DataFrame:
+        return self.source.view_rows(spark)
+
+    def _stepped(self, frame: Callable[[], DataFrame], now_ms: int) -> tuple[DataFrame, TopicStepper]:
+        """``frame()`` over the staging topic, and the stepper that copies the range into it (its first step at once); the stepper stopped if the frame fails."""
         stepper = TopicStepper(self.source, self.staging_topic, now_ms // 1000)
         try:
-            frame, _ = self.staged.read(spark, staging, now_ms)
+            return frame(), stepper
         except Exception:
             stepper.stop()
             raise
-        return frame, stepper
 
     def rows(self, spark: SparkSession) -> DataFrame:
         return self.source.rows(spark)

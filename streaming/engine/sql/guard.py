@@ -250,18 +250,25 @@ def _plain(message: str) -> str:
 
 
 def _nodes(plan: Any, *, into_views: bool = True) -> Iterator[Any]:
-    """Every node of a JVM plan, its subqueries' and its CTE definitions' too (``innerChildren``), depth first; without ``into_views``, not the
-    plans of the views it reads (the lab's own: each py4j call costs a round trip)."""
+    """Every node of a JVM plan, its subqueries' and its CTE definitions' too (``innerChildren``), depth first: a node, its children's
+    subtrees, then its CTE definitions and subqueries (the order :func:`_check_analysed` walks in); without ``into_views``, not the plans of
+    the views it reads (the lab's own: each py4j call costs a round trip)."""
+    holds_plan = _jvm_class("org.apache.spark.sql.catalyst.expressions.PlanExpression")
     stack = [plan]
     while stack:
         node = stack.pop()
         yield node
         if not into_views and _class(node) == "View":
             continue
-        stack.extend(_seq(node.children()))
-        stack.extend(item for item in _seq(node.innerChildren()) if _is_plan(item))
-        for expression in _seq(node.expressions()):
-            stack.extend(_subquery_plans(expression))
+        _push(stack, node, _seq(node.children()), [expression.plan() for expression in _expressions(node) if holds_plan.isInstance(expression)])
+
+
+def _push(stack: list[Any], node: Any, children: list[Any], subqueries: list[Any]) -> None:
+    """Push what a walk visits below ``node`` so that its children's subtrees come first (the last child's first), then its CTE definitions,
+    then its subqueries: a plan's own operators before those of a subquery in one of its expressions."""
+    stack.extend(reversed(subqueries))
+    stack.extend(reversed([item for item in _seq(node.innerChildren()) if _is_plan(item)]))
+    stack.extend(children)
 
 
 def _expressions(node: Any) -> Iterator[Any]:
@@ -283,20 +290,9 @@ def _jvm_class(name: str) -> Any:
     return context._jvm.java.lang.Class.forName(name)
 
 
-def _subquery_plans(expression: Any) -> Iterator[Any]:
-    """The plans of the subqueries in ``expression`` (scalar, ``EXISTS``, ``IN``, lateral, a table argument): every ``PlanExpression``."""
-    holds_plan = _jvm_class("org.apache.spark.sql.catalyst.expressions.PlanExpression")
-    stack = [expression]
-    while stack:
-        item = stack.pop()
-        if holds_plan.isInstance(item):
-            yield item.plan()
-        stack.extend(_seq(item.children()))
-
-
 def _seq(scala_seq: Any) -> list[Any]:
     """The items of a Scala ``Seq``: its size, then each by index (1 + n round trips; an iterator takes 2 + 2n, and most of a plan's
-    sequences hold 0 to 2 items)."""
+    sequences hold 0 to 2 items). Never a ``Set`` (its ``apply`` tests membership) or a ``Map``: their ``toSeq()`` first."""
     return [scala_seq.apply(index) for index in range(int(scala_seq.size()))]
 
 
@@ -381,9 +377,7 @@ def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> list[tup
                 raise SqlError("the XML option rowValidationXSDPath is refused: it reads a file on the server")
             if holds_plan.isInstance(expression):  # _expressions already walks the nested ones: no second walk per expression
                 subqueries.append(expression.plan())
-        stack.extend(children)  # in the order _nodes pushes them, so the walk visits the nodes in its order
-        stack.extend(item for item in _seq(node.innerChildren()) if _is_plan(item))
-        stack.extend(subqueries)
+        _push(stack, node, children, subqueries)  # as _nodes does: the walked nodes come in its order
     return walked
 
 

@@ -43,6 +43,8 @@ class PlanFacts:
     watermarks: tuple[Watermark, ...]
     stateful: tuple[str, ...]
     """The stateful operations of the plan, top first (``Aggregate``, ``Join``...)."""
+    global_aggregate: bool = False
+    """The topmost aggregation groups by nothing (``SELECT count(*) ...``): its result table is one row."""
 
     @property
     def aggregates(self) -> bool:
@@ -59,12 +61,15 @@ def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None
         if kind == "EventTimeWatermark":
             watermarks.append(Watermark(str(node.eventTime().name()), _interval_ms(node.delay())))
     stateful = tuple(kind for _, kind in nodes if kind in STATEFUL_NODES)
+    aggregate = next((node for node, kind in nodes if kind == "Aggregate"), None)
+    groups = _seq(aggregate.groupingExpressions()) if aggregate is not None else []
     return PlanFacts(
         streaming=bool(frame.isStreaming),
         columns=tuple(frame.columns),
-        grouping=_grouping(plan, nodes),
+        grouping=_grouping(plan, nodes, aggregate, groups),
         watermarks=tuple(watermarks),
         stateful=stateful,
+        global_aggregate=aggregate is not None and not groups,
     )
 
 
@@ -76,12 +81,10 @@ def _interval_ms(interval: Any) -> int:
     return (days * MICROS_PER_DAY + int(get_field(interval, "microseconds"))) // 1000
 
 
-def _grouping(plan: Any, nodes: list[tuple[Any, str]]) -> tuple[str, ...]:
-    """The output columns of ``plan`` that carry the grouping of its topmost aggregation."""
-    aggregate = next((node for node, kind in nodes if kind == "Aggregate"), None)
+def _grouping(plan: Any, nodes: list[tuple[Any, str]], aggregate: Any, groups: list[Any]) -> tuple[str, ...]:
+    """The output columns of ``plan`` that carry the grouping (``groups``) of its topmost aggregation, ``aggregate``."""
     if aggregate is None:
         return ()
-    groups = _seq(aggregate.groupingExpressions())
     keys: set[int] = set()
     for named in _seq(aggregate.aggregateExpressions()):
         inner = named.child() if _class(named) == "Alias" else named

@@ -163,11 +163,19 @@ class SqlQuery:
             return checker.check(self.text)
 
     def _register(self, session: SparkSession, staging: Path, now_ms: int) -> list[tuple[DataFrame, Feeder | None]]:
-        made = []
-        for view in self.views:
-            frame, feeder = view.frame(session, staging / view.name, now_ms)
-            frame.createOrReplaceTempView(view.name)
-            made.append((frame, feeder))
+        """Each view made and registered in ``session``; when one fails, the feeders of those made before it are stopped (a topic's staging
+        topic deleted)."""
+        made: list[tuple[DataFrame, Feeder | None]] = []
+        try:
+            for view in self.views:
+                frame, feeder = view.frame(session, staging / view.name, now_ms)
+                made.append((frame, feeder))
+                frame.createOrReplaceTempView(view.name)
+        except BaseException:
+            for _, feeder in made:
+                if feeder is not None:
+                    feeder.stop()
+            raise
         return made
 
     def build(self, spark: SparkSession, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:

@@ -55,6 +55,8 @@ class SqlTable:
             raise ConfigError("grouping", missing, f"are not columns of the result ({', '.join(self.columns)})")
         self.grouping = tuple(grouping)
         self._keys = [self.columns.index(name) for name in grouping] if output_mode == "update" else []
+        self._one_row = output_mode == "update" and self.facts is not None and self.facts.global_aggregate
+        """A global aggregate in update mode: each batch's row replaces the one row of the result table."""
         self.max_rows = max_rows
         self.evicted_rows = 0
         self.last_batch_id = -1
@@ -97,7 +99,7 @@ class SqlTable:
 
     @property
     def _fold_key(self) -> Any:
-        return self._key_of if self._keys else None
+        return self._key_of if self._keys or self._one_row else None
 
     # ------------------------------------------------------------------ kept on disk
 
@@ -217,7 +219,7 @@ class SqlTable:
             raise ValueError("this result table records no batch's output: make it with record=True")
         with self._lock:
             done = sorted((batch, list(rows)) for batch, rows in self.outputs.items() if batch <= batch_id)
-        table = SqlTable(self.output_mode, self.schema, self.grouping)
+        table = SqlTable(self.output_mode, self.schema, self.facts if self.facts is not None else self.grouping)
         emitted: list[tuple] = []
         for batch, rows in done:
             if batch == batch_id:
