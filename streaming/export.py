@@ -65,7 +65,7 @@ from .engine.kafka.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP
 from .engine.output.results import measure_column
 from .engine.query.config import STATE_STORE_PROVIDERS, FeedSource, GeneratorSource, QueryConfig, RateMicroBatchSource, RateSource, SocketSource
 from .engine.runtime.jars import connector_coordinates
-from .engine.sources import Source
+from .engine.sources import StreamSource
 from .engine.sources.ads import AdStreams
 from .engine.sources.kafka import KafkaSource
 from .engine.sql import SqlQuery, SqlView
@@ -574,12 +574,18 @@ _CODE: dict[str, _SourceCode] = {
 """How a program reads each source kind, by the kind's name (:data:`~streaming.engine.sources.SOURCE_KINDS`)."""
 
 
-def _code(source: Source) -> _SourceCode:
+def _code(source: StreamSource) -> _SourceCode:
     """How a program reads ``source``; :class:`ConfigError` naming a kind Show code does not write yet (a new kind, until it has its entry)."""
-    code = _CODE.get(source.kind)
+    kind = _kind(source)
+    code = _CODE.get(kind)
     if code is None:
-        raise ConfigError("source", source.label, f"is a kind of source ({source.kind}) Show code does not write yet")
+        raise ConfigError("source", source.label, f"is a kind of source ({kind}) Show code does not write yet")
     return code
+
+
+def _kind(source: StreamSource) -> str:
+    """A source's kind, as :data:`~streaming.engine.sources.SOURCE_KINDS` names it."""
+    return str(getattr(source, "kind", type(source).__name__))
 
 
 def _source(config: QueryConfig) -> str:
@@ -1221,8 +1227,11 @@ def _live_join_run() -> str:
 
 def _sql_view(view: SqlView) -> dict[str, object]:
     """One view in the program: its files, their format, its event-time column and how its times are written; for a streamed topic its
-    range of records and how their values read; for a dataset cut by rows or by arrival time, how it is cut. :class:`ConfigError` for a view
-    whose data Show code does not write yet (the generator, the rate sources)."""
+    range of records and how their values read; for a dataset cut by rows or by arrival time, how it is cut; for a source without an end (the
+    generator, a rate source, a socket) only its kind, its rows being made by the source's own block of the program (:data:`_CODE`)."""
+    if not isinstance(view.source, TableFiles) and view.source.as_topic is None and view.source.as_feed is None:
+        _code(view.source)  # ConfigError for a kind Show code does not write
+        return {"name": view.name, "static": False, "kind": "unbounded"}
     if not isinstance(view.source, TableFiles) and view.source.as_topic is not None:
         topic = view.source.as_topic
         return {
@@ -1238,11 +1247,7 @@ def _sql_view(view: SqlView) -> dict[str, object]:
         data = view.source
     else:
         feed = view.source.as_feed
-        if feed is None:
-            raise ConfigError(
-                f"view {view.name}", view.source.label,
-                "reads a source Show code does not write for SQL yet: it writes SQL over files and topics",
-            )
+        assert feed is not None  # a topic's view and one without an end are written above
         data = feed
         if not view.static and feed.batching.by != "file":
             cut = {"cut": _view_cut(feed)}
@@ -1276,6 +1281,13 @@ _TOPIC_VIEW_CODE = (
 """The lines of ``view_frame`` that read a topic view, in a program with one."""
 
 
+_UNBOUNDED_VIEW_CODE = (
+    "    if view['kind'] == 'unbounded':  # the rows the source above makes, as `events`",
+    "        return counted_input(events.select('event_time', 'key'), F.col('event_time').isNull(), INPUT_METRICS + '_' + view['name'])",
+)
+"""The lines of ``view_frame`` that read the program's one view over a source without an end."""
+
+
 _VIEW_FRAME_HEAD = (
     "def view_frame(view):",
     '    """The view\'s rows: a static view read whole; a streamed one from its staging folder, file i in micro-batch i (its files staged',
@@ -1306,30 +1318,43 @@ _FILE_VIEW_CODE = (
 def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
     """Self-contained PySpark code (a Python program) that runs ``query``, a user's own SQL, over views built as the lab builds them.
 
-    Every view is a dataset or feed of files (a static one read whole) or a streamed topic; under the available-now trigger micro-batch *i*
-    reads file *i* of each streamed view of files, and a topic as its options say (``maxOffsetsPerTrigger``), as
+    Every view is a dataset or feed of files (a static one read whole) or a topic (streamed, or read whole); under the available-now trigger
+    micro-batch *i* reads file *i* of each streamed view of files, and a topic as its options say (``maxOffsetsPerTrigger``), as
     :func:`~streaming.engine.sql.replay.replay_sql` does. The result table is folded as the output mode says (update mode
     replaces the row of each ``grouping``, the aggregation's grouping columns the analysed plan names) and printed as one line
-    ``RESULT <json>``: the records of :meth:`~streaming.engine.sql.table.SqlTable.records`. :class:`ConfigError` naming a view Show code
-    does not write yet. Checked with :func:`compile`.
+    ``RESULT <json>``: the records of :meth:`~streaming.engine.sql.table.SqlTable.records`. One view may read a source without an end (the
+    generator, a rate source, a socket), made by the form program's block for that source: the query then runs until Ctrl-C, its rows printed
+    to the console batch by batch. :class:`ConfigError` naming a view Show code does not write (a second such view). Checked with :func:`compile`.
     """
     views = [_sql_view(view) for view in query.views]
     topics = any(view["kind"] == "topic" for view in views)
     cuts = any("cut" in view for view in views)
-    code = "\n".join([
-        _block(
-            '"""Streaming Lab export: your own SQL over its views, replayed as the lab replays it.',
-            "",
+    unbounded = [view for view, written in zip(query.views, views, strict=True) if written["kind"] == "unbounded"]
+    if len(unbounded) > 1:
+        raise ConfigError(f"view {unbounded[1].name}", unbounded[1].source.label, "is a second view over a source without an end: Show code writes one")
+    endless = unbounded[0].stream if unbounded else None
+    about = (
+        (
+            "The view over the source without an end reads it as the lab does, and the query's rows are printed to the console",
+            "batch by batch until you press Ctrl-C (times in UTC).",
+        ) if endless is not None else (
             "Each streamed view's files are handed over one per micro-batch (file i of every view in",
             f"micro-batch i); the final result table is printed as one line `{RESULT_PREFIX}[...]`",
             "(JSON, times in UTC).",
+        )
+    )
+    code = "\n".join([
+        _block(
+            '"""Streaming Lab export: your own SQL over its views, ' + ("run as the lab runs it." if endless is not None else "replayed as the lab replays it."),
+            "",
+            *about,
             "",
             "Run with `python this_file.py` or `spark-submit this_file.py`. Needs PySpark 4.1 or later",
             "(the WATERMARK clause).",
             '"""',
         ),
         _block(
-            *(f"import {name}" for name in ("csv", "datetime as dt", "decimal", "json", "os", "pathlib", "shutil", "tempfile")),
+            *(f"import {name}" for name in ("csv", "datetime as dt", "decimal", "json", "os", "pathlib", "shutil", "tempfile", "time")),
             "from pathlib import Path",
             "from typing import Any",
             "",
@@ -1349,8 +1374,10 @@ def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
             "]",
             f"RESULT_PREFIX = {_lit(RESULT_PREFIX)}",
             *((f"CONNECTOR = {_lit(connector_coordinates())}  # Spark's Kafka connector, from Maven Central",) if topics else ()),
+            *(("", f"# View {unbounded[0].name}: {_SOURCE_NAMES.get(_kind(endless), _kind(endless))}", *_code(endless).settings(endless)) if endless is not None else ()),
         ),
         _session_block(_CONNECTOR_JARS if topics else ()),
+        *((_code(endless).source(endless),) if endless is not None else ()),
         _block(
             _rule("The views"),
             "WORKDIR = pathlib.Path(tempfile.mkdtemp(prefix='streaming-lab-export-sql-'))",
@@ -1359,13 +1386,17 @@ def sql_code(query: SqlQuery, grouping: Sequence[str]) -> str:
             *_builder_code((quoted, column_kind, parse_time, *VIEW_BUILDERS, *(TOPIC_VIEW_BUILDERS if topics else ()), *(BATCH_BUILDERS if cuts else ()))),
             *_STAGE_CODE,
             *_VIEW_FRAME_HEAD,
+            *(_UNBOUNDED_VIEW_CODE if endless is not None else ()),
             *(_TOPIC_VIEW_CODE if topics else ()),
             *_FILE_VIEW_CODE,
             "for view in VIEWS:",
             "    view_frame(view).createOrReplaceTempView(view['name'])",
             "result = spark.sql(SQL)",
         ),
-        _block(
+        _console_block(
+            ("# Each micro-batch's rows are printed as the output mode emits them.",), "result", "streaming_lab_export_sql", "OUTPUT_MODE",
+            ("    .option('checkpointLocation', str(WORKDIR / 'checkpoint'))",), ("    shutil.rmtree(WORKDIR, ignore_errors=True)",),
+        ) if endless is not None else _block(
             _rule("Run: every micro-batch folded into the result table as the output mode says"),
             "table = {}",
             "",

@@ -493,7 +493,7 @@ def _words(code: str) -> list[str]:
     return words + (["'offset') <"] if "'offset') <" in code else [])
 
 
-def test_show_code_for_sql_names_a_view_it_does_not_write_yet(write_feed) -> None:
+def test_show_code_for_sql_writes_every_kind_of_view_and_names_a_second_view_without_an_end(write_feed) -> None:
     from streaming.engine.data.batching import Batching
     from streaming.engine.sources.kafka import KafkaSource
     from streaming.engine.sql import SqlQuery, SqlView
@@ -501,14 +501,37 @@ def test_show_code_for_sql_names_a_view_it_does_not_write_yet(write_feed) -> Non
 
     feed = write_feed(GUIDE_BATCHES)
     generator = SqlQuery("SELECT * FROM STREAM(events)", (SqlView("events", GeneratorSource(events_per_second=5)),))
-    with pytest.raises(ConfigError, match="view events"):
-        sql_code(generator, ())
+    code = sql_code(generator, ())
+    assert "EVENTS_PER_SECOND = 5" in code and "writer.start()" in code and "RESULT_PREFIX + json" not in code  # to the console until Ctrl-C
+    endless = SqlQuery("SELECT * FROM STREAM(a) JOIN STREAM(b) USING (key)", (SqlView("a", GeneratorSource()), SqlView("b", RateSource())))
+    with pytest.raises(ConfigError, match="view b"):
+        sql_code(endless, ())
     rows = SqlQuery("SELECT * FROM STREAM(events)", (SqlView("events", FeedSource(feed, seconds_per_file=0, batching=Batching("rows:2"))),))
     assert "'cut': {'rows_per_batch': 2}" in sql_code(rows, ())  # written: cut as the lab cuts it
     topic = KafkaSource("127.0.0.1:9092", "clicks", (("event_time", "string"), ("key", "string")), columns=ColumnMapping(event_time="event_time", key="key"))
     static_topic = SqlQuery("SELECT * FROM STREAM(events) JOIN keys USING (key)", (SqlView("events", FeedSource(feed, seconds_per_file=0)), SqlView("keys", topic, static=True)))
-    with pytest.raises(ConfigError, match="view keys"):
-        sql_code(static_topic, ())
+    assert "'static': True, 'kind': 'topic'" in sql_code(static_topic, ()) and "spark.read.format('kafka')" in sql_code(static_topic, ())
+
+
+@pytest.mark.parametrize("kind", ["generator", "rate", "rate-micro-batch"])
+def test_show_codes_sql_program_over_a_source_without_an_end_defines_the_labs_view_and_query(spark, write_feed, kind) -> None:
+    """The program's view over the generator or a rate source has the columns the lab's view has, and its query analyses to the lab's
+    columns, joined to a view of files (nothing is started)."""
+    from streaming.engine.sql import SqlQuery, SqlView
+    from streaming.engine.sql.checker import SqlChecker
+    from streaming.export import sql_code
+
+    source = {"generator": GeneratorSource(events_per_second=5), "rate": RateSource(), "rate-micro-batch": RateMicroBatchSource()}[kind]
+    query = SqlQuery(
+        "SELECT window(e.event_time, '1 minute') AS w, e.key, count(*) AS n FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 30 SECONDS AS e "
+        "JOIN words USING (key) GROUP BY 1, 2",
+        (SqlView("events", source), SqlView("words", FeedSource(write_feed(GUIDE_BATCHES), seconds_per_file=0), static=True)),
+    )
+    facts = query.check(spark)
+    namespace = console_definitions(spark, sql_code(query, facts.grouping))
+    with SqlChecker(spark, query.views) as checker:
+        assert [(item.name, item.dataType.simpleString()) for item in namespace["view_frame"]({"name": "events", "kind": "unbounded"}).schema.fields] == checker.columns["events"]
+    assert namespace["result"].isStreaming and tuple(namespace["result"].columns) == facts.columns == ("w", "key", "n")
 
 
 def test_show_code_names_a_source_kind_it_does_not_write_yet(write_feed, monkeypatch) -> None:
