@@ -574,7 +574,7 @@ _CODE: dict[str, _SourceCode] = {
 """How a program reads each source kind, by the kind's name (:data:`~streaming.engine.sources.SOURCE_KINDS`)."""
 
 
-def _code(source: StreamSource) -> _SourceCode:
+def _code(source: StreamSource | TableFiles) -> _SourceCode:
     """How a program reads ``source``; :class:`ConfigError` naming a kind Show code does not write yet (a new kind, until it has its entry)."""
     kind = _kind(source)
     code = _CODE.get(kind)
@@ -583,7 +583,7 @@ def _code(source: StreamSource) -> _SourceCode:
     return code
 
 
-def _kind(source: StreamSource) -> str:
+def _kind(source: StreamSource | TableFiles) -> str:
     """A source's kind, as :data:`~streaming.engine.sources.SOURCE_KINDS` names it."""
     return str(getattr(source, "kind", type(source).__name__))
 
@@ -1229,11 +1229,9 @@ def _sql_view(view: SqlView) -> dict[str, object]:
     """One view in the program: its files, their format, its event-time column and how its times are written; for a streamed topic its
     range of records and how their values read; for a dataset cut by rows or by arrival time, how it is cut; for a source without an end (the
     generator, a rate source, a socket) only its kind, its rows being made by the source's own block of the program (:data:`_CODE`)."""
-    if not isinstance(view.source, TableFiles) and view.source.as_topic is None and view.source.as_feed is None:
-        _code(view.source)  # ConfigError for a kind Show code does not write
-        return {"name": view.name, "static": False, "kind": "unbounded"}
-    if not isinstance(view.source, TableFiles) and view.source.as_topic is not None:
-        topic = view.source.as_topic
+    source = view.source
+    topic = source.as_topic
+    if topic is not None:
         return {
             "name": view.name, "static": view.static, "kind": "topic",
             "options": topic.batch_options(client_timeouts=False) if view.static else topic.options(client_timeouts=False),
@@ -1241,16 +1239,12 @@ def _sql_view(view: SqlView) -> dict[str, object]:
             "value_schema": topic.value_ddl(), "value_names": tuple(name for name, _ in topic.value_columns), "schema": topic.schema,
             "event_time": topic.columns.event_time, "time_format": topic.columns.time_format,
         }
-    data: TableFiles | FeedSource
-    cut: dict[str, object] = {}
-    if isinstance(view.source, TableFiles):
-        data = view.source
-    else:
-        feed = view.source.as_feed
-        assert feed is not None  # a topic's view and one without an end are written above
-        data = feed
-        if not view.static and feed.batching.by != "file":
-            cut = {"cut": _view_cut(feed)}
+    data = source.as_files
+    if data is None:
+        _code(source)  # ConfigError for a kind Show code does not write
+        return {"name": view.name, "static": False, "kind": "unbounded"}
+    feed = source.as_feed
+    cut = {"cut": _view_cut(feed)} if feed is not None and not view.static and feed.batching.by != "file" else {}
     columns = data.columns
     return {
         "name": view.name, "static": view.static, "kind": "files", "files": tuple(str(path.resolve()) for path in data.files()),

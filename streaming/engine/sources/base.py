@@ -155,6 +155,11 @@ class StreamSource:
         """This source when it reads a Kafka topic a user named (its brokers and topic are then at hand), else ``None``."""
         return None
 
+    @property
+    def as_files(self) -> FeedSource | None:
+        """What this source reads when it reads files (their ``files()``, ``file_format`` and ``columns`` are then at hand), else ``None``."""
+        return self.as_feed
+
     def reads_topic(self, name: str) -> bool:
         """True when a query on this source reads the Kafka topic ``name`` (a topic, one its pattern matches, a walkthrough's staging topic)."""
         return False

@@ -66,6 +66,13 @@ class TableFiles:
             raise ConfigError("view.path", str(self.path), f"holds no {self.file_format} files")
 
     kind: ClassVar[str] = "table_files"
+    as_topic: ClassVar[None] = None
+    as_feed: ClassVar[None] = None
+    """A table is neither a topic nor a replayed feed: only its files are read (:attr:`as_files`)."""
+
+    @property
+    def as_files(self) -> TableFiles:
+        return self
 
     @property
     def label(self) -> str:
