@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -30,7 +31,7 @@ from streaming.report import figures_report
 from . import shared
 from .shared import failure_banner
 
-__all__ = ["QUERY_MODES", "checked", "edit_as_sql", "live_commit", "show_error", "sql_editor", "sql_form", "sql_view"]
+__all__ = ["QUERY_MODES", "checked", "edit_as_sql", "show_error", "sql_box", "sql_editor", "sql_form", "sql_view"]
 
 LOG = logging.getLogger(__name__)
 QUERY_MODES = ("Form", "SQL")
@@ -43,38 +44,13 @@ VERDICT_KEY = "lab_sql_verdict"
 
 LIVE_PAUSE_MS = 250
 """A pause in typing this long commits the SQL box, so its check runs as the user types (Streamlit's own pause for ``st.text_input(live=True)``)."""
-LIVE_COMMIT_JS = """
-export default function (component) {
-  const { data, parentElement } = component;
-  const root = parentElement.ownerDocument || document;
-  let tries = 0;
-  const attach = () => {
-    const area = root.querySelector(`.st-key-${data.key} textarea`);
-    if (!area) {
-      if (tries++ < 50) setTimeout(attach, 100);
-      return;
-    }
-    if (area.dataset.liveCommit) return;
-    area.dataset.liveCommit = "1";
-    let timer = null;
-    const later = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => area.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", code: "Enter", ctrlKey: true, bubbles: true })), data.pause);
-    };
-    area.addEventListener("input", (event) => { if (!event.isComposing) later(); });  // not half-way through an input method's composition
-    area.addEventListener("compositionend", later);
-  };
-  attach();
-}
-"""
-"""Sends the text area's own commit key (Ctrl+Enter) after a pause in typing: ``st.text_area`` has no ``live`` (1.67), and a blur would take the
-cursor away. Our code only: the data it gets is the widget's key and the pause."""
-_live_commit = st.components.v2.component("streaming_lab.live_commit", js=LIVE_COMMIT_JS, isolate_styles=False)
+_sql_box = st.components.v2.component("streaming_lab.sql_box", js=(Path(__file__).with_name("sql_box.js")).read_text(encoding="utf-8"), isolate_styles=False)
 
 
-def live_commit(key: str, pause_ms: int = LIVE_PAUSE_MS) -> None:
-    """Commit the text area of widget key ``key`` after ``pause_ms`` without typing, the cursor left where it is (:data:`LIVE_COMMIT_JS`)."""
-    _live_commit(data={"key": key, "pause": pause_ms}, key=f"{key}_live")
+def sql_box(key: str, pause_ms: int = LIVE_PAUSE_MS) -> None:
+    """Make the text area of widget key ``key`` a SQL editor (``sql_box.js``): its SQL highlighted, and committed after ``pause_ms`` without
+    typing, the cursor left where it is."""
+    _sql_box(data={"key": key, "pause": pause_ms}, key=f"{key}_box")
 
 
 def edit_as_sql(config: QueryConfig) -> None:
@@ -116,7 +92,7 @@ def sql_editor(source: Source, ready: bool, prefix: str) -> tuple[SqlQuery | Non
         "SQL", key=text_key, height=220,
         help="One SELECT over the view(s). A watermark: FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 30 SECONDS. Checked as you type (after a quarter-second pause)",
     )
-    live_commit(text_key)
+    sql_box(text_key)
     output_mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index("update"), key=f"{prefix}_sql_output_mode")
     try:
         query = SqlQuery(text, (SqlView(view, source),), output_mode=output_mode)  # type: ignore[arg-type]

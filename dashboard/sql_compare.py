@@ -23,7 +23,7 @@ from streaming.engine.sql import SqlError, SqlQuery
 from . import live, shared
 from .jobs import Job, job_controls, start_job
 from .shared import KEPT
-from .sql import checked, live_commit, show_error, sql_editor
+from .sql import checked, show_error, sql_box, sql_editor
 
 __all__ = ["SQL_COMPARE_JOB", "sql_comparison"]
 
@@ -70,7 +70,7 @@ def sql_comparison(ready: bool) -> None:
             if key not in st.session_state:
                 st.session_state[key] = first.text
             text = st.text_area("SQL", key=key, height=220, help="Over the same views as query 1; checked as you type (after a quarter-second pause)")
-            live_commit(key)
+            sql_box(key)
             if not ready:
                 continue
             try:

@@ -596,6 +596,8 @@ def test_a_sql_query_is_refused_at_its_line_then_runs_with_its_operators_and_wat
         editor.fill("SELECT key,\n  count(*) AS n\nFROM events\nGROUP BY nope")  # no Ctrl+Enter, no blur: checked as it is typed
         page.get_by_text("SQL: line 4, column 10:").first.wait_for(timeout=120_000)
         assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "SQL"  # the cursor stays in the box
+        keywords = page.locator(".st-key-lab_sql .lab-sql-highlight span").all_inner_texts()  # the layer under the text, highlighted
+        assert {"SELECT", "FROM", "GROUP", "BY"} <= set(keywords) and "nope" not in keywords, keywords
         alerts = page.locator('[data-testid="stAlertContainer"]').all_inner_texts()  # what the page says (a collapsed Show code may name org.apache jars)
         assert any("SQL: line 4, column 10:" in text for text in alerts), alerts
         assert not any("Traceback" in text or "org.apache" in text for text in alerts) and page.locator(".stException").count() == 0, alerts
