@@ -6,6 +6,13 @@ check latency
     texts checked one after another: parse, the plan checks and Spark's
     analysis. The page's budget is 300 ms from the last keystroke to the verdict
     on a warm session; p50 and p95 are printed in milliseconds.
+verdict latency in the browser
+    The app served and the Live query page opened in SQL mode in headless
+    Chromium (``/usr/bin/chromium``); ``--edits`` times the SQL box is given a
+    new text (its watermark delay changed), each as one input, as a paste or
+    the last keystroke gives it; from then to the verdict naming the new delay
+    on the page: the pause the box waits for more typing, the check, and the
+    page's rerun. p50 and p95 in milliseconds. Skipped without Chromium.
 overhead
     The same windowed count (``--files`` CSV files of ``--rows`` rows, 1-minute
     windows per key, a 30-second watermark, update mode) replayed to its end
@@ -70,6 +77,38 @@ def check_latency(spark, feed: Path, checks: int) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
+def verdict_latency(edits: int, timeout: float = 180.0) -> tuple[float, float] | None:
+    """p50 and p95 milliseconds from a new text in the Live page's SQL box to its verdict shown (see the module docstring); ``None`` without Chromium."""
+    import re
+
+    from .browser import CHROMIUM, chromium, served_app
+
+    if not CHROMIUM.exists():
+        return None
+    text = "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n\nFROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL {} SECONDS\nGROUP BY 1, 2"
+    spent = []
+    with tempfile.TemporaryDirectory(prefix="streaming-lab-sql-bench-") as logs, served_app(Path(logs)) as app, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1600, "height": 1400})
+        page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
+        page.get_by_text("Spark is ready").wait_for(timeout=timeout * 1000)
+        page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first.click()
+        box = page.get_by_role("textbox", name="SQL")
+        box.wait_for(timeout=timeout * 1000)
+        page.locator(".lab-sql-highlight").wait_for(timeout=timeout * 1000)  # the box's page script is in place
+        for edit in range(edits + 3):  # the first three warm the page and the checker
+            seconds = 11 + edit
+            box.fill(text.format(seconds))
+            began = time.perf_counter()
+            page.wait_for_function(  # polled every 10 ms: a locator's wait polls at 100 ms to 1 s and would round the time up to those
+                "(words) => document.body.innerText.includes(words)", arg=f"delay 0 days 00:00:{seconds}", polling=10, timeout=timeout * 1000,
+            )
+            if edit >= 3:
+                spent.append((time.perf_counter() - began) * 1000)
+        page.close()
+    ordered = sorted(spent)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
 def overhead(spark, feed: Path, rounds: int) -> tuple[float, float, bool]:
     from streaming.engine.query.config import QueryConfig
     from streaming.engine.run.registry import QueryRegistry
@@ -110,7 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--edits", type=int, default=20, help="texts given to the SQL box in the browser (0: skip the browser)")
     args = parser.parse_args(argv)
+    if args.edits:
+        measured = verdict_latency(args.edits)
+        if measured is None:
+            print("SQL verdict latency in the browser: skipped (no /usr/bin/chromium)")
+        else:
+            print(f"SQL verdict latency in the browser over {args.edits} edits (new text -> verdict shown): p50 {measured[0]:.0f} ms, p95 {measured[1]:.0f} ms")
     from streaming.engine.runtime.session import get_session
 
     spark = get_session()

@@ -69,7 +69,7 @@ def sql_comparison(ready: bool) -> None:
             key = f"cmpsql_{number}"
             if key not in st.session_state:
                 st.session_state[key] = first.text
-            text = st.text_area("SQL", key=key, height=220, help="Over the same views as query 1; checked as you type (after a quarter-second pause)")
+            text = st.text_area("SQL", key=key, height=220, help="Over the same views as query 1; checked as you type (after a pause of 0.15 s)")
             sql_box(key)
             if not ready:
                 continue
