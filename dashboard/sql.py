@@ -31,7 +31,7 @@ from streaming.report import figures_report
 from . import shared
 from .shared import failure_banner
 
-__all__ = ["QUERY_MODES", "checked", "edit_as_sql", "show_error", "sql_box", "sql_editor", "sql_form", "sql_view"]
+__all__ = ["OPERATOR_COLUMNS", "QUERY_MODES", "checked", "edit_as_sql", "show_error", "sql_box", "sql_editor", "sql_form", "sql_view"]
 
 LOG = logging.getLogger(__name__)
 QUERY_MODES = ("Form", "SQL")
@@ -223,8 +223,7 @@ def sql_view(run: Run) -> None:
     operators = operators_of(run.log.summaries())
     if operators:
         st.dataframe(
-            pd.DataFrame(operators).rename(columns={"index": "#", "name": "operator", "state_rows": "rows in state", "rows_dropped_by_watermark": "dropped by watermark",
-                                                    "memory_bytes": "state memory (bytes)"}),
+            pd.DataFrame(operators).rename(columns=OPERATOR_COLUMNS),
             hide_index=True, key=f"lab_sql_operators_{run.name}",
         )
     else:
@@ -240,6 +239,12 @@ def sql_view(run: Run) -> None:
     left.plotly_chart(figures["rates"], key="lab_sql_rates")
     right.plotly_chart(figures["gap"], key="lab_sql_gap")
     _report_button(run, progress, table, pd.DataFrame(operators), [figures[name] for name in SQL_REPORTED])
+
+
+OPERATOR_COLUMNS = {
+    "index": "#", "name": "operator", "state_rows": "rows in state", "rows_dropped_by_watermark": "dropped by watermark", "memory_bytes": "state memory (bytes)",
+}
+"""The headings of a stateful operator's numbers (:func:`~streaming.engine.sql.replay.operators_of`, or one batch's), wherever a page lists them."""
 
 
 SQL_REPORTED = ("drops", "state", "rates", "gap")

@@ -23,7 +23,7 @@ from streaming.engine.run.walkthrough import Walkthrough, make_room
 from streaming.engine.sql.replay import tell_batches
 from streaming.report import change_colour, clock
 
-from .sql import sql_editor
+from .sql import OPERATOR_COLUMNS, sql_editor
 from .walkthrough import HeldWalks, draw_table, held, hold, own_source, styled
 
 if TYPE_CHECKING:
@@ -101,9 +101,7 @@ def batch_view(walks: SqlWalks, view: int) -> None:
     )
     if operators:
         st.caption("Each stateful operator, in Spark's order")
-        draw_table(styled(pd.DataFrame(operators).rename(columns={
-            "name": "operator", "state_rows": "rows in state", "rows_dropped_by_watermark": "dropped by the watermark",
-        }), lambda row: ""))
+        draw_table(styled(pd.DataFrame(operators).rename(columns=OPERATOR_COLUMNS), lambda row: ""))
     emitted, result = walks.after(int(step["batch_id"]))
     st.caption("What the sink received (green: added, yellow: updated, blue: emitted)")
     draw_table(styled(emitted, change_colour))

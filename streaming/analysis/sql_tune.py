@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.data.times import quoted
 from ..engine.durations import format_duration
 from ..engine.errors import Cancelled, ConfigError
-from ..engine.sql.guard import checked_frame
+from ..engine.sql.guard import checked
 from ..engine.sql.plan import plan_facts
 from ..engine.sql.replay import replay_sql
 from ..engine.sql.rewrite import WatermarkClause, batch_text, watermark_clauses, with_delays
@@ -87,10 +87,10 @@ def exact_records(spark: Any, query: SqlQuery) -> tuple[list[dict[str, Any]], tu
         if not view.static:
             rows = rows.where(F.col(quoted(view.event_time)).isNotNull())
         rows.createOrReplaceTempView(view.name)
-    frame = checked_frame(session, batch_text(session, query.text), query.names)
+    frame, walked = checked(session, batch_text(session, query.text), query.names)
     fields = frame.schema.fields
     records = [{item.name: json_value(value, item.dataType) for item, value in zip(fields, row)} for row in frame.collect()]
-    return records, plan_facts(frame).grouping
+    return records, plan_facts(frame, walked).grouping
 
 
 @dataclass(frozen=True)
