@@ -65,6 +65,7 @@ def clicks_query(source, **settings) -> QueryConfig:
 # -- set-up: the connector and the broker come from Maven Central, at the installed PySpark's version ---------------------
 
 
+@pytest.mark.spark  # the jars make test fetches: make test-fast sets up Python only
 def test_the_connector_is_fetched_at_the_installed_pysparks_version() -> None:
     import pyspark
 
