@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -21,23 +20,19 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from streaming.analysis import lateness
-from streaming.analysis.latency import LatencyEnd, latency_headline, produced_before
-from streaming.analysis.profile import topic_batches, topic_events_of
+from streaming.analysis.latency import LatencyEnd
 from streaming.analysis.spreadsheet import neutralise_formulas
-from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall, watermark_stall
+from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall
+from streaming.app.snapshot import STORE_METRIC_BATCHES, LatenessView, RunSnapshot, snapshot, topic_events
 from streaming.charts import lateness as lateness_charts
-from streaming.charts.common import current_watermark
-from streaming.charts.latency import END_WORDS, latency_figures
-from streaming.charts.live import live_figures, state_store_figure, windowed_counts_figure
+from streaming.charts.latency import END_WORDS
+from streaming.charts.live import state_store_figure, windowed_counts_figure
 from streaming.engine.data.batching import Batching
 from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_events, feed_names
 from streaming.engine.durations import human_duration
 from streaming.engine.errors import ConfigError, brief, failure_words, first_line
 from streaming.engine.join.live_join import LiveJoinQuery
 from streaming.engine.kafka.topics import require_topic
-from streaming.engine.output.progress import state_store_metrics
-from streaming.engine.output.state import state_operators, state_rows
 from streaming.engine.query.config import (
     INTERVAL_TRIGGERS,
     MAX_SPEED,
@@ -56,9 +51,6 @@ from streaming.engine.query.config import (
 from streaming.engine.run.query import Run
 from streaming.engine.run.registry import DuplicateQueryError, QueryRegistry, check_query_name
 from streaming.engine.run.walkthrough import PREFIX as WALKTHROUGH_PREFIX
-from streaming.engine.sources.kafka import initial_offsets
-from streaming.engine.sql import SqlQuery
-from streaming.report import figures_report, settings_text
 
 from .data import (
     BATCHING_RULES,
@@ -83,7 +75,7 @@ from .shared import (
     feed_source,
     get_registry,
     go_to,
-    progress_numbers,
+    report_button,
     session_starter,
     show_code,
     watermark_widget,
@@ -124,8 +116,6 @@ STATE_STORE_LABELS: Mapping[str, str] = {"hdfs": "Spark's default (HDFS-backed)"
 
 FIRST_BATCH_WAIT_SECONDS = 5.0
 """After Start, the page waits this long at most for the new query's first batch before it draws."""
-STORE_METRIC_BATCHES = 300
-"""The state store's own metrics are drawn for this many recent batches."""
 DROPPED_ROWS = 2000
 """The dropped events listed on the page (all of them are downloaded)."""
 
@@ -486,29 +476,10 @@ def stop_button(run: Run) -> None:
         st.rerun()
 
 
-def _watermark_text(watermark: pd.Timestamp | None) -> str:
-    return "none yet" if watermark is None else f"{watermark:%H:%M:%S}"
-
-
-def _status_row(run: Run, progress: pd.DataFrame) -> None:
-    watermark = current_watermark(progress)
-    columns = st.columns(7 if run.config.deduplicate else 6)
-    drained = run.status == "active" and run.drained
-    columns[0].metric(
-        "Status", "stopping…" if run.stopping else "all data read" if drained else run.status,
-        help="Every file of the replay has been handed over and read: the query is idle, waiting for data that will not come; Stop it" if drained
-        else "Spark stops the query once the micro-batch under way ends: seconds, or a minute or more on a loaded machine" if run.stopping else None,
-    )
-    columns[1].metric("Batches", len(run.log))
-    columns[2].metric("Watermark", _watermark_text(watermark), help=None if watermark is None else f"{watermark} UTC")
-    columns[3].metric("Malformed rows", int(progress["malformed_rows"].sum()))
-    columns[4].metric("Dropped (groups)", int(progress["rows_dropped_by_watermark"].sum()))
-    columns[5].metric("Result rows", len(run.table))
-    if run.config.deduplicate:
-        columns[6].metric(
-            "Duplicates dropped", int(progress["duplicates_dropped"].sum()),
-            help="Rows whose id was already seen within the watermark (the dedup operator's numDroppedDuplicateRows)",
-        )
+def _status_row(snap: RunSnapshot) -> None:
+    numbers = snap.numbers()
+    for column, metric in zip(st.columns(len(numbers)), numbers, strict=True):
+        column.metric(metric.label, metric.value, help=metric.help)
 
 
 STALL_KEY = "lab_stall_batches"
@@ -538,21 +509,22 @@ def _stall_warning(stall: WatermarkStall | None) -> None:
 STATE_ROWS = 500
 
 
-def _state_view(run: Run) -> None:
+def _state_view(snap: RunSnapshot) -> None:
     """On demand, what the query's state holds now: its operators and one operator's rows, read from the checkpoint at every refresh."""
     with st.expander("State store: what the state holds now"):
         if not st.toggle("Read the state at every refresh", key="lab_read_state",
                          help="Spark's State Data Source on the query's checkpoint: a small batch job per refresh"):
             return
-        spark, checkpoint = get_registry().spark, run.workdir / "checkpoint"
+        spark = get_registry().spark
         try:
-            operators = state_operators(spark, checkpoint)
+            operators, _ = snap.state(spark, None, STATE_ROWS)
             if operators.empty:
                 st.caption("No state committed yet (or the query keeps none).")
                 return
             names = dict(zip(operators["operator_id"], operators["operator"]))
             chosen = st.selectbox("Operator", list(names), format_func=lambda number: f"{number}: {names[number]}", key="lab_state_operator")
-            rows = state_rows(spark, checkpoint, int(chosen), limit=STATE_ROWS)
+            operators, rows = snap.state(spark, int(chosen), STATE_ROWS)
+            assert rows is not None  # an operator was chosen among those with state
         except Exception as err:  # noqa: BLE001 - a checkpoint being written or removed; shown, the next refresh tries again
             st.info(f"The state cannot be read now: {first_line(err)}")
             return
@@ -572,27 +544,27 @@ def _eviction(operator: str) -> str:
     return "a window is emitted (append) and evicted once the watermark reaches its end"
 
 
-def _state_store_view(run: Run) -> None:
-    """RocksDB's own metrics over the last :data:`STORE_METRIC_BATCHES` batches, for a query that keeps its state in RocksDB."""
-    if run.config.state_store != "rocksdb":
+def _state_store_view(snap: RunSnapshot) -> None:
+    """RocksDB's own metrics over the last :data:`~streaming.app.snapshot.STORE_METRIC_BATCHES` batches, for a query that keeps its state in RocksDB."""
+    metrics = snap.store_metrics()
+    if metrics is None:
         return
-    metrics = state_store_metrics(run.log.recent(STORE_METRIC_BATCHES))
     st.plotly_chart(state_store_figure(metrics), key="lab_chart_store")
     st.caption(
         f"The last {STORE_METRIC_BATCHES} batches at most. SST file size and pinned blocks are what RocksDB holds on disk and in memory; "
         "bytes copied is what a commit uploads to the checkpoint"
-        + (" (with changelog checkpointing, only the changes of each batch)." if run.config.changelog_checkpointing else ".")
+        + (" (with changelog checkpointing, only the changes of each batch)." if snap.run.config.changelog_checkpointing else ".")
     )
 
 
-def _evicted_note(run: Run) -> None:
-    table = run.table
-    if table.max_rows is None:
+def _evicted_note(snap: RunSnapshot) -> None:
+    if snap.evicted is None:
         return
-    if table.evicted_rows:
-        st.warning(f"{table.evicted_rows} oldest rows were evicted: the dashboard keeps at most {table.max_rows} windows of the result table in memory.")
+    max_rows, evicted = snap.evicted
+    if evicted:
+        st.warning(f"{evicted} oldest rows were evicted: the dashboard keeps at most {max_rows} windows of the result table in memory.")
     else:
-        st.caption(f"The dashboard keeps at most {table.max_rows} windows of the result table in memory; none evicted so far.")
+        st.caption(f"The dashboard keeps at most {max_rows} windows of the result table in memory; none evicted so far.")
 
 
 def _late_and_state(figures: Mapping[str, go.Figure]) -> None:
@@ -624,9 +596,9 @@ def _engine_charts(figures: Mapping[str, go.Figure]) -> None:
         )
 
 
-def _topic_view(run: Run, figures: Mapping[str, go.Figure]) -> None:
+def _topic_view(snap: RunSnapshot) -> None:
     """For a query on a topic: how far behind the topic it is after each batch, and on demand the topic itself."""
-    source = run.config.source.as_topic
+    run, figures, source = snap.run, snap.figures, snap.run.config.source.as_topic
     if source is None:
         return
     st.subheader(f"The topic: {source.topic}")
@@ -640,8 +612,9 @@ def _topic_view(run: Run, figures: Mapping[str, go.Figure]) -> None:
             topic_view(source, key=f"lab_topic_{run.name}")
 
 
-def _latency_view(run: Run, now_ms: int) -> None:
+def _latency_view(snap: RunSnapshot) -> None:
     """For a run whose records carry their produce time: each record's end-to-end latency, to the sink, the result table or this page."""
+    run = snap.run
     if run.latency is None:
         return
     st.subheader("End-to-end latency")
@@ -650,14 +623,14 @@ def _latency_view(run: Run, now_ms: int) -> None:
         help=f"From {run.config.source.stamp} to the moment its output reached the sink, the result table, or a page that drew the table",
     ) or "shown"
     end = cast("LatencyEnd", end)
-    entries = run.latency.frame()
-    started_ms = run.started_at.value / 1e6
-    headline = latency_headline(entries, end, now_ms=now_ms, window_ms=LATENCY_WINDOW_SECONDS * 1000, started_ms=started_ms)
+    latency = snap.latency(end, window_seconds=LATENCY_WINDOW_SECONDS)
+    assert latency is not None  # the run measures latency
+    headline = latency.headline
     columns = st.columns(5)
     for column, name in zip(columns, ("p50", "p95", "p99", "max"), strict=False):
         value = getattr(headline, name)
         column.metric(f"Latency {name}", "–" if value != value else f"{value:,.0f} ms")
-    columns[4].metric(f"Records, last {LATENCY_WINDOW_SECONDS} s", f"{headline.records:,.0f}", help=f"{run.latency.records:,} measured since the start")
+    columns[4].metric(f"Records, last {LATENCY_WINDOW_SECONDS} s", f"{headline.records:,.0f}", help=f"{latency.records:,} measured since the start")
     if headline.as_of_ms is not None:
         st.caption(
             f"No record reached it in the last {LATENCY_WINDOW_SECONDS} s: the figures are those of the {LATENCY_WINDOW_SECONDS} s up to the last one, "
@@ -665,12 +638,12 @@ def _latency_view(run: Run, now_ms: int) -> None:
         )
     elif headline.backlog_only:
         st.caption("No figure: every record measured so far was produced well before this query started (see below), so its latency is its age.")
-    figures = latency_figures(entries, end)
+    figures = latency.figures
     left, right = st.columns(2)
     left.plotly_chart(figures["latency"], key="lab_chart_latency")
     right.plotly_chart(figures["latency_histogram"], key="lab_chart_latency_histogram")
     st.plotly_chart(figures["latency_breakdown"], key="lab_chart_latency_breakdown")
-    backlog = produced_before(entries, started_ms)
+    backlog = latency.backlog
     if backlog["records"] > 0:
         st.info(
             f"{backlog['share']:.0%} of the records measured were produced before this query started (the oldest "
@@ -690,7 +663,8 @@ def _latency_view(run: Run, now_ms: int) -> None:
         )
 
 
-def _details(run: Run, table: pd.DataFrame) -> None:
+def _details(snap: RunSnapshot) -> None:
+    run, table = snap.run, snap.table
     with st.expander(f"Result table ({len(table)} rows)"):
         st.dataframe(table, hide_index=True)
     with st.expander("Latest progress (JSON)"):
@@ -706,26 +680,20 @@ def _feed_events(folder: str) -> pd.DataFrame:
 
 @st.cache_data(max_entries=4, show_spinner="Reading the records the query has read…")
 def _topic_events(name: str, last_batch: int, _run: Run) -> pd.DataFrame:
-    """The records ``_run`` has read up to ``last_batch`` (:func:`~streaming.analysis.profile.topic_events_of`), read again only when it has read more."""
-    source = _run.config.source.as_topic
-    assert source is not None  # _events reads a topic's records only
-    batches = topic_batches(_run.log.summaries(), initial_offsets(_run.workdir / "checkpoint"), source.topic)
-    return topic_events_of(get_registry().spark, source, batches)
+    """The records ``_run`` has read up to ``last_batch``, read again only when it has read more."""
+    return topic_events(get_registry().spark, _run)
 
 
-def _events(run: Run) -> pd.DataFrame | None:
-    """Every event ``run`` has read, with the micro-batch that read it; ``None`` with a caption where the arrival of each is not known."""
-    config = run.config
-    feed, source = config.source.as_feed, config.source.as_topic
-    if config.aggregation == "none" or config.session_gap is not None or (feed is None and source is None):
-        st.caption("Event-by-event lateness is shown for replayed feeds, datasets and topics over fixed windows, where the arrival of every event is known.")
+def _events(snap: RunSnapshot) -> pd.DataFrame | None:
+    """Every event the run has read, with the micro-batch that read it; ``None`` with a caption where the arrival of each is not known."""
+    run = snap.run
+    unjudged = snap.events_unjudged()
+    if unjudged is not None:
+        st.caption(unjudged)
         return None
+    feed = run.config.source.as_feed
     if feed is not None:
         return _feed_events(str(feed.path)) if feed.sample_layout else events_of(feed)
-    assert source is not None
-    if source.pattern:
-        st.caption("Event-by-event lateness is shown for a query on one topic, not a pattern of topics.")
-        return None
     if not st.toggle("Judge every record the query has read", key="lab_judge_topic",
                      help="Reads the records of the offsets the query's batches covered again, with a Spark batch query, whenever a batch has read more"):
         return None
@@ -736,60 +704,41 @@ def _events(run: Run) -> pd.DataFrame | None:
         return None
 
 
-def _lateness_view(run: Run) -> None:
+def _lateness_view(snap: RunSnapshot) -> None:
     """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
     st.subheader("Why was it dropped?")
-    events = _events(run)
+    events = _events(snap)
     if events is None:
         return
-    summaries = run.log.summaries()
-    classified, batches = lateness.judge(events, summaries, run.config.window_ms, run.config.slide_ms)
-    numbers = lateness.drop_summary(classified, summaries)
+    run, judged = snap.run, snap.lateness(events)
+    numbers = judged.numbers
     columns = st.columns(4)
     columns[0].metric("Events so far", numbers["events_total"])
     columns[1].metric("Not counted", numbers["not_counted"], help="In none of their windows: every window had closed")
     columns[2].metric("Partly counted", numbers["partly_counted"], help="Sliding windows: counted in only some of their windows")
     columns[3].metric("Spark: rows dropped", numbers["rows_dropped_by_watermark"], help="numRowsDroppedByWatermark, summed")
     st.caption(numbers["explanation"])
-    _arrival_caption(events, run.config.source)
+    if judged.behind_arrival is not None:
+        events_behind, (p50, p95, p99), most = judged.behind_arrival
+        where = "their record timestamps" if run.config.source.arrival == "record" else "their arrival column"
+        st.caption(
+            f"Behind their arrival ({where}, arrival − event time) over {events_behind:,} events: p50 {human_duration(p50)}, "
+            f"p95 {human_duration(p95)}, p99 {human_duration(p99)}, max {human_duration(most)}."
+        )
     if run.config.deduplicate:
         st.caption("Duplicates are dropped first: the numbers above judge every delivery by its windows; the list below also names "
                    "the deliveries the deduplication dropped as late (their own event time at or before the watermark).")
     left, right = st.columns(2)
-    left.plotly_chart(lateness_charts.arrival_figure(classified, batches), key="lab_chart_arrival")
-    right.plotly_chart(lateness_charts.lateness_figure(classified), key="lab_chart_lateness")
-    _dropped_list(run, classified)
+    left.plotly_chart(lateness_charts.arrival_figure(judged.classified, judged.batches), key="lab_chart_arrival")
+    right.plotly_chart(lateness_charts.lateness_figure(judged.classified), key="lab_chart_lateness")
+    _dropped_list(run, judged)
 
 
-def _arrival_caption(events: pd.DataFrame, source: Source) -> None:
-    """How long the events read so far took to arrive (arrival − event time), where each one's arrival is known (a topic's record timestamp, a dataset's arrival column)."""
-    if "arrival" not in events or events["arrival"].isna().all():
-        return
-    late = (events["arrival"] - events["event_time"]).dropna().dt.total_seconds()
-    where = "their record timestamps" if source.arrival == "record" else "their arrival column"
-    quantiles = late.quantile([0.5, 0.95, 0.99]).tolist()
-    st.caption(
-        f"Behind their arrival ({where}, arrival − event time) over {len(late):,} events: p50 {human_duration(quantiles[0])}, "
-        f"p95 {human_duration(quantiles[1])}, p99 {human_duration(quantiles[2])}, max {human_duration(float(late.max()))}."
-    )
-
-
-def _readable_dropped(dropped: pd.DataFrame, source: Source) -> pd.DataFrame:
-    """The dropped events as a user reads them: the id under the dataset's own column name, and ``file_index`` only where a file is a micro-batch."""
-    feed = source.as_feed
-    if feed is None:
-        return dropped
-    id_name = feed.columns.dedup_id
-    if id_name is not None and "id" in dropped and id_name not in dropped:
-        dropped = dropped.rename(columns={"id": id_name})
-    return dropped if feed.batching.by == "file" else dropped.drop(columns="file_index")
-
-
-def _dropped_list(run: Run, classified: pd.DataFrame) -> None:
+def _dropped_list(run: Run, judged: LatenessView) -> None:
     """On demand, the dropped events themselves with the rule that dropped each, filtered by key and window, as CSV or Parquet."""
     if not st.toggle("List the dropped events", key="lab_dropped_list", help="Every (event, window) pair the watermark dropped, to inspect or download"):
         return
-    dropped = _readable_dropped(lateness.dropped_events(classified, deduplicate=run.config.deduplicate), run.config.source)
+    dropped = judged.dropped(deduplicate=run.config.deduplicate, source=run.config.source)
     left, right = st.columns(2)
     keys = left.multiselect("Keys", sorted(dropped["key"].astype(str).unique()), key="lab_dropped_keys", placeholder="every key")
     starts = sorted(dropped["window_start"].dropna().unique())
@@ -825,56 +774,32 @@ def placeholder_chart() -> None:
 
 @st.fragment(run_every=REFRESH_SECONDS)
 def live_view(run: Run) -> None:
-    """The watched run, redrawn every ``REFRESH_SECONDS``; only reads its table and progress log.
+    """The watched run, redrawn every ``REFRESH_SECONDS`` from one :func:`~streaming.app.snapshot.snapshot` of it.
 
     It takes the :class:`Run`, not the registry, so a tick never touches
     state shared with other users.
     """
     if session_starter().status != "ready" or get_registry().get(run.name) is not run:
         st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
-    if isinstance(run.config, SqlQuery):
-        sql_view(run)
+    snap = snapshot(run, stall_batches=int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES)))
+    if snap.sql:
+        sql_view(snap)
         return
-    read_at = time.time_ns() // 1_000_000
-    (progress, breakdown), table = run.log.frames(), run.table.frame()
-    _status_row(run, progress)
-    _stall_warning(watermark_stall(progress, int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES))))
-    if run.status == "failed":
-        failure_banner(f"Query {run.name}", run.error, run.config.source.explain_failure(run.error or ""))
-    figures = live_figures(
-        table, progress, breakdown, output_mode=run.config.output_mode, measure=run.config.measure,
-        slide=None if run.config.session_gap is not None else pd.Timedelta(milliseconds=run.config.slide_ms), drawn=run.log.drawn,
-        lag=run.config.source.reports_lag,
-    )
-    st.plotly_chart(figures["counts"], key="lab_chart_counts")
+    _status_row(snap)
+    _stall_warning(snap.stall)
+    if snap.failure is not None:
+        failure_banner(f"Query {run.name}", *snap.failure)
+    st.plotly_chart(snap.figures["counts"], key="lab_chart_counts")
     if run.latency is not None:
-        run.latency.shown(read_at)  # the rows folded before the table was read are the ones this refresh drew
-    _evicted_note(run)
-    _late_and_state(figures)
-    _state_store_view(run)
-    _lateness_view(run)
-    _latency_view(run, time.time_ns() // 1_000_000)
-    _engine_charts(figures)
-    _topic_view(run, figures)
-    _details(run, table)
-    _state_view(run)
-    _report_button(run, progress, table, figures)
+        run.latency.shown(snap.read_at_ms)  # the rows folded before the table was read are the ones this refresh drew
+    _evicted_note(snap)
+    _late_and_state(snap.figures)
+    _state_store_view(snap)
+    _lateness_view(snap)
+    _latency_view(snap)
+    _engine_charts(snap.figures)
+    _topic_view(snap)
+    _details(snap)
+    _state_view(snap)
+    report_button(snap)
     show_code(run.config, key=f"lab_code_{run.name}")
-
-
-REPORTED = ("counts", "drops", "state", "rates", "input", "duration", "gap")
-"""The figures a run's report holds."""
-
-
-def _report_button(run: Run, progress: pd.DataFrame, table: pd.DataFrame, figures: Mapping[str, go.Figure]) -> None:
-    """Download the run as it stands at this refresh: its settings, numbers, charts and result table, as one HTML file that opens without a server."""
-    def report() -> str:
-        numbers = f"{progress_numbers(progress)}, watermark {_watermark_text(current_watermark(progress))}, status {run.status}."
-        paragraphs = (f"{run.config.source.label}: {settings_text(run.config)}.", numbers)
-        shown = [figures[name] for name in REPORTED if name in figures]
-        return figures_report(f"Query {run.name}", paragraphs, shown, [("Result table", table)])
-
-    st.download_button(
-        "Download report (HTML)", report, file_name=f"{run.name}.html", mime="text/html", key=f"lab_report_{run.name}", on_click="ignore",
-        icon=":material/download:", help="This refresh's settings, numbers, charts and result table as one HTML file that opens without a server",
-    )

@@ -261,7 +261,7 @@ def waiting_now(run: LiveJoin) -> None:
             batch, joined = int(timeline["batch_id"].iloc[-1]), run.table.latest()
             try:
                 sides = {
-                    side.side: waiting_rows(config, joined, timeline, side.side, join_side_state(get_spark(), run.workdir / "checkpoint", side.side, batch), batch)
+                    side.side: waiting_rows(config, joined, timeline, side.side, join_side_state(get_spark(), run.checkpoint, side.side, batch), batch)
                     for side in config.sides
                 }
             except Exception as err:  # noqa: BLE001 - a state that cannot be read (the query stopped meanwhile) shows as a message

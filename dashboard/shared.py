@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from streamlit.navigation.page import StreamlitPage
 
+    from streaming.app.snapshot import RunSnapshot
+
 __all__ = [
     "COMPARE_PAGE",
     "DATASETS_PAGE",
@@ -63,9 +65,9 @@ __all__ = [
     "go_to",
     "loss_banner",
     "percent",
-    "progress_numbers",
     "readable_seconds",
     "refuse",
+    "report_button",
     "run_page",
     "session_losses",
     "session_ready",
@@ -296,11 +298,14 @@ def wait_for_session(starter: SessionStarter) -> None:
 # --- choices and checks: pure -------------------------------------------------------
 
 
-def progress_numbers(progress: pd.DataFrame) -> str:
-    """A run's progress in one phrase for a report: its micro-batches, the rows read and the rows the watermark dropped."""
-    rows = int(progress["num_input_rows"].sum()) if len(progress) else 0
-    dropped = int(progress["rows_dropped_by_watermark"].sum()) if len(progress) else 0
-    return f"{len(progress)} micro-batches, {rows:,} rows read, {dropped:,} rows dropped by the watermark"
+def report_button(snap: RunSnapshot) -> None:
+    """Download a run as it stands at this refresh (:meth:`~streaming.app.snapshot.RunSnapshot.report`): one HTML file that opens without a server."""
+    name = snap.run.name
+    st.download_button(
+        "Download report (HTML)", snap.report, file_name=f"{name}.html", mime="text/html", key=f"lab_{'sql_' if snap.sql else ''}report_{name}",
+        on_click="ignore", icon=":material/download:",
+        help="This refresh's settings, numbers, charts and result table as one HTML file that opens without a server",
+    )
 
 
 def failure_banner(what: str, error: str | None, hint: str | None = None, *, kept: str = "Its result table so far is kept.") -> None:

@@ -9,27 +9,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
-from streaming.charts.common import current_watermark
-from streaming.charts.live import live_figures
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.query.config import OUTPUT_MODES, QueryConfig
-from streaming.engine.run.query import Run
 from streaming.engine.run.registry import DuplicateQueryError, QueryRegistry
 from streaming.engine.sources import Source
 from streaming.engine.sql import DEFAULT_VIEW, PlanFacts, SqlError, SqlQuery, SqlView
 from streaming.engine.sql.checker import SqlChecker
 from streaming.engine.sql.form import form_sql
-from streaming.engine.sql.replay import operators_of
 from streaming.export import sql_code
-from streaming.report import figures_report
 
 from . import shared
-from .shared import failure_banner
+from .shared import failure_banner, report_button
+
+if TYPE_CHECKING:
+    from streaming.app.snapshot import RunSnapshot
 
 __all__ = ["OPERATOR_COLUMNS", "QUERY_MODES", "checked", "edit_as_sql", "show_error", "sql_box", "sql_editor", "sql_form", "sql_view"]
 
@@ -195,19 +193,14 @@ def _start(registry: QueryRegistry, query: SqlQuery, name: str | None, pending_k
     st.rerun()
 
 
-def sql_view(run: Run) -> None:
+def sql_view(snap: RunSnapshot) -> None:
     """A SQL run as it stands: status, the result table as its output mode keeps it, each stateful operator, the watermark, the progress charts."""
-    (progress, breakdown), table = run.log.frames(), run.table.frame()
-    watermark = current_watermark(progress)
-    columns = st.columns(6)
-    columns[0].metric("Status", "stopping…" if run.stopping else run.status)
-    columns[1].metric("Batches", len(run.log))
-    columns[2].metric("Watermark", "none yet" if watermark is None else f"{watermark:%H:%M:%S}", help=None if watermark is None else f"{watermark} UTC")
-    columns[3].metric("Malformed rows", int(progress["malformed_rows"].sum()) if len(progress) else 0)
-    columns[4].metric("Dropped (all operators)", int(progress["rows_dropped_by_watermark"].sum()) if len(progress) else 0)
-    columns[5].metric("Result rows", len(run.table))
-    if run.status == "failed":
-        failure_banner(f"Query {run.name}", run.error, run.config.source.explain_failure(run.error or ""))
+    run = snap.run
+    numbers = snap.numbers()
+    for column, metric in zip(st.columns(len(numbers)), numbers, strict=True):
+        column.metric(metric.label, metric.value, help=metric.help)
+    if snap.failure is not None:
+        failure_banner(f"Query {run.name}", *snap.failure)
     facts = run.table.facts
     if facts is not None:
         marks = ", ".join(f"`{mark.column}` (delay {pd.Timedelta(milliseconds=mark.delay_ms)})" for mark in facts.watermarks)
@@ -218,60 +211,30 @@ def sql_view(run: Run) -> None:
         with st.expander("Show code"):
             _show_code(run.config, facts.grouping)
     st.subheader("Result table")
-    st.dataframe(table, hide_index=True, key=f"lab_sql_table_{run.name}")
+    st.dataframe(snap.table, hide_index=True, key=f"lab_sql_table_{run.name}")
     st.subheader("Stateful operators")
-    operators = operators_of(run.log.summaries())
-    if operators:
-        st.dataframe(
-            pd.DataFrame(operators).rename(columns=OPERATOR_COLUMNS),
-            hide_index=True, key=f"lab_sql_operators_{run.name}",
-        )
+    operators = snap.operators()
+    if len(operators):
+        st.dataframe(operators.rename(columns=OPERATOR_COLUMNS), hide_index=True, key=f"lab_sql_operators_{run.name}")
     else:
         st.caption("No stateful operator has reported yet (a query without aggregation, join or deduplication keeps no state).")
     st.caption(
         "The event-level view (why each row was dropped) and the watermark model cover the form's windowed queries; "
         "for SQL the numbers here are Spark's own, per operator."
     )
-    figures = live_figures(pd.DataFrame(), progress, breakdown, output_mode=run.config.output_mode, drawn=run.log.drawn, lag=run.config.source.reports_lag)
+    figures = snap.figures
     left, right = st.columns(2)
     left.plotly_chart(figures["drops"], key="lab_sql_drops")
     right.plotly_chart(figures["state"], key="lab_sql_state")
     left.plotly_chart(figures["rates"], key="lab_sql_rates")
     right.plotly_chart(figures["gap"], key="lab_sql_gap")
-    _report_button(run, progress, table, pd.DataFrame(operators), [figures[name] for name in SQL_REPORTED])
+    report_button(snap)
 
 
 OPERATOR_COLUMNS = {
     "index": "#", "name": "operator", "state_rows": "rows in state", "rows_dropped_by_watermark": "dropped by watermark", "memory_bytes": "state memory (bytes)",
 }
 """The headings of a stateful operator's numbers (:func:`~streaming.engine.sql.replay.operators_of`, or one batch's), wherever a page lists them."""
-
-
-SQL_REPORTED = ("drops", "state", "rates", "gap")
-"""The figures a SQL run's report holds: the ones its view draws."""
-
-
-def sql_report(run: Run, progress: pd.DataFrame, table: pd.DataFrame, operators: pd.DataFrame, figures: list) -> str:
-    """A SQL run as one HTML file that opens without a server: its views, its query, the program that runs it (Show code), its numbers,
-    charts, operators and result table."""
-    query, facts = run.config, run.table.facts
-    numbers = f"{shared.progress_numbers(progress)}, status {run.status}."
-    views = "; ".join(f"{view.name}: {view.source.label}" + (" (static)" if view.static else "") for view in query.views)
-    texts = [("Your query", query.text)]
-    try:
-        texts.append(("A PySpark program that runs it (Show code)", sql_code(query, facts.grouping if facts is not None else ())))
-    except ConfigError as err:
-        texts.append(("No program yet", str(err)))
-    tables = [("Stateful operators", operators), ("Result table", table)]
-    return figures_report(f"SQL query {run.name}", (f"Views: {views}. {query.output_mode.capitalize()} mode.", numbers), figures, tables, texts)
-
-
-def _report_button(run: Run, progress: pd.DataFrame, table: pd.DataFrame, operators: pd.DataFrame, figures: list) -> None:
-    st.download_button(
-        "Download report (HTML)", lambda: sql_report(run, progress, table, operators, figures), file_name=f"{run.name}.html", mime="text/html",
-        key=f"lab_sql_report_{run.name}", on_click="ignore", icon=":material/download:",
-        help="This refresh's query, its program, numbers, charts, operators and result table as one HTML file that opens without a server",
-    )
 
 
 def _show_code(query: object, grouping: tuple[str, ...]) -> None:

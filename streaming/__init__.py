@@ -3,8 +3,8 @@
 Layered, each layer importing only those below it: ``engine`` (itself a stack of
 packages: runtime, data, kafka, output, sources, query, sql, run, join), ``analysis``
 (exact answers, lateness, the watermark model, measures, tuning, Compare, explain),
-``charts`` (pure Plotly figures), and ``export`` (Show code), ``report`` (HTML reports)
-and ``cli`` on top; ``docs/architecture.md`` maps them. No Streamlit here: a notebook or the CLI uses it
+``charts`` (pure Plotly figures), ``export`` (Show code), ``report`` (HTML reports), ``app`` (the use
+cases the front ends share: a run as a refresh of its page shows it) and ``cli`` on top; ``docs/architecture.md`` maps them. No Streamlit here: a notebook or the CLI uses it
 the same way the dashboard does.
 """
 

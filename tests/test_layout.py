@@ -55,3 +55,16 @@ def test_nothing_under_streaming_imports_streamlit():
         if module.split(".")[0] == "streamlit"
     ]
     assert found == []
+
+
+def test_only_the_front_ends_import_the_application_layer():
+    """``streaming/app/`` sits above the engine, the analysis, the charts, Show code and reports: none of them imports it."""
+    below = [ROOT / "streaming" / name for name in ("engine", "analysis", "charts", "export.py", "report.py")]
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for place in below
+        for path in sorted([place] if place.suffix else place.rglob("*.py"))
+        for module, _, line in _imports(path)
+        if module.startswith("streaming.app")
+    ]
+    assert found == []

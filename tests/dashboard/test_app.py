@@ -19,11 +19,10 @@ from streamlit.testing.v1 import AppTest
 from support.app import app_page, new_app, page_errors, page_metric, wait_until
 
 from dashboard import data, datasets, live, queries, shared
-from streaming.engine.data.batching import Batching
 from streaming.engine.data.datasets import DatasetStore, Upload
 from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.errors import ConfigError
-from streaming.engine.query.config import FEED_COLUMNS, ColumnMapping, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
+from streaming.engine.query.config import FEED_COLUMNS, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
 
 LIVE = shared.LIVE_PAGE
 QUERIES = shared.QUERIES_PAGE
@@ -434,18 +433,6 @@ def test_a_query_opens_in_the_live_form_with_its_data_and_shape(tmp_path: Path, 
     assert (err.value.field, err.value.value) == ("source", "orders")
     with pytest.raises(ConfigError, match="sample feed or a dataset"):
         live.form_values(IDLE_CONFIG, runnable)
-
-
-def test_the_dropped_list_names_the_id_as_the_dataset_does_and_a_file_only_where_it_is_a_batch(tmp_path: Path) -> None:
-    folder = tmp_path / "orders"
-    folder.mkdir()
-    (folder / "part-0.jsonl").write_bytes(EVENTS_JSONL)
-    columns = ColumnMapping(event_time="ts", time_format="epoch_ms", key="user", dedup_id="amount", arrival="user")
-    dropped = pd.DataFrame({"event_id": [3], "id": ["3.5"], "file_index": [0], "batch_id": [2], "rule": ["window end at or before the watermark"]})
-    by_file = live._readable_dropped(dropped, FeedSource(folder, 0, "json", columns))
-    assert list(by_file.columns) == ["event_id", "amount", "file_index", "batch_id", "rule"]
-    by_arrival = live._readable_dropped(dropped, FeedSource(folder, 0, "json", columns, Batching("user", "10 seconds")))
-    assert list(by_arrival.columns) == ["event_id", "amount", "batch_id", "rule"]  # a batch cut by arrival time is no file
 
 
 def test_the_state_caption_says_when_each_operators_rows_leave() -> None:

@@ -6,12 +6,11 @@ import html
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import shared
-from dashboard.sql import sql_report
+from streaming.app.snapshot import snapshot
 
 pytestmark = pytest.mark.spark
 
@@ -76,7 +75,7 @@ def test_a_sql_query_starts_shows_its_table_operators_and_watermark_and_is_liste
     [program] = [code.value for code in at.code if "result = spark.sql(SQL)" in code.value]  # Show code: the query's own program
     assert "GROUP BY" in program and "guide_words" in program
     assert "Download report (HTML)" in {button.label for button in at.get("download_button")}
-    report = sql_report(run, run.log.frames()[0], run.table.frame(), pd.DataFrame(operators), [])
+    report = snapshot(run, stall_batches=1).report()
     assert "SQL query " + run.name in report and "Views: events: guide_words" in report and "stateStoreSave" in report
     assert html.escape(GUIDE_SQL) in report and html.escape(program) in report  # the query as written, and the program Show code shows
 

@@ -129,6 +129,11 @@ class Run(StopsInBackground, Generic[C, T]):
     _stopper: threading.Thread | None = field(default=None, repr=False)
     _timer: threading.Timer | None = field(default=None, repr=False)
 
+    @property
+    def checkpoint(self) -> Path:
+        """The query's checkpoint folder (what a state reader or a topic's first offsets read)."""
+        return self.workdir / "checkpoint"
+
     def stop_after(self, seconds: float) -> None:
         """Stop by itself after ``seconds`` (a page closed without Stop then leaves nothing running for ever)."""
 

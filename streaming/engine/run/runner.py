@@ -153,8 +153,8 @@ def run_to_idle(
         summaries = run.log.summaries()
         result, progress = run.table.frame(), progress_frame(summaries)
         run.stop()
-        still_open = read_open_sessions(registry.spark, run.workdir / "checkpoint") if open_sessions and config.session_gap is not None else None
-        started = initial_offsets(run.workdir / "checkpoint") if config.source.replays_offsets else None
+        still_open = read_open_sessions(registry.spark, run.checkpoint) if open_sessions and config.session_gap is not None else None
+        started = initial_offsets(run.checkpoint) if config.source.replays_offsets else None
         latencies = None if run.latency is None else run.latency.frame()
         return Replay(config, result, progress, still_open, tuple(summaries), started, latencies, run.table.outputs)
     finally:

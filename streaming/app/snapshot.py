@@ -1,0 +1,266 @@
+"""A running query as one refresh of its page shows it: every panel's frames and figures, read once.
+
+The Live page's view of a run used to read the run's table and progress log, fold
+them, draw them and read the checkpoint itself, panel by panel. It now asks
+:func:`snapshot` once per refresh and draws what it holds; the panels that are
+read on demand (the state a checkpoint holds, the events a run judged, each
+record's latency) are the snapshot's methods, so the page never builds a path
+under a run's folder or calls the analysis itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from streaming.analysis import lateness
+from streaming.analysis.latency import LatencyEnd, LatencyHeadline, latency_headline, produced_before
+from streaming.analysis.profile import topic_batches, topic_events_of
+from streaming.analysis.watermark import WatermarkStall, watermark_stall
+from streaming.charts.common import current_watermark
+from streaming.charts.latency import latency_figures
+from streaming.charts.live import live_figures
+from streaming.engine.errors import ConfigError
+from streaming.engine.output.progress import state_store_metrics
+from streaming.engine.output.state import state_operators, state_rows
+from streaming.engine.sources.kafka import initial_offsets
+from streaming.engine.sql import SqlQuery
+from streaming.engine.sql.replay import operators_of
+from streaming.export import sql_code
+from streaming.report import figures_report, settings_text
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+    from pyspark.sql import SparkSession
+
+    from streaming.engine.run.query import Run
+    from streaming.engine.sources import Source
+
+__all__ = ["LatencyView", "LatenessView", "Metric", "RunSnapshot", "progress_numbers", "readable_dropped", "snapshot", "sql_report", "topic_events"]
+
+STORE_METRIC_BATCHES = 300
+"""The state store's own metrics are drawn for this many recent batches."""
+REPORTED = ("counts", "drops", "state", "rates", "input", "duration", "gap")
+"""The figures a form run's report holds."""
+SQL_REPORTED = ("drops", "state", "rates", "gap")
+"""The figures a SQL run's report holds: the ones its view draws."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number of a run's status row."""
+
+    label: str
+    value: Any
+    help: str | None = None
+
+
+@dataclass(frozen=True)
+class LatencyView:
+    """Each record's end-to-end latency to one end, as a refresh shows it: the headline, its figures, and the records produced before the run started."""
+
+    headline: LatencyHeadline
+    figures: Mapping[str, go.Figure]
+    backlog: Mapping[str, float]
+    records: int
+
+
+@dataclass(frozen=True)
+class LatenessView:
+    """Every event a run has read judged by the watermark of its micro-batch (:func:`~streaming.analysis.lateness.judge`), with the numbers and how late the events arrived."""
+
+    classified: pd.DataFrame
+    batches: pd.DataFrame
+    numbers: Mapping[str, Any]
+    behind_arrival: tuple[int, list[float], float] | None
+    """``(events, [p50, p95, p99] seconds, max seconds)`` behind their arrival (arrival − event time), where each event's arrival is known."""
+
+    def dropped(self, *, deduplicate: bool, source: Source) -> pd.DataFrame:
+        """The dropped events themselves (:func:`~streaming.analysis.lateness.dropped_events`) as a user reads them (:func:`readable_dropped`)."""
+        return readable_dropped(lateness.dropped_events(self.classified, deduplicate=deduplicate), source)
+
+
+def readable_dropped(dropped: pd.DataFrame, source: Source) -> pd.DataFrame:
+    """The dropped events as a user reads them: the id under the dataset's own column name, and ``file_index`` only where a file is a micro-batch."""
+    feed = source.as_feed
+    if feed is None:
+        return dropped
+    id_name = feed.columns.dedup_id
+    if id_name is not None and "id" in dropped and id_name not in dropped:
+        dropped = dropped.rename(columns={"id": id_name})
+    return dropped if feed.batching.by == "file" else dropped.drop(columns="file_index")
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """One refresh of ``run``: its progress and result table read once, and what every panel draws from them."""
+
+    run: Run
+    read_at_ms: int
+    progress: pd.DataFrame
+    breakdown: pd.DataFrame
+    table: pd.DataFrame
+    stall_batches: int
+    figures: Mapping[str, go.Figure] = field(repr=False)
+
+    @property
+    def sql(self) -> bool:
+        """True for a user's own SQL query (its view lists operators, not windows)."""
+        return isinstance(self.run.config, SqlQuery)
+
+    @property
+    def watermark(self) -> pd.Timestamp | None:
+        return current_watermark(self.progress)
+
+    @property
+    def watermark_text(self) -> str:
+        return "none yet" if self.watermark is None else f"{self.watermark:%H:%M:%S}"
+
+    def status(self) -> Metric:
+        run = self.run
+        drained = run.status == "active" and run.drained
+        return Metric(
+            "Status", "stopping…" if run.stopping else "all data read" if drained else run.status,
+            "Every file of the replay has been handed over and read: the query is idle, waiting for data that will not come; Stop it" if drained
+            else "Spark stops the query once the micro-batch under way ends: seconds, or a minute or more on a loaded machine" if run.stopping else None,
+        )
+
+    def numbers(self) -> list[Metric]:
+        """The status row: status, batches, watermark, malformed and dropped rows, result rows (and duplicates dropped, for a query that drops them)."""
+        watermark, total = self.watermark, self._total
+        shown = [
+            self.status(),
+            Metric("Batches", len(self.run.log)),
+            Metric("Watermark", self.watermark_text, None if watermark is None else f"{watermark} UTC"),
+            Metric("Malformed rows", total("malformed_rows")),
+            Metric("Dropped (all operators)" if self.sql else "Dropped (groups)", total("rows_dropped_by_watermark")),
+            Metric("Result rows", len(self.run.table)),
+        ]
+        if not self.sql and self.run.config.deduplicate:
+            shown.append(Metric(
+                "Duplicates dropped", total("duplicates_dropped"),
+                "Rows whose id was already seen within the watermark (the dedup operator's numDroppedDuplicateRows)",
+            ))
+        return shown
+
+    def _total(self, column: str) -> int:
+        return int(self.progress[column].sum()) if len(self.progress) else 0
+
+    @property
+    def stall(self) -> WatermarkStall | None:
+        return None if self.sql else watermark_stall(self.progress, self.stall_batches)
+
+    @property
+    def failure(self) -> tuple[str, str | None] | None:
+        """``(error, hint)`` of a failed run, ``None`` for the others."""
+        run = self.run
+        return (run.error or "", run.config.source.explain_failure(run.error or "")) if run.status == "failed" else None
+
+    @property
+    def evicted(self) -> tuple[int, int] | None:
+        """``(max rows, rows evicted)`` of a result table that keeps at most ``max rows`` windows; ``None`` for one that keeps all."""
+        table = self.run.table
+        return None if getattr(table, "max_rows", None) is None else (table.max_rows, table.evicted_rows)
+
+    def store_metrics(self) -> pd.DataFrame | None:
+        """RocksDB's own metrics over the last :data:`STORE_METRIC_BATCHES` batches; ``None`` for a run that keeps its state elsewhere."""
+        return state_store_metrics(self.run.log.recent(STORE_METRIC_BATCHES)) if self.run.config.state_store == "rocksdb" else None
+
+    def operators(self) -> pd.DataFrame:
+        """Each stateful operator's numbers (:func:`~streaming.engine.sql.replay.operators_of`)."""
+        return pd.DataFrame(operators_of(self.run.log.summaries()))
+
+    def state(self, spark: SparkSession, operator: int | None, limit: int) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+        """``(operators, rows)`` the state holds at the latest committed batch: its stateful operators and, with ``operator``, at most ``limit`` of that one's rows."""
+        checkpoint = self.run.checkpoint
+        operators = state_operators(spark, checkpoint)
+        return operators, None if operator is None or operators.empty else state_rows(spark, checkpoint, operator, limit=limit)
+
+    def events_unjudged(self) -> str | None:
+        """Why the events of this run are not judged one by one, or ``None`` when they are."""
+        config = self.run.config
+        feed, topic = config.source.as_feed, config.source.as_topic
+        if self.sql or config.aggregation == "none" or config.session_gap is not None or (feed is None and topic is None):
+            return "Event-by-event lateness is shown for replayed feeds, datasets and topics over fixed windows, where the arrival of every event is known."
+        if topic is not None and topic.pattern:
+            return "Event-by-event lateness is shown for a query on one topic, not a pattern of topics."
+        return None
+
+    def lateness(self, events: pd.DataFrame) -> LatenessView:
+        """``events`` (every event the run has read, with the micro-batch that read it) judged by the watermarks of this refresh's batches."""
+        config, summaries = self.run.config, self.run.log.summaries()
+        classified, batches = lateness.judge(events, summaries, config.window_ms, config.slide_ms)
+        behind = None
+        if "arrival" in events and not events["arrival"].isna().all():
+            late = (events["arrival"] - events["event_time"]).dropna().dt.total_seconds()
+            behind = (len(late), late.quantile([0.5, 0.95, 0.99]).tolist(), float(late.max()))
+        return LatenessView(classified, batches, lateness.drop_summary(classified, summaries), behind)
+
+    def latency(self, end: LatencyEnd, *, window_seconds: int, now_ms: int | None = None) -> LatencyView | None:
+        """Each record's latency to ``end`` (``None`` for a run whose records carry no produce time); headlined over the last ``window_seconds``."""
+        log = self.run.latency
+        if log is None:
+            return None
+        entries, started_ms = log.frame(), self.run.started_at.value / 1e6
+        now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        headline = latency_headline(entries, end, now_ms=now_ms, window_ms=window_seconds * 1000, started_ms=started_ms)
+        return LatencyView(headline, latency_figures(entries, end), produced_before(entries, started_ms), log.records)
+
+    def report(self) -> str:
+        """This refresh as one HTML file that opens without a server: the run's settings, numbers, charts and result table."""
+        run = self.run
+        progress = f"{progress_numbers(self.progress)}"
+        numbers = f"{progress}, status {run.status}." if self.sql else f"{progress}, watermark {self.watermark_text}, status {run.status}."
+        if self.sql:
+            return sql_report(run, numbers, self.table, self.operators(), [self.figures[name] for name in SQL_REPORTED])
+        shown = [self.figures[name] for name in REPORTED if name in self.figures]
+        return figures_report(f"Query {run.name}", (f"{run.config.source.label}: {settings_text(run.config)}.", numbers), shown, [("Result table", self.table)])
+
+
+def snapshot(run: Run, *, stall_batches: int) -> RunSnapshot:
+    """``run`` as it stands: its progress and table read once, the live figures drawn from them; a page that draws it then marks the
+    records of the table as shown (their latency to the page ends here)."""
+    read_at = time.time_ns() // 1_000_000
+    (progress, breakdown), table = run.log.frames(), run.table.frame()
+    config = run.config
+    sql = isinstance(config, SqlQuery)
+    figures = live_figures(
+        pd.DataFrame() if sql else table, progress, breakdown, output_mode=config.output_mode, measure="count" if sql else config.measure,
+        slide=None if sql or config.session_gap is not None else pd.Timedelta(milliseconds=config.slide_ms), drawn=run.log.drawn,
+        lag=config.source.reports_lag,
+    )
+    return RunSnapshot(run, read_at, progress, breakdown, table, stall_batches, figures)
+
+
+def topic_events(spark: SparkSession, run: Run) -> pd.DataFrame:
+    """The records a run on a topic has read so far (:func:`~streaming.analysis.profile.topic_events_of`), each with the batch that read it."""
+    source = run.config.source.as_topic
+    if source is None:
+        raise ValueError(f"run {run.name} does not read a topic")
+    batches = topic_batches(run.log.summaries(), initial_offsets(run.checkpoint), source.topic)
+    return topic_events_of(spark, source, batches)
+
+
+def progress_numbers(progress: pd.DataFrame) -> str:
+    """A run's progress in one phrase for a report: its micro-batches, the rows read and the rows the watermark dropped."""
+    rows = int(progress["num_input_rows"].sum()) if len(progress) else 0
+    dropped = int(progress["rows_dropped_by_watermark"].sum()) if len(progress) else 0
+    return f"{len(progress)} micro-batches, {rows:,} rows read, {dropped:,} rows dropped by the watermark"
+
+
+def sql_report(run: Run, numbers: str, table: pd.DataFrame, operators: pd.DataFrame, figures: Sequence[go.Figure]) -> str:
+    """A SQL run as one HTML file that opens without a server: its views, its query, the program that runs it (Show code), its numbers,
+    charts, operators and result table."""
+    query, facts = run.config, run.table.facts
+    views = "; ".join(f"{view.name}: {view.source.label}" + (" (static)" if view.static else "") for view in query.views)
+    texts = [("Your query", query.text)]
+    try:
+        texts.append(("A PySpark program that runs it (Show code)", sql_code(query, facts.grouping if facts is not None else ())))
+    except ConfigError as err:
+        texts.append(("No program yet", str(err)))
+    tables = [("Stateful operators", operators), ("Result table", table)]
+    return figures_report(f"SQL query {run.name}", (f"Views: {views}. {query.output_mode.capitalize()} mode.", numbers), figures, tables, texts)
