@@ -1,4 +1,4 @@
-"""End to end in a real headless Chromium: the served app starts a generator query, charts it, and stops it.
+"""End to end in a real headless Chromium: the served app's pages as a user drives them, on Spark, a Kafka broker and Spark Connect.
 
 The server and the browser helpers are :mod:`benchmarks.browser`'s, which the
 benchmark uses to time the first chart after Start.
@@ -84,17 +84,6 @@ def _start_see_chart_and_stop(page, source: str, name: str, *, latency: bool = F
     assert page.locator(".stException").count() == 0
     page.get_by_role("button", name="Stop query").click()
     page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
-
-
-def test_live_page_starts_charts_and_stops_a_generator_query(app_url, browser):
-    page = browser.new_page(viewport={"width": 1600, "height": 1400})
-    try:
-        page.goto(f"{app_url}/", wait_until="domcontentloaded")
-        page.get_by_role("link", name="Live query").first.click()
-        page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
-        _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "browser_generator", latency=True)
-    finally:
-        page.close()
 
 
 def test_every_page_opens_without_an_exception(app_url, browser):
@@ -416,7 +405,8 @@ def _batches_shown(page) -> int:
 
 
 def test_a_stopped_query_resumes_from_the_queries_page_after_a_server_restart(tmp_path, browser):
-    """Start and stop a query, restart the server on the same data root, press Resume: the query goes on with its earlier batches.
+    """Start a generator query, see its counts and each record's latency chart, stop it; restart the server on the same data root, press
+    Resume: the query goes on with its earlier batches.
 
     The restarted server's first URL is the Queries page's, not Home: it still gets the app's navigation and frame."""
     import time
@@ -429,7 +419,7 @@ def test_a_stopped_query_resumes_from_the_queries_page_after_a_server_restart(tm
         try:
             page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
             page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
-            _start_see_chart_and_stop(page, generator, "kept_across")
+            _start_see_chart_and_stop(page, generator, "kept_across", latency=True)
         finally:
             page.close()
     progress = data / ".queries" / "kept_across" / "progress.jsonl"
@@ -466,25 +456,29 @@ NULL_ROWS_AT = """([batch, name]) => Array.from(document.querySelectorAll('.js-p
 """True once the activity chart's trace ``name`` has a bar above 0 at ``batch``."""
 
 
-def test_a_left_outer_join_emits_a_null_row_once_the_watermark_passes_its_bound(app_url, browser, spark, registry):
-    from streaming.analysis.join import join_timeline
+def test_a_left_outer_join_emits_a_null_row_once_the_watermark_passes_its_bound(app_url, browser, spark):
+    """The page's join, stepped to the batch where the first impression without a click gets its NULL row: the batch the join model
+    names (the model is held to Spark's own replay in ``tests/engine/test_join.py``)."""
+    from streaming.analysis.join_model import model_join
     from streaming.engine.data.feeds import SAMPLE_FEEDS
-    from streaming.engine.join.join import JoinConfig, JoinSide, run_join
+    from streaming.engine.join.join import JoinConfig, JoinSide, side_rows
 
     config = JoinConfig(  # the page's preset: the guide's impressions and clicks
         JoinSide(SAMPLE_FEEDS / "ad_impressions", "impression_time", "1 minute", side="left"),
         JoinSide(SAMPLE_FEEDS / "ad_clicks", "click_time", "30 seconds", side="right"),
         on=("impression_id",), within=("0 seconds", "2 minutes"), join_type="left_outer",
     )
-    timeline = join_timeline(run_join(spark, config, registry.listener, timeout=300))
-    first = int(timeline.loc[timeline["left_unmatched"] > 0, "batch_id"].iloc[0])
+    left, right = (side_rows(spark, side) for side in config.sides)
+    model = model_join(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, config.join_type,
+                       tuple(side.watermark_ms for side in config.sides), config.policy)
+    first = min(model.nulls["left"].values())
     page = browser.new_page(viewport={"width": 1600, "height": 1400})
     try:
         page.goto(f"{app_url}/Joins", wait_until="domcontentloaded")
         page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
         page.get_by_text(config.describe()).wait_for(timeout=60_000)
         _until(lambda: page.get_by_role("button", name="Run join").click(), lambda: page.get_by_text("micro-batches").first.wait_for(timeout=120_000))
-        assert page.get_by_role("heading", name=f"rows over {len(timeline)} micro-batches").count() == 1
+        assert page.get_by_role("heading", name=f"rows over {model.batches} micro-batches").count() == 1
         nulls = "ad_impressions rows with NULLs for ad_clicks"
         for batch in (first - 1, first):
             _until(lambda b=batch: _enter(page, "Micro-batch", str(b)), lambda b=batch: page.get_by_text(f"Batch {b} read").wait_for(timeout=15_000))
