@@ -117,14 +117,9 @@ def test_the_model_equals_spark_for_every_batching_rule(registry, orders, batchi
     for ours, theirs in zip(model.to_json()["delays"], spark.to_json()["delays"]):
         assert {name: ours[name] for name in fields} == {name: theirs[name] for name in fields}
     assert spark.outcomes[0].rows_dropped_by_watermark > 0  # late orders were dropped: the comparison is not trivial
-
-
-def test_a_sweep_cuts_batches_by_arrival_time(registry, orders) -> None:
-    by_arrival = Batching("ingested_at", "20 seconds")
-    swept = tune(registry, _query(orders, batching=by_arrival, aggregation="max"), delays=["10 minutes"], target=0.99)
-    [outcome] = swept.outcomes
-    assert outcome.batches >= 4 and outcome.completeness == 1.0  # 80 s of arrivals in 20 s intervals
-    assert swept.to_json()["batch_by"] == "ingested_at"
+    assert spark.to_json()["batch_by"] == query.source.batch_rule
+    if batching is not None and batching.column is not None:  # 80 s of arrivals in 15 s intervals: the batches are the intervals, not the 8 files
+        assert spark.outcomes[0].batches >= 6
 
 
 def test_the_sessions_a_state_still_holds_complete_the_append_result(registry, orders) -> None:
@@ -134,10 +129,10 @@ def test_the_sessions_a_state_still_holds_complete_the_append_result(registry, o
     sessions = _query(orders, session_gap="20 seconds", watermark="1 hour", output_mode="append", aggregation="avg")
     appended = run_to_idle(registry, sessions, open_sessions=True)
     complete = run_to_idle(registry, sessions.with_changes(output_mode="complete"))
+    assert complete.open_sessions is None  # read only when asked
     assert appended.open_sessions is not None and len(appended.open_sessions) > 0  # the last sessions never closed
     kept = pd.concat([appended.result[["window_start", "window_end", "key", "count"]], appended.open_sessions], ignore_index=True)
     assert sorted(map(tuple, kept.itertuples(index=False))) == sorted(map(tuple, complete.result[["window_start", "window_end", "key", "count"]].itertuples(index=False)))
-    assert run_to_idle(registry, sessions).open_sessions is None  # read only when asked
 
 
 def test_a_sweep_of_session_windows_counts_the_sessions_still_open(registry, orders) -> None:
