@@ -15,6 +15,7 @@ from streaming.engine.sources import FeedSource
 from streaming.engine.sql import SqlError, SqlQuery, SqlTable, SqlView, replay_sql
 from streaming.engine.sql.guard import _plain as plain_message
 from streaming.engine.sql.guard import position
+from streaming.engine.sql.plan import plan_facts
 from streaming.engine.sql.table import json_value
 from streaming.engine.sql.views import TableFiles
 
@@ -177,7 +178,7 @@ def test_a_sql_query_gives_what_plain_spark_sql_gives_over_the_same_micro_batche
         assert dropped > 0, f"{shape}: the data is meant to have rows behind the watermark"
 
 
-def test_the_plan_tells_the_watermarks_the_grouping_and_the_stateful_operators(spark, data) -> None:
+def test_the_plan_tells_the_watermarks_the_grouping_and_the_stateful_operators(spark, data, tmp_path) -> None:
     sql, _, _ = SHAPES["stream-stream join"]
     views = (SqlView("impressions", _files(data["impressions"], "shown_at")), SqlView("clicks", _files(data["clicks"], "clicked_at")))
     facts = SqlQuery(sql, views, output_mode="append").check(spark)
@@ -187,6 +188,14 @@ def test_the_plan_tells_the_watermarks_the_grouping_and_the_stateful_operators(s
     renamed = "SELECT w AS period, store AS shop, n FROM (SELECT window(ts, '1 minute') AS w, store, count(*) AS n FROM events GROUP BY 1, 2)"
     facts = SqlQuery(renamed, (SqlView("events", _files(data["orders"], "ts")),)).check(spark)
     assert facts.grouping == ("period", "shop") and facts.watermarks == ()
+
+    # a start reads the facts from the nodes its check walked: the same facts as a walk of the plan it runs
+    query = SqlQuery(sql, views, output_mode="append")
+    frame, feeders = query.build(spark, tmp_path / "staging", 0)
+    try:
+        assert feeders is not None and query.new_table(frame, None).facts == plan_facts(frame) and plan_facts(frame).watermarks
+    finally:
+        feeders.stop()
 
 
 HOSTILE = {

@@ -11,6 +11,7 @@ and the registry run it as they run the form's query.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from ..errors import ConfigError
 from ..query.config import OUTPUT_MODES, STATE_STORES, OutputMode, StateStore, state_store_settings
 from ..sources import Stepper, StreamSource
 from .checker import SqlChecker
-from .guard import SqlError, analysis_error, checked_frame
+from .guard import SqlError, analysis_error, checked
 from .plan import PlanFacts, plan_facts
 from .table import SqlTable
 from .views import SqlView, sql_session
@@ -187,7 +188,8 @@ class SqlQuery:
         made = self._register(session, staging, now_ms)
         feeders = ViewFeeders([feeder for _, feeder in made if feeder is not None])
         try:
-            frame = checked_frame(session, self.text, self.names)
+            frame, walked = checked(session, self.text, self.names)
+            _FACTS[frame] = plan_facts(frame, walked)
             if not frame.isStreaming:
                 raise ConfigError("sql", self.text.strip()[:80], f"reads no streamed view: read one of {', '.join(view.name for view in self.streamed)}")
         except BaseException:
@@ -207,8 +209,15 @@ class SqlQuery:
         return state_store_settings(self.state_store, self.changelog_checkpointing)
 
     def new_table(self, frame: DataFrame, max_rows: int | None, *, record: bool = False) -> SqlTable:
-        """The empty result table of ``frame`` (what :meth:`build` gave): its columns, and its grouping from the analysed plan."""
-        return SqlTable(self.output_mode, frame.schema, plan_facts(frame), max_rows, record=record)
+        """The empty result table of ``frame`` (what :meth:`build` gave): its columns, and its grouping from the analysed plan (read by the
+        check :meth:`build` made, not walked again)."""
+        facts = _FACTS.get(frame)
+        return SqlTable(self.output_mode, frame.schema, plan_facts(frame) if facts is None else facts, max_rows, record=record)
+
+
+_FACTS: weakref.WeakKeyDictionary[DataFrame, PlanFacts] = weakref.WeakKeyDictionary()
+"""The facts of each frame :meth:`SqlQuery.build` made, read from the nodes its check walked: a walk of the analysed plan is hundreds of
+py4j round trips, and a start made two."""
 
 
 class ViewFeeders:
