@@ -619,7 +619,7 @@ def _latency_view(snap: RunSnapshot) -> None:
         return
     st.subheader("End-to-end latency")
     end = st.segmented_control(
-        "Measured", list(LATENCY_ENDS), format_func=LATENCY_ENDS.__getitem__, default="shown", key="lab_latency_end",
+        "Measured", list(LATENCY_ENDS), format_func=LATENCY_ENDS.__getitem__, default="shown", required=True, key="lab_latency_end",
         help=f"From {run.config.source.stamp} to the moment its output reached the sink, the result table, or a page that drew the table",
     ) or "shown"
     end = cast("LatencyEnd", end)

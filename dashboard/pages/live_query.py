@@ -37,7 +37,7 @@ elif starter.status == "starting":
 with st.sidebar:
     st.header("New query")
     mode = st.segmented_control(
-        "Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], key=sql.MODE_KEY,
+        "Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], required=True, key=sql.MODE_KEY,
         help="The form writes a windowed aggregate for you; SQL runs your own query over the source's view",
     )
     kind, source_params = live.source_widgets(feed_names())

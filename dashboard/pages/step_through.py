@@ -23,7 +23,7 @@ presenting = mode.toggle("Presenter mode", key="presenter", **KEPT, help="Large 
 sql_query = None
 if name == walkthrough.OWN:
     with st.expander("Your data and settings", expanded=not presenting):
-        in_sql = st.segmented_control("Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], key="scn_query_mode", help="The form's windowed aggregate, or your own SQL over the data's view") == "SQL"
+        in_sql = st.segmented_control("Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], required=True, key="scn_query_mode", help="The form's windowed aggregate, or your own SQL over the data's view") == "SQL"
         if in_sql:
             sql_query = sql_walkthrough.own_query(ready)
         else:

@@ -22,7 +22,7 @@ st.page_link(
 )
 ready = session_ready()
 mode = st.segmented_control(
-    "Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], key="tune_query_mode",
+    "Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], required=True, key="tune_query_mode",
     help="The form's windowed aggregate (with the watermark model), or your own SQL, whose WATERMARK clause(s) are swept on Spark",
 )
 if mode == "SQL":

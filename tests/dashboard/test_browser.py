@@ -584,9 +584,12 @@ def test_a_sql_query_is_refused_at_its_line_then_runs_with_its_operators_and_wat
         page.get_by_role("link", name="Live query").first.click()
         page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
         page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
-        page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first.click()
+        sql_mode = page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first
+        sql_mode.click()
         editor = page.get_by_role("textbox", name="SQL")
         editor.wait_for(timeout=60_000)
+        sql_mode.click()  # the chosen mode clicked again stays chosen (a deselected control would drop the page back to the form)
+        assert sql_mode.get_attribute("aria-checked") == "true"
         editor.fill("SELECT key,\n  count(*) AS n\nFROM events\nGROUP BY nope")  # no Ctrl+Enter, no blur: checked as it is typed
         page.get_by_text("SQL: line 4, column 10:").first.wait_for(timeout=120_000)
         assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "SQL"  # the cursor stays in the box
