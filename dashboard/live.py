@@ -75,6 +75,7 @@ from .shared import (
     feed_source,
     get_registry,
     go_to,
+    metrics_row,
     report_button,
     session_starter,
     show_code,
@@ -476,12 +477,6 @@ def stop_button(run: Run) -> None:
         st.rerun()
 
 
-def _status_row(snap: RunSnapshot) -> None:
-    numbers = snap.numbers()
-    for column, metric in zip(st.columns(len(numbers)), numbers, strict=True):
-        column.metric(metric.label, metric.value, help=metric.help)
-
-
 STALL_KEY = "lab_stall_batches"
 
 
@@ -517,14 +512,13 @@ def _state_view(snap: RunSnapshot) -> None:
             return
         spark = get_registry().spark
         try:
-            operators, _ = snap.state(spark, None, STATE_ROWS)
+            operators = snap.state_operators(spark)
             if operators.empty:
                 st.caption("No state committed yet (or the query keeps none).")
                 return
             names = dict(zip(operators["operator_id"], operators["operator"]))
             chosen = st.selectbox("Operator", list(names), format_func=lambda number: f"{number}: {names[number]}", key="lab_state_operator")
-            operators, rows = snap.state(spark, int(chosen), STATE_ROWS)
-            assert rows is not None  # an operator was chosen among those with state
+            rows = snap.state_rows(spark, int(chosen), STATE_ROWS)
         except Exception as err:  # noqa: BLE001 - a checkpoint being written or removed; shown, the next refresh tries again
             st.info(f"The state cannot be read now: {first_line(err)}")
             return
@@ -785,7 +779,7 @@ def live_view(run: Run) -> None:
     if snap.sql:
         sql_view(snap)
         return
-    _status_row(snap)
+    metrics_row(snap.numbers())
     _stall_warning(snap.stall)
     if snap.failure is not None:
         failure_banner(f"Query {run.name}", *snap.failure)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from streamlit.navigation.page import StreamlitPage
 
-    from streaming.app.snapshot import RunSnapshot
+    from streaming.app.snapshot import Metric, RunSnapshot
 
 __all__ = [
     "COMPARE_PAGE",
@@ -64,6 +64,7 @@ __all__ = [
     "get_spark",
     "go_to",
     "loss_banner",
+    "metrics_row",
     "percent",
     "readable_seconds",
     "refuse",
@@ -298,13 +299,20 @@ def wait_for_session(starter: SessionStarter) -> None:
 # --- choices and checks: pure -------------------------------------------------------
 
 
+def metrics_row(metrics: Sequence[Metric]) -> None:
+    """A run's status row: one column per number (:meth:`~streaming.app.snapshot.RunSnapshot.numbers`)."""
+    for column, metric in zip(st.columns(len(metrics)), metrics, strict=True):
+        column.metric(metric.label, metric.value, help=metric.help)
+
+
 def report_button(snap: RunSnapshot) -> None:
     """Download a run as it stands at this refresh (:meth:`~streaming.app.snapshot.RunSnapshot.report`): one HTML file that opens without a server."""
     name = snap.run.name
     st.download_button(
         "Download report (HTML)", snap.report, file_name=f"{name}.html", mime="text/html", key=f"lab_{'sql_' if snap.sql else ''}report_{name}",
         on_click="ignore", icon=":material/download:",
-        help="This refresh's settings, numbers, charts and result table as one HTML file that opens without a server",
+        help="This refresh's query, its program, numbers, charts, operators and result table as one HTML file that opens without a server" if snap.sql
+        else "This refresh's settings, numbers, charts and result table as one HTML file that opens without a server",
     )
 
 

@@ -24,7 +24,7 @@ from streaming.engine.sql.form import form_sql
 from streaming.export import sql_code
 
 from . import shared
-from .shared import failure_banner, report_button
+from .shared import failure_banner, metrics_row, report_button
 
 if TYPE_CHECKING:
     from streaming.app.snapshot import RunSnapshot
@@ -196,9 +196,7 @@ def _start(registry: QueryRegistry, query: SqlQuery, name: str | None, pending_k
 def sql_view(snap: RunSnapshot) -> None:
     """A SQL run as it stands: status, the result table as its output mode keeps it, each stateful operator, the watermark, the progress charts."""
     run = snap.run
-    numbers = snap.numbers()
-    for column, metric in zip(st.columns(len(numbers)), numbers, strict=True):
-        column.metric(metric.label, metric.value, help=metric.help)
+    metrics_row(snap.numbers())
     if snap.failure is not None:
         failure_banner(f"Query {run.name}", *snap.failure)
     facts = run.table.facts
@@ -213,7 +211,7 @@ def sql_view(snap: RunSnapshot) -> None:
     st.subheader("Result table")
     st.dataframe(snap.table, hide_index=True, key=f"lab_sql_table_{run.name}")
     st.subheader("Stateful operators")
-    operators = snap.operators()
+    operators = snap.operators
     if len(operators):
         st.dataframe(operators.rename(columns=OPERATOR_COLUMNS), hide_index=True, key=f"lab_sql_operators_{run.name}")
     else:

@@ -3,6 +3,7 @@
 ``snapshot``: a running query as one refresh of its page shows it (every panel's
 frames and figures, read once), the state it holds, the events it judged.
 
-The dashboard draws what these return and the CLI prints it; neither orchestrates
-the engine itself for them. No Streamlit here (``tests/test_layout.py``).
+The dashboard draws what these return instead of reading, folding and drawing
+each panel of a run itself. Nothing below (the engine, the analysis, the charts,
+Show code, reports) imports this package, and no Streamlit here (``tests/test_layout.py``).
 """

@@ -27,6 +27,7 @@ from streaming.charts.live import live_figures
 from streaming.engine.errors import ConfigError
 from streaming.engine.output.progress import state_store_metrics
 from streaming.engine.output.state import state_operators, state_rows
+from streaming.engine.query.config import QueryConfig
 from streaming.engine.sources.kafka import initial_offsets
 from streaming.engine.sql import SqlQuery
 from streaming.engine.sql.replay import operators_of
@@ -102,10 +103,11 @@ class RunSnapshot:
     run: Run
     read_at_ms: int
     progress: pd.DataFrame
-    breakdown: pd.DataFrame
     table: pd.DataFrame
     stall_batches: int
     figures: Mapping[str, go.Figure] = field(repr=False)
+    operators: pd.DataFrame = field(repr=False)
+    """Each stateful operator's numbers at this refresh (:func:`~streaming.engine.sql.replay.operators_of`): what a SQL run's view lists."""
 
     @property
     def sql(self) -> bool:
@@ -170,15 +172,13 @@ class RunSnapshot:
         """RocksDB's own metrics over the last :data:`STORE_METRIC_BATCHES` batches; ``None`` for a run that keeps its state elsewhere."""
         return state_store_metrics(self.run.log.recent(STORE_METRIC_BATCHES)) if self.run.config.state_store == "rocksdb" else None
 
-    def operators(self) -> pd.DataFrame:
-        """Each stateful operator's numbers (:func:`~streaming.engine.sql.replay.operators_of`)."""
-        return pd.DataFrame(operators_of(self.run.log.summaries()))
+    def state_operators(self, spark: SparkSession) -> pd.DataFrame:
+        """The stateful operators whose state the run's checkpoint holds at its latest committed batch (empty before the first)."""
+        return state_operators(spark, self.run.checkpoint)
 
-    def state(self, spark: SparkSession, operator: int | None, limit: int) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-        """``(operators, rows)`` the state holds at the latest committed batch: its stateful operators and, with ``operator``, at most ``limit`` of that one's rows."""
-        checkpoint = self.run.checkpoint
-        operators = state_operators(spark, checkpoint)
-        return operators, None if operator is None or operators.empty else state_rows(spark, checkpoint, operator, limit=limit)
+    def state_rows(self, spark: SparkSession, operator: int, limit: int) -> pd.DataFrame:
+        """At most ``limit`` rows of operator ``operator``'s state at the latest committed batch."""
+        return state_rows(spark, self.run.checkpoint, operator, limit=limit)
 
     def events_unjudged(self) -> str | None:
         """Why the events of this run are not judged one by one, or ``None`` when they are."""
@@ -216,24 +216,28 @@ class RunSnapshot:
         progress = f"{progress_numbers(self.progress)}"
         numbers = f"{progress}, status {run.status}." if self.sql else f"{progress}, watermark {self.watermark_text}, status {run.status}."
         if self.sql:
-            return sql_report(run, numbers, self.table, self.operators(), [self.figures[name] for name in SQL_REPORTED])
+            return sql_report(run, numbers, self.table, self.operators, [self.figures[name] for name in SQL_REPORTED])
         shown = [self.figures[name] for name in REPORTED if name in self.figures]
         return figures_report(f"Query {run.name}", (f"{run.config.source.label}: {settings_text(run.config)}.", numbers), shown, [("Result table", self.table)])
 
 
 def snapshot(run: Run, *, stall_batches: int) -> RunSnapshot:
-    """``run`` as it stands: its progress and table read once, the live figures drawn from them; a page that draws it then marks the
-    records of the table as shown (their latency to the page ends here)."""
+    """``run`` (a form's query or a user's SQL) as it stands: its progress and table read once, the live figures drawn from them; a page that
+    draws it then marks the records of the table as shown (their latency to the page ends here)."""
+    config = run.config
+    if not isinstance(config, (QueryConfig, SqlQuery)):
+        raise ValueError(f"run {run.name} is not a query of the Live page (a live join is watched on the Joins page)")
     read_at = time.time_ns() // 1_000_000
     (progress, breakdown), table = run.log.frames(), run.table.frame()
-    config = run.config
-    sql = isinstance(config, SqlQuery)
+    if isinstance(config, SqlQuery):  # no windows of the form's: the figures of its progress, and its operators listed
+        drawn, measure, slide, operators = pd.DataFrame(), "count", None, pd.DataFrame(operators_of(run.log.summaries()))
+    else:
+        drawn, measure, operators = table, config.measure, pd.DataFrame()
+        slide = None if config.session_gap is not None else pd.Timedelta(milliseconds=config.slide_ms)
     figures = live_figures(
-        pd.DataFrame() if sql else table, progress, breakdown, output_mode=config.output_mode, measure="count" if sql else config.measure,
-        slide=None if sql or config.session_gap is not None else pd.Timedelta(milliseconds=config.slide_ms), drawn=run.log.drawn,
-        lag=config.source.reports_lag,
+        drawn, progress, breakdown, output_mode=config.output_mode, measure=measure, slide=slide, drawn=run.log.drawn, lag=config.source.reports_lag,
     )
-    return RunSnapshot(run, read_at, progress, breakdown, table, stall_batches, figures)
+    return RunSnapshot(run, read_at, progress, table, stall_batches, figures, operators)
 
 
 def topic_events(spark: SparkSession, run: Run) -> pd.DataFrame:

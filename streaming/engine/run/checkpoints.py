@@ -44,6 +44,9 @@ KeptConfig = QueryConfig | SqlQuery
 
 __all__ = ["QUERIES_FOLDER", "UNCHECKED", "KeptQuery", "differences", "kept_queries", "stray_folders"]
 
+CHECKPOINT = "checkpoint"
+"""The folder under a run's working folder (kept or not) that Spark writes the query's checkpoint to."""
+
 QUERIES_FOLDER = ".queries"
 """The folder of kept queries under the data root (hidden: the data root's other folders are datasets)."""
 UNCHECKED = ("trigger", "trigger_interval", "source.seconds_per_file", "source.speed", "source.max_offsets_per_trigger")
@@ -86,7 +89,7 @@ class KeptQuery:
 
     @property
     def checkpoint(self) -> Path:
-        return self.folder / "checkpoint"
+        return self.folder / CHECKPOINT
 
     @property
     def staging(self) -> Path:

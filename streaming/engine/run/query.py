@@ -37,7 +37,7 @@ from ..runtime.session import is_connect
 from ..sources import FeedReplayer, Stepper
 from ..sql.query import SqlQuery
 from ..sql.table import SqlTable
-from .checkpoints import KeptQuery
+from .checkpoints import CHECKPOINT, KeptQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -132,7 +132,7 @@ class Run(StopsInBackground, Generic[C, T]):
     @property
     def checkpoint(self) -> Path:
         """The query's checkpoint folder (what a state reader or a topic's first offsets read)."""
-        return self.workdir / "checkpoint"
+        return self.workdir / CHECKPOINT
 
     def stop_after(self, seconds: float) -> None:
         """Stop by itself after ``seconds`` (a page closed without Stop then leaves nothing running for ever)."""
@@ -412,7 +412,7 @@ def start_run(
         sink = FoldSink(table, latencies)
     try:
         writer = sink.attach(
-            frame.writeStream.queryName(name).outputMode(config.output_mode).option("checkpointLocation", str(workdir / "checkpoint"))
+            frame.writeStream.queryName(name).outputMode(config.output_mode).option("checkpointLocation", str(workdir / CHECKPOINT))
         )
     except Exception:
         sink.close(read=False)

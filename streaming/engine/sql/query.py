@@ -189,9 +189,9 @@ class SqlQuery:
         feeders = ViewFeeders([feeder for _, feeder in made if feeder is not None])
         try:
             frame, walked = checked(session, self.text, self.names)
-            _FACTS[frame] = plan_facts(frame, walked)
             if not frame.isStreaming:
                 raise ConfigError("sql", self.text.strip()[:80], f"reads no streamed view: read one of {', '.join(view.name for view in self.streamed)}")
+            _FACTS[frame] = plan_facts(frame, walked)
         except BaseException:
             feeders.stop()
             raise
