@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.durations import human_duration, parse_duration
+from ..engine.output.progress import progress_total
 from ..engine.query.config import QueryConfig
 from ..engine.run.runner import run_to_idle
 from .lateness import completeness
@@ -258,7 +259,7 @@ def measure(delay: str | None, result: pd.DataFrame, progress: pd.DataFrame, exa
         completeness=overall,
         counted=counted,
         exact=wanted,
-        rows_dropped_by_watermark=int(progress["rows_dropped_by_watermark"].sum()) if len(progress) else 0,
+        rows_dropped_by_watermark=progress_total(progress, "rows_dropped_by_watermark"),
         lost_pairs=wanted - counted,
         **state_stats(progress),  # type: ignore[arg-type]
         output_delay=output_delay(emissions),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -25,7 +26,7 @@ from streaming.charts.common import current_watermark
 from streaming.charts.latency import latency_figures
 from streaming.charts.live import live_figures
 from streaming.engine.errors import ConfigError
-from streaming.engine.output.progress import state_store_metrics
+from streaming.engine.output.progress import progress_total, state_store_metrics
 from streaming.engine.output.state import state_operators, state_rows
 from streaming.engine.query.config import QueryConfig
 from streaming.engine.sources.kafka import initial_offsets
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
     from pyspark.sql import SparkSession
 
-    from streaming.engine.run.query import Run
+    from streaming.engine.run.query import Run, RunStatus
     from streaming.engine.sources import Source
 
 __all__ = ["LatencyView", "LatenessView", "Metric", "RunSnapshot", "progress_numbers", "readable_dropped", "snapshot", "sql_report", "topic_events"]
@@ -102,8 +103,11 @@ class RunSnapshot:
 
     run: Run
     read_at_ms: int
+    status: RunStatus
+    """The run's status as this refresh read it (each read asks Spark whether the query is active)."""
     progress: pd.DataFrame
     table: pd.DataFrame
+    watermark: pd.Timestamp | None
     stall_batches: int
     figures: Mapping[str, go.Figure] = field(repr=False)
     operators: pd.DataFrame = field(repr=False)
@@ -115,27 +119,23 @@ class RunSnapshot:
         return isinstance(self.run.config, SqlQuery)
 
     @property
-    def watermark(self) -> pd.Timestamp | None:
-        return current_watermark(self.progress)
-
-    @property
     def watermark_text(self) -> str:
         return "none yet" if self.watermark is None else f"{self.watermark:%H:%M:%S}"
 
-    def status(self) -> Metric:
+    def status_metric(self) -> Metric:
         run = self.run
-        drained = run.status == "active" and run.drained
+        drained = self.status == "active" and run.drained
         return Metric(
-            "Status", "stopping…" if run.stopping else "all data read" if drained else run.status,
+            "Status", "stopping…" if run.stopping else "all data read" if drained else self.status,
             "Every file of the replay has been handed over and read: the query is idle, waiting for data that will not come; Stop it" if drained
             else "Spark stops the query once the micro-batch under way ends: seconds, or a minute or more on a loaded machine" if run.stopping else None,
         )
 
     def numbers(self) -> list[Metric]:
         """The status row: status, batches, watermark, malformed and dropped rows, result rows (and duplicates dropped, for a query that drops them)."""
-        watermark, total = self.watermark, self._total
+        watermark, total = self.watermark, partial(progress_total, self.progress)
         shown = [
-            self.status(),
+            self.status_metric(),
             Metric("Batches", len(self.run.log)),
             Metric("Watermark", self.watermark_text, None if watermark is None else f"{watermark} UTC"),
             Metric("Malformed rows", total("malformed_rows")),
@@ -149,9 +149,6 @@ class RunSnapshot:
             ))
         return shown
 
-    def _total(self, column: str) -> int:
-        return int(self.progress[column].sum()) if len(self.progress) else 0
-
     @property
     def stall(self) -> WatermarkStall | None:
         return None if self.sql else watermark_stall(self.progress, self.stall_batches)
@@ -160,7 +157,7 @@ class RunSnapshot:
     def failure(self) -> tuple[str, str | None] | None:
         """``(error, hint)`` of a failed run, ``None`` for the others."""
         run = self.run
-        return (run.error or "", run.config.source.explain_failure(run.error or "")) if run.status == "failed" else None
+        return (run.error or "", run.config.source.explain_failure(run.error or "")) if self.status == "failed" else None
 
     @property
     def evicted(self) -> tuple[int, int] | None:
@@ -191,7 +188,7 @@ class RunSnapshot:
         return None
 
     def lateness(self, events: pd.DataFrame) -> LatenessView:
-        """``events`` (every event the run has read, with the micro-batch that read it) judged by the watermarks of this refresh's batches."""
+        """``events`` (every event the run has read, with the micro-batch that read it) judged by the watermark each batch run so far had."""
         config, summaries = self.run.config, self.run.log.summaries()
         classified, batches = lateness.judge(events, summaries, config.window_ms, config.slide_ms)
         behind = None
@@ -212,9 +209,8 @@ class RunSnapshot:
 
     def report(self) -> str:
         """This refresh as one HTML file that opens without a server: the run's settings, numbers, charts and result table."""
-        run = self.run
-        progress = f"{progress_numbers(self.progress)}"
-        numbers = f"{progress}, status {run.status}." if self.sql else f"{progress}, watermark {self.watermark_text}, status {run.status}."
+        run, progress = self.run, progress_numbers(self.progress)
+        numbers = f"{progress}, status {self.status}." if self.sql else f"{progress}, watermark {self.watermark_text}, status {self.status}."
         if self.sql:
             return sql_report(run, numbers, self.table, self.operators, [self.figures[name] for name in SQL_REPORTED])
         shown = [self.figures[name] for name in REPORTED if name in self.figures]
@@ -237,7 +233,7 @@ def snapshot(run: Run, *, stall_batches: int) -> RunSnapshot:
     figures = live_figures(
         drawn, progress, breakdown, output_mode=config.output_mode, measure=measure, slide=slide, drawn=run.log.drawn, lag=config.source.reports_lag,
     )
-    return RunSnapshot(run, read_at, progress, table, stall_batches, figures, operators)
+    return RunSnapshot(run, read_at, run.status, progress, table, current_watermark(progress), stall_batches, figures, operators)
 
 
 def topic_events(spark: SparkSession, run: Run) -> pd.DataFrame:
@@ -251,8 +247,7 @@ def topic_events(spark: SparkSession, run: Run) -> pd.DataFrame:
 
 def progress_numbers(progress: pd.DataFrame) -> str:
     """A run's progress in one phrase for a report: its micro-batches, the rows read and the rows the watermark dropped."""
-    rows = int(progress["num_input_rows"].sum()) if len(progress) else 0
-    dropped = int(progress["rows_dropped_by_watermark"].sum()) if len(progress) else 0
+    rows, dropped = progress_total(progress, "num_input_rows"), progress_total(progress, "rows_dropped_by_watermark")
     return f"{len(progress)} micro-batches, {rows:,} rows read, {dropped:,} rows dropped by the watermark"
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "progress_dict",
     "progress_frame",
     "progress_time",
+    "progress_total",
     "state_store_metrics",
     "summarize",
 ]
@@ -558,13 +559,18 @@ class ProgressJson:
         implements: ClassVar[list[str]] = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
 
 
+def progress_total(progress: pd.DataFrame, column: str) -> int:
+    """The sum of ``column`` of a :func:`progress_frame` over its batches; 0 before the first batch."""
+    return int(progress[column].sum()) if len(progress) else 0
+
+
 class ProgressTotals:
     """The totals of a finished run's batches, for an object with a ``progress`` frame (:func:`progress_frame`): a replay of the form's query or of SQL."""
 
     progress: pd.DataFrame
 
     def _total(self, column: str) -> int:
-        return int(self.progress[column].sum()) if len(self.progress) else 0
+        return progress_total(self.progress, column)
 
     @property
     def rows_dropped_by_watermark(self) -> int:
