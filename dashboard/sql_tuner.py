@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from streaming.analysis.sql_tune import SqlTuning, sweep_grid, tune_sql
+from streaming.analysis.sql_tune import SqlTuning, tune_sql
+from streaming.app.tune import sql_points
 from streaming.charts.sql_tune import sql_heatmap, sql_sweep_figure
-from streaming.engine.durations import format_duration, parse_duration
+from streaming.engine.durations import format_duration
 from streaming.engine.errors import ConfigError
 from streaming.engine.sources import Source
-from streaming.engine.sql import PlanFacts, SqlQuery
+from streaming.engine.sql import SqlQuery
 from streaming.engine.sql.rewrite import WatermarkClause
 
 from . import shared
@@ -41,18 +42,6 @@ class SqlSweep:
     target: float
 
 
-def sweep_points(facts: PlanFacts, delays_text: str, which: int | None) -> list[tuple[int, ...]]:
-    """The points the inputs name; :class:`ConfigError` naming the field for a delay that does not parse, or too many points."""
-    delays = sorted({parse_duration(part.strip(), field="delays") for part in delays_text.split(",") if part.strip()})
-    if not delays:
-        raise ConfigError("delays", delays_text, "must name at least one watermark delay")
-    clauses = [WatermarkClause(0, 0, mark.column, mark.delay_ms) for mark in facts.watermarks]
-    points = sweep_grid(clauses, delays, which)
-    if len(points) > MAX_POINTS:
-        raise ConfigError("delays", delays_text, f"make {len(points)} points (each a replay on Spark); at most {MAX_POINTS}: fewer delays, or sweep one clause")
-    return points
-
-
 def sql_tuner(source: Source, ready: bool) -> None:
     """The tuner's SQL mode: the editor, the delays, the target, which clause to sweep, Run, and the answer."""
     left, right = st.columns([3, 2])
@@ -70,7 +59,8 @@ def sql_tuner(source: Source, ready: bool) -> None:
     sweep = None
     if query is not None and facts is not None:
         try:
-            sweep = SqlSweep(query, tuple(sweep_points(facts, delays, which)), float(target))
+            clauses = [WatermarkClause(0, 0, mark.column, mark.delay_ms) for mark in facts.watermarks]
+            sweep = SqlSweep(query, tuple(sql_points(clauses, delays, which, max_points=MAX_POINTS)), float(target))
         except ConfigError as err:
             st.error(f"Cannot sweep: {err}")
     job_controls(

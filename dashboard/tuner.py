@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import pandas as pd
 import streamlit as st
 
-from streaming.analysis.model import covers, grid
+from streaming.analysis.model import grid
 from streaming.analysis.profile import LatenessProfile, lateness_profile, proposed_delays, replayed_topic_events
 from streaming.analysis.tune import (
     SHOWN,
     Confirmation,
     TunePlan,
     TuneResult,
-    bound_topic,
-    canonical_delays,
-    check_target,
     confirm,
-    plan_tune,
     recommend,
-    tune,
 )
+from streaming.app.tune import run_sweep, sweep_plan
 from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
 from streaming.engine.durations import format_duration, human_duration, parse_duration
@@ -37,7 +33,7 @@ from .data import choice_of, data_select, data_source, data_widgets, events_of, 
 from .jobs import Job, job_controls, start_job
 from .kafka import kafka_source, topic_shape
 from .live import open_in_live
-from .shared import KEPT, InputErrors, get_registry, percent, readable_seconds, show_code, windows_widgets
+from .shared import KEPT, get_registry, percent, readable_seconds, show_code, windows_widgets
 
 __all__ = [
     "COMPLETENESS_TEXT",
@@ -48,7 +44,6 @@ __all__ = [
     "confirmation_view",
     "lateness_section",
     "model_answer",
-    "parse_delays",
     "recommendation_text",
     "start_tune",
     "tune_inputs",
@@ -64,7 +59,6 @@ MAX_DELAYS = 50
 """The most delays of a sweep the watermark model computes."""
 MAX_SPARK_DELAYS = 8
 """A sweep that runs Spark for every delay (session windows, deduplication) runs one query per delay: at most this many."""
-T = TypeVar("T")
 
 COMPLETENESS_TEXT = (
     "**Completeness** is the share of the exact answer a run's final result table holds: the sum of the "
@@ -75,15 +69,6 @@ COMPLETENESS_TEXT = (
     "how long after a window's end (in event time, and in micro-batches) the watermark passes it and an "
     "append-mode run would emit it."
 )
-
-
-def parse_delays(text: str, limit: int = MAX_DELAYS) -> list[str]:
-    """Comma-separated durations as canonical strings, smallest first; :class:`ConfigError` on ``delays``."""
-    items = [item.strip() for item in str(text).split(",") if item.strip()]
-    delays = canonical_delays(items)
-    if len(delays) > limit:
-        raise ConfigError("delays", text, f"lists {len(delays)} delays; a sweep takes at most {limit}")
-    return delays
 
 
 @dataclass(frozen=True)
@@ -115,34 +100,18 @@ def tune_inputs(
     With ``topic`` (the values of :func:`dashboard.kafka.kafka_widgets`) the sweep
     replays that topic instead, from its earliest offsets to its end when it starts.
     """
+    source: FeedSource | KafkaSource | None = None
     errors: list[ConfigError] = []
-
-    def attempt(check: Callable[[], T]) -> T | None:
-        try:
-            return check()
-        except ConfigError as err:
-            errors.append(err)
-            return None
-
-    source: FeedSource | KafkaSource | None = attempt(lambda: kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching))
-    parsed = attempt(lambda: parse_delays(delays))
-    if source is None:  # the other fields checked all the same, so every bad one is named at once
-        attempt(lambda: check_target(target))
-        raise InputErrors(errors)
-    if source.replays_offsets:
+    try:
+        source = kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching)
+    except ConfigError as err:
+        errors.append(err)
+    if source is not None and source.replays_offsets:
         feed = f"topic {source.label}"
-    try:  # delays that did not parse are named already: the rest is checked with a stand-in
-        plan = plan_tune(
-            source, delays=parsed or ["0 seconds"], target=target, window=window, slide=slide, aggregation=aggregation, deduplicate=deduplicate,
-            session_gap=session_gap,
-        )
-    except InputErrors as err:
-        raise InputErrors([*errors, *err.errors]) from None
-    if errors:
-        raise InputErrors(errors)
-    reason = covers(plan.query)
-    if reason is not None and len(plan.delays) > MAX_SPARK_DELAYS:
-        raise InputErrors([ConfigError("delays", delays, f"lists {len(plan.delays)} delays; at most {MAX_SPARK_DELAYS} here: {reason}")])
+    plan = sweep_plan(
+        source, delays=delays, target=target, window=window, slide=slide, aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,
+        errors=errors, max_delays=MAX_DELAYS, max_spark_delays=MAX_SPARK_DELAYS,
+    )
     return TuneInputs(plan.query, plan.delays, plan.target, str(feed))
 
 
@@ -150,9 +119,7 @@ def start_tune(registry: QueryRegistry, inputs: TuneInputs, key: str = TUNE_JOB)
     """Start the sweep of ``inputs`` on ``registry`` in the background (job in ``st.session_state[key]``) and rerun."""
 
     def work(job: Job) -> TuneResult:
-        return tune(
-            registry, bound_topic(inputs.query), delays=inputs.delays, target=inputs.target, cancel=job.cancel, report=job.report, preview=job.preview,
-        )
+        return run_sweep(registry, inputs, cancel=job.cancel, report=job.report, preview=job.preview)
 
     start_job(key, f"Sweep of {len(inputs.delays)} delays on {inputs.feed}", inputs, work, inputs.recall)
 

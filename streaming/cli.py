@@ -44,6 +44,7 @@ from .engine.sql.views import DEFAULT_VIEW
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from .analysis.tune import TunePlan
     from .engine.run.registry import QueryRegistry
 
 """The first messages of a topic its value's columns are inferred from."""
@@ -574,7 +575,7 @@ def _tune_table(outcome) -> str:
 
 
 def _tune_main(args, given: SparkSession | None) -> int:
-    from .analysis.tune import bound_topic, canonical_delays, check_target, plan_tune
+    from .app.tune import parse_delays, parse_target, run_sweep, sweep_plan
 
     if args.sql is not None or args.sql_file is not None:
         return _sql_tune_main(args, given)
@@ -589,39 +590,27 @@ def _tune_main(args, given: SparkSession | None) -> int:
     if not topic and not Path(args.feed_dir).exists():
         print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
         return 2
-    try:
-        target = float(args.target)
-    except ValueError:
-        print(f"error: target: {args.target!r} is not a number", file=sys.stderr)
-        return 2
 
-    def query_of(source: Source) -> QueryConfig:
-        """The shape to tune on ``source`` (:func:`~streaming.analysis.tune.plan_tune`); a topic bounded at the offsets that are its end now."""
-        plan = plan_tune(
-            source, delays=delays, target=target, window=args.window or "1 minute", slide=args.slide, aggregation=args.agg,
+    def plan_of(source: Source) -> TunePlan:
+        return sweep_plan(
+            source, delays=args.delays, target=args.target, window=args.window or "1 minute", slide=args.slide, aggregation=args.agg,
             deduplicate=args.dedup_by is not None, session_gap=args.session_gap,
         )
-        return bound_topic(plan.query)
 
     try:
-        delays = canonical_delays([part.strip() for part in args.delays.split(",")])
-        check_target(target)
-        if topic:
-            check_topic_args(args)  # the brokers and the topic, within seconds and before Spark starts
-        query = None if topic else query_of(_source(args))
-    except (ConfigError, InputErrors) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    from .analysis.tune import tune
-
-    try:
+        if topic:  # the delays, the target, the brokers and the topic within seconds, before Spark starts; the shape once a sample gave the columns
+            parse_delays(args.delays)
+            parse_target(args.target)
+            check_topic_args(args)
+        plan = None if topic else plan_of(_source(args))
         with _registry(given) as (spark, registry):
-            if query is None:  # a topic: its value's columns from a sample, its offsets bounded at their end now
-                query = query_of(_source(args, spark))
-            outcome = tune(registry, query, delays=delays, target=target, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
-    except (ConfigError, InputErrors) as err:  # a mapping that does not fit the types Spark reads from JSON or Parquet files
+            if plan is None:
+                plan = plan_of(_source(args, spark))
+            outcome = run_sweep(registry, plan, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
+    except (ConfigError, InputErrors) as err:  # also a mapping that does not fit the types Spark reads from JSON or Parquet files
         print(f"error: {err}", file=sys.stderr)
         return 2
+    target, delays = plan.target, plan.delays
     print(_tune_table(outcome))
     if outcome.method == "model":
         how = "computed by the watermark model, one confirmed on Spark"
@@ -658,31 +647,29 @@ def _sql_explain_main(args: argparse.Namespace, given: SparkSession | None) -> i
     return 0
 
 
+MAX_SQL_POINTS = 64
+"""Points of a SQL sweep at most, each a replay on Spark (the page takes 16: its user waits on it)."""
+
+
 def _sql_tune_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     """``tune --sql``: the query's WATERMARK delay(s) swept (:mod:`streaming.analysis.sql_tune`), each point replayed on Spark."""
     import pandas as pd
 
-    from .analysis.sql_tune import sweep_grid, tune_sql
-    from .analysis.tune import canonical_delays, check_target
-    from .engine.durations import parse_duration
+    from .analysis.sql_tune import tune_sql
+    from .app.tune import parse_delays, parse_target, sql_points
     from .engine.sql.rewrite import watermark_clauses
 
-    delays: list[int] = []
-
     def checks() -> None:
-        check_target(float(args.target) if _is_number(args.target) else args.target)
-        delays.extend(parse_duration(delay) for delay in canonical_delays([part.strip() for part in args.delays.split(",")]))
+        parse_target(args.target)
+        parse_delays(args.delays)
         for flag in ("concurrent", "spark_all"):
             if getattr(args, flag):
                 raise ConfigError("--" + flag.replace("_", "-"), True, "applies to the form's query: a SQL query's delays are each run on Spark, one after another")
 
     def work(spark, registry, query):
-        clauses = watermark_clauses(spark, query.text)
-        if len(clauses) > 1 and args.which is None and len(delays) ** len(clauses) > 64:
-            raise ConfigError("--delays", args.delays, f"make {len(delays) ** len(clauses)} points over the query's {len(clauses)} clauses: name one with --which, or fewer delays")
-        points = sweep_grid(clauses, delays, args.which)
+        points = sql_points(watermark_clauses(spark, query.text), args.delays, args.which, max_points=MAX_SQL_POINTS)
         query.check(spark)
-        return tune_sql(registry, query, points, target=float(args.target))
+        return tune_sql(registry, query, points, target=parse_target(args.target))
 
     code, outcome = _run_sql(args, given, work, checks)
     if code:
@@ -708,14 +695,6 @@ def _sql_tune_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     return 0
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 # --------------------------------------------------------------------------- join

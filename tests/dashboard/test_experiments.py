@@ -22,8 +22,9 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import compare, join_compare, shared, tuner
 from dashboard import jobs as background
+from streaming.app import tune as app_tune
 from streaming.engine.data.feeds import SAMPLE_FEEDS
-from streaming.engine.errors import Cancelled, ConfigError
+from streaming.engine.errors import Cancelled
 from streaming.engine.run.registry import QueryRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,18 +108,6 @@ def no_spark(monkeypatch):
 # --- pure parts ---------------------------------------------------------------------------
 
 
-def test_parse_delays_is_canonical_sorted_and_named() -> None:
-    assert tuner.parse_delays("10 minutes, 0s,, 30 seconds, 10m") == ["0 seconds", "30 seconds", "10 minutes"]
-    with pytest.raises(ConfigError) as err:
-        tuner.parse_delays("1 minute, abc")
-    assert err.value.field == "delays" and "'abc'" in str(err.value)
-    with pytest.raises(ConfigError, match="delays"):
-        tuner.parse_delays(" , ")
-    assert len(tuner.parse_delays(", ".join(f"{n} seconds" for n in range(50)))) == 50  # the model computes them all
-    with pytest.raises(ConfigError, match="at most 50"):
-        tuner.parse_delays(", ".join(f"{n} seconds" for n in range(51)))
-
-
 def test_tune_inputs_lists_every_bad_field() -> None:
     with pytest.raises(shared.InputErrors) as err:
         tuner.tune_inputs("../streaming", "1 minute", None, "abc", 1.5)
@@ -183,8 +172,9 @@ def test_a_job_cancelled_while_it_waits_never_starts_its_work() -> None:
 
 
 def _sweep_page(monkeypatch, jobs: list[AppTest], stand_in: Callable[..., object]) -> AppTest:
-    """The tuner page with ``tuner.tune`` replaced by ``stand_in``, its sweep of "1 minute, 0s" started."""
-    monkeypatch.setattr(tuner, "tune", stand_in)
+    """The tuner page with the sweep (:func:`streaming.analysis.tune.tune`, as the application layer calls it) replaced by ``stand_in``, its
+    sweep of "1 minute, 0s" started."""
+    monkeypatch.setattr(app_tune, "tune", stand_in)
     at = _page(TUNER)
     jobs.append(at)
     at.text_input(key="tune_delays").set_value("1 minute, 0s")
