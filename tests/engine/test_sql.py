@@ -397,6 +397,18 @@ def test_a_sql_querys_views_are_stepped_together_file_by_file(tmp_path) -> None:
     paced = ViewFeeders([FeedReplayer([], tmp_path / "paced", 1.0), left])
     assert not paced.stepped  # a paced view's files come on its own thread: not stepped
 
+    left, right = replayer("left_again", 3), replayer("right_again", 3)
+    views = ViewFeeders([left, right])
+    second = right.files[1].read_text()
+    assert views.stage_next() and (left.staged, right.staged) == (1, 1)
+    right.files[1].unlink()  # the right view's second file cannot be copied: that step fails half done
+    with pytest.raises(FileNotFoundError):
+        views.stage_next()
+    assert (left.staged, right.staged) == (2, 1)
+    right.files[1].write_text(second)
+    assert views.stage_next() and (left.staged, right.staged) == (2, 2)  # the press after completes the second step, it does not run ahead
+    assert views.stage_next() and (left.staged, right.staged) == (3, 3) and views.done.is_set()
+
 
 def test_a_struct_column_is_shown_as_its_fields_and_written_as_an_object() -> None:
     import datetime as dt

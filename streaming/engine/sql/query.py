@@ -257,14 +257,19 @@ class ViewFeeders:
         return any(stepper.first_at_start for stepper in self._steppers)
 
     def stage_next(self) -> bool:
-        """Hand over the next step of every view that has one; ``False`` when every view's steps were handed over already."""
-        wanted = self.staged + 1
-        moved = False
-        for stepper in self._steppers:
-            if stepper.staged < wanted and stepper.stage_next():
-                moved = True
+        """Hand over the next step of every view that has one; ``False`` when every view's steps were handed over already.
+
+        A step some views could not hand over (a file that failed to copy: the error reached the caller) is completed first, and that is
+        the step: file *i* of each view still goes with the others' file *i*, rather than one behind for the rest of the run.
+        """
+        moved = self._stage_up_to(self.staged) or self._stage_up_to(self.staged + 1)
         self._watch()
         return moved
+
+    def _stage_up_to(self, step: int) -> bool:
+        """Every view behind ``step`` (and with one more) hands over its next; ``True`` when one did."""
+        moved = [stepper.stage_next() for stepper in self._steppers if stepper.staged < step]
+        return any(moved)
 
     def start(self) -> None:
         for feeder in self.feeders:
