@@ -23,7 +23,7 @@ from streaming.app.tune import run_sweep, sweep_plan
 from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
 from streaming.engine.durations import format_duration, human_duration, parse_duration
-from streaming.engine.errors import ConfigError
+from streaming.engine.errors import ConfigError, attempt
 from streaming.engine.query.config import FeedSource
 from streaming.engine.run.registry import QueryRegistry
 from streaming.engine.sources.kafka import KafkaSource
@@ -100,12 +100,8 @@ def tune_inputs(
     With ``topic`` (the values of :func:`dashboard.kafka.kafka_widgets`) the sweep
     replays that topic instead, from its earliest offsets to its end when it starts.
     """
-    source: FeedSource | KafkaSource | None = None
     errors: list[ConfigError] = []
-    try:
-        source = kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching)
-    except ConfigError as err:
-        errors.append(err)
+    source: FeedSource | KafkaSource | None = attempt(errors, lambda: kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching))
     if source is not None and source.replays_offsets:
         feed = f"topic {source.label}"
     plan = sweep_plan(

@@ -51,7 +51,7 @@ import pandas as pd
 
 from ..engine.data.columns import ColumnMapping
 from ..engine.durations import format_duration, parse_duration
-from ..engine.errors import ConfigError, InputErrors
+from ..engine.errors import ConfigError, InputErrors, attempt
 from ..engine.output.progress import progress_frame
 from ..engine.query.config import OutputMode, QueryConfig
 from ..engine.run.runner import run_to_idle
@@ -197,24 +197,17 @@ def plan_tune(
     """The sweep of ``delays`` on ``source``: the shape checked the way each delay's query will be built, the delays made canonical and the
     target checked; :class:`~streaming.engine.errors.InputErrors` lists every bad field at once, each named with its value."""
     errors: list[ConfigError] = []
-
-    def attempt(check: Callable[[], Any]) -> Any:
-        try:
-            return check()
-        except ConfigError as err:
-            errors.append(err)
-            return None
-
-    parsed: list[str] | None = attempt(lambda: canonical_delays(delays))
-    goal: float | None = attempt(lambda: check_target(target))
-    query: QueryConfig | None = attempt(
+    parsed = attempt(errors, lambda: canonical_delays(delays))
+    goal = attempt(errors, lambda: check_target(target))
+    query = attempt(
+        errors,
         lambda: QueryConfig(
             source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode=tuning_output_mode(session_gap),  # type: ignore[arg-type]
             aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,  # type: ignore[arg-type]
-        )
+        ),
     )
     if query is not None and parsed is not None:
-        attempt(lambda: tune_configs(query, parsed))
+        attempt(errors, lambda: tune_configs(query, parsed))
     if errors or query is None or parsed is None or goal is None:
         raise InputErrors(errors)
     return TunePlan(query, parsed, goal)

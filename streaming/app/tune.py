@@ -15,14 +15,14 @@ CLI run may take as long as its user likes):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from streaming.analysis.model import covers
 from streaming.analysis.sql_tune import sweep_grid
 from streaming.analysis.tune import TunePlan, TuneResult, bound_topic, canonical_delays, check_target, plan_tune, tune
 from streaming.engine.durations import parse_duration
-from streaming.engine.errors import ConfigError, InputErrors
+from streaming.engine.errors import ConfigError, InputErrors, attempt
 
 if TYPE_CHECKING:
     from streaming.engine.run.registry import QueryRegistry
@@ -67,16 +67,8 @@ def sweep_plan(
     each delay is a query on Spark.
     """
     found = list(errors)
-
-    def attempt(check: Callable[[], Any]) -> Any:
-        try:
-            return check()
-        except ConfigError as err:
-            found.append(err)
-            return None
-
-    parsed: list[str] | None = attempt(lambda: parse_delays(delays, limit=max_delays))
-    goal: float | None = attempt(lambda: parse_target(target))
+    parsed = attempt(found, lambda: parse_delays(delays, limit=max_delays))
+    goal = attempt(found, lambda: parse_target(target))
     if source is None:
         raise InputErrors(found)
     try:  # delays or a target that did not parse are named already: the shape is checked with stand-ins

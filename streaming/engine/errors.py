@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-__all__ = ["Cancelled", "ConfigError", "InputErrors", "brief", "failure_details", "failure_words", "first_line"]
+__all__ = ["Cancelled", "ConfigError", "InputErrors", "attempt", "brief", "failure_details", "failure_words", "first_line"]
 
 _SERVER_PATH = re.compile(r"""(?<![\w/])(?:file:(?://)?)?(?:/[^\s/'"`,;()\[\]]+){2,}/?""")
 """An absolute path on the server (``/srv/data/...``, ``file:/tmp/...``): two or more segments; not a URL's path."""
@@ -32,6 +33,19 @@ class InputErrors(ValueError):
     def __init__(self, errors: Sequence[ConfigError]) -> None:
         self.errors = list(errors)
         super().__init__("; ".join(str(error) for error in self.errors))
+
+
+T = TypeVar("T")
+
+
+def attempt(errors: list[ConfigError], check: Callable[[], T]) -> T | None:
+    """``check()``, or ``None`` with the :class:`ConfigError` it raised added to ``errors``: a form's other fields are still checked, and
+    :class:`InputErrors` names every bad one at once."""
+    try:
+        return check()
+    except ConfigError as err:
+        errors.append(err)
+        return None
 
 
 class Cancelled(Exception):
