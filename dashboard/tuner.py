@@ -73,7 +73,7 @@ COMPLETENESS_TEXT = (
 
 @dataclass(frozen=True)
 class TuneInputs(TunePlan):
-    """A sweep's validated inputs (:func:`~streaming.analysis.tune.plan_tune`) and the label of the data swept: a sample feed, a dataset
+    """A sweep's validated inputs (:func:`~streaming.app.tune.sweep_plan`) and the label of the data swept: a sample feed, a dataset
     or a topic."""
 
     feed: str = ""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .engine.data.batching import Batching
 from .engine.data.datasets import FileFormat, detect_format
 from .engine.data.feeds import TIME_PATTERN
-from .engine.errors import ConfigError, InputErrors
+from .engine.errors import ConfigError, InputErrors, attempt
 from .engine.kafka.broker import BOOTSTRAP_VARIABLE
 from .engine.kafka.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, ValueFormat, check_bootstrap, parse_kafka_url
 from .engine.query.config import (
@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 """The first messages of a topic its value's columns are inferred from."""
 
 __all__ = ["detect_format", "main", "parser", "replay_source"]
+
+MAX_SQL_POINTS = 64
+"""Points of a SQL sweep at most, each a replay on Spark (the page takes 16: its user waits on it)."""
+
 
 
 def parser() -> argparse.ArgumentParser:
@@ -545,7 +549,7 @@ def _add_tune_parser(commands) -> None:
     tune.add_argument(
         "--which", type=int, default=None, metavar="N",
         help="with --sql: sweep the N-th WATERMARK clause (from 1, in the order written), the others as written; "
-        "without it a query with two clauses is swept over the grid of both",
+        f"without it a query with two clauses is swept over the grid of both (at most {MAX_SQL_POINTS} points, each a replay on Spark)",
     )
 
 
@@ -591,21 +595,25 @@ def _tune_main(args, given: SparkSession | None) -> int:
         print(f"error: PATH: {str(args.feed_dir)!r} is not a folder or a file", file=sys.stderr)
         return 2
 
-    def plan_of(source: Source) -> TunePlan:
+    def plan_of(source: Callable[[], Source]) -> TunePlan:
+        errors: list[ConfigError] = []
         return sweep_plan(
-            source, delays=args.delays, target=args.target, window=args.window or "1 minute", slide=args.slide, aggregation=args.agg,
-            deduplicate=args.dedup_by is not None, session_gap=args.session_gap,
+            attempt(errors, source), delays=args.delays, target=args.target, window=args.window or "1 minute", slide=args.slide, aggregation=args.agg,
+            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, errors=errors,
         )
 
     try:
         if topic:  # the delays, the target, the brokers and the topic within seconds, before Spark starts; the shape once a sample gave the columns
-            parse_delays(args.delays)
-            parse_target(args.target)
-            check_topic_args(args)
-        plan = None if topic else plan_of(_source(args))
+            errors: list[ConfigError] = []
+            attempt(errors, lambda: parse_delays(args.delays))
+            attempt(errors, lambda: parse_target(args.target))
+            attempt(errors, lambda: check_topic_args(args))
+            if errors:
+                raise InputErrors(errors)
+        plan = None if topic else plan_of(lambda: _source(args))
         with _registry(given) as (spark, registry):
             if plan is None:
-                plan = plan_of(_source(args, spark))
+                plan = plan_of(lambda: _source(args, spark))
             outcome = run_sweep(registry, plan, concurrent=args.concurrent, method="spark" if args.spark_all else "auto")
     except (ConfigError, InputErrors) as err:  # also a mapping that does not fit the types Spark reads from JSON or Parquet files
         print(f"error: {err}", file=sys.stderr)
@@ -647,10 +655,6 @@ def _sql_explain_main(args: argparse.Namespace, given: SparkSession | None) -> i
     return 0
 
 
-MAX_SQL_POINTS = 64
-"""Points of a SQL sweep at most, each a replay on Spark (the page takes 16: its user waits on it)."""
-
-
 def _sql_tune_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     """``tune --sql``: the query's WATERMARK delay(s) swept (:mod:`streaming.analysis.sql_tune`), each point replayed on Spark."""
     import pandas as pd
@@ -667,7 +671,7 @@ def _sql_tune_main(args: argparse.Namespace, given: SparkSession | None) -> int:
                 raise ConfigError("--" + flag.replace("_", "-"), True, "applies to the form's query: a SQL query's delays are each run on Spark, one after another")
 
     def work(spark, registry, query):
-        points = sql_points(watermark_clauses(spark, query.text), args.delays, args.which, max_points=MAX_SQL_POINTS)
+        points = sql_points(watermark_clauses(spark, query.text), args.delays, args.which, max_points=MAX_SQL_POINTS, one_clause="name one with --which")
         query.check(spark)
         return tune_sql(registry, query, points, target=parse_target(args.target))
 

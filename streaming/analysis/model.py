@@ -61,7 +61,7 @@ from .lateness import completeness
 from .measure import emission_frame
 from .windows import NS_PER_MS, window_pairs, window_span
 
-__all__ = ["SWEEP_COLUMNS", "Expansion", "Timeline", "covers", "delay_frames", "expand", "grid", "sweep"]
+__all__ = ["SWEEP_COLUMNS", "Expansion", "Timeline", "covers", "covers_shape", "delay_frames", "expand", "grid", "sweep"]
 
 NONE = np.iinfo(np.int64).min // 4
 """``M`` before any event: below every slack, so nothing is dropped against it."""
@@ -80,6 +80,12 @@ def covers(config: QueryConfig) -> str | None:
         return "the model needs a feed, a dataset or one topic replayed over fixed offsets"
     if source.replays_offsets and config.trigger != "available_now":
         return "the model needs one topic replayed over fixed offsets under the available-now trigger"
+    return covers_shape(config)
+
+
+def covers_shape(config: QueryConfig) -> str | None:
+    """:func:`covers` for the query's shape alone: ``None`` when the model answers exactly for it once its source is replayed over fixed
+    offsets (as a sweep bounds a topic when it starts), else why not."""
     if config.session_gap is not None:
         return "session windows end where their events end: Spark is run for every delay"
     if config.deduplicate:

@@ -398,6 +398,11 @@ def test_cli_tune_writes_the_json(cli, tmp_path):
         (["--delays", "1 minute", "--target", "1.5"], "target: 1.5"),
         (["--delays", "1 minute", "--target", "0"], "target: 0.0"),
         (["--delays", "1 minute", "--window", "ten"], "window: 'ten'"),
+        (["--delays", "1 minute", "--target", "most"], "target: 'most' is not a number"),
+        (["--delays", " , "], "delays: ' , ' must name at least one"),
+        (["--delays", "soon", "--target", "2", "--window", "ten"], "delays: 'soon' is not a duration"),  # every bad flag named at once
+        (["--delays", "soon", "--target", "2", "--window", "ten"], "target: 2.0"),
+        (["--delays", "soon", "--target", "2", "--window", "ten"], "window: 'ten'"),
     ],
 )
 def test_cli_tune_bad_input_exits_2(argv, message, capsys):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from streaming.app.tune import parse_delays, parse_target, sql_points, sweep_plan
+from streaming.engine.data.columns import ColumnMapping
+from streaming.engine.data.feeds import SAMPLE_FEEDS
 from streaming.engine.errors import ConfigError, InputErrors
 from streaming.engine.query.config import FeedSource
+from streaming.engine.sources.kafka import KafkaSource
 from streaming.engine.sql.rewrite import WatermarkClause
-from tests.support import SAMPLE_FEEDS
 
 
 def test_parse_delays_is_canonical_sorted_and_named() -> None:
@@ -16,8 +18,9 @@ def test_parse_delays_is_canonical_sorted_and_named() -> None:
     with pytest.raises(ConfigError) as err:
         parse_delays("1 minute, abc")
     assert err.value.field == "delays" and "'abc'" in str(err.value)
-    with pytest.raises(ConfigError, match="delays"):
+    with pytest.raises(ConfigError) as err:
         parse_delays(" , ")
+    assert err.value.field == "delays" and str(err.value).startswith("delays: ' , ' must name")
     fifty = ", ".join(f"{n} seconds" for n in range(50))
     assert len(parse_delays(fifty, limit=50)) == 50
     with pytest.raises(ConfigError, match="at most 50"):
@@ -40,6 +43,9 @@ def test_a_sweep_plan_names_every_bad_field_at_once_after_the_front_ends_own() -
         sweep_plan(None, delays="abc", target="2", errors=[ConfigError("data", "../x", "is not a sample feed")])
     assert [error.field for error in err.value.errors] == ["data", "delays", "target"]
     with pytest.raises(InputErrors) as err:
+        sweep_plan(None, delays="1m", target=0.9)
+    assert [str(error) for error in err.value.errors] == ["source: None is not chosen"]
+    with pytest.raises(InputErrors) as err:
         sweep_plan(source, delays="soon", target="x", window="ten")
     assert [error.field for error in err.value.errors] == ["delays", "target", "window"]
     plan = sweep_plan(source, delays="10m, 0", target="0.85", window="10 minutes", slide="5 minutes")
@@ -50,6 +56,8 @@ def test_a_sweep_plan_names_every_bad_field_at_once_after_the_front_ends_own() -
         sweep_plan(source, delays=nine, target=0.9, session_gap="20 seconds", max_spark_delays=8)
     [error] = err.value.errors
     assert error.field == "delays" and "at most 8 here" in str(error)
+    topic = KafkaSource("127.0.0.1:9092", "clicks", (("event_time", "string"), ("key", "string")), columns=ColumnMapping(event_time="event_time", key="key"))
+    assert len(sweep_plan(topic, delays=nine, target=0.9, max_spark_delays=8).delays) == 9  # the model covers a topic once the sweep bounds it
 
 
 def test_a_sql_sweeps_points_are_one_clauses_delays_or_the_grid_of_every_clause() -> None:
@@ -63,6 +71,9 @@ def test_a_sql_sweeps_points_are_one_clauses_delays_or_the_grid_of_every_clause(
         sql_points(two, five, None, max_points=16)
     assert err.value.field == "delays" and "make 25 points" in str(err.value) and "sweep one clause" in str(err.value)
     assert len(sql_points(two, five, 1, max_points=16)) == 5
+    many = ", ".join(f"{n} seconds" for n in range(100))
+    with pytest.raises(ConfigError, match=r"make 100000000 points.*name one with --which"):  # counted, not built
+        sql_points(two * 2, many, None, max_points=64, one_clause="name one with --which")
     for bad in ("soon", " , "):
         with pytest.raises(ConfigError) as err:
             sql_points(one, bad, None, max_points=16)

@@ -260,7 +260,8 @@ class ViewFeeders:
         """Hand over the next step of every view that has one; ``False`` when every view's steps were handed over already.
 
         A step some views could not hand over (a file that failed to copy: the error reached the caller) is completed first, and that is
-        the step: file *i* of each view still goes with the others' file *i*, rather than one behind for the rest of the run.
+        the step: file *i* of each view still goes with the others' file *i*, rather than one behind for the rest of the run. :attr:`staged`
+        does not move then, so a caller counting its calls counts that step twice.
         """
         moved = self._stage_up_to(self.staged) or self._stage_up_to(self.staged + 1)
         self._watch()
