@@ -45,6 +45,7 @@ from .engine.builders import (
     GENERATOR_BUILDERS,
     QUERY_BUILDERS,
     RECORD_BUILDERS,
+    SINK_BUILDERS,
     TOPIC_VIEW_BUILDERS,
     VIEW_BUILDERS,
     column_kind,
@@ -152,7 +153,7 @@ def _imports(config: QueryConfig) -> str:
     feed = config.source.as_feed
     if feed is not None:
         modules = ["csv", "json", "os", "pathlib", "shutil", "tempfile", "time"]
-        extra = ["from datetime import datetime, timedelta", "from pathlib import Path", ""]
+        extra = ["from datetime import datetime, timedelta", "from pathlib import Path", "from typing import Any", ""]
         types = ["from pyspark.sql.types import StringType, StructField, StructType"]
     else:
         modules = ["os", "time"] if config.source.kind == "rate-micro-batch" else ["os", *(["tempfile"] if config.trigger == "real_time" else [])]
@@ -736,63 +737,35 @@ def _trigger_lines(config: QueryConfig, indent: str = "    ") -> list[str]:
 # --------------------------------------------------------------------------- sinks
 
 def _feed_sink(config: QueryConfig) -> str:
-    if config.aggregation == "none":
-        fold = [
-            "table = []  # (event_time_us, key) rows, in arrival order",
-            "last_batch_id = -1",
-            "",
-            "",
-            "def fold_windows(rows):",
-            "    table.extend((int(event_time), str(key)) for event_time, key in rows)",
-            "",
-            "",
-            "def fold(batch, batch_id):",
-            '    """foreachBatch: append the batch\'s rows (a batch re-run after a restart is skipped)."""',
-            "    global last_batch_id",
-            "    if batch_id <= last_batch_id:",
-            "        return",
-            "    last_batch_id = batch_id",
-            "    fold_windows(batch.collect())",
-        ]
-    else:
-        body = {
-            "update": [
-                "    if batch_id <= last_batch_id:  # a batch re-run after a restart: already folded",
-                "        return",
-            ],
-            "append": [
-                "    if batch_id <= last_batch_id:  # a batch re-run after a restart: already folded",
-                "        return",
-            ],
-            "complete": [
-                "    # complete: the batch is the whole result table",
-                "    table.clear()",
-            ],
-        }[config.output_mode]
-        comment = {
-            "update": ["    # update: a row replaces the previous value of its window and key"],
-            "append": ["    # append: rows are final; each window and key arrives once"],
-            "complete": [],
-        }[config.output_mode]
-        store = "int(count)" if config.aggregation == "count" else "None if count is None else float(count)"
-        fold = [
-            f"table = {{}}  # (window_start_us, window_end_us, key) -> {config.aggregation}",
-            "last_batch_id = -1",
-            "",
-            "",
-            "def fold_windows(rows):",
-            *comment,
-            "    for start, end, key, count in rows:",
-            f"        table[(int(start), int(end), str(key))] = {store}",
-            "",
-            "",
-            "def fold(batch, batch_id):",
-            '    """foreachBatch: fold one micro-batch\'s output into `table`, as the output mode defines."""',
-            "    global last_batch_id",
-            *body,
-            "    last_batch_id = max(last_batch_id, batch_id)",
-            "    fold_windows(batch.collect())",
-        ]
+    windowed = config.aggregation != "none"
+    comment = {
+        "update": "# update: a row replaces the row of its window and key",
+        "append": "# append: rows are final; each window and key arrives once" if windowed else "# append: each row is added",
+        "complete": "# complete: the batch is the whole result table",
+    }[config.output_mode]
+    rerun = (
+        ["    # complete: a batch re-run after a restart replaces the table again"]
+        if config.output_mode == "complete"
+        else ["    if batch_id <= last_batch_id:  # a batch re-run after a restart: already folded", "        return"]
+    )
+    fold = [
+        *_builder_code(SINK_BUILDERS),
+        "table = {}  # the result table: each row under its grouping, the newest change last",
+        "last_batch_id = -1",
+        "",
+        "",
+        "def window_of(row):",
+        '    """The grouping a row replaces in update mode: its window and key."""',
+        "    return (row[0], row[1], row[2])",
+        "",
+        "",
+        "def fold(batch, batch_id):",
+        f'    """foreachBatch: fold one micro-batch\'s output into `table`. {comment[2:]}."""',
+        "    global last_batch_id",
+        *rerun,
+        "    last_batch_id = max(last_batch_id, batch_id)",
+        f"    fold_rows(table, batch.collect(), OUTPUT_MODE, {'window_of' if windowed else 'None'})",
+    ]
     writer = [
         "",
         "",
@@ -866,7 +839,7 @@ def _feed_run(config: QueryConfig) -> str:
         ]
     lines += [
         "if CONNECT:  # the memory sink's rows, in batch order (in complete mode, the last batch's)",
-        "    fold_windows(spark.table('streaming_lab_export').collect())",
+        f"    fold_rows(table, spark.table('streaming_lab_export').collect(), OUTPUT_MODE, {'window_of' if config.aggregation != 'none' else 'None'})",
         "",
         "",
         "def stamp(micros):",
@@ -879,16 +852,17 @@ def _feed_run(config: QueryConfig) -> str:
     ]
     if config.aggregation == "none":
         lines += [
-            "records = [{'event_time': stamp(t), 'key': k} for t, k in sorted(table)]",
+            "records = [{'event_time': stamp(t), 'key': k} for t, k in sorted((int(t), str(k)) for t, k in table.values())]",
             "for record in records:",
             "    print(f\"{record['event_time']}  {record['key']}\")",
         ]
     else:
         measure = measure_column(config.aggregation)
+        value = "int(value)" if config.aggregation == "count" else "None if value is None else float(value)"
         lines += [
             "records = [",
-            f"    {{'window_start': stamp(start), 'window_end': stamp(end), 'key': key, {_lit(measure)}: count}}",
-            "    for (start, end, key), count in sorted(table.items())",
+            f"    {{'window_start': stamp(start), 'window_end': stamp(end), 'key': key, {_lit(measure)}: {value}}}",
+            "    for start, end, key, value in sorted(((int(start), int(end), str(key), value) for start, end, key, value in table.values()), key=window_of)",
             "]",
             "for record in records:",
             f"    print(f\"{{record['window_start']}} - {{record['window_end']}}  {{record['key']:<20}} {{record[{_lit(measure)}]!s:>8}}\")",

@@ -310,6 +310,18 @@ def test_exported_feed_program_prints_the_replay_result(spark, registry, write_f
         assert "600 input rows, 3 malformed rows left out" in stdout
 
 
+@pytest.mark.parametrize("case", [dict(output_mode="complete", watermark=None), dict(aggregation="none", output_mode="append")], ids=["complete", "rows"])
+def test_exported_feed_program_folds_a_complete_table_and_passed_through_rows_as_the_lab_does(spark, registry, write_feed, tmp_path, case):
+    """The program's fold is the engine's builder (:func:`~streaming.engine.builders.fold_rows`): the whole table each batch in complete
+    mode, every row added when nothing is aggregated; its table is the lab's."""
+    from streaming.engine.run.runner import run_to_idle
+
+    config = QueryConfig(source=FeedSource(write_feed(GUIDE_BATCHES), seconds_per_file=0), window="10 minutes", **case)
+    exported, expected, _ = _export_beside(config, tmp_path, lambda: run_to_idle(registry, config).result_records(), spark)
+    assert exported == expected
+    assert len(expected) == (10 if config.aggregation == "none" else 8)  # every row; every (window, key) of the guide's feed, late ones too
+
+
 @pytest.mark.timeout(1200)
 def test_exported_dataset_program_reads_json_lines_with_epoch_milliseconds(spark, registry, tmp_path):
     """A user's dataset (JSON lines, epoch-ms under another name, no key column): the program ends with the runner's table."""
@@ -422,8 +434,10 @@ def test_programs_define_the_engines_builders_by_their_own_text_and_spell_out_no
     feed = write_feed(GUIDE_BATCHES)
     topic = KafkaSource("127.0.0.1:9092", "clicks", (("event_time", "string"), ("key", "string")), columns=ColumnMapping(event_time="event_time", key="key"))
     columns, records = builders.COLUMN_BUILDERS, builders.RECORD_BUILDERS
-    needs = {"feed": (*columns, *builders.FILE_BUILDERS), "socket": columns, "kafka": (*columns, *records), "generator": builders.GENERATOR_BUILDERS, "rate": (builders.key_column,),
-             "rate-micro-batch": (builders.key_column,)}
+    needs = {
+        "feed": (*columns, *builders.FILE_BUILDERS, *builders.SINK_BUILDERS), "socket": columns, "kafka": (*columns, *records), "generator": builders.GENERATOR_BUILDERS,
+        "rate": (builders.key_column,), "rate-micro-batch": (builders.key_column,),
+    }
     programs = [
         (f"{source.kind} {index}", pyspark_code(QueryConfig(source)), (*needs[source.kind], *builders.QUERY_BUILDERS))
         for index, source in enumerate([*_sources(feed), topic])

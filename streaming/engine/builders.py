@@ -38,6 +38,7 @@ __all__ = [
     "KAFKA_TIMESTAMP",
     "QUERY_BUILDERS",
     "RECORD_BUILDERS",
+    "SINK_BUILDERS",
     "TOPIC_VIEW_BUILDERS",
     "VIEW_BUILDERS",
     "arrival_pauses",
@@ -485,10 +486,12 @@ VIEW_BUILDERS = (stage_file, read_files, file_stream, view_batch, view_select, c
 written as JSON."""
 TOPIC_VIEW_BUILDERS = (records_before, decode_records, topic_view)
 """A user's SQL over a topic: its range of records, decoded, as the view shows them."""
+SINK_BUILDERS = (fold_rows,)
+"""A micro-batch's output folded into the result table as the output mode defines it: the form's programs and a user's SQL alike."""
 BATCH_BUILDERS = (read_rows, write_rows, interval_slots, row_arrivals, arrival_pauses, cut_files)
 """A dataset cut into micro-batches by rows or by arrival time (with :data:`COLUMN_BUILDERS` and :data:`FILE_BUILDERS`), and the pauses
 between its batches when paced by arrival."""
-BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *FILE_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS, *VIEW_BUILDERS, *TOPIC_VIEW_BUILDERS, *BATCH_BUILDERS)))
+BUILDERS = tuple(dict.fromkeys((*COLUMN_BUILDERS, *FILE_BUILDERS, *RECORD_BUILDERS, *GENERATOR_BUILDERS, *AD_BUILDERS, *QUERY_BUILDERS, *VIEW_BUILDERS, *TOPIC_VIEW_BUILDERS, *BATCH_BUILDERS, *SINK_BUILDERS)))
 CONSTANTS: dict[object, tuple[str, ...]] = {
     parse_time: ("EPOCH_SECONDS_LIMIT",), counted_input: ("INPUT_METRICS",), read_files: ("CORRUPT",), decode_records: ("KAFKA_TIMESTAMP", "KAFKA_KEY", "CORRUPT"), impression_columns: ("CAMPAIGNS",),
 }
