@@ -132,15 +132,16 @@ class RunSnapshot:
         )
 
     def numbers(self) -> list[Metric]:
-        """The status row: status, batches, watermark, malformed and dropped rows, result rows (and duplicates dropped, for a query that drops them)."""
+        """The status row: status, batches, watermark, malformed and dropped rows, result rows (and duplicates dropped, for a query that drops
+        them), all from this refresh's reads, so the numbers agree with the charts drawn beside them."""
         watermark, total = self.watermark, partial(progress_total, self.progress)
         shown = [
             self.status_metric(),
-            Metric("Batches", len(self.run.log)),
+            Metric("Batches", len(self.progress)),
             Metric("Watermark", self.watermark_text, None if watermark is None else f"{watermark} UTC"),
             Metric("Malformed rows", total("malformed_rows")),
             Metric("Dropped (all operators)" if self.sql else "Dropped (groups)", total("rows_dropped_by_watermark")),
-            Metric("Result rows", len(self.run.table)),
+            Metric("Result rows", len(self.table)),
         ]
         if not self.sql and self.run.config.deduplicate:
             shown.append(Metric(
