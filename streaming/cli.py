@@ -47,13 +47,10 @@ if TYPE_CHECKING:
     from .analysis.tune import TunePlan
     from .engine.run.registry import QueryRegistry
 
-"""The first messages of a topic its value's columns are inferred from."""
-
 __all__ = ["detect_format", "main", "parser", "replay_source"]
 
 MAX_SQL_POINTS = 64
 """Points of a SQL sweep at most, each a replay on Spark (the page takes 16: its user waits on it)."""
-
 
 
 def parser() -> argparse.ArgumentParser:

@@ -736,6 +736,11 @@ def _trigger_lines(config: QueryConfig, indent: str = "    ") -> list[str]:
 
 # --------------------------------------------------------------------------- sinks
 
+def _grouping(config: QueryConfig) -> str:
+    """What the program's fold replaces a row by in update mode (``fold_rows``' ``key_of``): a window and key, or nothing for passed-through rows."""
+    return "None" if config.aggregation == "none" else "window_of"
+
+
 def _feed_sink(config: QueryConfig) -> str:
     windowed = config.aggregation != "none"
     comment = {
@@ -754,17 +759,22 @@ def _feed_sink(config: QueryConfig) -> str:
         "last_batch_id = -1",
         "",
         "",
-        "def window_of(row):",
-        '    """The grouping a row replaces in update mode: its window and key."""',
-        "    return (row[0], row[1], row[2])",
-        "",
-        "",
+        *(
+            [
+                "def window_of(row):",
+                '    """The grouping a row replaces in update mode: its window and key."""',
+                "    return (row[0], row[1], row[2])",
+                "",
+                "",
+            ]
+            if windowed else []
+        ),
         "def fold(batch, batch_id):",
         f'    """foreachBatch: fold one micro-batch\'s output into `table`. {comment[2:]}."""',
         "    global last_batch_id",
         *rerun,
         "    last_batch_id = max(last_batch_id, batch_id)",
-        f"    fold_rows(table, batch.collect(), OUTPUT_MODE, {'window_of' if windowed else 'None'})",
+        f"    fold_rows(table, batch.collect(), OUTPUT_MODE, {_grouping(config)})",
     ]
     writer = [
         "",
@@ -839,7 +849,7 @@ def _feed_run(config: QueryConfig) -> str:
         ]
     lines += [
         "if CONNECT:  # the memory sink's rows, in batch order (in complete mode, the last batch's)",
-        f"    fold_rows(table, spark.table('streaming_lab_export').collect(), OUTPUT_MODE, {'window_of' if config.aggregation != 'none' else 'None'})",
+        f"    fold_rows(table, spark.table('streaming_lab_export').collect(), OUTPUT_MODE, {_grouping(config)})",
         "",
         "",
         "def stamp(micros):",
