@@ -70,6 +70,7 @@ from .shared import (
     KEPT,
     LIVE_PAGE,
     REFRESH_SECONDS,
+    arrival_widget,
     failure_banner,
     feed_select,
     feed_source,
@@ -277,6 +278,7 @@ def form_values(config: QueryConfig, replayed: Mapping[tuple[str, str], DataChoi
         "lab_use_watermark": config.watermark is not None,
         **({"lab_watermark": config.watermark} if config.watermark is not None else {}),
         "lab_output_mode": config.output_mode,
+        "lab_arrival": config.arrival,
     }
 
 
@@ -381,6 +383,7 @@ def query_widgets(
     changelog = state_store == "rocksdb" and st.checkbox(
         "Changelog checkpointing", key="lab_changelog", **KEPT, help="RocksDB commits each batch's changes instead of a snapshot of its files",
     )
+    arrival = arrival_widget("lab")
     return {
         "window": window,
         "slide": slide,
@@ -393,6 +396,7 @@ def query_widgets(
         "session_gap": session_gap,
         "state_store": state_store,
         "changelog_checkpointing": changelog,
+        "arrival": arrival,
     }
 
 
@@ -780,6 +784,7 @@ def live_view(run: Run) -> None:
         sql_view(snap)
         return
     metrics_row(snap.numbers())
+    st.caption(snap.arrival_text)
     _stall_warning(snap.stall)
     if snap.failure is not None:
         failure_banner(f"Query {run.name}", *snap.failure)

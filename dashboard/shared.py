@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
+from streaming.engine.arrival import ARRIVAL_RULES, rule_words
 from streaming.engine.data.datasets import data_root
 from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.durations import human_duration
@@ -388,6 +389,17 @@ def watermark_widget(prefix: str, delay: str | None = "30 seconds") -> str | Non
     """A watermark checkbox and its delay: the delay, or ``None`` for no watermark."""
     use = st.checkbox("Watermark", value=delay is not None, key=f"{prefix}_use_watermark", **KEPT, help="How late an event may be, behind the latest event time seen")
     return st.text_input("Watermark delay", value=delay or "30 seconds", key=f"{prefix}_watermark", **KEPT) if use else None
+
+
+def arrival_widget(prefix: str) -> str:
+    """The arrival rule a replay of files follows (:mod:`streaming.engine.arrival`), key ``<prefix>_arrival``: what decides whether Spark runs a
+    no-data batch between two batches of data, so that every page gives one answer for the same data and query."""
+    return str(st.radio(
+        "Arrival rule", list(ARRIVAL_RULES), key=f"{prefix}_arrival", horizontal=True, **KEPT,
+        help=f"quiet: {rule_words('quiet')}. busy: {rule_words('busy')}. A replay follows it whatever the load (the pace may slow, the answer "
+        "does not change); a live stream (generator, rate, socket, a topic as it arrives) follows none. Quiet drops at least as much as busy: "
+        "a delay tuned under it holds for both.",
+    ))
 
 
 def asked_twice(pending: str, name: str, key: str, question: str, help_text: str) -> bool:

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import streamlit as st
 
+from streaming.engine.durations import format_duration
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.query.config import OUTPUT_MODES, QueryConfig
 from streaming.engine.run.registry import DuplicateQueryError, QueryRegistry
@@ -66,13 +66,15 @@ def _open_as_sql(config: QueryConfig) -> None:
 
 
 def _checker(views: tuple[SqlView, ...]) -> SqlChecker:
-    """This browser session's checker for ``views``, made again when they change: its views live in a session no other browser session sees."""
+    """This browser session's checker for ``views``, made again when they change or when a new Spark session replaced the one it was made
+    on: its views live in a session no other browser session sees."""
     kept = st.session_state.get(CHECKER_KEY)
-    if kept is not None and kept.views == views:
+    spark = shared.session_starter().wait(60)
+    if kept is not None and kept.views == views and kept.spark is spark:  # a checker of a session that died with its JVM checks nothing
         return kept
     if kept is not None:
         kept.close()
-    checker = SqlChecker(shared.session_starter().wait(60), views)
+    checker = SqlChecker(spark, views)
     st.session_state[CHECKER_KEY] = checker
     return checker
 
@@ -93,8 +95,9 @@ def sql_editor(source: Source, ready: bool, prefix: str) -> tuple[SqlQuery | Non
     )
     sql_box(text_key)
     output_mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index("update"), key=f"{prefix}_sql_output_mode")
+    arrival = shared.arrival_widget(prefix)
     try:
-        query = SqlQuery(text, (SqlView(view, source),), output_mode=output_mode)  # type: ignore[arg-type]
+        query = SqlQuery(text, (SqlView(view, source),), output_mode=output_mode, arrival=arrival)  # type: ignore[arg-type]
     except ConfigError as err:
         st.error(f"Cannot run this query: {err}")
         return None, None
@@ -103,7 +106,7 @@ def sql_editor(source: Source, ready: bool, prefix: str) -> tuple[SqlQuery | Non
         try:
             checker = _checker(query.views)
             _views_panel(checker.columns)
-            verdict = _verdict(checker, text, VERDICT_KEY if prefix == "lab" else f"{prefix}_sql_verdict")
+            verdict = _verdict(checker, text, VERDICT_KEY if prefix == "lab" else f"{prefix}_sql_verdict", output_mode)
             st.success(_verdict_words(verdict))
         except SqlError as err:
             show_error(text, err)
@@ -127,15 +130,16 @@ def checked(views: tuple[SqlView, ...], text: str, key: str) -> PlanFacts:
     return _verdict(_checker(views), text, key)
 
 
-def _verdict(checker: SqlChecker, text: str, key: str = VERDICT_KEY) -> PlanFacts:
-    """The checker's verdict on ``text``, checked once per text and views: a rerun for another widget does not check it again (a check is
-    hundreds of py4j round trips). A refusal is kept, and raised again, likewise."""
+def _verdict(checker: SqlChecker, text: str, key: str = VERDICT_KEY, output_mode: str | None = None) -> PlanFacts:
+    """The checker's verdict on ``text`` (with ``output_mode``, Spark's streaming checks for that mode too), checked once per text, mode and
+    views: a rerun for another widget does not check it again (a check is hundreds of py4j round trips). A refusal is kept, and raised again,
+    likewise."""
     kept = st.session_state.get(key)
-    if kept is None or kept[0] is not checker or kept[1] != text:
+    if kept is None or kept[0] is not checker or kept[1] != (text, output_mode):
         try:
-            kept = (checker, text, checker.check(text))
+            kept = (checker, (text, output_mode), checker.check(text, output_mode))
         except SqlError as err:
-            kept = (checker, text, err)
+            kept = (checker, (text, output_mode), err)
         st.session_state[key] = kept
     if isinstance(kept[2], SqlError):
         raise kept[2]
@@ -157,7 +161,7 @@ def _views_panel(columns: Mapping[str, list[tuple[str, str]]]) -> None:
 
 
 def _verdict_words(facts: Any) -> str:
-    marks = ", ".join(f"{mark.column} (delay {pd.Timedelta(milliseconds=mark.delay_ms)})" for mark in facts.watermarks) or "none"
+    marks = ", ".join(f"{mark.column} (delay {format_duration(mark.delay_ms)})" for mark in facts.watermarks) or "none"
     stateful = ", ".join(facts.stateful) or "none"
     return f"Ready to run. Watermark on: {marks}. Stateful: {stateful}. Columns: {', '.join(facts.columns)}."
 
@@ -197,11 +201,12 @@ def sql_view(snap: RunSnapshot) -> None:
     """A SQL run as it stands: status, the result table as its output mode keeps it, each stateful operator, the watermark, the progress charts."""
     run = snap.run
     metrics_row(snap.numbers())
+    st.caption(snap.arrival_text)
     if snap.failure is not None:
         failure_banner(f"Query {run.name}", *snap.failure)
     facts = run.table.facts
     if facts is not None:
-        marks = ", ".join(f"`{mark.column}` (delay {pd.Timedelta(milliseconds=mark.delay_ms)})" for mark in facts.watermarks)
+        marks = ", ".join(f"`{mark.column}` (delay {format_duration(mark.delay_ms)})" for mark in facts.watermarks)
         st.caption(
             f"{run.config.output_mode.capitalize()} mode" + (f", rows upserted by {', '.join(facts.grouping)}" if facts.grouping and run.config.output_mode == "update" else "")
             + (f". The global watermark comes from {marks}." if marks else ". No WATERMARK clause: nothing is dropped, and state only grows.")

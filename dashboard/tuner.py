@@ -22,6 +22,7 @@ from streaming.analysis.tune import (
 from streaming.app.tune import run_sweep, sweep_plan
 from streaming.charts import lateness as lateness_charts
 from streaming.charts import tuner as tuner_charts
+from streaming.engine.arrival import DEFAULT_ARRIVAL, rule_words
 from streaming.engine.durations import format_duration, human_duration, parse_duration
 from streaming.engine.errors import ConfigError, attempt
 from streaming.engine.query.config import FeedSource
@@ -33,7 +34,7 @@ from .data import choice_of, data_select, data_source, data_widgets, events_of, 
 from .jobs import Job, job_controls, start_job
 from .kafka import kafka_source, topic_shape
 from .live import open_in_live
-from .shared import KEPT, get_registry, percent, readable_seconds, show_code, windows_widgets
+from .shared import KEPT, arrival_widget, get_registry, percent, readable_seconds, show_code, windows_widgets
 
 __all__ = [
     "COMPLETENESS_TEXT",
@@ -91,14 +92,15 @@ class TuneInputs(TunePlan):
 def tune_inputs(
     feed: str | None, window: str, slide: str | None, delays: str, target: object,
     batching: Mapping[str, Any] | None = None, aggregation: str = "count", deduplicate: bool = False, session_gap: str | None = None,
-    topic: Mapping[str, Any] | None = None,
+    topic: Mapping[str, Any] | None = None, arrival: str = DEFAULT_ARRIVAL,
 ) -> TuneInputs:
     """The sweep's validated inputs; :class:`InputErrors` lists every bad field, named with its value.
 
     ``feed`` is a label of :func:`dashboard.data.data_choices`; ``batching``,
     ``aggregation`` and ``deduplicate`` are a dataset's (:func:`dashboard.data.data_widgets`).
     With ``topic`` (the values of :func:`dashboard.kafka.kafka_widgets`) the sweep
-    replays that topic instead, from its earliest offsets to its end when it starts.
+    replays that topic instead, from its earliest offsets to its end when it starts. ``arrival`` is the arrival rule the sweep and its
+    recommendation assume (a topic's range is replayed busy).
     """
     errors: list[ConfigError] = []
     source: FeedSource | KafkaSource | None = attempt(errors, lambda: kafka_source(topic) if topic is not None else data_source(choice_of(feed), batching))
@@ -106,7 +108,7 @@ def tune_inputs(
         feed = f"topic {source.label}"
     plan = sweep_plan(
         source, delays=delays, target=target, window=window, slide=slide, aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,
-        errors=errors, max_delays=MAX_DELAYS, max_spark_delays=MAX_SPARK_DELAYS,
+        errors=errors, max_delays=MAX_DELAYS, max_spark_delays=MAX_SPARK_DELAYS, arrival=arrival,
     )
     return TuneInputs(plan.query, plan.delays, plan.target, str(feed))
 
@@ -202,12 +204,15 @@ def tune_widgets() -> dict[str, Any]:
     with columns[3]:
         target = st.number_input("Completeness target", value=DEFAULT_TARGET, step=0.01, format="%.3f", key="tune_target", **KEPT,
                                  help="Greater than 0 and at most 1: the smallest delay reaching it is recommended")
-    return {"feed": feed, "window": window, "slide": slide, "session_gap": session_gap, "delays": delays, "target": target, **shape}
+    arrival = arrival_widget("tune")
+    return {"feed": feed, "window": window, "slide": slide, "session_gap": session_gap, "delays": delays, "target": target, **shape, "arrival": arrival}
 
 
 TUNE_COLUMNS: Mapping[str, Any] = {
     "delay": st.column_config.TextColumn("delay"),
     "completeness": st.column_config.NumberColumn("completeness", format="percent"),
+    "completeness_quiet": st.column_config.NumberColumn("quiet", format="percent", help="The model's completeness under the quiet arrival rule: a no-data batch between arrivals"),
+    "completeness_busy": st.column_config.NumberColumn("busy", format="percent", help="The model's completeness under the busy arrival rule: batches back to back"),
     "counted": st.column_config.NumberColumn("counted", help="Sum of the counts in the final result table"),
     "exact": st.column_config.NumberColumn("exact", help="Sum of the counts of the exact answer"),
     "rows_dropped_by_watermark": st.column_config.NumberColumn("dropped (Spark)", help="numRowsDroppedByWatermark, summed: partially aggregated groups, not events"),
@@ -360,7 +365,7 @@ def _grid_section(result: TuneResult, inputs: TuneInputs) -> None:
         show_code(config, key="tune_grid_code")
 
 
-MODEL_COLUMNS = ("delay", "completeness", "counted", "exact", "lost_pairs", "peak_state_rows", "mean_state_rows", "output_delay_seconds",
+MODEL_COLUMNS = ("delay", "completeness", "completeness_quiet", "completeness_busy", "counted", "exact", "lost_pairs", "peak_state_rows", "mean_state_rows", "output_delay_seconds",
                  "windows_never_emitted", "recommended")
 """The columns of the model's answer shown while Spark confirms it (state memory needs Spark's bytes per row)."""
 
@@ -373,11 +378,17 @@ def model_answer(result: TuneResult) -> None:
 
 def _recommendation(result: TuneResult, note: str = "") -> None:
     (st.success if result.recommended is not None else st.warning)(recommendation_text(result) + note)
+    st.caption(
+        f"Under the {result.arrival} arrival rule: {rule_words(result.arrival)}."
+        + (" The quiet and busy columns give the model's completeness under each rule: they bound what a real stream sees." if result.by_rule else "")
+    )
 
 
 def _delays_frame(result: TuneResult, columns: Iterable[str]) -> pd.DataFrame:
     """One row per delay of ``result``, the ``columns`` it has, the output delay in its unit."""
     shown = readable_seconds(tuner_charts.tune_frame(result), ["output_delay_seconds"])
+    for rule, values in (result.by_rule or {}).items():  # the two rules bound what a real stream sees
+        shown[f"completeness_{rule}"] = values
     return shown[[name for name in columns if name in shown.columns]]
 
 

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from .engine.arrival import ARRIVAL_RULES, DEFAULT_ARRIVAL, replay_trigger, rule_words
 from .engine.data.batching import Batching
 from .engine.data.datasets import FileFormat, detect_format
 from .engine.data.feeds import TIME_PATTERN
@@ -157,6 +158,11 @@ def _add_data_arguments(command: argparse.ArgumentParser, *, passthrough: bool =
     command.add_argument("--dedup-by", default=None, help="drop rows whose value in this id column was seen within the watermark (needs a watermark)")
     command.add_argument("--max-offsets-per-trigger", type=int, default=None, metavar="N", help="a topic: at most N records per micro-batch (Spark's maxOffsetsPerTrigger)")
     command.add_argument("--csv-columns", default=None, help="a topic of CSV values: the names of their fields, comma-separated (default: _c0, _c1, ...)")
+    command.add_argument(
+        "--arrival", default=DEFAULT_ARRIVAL, choices=ARRIVAL_RULES,
+        help=f"when each micro-batch's data reaches Spark (default: {DEFAULT_ARRIVAL}): quiet, {rule_words('quiet')}; busy, {rule_words('busy')}. "
+        "A topic's range is read busy",
+    )
 
 
 def _source(args: argparse.Namespace, spark: SparkSession | None = None) -> Source:
@@ -320,16 +326,18 @@ def _replay_config(args: argparse.Namespace, source: Source) -> QueryConfig:
         session_gap=args.session_gap,
         state_store=args.state_store,
         changelog_checkpointing=args.changelog_checkpointing,
+        arrival=args.arrival,
         **_trigger_settings(args, source),
     )
 
 
 def _trigger_settings(args: argparse.Namespace, source: Source) -> dict[str, Any]:
-    """A topic is read under the available-now trigger, or with ``--trigger realtime`` in real-time mode; files under the default trigger."""
+    """The trigger the arrival rule replays under (:func:`~streaming.engine.arrival.replay_trigger`: a topic's range under available-now), or
+    with ``--trigger realtime`` real-time mode."""
     trigger, interval = getattr(args, "trigger", ("default", None))
     if trigger == "real_time":
         return {"trigger": trigger, "trigger_interval": interval}
-    return {"trigger": source.replay_trigger, "trigger_interval": None}
+    return {"trigger": replay_trigger(source.replay_arrival(args.arrival)), "trigger_interval": None}
 
 
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
@@ -478,10 +486,11 @@ def _sql_query(args: argparse.Namespace, spark: SparkSession | None):
         views += [SqlView(name, _static_table(args, path), static=True) for name, path in _named_paths(args.static, "--static")]
     except _Later:
         return None
-    return SqlQuery(
-        _sql_text(args), tuple(views), output_mode=args.output_mode, trigger="available_now", state_store=getattr(args, "state_store", "hdfs"),
-        changelog_checkpointing=getattr(args, "changelog_checkpointing", False),
+    query = SqlQuery(
+        _sql_text(args), tuple(views), output_mode=args.output_mode, state_store=getattr(args, "state_store", "hdfs"),
+        changelog_checkpointing=getattr(args, "changelog_checkpointing", False), arrival=args.arrival,
     )
+    return query.with_changes(trigger=replay_trigger(query.ran_arrival()))
 
 
 def _run_sql(args: argparse.Namespace, given: SparkSession | None, work: Callable[[SparkSession, QueryRegistry, Any], Any], checks: Callable[[], None] = lambda: None):
@@ -514,7 +523,8 @@ def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
         print(f"operator {operator['index']} {operator['name']}: state_rows={operator['state_rows']} rows_dropped_by_watermark={operator['rows_dropped_by_watermark']}")
     print(
         f"batches={len(outcome.progress)} input_rows={outcome.input_rows} malformed_rows={outcome.malformed_rows} "
-        f"rows_dropped_by_watermark={outcome.rows_dropped_by_watermark} final_watermark={outcome.final_watermark}"
+        f"rows_dropped_by_watermark={outcome.rows_dropped_by_watermark} final_watermark={outcome.final_watermark} "
+        f"arrival={outcome.arrival} no_data_batches={outcome.no_data_batches}"
     )
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
@@ -596,7 +606,7 @@ def _tune_main(args, given: SparkSession | None) -> int:
         errors: list[ConfigError] = []
         return sweep_plan(
             attempt(errors, source), delays=args.delays, target=args.target, window=args.window or "1 minute", slide=args.slide, aggregation=args.agg,
-            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, errors=errors,
+            deduplicate=args.dedup_by is not None, session_gap=args.session_gap, errors=errors, arrival=args.arrival,
         )
 
     try:
@@ -623,8 +633,13 @@ def _tune_main(args, given: SparkSession | None) -> int:
         how = f"run on Spark {'concurrently' if outcome.concurrent else 'one after another'}" + (f"; {outcome.model_note}" if outcome.model_note else "")
     print(
         f"recommended={outcome.recommended or 'none'} (smallest delay with completeness >= {target:g}; marked *) "
-        f"wall_seconds={outcome.wall_seconds:.1f} ({len(delays)} delays {how})"
+        f"wall_seconds={outcome.wall_seconds:.1f} ({len(delays)} delays {how}) arrival={outcome.arrival}"
     )
+    if outcome.by_rule is not None:
+        print("completeness by arrival rule (the model): " + "; ".join(
+            f"{delay}: " + ", ".join(f"{rule} {values[index]:.4f}" for rule, values in outcome.by_rule.items())
+            for index, delay in enumerate(delays)
+        ))
     confirmation = outcome.confirmation
     if confirmation is not None:
         if confirmation.agree:
@@ -691,7 +706,7 @@ def _sql_tune_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     clauses_text = "; ".join(f"WATERMARK {clause.column}" for clause in outcome.clauses)
     print(
         f"recommended={'none' if best is None else best.label} (smallest delays with completeness >= {target:g}; marked *) "
-        f"wall_seconds={outcome.wall_seconds:.1f} ({len(outcome.points)} points of {clauses_text}, each run on Spark)"
+        f"wall_seconds={outcome.wall_seconds:.1f} ({len(outcome.points)} points of {clauses_text}, each run on Spark) arrival={outcome.arrival}"
     )
     if args.json is not None:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")

@@ -277,14 +277,15 @@ def _export_beside(config: QueryConfig, folder: Path, replay, spark=None) -> tup
             id="guide-append",
         ),
         pytest.param(
-            dict(window="1 minute", slide="30 seconds", watermark="1 minute", output_mode="update", state_store="rocksdb"),
-            id="web_clicks-update-rocksdb",
+            dict(window="1 minute", slide="30 seconds", watermark="1 minute", output_mode="update", state_store="rocksdb", arrival="busy"),
+            id="web_clicks-update-rocksdb-busy",
         ),
     ],
 )
 @pytest.mark.timeout(1200)  # a JVM start and a replay each; minutes on a loaded machine
 def test_exported_feed_program_prints_the_replay_result(spark, registry, write_feed, tmp_path, case, request):
-    """The exported program ends with the table ``replay`` ends with: the guide's as its own process, web_clicks' on this session."""
+    """The exported program ends with the table ``replay`` ends with, under the Live query's arrival rule: the guide's quietly, as its own
+    process; web_clicks' busy (a Live query paced every 2 s: the rule, not the pace, decides), on this session."""
     from streaming.engine.run.runner import run_to_idle
 
     if request.node.callspec.id == "guide-append":
@@ -294,10 +295,13 @@ def test_exported_feed_program_prints_the_replay_result(spark, registry, write_f
         feed.mkdir()
         for path in sorted(WEB_CLICKS.glob("*.csv"))[:12]:
             shutil.copyfile(path, feed / path.name)
-    config = QueryConfig(source=FeedSource(feed, seconds_per_file=0), **case)
-    assert ("RocksDBStateStoreProvider" in pyspark_code(config)) == (config.state_store == "rocksdb")
     own_process = request.node.callspec.id == "guide-append"  # the program's own session and exit; two JVMs at once, one test's time
-    exported, expected, stdout = _export_beside(config, tmp_path, lambda: run_to_idle(registry, config).result_records(), None if own_process else spark)
+    config = QueryConfig(source=FeedSource(feed, seconds_per_file=0 if own_process else 2.0), **case)
+    assert ("RocksDBStateStoreProvider" in pyspark_code(config)) == (config.state_store == "rocksdb")
+    assert ("Arrival rule busy" in pyspark_code(config)) == (config.arrival == "busy")
+    exported, expected, stdout = _export_beside(
+        config, tmp_path, lambda: run_to_idle(registry, config.replayed("replayed")).result_records(), None if own_process else spark,
+    )
     assert exported == expected
     assert expected  # something was finalized / updated
     if request.node.callspec.id == "guide-append":

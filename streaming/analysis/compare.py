@@ -192,15 +192,15 @@ def _checked(feed: Path | str, configs: Sequence[QueryConfig]) -> list[QueryConf
         if config.trigger in INTERVAL_TRIGGERS:
             raise ConfigError(f"{where}.trigger", config.trigger, "cannot be compared: compare replays with the default trigger")
         source = config.source
-        try:  # every config replays the same data (a paced feed stepped, a topic from its earliest offsets) under the replay's trigger
-            replayed = source.replayed("compared")
+        try:  # every config replays the same data (a paced feed stepped, a topic from its earliest offsets) under its arrival rule
+            replayed = config.replayed("compared")
         except ConfigError as err:
             raise ConfigError(f"{where}.{err.field}", err.value, err.reason) from None
         if not source.fixed or source.bound_facts() != configs[0].source.bound_facts():
             raise ConfigError(f"{where}.source", source.label, "must be bounded where every config's is: a comparison replays fixed data")
         if not _same_place(source, feed):
             raise ConfigError(f"{where}.{source.address_field}", source.address, f"is not the compared data {str(feed)!r}")
-        checked.append(config.with_changes(source=replayed, trigger=replayed.replay_trigger))
+        checked.append(replayed)
     return checked
 
 
@@ -228,12 +228,12 @@ def _unique_labels(configs: Sequence[QueryConfig], labels: Sequence[str] | None)
 
 
 def _exact_shape(config: QueryConfig) -> QueryConfig:
-    """``config`` with what the exact answer does not depend on (how durations are written, watermark, output mode, trigger) set alike."""
+    """``config`` with what the exact answer does not depend on (how durations are written, watermark, output mode, trigger, arrival rule) set alike."""
     return config.with_changes(
         window=format_duration(config.window_ms),
         slide=None if config.slide is None else format_duration(config.slide_ms),
         session_gap=None if config.session_gap_ms is None else format_duration(config.session_gap_ms),
-        watermark="0 seconds", output_mode=tuning_output_mode(config.session_gap), trigger="default", trigger_interval=None,
+        watermark="0 seconds", output_mode=tuning_output_mode(config.session_gap), trigger="default", trigger_interval=None, arrival="quiet",
     )
 
 

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..engine.arrival import DEFAULT_ARRIVAL
 from ..engine.data.times import quoted
 from ..engine.durations import format_duration
 from ..engine.errors import Cancelled, ConfigError
@@ -133,6 +134,8 @@ class SqlTuning:
     points: tuple[SqlPoint, ...]
     target: float
     wall_seconds: float
+    arrival: str = DEFAULT_ARRIVAL
+    """The arrival rule every point was replayed under (:mod:`streaming.engine.arrival`)."""
 
     @property
     def recommended(self) -> SqlPoint | None:
@@ -144,6 +147,7 @@ class SqlTuning:
         return {
             "clauses": [{"column": clause.column, "delay": format_duration(clause.delay_ms)} for clause in self.clauses],
             "points": [point.to_json() for point in self.points],
+            "arrival": self.arrival,
             "target": self.target,
             "recommended": None if best is None else [format_duration(delay) for delay in best.delays_ms],
             "wall_seconds": round(self.wall_seconds, 1),
@@ -182,7 +186,7 @@ def tune_sql(
         done.append(_measured(registry, query.with_changes(text=with_delays(query.text, clauses, delays)), tuple(delays), exact, grouping, cancel))
         if progress is not None:
             progress(index + 1, len(points))
-    return SqlTuning(clauses, tuple(done), target, time.monotonic() - began)
+    return SqlTuning(clauses, tuple(done), target, time.monotonic() - began, query.ran_arrival())
 
 
 def _measured(

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pandas as pd
 
+from ..engine.arrival import ARRIVAL_RULES, DEFAULT_ARRIVAL
 from ..engine.data.columns import ColumnMapping
 from ..engine.durations import format_duration, parse_duration
 from ..engine.errors import ConfigError, InputErrors, attempt
@@ -152,7 +153,7 @@ def tuning_output_mode(session_gap: str | None) -> OutputMode:
 
 
 def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]:
-    """One config per canonical delay of ``delays``: ``query`` with that watermark, replayed stepped.
+    """One config per canonical delay of ``delays``: ``query`` with that watermark, replayed under its arrival rule (:meth:`QueryConfig.replayed`).
 
     ``query`` gives the feed and the shape (window and slide or session gap,
     key, aggregation, deduplication, batching); its watermark, output mode and
@@ -162,15 +163,10 @@ def tune_configs(query: QueryConfig, delays: Iterable[str]) -> list[QueryConfig]
     """
     if not isinstance(query, QueryConfig):
         raise ConfigError("query", query, "is not a QueryConfig")
-    replayed = query.source.replayed("tuned")
+    replayed = query.replayed("tuned")
     if query.aggregation == "none":
         raise ConfigError("aggregation", "none", "cannot be tuned: a watermark drops rows only for an aggregation")
-    return [
-        replace(
-            query, source=replayed, watermark=delay, output_mode=tuning_output_mode(query.session_gap), trigger=replayed.replay_trigger, trigger_interval=None,
-        )
-        for delay in canonical_delays(delays)
-    ]
+    return [replace(replayed, watermark=delay, output_mode=tuning_output_mode(query.session_gap)) for delay in canonical_delays(delays)]
 
 
 @dataclass(frozen=True)
@@ -192,9 +188,9 @@ class TunePlan:
 
 def plan_tune(
     source: StreamSource, *, delays: Iterable[str], target: object, window: str = "1 minute", slide: str | None = None, aggregation: str = "count",
-    deduplicate: bool = False, session_gap: str | None = None,
+    deduplicate: bool = False, session_gap: str | None = None, arrival: str = DEFAULT_ARRIVAL,
 ) -> TunePlan:
-    """The sweep of ``delays`` on ``source``: the shape checked the way each delay's query will be built, the delays made canonical and the
+    """The sweep of ``delays`` on ``source`` under the arrival rule ``arrival``: the shape checked the way each delay's query will be built, the delays made canonical and the
     target checked; :class:`~streaming.engine.errors.InputErrors` lists every bad field at once, each named with its value."""
     errors: list[ConfigError] = []
     parsed = attempt(errors, lambda: canonical_delays(delays))
@@ -203,7 +199,7 @@ def plan_tune(
         errors,
         lambda: QueryConfig(
             source, window=window, slide=slide, watermark=(parsed or ["0 seconds"])[0], output_mode=tuning_output_mode(session_gap),  # type: ignore[arg-type]
-            aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap,  # type: ignore[arg-type]
+            aggregation=aggregation, deduplicate=deduplicate, session_gap=session_gap, arrival=arrival,  # type: ignore[arg-type]
         ),
     )
     if query is not None and parsed is not None:
@@ -260,6 +256,14 @@ class TuneResult:
     """Why Spark measured every delay when the model does not cover the shape; ``None`` otherwise."""
     timeline: Any = field(default=None, repr=False)
     """The data as the model read it (:class:`~streaming.analysis.model.Timeline`), for further sweeps such as windows × delays; ``None`` after a Spark sweep."""
+    by_rule: dict[str, list[float]] | None = None
+    """The model's completeness at each delay (in :attr:`outcomes`' order) under each arrival rule: the two bound what a real stream sees;
+    ``None`` after a Spark sweep."""
+
+    @property
+    def arrival(self) -> str:
+        """The arrival rule the sweep and its recommendation assume (:mod:`streaming.engine.arrival`)."""
+        return self.query.ran_arrival()
 
     @property
     def method(self) -> str:
@@ -296,8 +300,10 @@ class TuneResult:
             "dedup_by": columns.dedup_id if self.query.deduplicate else None,
             "batch_by": source.batch_rule,
             **source.bound_facts(),
+            "arrival": self.arrival,
             "target": self.target,
             "delays": [outcome.to_json() for outcome in self.outcomes],
+            "completeness_by_rule": self.by_rule,
             "recommended": self.recommended,
             "concurrent": self.concurrent,
             "wall_seconds": self.wall_seconds,
@@ -435,16 +441,19 @@ def _on_spark(
     return measure(delay, replay.result, replay.progress, exact)
 
 
-def _timeline(spark, source: StreamSource):
-    """The data as the model reads it: a feed's batches, or the batches Spark's Kafka source cuts a topic's fixed offsets into (a catch-up replay)."""
+def _timeline(spark, query: QueryConfig):
+    """The data as the model reads it under the query's arrival rule (busy: a catch-up replay): a feed's batches, or the batches Spark's
+    Kafka source cuts a topic's fixed offsets into."""
 
+    source = query.source
+    busy = query.ran_arrival() == "busy"
     topic, feed = source.as_topic, source.as_feed
     if topic is not None:
         events, batches = replayed_topic_events(spark, topic)
-        return Timeline.of(events, batches, catch_up=True)
+        return Timeline.of(events, batches, catch_up=busy)
     assert feed is not None  # the model covers files and a topic's offsets only (covers)
     events = feed_events_of(spark, feed)
-    return Timeline.of(events, len(feed.files()) if feed.batching.by == "file" else None)
+    return Timeline.of(events, len(feed.files()) if feed.batching.by == "file" else None, catch_up=busy)
 
 
 def _model_tune(
@@ -456,9 +465,10 @@ def _model_tune(
     started = time.monotonic()
     if report is not None:
         report("reading the data")
-    timeline = _timeline(registry.spark, configs[0].source)
+    timeline = _timeline(registry.spark, configs[0])
     expansion = expand(timeline, configs[0].window_ms, configs[0].slide_ms)
     outcomes, exact = _model_outcomes(timeline, expansion, canonical)
+    by_rule = rule_bounds(timeline, configs[0], canonical)
     recommended = recommend(outcomes, goal)
     checked = recommended or canonical[-1]
     if report is not None:
@@ -466,7 +476,7 @@ def _model_tune(
     if preview is not None:
         preview(TuneResult(
             query=query, target=goal, outcomes=outcomes, recommended=recommended, concurrent=False,
-            wall_seconds=round(time.monotonic() - started, 3), exact=exact, timeline=timeline,
+            wall_seconds=round(time.monotonic() - started, 3), exact=exact, timeline=timeline, by_rule=by_rule,
         ))
     spark = _on_spark(registry, query, checked, exact, cancel, report)
     per_row = spark.peak_state_memory_bytes / spark.peak_state_rows if spark.peak_state_rows else 0.0
@@ -477,6 +487,19 @@ def _model_tune(
     confirmation = Confirmation(checked, _shown(outcomes[canonical.index(checked)]), _shown(spark))
     return TuneResult(
         query=query, target=goal, outcomes=outcomes, recommended=recommended, concurrent=False,
-        wall_seconds=round(time.monotonic() - started, 3), exact=exact, confirmation=confirmation, timeline=timeline,
+        wall_seconds=round(time.monotonic() - started, 3), exact=exact, confirmation=confirmation, timeline=timeline, by_rule=by_rule,
     )
+
+
+def rule_bounds(timeline, query: QueryConfig, canonical: list[str]) -> dict[str, list[float]]:
+    """The model's completeness at each of ``canonical``'s delays under each arrival rule, ``timeline`` read under the query's own.
+
+    The same batches, with and without a no-data batch between them: what a quiet stream and a busy one would each see.
+    """
+    rules = {}
+    for rule in ARRIVAL_RULES:
+        shaped = replace(timeline, catch_up=rule == "busy")
+        swept = sweep(shaped, expand(shaped, query.window_ms, query.slide_ms), [parse_duration(delay) for delay in canonical])
+        rules[rule] = [float(value) for value in swept["completeness"]]
+    return rules
 

@@ -25,6 +25,7 @@ from streaming.analysis.watermark import WatermarkStall, watermark_stall
 from streaming.charts.common import current_watermark
 from streaming.charts.latency import latency_figures
 from streaming.charts.live import live_figures
+from streaming.engine.arrival import describe_rule
 from streaming.engine.errors import ConfigError
 from streaming.engine.output.progress import progress_total, state_store_metrics
 from streaming.engine.output.state import state_operators, state_rows
@@ -120,7 +121,21 @@ class RunSnapshot:
 
     @property
     def watermark_text(self) -> str:
-        return "none yet" if self.watermark is None else f"{self.watermark:%H:%M:%S}"
+        """The watermark with its date: data may span days, and a time of day alone would hide which."""
+        return "none yet" if self.watermark is None else f"{self.watermark:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def arrival_text(self) -> str:
+        """The arrival rule this run follows and the no-data batches it has counted (:mod:`streaming.engine.arrival`); for a live stream, that
+        timing decides instead."""
+        config, no_data = self.run.config, self.run.log.no_data_batches
+        if config.fixed:
+            return describe_rule(config.ran_arrival(), no_data) + "."
+        batches = f"{no_data} no-data batch{'es' if no_data != 1 else ''}"
+        return (
+            f"A live stream: when its data arrives decides, not an arrival rule, so two runs may differ ({batches} so far: one runs when the "
+            "watermark moved and no new data had arrived yet)."
+        )
 
     def status_metric(self) -> Metric:
         run = self.run
@@ -212,6 +227,7 @@ class RunSnapshot:
         """This refresh as one HTML file that opens without a server: the run's settings, numbers, charts and result table."""
         run, progress = self.run, progress_numbers(self.progress)
         numbers = f"{progress}, status {self.status}." if self.sql else f"{progress}, watermark {self.watermark_text}, status {self.status}."
+        numbers += " " + self.arrival_text
         if self.sql:
             return sql_report(run, numbers, self.table, self.operators, [self.figures[name] for name in SQL_REPORTED])
         shown = [self.figures[name] for name in REPORTED if name in self.figures]

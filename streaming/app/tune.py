@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from streaming.analysis.model import covers_shape
 from streaming.analysis.sql_tune import sweep_grid
 from streaming.analysis.tune import TunePlan, TuneResult, bound_topic, canonical_delays, check_target, plan_tune, tune
+from streaming.engine.arrival import DEFAULT_ARRIVAL
 from streaming.engine.durations import parse_duration
 from streaming.engine.errors import ConfigError, InputErrors, attempt
 
@@ -66,7 +67,7 @@ def parse_target(value: object) -> float:
 def sweep_plan(
     source: Source | None, *, delays: str, target: object, window: str = "1 minute", slide: str | None = None, aggregation: str = "count",
     deduplicate: bool = False, session_gap: str | None = None, errors: Sequence[ConfigError] = (), max_delays: int | None = None,
-    max_spark_delays: int | None = None,
+    max_spark_delays: int | None = None, arrival: str = DEFAULT_ARRIVAL,
 ) -> TunePlan:
     """The sweep of the typed ``delays`` on ``source`` (:func:`~streaming.analysis.tune.plan_tune`); :class:`InputErrors` lists every bad
     field at once, after ``errors`` the front end found already (``source`` is then ``None``: the others are checked all the same).
@@ -82,7 +83,7 @@ def sweep_plan(
     try:  # delays or a target that did not parse are named already: the shape is checked with stand-ins
         plan = plan_tune(
             source, delays=parsed or ["0 seconds"], target=1.0 if goal is None else goal, window=window, slide=slide, aggregation=aggregation,
-            deduplicate=deduplicate, session_gap=session_gap,
+            deduplicate=deduplicate, session_gap=session_gap, arrival=arrival,
         )
     except InputErrors as err:
         raise InputErrors([*found, *err.errors]) from None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from streaming.app.snapshot import progress_numbers, readable_dropped
+from streaming.app.snapshot import RunSnapshot, progress_numbers, readable_dropped
 from streaming.engine.data.batching import Batching
 from streaming.engine.data.columns import ColumnMapping
 from streaming.engine.query.config import FeedSource
@@ -33,3 +33,18 @@ def test_a_reports_progress_phrase_sums_the_rows_read_and_dropped() -> None:
     progress = pd.DataFrame({"num_input_rows": [1200, 0, 7], "rows_dropped_by_watermark": [0, 0, 2]})
     assert progress_numbers(progress) == "3 micro-batches, 1,207 rows read, 2 rows dropped by the watermark"
     assert progress_numbers(progress.iloc[:0]) == "0 micro-batches, 0 rows read, 0 rows dropped by the watermark"
+
+
+def test_the_watermark_shows_its_date_and_the_page_says_which_arrival_rule_ran() -> None:
+    """Data spanning 23 days showed a watermark of "20:53:00" alone; and a Live run's answer depended on a rule the page did not name."""
+    from types import SimpleNamespace
+
+    from streaming.engine.query.config import GeneratorSource, QueryConfig
+
+    feed = QueryConfig(FeedSource(Path(__file__).resolve().parents[2] / "sample_feeds" / "guide_words", 2.0), arrival="busy")
+    log = SimpleNamespace(no_data_batches=1)
+    replay = RunSnapshot(SimpleNamespace(config=feed, log=log), 0, "active", pd.DataFrame(), pd.DataFrame(), pd.Timestamp("2013-01-23 20:53"), 3, {}, pd.DataFrame())
+    assert replay.watermark_text == "2013-01-23 20:53:00"
+    assert replay.arrival_text.startswith("arrival busy: batches run back to back") and replay.arrival_text.endswith("· 1 no-data batch.")
+    live = RunSnapshot(SimpleNamespace(config=QueryConfig(GeneratorSource()), log=log), 0, "active", pd.DataFrame(), pd.DataFrame(), None, 3, {}, pd.DataFrame())
+    assert live.watermark_text == "none yet" and live.arrival_text.startswith("A live stream: when its data arrives decides")

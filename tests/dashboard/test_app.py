@@ -18,7 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from support.app import app_page, new_app, page_errors, page_metric, wait_until
 
-from dashboard import data, datasets, live, queries, shared
+from dashboard import data, datasets, live, queries, shared, sql
 from streaming.engine.data.datasets import DatasetStore, Upload
 from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.errors import ConfigError
@@ -417,10 +417,13 @@ def test_a_query_opens_in_the_live_form_with_its_data_and_shape(tmp_path: Path, 
     store.add("orders", [Upload("topic.jsonl", EVENTS_JSONL)])
     store.save_columns("orders", {"event_time": "ts", "time_format": "epoch_ms", "key": "user", "value": "amount"})
     runnable = live.replayed_choices(feed_names(), data.runnable_datasets(store))
-    feed = QueryConfig(FeedSource(SAMPLE_FEEDS / "guide_words", 0), window="10 minutes", slide="5 minutes", watermark=None, output_mode="complete")
+    feed = QueryConfig(
+        FeedSource(SAMPLE_FEEDS / "guide_words", 0), window="10 minutes", slide="5 minutes", watermark=None, output_mode="complete", arrival="busy",
+    )
     assert live.form_values(feed, runnable) == {
         "lab_source": "feed", "lab_feed": "guide_words", "lab_aggregation": "count", "lab_deduplicate": False, "lab_sessions": False,
         "lab_window": "10 minutes", "lab_window_kind": "sliding", "lab_slide": "5 minutes", "lab_use_watermark": False, "lab_output_mode": "complete",
+        "lab_arrival": "busy",
     }
     source = live.build_source("dataset", {"root": str(store.root), "dataset": "orders", "batch_by": "rows:5", "batch_interval": None})
     sessions = QueryConfig(source, watermark="2 minutes", output_mode="append", aggregation="avg", session_gap="30 seconds")
@@ -581,3 +584,11 @@ def test_a_fresh_live_page_watches_a_query_of_its_own_not_a_step_throughs_walkth
     at = AppTest.from_function(script).run()
     assert not at.exception, at.exception
     assert at.session_state["watched"] == "mine"
+
+
+def test_a_sql_verdict_names_each_watermark_delay_in_words() -> None:
+    """It said "delay 0 days 02:00:00" (a Python timedelta's text)."""
+    from streaming.engine.sql.plan import PlanFacts, Watermark
+
+    facts = PlanFacts(True, ("w", "n"), ("w",), (Watermark("ts", 7_200_000),), ("Aggregate",))
+    assert "Watermark on: ts (delay 2 hours)." in sql._verdict_words(facts)

@@ -746,7 +746,7 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
 
 
 def test_a_sql_query_over_a_topic_equals_the_same_sql_over_the_files_it_was_published_from(cli, kafka_broker, clicks_topic, clicks_folder, tmp_path) -> None:
-    """Both read 50 rows a micro-batch under the available-now trigger: the same batches, so the same result, drops and watermark.
+    """Both read 50 rows a micro-batch under the busy arrival rule (a topic's range always is): the same batches, so the same result, drops and watermark.
 
     An empty key is "" in a JSON value and null in a CSV file (each as its format reads it): the query leaves both out."""
     sql = (
@@ -759,7 +759,7 @@ def test_a_sql_query_over_a_topic_equals_the_same_sql_over_the_files_it_was_publ
         "--json", str(on_topic),
     )
     assert topic.returncode == 0, topic.stderr
-    files = cli("replay", str(clicks_folder), "--sql", sql, "--time-format", TIME_PATTERN, "--json", str(on_files))
+    files = cli("replay", str(clicks_folder), "--sql", sql, "--time-format", TIME_PATTERN, "--arrival", "busy", "--json", str(on_files))
     assert files.returncode == 0, files.stderr
     from_topic, from_files = json.loads(on_topic.read_text()), json.loads(on_files.read_text())
     assert from_files["rows_dropped_by_watermark"] > 0 and from_files["malformed_rows"] > 0

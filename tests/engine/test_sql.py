@@ -165,7 +165,7 @@ def test_a_sql_query_gives_what_plain_spark_sql_gives_over_the_same_micro_batche
     if shape == "stream-static join":
         views += (SqlView("stores", TableFiles(data["stores"]), static=True),)
         statics = {"stores": ("stores", "store STRING, region STRING")}
-    outcome = replay_sql(registry, SqlQuery(sql, views, output_mode=mode))
+    outcome = replay_sql(registry, SqlQuery(sql, views, output_mode=mode, arrival="busy"))  # the busy rule: plain Spark under available-now
     expected, dropped = _plain(spark, tmp_path, data, sql, streams, statics, mode)
 
     assert outcome.records, f"{shape}: the query produced no rows, so the comparison would hold for any engine"
@@ -216,15 +216,15 @@ HOSTILE = {
     "SELECT xpath_string('<a/>', '/a') FROM events": "xpath_string is refused",
     "SELECT spark_catalog.default.my_udf(ts) FROM events": "only Spark's built-in functions",
     "SELECT * FROM IDENTIFIER('csv.`{secret}`')": "is not a view of this run",
-    "DROP VIEW events": "Syntax error",
-    "CREATE TABLE t AS SELECT * FROM events": "Syntax error",
-    "INSERT INTO events SELECT * FROM events": "Syntax error",
-    "SET spark.sql.runSQLOnFiles=true": "Syntax error",
-    "ADD JAR {secret}": "Syntax error",
-    "CACHE TABLE events": "Syntax error",
-    "REFRESH TABLE events": "Syntax error",
-    "USE spark_catalog.default": "Syntax error",
-    "SELECT * FROM events; DROP VIEW events": "Syntax error",
+    "DROP VIEW events": "is a command, not a query: only one SELECT runs here",
+    "CREATE TABLE t AS SELECT * FROM events": "is a command, not a query: only one SELECT runs here",
+    "INSERT INTO events SELECT * FROM events": "is a command, not a query: only one SELECT runs here",
+    "SET spark.sql.runSQLOnFiles=true": "is a command, not a query: only one SELECT runs here",
+    "ADD JAR {secret}": "is a command, not a query: only one SELECT runs here",
+    "CACHE TABLE events": "is a command, not a query: only one SELECT runs here",
+    "REFRESH TABLE events": "is a command, not a query: only one SELECT runs here",
+    "USE spark_catalog.default": "is a command, not a query: only one SELECT runs here",
+    "SELECT * FROM events; DROP VIEW events": "more than one statement (a ';' ends the first): only one SELECT runs here",
     "SELECT TRANSFORM(store) USING 'cat {secret}; id -un' AS (out) FROM events": "TRANSFORM ... USING runs a program",
     "FROM events MAP store USING 'id' AS out": "TRANSFORM ... USING runs a program",
     "FROM events REDUCE store USING 'id' AS out": "TRANSFORM ... USING runs a program",
@@ -268,16 +268,31 @@ def test_a_broken_query_says_what_is_wrong_at_its_line_and_column(spark, data) -
     with pytest.raises(SqlError) as syntax:
         query.with_changes(text="SELECT store,\n  , count(*) FROM events GROUP BY store").check(spark)
     assert (syntax.value.line, syntax.value.column) == (2, 3) and "Syntax error at or near ','" in syntax.value.message
+    for command in ("EXECUTE IMMEDIATE 'SELECT 1'",):  # the other commands: HOSTILE
+        with pytest.raises(SqlError) as refused:
+            query.with_changes(text=command).check(spark)
+        assert "is a command, not a query: only one SELECT runs here" in refused.value.message, command
+    with pytest.raises(SqlError) as two:
+        query.with_changes(text="SELECT * FROM events; -- a comment; not a statement\nSELECT 1").check(spark)
+    assert (two.value.line, two.value.column) == (1, 21) and "more than one statement" in two.value.message
+    assert query.with_changes(text="SELECT * FROM events WHERE store <> ';';").check(spark).columns  # a ';' in a string, one at the end: one query
 
 
-def test_spark_refuses_a_streaming_order_by_and_append_without_a_watermark_naming_the_clause(registry, data) -> None:
+def test_spark_refuses_a_streaming_order_by_and_append_without_a_watermark_naming_the_clause(spark, registry, data) -> None:
+    """Spark's own streaming checks for the output mode run in the check before Start (it said "ready" and Spark refused after Start), and
+    again at Start."""
     views = (SqlView("events", _files(data["orders"], "ts")),)
-    with pytest.raises(SqlError) as order_by:
-        replay_sql(registry, SqlQuery("SELECT * FROM events ORDER BY ts", views))
-    assert str(order_by.value).startswith("SQL: ORDER BY: Sorting is not supported")
-    with pytest.raises(SqlError) as append:
-        replay_sql(registry, SqlQuery("SELECT store, count(*) AS n FROM events GROUP BY store", views, output_mode="append"))
-    assert "WATERMARK" in str(append.value) and "append" in str(append.value)
+    order_by = SqlQuery("SELECT *\nFROM events\nORDER BY ts", views)
+    for refuse in (order_by.check, lambda _: replay_sql(registry, order_by)):
+        with pytest.raises(SqlError) as refused:
+            refuse(spark)
+        assert "Sorting is not supported" in refused.value.message and refused.value.line == 3
+    assert order_by.with_changes(output_mode="complete", text="SELECT store, count(*) AS n FROM events GROUP BY store ORDER BY n").check(spark)
+    append = SqlQuery("SELECT store, count(*) AS n\nFROM events GROUP BY store", views, output_mode="append")
+    with pytest.raises(SqlError) as refused:
+        append.check(spark)
+    assert "WATERMARK" in str(refused.value) and "append" in str(refused.value)
+    assert append.with_changes(output_mode="update").check(spark).columns == ("store", "n")
     assert not [run for run in registry.runs() if run.name.startswith("sql_")]  # nothing left behind
 
 
@@ -288,10 +303,14 @@ def test_replay_sql_from_the_command_line_writes_the_contract(cli, data, tmp_pat
         "FROM STREAM(orders) WATERMARK ts DELAY OF INTERVAL 1 MINUTE AS e JOIN stores s ON e.store = s.store\nGROUP BY 1, 2\n"
     )
     out = tmp_path / "out.json"
-    done = cli("replay", str(data["orders"]), "--event-time", "ts", "--sql-file", str(query), "--view", "orders", "--static", f"stores={data['stores']}", "--json", str(out))
+    done = cli(
+        "replay", str(data["orders"]), "--event-time", "ts", "--sql-file", str(query), "--view", "orders", "--static", f"stores={data['stores']}",
+        "--arrival", "busy", "--json", str(out),
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
-    assert set(report) >= {"result", "rows_dropped_by_watermark", "operators", "batches", "final_watermark"}
+    assert set(report) >= {"result", "rows_dropped_by_watermark", "operators", "batches", "final_watermark", "arrival", "no_data_batches"}
+    assert (report["arrival"], report["no_data_batches"]) == ("busy", 1) and "arrival=busy no_data_batches=1" in done.stdout
     assert {"w": {"start": "2024-01-01 00:00:00", "end": "2024-01-01 00:02:00"}, "region": "north", "n": 3} in report["result"]
     assert [operator["name"] for operator in report["operators"]] == ["stateStoreSave"]
     assert len(report["batches"]) >= len(ORDERS) and report["final_watermark"] == "2024-01-01 00:08:40"
@@ -307,6 +326,28 @@ def test_replay_sql_from_the_command_line_writes_the_contract(cli, data, tmp_pat
 
 
 # --------------------------------------------------------------------------- without Spark
+
+
+def test_a_jvm_class_the_checks_looked_up_is_never_used_past_its_sparkcontext(monkeypatch) -> None:
+    """After Spark's JVM dies, a new session has a new SparkContext: a class kept from the old one pointed at a dead gateway, and every
+    SQL check was refused with "Connection refused" until the server restarted."""
+    from types import SimpleNamespace
+
+    from pyspark import SparkContext
+
+    from streaming.engine.sql import guard
+
+    def context(tag: str) -> SimpleNamespace:
+        lookups: list[str] = []
+        jvm = SimpleNamespace(java=SimpleNamespace(lang=SimpleNamespace(Class=SimpleNamespace(forName=lambda name: lookups.append(name) or (tag, name)))))
+        return SimpleNamespace(_jvm=jvm, lookups=lookups)
+
+    old, new = context("old"), context("new")
+    monkeypatch.setattr(guard, "_CLASSES", {})
+    monkeypatch.setattr(SparkContext, "_active_spark_context", old)
+    assert guard._jvm_class("a.B") == ("old", "a.B") and guard._jvm_class("a.B") == ("old", "a.B") and old.lookups == ["a.B"]  # once a context
+    monkeypatch.setattr(SparkContext, "_active_spark_context", new)
+    assert guard._jvm_class("a.B") == ("new", "a.B") and new.lookups == ["a.B"]
 
 
 def test_the_sql_table_folds_by_output_mode() -> None:
@@ -650,7 +691,7 @@ def test_explain_tells_every_micro_batch_of_a_sql_query_by_its_operators(cli, da
 
 def test_show_codes_program_of_a_sql_query_prints_what_the_labs_replay_of_it_gives(spark, registry, data) -> None:
     """Show code for a user's SQL: its views built with the engine's own builders (the streamed one file per micro-batch, the static one whole),
-    the text run under the available-now trigger and its result folded as the output mode says; the program prints the replay's records."""
+    the text run under the query's arrival rule and its result folded as the output mode says; the program prints the replay's records."""
     from support import printed_result, run_program
 
     from streaming.export import sql_code
@@ -660,11 +701,12 @@ def test_show_codes_program_of_a_sql_query_prints_what_the_labs_replay_of_it_giv
         "FROM STREAM(orders) WATERMARK ts DELAY OF INTERVAL 1 MINUTE AS e JOIN stores s ON e.store = s.store\nGROUP BY 1, 2"
     )
     views = (SqlView("orders", _files(data["orders"], "ts")), SqlView("stores", TableFiles(data["stores"]), static=True))
-    for mode in ("update", "append"):
-        query = SqlQuery(text, views, output_mode=mode)
+    for mode, rule in (("update", "quiet"), ("append", "busy")):
+        query = SqlQuery(text, views, output_mode=mode, arrival=rule)  # type: ignore[arg-type]
         replay = replay_sql(registry, query)
         code = sql_code(query, query.check(spark).grouping)
-        assert "GROUPING = ('w', 'region',)" in code
+        assert "GROUPING = ('w', 'region',)" in code and f"ARRIVAL = '{rule}'" in code
+        assert replay.arrival == rule and (replay.no_data_batches > 1) == (rule == "quiet"), rule
         assert printed_result(run_program(spark, code)) == replay.records and len(replay.records) >= 3, mode
 
 

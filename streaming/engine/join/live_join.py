@@ -149,6 +149,8 @@ class LiveJoinQuery:
     output_mode: str = field(default="append", init=False)
     trigger: str = field(default="default", init=False)
     trigger_interval: str | None = field(default=None, init=False)
+    arrival: str = field(default="quiet", init=False)
+    """A live join's sides are live streams: no arrival rule paces them (its feeders are none of a replay's)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.join, JoinConfig):

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StreamingQueryListener
 
+from ..arrival import is_no_data
 from ..jsonl import drop_cut_line, read_json_lines
 from .extremes import Extremes
 from .latency import LATENCY_METRICS, LatencyLog, observed_produced
@@ -323,6 +324,7 @@ class ProgressLog:
         self._breakdown_columns = _breakdown_columns()
         self._phases: dict[str, int] = {}
         self._dropped = 0
+        self._no_data: set[int] = set()
         self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
         self._extremes: dict[tuple[tuple[str, ...], int], Extremes] = {}
         self._path: Path | None = None
@@ -362,6 +364,16 @@ class ProgressLog:
                 self._order.append(batch)
             self._summaries[batch] = summary
             self._latest = dict(progress)
+            if is_no_data(summary):
+                self._no_data.add(batch)
+            else:
+                self._no_data.discard(batch)
+
+    @property
+    def no_data_batches(self) -> int:
+        """Batches that read nothing new (run only because the watermark moved), counted as they came (:func:`~streaming.engine.arrival.is_no_data`)."""
+        with self._lock:
+            return len(self._no_data)
 
     @property
     def latest(self) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from ..arrival import DEFAULT_ARRIVAL, ArrivalRule, check_arrival, replay_trigger
 from ..checks import duration_ms
 from ..data.batching import Batching
 from ..data.columns import ColumnMapping
@@ -127,7 +128,9 @@ class QueryConfig:
     ``window`` is then not used, and Spark allows append and complete mode only.
     ``state_store`` chooses where the state lives (``hdfs``: Spark's default,
     ``rocksdb``); ``changelog_checkpointing`` (RocksDB only) commits the
-    changes of each batch instead of a snapshot.
+    changes of each batch instead of a snapshot. ``arrival`` is the arrival
+    rule a replay of files follows (:mod:`streaming.engine.arrival`: ``quiet``
+    or ``busy``); a live stream follows none.
     """
 
     source: Source
@@ -142,8 +145,10 @@ class QueryConfig:
     session_gap: str | None = None
     state_store: StateStore = "hdfs"
     changelog_checkpointing: bool = False
+    arrival: ArrivalRule = DEFAULT_ARRIVAL
 
     def __post_init__(self) -> None:
+        check_arrival(self.arrival)
         if not isinstance(self.source, StreamSource) or type(self.source) not in SOURCE_KINDS.values():
             raise ConfigError("source", self.source, "is not a source configuration")
         window_ms = duration_ms("window", self.window)
@@ -293,6 +298,21 @@ class QueryConfig:
         """This query as a walkthrough runs it, its source stepped (:meth:`~streaming.engine.sources.base.Source.stepping`)."""
         return replace(self, source=self.source.stepping(staging_name))
 
+    def replayed(self, purpose: str) -> QueryConfig:
+        """This query replayed from its source's start to its end under its arrival rule (the tuner, Compare, ``replay``): the source replayed
+        (:meth:`~streaming.engine.sources.base.StreamSource.replayed`, to be ``purpose`` in messages) and the trigger that rule runs under."""
+        source = self.source.replayed(purpose)
+        return replace(self, source=source, trigger=replay_trigger(self.ran_arrival(source)), trigger_interval=None)
+
+    @property
+    def fixed(self) -> bool:
+        """True when a run reads the same rows whatever arrives meanwhile (files, a topic's fixed range): it follows :attr:`arrival`; a live stream follows no rule."""
+        return self.source.fixed
+
+    def ran_arrival(self, source: StreamSource | None = None) -> ArrivalRule:
+        """The arrival rule a replay of this query follows: its own, unless its source can be replayed only one way (a topic's range: busy)."""
+        return (source or self.source).replay_arrival(self.arrival)
+
     def build(self, spark: SparkSession, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:
         """The streaming DataFrame of this query's result table and its source's feeder (:func:`~streaming.engine.query.frame.build_frame`)."""
         return build_frame(spark, self, staging, now_ms, latency=latency)
@@ -340,6 +360,7 @@ def describe(config: QueryConfig) -> dict[str, object]:
         "trigger": config.trigger if config.trigger_interval is None else f"{config.trigger} {config.trigger_interval}",
         "aggregation": config.aggregation,
         "state_store": config.state_store + (" (changelog checkpointing)" if config.changelog_checkpointing else ""),
+        "arrival": config.ran_arrival() if config.fixed else "none (a live stream)",
     }
 
 

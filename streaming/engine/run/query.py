@@ -332,8 +332,10 @@ def start_run(
 ) -> Run:
     """Start ``config`` as a query called ``name`` and return its :class:`Run`.
 
-    An available-now query on a feed is handed every file at once: it processes
-    what is there when it starts. Its working folder (staged feed files and checkpoint) is made under ``root``
+    Its feeder hands data over as the arrival rule says (:mod:`streaming.engine.arrival`): under the
+    busy rule (or the available-now trigger) every file at once, before the query starts; under the
+    quiet rule a paced replay hands each next file over after its pause and once Spark is idle; a
+    stepped replay is stepped by its caller (:meth:`Run.await_idle`). Its working folder (staged feed files and checkpoint) is made under ``root``
     (the system temp folder by default) and deleted by :meth:`Run.close`.
     With ``keep``, the folder is that kept folder instead
     (:class:`~streaming.engine.run.checkpoints.KeptQuery`): made for ``config``,
@@ -427,9 +429,11 @@ def start_run(
         if listened is not None:
             listened.streams.removeListener(listener)
 
-    if isinstance(feeder, FeedReplayer) and config.trigger == "available_now":
-        feeder.stage_all()
-    if feeder is not None:
+    stepper = feeder if isinstance(feeder, Stepper) else None
+    quiet = stepper is not None and stepper.paced and config.arrival == "quiet"
+    if stepper is not None and (config.trigger == "available_now" or config.arrival == "busy"):
+        stepper.stage_all()  # the busy rule: every batch's data there before the first runs
+    if feeder is not None and not quiet:
         feeder.start()
     try:
         trigger = _trigger(config)
@@ -437,6 +441,9 @@ def start_run(
             writer = writer.trigger(**trigger)
         query = _start(session, writer, config)
         log.run_id = str(query.runId)
+        if quiet:
+            assert stepper is not None
+            stepper.start_quiet(query.processAllAvailable)  # the quiet rule: each next batch's data once Spark is idle, whatever the load
     except Exception:
         forget()
         sink.close(read=False)

@@ -1,9 +1,10 @@
 """Headless replay: run a feed through a query until the stream is idle and report what the sink holds.
 
 The same engine as the dashboard (:mod:`streaming.engine.run.query`), driven to
-completion: every file becomes one micro-batch, in file-name order, and the
-run ends once Spark has also run the batch it runs only because the watermark
-advanced.
+completion: every file becomes one micro-batch, in file-name order, handed
+over as the query's arrival rule says (:mod:`streaming.engine.arrival`), and
+the run ends once Spark has also run the batch it runs only because the
+watermark advanced.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..arrival import DEFAULT_ARRIVAL, ArrivalRule, no_data_batches
 from ..errors import ConfigError
 from ..output.progress import ProgressTotals, batch_records, progress_frame
 from ..output.results import TIMESTAMP_FORMAT, stamp
@@ -82,9 +84,21 @@ class Replay(ProgressTotals):
             for record in self.result_records()
         ]
 
+    @property
+    def arrival(self) -> str:
+        """The arrival rule the replay followed (:mod:`streaming.engine.arrival`)."""
+        return self.config.ran_arrival()
+
+    @property
+    def no_data_batches(self) -> int:
+        """Batches Spark ran only because the watermark moved (they read nothing new)."""
+        return no_data_batches(self.summaries)
+
     def to_json(self) -> dict[str, Any]:
         extra = self.config.source.replay_facts(self.summaries)
         return {
+            "arrival": self.arrival,
+            "no_data_batches": self.no_data_batches,
             "result": self.json_records(),
             "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
             "final_watermark": stamp(self.final_watermark),
@@ -106,6 +120,7 @@ def replay(
     output_mode: OutputMode = "update",
     timeout: float = 600.0,
     latency: bool = False,
+    arrival: ArrivalRule = DEFAULT_ARRIVAL,
 ) -> Replay:
     """Replay ``feed_dir`` through a windowed count per key and return the final result table (and, with ``latency``, each record's latency).
 
@@ -118,7 +133,8 @@ def replay(
         slide=slide,
         watermark=watermark,
         output_mode=output_mode,
-    )
+        arrival=arrival,
+    ).replayed("replayed")
     return run_to_idle(registry, config, timeout=timeout, latency=latency)
 
 

@@ -65,6 +65,11 @@ class Walkthrough(Generic[C]):
         source = config.source
         if config.trigger != "default":
             raise ConfigError("trigger", config.trigger, "must be the default trigger to be stepped through: each step runs the batches it brings")
+        if config.arrival != "quiet":
+            raise ConfigError(
+                "arrival", config.arrival,
+                "cannot be stepped through: a press hands one batch over and Spark runs what it brings, the no-data batch included (the quiet rule)",
+            )
         self.registry = registry
         self.config: C = config
         self.name = f"{PREFIX}{uuid.uuid4().hex[:12]}"

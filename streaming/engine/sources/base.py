@@ -18,7 +18,7 @@ A source configuration is a frozen dataclass validated in ``__post_init__``
   (every column under its own name, the event time a timestamp) and
   :meth:`StreamSource.view_rows`, the same as one batch;
 - how it is replayed to its end (the tuner, Compare, a replay's report):
-  :meth:`StreamSource.replayed`, :attr:`StreamSource.fixed`,
+  :meth:`StreamSource.replayed`, :meth:`StreamSource.replay_arrival`, :attr:`StreamSource.fixed`,
   :meth:`StreamSource.bounded_now` and what its report says of it;
 - whether and how a walkthrough steps through it: :attr:`StreamSource.step_unit`,
   :meth:`StreamSource.steppable`, :meth:`StreamSource.stepping`.
@@ -31,11 +31,12 @@ its line in ``SOURCE_KINDS``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
+from ..arrival import ArrivalRule
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -46,10 +47,7 @@ if TYPE_CHECKING:
     from .feed import FeedSource
     from .kafka import KafkaSource
 
-__all__ = ["Arrival", "Feeder", "Stepper", "StreamSource", "TriggerMode"]
-
-TriggerMode = Literal["default", "available_now"]
-"""The triggers a replay to the end reads a source under."""
+__all__ = ["Arrival", "Feeder", "Stepper", "StreamSource"]
 
 Arrival = Literal["none", "batch", "column", "record"]
 """What a source knows of when each event arrived: nothing (only Spark's metrics), its micro-batch,
@@ -88,6 +86,20 @@ class Stepper(Feeder, Protocol):
     @property
     def first_at_start(self) -> bool:
         """True when Spark runs the first step's batch as soon as the query starts (a topic's), before any press hands it over."""
+        ...
+
+    @property
+    def paced(self) -> bool:
+        """True when a thread of its own hands the steps over at a pace (a paced replay of files), not its caller."""
+        ...
+
+    def stage_all(self) -> None:
+        """Hand every step over now (the busy arrival rule, the available-now trigger)."""
+        ...
+
+    def start_quiet(self, idle: Callable[[], None]) -> None:
+        """Start a paced replay under the quiet arrival rule: each next step handed over after its pause and after ``idle()``, which returns once
+        Spark has run every batch it has (called once the query has started)."""
         ...
 
 
@@ -180,10 +192,9 @@ class StreamSource:
         """True when a replay's micro-batches are ranges of a topic's offsets that Spark's progress and checkpoint name; False for files handed over a batch at a time."""
         return False
 
-    @property
-    def replay_trigger(self) -> TriggerMode:
-        """The trigger a replay to the end reads the source under: the default one steps files; the available-now one reads a topic's range."""
-        return "default"
+    def replay_arrival(self, rule: ArrivalRule) -> ArrivalRule:
+        """The arrival rule (:mod:`streaming.engine.arrival`) a replay of this source to its end follows when ``rule`` is asked: files follow either."""
+        return rule
 
     @property
     def fixed(self) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from ..arrival import ArrivalRule
 from ..builders import decode_records, records_before, topic_view
 from ..checks import require_choice, require_int
 from ..data.columns import ColumnMapping, dataset_columns
@@ -51,7 +52,7 @@ from ..kafka.kafka_terms import (
 from ..kafka.topics import describe_topic
 from ..output.latency import PRODUCED
 from ..runtime.jars import require_connector
-from .base import Arrival, StreamSource, TriggerMode
+from .base import Arrival, StreamSource
 from .stepped_topic import SteppedTopic
 
 if TYPE_CHECKING:
@@ -244,9 +245,9 @@ class KafkaSource(StreamSource):
     def replays_offsets(self) -> bool:
         return True
 
-    @property
-    def replay_trigger(self) -> TriggerMode:
-        return "available_now"
+    def replay_arrival(self, rule: ArrivalRule) -> ArrivalRule:
+        """Busy, whatever is asked: a replay reads the range under available-now, each batch's records there before it runs."""
+        return "busy"
 
     @property
     def fixed(self) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..builders import stage_file
 from ..output.latency import PRODUCED
@@ -15,9 +15,35 @@ from ..output.latency import PRODUCED
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["FeedReplayer", "handed_over"]
+__all__ = ["FeedReplayer", "handed_over", "pace"]
 
 LOG = logging.getLogger(__name__)
+
+
+class _Steps(Protocol):
+    """What :func:`pace` steps: a replayer, or the replayers of a SQL query's views as one."""
+
+    staged: int
+
+    def stage_next(self) -> bool: ...
+
+
+def pace(steps: _Steps, pauses: Sequence[float], stop: threading.Event, idle: Callable[[], None] | None) -> None:
+    """Hand ``steps`` over one at a time, waiting ``pauses[i]`` seconds after step ``i`` and then, under the quiet rule, for ``idle()``.
+
+    Returns once every step is handed over, once ``stop`` is set, or when ``idle`` raises (the query stopped or failed: nothing is left to pace).
+    """
+    while steps.stage_next():
+        if stop.wait(pauses[min(steps.staged, len(pauses)) - 1] if pauses else 0.0):
+            return
+        if idle is not None:
+            try:
+                idle()
+            except Exception as err:  # noqa: BLE001 - the query ended under the replay: its own status says why
+                LOG.info("paced replay stopped after %d steps: the query ended (%s)", steps.staged, type(err).__name__)
+                return
+            if stop.is_set():
+                return
 
 
 def handed_over(raw: DataFrame) -> Column:
@@ -44,6 +70,12 @@ class FeedReplayer:
     with :meth:`stage_next` (the runner does, waiting for the query to go idle
     between files, as a paced stream would) or stages everything with
     :meth:`stage_all`.
+
+    Under the quiet arrival rule (:mod:`streaming.engine.arrival`) a paced
+    replay is given :attr:`idle`, which returns once Spark has run every batch
+    it has (the no-data batch a watermark move causes included): the thread
+    then hands the next file over after its pause *and* after ``idle()``, so
+    the batches Spark runs do not depend on how busy the machine is.
     """
 
     def __init__(self, files: list[Path], staging: Path, seconds_per_file: float, pauses: Sequence[float] | None = None) -> None:
@@ -62,6 +94,8 @@ class FeedReplayer:
         self._stop = threading.Event()
         self._last_ms = max((path.stat().st_mtime_ns // 1_000_000 for path in earlier), default=0)
         self._thread: threading.Thread | None = None
+        self.idle: Callable[[], None] | None = None
+        """Under the quiet rule: waits until Spark is idle; the paced thread calls it before handing each next file over."""
 
     @property
     def stepped(self) -> bool:
@@ -70,6 +104,14 @@ class FeedReplayer:
 
     first_at_start = False
     """Spark waits for the first file a press hands over."""
+
+    @property
+    def paced(self) -> bool:
+        return not self.stepped
+
+    def start_quiet(self, idle: Callable[[], None]) -> None:
+        self.idle = idle
+        self.start()
 
     @property
     def steps(self) -> int:
@@ -95,9 +137,7 @@ class FeedReplayer:
 
     def _run(self) -> None:
         try:
-            while self.stage_next():
-                if self._stop.wait(self.pauses[self.staged - 1]):
-                    return
+            pace(self, self.pauses, self._stop, self.idle)
         except OSError as err:  # the staging folder went (a kept query's folder deleted under it): the query fails on its own
             LOG.warning("feed replay into %s stopped after %d files: %s", self.staging.name, self.staged, err)
 

@@ -58,6 +58,8 @@ class TopicStepper:
     stepped = True
     first_at_start = True
     """The first step is copied when the stepper is made: Spark runs it at once."""
+    paced = False
+    """Its caller (a walkthrough) hands each step over."""
 
     def __init__(self, source: KafkaSource, target: str, now_s: int | None = None) -> None:
         self.source = source
@@ -104,8 +106,15 @@ class TopicStepper:
             self.done.set()
         return True
 
+    def stage_all(self) -> None:
+        while self.stage_next():
+            pass
+
     def start(self) -> None:
         """Nothing runs by itself: the caller steps it."""
+
+    def start_quiet(self, idle: Callable[[], None]) -> None:
+        """Nothing runs by itself, under any rule: the caller steps it."""
 
     def stop(self) -> None:
         """Delete the staging topic (a broker that is gone keeps it: nothing to raise to a query being removed)."""

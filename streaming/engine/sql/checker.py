@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .guard import checked
+from .guard import checked, streaming_checks
 from .plan import PlanFacts, plan_facts
 from .views import SqlView, sql_session
 
@@ -29,6 +29,8 @@ class SqlChecker:
     def __init__(self, spark: SparkSession, views: tuple[SqlView, ...]) -> None:
         self.views = tuple(views)
         self.names = tuple(view.name for view in self.views)
+        self.spark = spark
+        """The session the checker's own was made from: a checker outlives neither it nor its JVM."""
         self.session = sql_session(spark)
         self._scratch = Path(tempfile.mkdtemp(prefix="streaming-lab-sql-check-"))
         self.columns: dict[str, list[tuple[str, str]]] = {}
@@ -44,9 +46,13 @@ class SqlChecker:
             self.close()
             raise
 
-    def check(self, text: str) -> PlanFacts:
-        """The facts of ``text``'s analysed plan once every check passed (:func:`~.guard.checked`); :class:`~.guard.SqlError` otherwise."""
-        return plan_facts(*checked(self.session, text, self.names))
+    def check(self, text: str, output_mode: str | None = None) -> PlanFacts:
+        """The facts of ``text``'s analysed plan once every check passed (:func:`~.guard.checked`) and, with ``output_mode``, Spark's own
+        streaming checks for that mode (:func:`~.guard.streaming_checks`); :class:`~.guard.SqlError` otherwise."""
+        frame, walked = checked(self.session, text, self.names)
+        if output_mode is not None:
+            streaming_checks(frame, output_mode, text)
+        return plan_facts(frame, walked)
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)

@@ -25,7 +25,6 @@ browser session sees or drops them.
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from collections.abc import Collection, Iterator
@@ -114,9 +113,9 @@ def parse_checked(spark: SparkSession, text: str, views: Collection[str]) -> Any
         raise SqlError("${...} is refused: Spark would replace it with a server setting or environment variable", line, column)
     parser = spark._jsparkSession.sessionState().sqlParser()
     try:
-        plan = parser.parseQuery(text)
+        plan = parser.parseQuery(_without_final_semicolons(text))
     except Exception as err:  # noqa: BLE001 - py4j raises Spark's ParseException as PySpark's, or a Py4JJavaError
-        raise parse_error(err, text) from None
+        raise _not_a_query(parser, text) or parse_error(err, text) from None
     _checking(lambda: _check_parsed(plan, {name.lower() for name in views}, text))
     return plan
 
@@ -146,6 +145,36 @@ def checked(spark: SparkSession, text: str, views: Collection[str]) -> tuple[Dat
     walked: list[tuple[Any, str]] = []
     _checking(lambda: walked.extend(_check_analysed(frame._jdf.queryExecution().analyzed(), {name.lower() for name in views}, spark)))
     return frame, walked
+
+
+_OUTPUT_MODES = {"append": "Append", "update": "Update", "complete": "Complete"}
+
+
+def streaming_checks(frame: DataFrame, output_mode: str, text: str) -> None:
+    """Spark's own checks of a streaming plan for ``output_mode`` (``UnsupportedOperationChecker.checkForStreaming``, what starting the
+    query runs), run before Start: an aggregation without a watermark in append mode, an ``ORDER BY`` outside complete mode, a join
+    Spark cannot stream... :class:`SqlError` in Spark's words, at the clause it names. A check that says ready is one Spark will not refuse."""
+    jvm = frame.sparkSession._jvm
+    assert jvm is not None
+    try:
+        with _quiet():
+            mode = getattr(jvm.org.apache.spark.sql.streaming.OutputMode, _OUTPUT_MODES[output_mode])()
+            checker = jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
+            checker.checkForStreaming(frame._jdf.queryExecution().analyzed(), mode)
+    except KeyError:
+        raise SqlError(f"the output mode {output_mode!r} is not one of {', '.join(_OUTPUT_MODES)}") from None
+    except Exception as err:  # noqa: BLE001 - Spark's AnalysisException through py4j
+        raise analysis_error(err, text) from None
+
+
+def _refused_at(err: BaseException, text: str) -> tuple[int | None, int | None]:
+    """The line and column of the operator Spark's streaming check refused (its ``ExtendedAnalysisException``'s plan), when it says."""
+    try:
+        java = getattr(err, "java_exception", None) or getattr(err, "_origin", None)  # py4j's error, or PySpark's capture of it
+        plan = java.plan()  # type: ignore[union-attr]
+        return _origin(plan.get(), text) if plan.isDefined() else (None, None)
+    except Exception:  # noqa: BLE001 - another kind of error, or a Spark that does not carry the plan
+        return None, None
 
 
 def _checking(check: Any) -> None:
@@ -180,6 +209,55 @@ def _named(views: Collection[str]) -> str:
 # --------------------------------------------------------------------------- errors
 
 
+def _without_final_semicolons(text: str) -> str:
+    """``text`` without the ``;`` (and blanks) it ends with: one query ended as a statement is still one query. Offsets are unchanged."""
+    end = len(text)
+    while end and text[end - 1] in " \t\r\n;":
+        end -= 1
+    return text[:end] if ";" in text[end:] else text
+
+
+def _not_a_query(parser: Any, text: str) -> SqlError | None:
+    """Why ``text``, which does not parse as a query, is not one: a command (``SET``, ``EXECUTE IMMEDIATE``, ``CREATE``...) or two statements;
+    ``None`` when it is neither (a plain syntax error, told by :func:`parse_error`). Nothing of it runs: the parser only reads it."""
+    try:
+        command = parser.parsePlan(text)
+    except Exception:  # noqa: BLE001 - not one statement either
+        command = None
+    if command is not None:
+        return SqlError(f"{_words(_class(command))} is a command, not a query: only one SELECT runs here", 1, 1)
+    end = _statement_end(text)
+    if end is not None:
+        line, column = position(text, end)
+        return SqlError("the text holds more than one statement (a ';' ends the first): only one SELECT runs here", line, column)
+    return None
+
+
+def _statement_end(text: str) -> int | None:
+    """The offset of a ``;`` outside quotes and comments that has more text after it; ``None`` when there is none."""
+    quote: str | None = None
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote is not None:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = None
+        elif char in "'\"`":
+            quote = char
+        elif text.startswith("--", index):
+            newline = text.find("\n", index)
+            index = len(text) if newline < 0 else newline
+        elif text.startswith("/*", index):
+            close = text.find("*/", index + 2)
+            index = len(text) if close < 0 else close + 1
+        elif char == ";" and text[index + 1:].strip(" \t\r\n;"):
+            return index
+        index += 1
+    return None
+
+
 def parse_error(err: BaseException, text: str) -> SqlError:
     """A parse error as :class:`SqlError`: Spark's first sentence, at the line and column it reports (columns from 1)."""
     message = str(err)
@@ -200,6 +278,8 @@ def analysis_error(err: BaseException, text: str) -> SqlError:
         found = _POSITION.search(message)
         if found:
             line, column = int(found.group(1)), int(found.group(2)) + 1
+        else:  # a streaming check names the operator it refused, not where it is: its origin in the text says
+            line, column = _refused_at(err, text)
     return SqlError(_plain(message), line, column, _condition(err, message))
 
 
@@ -280,14 +360,25 @@ def _expressions(node: Any) -> Iterator[Any]:
         stack.extend(_seq(expression.children()))
 
 
-@functools.lru_cache(maxsize=8)
+_CLASSES: dict[str, tuple[Any, Any]] = {}
+"""Each JVM class looked up, with the SparkContext it was looked up in: ``name -> (context, class)``."""
+
+
 def _jvm_class(name: str) -> Any:
-    """The JVM class ``name`` of the running SparkContext (looked up once: each py4j call costs a round trip)."""
+    """The JVM class ``name`` of the running SparkContext (looked up once per context: each py4j call costs a round trip).
+
+    Kept with its context, never beyond it: after Spark's JVM dies and a new session replaces it, a handle of the old gateway would refuse
+    every check (``Connection refused``) until the server restarted."""
     from pyspark import SparkContext
 
     context = SparkContext._active_spark_context
     assert context is not None and context._jvm is not None
-    return context._jvm.java.lang.Class.forName(name)
+    kept = _CLASSES.get(name)
+    if kept is not None and kept[0] is context:
+        return kept[1]
+    found = context._jvm.java.lang.Class.forName(name)
+    _CLASSES[name] = (context, found)
+    return found
 
 
 def _seq(scala_seq: Any) -> list[Any]:

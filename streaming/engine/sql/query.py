@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..arrival import DEFAULT_ARRIVAL, ArrivalRule, check_arrival, replay_trigger
 from ..errors import ConfigError
 from ..query.config import OUTPUT_MODES, STATE_STORES, OutputMode, StateStore, state_store_settings
 from ..sources import Stepper, StreamSource
+from ..sources.replayer import FeedReplayer, pace
 from .checker import SqlChecker
 from .guard import SqlError, analysis_error, checked
 from .plan import PlanFacts, plan_facts
@@ -41,8 +43,8 @@ class SqlQuery:
     """``text`` (one SELECT) over ``views``: at least one streamed; names unique, case aside, as Spark compares them.
 
     ``output_mode``, ``trigger`` (``default``, ``available_now`` or
-    ``processing_time`` with ``trigger_interval``) and ``state_store`` mean
-    what they mean for the form's query.
+    ``processing_time`` with ``trigger_interval``), ``state_store`` and
+    ``arrival`` (the arrival rule its replays follow) mean what they mean for the form's query.
     """
 
     text: str
@@ -52,8 +54,10 @@ class SqlQuery:
     trigger_interval: str | None = None
     state_store: StateStore = "hdfs"
     changelog_checkpointing: bool = False
+    arrival: ArrivalRule = DEFAULT_ARRIVAL
 
     def __post_init__(self) -> None:
+        check_arrival(self.arrival)
         if not isinstance(self.text, str) or not self.text.strip():
             raise ConfigError("sql", self.text, "is empty: write a SELECT over the views")
         object.__setattr__(self, "views", tuple(self.views))
@@ -112,9 +116,21 @@ class SqlQuery:
     def replayed(self, purpose: str) -> SqlQuery:
         """This query with every streamed view replayed from its start to its end as it is now (a paced feed stepped, a topic read from its
         earliest offsets to where it ends now: :meth:`~streaming.engine.sources.base.Source.replayed`), so that its exact answer and each
-        replay read the same rows, and no replay waits on a feed's pace; :class:`ConfigError` naming the source that cannot be ``purpose``."""
+        replay read the same rows, and no replay waits on a feed's pace; :class:`ConfigError` naming the source that cannot be ``purpose``.
+        Its trigger is the one its arrival rule replays under (:func:`~streaming.engine.arrival.replay_trigger`)."""
         views = tuple(view if view.static else replace(view, source=view.stream.replayed(purpose).bounded_now()) for view in self.views)
-        return replace(self, views=views)
+        replayed = replace(self, views=views)
+        return replace(replayed, trigger=replay_trigger(replayed.ran_arrival()), trigger_interval=None)
+
+    @property
+    def fixed(self) -> bool:
+        """True when every streamed view reads the same rows whatever arrives meanwhile (files, a topic's fixed range): it follows :attr:`arrival`."""
+        return all(view.stream.fixed for view in self.streamed)
+
+    def ran_arrival(self) -> ArrivalRule:
+        """The arrival rule a replay of this query follows: its own, unless a streamed view can be replayed only one way (a topic's range: busy)."""
+        rules = {view.stream.replay_arrival(self.arrival) for view in self.streamed}
+        return self.arrival if rules == {self.arrival} else "busy"
 
     def stepping(self, staging_name: str) -> SqlQuery:
         """This query as a walkthrough runs it: every streamed view's source stepped (a topic's through a staging topic of its own,
@@ -134,6 +150,7 @@ class SqlQuery:
             "output_mode": self.output_mode,
             "trigger": self.trigger if self.trigger_interval is None else f"{self.trigger} {self.trigger_interval}",
             "aggregation": "sql",
+            "arrival": self.ran_arrival() if self.fixed else "none (a live stream)",
             "sql": " ".join(self.text.split())[:160],
         }
 
@@ -142,7 +159,7 @@ class SqlQuery:
         return {
             "kind": "sql", "text": self.text, "views": [view.to_dict() for view in self.views], "output_mode": self.output_mode,
             "trigger": self.trigger, "trigger_interval": self.trigger_interval, "state_store": self.state_store,
-            "changelog_checkpointing": self.changelog_checkpointing,
+            "changelog_checkpointing": self.changelog_checkpointing, "arrival": self.arrival,
         }
 
     @classmethod
@@ -159,9 +176,10 @@ class SqlQuery:
         return cls(views=tuple(SqlView.from_dict(view) for view in views), **given)
 
     def check(self, spark: SparkSession) -> PlanFacts:
-        """Check the text against the views without starting anything (:class:`~.checker.SqlChecker`); the analysed plan's facts, or :class:`~.guard.SqlError`."""
+        """Check the text against the views, and Spark's streaming checks for its output mode, without starting anything
+        (:class:`~.checker.SqlChecker`); the analysed plan's facts, or :class:`~.guard.SqlError`."""
         with SqlChecker(spark, self.views) as checker:
-            return checker.check(self.text)
+            return checker.check(self.text, self.output_mode)
 
     def _register(self, session: SparkSession, staging: Path, now_ms: int) -> list[tuple[DataFrame, Feeder | None]]:
         """Each view made and registered in ``session``; when one fails, the feeders of those made before it are stopped (a topic's staging
@@ -182,7 +200,8 @@ class SqlQuery:
     def build(self, spark: SparkSession, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:
         """The query's streaming DataFrame in a session of its own (:func:`~.views.sql_session`) and the feeder of its streamed views.
 
-        Under the available-now trigger every file of every view is handed over first: micro-batch *i* then reads file *i* of each.
+        :func:`~streaming.engine.run.query.start_run` hands the views' files over as the arrival rule says (under available-now or the busy
+        rule every file of every view first: micro-batch *i* then reads file *i* of each).
         """
         session = sql_session(spark)
         made = self._register(session, staging, now_ms)
@@ -195,8 +214,6 @@ class SqlQuery:
         except BaseException:
             feeders.stop()
             raise
-        if self.trigger == "available_now":
-            feeders.stage_all()
         return frame, feeders
 
     def refusal(self, err: BaseException) -> SqlError:
@@ -255,6 +272,19 @@ class ViewFeeders:
     @property
     def first_at_start(self) -> bool:
         return any(stepper.first_at_start for stepper in self._steppers)
+
+    @property
+    def paced(self) -> bool:
+        """True when every view is a paced replay of files: :meth:`start_quiet` then paces them together."""
+        return bool(self.feeders) and all(isinstance(feeder, FeedReplayer) and feeder.paced for feeder in self.feeders)
+
+    def start_quiet(self, idle: Callable[[], None]) -> None:
+        """Hand the views over together under the quiet rule: step *i* of each after the first view's pause and after ``idle()``, by one
+        thread (each view's own pace would let one view's file run a batch ahead of the others')."""
+        pauses = self.feeders[0].pauses if isinstance(self.feeders[0], FeedReplayer) else []
+        threading.Thread(target=pace, args=(self, pauses, self._stopped, idle), name="view-feeders-quiet", daemon=True).start()
+        if not self._watch():
+            threading.Thread(target=self._await_all, name="view-feeders", daemon=True).start()
 
     def stage_next(self) -> bool:
         """Hand over the next step of every view that has one; ``False`` when every view's steps were handed over already.

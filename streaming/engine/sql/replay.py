@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..arrival import no_data_batches
 from ..output.progress import ProgressTotals, batch_records, progress_frame
 from ..output.results import stamp
 
@@ -41,8 +42,20 @@ class SqlReplay(ProgressTotals):
     def operators(self) -> list[dict[str, Any]]:
         return operators_of(self.summaries)
 
+    @property
+    def arrival(self) -> str:
+        """The arrival rule the replay followed (:mod:`streaming.engine.arrival`)."""
+        return self.query.ran_arrival()
+
+    @property
+    def no_data_batches(self) -> int:
+        """Batches Spark ran only because the watermark moved (they read nothing new)."""
+        return no_data_batches(self.summaries)
+
     def to_json(self) -> dict[str, Any]:
         return {
+            "arrival": self.arrival,
+            "no_data_batches": self.no_data_batches,
             "result": self.records,
             "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
             "operators": self.operators,
@@ -71,13 +84,14 @@ def operators_of(summaries: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -
 def replay_sql(
     registry: QueryRegistry, query: SqlQuery, *, timeout: float = 600.0, cancel: threading.Event | None = None, outputs: bool = False,
 ) -> SqlReplay:
-    """Run ``query`` until its streamed views are read (under the available-now trigger: micro-batch *i* reads file *i* of each), stop it and return
-    what it produced; with ``outputs``, each batch's output rows too."""
+    """Run ``query`` until its streamed views are read, under its arrival rule (:mod:`streaming.engine.arrival`: quiet steps file *i* of each
+    view in once Spark is idle; busy hands every file over at once, under available-now: micro-batch *i* reads file *i* of each), stop it and
+    return what it produced; with ``outputs``, each batch's output rows too."""
     from pyspark.errors import PySparkException
 
     name = f"sql_{uuid.uuid4().hex[:12]}"
     try:
-        run = registry.start(query.with_changes(trigger="available_now"), name, max_rows=None, latency=False, record_outputs=outputs)
+        run = registry.start(query.replayed("replayed"), name, max_rows=None, latency=False, record_outputs=outputs)
     except PySparkException as err:
         registry.remove(name)
         raise query.refusal(err) from None

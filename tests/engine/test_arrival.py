@@ -1,0 +1,126 @@
+"""The arrival rule: one rule a run, named, followed by the form's and SQL's replays alike, and by a paced Live replay whatever the load."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from support import ROOT, wait_for
+
+from streaming.analysis.model import Timeline, expand, sweep
+from streaming.analysis.profile import feed_events_of
+from streaming.cli import main
+from streaming.engine.arrival import check_arrival, describe_rule, no_data_batches, replay_trigger
+from streaming.engine.errors import ConfigError
+from streaming.engine.query.config import FeedSource, QueryConfig, config_from_dict, config_to_dict
+from streaming.engine.run.runner import run_to_idle
+from streaming.engine.sql import SqlQuery, SqlView, replay_sql
+
+FILES = 12
+"""web_clicks' first 12 files: 600 rows, 3 malformed, and rows late enough for a 30 s watermark to drop under either rule."""
+COUNT_SQL = "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n FROM events WATERMARK event_time DELAY OF INTERVAL 30 SECONDS GROUP BY 1, 2"
+
+
+@pytest.fixture(scope="module")
+def clicks(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("arrival") / "clicks"
+    folder.mkdir()
+    for path in sorted((ROOT / "sample_feeds" / "web_clicks").glob("batch-*.csv"))[:FILES]:
+        shutil.copy(path, folder / path.name)
+    return folder
+
+
+def _config(feed: Path, arrival: str, seconds_per_file: float = 0) -> QueryConfig:
+    return QueryConfig(FeedSource(feed, seconds_per_file=seconds_per_file), window="1 minute", watermark="30 seconds", arrival=arrival)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- the rule, pure
+
+
+def test_a_rule_is_checked_where_it_is_received_and_named_in_words(clicks: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_arrival("sometimes")
+    assert (caught.value.field, caught.value.value) == ("arrival", "sometimes") and "quiet, busy" in caught.value.reason
+    with pytest.raises(ConfigError) as caught:
+        _config(clicks, "sometimes")
+    assert caught.value.field == "arrival"
+    assert replay_trigger("quiet") == "default" and replay_trigger("busy") == "available_now"
+    assert describe_rule("busy", 1).startswith("arrival busy: batches run back to back") and describe_rule("quiet", 2).endswith("2 no-data batches")
+    paced = _config(clicks, "busy", seconds_per_file=2.0)
+    assert paced.replayed("tuned").trigger == "available_now" and paced.replayed("tuned").source.seconds_per_file == 0
+    assert _config(clicks, "quiet", 2.0).replayed("tuned").trigger == "default"
+    assert config_from_dict(config_to_dict(paced)).arrival == "busy"
+    assert config_from_dict({k: v for k, v in config_to_dict(paced).items() if k != "arrival"}).arrival == "quiet"  # a query kept before the rule
+    assert paced.describe()["arrival"] == "busy"
+
+
+def test_a_no_data_batch_is_one_that_read_no_new_offsets() -> None:
+    summaries = [
+        {"source_offsets": (None, '{"logOffset":0}')},
+        {"source_offsets": ('{"logOffset":0}', '{"logOffset":0}')},
+        {"source_offsets": ('{"logOffset":0}', '{"logOffset":1}')},
+        {"source_offsets": ('{"t":{"0":5}}', '{"t": {"0": 5}}')},
+        {"source_offsets": None},
+    ]
+    assert no_data_batches(summaries) == 2
+
+
+def test_an_unknown_rule_on_the_command_line_is_refused_before_spark_starts(clicks: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["replay", str(clicks), "--window", "1 minute", "--arrival", "sometimes"])
+    assert exited.value.code == 2 and "--arrival" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- one answer
+
+
+def test_the_form_and_sql_give_one_answer_under_each_rule_and_the_model_knows_both(spark, registry, clicks: Path) -> None:
+    """The same count, by the form and in SQL, under each rule: equal results, rows dropped and batches; the model's dropped rows are Spark's."""
+    events = feed_events_of(spark, FeedSource(clicks, seconds_per_file=0))
+    answers = {}
+    for rule in ("quiet", "busy"):
+        form = run_to_idle(registry, _config(clicks, rule).replayed("replayed"))
+        view = SqlView("events", FeedSource(clicks, seconds_per_file=0))
+        sql = replay_sql(registry, SqlQuery(COUNT_SQL, (view,), arrival=rule))  # type: ignore[arg-type]
+        keyed = {(row["w"]["start"][:19], row["key"]): row["n"] for row in sql.records if row["key"] is not None}  # the form counts a row without a key as malformed
+        assert keyed == {(row["window_start"][:19], row["key"]): row["count"] for row in form.result_records()}, rule
+        assert (form.arrival, sql.arrival) == (rule, rule)
+        assert form.rows_dropped_by_watermark == sql.rows_dropped_by_watermark > 0
+        assert len(form.progress) == len(sql.progress) and form.no_data_batches == sql.no_data_batches
+        timeline = Timeline.of(events, FILES, catch_up=rule == "busy")
+        [modelled] = sweep(timeline, expand(timeline, 60_000, 60_000), [30_000]).itertuples()
+        assert (modelled.dropped_groups, modelled.batches) == (form.rows_dropped_by_watermark, len(form.progress)), rule
+        answers[rule] = form
+    quiet, busy = answers["quiet"], answers["busy"]
+    assert quiet.no_data_batches >= FILES - 2 and busy.no_data_batches <= 1  # quiet: a no-data batch after (nearly) every file; busy: after the last
+    assert quiet.rows_dropped_by_watermark != busy.rows_dropped_by_watermark, "the two rules must differ on this data, or the test tells nothing"
+    assert quiet.to_json()["arrival"] == "quiet" and busy.to_json()["no_data_batches"] == busy.no_data_batches
+
+
+BURN = "import time\nend = time.monotonic() + 180\nwhile time.monotonic() < end:\n    pass\n"
+"""A process that keeps one core busy for three minutes at most (it is also ended in the test's ``finally``)."""
+
+
+def test_a_paced_live_replay_under_the_quiet_rule_gives_the_stepped_answer_with_every_core_busy(registry, clicks: Path) -> None:
+    """The Live page's replay paces files by a timer; under the quiet rule it also waits for Spark, so a saturated machine changes only its speed."""
+    stepped = run_to_idle(registry, _config(clicks, "quiet").replayed("replayed"))
+    burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(4)]
+    name = "paced_quiet_under_load"
+    try:
+        run = registry.start(_config(clicks, "quiet", seconds_per_file=0.01), name, max_rows=None, latency=False)
+        wait_for(lambda: run.feeder is not None and run.feeder.done.is_set(), "the paced replay did not hand every file over", 180)
+        run.await_idle(180)
+        summaries = run.log.summaries()
+        assert all(burner.poll() is None for burner in burners), "the cores were not kept busy for the whole replay"
+        pd.testing.assert_frame_equal(run.table.frame().reset_index(drop=True), stepped.result.reset_index(drop=True))
+        assert [int(summary["num_input_rows"]) for summary in summaries] == [int(n) for n in stepped.progress["num_input_rows"]]
+        assert no_data_batches(summaries) == stepped.no_data_batches
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait(10)
+        registry.remove(name)
