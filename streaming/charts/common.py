@@ -50,6 +50,14 @@ def time_unit(seconds: Iterable[float]) -> tuple[str, float]:
     return next(((name, size) for name, size in TIME_UNITS if largest >= 2 * size), TIME_UNITS[-1])
 
 
+def percent_tickformat(values: Iterable[float | None]) -> str:
+    """A percent axis's tick format with as many decimals as the values' span needs: ``.0%`` over 0.95 to 1.0 gives ticks that all read
+    "99%" and "100%"; a span under 5 points gets one decimal, under half a point two."""
+    shown = [float(value) for value in values if value is not None and value == value]
+    span = max(shown) - min(shown) if shown else 1.0
+    return ".0%" if span >= 0.05 else ".1%" if span >= 0.005 else ".2%"
+
+
 def empty_figure(title: str, message: str = NO_BATCHES) -> go.Figure:
     """A valid figure without data: ``title`` and a centred ``message`` annotation."""
     figure = go.Figure()

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..engine.durations import format_duration
-from .common import empty_figure
+from .common import empty_figure, percent_tickformat
 from .tuner import RECOMMENDED_COLOR, TARGET_COLOR
 
 if TYPE_CHECKING:
@@ -48,7 +48,8 @@ def sql_sweep_figure(tuning: SqlTuning) -> go.Figure:
     column = tuning.clauses[index].column if tuning.clauses else "?"
     figure.update_layout(title=f"Completeness and state by the delay of WATERMARK {column}", height=380, legend={"orientation": "h", "y": -0.25})
     figure.update_xaxes(title_text=f"delay of WATERMARK {column}", type="category")
-    figure.update_yaxes(title_text="completeness", tickformat=".0%", secondary_y=False)
+    shown = [point.completeness for point in points] + [tuning.target]
+    figure.update_yaxes(title_text="completeness", tickformat=percent_tickformat(shown), secondary_y=False)
     figure.update_yaxes(title_text="peak state rows", secondary_y=True)
     return figure
 

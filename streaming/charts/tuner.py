@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..engine.durations import format_duration
-from .common import empty_figure, time_unit
+from .common import empty_figure, percent_tickformat, time_unit
 
 __all__ = [
     "RECOMMENDED_COLOR",
@@ -86,7 +86,7 @@ def _tradeoff(tuning: Any, x: str, x_title: str, title: str, *, scaled: bool = F
     subtitle = f"recommended: {recommended}" if recommended else "no delay reaches the target"
     figure.update_layout(
         title={"text": title, "subtitle": {"text": subtitle}},
-        xaxis_title=x_title, yaxis_title="completeness", yaxis_tickformat=".0%", showlegend=False, height=420,
+        xaxis_title=x_title, yaxis_title="completeness", yaxis_tickformat=percent_tickformat([*frame["completeness"], target]), showlegend=False, height=420,
     )
     return figure
 

@@ -357,3 +357,15 @@ def test_state_store_figure_draws_bytes_and_latencies_by_name_and_leaves_out_zer
     assert set(traces) == {"SstFileSize (bytes)", "CommitFlushLatency (ms)"}  # zeros and plain counts left out
     assert traces["CommitFlushLatency (ms)"].yaxis == "y2" and list(traces["CommitFlushLatency (ms)"].y) == [0, 3]
     assert "No state store metrics" in state_store_figure(state_store_metrics([])).layout.annotations[0].text
+
+
+def test_a_percent_axis_has_the_decimals_its_span_needs() -> None:
+    """A SQL sweep between 99% and 100% read "99% 99% 99% 100% 100% 100%" on its axis."""
+    from streaming.analysis.sql_tune import SqlPoint, SqlTuning
+    from streaming.charts.sql_tune import sql_sweep_figure
+    from streaming.engine.sql.rewrite import WatermarkClause
+
+    points = tuple(SqlPoint((delay,), 1000, matched, 0, 1000 - matched, 0, 0, 5, 2.0, 4, 0.1) for delay, matched in ((0, 991), (60_000, 996), (120_000, 1000)))
+    figure = sql_sweep_figure(SqlTuning((WatermarkClause(0, 10, "ts", 0),), points, 0.99, 1.0))
+    assert figure.layout.yaxis.tickformat == ".1%"
+    assert common.percent_tickformat([0.5, 1.0, None]) == ".0%" and common.percent_tickformat([0.999, 1.0]) == ".2%"

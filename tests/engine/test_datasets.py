@@ -137,6 +137,10 @@ def test_a_refused_first_upload_leaves_no_dataset(make_store) -> None:
     report = store.add("nothing", [Upload("empty.csv", b"")])
     assert report.kept == {} and store.names() == []
     assert not (store.root / "nothing").exists()
+    deep = ('{"a": ' * 5000) + "1" + ("}" * 5000) + "\n"  # raised RecursionError out of the upload, leaving the folder behind
+    report = store.add("deep", [Upload("deep.jsonl", deep.encode())])
+    assert [(error.value, error.reason) for error in report.refused] == [("deep.jsonl", "nests JSON too deeply on line 1 to be read as a row")]
+    assert store.names() == [] and not (store.root / "deep").exists()
 
 
 def test_paths_are_confined_to_the_data_root(make_store, tmp_path: Path) -> None:

@@ -179,6 +179,8 @@ def _json_lines(path: Path, name: str) -> int:
                     objects += isinstance(json.loads(line), dict)
                 except ValueError:
                     continue
+                except RecursionError:  # a line nested ~1,000 levels deep: refused here, not a crash of the page
+                    raise ConfigError("file", name, f"nests JSON too deeply on line {lines} to be read as a row") from None
     if lines == 0:
         raise ConfigError("file", name, "holds no rows")
     if objects == 0:
