@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from streaming.engine.kafka.topics import (
     describe_topic,
     infer_value_columns,
     latest_messages,
+    published_mapping,
     topic_names,
     write_sample,
 )
@@ -104,6 +105,11 @@ def _topic_names(bootstrap: str) -> list[str]:
 @st.cache_data(ttl=30, show_spinner="Reading a sample of the topic…")
 def _sample(bootstrap: str, topic: str) -> pd.DataFrame:
     return latest_messages(bootstrap, topic, SAMPLE_MESSAGES)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def _published_mapping(bootstrap: str, topic: str) -> dict[str, Any] | None:
+    return published_mapping(bootstrap, topic)
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the value's columns with Spark…")
@@ -199,7 +205,7 @@ def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_c
         st.warning(str(err))
         return {}
     names = [name for name, _ in value_columns]
-    guessed = _guess(names)
+    guessed = published_guess(_published_mapping(bootstrap, topic), names) or _guess(names)
     # keyed by the topic: each topic's mapping starts from its own guess (the record's own columns are offered for every topic,
     # so one set of widgets would keep the choice made for the topic before) and is kept when the user comes back to it
     values = mapping_widgets([*names, KAFKA_TIMESTAMP, KAFKA_KEY], guessed, prefix=f"{prefix}_map_{topic}", arrival=False)
@@ -211,6 +217,23 @@ def _mapping_widgets(bootstrap: str, topic: str | None, value_format: str, csv_c
         except ConfigError as err:
             st.warning(str(err))
     return {"value_columns": value_columns, "mapping": values}
+
+
+def published_guess(published: Mapping[str, Any] | None, names: Sequence[str]) -> ColumnMapping | None:
+    """The mapping of the dataset the topic was published from (:func:`~streaming.engine.kafka.topics.published_mapping`), its arrival
+    column left to the record's timestamp; ``None`` when the topic carries none, or one whose event time is not a column of its values."""
+    if published is None:
+        return None
+    try:
+        mapping = ColumnMapping.from_dict(published)
+    except (ConfigError, TypeError):
+        return None
+    if mapping.event_time not in names:
+        return None
+    def kept(name: str | None) -> str | None:
+        return name if name in names else None
+
+    return replace(mapping, arrival=None, key=kept(mapping.key), value=kept(mapping.value), dedup_id=kept(mapping.dedup_id))
 
 
 def _guess(names: Sequence[str]) -> ColumnMapping:

@@ -88,8 +88,28 @@ def test_published_records_are_the_feeds_rows_in_batch_order_keyed_by_the_key_co
     records = latest_messages(kafka_broker.bootstrap, clicks_topic, CLICK_ROWS, earliest=True)
     rows = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False) for path in sorted(clicks_folder.glob("*.csv"))], ignore_index=True)
     assert list(records["offset"]) == list(range(CLICK_ROWS))
-    assert [json.loads(value) for value in records["value"]] == rows.to_dict("records")
-    assert list(records["key"]) == list(rows["key"])
+    assert [json.loads(value) for value in records["value"]] == [{name: cell or None for name, cell in row.items()} for row in rows.to_dict("records")]
+    assert list(records["key"]) == [key or None for key in rows["key"]]
+
+
+def test_a_published_dataset_keeps_its_types_its_nulls_and_its_event_time_column(spark, kafka_broker, topic_name, tmp_path) -> None:
+    """Every value was a string and an empty cell "", so `dep_delay > 15` failed at run time and `IS NOT NULL` filtered nothing; and the
+    topic's form picked the first column named like a time (`air_time`, a duration) as its event time."""
+    from streaming.engine.kafka.topics import published_mapping
+
+    folder = tmp_path / "flights"
+    folder.mkdir()
+    (folder / "part-0.csv").write_text("air_time,dep_delay,rate,sched_dep,carrier\n227,2,1.5,2013-01-01 05:15:00,UA\n150,,2.25,2013-01-01 05:29:00,\n")
+    columns = ColumnMapping(event_time="sched_dep", time_format="yyyy-MM-dd HH:mm:ss", key="carrier")
+    publish(spark, FeedSource(folder, 0, "csv", columns), kafka_broker.bootstrap, topic_name)
+    values = [json.loads(value) for value in latest_messages(kafka_broker.bootstrap, topic_name, 2, earliest=True)["value"]]
+    assert values == [
+        {"air_time": 227, "dep_delay": 2, "rate": 1.5, "sched_dep": "2013-01-01 05:15:00", "carrier": "UA"},
+        {"air_time": 150, "dep_delay": None, "rate": 2.25, "sched_dep": "2013-01-01 05:29:00", "carrier": None},
+    ]
+    inferred = dict(infer_value_columns(spark, [json.dumps(value) for value in values], "json"))
+    assert (inferred["dep_delay"], inferred["rate"], inferred["carrier"]) == ("bigint", "double", "string")
+    assert published_mapping(kafka_broker.bootstrap, topic_name) == columns.to_dict()  # what the topic's form starts from (dashboard.kafka.published_guess)
 
 
 def test_a_cancelled_publish_deletes_the_topic_it_created_and_leaves_an_existing_one_with_what_it_sent(spark, kafka_broker, topic_name) -> None:

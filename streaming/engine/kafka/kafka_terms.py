@@ -19,6 +19,7 @@ __all__ = [
     "KAFKA_COLUMNS",
     "KAFKA_KEY",
     "KAFKA_TIMESTAMP",
+    "MAPPING_HEADER",
     "VALUE_FORMATS",
     "VALUE_TYPES",
     "ValueFormat",
@@ -31,6 +32,9 @@ __all__ = [
 
 KAFKA_COLUMNS: dict[str, str] = {KAFKA_TIMESTAMP: "timestamp", KAFKA_KEY: "string"}
 """The record's own columns next to the value's, with their Spark types."""
+MAPPING_HEADER = "streaming-lab-columns"
+"""The record header a publish gives every record: the published dataset's column mapping as JSON (which column is the event time, how its
+times are written, the key...), so that a form over the topic starts from it rather than from a guess by column names."""
 ValueFormat = Literal["json", "csv"]
 VALUE_FORMATS: tuple[str, ...] = get_args(ValueFormat)
 VALUE_TYPES: tuple[str, ...] = ("string", "bigint", "int", "double", "boolean", "timestamp", "date")

@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..data.preview import dataset_schema, read_dataset
 from ..errors import ConfigError
-from .kafka_terms import CORRUPT, KAFKA_COLUMNS, VALUE_TYPES, ValueFormat, check_bootstrap, check_topic, planned_batches
+from .kafka_terms import CORRUPT, KAFKA_COLUMNS, MAPPING_HEADER, VALUE_TYPES, ValueFormat, check_bootstrap, check_topic, planned_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,6 +56,7 @@ __all__ = [
     "describe_topic",
     "infer_value_columns",
     "latest_messages",
+    "published_mapping",
     "read_records",
     "require_topic",
     "staging_name",
@@ -222,6 +223,24 @@ def latest_messages(bootstrap: str, topic: str, count: int = 20, timeout: float 
     return frame.sort_values(["timestamp", "partition", "offset"], ignore_index=True)
 
 
+def published_mapping(bootstrap: str, topic: str, timeout: float = TIMEOUT) -> dict[str, Any] | None:
+    """The column mapping the lab's publish gave ``topic``'s latest record (its :data:`~.kafka_terms.MAPPING_HEADER`, as
+    :meth:`~streaming.engine.data.columns.ColumnMapping.to_dict` writes it); ``None`` for a topic written otherwise, or empty."""
+    info = describe_topic(bootstrap, topic, timeout)
+    latest = max((partition for partition in info.partitions if partition.messages), key=lambda partition: partition.latest, default=None)
+    if latest is None:
+        return None
+    for record in read_records(bootstrap, topic, {latest.partition: (latest.latest - 1, latest.latest)}, timeout):
+        for name, value in record.headers:
+            if name == MAPPING_HEADER and value:
+                try:
+                    found = json.loads(value.decode("utf-8"))
+                except ValueError:
+                    return None
+                return found if isinstance(found, dict) else None
+    return None
+
+
 @dataclass(frozen=True)
 class Record:
     """One record as the broker holds it: partition, offset, timestamp (epoch ms), key and value bytes."""
@@ -231,6 +250,7 @@ class Record:
     timestamp_ms: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 def read_records(
@@ -267,7 +287,7 @@ def read_records(
             if end is None:
                 continue
             if offset < end:
-                records.append(Record(number, offset, int(message.timestamp()[1]), message.key(), message.value()))
+                records.append(Record(number, offset, int(message.timestamp()[1]), message.key(), message.value(), tuple(message.headers() or ())))
             if offset + 1 >= end:  # its last record, or one past the range (the range ended on a marker)
                 remaining.pop(number)
                 consumer.pause([TopicPartition(topic, number, OFFSET_END)])

@@ -4,9 +4,13 @@ The rows go out in the source's batch order (its files, ``rows:N`` or its
 arrival intervals: :func:`~streaming.engine.data.batching.cut_batches`), rows of a
 batch in file order, each batch flushed to the brokers before the next:
 
-- **value**: the row as a JSON object (a CSV row's cells as text, a JSON line
-  as it is, a Parquet row with times in ISO-8601), or, with ``value_format``
-  ``csv``, a CSV dataset's line without its header;
+- **value**: the row as a JSON object (a CSV row's cells typed as the
+  dataset's SQL view types them: numbers as numbers, an empty cell null, times
+  as written; a JSON line as it is, a Parquet row with times in ISO-8601), or,
+  with ``value_format`` ``csv``, a CSV dataset's line without its header;
+- **headers**: :data:`~streaming.engine.kafka.kafka_terms.MAPPING_HEADER`, the
+  dataset's column mapping, so a form over the topic starts from its event-time
+  column and time format, not from a guess by names;
 - **key**: the key column's text (no key when the data has none);
 - **timestamp**: the row's arrival time when the data has an arrival column
   (read by Spark as the mapping says; a row whose arrival does not parse takes
@@ -28,7 +32,7 @@ import json
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -36,8 +40,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ..data.batching import arrival_micros, arrival_pauses, cut_batches, read_rows
 from ..data.preview import dataset_schema, read_dataset, stream_schema
 from ..errors import Cancelled, ConfigError
-from ..kafka.kafka_terms import ValueFormat
+from ..kafka.kafka_terms import MAPPING_HEADER, ValueFormat
 from ..kafka.topics import client_settings, create_topic, delete_topic, describe_topic
+from ..sources.dataset import view_batch
 from ..sources.feed import MAX_SPEED, FeedSource
 
 if TYPE_CHECKING:
@@ -78,7 +83,28 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def _values(rows: Sequence[Any], header: Sequence[str] | None, fmt: str, value_format: ValueFormat) -> list[str]:
+_INTEGERS = ("tinyint", "smallint", "int", "bigint")
+_DECIMALS = ("float", "double")
+
+
+def _typed(cell: str, kind: str | None) -> Any:
+    """A CSV cell as the dataset's SQL view types it (:func:`~streaming.engine.builders.view_batch`): empty is null, a number column's cell a
+    number, a boolean one's a boolean; any other (text, and times, which keep how they are written) its text."""
+    if cell == "":
+        return None
+    try:
+        if kind in _INTEGERS:
+            return int(cell)
+        if kind in _DECIMALS or (kind or "").startswith("decimal"):
+            return float(cell)
+    except ValueError:
+        return cell
+    if kind == "boolean" and cell.lower() in ("true", "false"):
+        return cell.lower() == "true"
+    return cell
+
+
+def _values(rows: Sequence[Any], header: Sequence[str] | None, fmt: str, value_format: ValueFormat, types: Mapping[str, str] | None = None) -> list[str]:
     if value_format == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -91,10 +117,17 @@ def _values(rows: Sequence[Any], header: Sequence[str] | None, fmt: str, value_f
         return lines
     if fmt == "csv":
         names = list(header or [])
-        return [json.dumps(dict(zip(names, row)), ensure_ascii=False) for row in rows]
+        kinds = [(types or {}).get(name) for name in names]
+        return [json.dumps({name: _typed(cell, kind) for name, cell, kind in zip(names, row, kinds)}, ensure_ascii=False) for row in rows]
     if fmt == "json":
         return list(rows)
     return [json.dumps(row, ensure_ascii=False, default=_json_default) for row in rows]
+
+
+def _view_types(spark: SparkSession, files: Sequence[Path], source: FeedSource) -> dict[str, str]:
+    """Each column's type as the dataset's SQL view reads it (numbers inferred; the event time a timestamp)."""
+    batch = view_batch(spark, files, "csv", source.columns)
+    return {field.name: field.dataType.simpleString() for field in batch.schema.fields}
 
 
 def _keys(rows: Sequence[Any], header: Sequence[str] | None, fmt: str, key: str | None) -> list[str | None]:
@@ -174,6 +207,8 @@ def publish(
         batches = cut.files
         pauses = arrival_pauses(cut.arrivals, speed) if speed is not None and cut.arrivals is not None else [float(seconds_per_batch)] * len(batches)
         by_arrival = cut.row_times if arrival is not None and arrival == source.batching.column else None
+        types = _view_types(spark, files, source) if source.file_format == "csv" and value_format == "json" else None
+        mapping: list[tuple[str, str | bytes | None]] = [(MAPPING_HEADER, json.dumps(source.columns.to_dict()).encode("utf-8"))]
         producer = Producer({**client_settings(bootstrap), "partitioner": "murmur2_random", "linger.ms": 5, "message.timeout.ms": 30_000})
         failures: list[str] = []
 
@@ -190,11 +225,12 @@ def publish(
                 times = by_arrival[index]  # read once, when the dataset was cut: a Spark job per batch took longer than a fast pace allows
             elif arrival is not None:
                 times = list(arrival_micros(spark, path, source.file_format, arrival, source.columns.arrival_format, schema, struct))
-            for value, key, micros in zip(_values(rows, header, source.file_format, value_format), _keys(rows, header, source.file_format, source.columns.key), times):
+            values = _values(rows, header, source.file_format, value_format, types)
+            for value, key, micros in zip(values, _keys(rows, header, source.file_format, source.columns.key), times):
                 micros = previous_us if micros is None else micros
                 previous_us = micros
                 producer.produce(
-                    topic, value=value.encode("utf-8"), key=None if key is None else key.encode("utf-8"), on_delivery=delivered,
+                    topic, value=value.encode("utf-8"), key=None if key is None else key.encode("utf-8"), on_delivery=delivered, headers=mapping,
                     timestamp=0 if micros is None else micros // 1000,  # 0: the moment it is produced
                 )
                 messages += 1
