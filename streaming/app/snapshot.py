@@ -142,7 +142,8 @@ class RunSnapshot:
         drained = self.status == "active" and run.drained
         return Metric(
             "Status", "stopping…" if run.stopping else "all data read" if drained else self.status,
-            "Every file of the replay has been handed over and read: the query is idle, waiting for data that will not come; Stop it" if drained
+            "Every file of the replay has been handed over and read: the query is idle, waiting for data that will not come. Stop it, or it is "
+            "finished when another query needs its slot" if drained
             else "Spark stops the query once the micro-batch under way ends: seconds, or a minute or more on a loaded machine" if run.stopping else None,
         )
 

@@ -240,21 +240,28 @@ def test_stamps_keep_a_fraction_of_a_second_only_when_there_is_one() -> None:
     assert _stamp(pd.NaT) is None
 
 
-def test_a_replay_that_has_read_every_file_says_so_while_it_runs_on(registry, write_feed) -> None:
+def test_a_replay_that_has_read_every_file_says_so_and_is_finished_when_another_query_needs_its_slot(registry, write_feed) -> None:
     from support import wait_for
 
     from streaming.engine.query.config import FeedSource, QueryConfig
+    from streaming.engine.run.registry import QueryRegistry
 
     feed = write_feed(GUIDE_BATCHES)
-    run = registry.start(QueryConfig(FeedSource(feed, seconds_per_file=0), window="10 minutes", watermark="10 minutes"), "drained_replay")
+    config = QueryConfig(FeedSource(feed, seconds_per_file=0), window="10 minutes", watermark="10 minutes", output_mode="append")
+    one_slot = QueryRegistry(registry.spark, max_active=1)
     try:
-        assert not run.drained  # nothing handed over yet
+        run = one_slot.start(config, "drained_replay")
+        assert not run.drained and not run.finish()  # nothing handed over yet: nothing to finish
         run.await_idle(300)
         wait_for(lambda: run.drained, "not drained after every file was read")
         assert run.status == "active" and run.feeder.staged == len(GUIDE_BATCHES)
-        run.stop_soon()  # in the background, as the pages stop a query; a second stop at once takes its turn
-        run.stop()
-        wait_for(lambda: not run.stopping, "still stopping")
-        assert run.status == "stopped" and not run.drained
+        emitted = len(run.table.frame())
+        # the server's one slot: a replay idle at its end is finished to make room (three replays held 3 of 8 slots)
+        other = one_slot.start(config, "next_replay")
+        assert (run.status, other.status) == ("finished", "active") and len(run.table.frame()) == emitted > 0
+        other.stop_soon()  # in the background, as the pages stop a query; a second stop at once takes its turn
+        other.stop()
+        wait_for(lambda: not other.stopping, "still stopping")
+        assert other.status == "stopped" and not other.drained
     finally:
-        registry.delete("drained_replay")
+        one_slot.close()

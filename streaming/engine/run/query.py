@@ -125,6 +125,8 @@ class Run(StopsInBackground, Generic[C, T]):
     """True when ``workdir`` is a kept folder (:class:`~streaming.engine.run.checkpoints.KeptQuery`): :meth:`close` leaves it, :meth:`delete` removes it."""
     stopped_at_limit: bool = field(default=False)
     """True when the run stopped itself at the time limit :meth:`stop_after` set."""
+    finished_reading: bool = field(default=False)
+    """True when the run was stopped by :meth:`finish`: a replay that had read all its data and run every batch it brings."""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopper: threading.Thread | None = field(default=None, repr=False)
     _timer: threading.Timer | None = field(default=None, repr=False)
@@ -153,6 +155,8 @@ class Run(StopsInBackground, Generic[C, T]):
     def status(self) -> RunStatus:
         if self.query.isActive:
             return "active"
+        if self.finished_reading:
+            return "finished"
         if self.stopped_by_user:  # a stop interrupts the batch under way, which may end in an error: not a failure
             return "stopped"
         if self.query.exception() is not None or self.sink.error is not None:
@@ -182,6 +186,25 @@ class Run(StopsInBackground, Generic[C, T]):
         exception = self.query.exception()
         return None if exception is None else str(exception)
 
+    def finish(self, timeout: float = 60.0) -> bool:
+        """Stop a replay that has read all its data (:attr:`drained`) once Spark has run every batch it brings (the no-data batch that closes
+        its last windows included): its status is then ``finished``, and it holds no query slot. ``False``, doing nothing, for a run that is
+        not drained; a replay still busy after ``timeout`` seconds is stopped all the same."""
+        if not self.drained:
+            return False
+        waiter = threading.Thread(target=self._idle_quietly, name=f"finish-{self.name}", daemon=True)
+        waiter.start()
+        waiter.join(timeout)
+        self.finished_reading = True
+        self.stop()
+        return True
+
+    def _idle_quietly(self) -> None:
+        try:
+            self.query.processAllAvailable()
+        except Exception:  # noqa: BLE001 - the query ended meanwhile: its status says how
+            return
+
     def stop(self) -> None:
         """Stop the query, then its feeder (a staging topic is deleted only once nothing reads it). Idempotent; two threads stopping at once take turns.
 
@@ -192,7 +215,7 @@ class Run(StopsInBackground, Generic[C, T]):
         with self._stop_lock:
             if self._timer is not None:
                 self._timer.cancel()
-            if self.query.isActive:
+            if self.query.isActive and not self.finished_reading:
                 self.stopped_by_user = True
             try:
                 self.query.stop()

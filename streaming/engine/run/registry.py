@@ -144,6 +144,7 @@ class QueryRegistry:
         runs never waits on a start. ``latency=False`` does not measure each record's latency, ``record_outputs`` keeps
         every batch's output rows (:func:`~streaming.engine.run.query.start_run`).
         """
+        self._make_room()
         with self._lock:
             if name is None:
                 name = self._free_name()
@@ -181,6 +182,18 @@ class QueryRegistry:
         finally:
             with self._lock:
                 self._starting.discard(name)
+
+    def _make_room(self) -> None:
+        """At the limit of active runs, finish the replays that have read all their data, oldest first, until one slot is free
+        (:meth:`~streaming.engine.run.query.Run.finish`): a replay idle at its end holds no slot another user could take."""
+        if self.max_active is None:
+            return
+        with self._lock:
+            runs = sorted(self._runs.values(), key=lambda run: run.started_at)
+            busy = len(self._starting) + sum(run.status == "active" for run in runs)
+            done = [run for run in runs if run.status == "active" and run.drained]
+        for run in done[: max(0, busy - self.max_active + 1)]:
+            run.finish()
 
     def resume(self, name: str, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> Run:
         """Start the kept query ``name`` again with its stored configuration, from where it stopped."""
