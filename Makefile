@@ -47,7 +47,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 connect: $(STAMP) $(JARS) java
-	$(VENV)/bin/python -m streaming.engine.runtime.connect $(CONNECT_ARGS)
+	$(VENV)/bin/python -m streaming.engine.runtime.connect --folder "$${STREAMING_LAB_DATA:-data}/.connect" $(CONNECT_ARGS)
 
 bench: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m benchmarks.bench $(BENCH_ARGS)

@@ -44,6 +44,22 @@ def test_settings_sent_by_a_connect_client_are_the_ones_it_may_change() -> None:
     }
 
 
+def test_a_connect_server_starts_again_on_its_last_port_or_on_connect_port(tmp_path: Path) -> None:
+    """make connect took a new random port each time: a dashboard started with the old SPARK_REMOTE never reconnected after a restart."""
+    from streaming.engine.runtime.connect import _free_port, chosen_port
+
+    assert 0 < chosen_port(tmp_path, {}) < 65536  # nothing kept yet: a free port
+    last = _free_port()
+    (tmp_path / "port").write_text(f"{last}\n")
+    assert chosen_port(tmp_path, {}) == last
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", last))
+        assert chosen_port(tmp_path, {}) != last  # taken meanwhile: another free one
+    assert chosen_port(tmp_path, {"CONNECT_PORT": "15002"}) == 15002
+    with pytest.raises(ValueError, match="CONNECT_PORT: 'abc' is not a port"):
+        chosen_port(tmp_path, {"CONNECT_PORT": "abc"})
+
+
 def test_connect_urls_are_read_and_a_closed_port_is_unreachable() -> None:
     assert remote_address("sc://127.0.0.1:15123/;user_id=a") == ("127.0.0.1", 15123)
     assert remote_address("sc://spark.example") == ("spark.example", 15002)

@@ -46,6 +46,35 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+PORT_VARIABLE = "CONNECT_PORT"
+PORT_FILE = "port"
+"""The file in a server's folder that keeps the port it last ran on."""
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def chosen_port(folder: Path, environ: dict[str, str] | None = None) -> int:
+    """The port a server kept in ``folder`` starts on: ``CONNECT_PORT`` when set, else the one it ran on last time while it is free, else a
+    free one. A dashboard started with the old ``SPARK_REMOTE`` then reconnects after a plain restart of the server."""
+    named = (os.environ if environ is None else environ).get(PORT_VARIABLE, "").strip()
+    if named:
+        if not named.isdigit() or not 0 < int(named) < 65536:
+            raise ValueError(f"{PORT_VARIABLE}: {named!r} is not a port (1 to 65535)")
+        return int(named)
+    try:
+        last = int((Path(folder) / PORT_FILE).read_text().strip())
+    except (OSError, ValueError):
+        last = 0
+    return last if 0 < last < 65536 and _is_free(last) else _free_port()
+
+
 class ConnectServer:
     """One local Spark Connect server whose pid file and logs live in ``folder``.
 
@@ -103,6 +132,7 @@ class ConnectServer:
 
     def start(self, timeout: float = 120.0) -> ConnectServer:
         self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / PORT_FILE).write_text(f"{self.port}\n")
         done = subprocess.run(self.command(), env=self._env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             raise RuntimeError(f"spark-daemon.sh submit {SERVER_CLASS} exited with {done.returncode}: {(done.stderr or done.stdout).strip()[-500:]}")
@@ -125,16 +155,25 @@ class ConnectServer:
 
 def main(argv: list[str] | None = None) -> int:
     top = argparse.ArgumentParser(prog="python -m streaming.engine.runtime.connect", description="Start (or stop) a local Spark Connect server from this project's pyspark.")
-    top.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
-    top.add_argument("--folder", type=Path, default=None, help="folder for its pid file and logs (default: a new temp folder)")
-    top.add_argument("--stop", type=Path, default=None, metavar="FOLDER", help="stop the server whose folder this is, and delete the folder")
+    top.add_argument("--port", type=int, default=None, help=f"port on 127.0.0.1 (default: {PORT_VARIABLE}, else the folder's last port while free, else a free one)")
+    top.add_argument("--folder", type=Path, default=None, help="folder for its pid file, port and logs, kept (default: a new temp folder, deleted at stop)")
+    top.add_argument("--stop", type=Path, default=None, metavar="FOLDER", help="stop the server whose folder this is")
     args = top.parse_args(argv)
     if args.stop is not None:
         ConnectServer(args.stop, port=1).stop()
-        shutil.rmtree(args.stop, ignore_errors=True)
         print(f"stopped the Spark Connect server of {args.stop}")
         return 0
-    server = ConnectServer(args.folder, port=args.port)
+    if args.folder is not None:
+        running = ConnectServer(args.folder, port=1)
+        if running.pid is not None and alive(running.pid):
+            print(f"error: a Spark Connect server of {args.folder} runs already (pid {running.pid}); stop it first", file=sys.stderr)
+            return 1
+    try:
+        port = args.port or (chosen_port(args.folder) if args.folder is not None else None)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    server = ConnectServer(args.folder, port=port)
     try:
         server.start()
     except RuntimeError as err:
