@@ -185,8 +185,13 @@ def _loss_cause() -> str:
     return "its Spark Connect server stopped answering" if "SPARK_REMOTE" in os.environ else "its JVM exited"
 
 
-def _loss_sequel() -> str:
-    return "; a new session starts as soon as the server answers." if "SPARK_REMOTE" in os.environ else " and a new session was started."
+def _loss_sequel(ready: bool) -> str:
+    """What follows a loss, as the session stands now: a page must not say a new session was started while the sidebar says it is starting."""
+    if ready:
+        return " A new session is ready."
+    if "SPARK_REMOTE" in os.environ:
+        return " A new session starts as soon as the server answers."
+    return " A new session is starting: Start works again once the sidebar says Spark is ready."
 
 
 def _after_loss(lost: Sequence[LostRun]) -> str:
@@ -204,15 +209,19 @@ def _after_loss(lost: Sequence[LostRun]) -> str:
     return " ".join(said)
 
 
+def loss_text(at: pd.Timestamp, lost: Sequence[LostRun], *, ready: bool) -> str:
+    """What a loss banner says: when and why Spark stopped, the queries that were running (a query stopped before is no loss), and what
+    to do about each."""
+    running = [run for run in lost if not run.stopped]
+    queries = "; ".join(str(run) for run in running) or "no query was running"
+    return f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC ({_loss_cause()}).{_loss_sequel(ready)} Lost with it: {queries}. " + _after_loss(running)
+
+
 def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:
     """One warning per session lost in the last :data:`LOSS_BANNER_MINUTES` minutes: what happened and which queries were lost."""
+    ready = session_starter().status == "ready"
     for at, lost in losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES)):
-        queries = "; ".join(str(run) for run in lost) or "no query was running"
-        st.warning(
-            f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC ({_loss_cause()}){_loss_sequel()} "
-            f"Lost with it: {queries}. " + _after_loss(lost),
-            icon=":material/warning:",
-        )
+        st.warning(loss_text(at, lost, ready=ready), icon=":material/warning:")
 
 
 def get_spark() -> SparkSession:

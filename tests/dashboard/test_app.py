@@ -513,6 +513,21 @@ def test_the_loss_banner_says_where_each_lost_run_goes_on() -> None:
     assert shared._after_loss([]) == ""
 
 
+
+def test_the_loss_banner_lists_only_what_was_running_and_says_ready_only_when_it_is(monkeypatch) -> None:
+    """It listed a query stopped before Spark died, and said a new session was started while the sidebar said Spark was starting."""
+    from streaming.engine.run.registry import LostRun
+
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    at = pd.Timestamp("2026-11-28 06:00:00")
+    lost = [LostRun("doomed", 12, None, 4, False, source_kind="generator"), LostRun("done_before", 3, None, 1, True, source_kind="feed")]
+    starting = shared.loss_text(at, lost, ready=False)
+    assert "A new session is starting: Start works again once the sidebar says Spark is ready." in starting and "session is ready" not in starting
+    assert "Lost with it: doomed (running, 12 batches, 4 result rows)." in starting and "done_before" not in starting
+    assert "A new session is ready." in shared.loss_text(at, lost, ready=True)
+    assert "Lost with it: no query was running." in shared.loss_text(at, lost[1:], ready=True)
+
+
 @pytest.mark.spark
 def test_the_live_page_says_a_dataset_chosen_on_the_datasets_page_runs_once_its_mapping_is_saved(tmp_path: Path) -> None:
     """A newcomer's dataset picked on Datasets but not mapped yet is not offered by Live query: the page says why, not nothing."""
@@ -592,3 +607,17 @@ def test_a_sql_verdict_names_each_watermark_delay_in_words() -> None:
 
     facts = PlanFacts(True, ("w", "n"), ("w",), (Watermark("ts", 7_200_000),), ("Aggregate",))
     assert "Watermark on: ts (delay 2 hours)." in sql._verdict_words(facts)
+
+
+def test_a_topics_form_starts_from_the_mapping_of_the_dataset_it_was_published_from() -> None:
+    """A topic published from flights guessed `air_time` (a duration) as its event time, by its name."""
+    from dashboard.kafka import published_guess
+    from streaming.engine.data.columns import ColumnMapping
+
+    published = ColumnMapping(event_time="sched_dep", time_format="yyyy-MM-dd HH:mm:ss", key="carrier", value="dep_delay", arrival="ingested").to_dict()
+    names = ["air_time", "carrier", "sched_dep"]
+    guessed = published_guess(published, names)
+    assert guessed is not None and (guessed.event_time, guessed.time_format, guessed.key) == ("sched_dep", "yyyy-MM-dd HH:mm:ss", "carrier")
+    assert (guessed.value, guessed.arrival) == (None, None)  # a column the values lack, and the arrival: the record's timestamp
+    assert published_guess(published, ["air_time", "carrier"]) is None and published_guess(None, names) is None
+    assert published_guess({"no such role": "x"}, names) is None
