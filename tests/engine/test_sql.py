@@ -225,6 +225,12 @@ HOSTILE = {
     "REFRESH TABLE events": "is a command, not a query: only one SELECT runs here",
     "USE spark_catalog.default": "is a command, not a query: only one SELECT runs here",
     "SELECT * FROM events; DROP VIEW events": "more than one statement (a ';' ends the first): only one SELECT runs here",
+    "SELECT store, explode(sequence(1, 1000000)) AS n FROM events": "sequence(...) and array_repeat(...) are refused beyond 100,000 elements",
+    "SELECT * FROM events LATERAL VIEW explode(sequence(1, 1000)) a AS x LATERAL VIEW explode(array_repeat(x, 1000)) b AS y": "beyond 100,000",
+    "SELECT explode(sequence(1, amount)) FROM events": "sequence(...) is refused unless its bounds",
+    "SELECT repeat('x', 100000000) FROM events": "repeat(...) is refused unless its length",
+    "SELECT lpad(store, amount * 1000000, 'x') FROM events": "lpad(...) is refused unless its length",
+    "SELECT a.store FROM events a CROSS JOIN events b": "a join of two streams without a condition is refused",
     "SELECT TRANSFORM(store) USING 'cat {secret}; id -un' AS (out) FROM events": "TRANSFORM ... USING runs a program",
     "FROM events MAP store USING 'id' AS out": "TRANSFORM ... USING runs a program",
     "FROM events REDUCE store USING 'id' AS out": "TRANSFORM ... USING runs a program",
@@ -254,6 +260,8 @@ def test_hostile_sql_is_refused_naming_why_and_reads_nothing_outside_the_views(s
     assert spark.catalog.tableExists("events") is False  # the checks' views lived in sessions of their own
     assert query.check(spark).streaming  # the plain query over the view still passes
     assert query.with_changes(text="SELECT e.*, r.id FROM events e JOIN range(1000) r ON r.id < 2").check(spark).streaming  # a small range is a table like any other
+    small = "SELECT store, explode(sequence(1, 3)) AS n, repeat('-', 3) AS bar, array_repeat(store, 2) AS twice FROM events"
+    assert query.with_changes(text=small).check(spark).streaming  # generators and builders within their budgets
     stores = SqlView("stores", TableFiles(data["stores"]), static=True)
     legitimate = SqlQuery("SELECT * FROM events WHERE store IN (SELECT store FROM stores WHERE region = 'north')", (*query.views, stores))
     assert legitimate.check(spark).streaming  # a subquery over a view of the run is a query like any other

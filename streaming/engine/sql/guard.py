@@ -5,8 +5,8 @@ Spark's own plans before anything runs (never on the text):
 
 1. **Parsed** with Spark's query parser (``parseQuery``), which takes a query
    and nothing else: a command (``CREATE``, ``INSERT``, ``DROP``, ``SET``,
-   ``ADD JAR``, ``CACHE``, ``REFRESH``, ``USE``...) or a second statement
-   after a ``;`` is a syntax error there.
+   ``ADD JAR``, ``EXECUTE IMMEDIATE``, ``USE``...) or a second statement after
+   a ``;`` is refused, saying so (the parser only reads it).
 2. **The parsed plan** is walked (subqueries and CTE definitions included)
    before analysis, because analysing a reference to a file (``csv.`/path```)
    already reads it: every relation must be one of the run's views (or a CTE
@@ -15,7 +15,12 @@ Spark's own plans before anything runs (never on the text):
 3. **The analysed plan** is walked again: below the run's own views nothing
    is looked at; elsewhere every leaf must be a literal relation (``VALUES``,
    ``range``, a CTE reference), and no expression may call Java
-   (``reflect``), a UDF, read a file's name or the server's user.
+   (``reflect``), a UDF, read a file's name or the server's user. Budgets keep
+   one query from taking the server: ``range``, ``sequence`` and
+   ``array_repeat`` sizes, the length of a string ``repeat``/``lpad``/``rpad``/
+   ``space`` build, and no join of two streams without a condition.
+4. **Spark's own streaming checks** for the output mode
+   (:func:`streaming_checks`), which starting the query would run.
 
 A refusal is :class:`SqlError`, naming what was refused and where, in plain
 words: no Java frames and no server path. The session the views live in is
@@ -66,6 +71,13 @@ MAX_RANGE_ROWS = 1_000_000
 """The most rows the ``range`` calls of one query may make together (their product: ranges cross-joined multiply). Each
 micro-batch of a stream-static join computes its ``range`` again, so a query could otherwise keep the server's cores busy for
 hours with a single ``range(1e12)``."""
+MAX_GENERATED_ELEMENTS = 100_000
+"""The most elements the ``sequence``/``array_repeat`` calls of one query may make together for one row (their sizes multiplied:
+``explode(sequence(1, 1000000))`` held a micro-batch for minutes, grew the JVM by a gigabyte and ran it out of memory)."""
+MAX_BUILT_CHARACTERS = 100_000
+"""The longest string ``repeat``, ``lpad``, ``rpad`` and ``space`` may build (``repeat('x', 100000000)`` ran the JVM out of memory in 25 s)."""
+BUILDERS = {"StringRepeat": ("repeat", 1), "StringLPad": ("lpad", 1), "StringRPad": ("rpad", 1), "StringSpace": ("space", 0)}
+"""The analysed expressions that build a string as long as one of their arguments says: the function's name and that argument's position."""
 LITERAL_LEAVES = frozenset({"LocalRelation", "OneRowRelation", "Range", "CTERelationRef", "UnresolvedInlineTable"})
 """Analysed leaves that read nothing: ``VALUES``, a ``SELECT`` without ``FROM``, ``range``, a reference to a CTE of the query."""
 SPARK_REFUSALS = (
@@ -143,7 +155,7 @@ def checked(spark: SparkSession, text: str, views: Collection[str]) -> tuple[Dat
     except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across versions
         raise analysis_error(err, text) from None
     walked: list[tuple[Any, str]] = []
-    _checking(lambda: walked.extend(_check_analysed(frame._jdf.queryExecution().analyzed(), {name.lower() for name in views}, spark)))
+    _checking(lambda: walked.extend(_check_analysed(frame._jdf.queryExecution().analyzed(), {name.lower() for name in views}, spark, text)))
     return frame, walked
 
 
@@ -429,6 +441,53 @@ def _check_parsed(plan: Any, views: set[str], text: str) -> None:
                     raise SqlError(f"the function {parts[0]} is refused: it reaches outside the query (Java, the server's files or user)", *_origin(expression, text))
 
 
+def _literal(expression: Any) -> int | None:
+    """The whole number a literal expression holds; ``None`` for any other expression (a column, a computed value)."""
+    if _class(expression) != "Literal":
+        return None
+    value = expression.value()
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _bounded(expression: Any, name: str, text: str | None) -> int:
+    """How many elements ``expression`` generates for one row when it is ``sequence`` or ``array_repeat`` (1 for any other);
+    :class:`SqlError` when its size is not a whole-number literal, or a string builder's length is not one at most :data:`MAX_BUILT_CHARACTERS`."""
+    if name in BUILDERS:
+        function, position = BUILDERS[name]
+        length = _literal(_seq(expression.children())[position])
+        if length is None or length > MAX_BUILT_CHARACTERS:
+            raise SqlError(
+                f"{function}(...) is refused unless its length is a whole number of at most {MAX_BUILT_CHARACTERS:,}: a string built that long "
+                "holds the server's memory", *_at(expression, text),
+            )
+        return 1
+    if name == "Sequence":
+        start, stop, *step = (_literal(child) for child in _seq(expression.children()))
+        stride = step[0] if step else 1
+        if start is None or stop is None or stride is None or stride == 0:
+            raise SqlError(
+                "sequence(...) is refused unless its bounds (and step) are whole-number literals: its size must be known before the query runs",
+                *_at(expression, text),
+            )
+        return max(0, (stop - start) // stride + 1)
+    if name == "ArrayRepeat":
+        count = _literal(_seq(expression.children())[1])
+        if count is None:
+            raise SqlError("array_repeat(...) is refused unless its count is a whole-number literal", *_at(expression, text))
+        return max(0, count)
+    return 1
+
+
+def _at(node: Any, text: str | None) -> tuple[int | None, int | None]:
+    """Where ``node`` is in ``text``, when Spark kept its origin; ``(None, None)`` otherwise."""
+    if text is None:
+        return None, None
+    try:
+        return _origin(node, text)
+    except Exception:  # noqa: BLE001 - a node without an origin
+        return None, None
+
+
 def _cte_names(node: Any) -> list[str]:
     names = []
     for pair in _seq(node.cteRelations()):
@@ -436,11 +495,12 @@ def _cte_names(node: Any) -> list[str]:
     return names
 
 
-def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> list[tuple[Any, str]]:
-    """Check the analysed ``plan`` (step 3 of the module docstring); the nodes walked with their class names (see :func:`checked`)."""
+def _check_analysed(plan: Any, views: set[str], spark: SparkSession, text: str | None = None) -> list[tuple[Any, str]]:
+    """Check the analysed ``plan`` of ``text`` (step 3 of the module docstring, and the budgets: :data:`MAX_GENERATED_ELEMENTS`,
+    :data:`MAX_BUILT_CHARACTERS`, no join of two streams without a condition); the nodes walked with their class names (see :func:`checked`)."""
     holds_plan = _jvm_class("org.apache.spark.sql.catalyst.expressions.PlanExpression")
     stack = [plan]
-    ranged = 1
+    ranged = generated = 1
     walked = []
     while stack:
         node = stack.pop()
@@ -460,12 +520,23 @@ def _check_analysed(plan: Any, views: set[str], spark: SparkSession) -> list[tup
             raise SqlError(f"{_words(kind)} is refused: a query reads only {_named(views)}")
         if kind not in ALLOWED_PLAN_NODES:
             raise SqlError(f"{_words(kind)} is refused: only relational operations over {_named(views)} run here")
+        if kind == "Join" and node.condition().isEmpty() and all(child.isStreaming() for child in children):
+            raise SqlError(
+                "a join of two streams without a condition is refused: it pairs every row with every row and keeps them all in state",
+                *_at(node, text),
+            )
         for expression in _expressions(node):
             name = _class(expression)
             if REFUSED_EXPRESSION_CLASSES.search(name):
                 raise SqlError(f"{_words(name)} is refused: it reaches outside the query (Java, a UDF, the server's files or user)")
             if name in ("XmlToStructs", "SchemaOfXml") and any(str(key).lower() in FILE_OPTIONS for key in _seq(expression.options().keys().toSeq())):
                 raise SqlError("the XML option rowValidationXSDPath is refused: it reads a file on the server")
+            generated *= _bounded(expression, name, text)
+            if generated > MAX_GENERATED_ELEMENTS:
+                raise SqlError(
+                    f"sequence(...) and array_repeat(...) are refused beyond {MAX_GENERATED_ELEMENTS:,} elements a row (their sizes multiplied): "
+                    "a generated array that large holds a micro-batch for minutes and the server's memory with it", *_at(expression, text),
+                )
             if holds_plan.isInstance(expression):  # _expressions already walks the nested ones: no second walk per expression
                 subqueries.append(expression.plan())
         _push(stack, node, children, subqueries)  # as _nodes does: the walked nodes come in its order
