@@ -11,7 +11,7 @@ import streamlit as st
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.join.live_join import LiveJoinQuery
 from streaming.engine.run.query import Run
-from streaming.engine.run.registry import QueryRegistry
+from streaming.engine.run.registry import MAX_QUERIES_VARIABLE, QueryRegistry
 
 from .joins import LIVE_MODE
 from .live import PENDING_KEY, begin_run
@@ -198,6 +198,8 @@ def queries_view(registry: QueryRegistry) -> None:
     deleted = st.session_state.pop(DELETED_KEY, None)
     if deleted is not None:
         st.success(deleted)
+    limit = "no limit" if registry.max_active is None else f"at most {registry.max_active} at once ({MAX_QUERIES_VARIABLE})"
+    st.caption(f"Budgets of this server: queries, {limit}; {registry.budgets.words()}.")
     runs = registry.runs()
     if runs:
         st.dataframe(runs_frame(runs), hide_index=True)

@@ -32,6 +32,7 @@ from streaming.engine.errors import ConfigError, InputErrors, brief, failure_det
 from streaming.engine.join.join import JoinConfig
 from streaming.engine.output.sinks import DEFAULT_MAX_SINK_ROWS, max_sink_rows
 from streaming.engine.query.config import FeedSource, QueryConfig
+from streaming.engine.run.budgets import Budgets
 from streaming.engine.run.checkpoints import QUERIES_FOLDER
 from streaming.engine.run.query import warm_up
 from streaming.engine.run.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
@@ -252,7 +253,14 @@ def get_registry() -> QueryRegistry:
     except ConfigError as err:
         LOG.error("%s; using the default limit of %d rows", err, DEFAULT_MAX_SINK_ROWS)
         sink_rows = DEFAULT_MAX_SINK_ROWS
-    registry = QueryRegistry(get_spark(), max_active=limit, kept_root=data_root(os.environ) / QUERIES_FOLDER, max_sink_rows=sink_rows)
+    try:
+        budgets = Budgets.from_environ(os.environ)
+    except ConfigError as err:
+        LOG.error("%s; using the default budgets", err)
+        budgets = Budgets()
+    registry = QueryRegistry(
+        get_spark(), max_active=limit, kept_root=data_root(os.environ) / QUERIES_FOLDER, max_sink_rows=sink_rows, budgets=budgets,
+    )
     atexit.register(_stop_all_at_exit, registry)
     return registry
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -265,3 +266,50 @@ def test_a_replay_that_has_read_every_file_says_so_and_is_finished_when_another_
         assert other.status == "stopped" and not other.drained
     finally:
         one_slot.close()
+
+
+def test_a_micro_batch_over_its_budget_stops_its_run_and_says_why(tmp_path) -> None:
+    """One SQL query's batch held a shared server for minutes; a batch past the server's budget now stops its query (Spark's stop cancels
+    the batch's jobs), which fails with the reason, while one that goes on batch after batch is left alone."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+    from support import wait_for
+
+    from streaming.engine.run.budgets import Budgets
+    from streaming.engine.run.query import Run
+
+    class Query:
+        def __init__(self) -> None:
+            self.isActive = True
+            self.status = {"isTriggerActive": True}
+
+        def stop(self) -> None:
+            self.isActive = False
+
+        def exception(self) -> None:
+            return None
+
+    def run(name: str, log) -> Run:
+        sink = SimpleNamespace(error=None, close=lambda read=True: None)
+        return Run(name, None, Query(), None, log, None, tmp_path, pd.Timestamp.now(), sink)  # type: ignore[arg-type]
+
+    stuck, moving = run("stuck", SimpleNamespace(last_batch_id=3)), run("moving", SimpleNamespace(last_batch_id=0))
+    budget = Budgets(batch_seconds=1)
+    ended = threading.Event()
+
+    def batches() -> None:  # the moving run's stream: a new batch every 0.2 s, never one batch past the budget
+        while not ended.wait(0.2):
+            moving.log.last_batch_id += 1
+
+    threading.Thread(target=batches, daemon=True).start()
+    try:
+        stuck.watch(1, budget.overtime())
+        moving.watch(1, budget.overtime())
+        wait_for(lambda: stuck.status == "failed", "the stuck run was not stopped", 10)
+        assert stuck.error is not None and "ran longer than 1 s, this server's budget (STREAMING_LAB_MAX_BATCH_SECONDS)" in stuck.error
+        assert moving.status == "active" and moving.error is None
+    finally:
+        ended.set()
+        moving.stop()
+    assert moving.status == "stopped"

@@ -37,6 +37,7 @@ from ..runtime.session import is_connect
 from ..sources import FeedReplayer, Stepper
 from ..sql.query import SqlQuery
 from ..sql.table import SqlTable
+from .budgets import Budgets
 from .checkpoints import CHECKPOINT, KeptQuery
 
 if TYPE_CHECKING:
@@ -127,7 +128,10 @@ class Run(StopsInBackground, Generic[C, T]):
     """True when the run stopped itself at the time limit :meth:`stop_after` set."""
     finished_reading: bool = field(default=False)
     """True when the run was stopped by :meth:`finish`: a replay that had read all its data and run every batch it brings."""
+    overrun: str | None = field(default=None)
+    """Why the run was stopped by its budget (:meth:`watch`), in plain words; ``None`` for a run within it."""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stopped: threading.Event = field(default_factory=threading.Event, repr=False)
     _stopper: threading.Thread | None = field(default=None, repr=False)
     _timer: threading.Timer | None = field(default=None, repr=False)
 
@@ -157,6 +161,8 @@ class Run(StopsInBackground, Generic[C, T]):
             return "active"
         if self.finished_reading:
             return "finished"
+        if self.overrun is not None:
+            return "failed"
         if self.stopped_by_user:  # a stop interrupts the batch under way, which may end in an error: not a failure
             return "stopped"
         if self.query.exception() is not None or self.sink.error is not None:
@@ -179,12 +185,40 @@ class Run(StopsInBackground, Generic[C, T]):
     @property
     def error(self) -> str | None:
         """What ended the query: the sink's reason, or the exception as Spark reports it; ``None`` while it runs, when it ended well or was stopped."""
-        if self.query.isActive or self.stopped_by_user:
+        if self.query.isActive:
+            return None
+        if self.overrun is not None:
+            return self.overrun
+        if self.stopped_by_user:
             return None
         if self.sink.error is not None:
             return self.sink.error
         exception = self.query.exception()
         return None if exception is None else str(exception)
+
+    def watch(self, seconds: float, reason: str) -> None:
+        """Stop the run, with ``reason`` as its error, once one micro-batch has run longer than ``seconds`` (the server's budget:
+        :class:`~streaming.engine.run.budgets.Budgets`); Spark's stop cancels the batch's jobs. Checked every second until the run stops."""
+
+        def watching() -> None:
+            last, since = self.log.last_batch_id, time.monotonic()
+            while not self._stopped.wait(1.0):
+                try:
+                    if not self.query.isActive:
+                        return
+                    running = bool(self.query.status.get("isTriggerActive"))
+                except Exception:  # noqa: BLE001 - the session is gone, and the query with it
+                    return
+                now, batch = time.monotonic(), self.log.last_batch_id
+                if batch != last or not running:
+                    last, since = batch, now
+                elif now - since > seconds:
+                    self.overrun = reason
+                    LOG.warning("%s: %s", self.name, reason)
+                    self._stop_logged()
+                    return
+
+        threading.Thread(target=watching, name=f"budget-{self.name}", daemon=True).start()
 
     def finish(self, timeout: float = 60.0) -> bool:
         """Stop a replay that has read all its data (:attr:`drained`) once Spark has run every batch it brings (the no-data batch that closes
@@ -215,7 +249,8 @@ class Run(StopsInBackground, Generic[C, T]):
         with self._stop_lock:
             if self._timer is not None:
                 self._timer.cancel()
-            if self.query.isActive and not self.finished_reading:
+            self._stopped.set()
+            if self.query.isActive and not self.finished_reading and self.overrun is None:
                 self.stopped_by_user = True
             try:
                 self.query.stop()
@@ -352,8 +387,10 @@ def start_run(
     max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
     latency: bool = True,
     record_outputs: bool = False,
+    budgets: Budgets | None = None,
 ) -> Run:
-    """Start ``config`` as a query called ``name`` and return its :class:`Run`.
+    """Start ``config`` as a query called ``name`` and return its :class:`Run`; with ``budgets``, stopped once a micro-batch runs past
+    its time (:meth:`Run.watch`).
 
     Its feeder hands data over as the arrival rule says (:mod:`streaming.engine.arrival`): under the
     busy rule (or the available-now trigger) every file at once, before the query starts; under the
@@ -480,10 +517,13 @@ def start_run(
         sink.close(read=False)
         discard()
         raise
-    return Run(
+    run = Run(
         name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latencies, kept=kept is not None,
         listened=None if listened is None else (listened, listener),
     )
+    if budgets is not None and budgets.batch_seconds is not None:
+        run.watch(budgets.batch_seconds, budgets.overtime())
+    return run
 
 
 def _start(spark: SparkSession, writer: DataStreamWriter, config: RunConfig) -> StreamingQuery:

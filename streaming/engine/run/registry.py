@@ -23,6 +23,7 @@ from ..errors import ConfigError
 from ..output.progress import ProgressListener
 from ..output.sinks import DEFAULT_MAX_SINK_ROWS
 from ..runtime.session import is_connect
+from .budgets import Budgets
 from .checkpoints import KeptQuery, kept_queries, stray_folders
 from .query import Run, start_run
 
@@ -80,7 +81,7 @@ class QueryRegistry:
 
     def __init__(
         self, spark: SparkSession, *, root: Path | None = None, max_active: int | None = None, kept_root: Path | None = None,
-        max_sink_rows: int = DEFAULT_MAX_SINK_ROWS,
+        max_sink_rows: int = DEFAULT_MAX_SINK_ROWS, budgets: Budgets | None = None,
     ) -> None:
         if max_active is not None and (isinstance(max_active, bool) or not isinstance(max_active, int) or max_active < 1):
             raise ConfigError("max_active", max_active, "must be a whole number of at least 1, or None for no limit")
@@ -89,6 +90,8 @@ class QueryRegistry:
         self.max_active = max_active
         """At most this many runs active (or starting) at once; ``None``: no limit."""
         self.max_sink_rows = max_sink_rows
+        self.budgets = budgets or Budgets()
+        """What one run may take while it runs (:class:`~streaming.engine.run.budgets.Budgets`)."""
         """On Spark Connect, the rows a run's memory sink may hold before the run is stopped (:mod:`streaming.engine.output.sinks`)."""
         self.kept_root = kept_root
         """Where runs started with ``keep`` keep their folders (:class:`~streaming.engine.run.checkpoints.KeptQuery`), one per name; ``None``: nowhere."""
@@ -174,7 +177,7 @@ class QueryRegistry:
                 self._forget(name, previous)
             run = start_run(
                 self.spark, config, name, self.listener, root=self.root, max_rows=max_rows, keep=None if folder is None else folder.folder,
-                max_sink_rows=self.max_sink_rows, latency=latency, record_outputs=record_outputs,
+                max_sink_rows=self.max_sink_rows, latency=latency, record_outputs=record_outputs, budgets=self.budgets,
             )
             with self._lock:
                 self._runs[name] = run
