@@ -79,10 +79,11 @@ def _checker(views: tuple[SqlView, ...]) -> SqlChecker:
     return checker
 
 
-def sql_editor(source: Source, ready: bool, prefix: str) -> tuple[SqlQuery | None, PlanFacts | None]:
+def sql_editor(source: Source, ready: bool, prefix: str, *, arrival: bool = True) -> tuple[SqlQuery | None, PlanFacts | None]:
     """The view's name and columns, the SQL box with its verdict and the output mode; ``(query, facts)``, ``facts`` ``None`` until the text passes.
 
-    Widget keys start with ``prefix`` (``lab``: Live query, ``tune``: the tuner), so each page keeps its own query.
+    Widget keys start with ``prefix`` (``lab``: Live query, ``tune``: the tuner), so each page keeps its own query. Without ``arrival`` the
+    query follows the quiet rule and the page offers no choice (Step through: a press hands one batch over).
     """
     text_key = TEXT_KEY if prefix == "lab" else f"{prefix}_sql"
     view = st.text_input("View name", value=DEFAULT_VIEW, key=VIEW_KEY if prefix == "lab" else f"{prefix}_sql_view",
@@ -95,9 +96,9 @@ def sql_editor(source: Source, ready: bool, prefix: str) -> tuple[SqlQuery | Non
     )
     sql_box(text_key)
     output_mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index("update"), key=f"{prefix}_sql_output_mode")
-    arrival = shared.arrival_widget(prefix)
+    rule = shared.arrival_widget(prefix) if arrival else "quiet"
     try:
-        query = SqlQuery(text, (SqlView(view, source),), output_mode=output_mode, arrival=arrival)  # type: ignore[arg-type]
+        query = SqlQuery(text, (SqlView(view, source),), output_mode=output_mode, arrival=rule)  # type: ignore[arg-type]
     except ConfigError as err:
         st.error(f"Cannot run this query: {err}")
         return None, None

@@ -32,7 +32,7 @@ SQL_COMPARE_JOB = "cmp_sql_job"
 
 @dataclass(frozen=True)
 class SqlCompareInputs:
-    """What a SQL comparison runs: the queries, over the same views, each replayed under the available-now trigger."""
+    """What a SQL comparison runs: the queries, over the same views, each replayed under its arrival rule."""
 
     queries: tuple[SqlQuery, ...]
 
@@ -85,7 +85,7 @@ def sql_comparison(ready: bool) -> None:
     inputs = None
     if len(queries) == count:
         try:
-            inputs = SqlCompareInputs(tuple(query.with_changes(trigger="available_now") for query in queries))
+            inputs = SqlCompareInputs(tuple(queries))  # each replayed to its end under the arrival rule chosen with it
         except ConfigError as err:
             st.error(f"Cannot compare these queries: {err}")
     job_controls(

@@ -73,7 +73,7 @@ class SqlWalks(HeldWalks):
 def own_query(ready: bool) -> SqlQuery | None:
     """Your data (:func:`~dashboard.walkthrough.own_source`, one micro-batch a step) as a view, and your SQL over it; ``None`` until the text passes its checks."""
     source, _, _ = own_source(PREFIX, aggregates=False)
-    query, verdict = sql_editor(source, ready, PREFIX)
+    query, verdict = sql_editor(source, ready, PREFIX, arrival=False)
     return query if verdict is not None else None
 
 

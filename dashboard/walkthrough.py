@@ -297,11 +297,12 @@ def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> in
     )
     end.button("Run to end", key="scn_end", on_click=_to_end, args=args, disabled=at_end, icon=":material/fast_forward:", width="stretch", shortcut="End")
     if walks is None:
-        status.caption("Next batch starts the replay · keys: → next, ← back, End to the end")
+        status.caption("Next batch starts the replay · arrival quiet: each batch's data arrives once Spark has run the one before · "
+                       "keys: → next, ← back, End to the end")
         return 0
     status.caption(
         f"{walks.handed} of {walks.walks[0].steps} {walks.walks[0].unit} handed to Spark · {batches} micro-batches run (no-data batches included) · "
-        "keys: → next, ← back, End to the end"
+        "arrival quiet · keys: → next, ← back, End to the end"
     )
     if batches > 1:
         st.session_state[SLIDER] = view

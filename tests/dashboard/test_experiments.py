@@ -212,7 +212,10 @@ def test_the_tuner_shows_what_runs_and_cancels_a_sweep(monkeypatch, no_spark, jo
 
         delays = [{"delay": "0 seconds", "completeness": 0.9, "output_delay_seconds": 5.0},
                   {"delay": "2 hours", "completeness": 0.995, "output_delay_seconds": 7_265.0}]
-        preview(SimpleNamespace(recommended="2 hours", target=0.99, wall_seconds=0.4, to_json=lambda: {"recommended": "2 hours", "delays": delays}))
+        preview(SimpleNamespace(
+            recommended="2 hours", target=0.99, wall_seconds=0.4, arrival="quiet", by_rule={"quiet": [0.9, 0.995], "busy": [0.93, 0.996]},
+            to_json=lambda: {"recommended": "2 hours", "delays": delays},
+        ))
         report("confirming 2 hours on Spark: batch 12 of 478, about 3.9 min left")
         reported.set()
         if not cancel.wait(60):
@@ -226,6 +229,8 @@ def test_the_tuner_shows_what_runs_and_cancels_a_sweep(monkeypatch, no_spark, jo
     assert [box.value for box in at.success] == ["Smallest delay reaching 99%: 2 hours (the watermark model, in 0.4 s; Spark is confirming it)"]
     model = _table(at, {"delay", "completeness", "output_delay_seconds"})  # the model's answer while Spark runs
     assert list(model["output_delay_seconds"]) == ["5.0 s", "2.0 h"]
+    assert list(model["completeness_busy"]) == [0.93, 0.996]  # both arrival rules' completeness, beside the rule that ran
+    assert any("Under the quiet arrival rule" in caption.value for caption in at.caption)
     [cancel] = [button for button in at.button if button.label == "Cancel"]
     cancel.click().run()
     assert _job(at, tuner.TUNE_JOB).join(30)

@@ -310,8 +310,9 @@ class QueryConfig:
         return self.source.fixed
 
     def ran_arrival(self, source: StreamSource | None = None) -> ArrivalRule:
-        """The arrival rule a replay of this query follows: its own, unless its source can be replayed only one way (a topic's range: busy)."""
-        return (source or self.source).replay_arrival(self.arrival)
+        """The arrival rule a replay of this query follows: its own, unless its source can be replayed only one way (a topic's range: busy)
+        or its trigger is available-now (every file handed over at once: busy)."""
+        return "busy" if self.trigger == "available_now" else (source or self.source).replay_arrival(self.arrival)
 
     def build(self, spark: SparkSession, staging: Path, now_ms: int, *, latency: bool = True) -> tuple[DataFrame, Feeder | None]:
         """The streaming DataFrame of this query's result table and its source's feeder (:func:`~streaming.engine.query.frame.build_frame`)."""

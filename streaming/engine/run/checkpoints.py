@@ -17,7 +17,7 @@ server restart:
 - ``progress.jsonl``: every batch's progress.
 
 A folder is resumed only with the configuration it was made with, apart from
-how fast the input is paced and the trigger (:data:`UNCHECKED`).
+how fast the input is paced, its arrival rule and the trigger (:data:`UNCHECKED`).
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ CHECKPOINT = "checkpoint"
 
 QUERIES_FOLDER = ".queries"
 """The folder of kept queries under the data root (hidden: the data root's other folders are datasets)."""
-UNCHECKED = ("trigger", "trigger_interval", "source.seconds_per_file", "source.speed", "source.max_offsets_per_trigger")
-"""Settings a resumed query may change: they pace the input, not what the query computes."""
+UNCHECKED = ("trigger", "trigger_interval", "arrival", "source.seconds_per_file", "source.speed", "source.max_offsets_per_trigger")
+"""Settings a resumed query may change: they pace the input (the arrival rule says when each batch's data arrives), not what the query
+computes; a folder kept before the rule was named has none."""
 
 
 def _flat(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
