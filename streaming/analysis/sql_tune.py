@@ -12,7 +12,10 @@ measured against the exact rows:
   with other values is *different* (a late row dropped from its window);
 - an exact row the result lacks altogether is *missing* (never emitted: all its
   rows dropped, or a window still open when an append-mode run ended);
-- completeness is matched / exact rows.
+- completeness is matched / exact rows; for a query that counts its groups'
+  rows (``count(*)``), the rows counted / the rows the exact answer counts,
+  as the form's tuner measures a count: the same query in the form or in SQL
+  gets the same recommendation.
 
 Beside it Spark's rows dropped behind the watermark, the peak and mean rows in
 state, and the batches. The recommendation is the smallest point (by its
@@ -77,8 +80,9 @@ def compare_rows(result: Sequence[dict[str, Any]], exact: Sequence[dict[str, Any
     return matched, different, missing, len(unmatched_result) - different
 
 
-def exact_records(spark: Any, query: SqlQuery) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
-    """The exact answer of ``query`` (its SQL as a batch over every well-formed row of its views) as JSON records, and the plan's grouping."""
+def exact_records(spark: Any, query: SqlQuery) -> tuple[list[dict[str, Any]], tuple[str, ...], tuple[str, ...]]:
+    """The exact answer of ``query`` (its SQL as a batch over every well-formed row of its views) as JSON records, the plan's grouping and
+    its row-count columns."""
     from pyspark.sql import functions as F
 
 
@@ -91,7 +95,18 @@ def exact_records(spark: Any, query: SqlQuery) -> tuple[list[dict[str, Any]], tu
     frame, walked = checked(session, batch_text(session, query.text), query.names)
     fields = frame.schema.fields
     records = [{item.name: json_value(value, item.dataType) for item, value in zip(fields, row)} for row in frame.collect()]
-    return records, plan_facts(frame, walked).grouping
+    facts = plan_facts(frame, walked)
+    return records, facts.grouping, facts.counts
+
+
+def counted_rows(result: Sequence[dict[str, Any]], exact: Sequence[dict[str, Any]], grouping: Sequence[str], count: str) -> tuple[int, int]:
+    """``(counted, exact)``: the rows ``result``'s groups count in their ``count`` column, over the groups of ``exact``, and the rows ``exact``
+    counts. What the form's tuner calls counted and exact for a count."""
+    def group(row: dict[str, Any]) -> str:
+        return json.dumps([row.get(name) for name in grouping], sort_keys=True, default=str)
+
+    got = {group(row): int(row.get(count) or 0) for row in result}
+    return sum(got.get(group(row), 0) for row in exact), sum(int(row.get(count) or 0) for row in exact)
 
 
 @dataclass(frozen=True)
@@ -109,9 +124,14 @@ class SqlPoint:
     mean_state_rows: float
     batches: int
     seconds: float
+    counted_rows: tuple[int, int] | None = None
+    """For a query that counts its groups' rows: ``(counted, exact)`` rows (:func:`counted_rows`); completeness is then their share."""
 
     @property
     def completeness(self) -> float | None:
+        if self.counted_rows is not None:
+            counted, exact = self.counted_rows
+            return None if exact == 0 else counted / exact
         return None if self.exact == 0 else self.matched / self.exact
 
     @property
@@ -123,6 +143,7 @@ class SqlPoint:
             "delays": [format_duration(delay) for delay in self.delays_ms], "completeness": self.completeness, "exact": self.exact, "matched": self.matched,
             "different": self.different, "missing": self.missing, "extra": self.extra, "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
             "peak_state_rows": self.peak_state_rows, "mean_state_rows": self.mean_state_rows, "batches": self.batches, "seconds": round(self.seconds, 2),
+            "counted_rows": None if self.counted_rows is None else {"counted": self.counted_rows[0], "exact": self.counted_rows[1]},
         }
 
 
@@ -178,12 +199,12 @@ def tune_sql(
     spark = registry.spark
     query = query.replayed("tuned")
     clauses = tuple(watermark_clauses(spark, query.text))
-    exact, grouping = exact_records(spark, query)
+    exact, grouping, counts = exact_records(spark, query)
     done = []
     for index, delays in enumerate(points):
         if cancel is not None and cancel.is_set():
             raise Cancelled("the sweep was cancelled")
-        done.append(_measured(registry, query.with_changes(text=with_delays(query.text, clauses, delays)), tuple(delays), exact, grouping, cancel))
+        done.append(_measured(registry, query.with_changes(text=with_delays(query.text, clauses, delays)), tuple(delays), exact, grouping, cancel, counts))
         if progress is not None:
             progress(index + 1, len(points))
     return SqlTuning(clauses, tuple(done), target, time.monotonic() - began, query.ran_arrival())
@@ -191,15 +212,18 @@ def tune_sql(
 
 def _measured(
     registry: QueryRegistry, query: SqlQuery, delays: tuple[int, ...], exact: list[dict[str, Any]], grouping: Sequence[str], cancel: threading.Event | None,
+    counts: Sequence[str] = (),
 ) -> SqlPoint:
-    """``query`` replayed to its end and measured against ``exact`` (its rows, grouped by ``grouping``)."""
+    """``query`` replayed to its end and measured against ``exact`` (its rows, grouped by ``grouping``; by rows counted when ``counts`` names
+    a row-count column and the query groups)."""
     started = time.monotonic()
     outcome = replay_sql(registry, query, cancel=cancel)
     matched, different, missing, extra = compare_rows(outcome.records, exact, grouping)
     states = [int(summary["state_rows_total"]) for summary in outcome.summaries] or [0]
+    counted = counted_rows(outcome.records, exact, grouping, counts[0]) if counts and grouping else None
     return SqlPoint(
         delays, len(exact), matched, different, missing, extra, outcome.rows_dropped_by_watermark, max(states), sum(states) / len(states),
-        len(outcome.summaries), time.monotonic() - started,
+        len(outcome.summaries), time.monotonic() - started, counted,
     )
 
 
@@ -247,8 +271,8 @@ def compare_sql(
         if cancel is not None and cancel.is_set():
             raise Cancelled("the comparison was cancelled")
         delays = tuple(clause.delay_ms for clause in watermark_clauses(spark, query.text))
-        exact, grouping = exact_records(spark, query)
-        done.append(_measured(registry, query, delays, exact, grouping, cancel))
+        exact, grouping, counts = exact_records(spark, query)
+        done.append(_measured(registry, query, delays, exact, grouping, cancel, counts))
         if progress is not None:
             progress(index + 1, len(queries))
     return SqlComparison(names, tuple(queries), tuple(done), time.monotonic() - began)

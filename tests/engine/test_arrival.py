@@ -11,14 +11,12 @@ import pandas as pd
 import pytest
 from support import ROOT, wait_for
 
-from streaming.analysis.model import Timeline, expand, sweep
-from streaming.analysis.profile import feed_events_of
 from streaming.cli import main
 from streaming.engine.arrival import check_arrival, describe_rule, no_data_batches, replay_trigger
 from streaming.engine.errors import ConfigError
 from streaming.engine.query.config import FeedSource, QueryConfig, config_from_dict, config_to_dict
 from streaming.engine.run.runner import run_to_idle
-from streaming.engine.sql import SqlQuery, SqlView, replay_sql
+from streaming.engine.sql import SqlQuery, SqlView
 
 FILES = 12
 """web_clicks' first 12 files: 600 rows, 3 malformed, and rows late enough for a 30 s watermark to drop under either rule."""
@@ -78,27 +76,29 @@ def test_an_unknown_rule_on_the_command_line_is_refused_before_spark_starts(clic
 # ---------------------------------------------------------------- one answer
 
 
-def test_the_form_and_sql_give_one_answer_under_each_rule_and_the_model_knows_both(spark, registry, clicks: Path) -> None:
-    """The same count, by the form and in SQL, under each rule: equal results, rows dropped and batches; the model's dropped rows are Spark's."""
-    events = feed_events_of(spark, FeedSource(clicks, seconds_per_file=0))
+def test_the_form_and_sql_tuners_give_one_answer_under_each_rule_and_spark_confirms_the_model(spark, registry, clicks: Path) -> None:
+    """The same count per key and minute, tuned by the form (the model, confirmed on Spark) and in SQL (a Spark replay a delay), under each
+    rule: the same completeness and Spark's rows dropped at every delay, the same recommendation; the model's confirmation agrees with Spark."""
+    from streaming.analysis.sql_tune import tune_sql
+    from streaming.analysis.tune import tune
+
+    delays = ["0 seconds", "30 seconds", "2 minutes"]
     answers = {}
     for rule in ("quiet", "busy"):
-        form = run_to_idle(registry, _config(clicks, rule).replayed("replayed"))
+        form = tune(registry, _config(clicks, rule), delays=delays, target=0.96)
         view = SqlView("events", FeedSource(clicks, seconds_per_file=0))
-        sql = replay_sql(registry, SqlQuery(COUNT_SQL, (view,), arrival=rule))  # type: ignore[arg-type]
-        keyed = {(row["w"]["start"][:19], row["key"]): row["n"] for row in sql.records if row["key"] is not None}  # the form counts a row without a key as malformed
-        assert keyed == {(row["window_start"][:19], row["key"]): row["count"] for row in form.result_records()}, rule
+        sql = tune_sql(registry, SqlQuery(COUNT_SQL, (view,), arrival=rule), [(0,), (30_000,), (120_000,)], target=0.96)  # type: ignore[arg-type]
         assert (form.arrival, sql.arrival) == (rule, rule)
-        assert form.rows_dropped_by_watermark == sql.rows_dropped_by_watermark > 0
-        assert len(form.progress) == len(sql.progress) and form.no_data_batches == sql.no_data_batches
-        timeline = Timeline.of(events, FILES, catch_up=rule == "busy")
-        [modelled] = sweep(timeline, expand(timeline, 60_000, 60_000), [30_000]).itertuples()
-        assert (modelled.dropped_groups, modelled.batches) == (form.rows_dropped_by_watermark, len(form.progress)), rule
+        assert form.confirmation is not None and form.confirmation.agree, form.confirmation.differences()
+        assert [round(outcome.completeness, 6) for outcome in form.outcomes] == [round(point.completeness or 0, 6) for point in sql.points], rule
+        assert [outcome.rows_dropped_by_watermark for outcome in form.outcomes] == [point.rows_dropped_by_watermark for point in sql.points], rule
+        assert form.recommended == (None if sql.recommended is None else sql.recommended.label), rule
+        assert form.by_rule is not None and form.by_rule[rule] == [outcome.completeness for outcome in form.outcomes]
         answers[rule] = form
-    quiet, busy = answers["quiet"], answers["busy"]
-    assert quiet.no_data_batches >= FILES - 2 and busy.no_data_batches <= 1  # quiet: a no-data batch after (nearly) every file; busy: after the last
-    assert quiet.rows_dropped_by_watermark != busy.rows_dropped_by_watermark, "the two rules must differ on this data, or the test tells nothing"
-    assert quiet.to_json()["arrival"] == "quiet" and busy.to_json()["no_data_batches"] == busy.no_data_batches
+    quiet, busy = answers["quiet"].outcomes, answers["busy"].outcomes
+    assert quiet[0].completeness < busy[0].completeness, "the two rules must differ on this data, or the test tells nothing"
+    assert answers["quiet"].by_rule == answers["busy"].by_rule  # both rules, whichever ran
+    assert quiet[0].batches >= 2 * FILES - 2 and busy[0].batches <= FILES + 1  # quiet: a no-data batch after (nearly) every file; busy: after the last
 
 
 BURN = "import time\nend = time.monotonic() + 180\nwhile time.monotonic() < end:\n    pass\n"
@@ -108,6 +108,7 @@ BURN = "import time\nend = time.monotonic() + 180\nwhile time.monotonic() < end:
 def test_a_paced_live_replay_under_the_quiet_rule_gives_the_stepped_answer_with_every_core_busy(registry, clicks: Path) -> None:
     """The Live page's replay paces files by a timer; under the quiet rule it also waits for Spark, so a saturated machine changes only its speed."""
     stepped = run_to_idle(registry, _config(clicks, "quiet").replayed("replayed"))
+    assert (stepped.to_json()["arrival"], stepped.to_json()["no_data_batches"]) == ("quiet", stepped.no_data_batches) and stepped.no_data_batches > 0
     burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(4)]
     name = "paced_quiet_under_load"
     try:

@@ -45,6 +45,8 @@ class PlanFacts:
     """The stateful operations of the plan, top first (``Aggregate``, ``Join``...)."""
     global_aggregate: bool = False
     """The topmost aggregation groups by nothing (``SELECT count(*) ...``): its result table is one row."""
+    counts: tuple[str, ...] = ()
+    """The output columns that count the rows of each group (``count(*)``, ``count(1)``) of the topmost aggregation."""
 
     @property
     def aggregates(self) -> bool:
@@ -70,7 +72,34 @@ def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None
         watermarks=tuple(watermarks),
         stateful=stateful,
         global_aggregate=aggregate is not None and not groups,
+        counts=_counts(plan, nodes, aggregate),
     )
+
+
+def _counts(plan: Any, nodes: list[tuple[Any, str]], aggregate: Any) -> tuple[str, ...]:
+    """The output columns of ``plan`` that are a row count (``count(*)``, ``count(1)``, not DISTINCT) of its topmost aggregation."""
+    if aggregate is None:
+        return ()
+    ids: set[int] = set()
+    for named in _seq(aggregate.aggregateExpressions()):
+        inner = named.child() if _class(named) == "Alias" else None
+        if inner is None or _class(inner) != "AggregateExpression" or inner.isDistinct():
+            continue
+        function = inner.aggregateFunction()
+        if _class(function) == "Count" and all(_class(child) == "Literal" for child in _seq(function.children())):
+            ids.add(int(named.exprId().id()))
+    return _carried(plan, nodes, ids)
+
+
+def _carried(plan: Any, nodes: list[tuple[Any, str]], ids: set[int]) -> tuple[str, ...]:
+    """The output columns of ``plan`` that carry the attributes ``ids`` (renamed by projections above, lowest first)."""
+    for node, kind in reversed(nodes):
+        if kind != "Project":
+            continue
+        for named in _seq(node.projectList()):
+            if _class(named) == "Alias" and _class(named.child()) == "AttributeReference" and int(named.child().exprId().id()) in ids:
+                ids.add(int(named.exprId().id()))
+    return tuple(str(attribute.name()) for attribute in _seq(plan.output()) if int(attribute.exprId().id()) in ids)
 
 
 def _interval_ms(interval: Any) -> int:
@@ -90,10 +119,4 @@ def _grouping(plan: Any, nodes: list[tuple[Any, str]], aggregate: Any, groups: l
         inner = named.child() if _class(named) == "Alias" else named
         if any(inner.semanticEquals(group) for group in groups):
             keys.add(int(named.exprId().id()))
-    for node, kind in reversed(nodes):  # projections above the aggregation that rename a key, lowest first
-        if kind != "Project":
-            continue
-        for named in _seq(node.projectList()):
-            if _class(named) == "Alias" and _class(named.child()) == "AttributeReference" and int(named.child().exprId().id()) in keys:
-                keys.add(int(named.exprId().id()))
-    return tuple(str(attribute.name()) for attribute in _seq(plan.output()) if int(attribute.exprId().id()) in keys)
+    return _carried(plan, nodes, keys)  # and the projections above the aggregation that rename a key
