@@ -70,7 +70,15 @@ def parser() -> argparse.ArgumentParser:
         "--checkpoint", type=Path, default=None,
         help="keep the query in this folder (checkpoint, result so far, progress); run again with it to go on where it stopped",
     )
-    replay.add_argument("--stop-after", type=int, default=None, metavar="N", help="stop once the stream's first N micro-batches have been processed")
+    replay.add_argument(
+        "--stop-after", type=int, default=None, metavar="N",
+        help="with --checkpoint: stop once the stream's first N steps (files, or rows batches) have been handed over and processed",
+    )
+    replay.add_argument(
+        "--change", action="store_true",
+        help="with --checkpoint and --sql/--sql-file: resume the kept query with this changed query; Spark decides, and a refused change leaves "
+        "the folder as it was (--json writes the verdict, the prediction, the watermark across the restart and the result over both runs)",
+    )
     replay.add_argument(
         "--trigger", type=_trigger_arg, default=("default", None), metavar="realtime[:DURATION]",
         help="a topic: realtime runs Spark's real-time mode (batches of DURATION, default 5 seconds; update mode, --agg none on Spark 4.2) "
@@ -370,6 +378,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
             raise ConfigError("--stop-after", args.stop_after, "must be a whole number of at least 1")
         if args.stop_after is not None and args.checkpoint is None:
             raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
+        if args.change:
+            raise ConfigError("--change", True, "resumes a kept SQL query with a changed one (--sql / --sql-file); a kept form query resumes only as it was made")
         if args.dropped is not None and args.session_gap is not None:
             raise ConfigError("--dropped", str(args.dropped), "needs fixed windows: a session's end moves with its events")
         if args.dropped is not None and args.agg == "none":
@@ -425,7 +435,7 @@ def _latency_ms(entries) -> dict[str, float | None]:
 
 # --------------------------------------------------------------------------- replay --sql
 
-SQL_ONLY_WITH_FORM = ("window", "session_gap", "slide", "watermark", "dedup_by", "value", "dropped", "stop_after", "checkpoint")
+SQL_ONLY_WITH_FORM = ("window", "session_gap", "slide", "watermark", "dedup_by", "value", "dropped")
 """``replay`` flags of the form's query that a SQL query says itself (or that need the form's query)."""
 
 
@@ -513,11 +523,34 @@ def _run_sql(args: argparse.Namespace, given: SparkSession | None, work: Callabl
 
 
 def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
+    from .engine.run.change import resume_changed
     from .engine.sql import replay_sql
 
-    code, outcome = _run_sql(args, given, lambda spark, registry, query: replay_sql(registry, query))
+    def checks() -> None:
+        if args.stop_after is not None and args.checkpoint is None:
+            raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
+        if args.change and args.checkpoint is None:
+            raise ConfigError("--change", True, "needs --checkpoint: the kept query to resume with the changed one")
+        if args.change and args.stop_after is not None:
+            raise ConfigError("--stop-after", args.stop_after, "does not go with --change: a change resumes the kept query over the rest of its data")
+
+    def work(spark, registry, query):
+        if args.change:
+            return resume_changed(registry, query, args.checkpoint)
+        return replay_sql(registry, query, keep=args.checkpoint, stop_after=args.stop_after)
+
+    code, outcome = _run_sql(args, given, work, checks)
     if code:
         return code
+    if args.change:
+        print(f"change {outcome.verdict}" + (f": {outcome.error_condition}" if outcome.error_condition else "") + (f" ({outcome.error})" if outcome.error else ""))
+        print(f"predicted {outcome.predicted.verdict}" + (f": {outcome.predicted.condition}" if outcome.predicted.condition else "") + "; " + "; ".join(outcome.predicted.reasons))
+        print(f"watermark before the change {outcome.watermark_before}, after it {outcome.watermark_after}")
+        if args.json is not None:
+            args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
+        if outcome.replay is None:
+            return 0
+        outcome = outcome.replay
     print(outcome.result.to_string(index=False) if len(outcome.result) else "(empty result table)")
     for operator in outcome.operators:
         print(f"operator {operator['index']} {operator['name']}: state_rows={operator['state_rows']} rows_dropped_by_watermark={operator['rows_dropped_by_watermark']}")
@@ -526,7 +559,7 @@ def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
         f"rows_dropped_by_watermark={outcome.rows_dropped_by_watermark} final_watermark={outcome.final_watermark} "
         f"arrival={outcome.arrival} no_data_batches={outcome.no_data_batches}"
     )
-    if args.json is not None:
+    if args.json is not None and not args.change:
         args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
     return 0
 

@@ -388,9 +388,11 @@ def start_run(
     latency: bool = True,
     record_outputs: bool = False,
     budgets: Budgets | None = None,
+    hand_over: int | None = None,
 ) -> Run:
     """Start ``config`` as a query called ``name`` and return its :class:`Run`; with ``budgets``, stopped once a micro-batch runs past
-    its time (:meth:`Run.watch`).
+    its time (:meth:`Run.watch`). Under the busy rule ``hand_over`` stops the data handed over before the start at that many steps in all
+    (a kept replay stopped after them goes on with the rest).
 
     Its feeder hands data over as the arrival rule says (:mod:`streaming.engine.arrival`): under the
     busy rule (or the available-now trigger) every file at once, before the query starts; under the
@@ -492,7 +494,7 @@ def start_run(
     stepper = feeder if isinstance(feeder, Stepper) else None
     quiet = stepper is not None and stepper.paced and config.arrival == "quiet"
     if stepper is not None and (config.trigger == "available_now" or config.arrival == "busy"):
-        stepper.stage_all()  # the busy rule: every batch's data there before the first runs
+        stepper.stage_all(hand_over)  # the busy rule: every batch's data there before the first runs
     if feeder is not None and not quiet:
         feeder.start()
     try:

@@ -135,7 +135,7 @@ class QueryRegistry:
 
     def start(
         self, config: RunConfig, name: str | None = None, *, max_rows: int | None = DEFAULT_MAX_ROWS, keep: bool | Path = False,
-        resume: bool = False, latency: bool = True, record_outputs: bool = False,
+        resume: bool = False, latency: bool = True, record_outputs: bool = False, hand_over: int | None = None,
     ) -> Run:
         """Start ``config`` as ``name`` (``query_N`` when ``None``). Raises :class:`DuplicateQueryError` if it is active.
 
@@ -177,7 +177,7 @@ class QueryRegistry:
                 self._forget(name, previous)
             run = start_run(
                 self.spark, config, name, self.listener, root=self.root, max_rows=max_rows, keep=None if folder is None else folder.folder,
-                max_sink_rows=self.max_sink_rows, latency=latency, record_outputs=record_outputs, budgets=self.budgets,
+                max_sink_rows=self.max_sink_rows, latency=latency, record_outputs=record_outputs, budgets=self.budgets, hand_over=hand_over,
             )
             with self._lock:
                 self._runs[name] = run

@@ -93,8 +93,8 @@ class Stepper(Feeder, Protocol):
         """True when a thread of its own hands the steps over at a pace (a paced replay of files), not its caller."""
         ...
 
-    def stage_all(self) -> None:
-        """Hand every step over now (the busy arrival rule, the available-now trigger)."""
+    def stage_all(self, upto: int | None = None) -> None:
+        """Hand every step over now (the busy arrival rule, the available-now trigger), or until ``upto`` steps are handed over in all."""
         ...
 
     def start_quiet(self, idle: Callable[[], None]) -> None:

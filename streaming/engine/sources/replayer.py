@@ -131,8 +131,8 @@ class FeedReplayer:
             self.done.set()
         return True
 
-    def stage_all(self) -> None:
-        while self.stage_next():
+    def stage_all(self, upto: int | None = None) -> None:
+        while (upto is None or self.staged < upto) and self.stage_next():
             pass
 
     def _run(self) -> None:

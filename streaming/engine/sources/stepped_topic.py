@@ -106,8 +106,8 @@ class TopicStepper:
             self.done.set()
         return True
 
-    def stage_all(self) -> None:
-        while self.stage_next():
+    def stage_all(self, upto: int | None = None) -> None:
+        while (upto is None or self.staged < upto) and self.stage_next():
             pass
 
     def start(self) -> None:

@@ -41,7 +41,7 @@ from ..errors import brief, first_line
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["REFUSED_FUNCTIONS", "SqlError", "checked", "checked_frame", "parse_checked"]
+__all__ = ["REFUSED_FUNCTIONS", "SqlError", "checked", "checked_frame", "conditions", "parse_checked", "streaming_checks"]
 
 REFUSED_FUNCTIONS = frozenset({
     "reflect", "java_method", "try_reflect",
@@ -100,12 +100,16 @@ _CONDITION = re.compile(r"^\[([A-Z_.]+)\]\s*")
 class SqlError(Exception):
     """A user's SQL refused: ``message`` in plain words, where it is (``line``/``column``, from 1, when Spark says), and Spark's error class."""
 
-    def __init__(self, message: str, line: int | None = None, column: int | None = None, condition: str | None = None) -> None:
+    def __init__(
+        self, message: str, line: int | None = None, column: int | None = None, condition: str | None = None, spark_message: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
         self.column = column
         self.condition = condition
+        self.spark_message = spark_message
+        """Spark's own text of the error, when Spark raised it (the conditions of its causes are named there: :func:`conditions`)."""
 
     def __str__(self) -> str:
         where = f"line {self.line}, column {self.column}: " if self.line is not None and self.column is not None else ""
@@ -292,7 +296,15 @@ def analysis_error(err: BaseException, text: str) -> SqlError:
             line, column = int(found.group(1)), int(found.group(2)) + 1
         else:  # a streaming check names the operator it refused, not where it is: its origin in the text says
             line, column = _refused_at(err, text)
-    return SqlError(_plain(message), line, column, _condition(err, message))
+    return SqlError(_plain(message), line, column, _condition(err, message), message)
+
+
+_CONDITIONS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+
+
+def conditions(message: str) -> list[str]:
+    """The error conditions Spark names in ``message``, outermost first (``[STREAM_FAILED] ... [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] ...``)."""
+    return list(dict.fromkeys(_CONDITIONS.findall(message)))
 
 
 def _contexts(err: BaseException) -> list[int]:

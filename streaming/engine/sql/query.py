@@ -130,7 +130,7 @@ class SqlQuery:
     def ran_arrival(self) -> ArrivalRule:
         """The arrival rule a replay of this query follows: its own, unless a streamed view can be replayed only one way (a topic's range: busy)."""
         rules = {view.stream.replay_arrival(self.arrival) for view in self.streamed}
-        return self.arrival if rules == {self.arrival} else "busy"
+        return self.arrival if rules == {self.arrival} and self.trigger != "available_now" else "busy"
 
     def stepping(self, staging_name: str) -> SqlQuery:
         """This query as a walkthrough runs it: every streamed view's source stepped (a topic's through a staging topic of its own,
@@ -318,10 +318,9 @@ class ViewFeeders:
         for feeder in self.feeders:
             feeder.stop()
 
-    def stage_all(self) -> None:
+    def stage_all(self, upto: int | None = None) -> None:
         for stepper in self._steppers:
-            while stepper.stage_next():
-                pass
+            stepper.stage_all(upto)
         self._watch()
 
     def _watch(self) -> bool:

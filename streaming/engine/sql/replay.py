@@ -11,11 +11,13 @@ import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..arrival import no_data_batches
+from ..errors import ConfigError
 from ..output.progress import ProgressTotals, batch_records, progress_frame
 from ..output.results import stamp
 
@@ -83,21 +85,35 @@ def operators_of(summaries: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -
 
 def replay_sql(
     registry: QueryRegistry, query: SqlQuery, *, timeout: float = 600.0, cancel: threading.Event | None = None, outputs: bool = False,
+    keep: Path | None = None, stop_after: int | None = None,
 ) -> SqlReplay:
     """Run ``query`` until its streamed views are read, under its arrival rule (:mod:`streaming.engine.arrival`: quiet steps file *i* of each
     view in once Spark is idle; busy hands every file over at once, under available-now: micro-batch *i* reads file *i* of each), stop it and
-    return what it produced; with ``outputs``, each batch's output rows too."""
+    return what it produced; with ``outputs``, each batch's output rows too.
+
+    With ``keep`` (a folder) the run keeps its checkpoint, result and progress there, or goes on from what an earlier run kept there (made
+    for the same query: :class:`~streaming.engine.run.checkpoints.KeptQuery`); the replay then holds the whole stream's result and batches.
+    With ``stop_after`` it stops once that many steps (file *i* of each view) have been handed over in all: under busy, those steps run
+    back to back, as available-now over them would run them.
+    """
     from pyspark.errors import PySparkException
 
+    if stop_after is not None and (isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 1):
+        raise ConfigError("stop_after", stop_after, "must be a whole number of at least 1")
+    replayed, hand_over = query.replayed("replayed"), None
+    if stop_after is not None and replayed.ran_arrival() == "busy":  # available-now would read every file: hand over the first steps only
+        replayed, hand_over = replayed.with_changes(trigger="default"), stop_after
     name = f"sql_{uuid.uuid4().hex[:12]}"
     try:
-        run = registry.start(query.replayed("replayed"), name, max_rows=None, latency=False, record_outputs=outputs)
+        run = registry.start(
+            replayed, name, max_rows=None, latency=False, record_outputs=outputs, keep=False if keep is None else Path(keep), hand_over=hand_over,
+        )
     except PySparkException as err:
         registry.remove(name)
         raise query.refusal(err) from None
     try:
         try:
-            run.await_idle(timeout, cancel)
+            run.await_idle(timeout, cancel, stop_after)
         except PySparkException as err:
             raise query.refusal(err) from None
         summaries = tuple(run.log.summaries())

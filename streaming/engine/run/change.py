@@ -1,0 +1,205 @@
+"""A kept query resumed with a changed query: what the programming guide's *Recovery Semantics after Changes* predicts, and what Spark does.
+
+Spark decides whether a changed query resumes from a checkpoint when the
+query starts and its first batch loads the state: it refuses a stateful
+operator that is not the one the checkpoint's state metadata names, a state
+key or value schema that does not match the stored one; it resumes anything
+else, including changes whose results are ill-defined (a window of another
+length over windows already in state, another aggregate of the same type).
+
+:func:`predict` reads the two queries' analysed plans and says which of
+those it expects, naming what differs; :func:`resume_changed` lets Spark
+decide: it keeps a copy of the folder, resumes the folder with the changed
+query, and puts the copy back when Spark refuses, so a refused change leaves
+the folder as it was. (A copy cannot be resumed elsewhere: Spark's file
+source logs the files it read by path, and would read them again.) An
+applied change is recorded in the folder's ``query.json``: the configuration
+it ran before, and the batch it changed at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+
+from ..errors import ConfigError
+from ..jsonl import read_json_lines
+from ..output.results import stamp
+from ..sql.guard import SqlError, conditions
+from ..sql.query import SqlQuery
+from ..sql.replay import SqlReplay, replay_sql
+from .checkpoints import KeptQuery, differences
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ..sql.plan import PlanFacts
+    from .registry import QueryRegistry
+
+__all__ = ["Change", "Prediction", "predict", "resume_changed"]
+
+Verdict = Literal["resumed", "refused"]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the guide's rules and the two plans predict: ``resumed`` or ``refused`` (with the condition Spark would name), and why."""
+
+    verdict: Verdict
+    condition: str | None
+    reasons: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "error_condition": self.condition, "reasons": list(self.reasons)}
+
+
+def _aggregates(facts: PlanFacts) -> tuple[str, ...]:
+    return tuple(name for name in facts.columns if name not in facts.grouping)
+
+
+def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
+    """What resuming ``old``'s checkpoint with ``new`` will do, read from both queries' analysed plans (:meth:`SqlQuery.check`).
+
+    - another set of stateful operators (a deduplication added, a join...): refused, ``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``;
+    - another grouping (a key added or dropped): refused, ``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``;
+    - another number of aggregates: refused, ``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``;
+    - otherwise resumed, with what the user is not told: a watermark that does not move back, rows in state computed by the old query
+      (another filter, window or aggregate of the same type: ill-defined results), another output mode.
+    """
+    before, after = old.check(spark), new.check(spark)
+    if tuple(before.stateful) != tuple(after.stateful):
+        return Prediction("refused", "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA", (
+            f"the stateful operators differ: {', '.join(before.stateful) or 'none'} in the checkpoint, {', '.join(after.stateful) or 'none'} now",
+        ))
+    if before.stateful and tuple(before.grouping) != tuple(after.grouping):
+        return Prediction("refused", "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", (
+            f"the state's key differs: grouped by {', '.join(before.grouping) or 'nothing'} in the checkpoint, by {', '.join(after.grouping) or 'nothing'} now",
+        ))
+    if before.stateful and len(_aggregates(before)) != len(_aggregates(after)):
+        return Prediction("refused", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", (
+            f"the state's value differs: {', '.join(_aggregates(before))} in the checkpoint, {', '.join(_aggregates(after))} now",
+        ))
+    reasons = []
+    delays = {mark.column: mark.delay_ms for mark in before.watermarks}
+    for mark in after.watermarks:
+        if mark.column in delays and delays[mark.column] != mark.delay_ms:
+            reasons.append(
+                f"the watermark delay of {mark.column} changes ({delays[mark.column] / 1000:g} s to {mark.delay_ms / 1000:g} s): the watermark never "
+                "moves back, so a longer delay saves nothing until event time passes where the old delay put it"
+            )
+    if _without_delays(old.text) != _without_delays(new.text):
+        reasons.append(
+            "the query's text changes over the same state: rows already in state were computed by the old query (another filter, window "
+            "or aggregate of the same type gives ill-defined results, without an error)"
+        )
+    if old.output_mode != new.output_mode:
+        reasons.append(f"the output mode changes ({old.output_mode} to {new.output_mode}): Spark resumes, emitting by the new mode from the next batch")
+    return Prediction("resumed", None, tuple(reasons) or ("nothing the state depends on changes",))
+
+
+_DELAY = re.compile(r"DELAY\s+OF\s+INTERVAL\s+('[^']*'|\S+)(\s+[A-Za-z]+)?", re.IGNORECASE)
+
+
+def _without_delays(text: str) -> str:
+    """``text`` with every WATERMARK clause's delay blanked and its white space folded: what a change beyond the delays changes."""
+    return " ".join(_DELAY.sub("DELAY", text).split())
+
+
+@dataclass(frozen=True)
+class Change:
+    """A kept query resumed with a changed query: Spark's verdict, what was predicted, what differs, the watermark across the restart, and
+    (when it resumed) the whole stream's replay."""
+
+    verdict: Verdict
+    predicted: Prediction
+    differences: tuple[str, ...]
+    watermark_before: str | None
+    watermark_after: str | None
+    error_condition: str | None = None
+    error: str | None = None
+    replay: SqlReplay | None = field(default=None, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """``change`` as the CLI contract names it; with ``result`` and ``rows_dropped_by_watermark`` over both runs when it resumed."""
+        change = {
+            "verdict": self.verdict, "error_condition": self.error_condition, "error": self.error, "predicted": self.predicted.to_json(),
+            "differences": list(self.differences), "watermark_before": self.watermark_before, "watermark_after": self.watermark_after,
+        }
+        if self.replay is None:
+            return {"change": change, "result": None, "rows_dropped_by_watermark": None}
+        return {"change": change, **self.replay.to_json()}
+
+
+def _last_watermark(folder: KeptQuery) -> str | None:
+    """The watermark of the last batch the folder's progress holds (``None`` before one had a watermark)."""
+    if not folder.progress_file.is_file():
+        return None
+    marks = [
+        progress.get("eventTime", {}).get("watermark") for progress in read_json_lines(folder.progress_file)
+        if isinstance(progress, dict)
+    ]
+    shown = [mark for mark in marks if mark and not str(mark).startswith("1970-01-01T00:00:00")]
+    if not shown:
+        return None
+    moment = pd.Timestamp(shown[-1])
+    return stamp(moment.tz_convert(None) if moment.tzinfo is not None else moment)
+
+
+def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, timeout: float = 600.0) -> Change:
+    """Resume the kept query of ``folder`` with ``query`` (see the module docstring): Spark's verdict, and the folder changed only when it resumed.
+
+    :class:`ConfigError` when the folder keeps no SQL query, or the change reads other views (the same data must go on).
+    """
+    kept = KeptQuery(Path(folder))
+    if not kept.exists():
+        raise ConfigError("--checkpoint", str(folder), "keeps no query to change: keep one first (replay --checkpoint, with --stop-after to stop it part way)")
+    record = kept.record()
+    stored = record["config"]
+    if stored.get("kind") != "sql":
+        raise ConfigError("--checkpoint", str(folder), "keeps the form's query: --change resumes a SQL query with a changed text (--sql / --sql-file)")
+    old = SqlQuery.from_dict(stored)
+    if old.names != query.names or [view.to_dict() for view in old.views] != [view.to_dict() for view in query.views]:
+        raise ConfigError("--change", ", ".join(query.names), f"reads other views or data than the kept query ({', '.join(old.names)}): a change goes on over the same data")
+    changed = tuple(differences(stored, query.to_dict()))
+    predicted = predict(registry.spark, old, query)
+    before = _last_watermark(kept)
+    batches = len(read_json_lines(kept.progress_file)) if kept.progress_file.is_file() else 0
+    backup = kept.folder.with_name(f".{kept.folder.name}.before-change-{uuid.uuid4().hex[:8]}")
+    shutil.copytree(kept.folder, backup, symlinks=True)
+    try:
+        history = [*record.get("changes", []), {"config": stored, "until_batch": batches}]
+        _write_record(kept, {**record, "config": query.to_dict(), "changes": history})
+        try:
+            replay = replay_sql(registry, query, keep=kept.folder, timeout=timeout)
+        except SqlError as err:
+            _restore(kept, backup)
+            named = [condition for condition in conditions(err.spark_message or str(err)) if condition != "STREAM_FAILED"]
+            return Change("refused", predicted, changed, before, before, named[0] if named else err.condition, err.message)
+    except BaseException:
+        if backup.exists():
+            _restore(kept, backup)
+        raise
+    shutil.rmtree(backup, ignore_errors=True)
+    return Change("resumed", predicted, changed, before, _last_watermark(kept), replay=replay)
+
+
+def _write_record(kept: KeptQuery, record: dict[str, Any]) -> None:
+    partial = kept.folder / ".query.json.partial"
+    partial.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(partial, kept.config_file)
+
+
+def _restore(kept: KeptQuery, backup: Path) -> None:
+    """Put the copy taken before the change back in place of the folder (the change, refused, may have written to its checkpoint)."""
+    aside = kept.folder.with_name(f".{kept.folder.name}.refused-{uuid.uuid4().hex[:8]}")
+    os.replace(kept.folder, aside)
+    os.replace(backup, kept.folder)
+    shutil.rmtree(aside, ignore_errors=True)
