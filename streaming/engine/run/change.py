@@ -175,7 +175,8 @@ def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, ti
     backup = kept.folder.with_name(f".{kept.folder.name}.before-change-{uuid.uuid4().hex[:8]}")
     shutil.copytree(kept.folder, backup, symlinks=True)
     try:
-        history = [*record.get("changes", []), {"config": stored, "until_batch": batches}]
+        carried = _carry_result(registry.spark, kept, query, batches)
+        history = [*record.get("changes", []), {"config": stored, "until_batch": batches, "result": carried}]
         _write_record(kept, {**record, "config": query.to_dict(), "changes": history})
         try:
             replay = replay_sql(registry, query, keep=kept.folder, timeout=timeout)
@@ -189,6 +190,41 @@ def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, ti
         raise
     shutil.rmtree(backup, ignore_errors=True)
     return Change("resumed", predicted, changed, before, _last_watermark(kept), replay=replay)
+
+
+def _carry_result(spark: SparkSession, kept: KeptQuery, query: SqlQuery, batches: int) -> str:
+    """Make the kept result table the changed query's, and say how: its rows go on, folded by the new output mode from the change on, when
+    its columns are the new query's; else the old table is set aside (``result-before-change-N/``) and the new one starts empty."""
+    from pyspark.sql.types import StructType
+
+    from ..output.kept_table import TableFile, journal_path
+    from ..sql.checker import SqlChecker
+    from ..sql.guard import checked
+    from ..sql.plan import plan_facts
+    from ..sql.table import SqlTable
+
+    snapshot, journal = TableFile(kept.result_file).read()
+    if snapshot is None:
+        return "carried" if not journal else "carried (journal only)"
+    with SqlChecker(spark, query.views) as checker:
+        frame, walked = checked(checker.session, query.text, checker.names)
+        schema, grouping = frame.schema, plan_facts(frame, walked).grouping
+    if snapshot.get("schema") == schema.json() and snapshot.get("output_mode") == query.output_mode:
+        return "carried"
+    stored = StructType.fromJson(json.loads(snapshot["schema"]))
+    before = SqlTable(str(snapshot["output_mode"]), stored, snapshot.get("grouping", ()))
+    before.load(kept.result_file)
+    aside = kept.folder / f"result-before-change-{batches}"
+    aside.mkdir(exist_ok=True)
+    for path in (kept.result_file, journal_path(kept.result_file)):
+        if path.is_file():
+            os.replace(path, aside / path.name)
+    if stored.simpleString() != schema.simpleString():  # the columns' names and types; a WATERMARK delay is kept in their metadata
+        return f"set aside in {aside.name}: the changed query's columns differ"
+    after = SqlTable(query.output_mode, schema, grouping)
+    after.keep(kept.result_file)
+    after.apply(before.last_batch_id, before.rows())
+    return f"carried, folded by the {query.output_mode} mode from the change on"
 
 
 def _write_record(kept: KeptQuery, record: dict[str, Any]) -> None:
