@@ -317,7 +317,8 @@ def _explain_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     for step in steps:
         print(step.caption)
     if args.json is not None:
-        args.json.write_text(json.dumps({"batches": [step.to_json() for step in steps], "result": outcome.json_records()}, indent=2) + "\n")
+        report = {"arrival": outcome.arrival, "no_data_batches": outcome.no_data_batches, "batches": [step.to_json() for step in steps]}
+        args.json.write_text(json.dumps({**report, "result": outcome.json_records()}, indent=2) + "\n")
     return 0
 
 
@@ -696,7 +697,8 @@ def _sql_explain_main(args: argparse.Namespace, given: SparkSession | None) -> i
     for step in steps:
         print(step["caption"])
     if args.json is not None:
-        args.json.write_text(json.dumps({"batches": steps, "result": outcome.records}, indent=2) + "\n")
+        report = {"arrival": outcome.arrival, "no_data_batches": outcome.no_data_batches, "batches": steps, "result": outcome.records}
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 

@@ -690,6 +690,7 @@ def test_explain_tells_every_micro_batch_of_a_sql_query_by_its_operators(cli, da
     report = json.loads(out.read_text())
     steps = report["batches"]
     assert [step["batch_id"] for step in steps] == list(range(len(steps))) and len(steps) >= len(ORDERS)
+    assert report["arrival"] == "quiet" and report["no_data_batches"] == sum(1 for step in steps if step["input_rows"] == 0) > 0  # the default rule
     assert steps[0]["caption"].startswith("Batch 0 read 3 rows; ran before any watermark")
     dropping = [step for step in steps if step["rows_dropped_by_watermark"]]
     assert dropping and all("stateStoreSave:" in step["caption"] for step in dropping)
