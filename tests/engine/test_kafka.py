@@ -269,7 +269,11 @@ def test_publish_and_replay_of_a_three_partition_topic_equal_plain_pyspark_and_n
     )
     assert done.returncode == 0, done.stderr[-3000:]
     written = json.loads(out.read_text())
-    assert set(written) == {"result", "rows_dropped_by_watermark", "final_watermark", "input_rows", "malformed_rows", "duplicates_dropped", "batches", "end_offsets"}
+    assert set(written) == {
+        "arrival", "no_data_batches", "result", "rows_dropped_by_watermark", "final_watermark", "input_rows", "malformed_rows", "duplicates_dropped",
+        "batches", "end_offsets",
+    }
+    assert written["arrival"] == "busy"  # a topic's range is read under available-now, whatever --arrival says (quiet by default)
     assert written["end_offsets"] == {topic_name: {str(partition): offset for partition, offset in ends}}
     assert written["input_rows"] == CLICK_ROWS and all(batch["input_rows"] <= 120 for batch in written["batches"])
     assert written["result"] == plain_kafka_counts(spark, kafka_broker.bootstrap, topic_name, tmp_path, 120)
