@@ -18,8 +18,9 @@ from streaming.engine.query.config import FeedSource, QueryConfig, config_from_d
 from streaming.engine.run.runner import run_to_idle
 from streaming.engine.sql import SqlQuery, SqlView
 
-FILES = 12
-"""web_clicks' first 12 files: 600 rows, 3 malformed, and rows late enough for a 30 s watermark to drop under either rule."""
+FILES = 6
+"""web_clicks' first 6 files: 300 rows, with rows late enough for a 30 s watermark to drop under either rule, and more under quiet
+(at 0 s: 92.3 % against 96.7 %)."""
 COUNT_SQL = "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n FROM events WATERMARK event_time DELAY OF INTERVAL 30 SECONDS GROUP BY 1, 2"
 
 
@@ -85,9 +86,9 @@ def test_the_form_and_sql_tuners_give_one_answer_under_each_rule_and_spark_confi
     delays = ["0 seconds", "30 seconds", "2 minutes"]
     answers = {}
     for rule in ("quiet", "busy"):
-        form = tune(registry, _config(clicks, rule), delays=delays, target=0.96)
+        form = tune(registry, _config(clicks, rule), delays=delays, target=0.95)
         view = SqlView("events", FeedSource(clicks, seconds_per_file=0))
-        sql = tune_sql(registry, SqlQuery(COUNT_SQL, (view,), arrival=rule), [(0,), (30_000,), (120_000,)], target=0.96)  # type: ignore[arg-type]
+        sql = tune_sql(registry, SqlQuery(COUNT_SQL, (view,), arrival=rule), [(0,), (30_000,), (120_000,)], target=0.95)  # type: ignore[arg-type]
         assert (form.arrival, sql.arrival) == (rule, rule)
         assert form.confirmation is not None and form.confirmation.agree, form.confirmation.differences()
         assert [round(outcome.completeness, 6) for outcome in form.outcomes] == [round(point.completeness or 0, 6) for point in sql.points], rule
@@ -97,6 +98,7 @@ def test_the_form_and_sql_tuners_give_one_answer_under_each_rule_and_spark_confi
         answers[rule] = form
     quiet, busy = answers["quiet"].outcomes, answers["busy"].outcomes
     assert quiet[0].completeness < busy[0].completeness, "the two rules must differ on this data, or the test tells nothing"
+    assert (answers["quiet"].recommended, answers["busy"].recommended) == ("30 seconds", "0 seconds")  # one answer a rule, and the page says which
     assert answers["quiet"].by_rule == answers["busy"].by_rule  # both rules, whichever ran
     assert quiet[0].batches >= 2 * FILES - 2 and busy[0].batches <= FILES + 1  # quiet: a no-data batch after (nearly) every file; busy: after the last
 
