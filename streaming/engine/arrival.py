@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, get_args
 
 from .errors import ConfigError
 
@@ -43,6 +43,7 @@ __all__ = [
     "ARRIVAL_RULES",
     "DEFAULT_ARRIVAL",
     "ArrivalRule",
+    "RuleFollowed",
     "check_arrival",
     "describe_rule",
     "is_no_data",
@@ -102,3 +103,32 @@ def is_no_data(summary: Mapping[str, Any]) -> bool:
 def no_data_batches(summaries: Iterable[Mapping[str, Any]]) -> int:
     """How many of a run's batches (progress summaries, :func:`~streaming.engine.output.progress.summarize`) read no new data."""
     return sum(1 for summary in summaries if is_no_data(summary))
+
+
+class _Ruled(Protocol):
+    def ran_arrival(self) -> ArrivalRule: ...
+
+
+class RuleFollowed:
+    """What a finished replay says of its arrival rule (a replay of the form's query or of SQL): the rule its configuration ran under, and
+    the no-data batches its batches' ``summaries`` count."""
+
+    summaries: Any
+
+    @property
+    def ruled(self) -> _Ruled:
+        """The configuration the replay ran."""
+        raise NotImplementedError
+
+    @property
+    def arrival(self) -> ArrivalRule:
+        return self.ruled.ran_arrival()
+
+    @property
+    def no_data_batches(self) -> int:
+        """Batches Spark ran only because the watermark moved (they read nothing new)."""
+        return no_data_batches(self.summaries)
+
+    def arrival_facts(self) -> dict[str, Any]:
+        """``arrival`` and ``no_data_batches``, as ``--json`` writes them."""
+        return {"arrival": self.arrival, "no_data_batches": self.no_data_batches}

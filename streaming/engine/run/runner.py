@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..arrival import DEFAULT_ARRIVAL, ArrivalRule, no_data_batches
+from ..arrival import DEFAULT_ARRIVAL, ArrivalRule, RuleFollowed
 from ..errors import ConfigError
 from ..output.progress import ProgressTotals, batch_records, progress_frame
 from ..output.results import TIMESTAMP_FORMAT, stamp
@@ -32,7 +32,7 @@ __all__ = ["TIMESTAMP_FORMAT", "Replay", "replay"]
 
 
 @dataclass(frozen=True)
-class Replay(ProgressTotals):
+class Replay(ProgressTotals, RuleFollowed):
     """What a replay produced: the final result table and one summary row per batch."""
 
     config: QueryConfig
@@ -85,20 +85,13 @@ class Replay(ProgressTotals):
         ]
 
     @property
-    def arrival(self) -> str:
-        """The arrival rule the replay followed (:mod:`streaming.engine.arrival`)."""
-        return self.config.ran_arrival()
-
-    @property
-    def no_data_batches(self) -> int:
-        """Batches Spark ran only because the watermark moved (they read nothing new)."""
-        return no_data_batches(self.summaries)
+    def ruled(self) -> QueryConfig:
+        return self.config
 
     def to_json(self) -> dict[str, Any]:
         extra = self.config.source.replay_facts(self.summaries)
         return {
-            "arrival": self.arrival,
-            "no_data_batches": self.no_data_batches,
+            **self.arrival_facts(),
             "result": self.json_records(),
             "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
             "final_watermark": stamp(self.final_watermark),

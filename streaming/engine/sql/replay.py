@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..arrival import no_data_batches
+from ..arrival import RuleFollowed
 from ..errors import ConfigError
 from ..output.progress import ProgressTotals, batch_records, progress_frame
 from ..output.results import stamp
@@ -29,7 +29,7 @@ __all__ = ["SqlReplay", "explain_batches", "operators_of", "replay_sql", "tell_b
 
 
 @dataclass(frozen=True)
-class SqlReplay(ProgressTotals):
+class SqlReplay(ProgressTotals, RuleFollowed):
     """What a SQL replay produced: the result table's records and frame, and one summary per micro-batch."""
 
     query: SqlQuery
@@ -45,19 +45,12 @@ class SqlReplay(ProgressTotals):
         return operators_of(self.summaries)
 
     @property
-    def arrival(self) -> str:
-        """The arrival rule the replay followed (:mod:`streaming.engine.arrival`)."""
-        return self.query.ran_arrival()
-
-    @property
-    def no_data_batches(self) -> int:
-        """Batches Spark ran only because the watermark moved (they read nothing new)."""
-        return no_data_batches(self.summaries)
+    def ruled(self) -> SqlQuery:
+        return self.query
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "arrival": self.arrival,
-            "no_data_batches": self.no_data_batches,
+            **self.arrival_facts(),
             "result": self.records,
             "rows_dropped_by_watermark": self.rows_dropped_by_watermark,
             "operators": self.operators,
