@@ -156,7 +156,11 @@ class RunSnapshot:
             Metric("Batches", len(self.progress)),
             Metric("Watermark", self.watermark_text, None if watermark is None else f"{watermark} UTC"),
             Metric("Malformed rows", total("malformed_rows")),
-            Metric("Dropped (all operators)" if self.sql else "Dropped (groups)", total("rows_dropped_by_watermark")),
+            Metric(
+                "Dropped (all operators)" if self.sql else "Dropped (groups)", total("rows_dropped_by_watermark"),
+                "Spark's numRowsDroppedByWatermark: rows at the stateful operators, which after the partial aggregation are groups (a window and "
+                "key of one micro-batch), not input rows" + ("" if self.sql else "; the events that were too late are under Why was it dropped"),
+            ),
             Metric("Result rows", len(self.table)),
         ]
         if not self.sql and self.run.config.deduplicate:
