@@ -93,6 +93,17 @@ def parser() -> argparse.ArgumentParser:
     _add_tune_parser(commands)
     _add_join_parser(commands)
     _add_publish_parser(commands)
+    held = commands.add_parser("checkpoint", help="what a checkpoint holds (last batch, watermark, offsets, stateful operators and their state schemas), "
+                                                  "and whether a changed SQL query would resume from it")
+    held.add_argument("checkpoint", type=Path, metavar="DIR", help="a folder given to replay --checkpoint, or any Structured Streaming job's checkpoint")
+    changed = held.add_mutually_exclusive_group()
+    changed.add_argument("--sql", default=None, metavar="QUERY", help="a changed query to predict: over the kept query's views (or --data's)")
+    changed.add_argument("--sql-file", type=Path, default=None, metavar="FILE", help="--sql's query, read from FILE")
+    held.add_argument("--data", default=None, metavar="PATH", help="for a checkpoint the lab did not keep: the files the query's view reads")
+    held.add_argument("--view", default=DEFAULT_VIEW, metavar="NAME", help=f"with --data: the view's name (default: {DEFAULT_VIEW})")
+    held.add_argument("--event-time", default="event_time", help="with --data: the event-time column")
+    held.add_argument("--time-format", default="auto", help="with --data: how its times are written (default: auto)")
+    held.add_argument("--json", type=Path, default=None, help="write what it holds, and the prediction, to this file")
     state = commands.add_parser("state", help="print the rows a query's state holds, from its checkpoint")
     state.add_argument("checkpoint", type=Path, metavar="DIR", help="a folder given to replay --checkpoint, or a Spark checkpoint")
     state.add_argument("--operator", type=int, default=None, help="the stateful operator's id (default: the aggregation's)")
@@ -359,6 +370,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
         return _publish_main(args, given)
     if args.command == "state":
         return _state_main(args, given)
+    if args.command == "checkpoint":
+        return _checkpoint_main(args, given)
     if args.command == "join":
         return _join_main(args, given)
     if args.command == "explain":
@@ -851,6 +864,46 @@ def _join_main(args: argparse.Namespace, given: SparkSession | None) -> int:
 
 
 # --------------------------------------------------------------------------- state
+
+
+def _checkpoint_main(args, given: SparkSession | None) -> int:
+    """``checkpoint DIR``: what it holds (:func:`~streaming.engine.run.change.checkpoint_facts`) and, with ``--sql``, the prediction for it."""
+    from .engine.run.change import checkpoint_facts, predict_on_state
+    from .engine.sql import SqlError, SqlQuery, SqlView
+
+    folder = KeptQuery(args.checkpoint)
+    try:
+        text = None if args.sql is None and args.sql_file is None else _sql_text(args)
+        if text is not None and not folder.exists() and args.data is None:
+            raise ConfigError("--data", None, "is needed for a checkpoint the lab did not keep: the files the changed query's view reads")
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    spark = _session(given)
+    try:
+        facts = checkpoint_facts(spark, args.checkpoint)
+        prediction = None
+        if text is not None:
+            if folder.exists() and facts["query"] is not None and facts["query"].get("kind") == "sql":
+                query = SqlQuery.from_dict(facts["query"]).with_changes(text=text)
+            else:
+                path = Path(args.data)
+                source = replay_source(path, None, args.event_time, args.time_format, None)
+                query = SqlQuery(text, (SqlView(args.view, source),))
+            prediction = predict_on_state(spark, facts, query).to_json()
+    except (ConfigError, SqlError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        _release(spark, given)
+    print(f"last batch {facts['last_batch']}, watermark {facts['watermark']}, {len(facts['operators'])} stateful operators")
+    for operator in facts["operators"]:
+        print(f"operator {operator['operator_id']} {operator['operator']}: batches {operator['min_batch']}-{operator['max_batch']}, {operator['partitions']} partitions")
+    if prediction is not None:
+        print(f"predicted {prediction['verdict']}" + (f": {prediction['error_condition']}" if prediction["error_condition"] else "") + "; " + "; ".join(prediction["reasons"]))
+    if args.json is not None:
+        args.json.write_text(json.dumps({**facts, "prediction": prediction}, indent=2, default=str) + "\n")
+    return 0
 
 
 def _state_main(args, given: SparkSession | None) -> int:

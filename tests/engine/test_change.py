@@ -116,3 +116,19 @@ def test_a_kept_sql_query_is_changed_as_spark_allows_and_a_refused_change_leaves
     record = json.loads((kept / "query.json").read_text())
     assert "3 MINUTES" in record["config"]["text"] and "1 MINUTE\n" in record["changes"][0]["config"]["text"]
     assert record["changes"][0]["until_batch"] > 0
+    # what the folder holds now, and whether another change would resume: from the kept query's plan, or for a checkpoint written by
+    # plain PySpark outside the lab, from its state metadata and schemas
+    held = tmp_path / "held.json"
+    done = cli("checkpoint", str(kept), "--sql-file", str(queries / "keyed.sql"), "--json", str(held))
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(held.read_text())
+    assert facts["watermark"] == report["change"]["watermark_after"] and facts["last_batch"] == len(report["batches"]) - 1
+    assert [operator["operator"] for operator in facts["operators"]] == ["stateStoreSave"] and "window" not in facts["operators"][0]["value_schema"]
+    assert facts["prediction"]["verdict"] == "refused"
+    outside = cli(
+        "checkpoint", str(tmp_path / "plain-applied" / "checkpoint"), "--sql-file", str(queries / "keyed.sql"), "--data", str(orders),
+        "--event-time", "ts", "--view", "orders", "--json", str(held),
+    )
+    assert outside.returncode == 0, outside.stderr
+    plain = json.loads(held.read_text())
+    assert plain["query"] is None and plain["operators"] and plain["prediction"]["error_condition"] == "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"

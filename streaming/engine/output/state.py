@@ -115,6 +115,13 @@ def state_operators(spark: SparkSession, checkpoint: Path) -> pd.DataFrame:
     return pd.DataFrame([tuple(row) for row in rows], columns=OPERATOR_COLUMNS)
 
 
+def state_schema(spark: SparkSession, checkpoint: Path, operator_id: int) -> tuple[str, str]:
+    """``(key, value)``: the schemas, as JSON, of operator ``operator_id``'s state in ``checkpoint`` (as the State Data Source reads it)."""
+    _start_coordinator(spark)
+    state = spark.read.format("statestore").option("operatorId", int(operator_id)).load(str(checkpoint))
+    return state.schema["key"].dataType.json(), state.schema["value"].dataType.json()
+
+
 def _unique_names(data_type):
     """``data_type`` with every struct's repeated field names made unique (``count``, ``count_2``), recursively."""
     from pyspark.sql.types import StructField, StructType

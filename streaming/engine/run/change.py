@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ..sql.plan import PlanFacts
     from .registry import QueryRegistry
 
-__all__ = ["Change", "Prediction", "predict", "resume_changed"]
+__all__ = ["Change", "Prediction", "checkpoint_facts", "predict", "predict_on_state", "resume_changed"]
 
 Verdict = Literal["resumed", "refused"]
 
@@ -239,3 +239,62 @@ def _restore(kept: KeptQuery, backup: Path) -> None:
     os.replace(kept.folder, aside)
     os.replace(backup, kept.folder)
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def _offsets(checkpoint: Path) -> tuple[int | None, dict[str, Any], list[Any]]:
+    """``(last committed batch, its offsets' metadata, each source's offset)`` from Spark's ``commits/`` and ``offsets/`` logs."""
+    committed = [int(path.name) for path in (checkpoint / "commits").iterdir() if path.name.isdigit()] if (checkpoint / "commits").is_dir() else []
+    if not committed:
+        return None, {}, []
+    last = max(committed)
+    lines = (checkpoint / "offsets" / str(last)).read_text().splitlines() if (checkpoint / "offsets" / str(last)).is_file() else []
+    metadata = json.loads(lines[1]) if len(lines) > 1 else {}
+    sources = [None if line.strip() == "-" else json.loads(line) for line in lines[2:] if line.strip()]
+    return last, metadata, sources
+
+
+def checkpoint_facts(spark: SparkSession, folder: Path) -> dict[str, Any]:
+    """What a checkpoint holds (a folder kept by ``replay --checkpoint``, or any Structured Streaming job's checkpoint): the last committed
+    batch, the watermark it carries, each source's offsets, each stateful operator (Spark's ``state-metadata`` source) with its state's key
+    and value schema, and the kept query when there is one. :class:`ConfigError` for a folder that is no checkpoint."""
+    from ..output.state import state_operators, state_schema
+
+    kept = KeptQuery(Path(folder))
+    checkpoint = kept.checkpoint if kept.exists() else Path(folder)
+    if not (checkpoint / "offsets").is_dir():
+        raise ConfigError("DIR", str(folder), "is not a query's checkpoint (no offsets folder)")
+    last, metadata, sources = _offsets(checkpoint)
+    mark = metadata.get("batchWatermarkMs")
+    operators = []
+    for row in state_operators(spark, checkpoint).to_dict("records"):
+        key, value = state_schema(spark, checkpoint, int(row["operator_id"])) if last is not None else (None, None)
+        operators.append({**{name: (int(item) if hasattr(item, "__int__") and not isinstance(item, str) else item) for name, item in row.items()},
+                          "key_schema": key, "value_schema": value})
+    query = kept.record()["config"] if kept.exists() else None
+    return {
+        "checkpoint": str(checkpoint), "last_batch": last,
+        "watermark": None if not mark else stamp(pd.Timestamp(int(mark), unit="ms")),
+        "sources": sources, "operators": operators, "query": query,
+    }
+
+
+def predict_on_state(spark: SparkSession, facts: dict[str, Any], query: SqlQuery) -> Prediction:
+    """What resuming the checkpoint ``facts`` describes (:func:`checkpoint_facts`) with ``query`` will do: from the kept query's plan when the
+    folder keeps one (:func:`predict`), else from the stored operators and key schemas against ``query``'s plan."""
+    stored = facts.get("query")
+    if stored is not None and stored.get("kind") == "sql":
+        return predict(spark, SqlQuery.from_dict(stored), query)
+    plan = query.check(spark)
+    operators = facts["operators"]
+    if len(operators) != len(plan.stateful):
+        return Prediction("refused", "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA", (
+            f"the checkpoint holds {len(operators)} stateful operators ({', '.join(str(op['operator']) for op in operators) or 'none'}); "
+            f"the query has {len(plan.stateful)} ({', '.join(plan.stateful) or 'none'})",
+        ))
+    if operators and operators[0].get("key_schema") is not None and plan.aggregates:
+        stored_keys = len(json.loads(operators[0]["key_schema"]).get("fields", []))
+        if stored_keys != len(plan.grouping):
+            return Prediction("refused", "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", (
+                f"the state's key has {stored_keys} fields in the checkpoint; the query groups by {len(plan.grouping)} ({', '.join(plan.grouping)})",
+            ))
+    return Prediction("resumed", None, ("the stateful operators and the state's key match; Spark checks the value schema at the first batch",))
