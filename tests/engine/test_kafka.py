@@ -89,7 +89,7 @@ def test_published_records_are_the_feeds_rows_in_batch_order_keyed_by_the_key_co
     rows = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False) for path in sorted(clicks_folder.glob("*.csv"))], ignore_index=True)
     assert list(records["offset"]) == list(range(CLICK_ROWS))
     assert [json.loads(value) for value in records["value"]] == [{name: cell or None for name, cell in row.items()} for row in rows.to_dict("records")]
-    assert list(records["key"]) == [key or None for key in rows["key"]]
+    assert list(records["key"]) == list(rows["key"])  # an empty key cell is an empty key: murmur2 places it as it placed it before
 
 
 def test_a_published_dataset_keeps_its_types_its_nulls_and_its_event_time_column(spark, kafka_broker, topic_name, tmp_path) -> None:

@@ -135,7 +135,7 @@ def _keys(rows: Sequence[Any], header: Sequence[str] | None, fmt: str, key: str 
         return [None] * len(rows)
     if fmt == "csv":
         position = list(header or []).index(key) if key in (header or []) else None
-        return [None if position is None or position >= len(row) or row[position] == "" else row[position] for row in rows]  # an empty cell: no key
+        return [None if position is None or position >= len(row) else row[position] for row in rows]  # an empty cell is key b"": its partition stays fixed
     if fmt == "json":
         keys: list[str | None] = []
         for line in rows:
