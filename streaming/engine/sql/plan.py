@@ -65,41 +65,16 @@ def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None
     stateful = tuple(kind for _, kind in nodes if kind in STATEFUL_NODES)
     aggregate = next((node for node, kind in nodes if kind == "Aggregate"), None)
     groups = _seq(aggregate.groupingExpressions()) if aggregate is not None else []
+    grouping, counts = _keys_and_counts(plan, nodes, aggregate, groups)
     return PlanFacts(
         streaming=bool(frame.isStreaming),
         columns=tuple(frame.columns),
-        grouping=_grouping(plan, nodes, aggregate, groups),
+        grouping=grouping,
         watermarks=tuple(watermarks),
         stateful=stateful,
         global_aggregate=aggregate is not None and not groups,
-        counts=_counts(plan, nodes, aggregate),
+        counts=counts,
     )
-
-
-def _counts(plan: Any, nodes: list[tuple[Any, str]], aggregate: Any) -> tuple[str, ...]:
-    """The output columns of ``plan`` that are a row count (``count(*)``, ``count(1)``, not DISTINCT) of its topmost aggregation."""
-    if aggregate is None:
-        return ()
-    ids: set[int] = set()
-    for named in _seq(aggregate.aggregateExpressions()):
-        inner = named.child() if _class(named) == "Alias" else None
-        if inner is None or _class(inner) != "AggregateExpression" or inner.isDistinct():
-            continue
-        function = inner.aggregateFunction()
-        if _class(function) == "Count" and all(_class(child) == "Literal" for child in _seq(function.children())):
-            ids.add(int(named.exprId().id()))
-    return _carried(plan, nodes, ids)
-
-
-def _carried(plan: Any, nodes: list[tuple[Any, str]], ids: set[int]) -> tuple[str, ...]:
-    """The output columns of ``plan`` that carry the attributes ``ids`` (renamed by projections above, lowest first)."""
-    for node, kind in reversed(nodes):
-        if kind != "Project":
-            continue
-        for named in _seq(node.projectList()):
-            if _class(named) == "Alias" and _class(named.child()) == "AttributeReference" and int(named.child().exprId().id()) in ids:
-                ids.add(int(named.exprId().id()))
-    return tuple(str(attribute.name()) for attribute in _seq(plan.output()) if int(attribute.exprId().id()) in ids)
 
 
 def _interval_ms(interval: Any) -> int:
@@ -110,13 +85,33 @@ def _interval_ms(interval: Any) -> int:
     return (days * MICROS_PER_DAY + int(get_field(interval, "microseconds"))) // 1000
 
 
-def _grouping(plan: Any, nodes: list[tuple[Any, str]], aggregate: Any, groups: list[Any]) -> tuple[str, ...]:
-    """The output columns of ``plan`` that carry the grouping (``groups``) of its topmost aggregation, ``aggregate``."""
+def _keys_and_counts(plan: Any, nodes: list[tuple[Any, str]], aggregate: Any, groups: list[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(grouping, counts)``: the output columns of ``plan`` that carry the grouping (``groups``) of its topmost aggregation, ``aggregate``, and
+    those that are a row count of it (``count(*)``, ``count(1)``, not DISTINCT). One walk of its expressions and of the projections above it
+    serves both: each py4j call is a round trip, and a check runs as the user types."""
     if aggregate is None:
-        return ()
+        return (), ()
     keys: set[int] = set()
+    counts: set[int] = set()
     for named in _seq(aggregate.aggregateExpressions()):
-        inner = named.child() if _class(named) == "Alias" else named
+        alias = _class(named) == "Alias"
+        inner = named.child() if alias else named
         if any(inner.semanticEquals(group) for group in groups):
             keys.add(int(named.exprId().id()))
-    return _carried(plan, nodes, keys)  # and the projections above the aggregation that rename a key
+        elif alias and _class(inner) == "AggregateExpression" and not inner.isDistinct():
+            function = inner.aggregateFunction()
+            if _class(function) == "Count" and all(_class(child) == "Literal" for child in _seq(function.children())):
+                counts.add(int(named.exprId().id()))
+    for node, kind in reversed(nodes):  # projections above the aggregation that rename a key or a count, lowest first
+        if kind != "Project":
+            continue
+        for named in _seq(node.projectList()):
+            if _class(named) == "Alias" and _class(named.child()) == "AttributeReference":
+                child = int(named.child().exprId().id())
+                for carried in (keys, counts):
+                    if child in carried:
+                        carried.add(int(named.exprId().id()))
+    output = [(int(attribute.exprId().id()), str(attribute.name())) for attribute in _seq(plan.output())]
+    return tuple(name for ident, name in output if ident in keys), tuple(name for ident, name in output if ident in counts)
+
+
