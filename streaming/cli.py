@@ -328,8 +328,8 @@ def _explain_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     for step in steps:
         print(step.caption)
     if args.json is not None:
-        report = {"arrival": outcome.arrival, "no_data_batches": outcome.no_data_batches, "batches": [step.to_json() for step in steps]}
-        args.json.write_text(json.dumps({**report, "result": outcome.json_records()}, indent=2) + "\n")
+        report = {**outcome.arrival_facts(), "batches": [step.to_json() for step in steps], "result": outcome.json_records()}
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 
@@ -510,11 +510,10 @@ def _sql_query(args: argparse.Namespace, spark: SparkSession | None):
         views += [SqlView(name, _static_table(args, path), static=True) for name, path in _named_paths(args.static, "--static")]
     except _Later:
         return None
-    query = SqlQuery(
+    return SqlQuery(  # replayed under its rule's trigger by replay_sql and tune_sql (SqlQuery.replayed)
         _sql_text(args), tuple(views), output_mode=args.output_mode, state_store=getattr(args, "state_store", "hdfs"),
         changelog_checkpointing=getattr(args, "changelog_checkpointing", False), arrival=args.arrival,
     )
-    return query.with_changes(trigger=replay_trigger(query.ran_arrival()))
 
 
 def _run_sql(args: argparse.Namespace, given: SparkSession | None, work: Callable[[SparkSession, QueryRegistry, Any], Any], checks: Callable[[], None] = lambda: None):
@@ -710,7 +709,7 @@ def _sql_explain_main(args: argparse.Namespace, given: SparkSession | None) -> i
     for step in steps:
         print(step["caption"])
     if args.json is not None:
-        report = {"arrival": outcome.arrival, "no_data_batches": outcome.no_data_batches, "batches": steps, "result": outcome.records}
+        report = {**outcome.arrival_facts(), "batches": steps, "result": outcome.records}
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
