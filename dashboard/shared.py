@@ -16,10 +16,10 @@ import atexit
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -237,27 +237,27 @@ def _stop_all_at_exit(registry: QueryRegistry, log: logging.Logger = LOG) -> Non
         log.warning("stopping queries at exit failed: %s", err)
 
 
+T = TypeVar("T")
+
+
+def _setting(read: Callable[[Mapping[str, str]], T], default: T, what: str) -> T:
+    """What ``read`` finds in the environment; ``default``, logged as the ``what`` used, when an environment variable is not one it accepts."""
+    try:
+        return read(os.environ)
+    except ConfigError as err:
+        LOG.error("%s; using the default %s", err, what)
+        return default
+
+
 @st.cache_resource(show_spinner="Starting Spark...")
 def get_registry() -> QueryRegistry:
     """The one QueryRegistry of this server process, shared by every session; its queries stop at exit.
 
     Queries started with ``keep`` keep their checkpoint and result under the data root's :data:`QUERIES_FOLDER`.
     """
-    try:
-        limit = max_queries(os.environ)
-    except ConfigError as err:
-        LOG.error("%s; using the default limit of %d queries", err, DEFAULT_MAX_QUERIES)
-        limit = DEFAULT_MAX_QUERIES
-    try:
-        sink_rows = max_sink_rows(os.environ)
-    except ConfigError as err:
-        LOG.error("%s; using the default limit of %d rows", err, DEFAULT_MAX_SINK_ROWS)
-        sink_rows = DEFAULT_MAX_SINK_ROWS
-    try:
-        budgets = Budgets.from_environ(os.environ)
-    except ConfigError as err:
-        LOG.error("%s; using the default budgets", err)
-        budgets = Budgets()
+    limit = _setting(max_queries, DEFAULT_MAX_QUERIES, f"limit of {DEFAULT_MAX_QUERIES} queries")
+    sink_rows = _setting(max_sink_rows, DEFAULT_MAX_SINK_ROWS, f"limit of {DEFAULT_MAX_SINK_ROWS} rows")
+    budgets = _setting(Budgets.from_environ, Budgets(), "budgets")
     registry = QueryRegistry(
         get_spark(), max_active=limit, kept_root=data_root(os.environ) / QUERIES_FOLDER, max_sink_rows=sink_rows, budgets=budgets,
     )
