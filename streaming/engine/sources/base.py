@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .feed import FeedSource
     from .kafka import KafkaSource
 
-__all__ = ["Arrival", "Feeder", "Stepper", "StreamSource"]
+__all__ = ["Arrival", "Feeder", "Stepper", "StreamSource", "stage_upto"]
 
 Arrival = Literal["none", "batch", "column", "record"]
 """What a source knows of when each event arrived: nothing (only Spark's metrics), its micro-batch,
@@ -101,6 +101,12 @@ class Stepper(Feeder, Protocol):
         """Start a paced replay under the quiet arrival rule: each next step handed over after its pause and after ``idle()``, which returns once
         Spark has run every batch it has (called once the query has started)."""
         ...
+
+
+def stage_upto(stepper: Stepper, upto: int | None) -> None:
+    """Hand ``stepper``'s steps over now, every one or (``upto``) until that many are handed over in all: a stepper's ``stage_all``."""
+    while (upto is None or stepper.staged < upto) and stepper.stage_next():
+        pass
 
 
 class StreamSource:

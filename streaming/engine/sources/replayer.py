@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..builders import stage_file
 from ..output.latency import PRODUCED
+from .base import stage_upto
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -132,8 +133,7 @@ class FeedReplayer:
         return True
 
     def stage_all(self, upto: int | None = None) -> None:
-        while (upto is None or self.staged < upto) and self.stage_next():
-            pass
+        stage_upto(self, upto)
 
     def _run(self) -> None:
         try:

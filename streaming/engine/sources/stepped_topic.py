@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 from ..errors import ConfigError
 from ..kafka.kafka_terms import check_topic
 from ..kafka.topics import RecordCopier, create_topic, delete_topic, planned_range, read_records, sweep_staging
-from .base import Arrival, StreamSource
+from .base import Arrival, StreamSource, stage_upto
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -107,8 +107,7 @@ class TopicStepper:
         return True
 
     def stage_all(self, upto: int | None = None) -> None:
-        while (upto is None or self.staged < upto) and self.stage_next():
-            pass
+        stage_upto(self, upto)
 
     def start(self) -> None:
         """Nothing runs by itself: the caller steps it."""
