@@ -241,29 +241,47 @@ def test_stamps_keep_a_fraction_of_a_second_only_when_there_is_one() -> None:
     assert _stamp(pd.NaT) is None
 
 
-def test_a_replay_that_has_read_every_file_says_so_and_is_finished_when_another_query_needs_its_slot(registry, write_feed) -> None:
+def test_a_replay_that_has_read_every_file_says_so_and_is_finished_when_another_users_query_needs_its_slot(registry, write_feed, tmp_path) -> None:
+    """Two users on one server: each sees, stops, resumes and deletes only their own queries (another session stopped and deleted a
+    user's kept query), while the slots are the server's: one user's replay idle at its end is finished for the other's."""
     from support import wait_for
 
+    from streaming.engine.errors import ConfigError
     from streaming.engine.query.config import FeedSource, QueryConfig
+    from streaming.engine.run.checkpoints import KeptQuery
     from streaming.engine.run.registry import QueryRegistry
 
     feed = write_feed(GUIDE_BATCHES)
     config = QueryConfig(FeedSource(feed, seconds_per_file=0), window="10 minutes", watermark="10 minutes", output_mode="append")
-    one_slot = QueryRegistry(registry.spark, max_active=1)
+    one_slot = QueryRegistry(registry.spark, max_active=1, kept_root=tmp_path / "kept")
+    alice, bob = one_slot.for_owner("workspace:" + "a" * 32), one_slot.for_owner("user:bob@example.com")
     try:
-        run = one_slot.start(config, "drained_replay")
+        run = alice.start(config, "drained_replay", keep=True)
         assert not run.drained and not run.finish()  # nothing handed over yet: nothing to finish
+        assert (run.owner, KeptQuery(run.workdir).owner) == (alice.owner, alice.owner)
+        assert bob.runs() == [] and bob.get("drained_replay") is None and [kept.name for kept in bob.kept()] == []
+        bob.stop("drained_replay")
+        bob.remove("drained_replay")
+        with pytest.raises(ConfigError, match="not a query of yours"):
+            bob.delete("drained_replay")
+        with pytest.raises(ConfigError, match="taken by another user's query"):
+            bob.start(config, "drained_replay")
         run.await_idle(300)
         wait_for(lambda: run.drained, "not drained after every file was read")
         assert run.status == "active" and run.feeder.staged == len(GUIDE_BATCHES)
         emitted = len(run.table.frame())
         # the server's one slot: a replay idle at its end is finished to make room (three replays held 3 of 8 slots)
-        other = one_slot.start(config, "next_replay")
+        other = bob.start(config, "next_replay")
         assert (run.status, other.status) == ("finished", "active") and len(run.table.frame()) == emitted > 0
+        assert [item.name for item in alice.runs()] == ["drained_replay"] and [item.name for item in bob.runs()] == ["next_replay"]
+        assert [item.name for item in one_slot.runs()] == ["drained_replay", "next_replay"]  # the server's own view: every run
+        with pytest.raises(ConfigError, match="not a kept query"):
+            bob.resume("drained_replay")
         other.stop_soon()  # in the background, as the pages stop a query; a second stop at once takes its turn
         other.stop()
         wait_for(lambda: not other.stopping, "still stopping")
         assert other.status == "stopped" and not other.drained
+        assert alice.delete("drained_replay") > 0 and one_slot.kept() == []
     finally:
         one_slot.close()
 

@@ -5,8 +5,8 @@ server restart:
 
 - ``query.json``: the configuration (the form's, :func:`~streaming.engine.query.config.config_to_dict`, or a user's SQL with its
   views, :meth:`~streaming.engine.sql.query.SqlQuery.to_dict`),
-  the query's name and the start of its event time (``start_ms``, used by the
-  ``rate-micro-batch`` source);
+  the query's name, its owner (:mod:`~streaming.engine.owners`; none: the server's own) and the start of its event time
+  (``start_ms``, used by the ``rate-micro-batch`` source);
 - ``checkpoint/``: Spark's checkpoint (offsets, commits, state);
 - ``staging/`` and ``batches/``: the feed files handed to Spark so far (its
   file source logs them by path, so they stay where they are);
@@ -35,6 +35,7 @@ import pandas as pd
 from ..errors import ConfigError
 from ..output.kept_table import TableFile, journal_path
 from ..output.results import ResultTable
+from ..owners import check_owner
 from ..query.config import QueryConfig, config_from_dict
 from ..sql.query import SqlQuery
 from ..sql.table import SqlTable
@@ -85,6 +86,14 @@ class KeptQuery:
         return str(self.record().get("name") or self.folder.name)
 
     @property
+    def owner(self) -> str | None:
+        """Whose query it is (:mod:`~streaming.engine.owners`); ``None``, the server's own, also when ``query.json`` cannot be read."""
+        try:
+            return check_owner(self.record().get("owner"))
+        except ConfigError:
+            return None
+
+    @property
     def config_file(self) -> Path:
         return self.folder / "query.json"
 
@@ -133,8 +142,8 @@ class KeptQuery:
         stored = self.record()["config"]
         return SqlQuery.from_dict(stored) if stored.get("kind") == "sql" else config_from_dict(stored)
 
-    def open(self, config: KeptConfig, name: str, start_ms: int) -> int:
-        """Make the folder for ``config``, or check that it was made for it; the ``start_ms`` to run with (the stored one when resuming).
+    def open(self, config: KeptConfig, name: str, start_ms: int, owner: str | None = None) -> int:
+        """Make the folder for ``config`` (``owner``'s), or check that it was made for it; the ``start_ms`` to run with (the stored one when resuming).
 
         Raises :class:`ConfigError` naming what differs when the folder belongs
         to another configuration, when it holds files but no ``query.json``,
@@ -145,7 +154,8 @@ class KeptQuery:
             return int(self.record()["start_ms"])
         self.folder.mkdir(parents=True, exist_ok=True)
         partial = self.folder / ".query.json.partial"
-        partial.write_text(json.dumps({"name": name, "config": config.to_dict(), "start_ms": int(start_ms)}, indent=2) + "\n")
+        record = {"name": name, "config": config.to_dict(), "start_ms": int(start_ms), **({} if owner is None else {"owner": check_owner(owner)})}
+        partial.write_text(json.dumps(record, indent=2) + "\n")
         os.replace(partial, self.config_file)
         return int(start_ms)
 

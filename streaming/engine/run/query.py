@@ -128,6 +128,8 @@ class Run(StopsInBackground, Generic[C, T]):
     """True when the run stopped itself at the time limit :meth:`stop_after` set."""
     finished_reading: bool = field(default=False)
     """True when the run was stopped by :meth:`finish`: a replay that had read all its data and run every batch it brings."""
+    owner: str | None = field(default=None)
+    """Whose run it is (:mod:`streaming.engine.owners`); ``None``: the server's own, seen by every user."""
     overrun: str | None = field(default=None)
     """Why the run was stopped by its budget (:meth:`watch`), in plain words; ``None`` for a run within it."""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -389,8 +391,9 @@ def start_run(
     record_outputs: bool = False,
     budgets: Budgets | None = None,
     hand_over: int | None = None,
+    owner: str | None = None,
 ) -> Run:
-    """Start ``config`` as a query called ``name`` and return its :class:`Run`; with ``budgets``, stopped once a micro-batch runs past
+    """Start ``config`` as a query called ``name`` (``owner``'s: :mod:`streaming.engine.owners`) and return its :class:`Run`; with ``budgets``, stopped once a micro-batch runs past
     its time (:meth:`Run.watch`). Under the busy rule ``hand_over`` stops the data handed over before the start at that many steps in all
     (a kept replay stopped after them goes on with the rest).
 
@@ -425,7 +428,8 @@ def start_run(
     if kept is not None:
         if not isinstance(config, (QueryConfig, SqlQuery)):
             raise ConfigError("keep", name, "cannot be kept: a live join is not resumed from a checkpoint")
-        now_ms = kept.open(config, name, now_ms)
+        now_ms = kept.open(config, name, now_ms, owner)
+        owner = kept.owner  # a resumed query stays whose it was
         workdir = kept.folder
     else:
         workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
@@ -521,7 +525,7 @@ def start_run(
         raise
     run = Run(
         name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latencies, kept=kept is not None,
-        listened=None if listened is None else (listened, listener),
+        listened=None if listened is None else (listened, listener), owner=owner,
     )
     if budgets is not None and budgets.batch_seconds is not None:
         run.watch(budgets.batch_seconds, budgets.overtime())

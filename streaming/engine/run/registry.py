@@ -1,13 +1,16 @@
 """The queries running on the shared session, by name.
 
 One :class:`QueryRegistry` per SparkSession: the app keeps it in
-``st.cache_resource`` so every browser tab sees the same queries. Starting a
-name that is already active is refused, so a rerun never starts a duplicate.
-All methods are thread-safe.
+``st.cache_resource``, and each browser session reads it through
+:meth:`QueryRegistry.for_owner`, which sees only the runs and kept queries of
+that session's owner and the server's own (:mod:`streaming.engine.owners`).
+Starting a name that is already active is refused, so a rerun never starts a
+duplicate. All methods are thread-safe.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import shutil
 import threading
@@ -22,6 +25,7 @@ from ..checks import count_setting
 from ..errors import ConfigError
 from ..output.progress import ProgressListener
 from ..output.sinks import DEFAULT_MAX_SINK_ROWS
+from ..owners import check_owner, visible
 from ..runtime.session import is_connect
 from .budgets import Budgets
 from .checkpoints import KeptQuery, kept_queries, stray_folders
@@ -69,6 +73,8 @@ class LostRun:
     """Its checkpoint and result are kept on disk: it can be resumed on a new session."""
     source_kind: str = ""
     """Its source's ``kind`` (``live_join`` for the two sides of a live join): where a page starts it again."""
+    owner: str | None = None
+    """Whose it was (:mod:`streaming.engine.owners`): only its owner's banner names it."""
 
     def __str__(self) -> str:
         state = "stopped" if self.stopped else "running"
@@ -101,6 +107,26 @@ class QueryRegistry:
         self._starting: set[str] = set()
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
+        self.owner: str | None = None
+        """Whose runs this registry starts and shows (:meth:`for_owner`); ``None``: the server's, which sees every run."""
+
+    def for_owner(self, owner: str | None) -> QueryRegistry:
+        """This registry as ``owner`` sees it: the same runs, slots, lock and listener (a shallow copy shares them), but it starts
+        runs as ``owner``'s and lists, stops, resumes and deletes only ``owner``'s and the server's own; another owner's run is
+        as if it did not exist, apart from its name, which two runs cannot share."""
+        view = copy.copy(self)
+        view.owner = check_owner(owner)
+        return view
+
+    def shares(self, other: QueryRegistry) -> bool:
+        """Whether ``other`` is this registry or a view of it (:meth:`for_owner`)."""
+        return self._runs is other._runs
+
+    def _sees(self, owner: str | None) -> bool:
+        return visible(owner, self.owner)
+
+    def _taken(self, name: str) -> ConfigError:
+        return DuplicateQueryError("name", name, "is taken by another user's query: choose another name")
 
     @property
     def can_keep(self) -> bool:
@@ -127,7 +153,7 @@ class QueryRegistry:
 
     def kept(self) -> list[KeptQuery]:
         """The kept queries on disk, oldest first: those of earlier server runs as well as this one's."""
-        return [] if self.kept_root is None else kept_queries(self.kept_root)
+        return [] if self.kept_root is None else [query for query in kept_queries(self.kept_root) if self._sees(query.owner)]
 
     def strays(self) -> list[str]:
         """Names blocked by a folder under ``kept_root`` with files but no ``query.json`` (:meth:`delete` frees them)."""
@@ -153,6 +179,8 @@ class QueryRegistry:
                 name = self._free_name()
             check_query_name(name)
             previous = self._runs.get(name)
+            if previous is not None and not self._sees(previous.owner):
+                raise self._taken(name)
             if name in self._starting or (previous is not None and previous.status == "active"):
                 raise DuplicateQueryError("name", name, "is already running; stop it first or choose another name")
             if isinstance(keep, Path):
@@ -160,6 +188,8 @@ class QueryRegistry:
                 resume = True
             else:
                 folder = self._kept_folder(name) if keep or resume else None
+            if folder is not None and folder.exists() and not self._sees(folder.owner):
+                raise self._taken(name)
             if folder is not None and folder.exists() and not resume:
                 raise DuplicateQueryError("name", name, "is a stopped query kept on disk: resume or delete it on the Queries page, or choose another name")
             if folder is not None and not isinstance(keep, Path) and not folder.exists() and folder.folder.is_dir() and any(folder.folder.iterdir()):
@@ -178,6 +208,7 @@ class QueryRegistry:
             run = start_run(
                 self.spark, config, name, self.listener, root=self.root, max_rows=max_rows, keep=None if folder is None else folder.folder,
                 max_sink_rows=self.max_sink_rows, latency=latency, record_outputs=record_outputs, budgets=self.budgets, hand_over=hand_over,
+                owner=self.owner,
             )
             with self._lock:
                 self._runs[name] = run
@@ -201,17 +232,20 @@ class QueryRegistry:
     def resume(self, name: str, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> Run:
         """Start the kept query ``name`` again with its stored configuration, from where it stopped."""
         folder = self._kept_folder(name)
-        if not folder.exists():
+        if not folder.exists() or not self._sees(folder.owner):
             raise ConfigError("name", name, "is not a kept query: nothing to resume")
         return self.start(folder.config(), name, max_rows=max_rows, resume=True)
 
     def delete(self, name: str) -> int:
         """Stop ``name`` and delete everything it keeps (checkpoint, result, progress, or a stray folder of that name); forget it. The bytes freed on disk."""
+        kept = None if self.kept_root is None else self._kept_folder(name)
         with self._lock:
             if name in self._starting:
                 raise DuplicateQueryError("name", name, "is starting: delete it once it runs")
-            run = self._runs.pop(name, None)
-        kept = None if self.kept_root is None else self._kept_folder(name)
+            run = self._runs.get(name)
+            if (run is not None and not self._sees(run.owner)) or (kept is not None and kept.exists() and not self._sees(kept.owner)):
+                raise ConfigError("name", name, "is not a query of yours: nothing deleted")
+            self._runs.pop(name, None)
         freed = 0 if kept is None else kept.size()
         if run is not None:
             run.delete()
@@ -222,12 +256,13 @@ class QueryRegistry:
 
     def get(self, name: str) -> Run | None:
         with self._lock:
-            return self._runs.get(name)
+            run = self._runs.get(name)
+        return run if run is not None and self._sees(run.owner) else None
 
     def runs(self) -> list[Run]:
-        """Every run started here, oldest first, including stopped and failed ones."""
+        """Every run started here that this registry sees, oldest first, including stopped and failed ones."""
         with self._lock:
-            return sorted(self._runs.values(), key=lambda run: run.started_at)
+            return sorted((run for run in self._runs.values() if self._sees(run.owner)), key=lambda run: run.started_at)
 
     def others(self) -> list[StreamingQuery]:
         """Active queries on the session that were not started through this registry."""
@@ -247,7 +282,10 @@ class QueryRegistry:
     def remove(self, name: str) -> None:
         """Stop ``name``, delete its working folder unless it is kept, and forget it."""
         with self._lock:
-            run = self._runs.pop(name, None)
+            run = self._runs.get(name)
+            if run is None or not self._sees(run.owner):
+                return
+            del self._runs[name]
         if run is not None:
             self._forget(name, run)
 
@@ -264,7 +302,9 @@ class QueryRegistry:
         for run in runs:
             summaries = run.log.summaries()
             watermark = next((str(pd.Timestamp(summary["watermark"])) for summary in reversed(summaries) if pd.notna(summary.get("watermark"))), None)
-            lost.append(LostRun(run.name, len(summaries), watermark, len(run.table), run.stopped_by_user, run.kept, str(getattr(run.config.source, "kind", ""))))
+            lost.append(LostRun(
+                run.name, len(summaries), watermark, len(run.table), run.stopped_by_user, run.kept, str(getattr(run.config.source, "kind", "")), run.owner,
+            ))
             run.sink.close(read=False)
             if run.feeder is not None:
                 run.feeder.stop()
