@@ -3,15 +3,19 @@
 The entry point: the page frame and the routing of the page scripts in
 ``dashboard/pages/`` with ``st.navigation``. Every URL, a deep link opened
 first included, runs this file, so the frame is set once here and the
-SparkSession starts in the background on the first view of any page.
+SparkSession starts in the background on the first view of any page. A
+server configured for sign-in asks for it first; otherwise the browser keeps
+a private workspace (``dashboard/owner.py``).
 """
 
 import streamlit as st
 
-from dashboard import walkthrough
+from dashboard import owner, walkthrough
 from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, JOINS_PAGE, LIVE_PAGE, QUERIES_PAGE, STEP_PAGE, STEP_URL, TUNER_PAGE, run_page, session_starter
 
 st.set_page_config(page_icon=":material/stream:", layout="wide")
+owner.sign_in_gate()
+owner.remember_workspace()
 session_starter()
 navigation = st.navigation(
     [

@@ -193,7 +193,7 @@ def render_others(registry: QueryRegistry) -> None:
 @st.fragment(run_every=REFRESH_SECONDS * 2)
 def queries_view(registry: QueryRegistry) -> None:
     """The registry's runs (table, then one card each) and the session's other active queries, refreshed in place."""
-    if session_starter().status != "ready" or get_registry() is not registry:
+    if session_starter().status != "ready" or not get_registry().shares(registry):
         st.rerun(scope="app")  # Spark died: the page shows what was lost and the new session
     deleted = st.session_state.pop(DELETED_KEY, None)
     if deleted is not None:

@@ -3,8 +3,9 @@
 Shared resources (one per server process, every browser tab sees them) are
 kept by ``st.cache_resource`` and never replaced per user:
 :func:`session_starter` (the background start of the SparkSession),
-:func:`get_registry` (the one :class:`QueryRegistry`; an ``atexit`` handler
-stops its queries when the server exits).
+the one :class:`QueryRegistry` (an ``atexit`` handler stops its queries when the
+server exits), which each session reads through :func:`get_registry` as its
+owner sees it (:mod:`dashboard.owner`).
 
 The pure helpers (:func:`feed_source`, :func:`percent`, :class:`InputErrors`)
 are tested without a browser; the ``*_widgets`` functions draw parts of pages.
@@ -31,6 +32,7 @@ from streaming.engine.durations import human_duration
 from streaming.engine.errors import ConfigError, InputErrors, brief, failure_details, failure_words
 from streaming.engine.join.join import JoinConfig
 from streaming.engine.output.sinks import DEFAULT_MAX_SINK_ROWS, max_sink_rows
+from streaming.engine.owners import visible
 from streaming.engine.query.config import FeedSource, QueryConfig
 from streaming.engine.run.budgets import Budgets
 from streaming.engine.run.checkpoints import QUERIES_FOLDER
@@ -38,6 +40,8 @@ from streaming.engine.run.query import warm_up
 from streaming.engine.run.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
 from streaming.engine.runtime.session import SessionStarter, forget_session, server_reachable, session_alive
 from streaming.export import join_code, pyspark_code
+
+from .owner import session_owner
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -152,11 +156,11 @@ def session_starter() -> SessionStarter:
     with losses.lock:
         if _starter() is starter:  # the first to notice; the others find the new starter
             try:
-                lost = get_registry().abandon()
+                lost = _shared_registry().abandon()
             except Exception:  # noqa: BLE001 - no registry was made on the dead session: nothing to abandon
                 lost = []
             forget_session()
-            get_registry.clear()
+            _shared_registry.clear()
             _starter.clear()
             LOG.error("the Spark session died (%s); lost queries: %s", _loss_cause(), ", ".join(map(str, lost)) or "none")
             losses.record(lost, pd.Timestamp.now(tz="UTC").tz_convert(None))
@@ -220,9 +224,9 @@ def loss_text(at: pd.Timestamp, lost: Sequence[LostRun], *, ready: bool) -> str:
 
 def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:
     """One warning per session lost in the last :data:`LOSS_BANNER_MINUTES` minutes: what happened and which queries were lost."""
-    ready = session_starter().status == "ready"
+    ready, owner = session_starter().status == "ready", session_owner()
     for at, lost in losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES)):
-        st.warning(loss_text(at, lost, ready=ready), icon=":material/warning:")
+        st.warning(loss_text(at, [run for run in lost if visible(run.owner, owner)], ready=ready), icon=":material/warning:")
 
 
 def get_spark() -> SparkSession:
@@ -250,7 +254,7 @@ def _setting(read: Callable[[Mapping[str, str]], T], default: T, what: str) -> T
 
 
 @st.cache_resource(show_spinner="Starting Spark...")
-def get_registry() -> QueryRegistry:
+def _shared_registry() -> QueryRegistry:
     """The one QueryRegistry of this server process, shared by every session; its queries stop at exit.
 
     Queries started with ``keep`` keep their checkpoint and result under the data root's :data:`QUERIES_FOLDER`.
@@ -263,6 +267,20 @@ def get_registry() -> QueryRegistry:
     )
     atexit.register(_stop_all_at_exit, registry)
     return registry
+
+
+VIEW_KEY = "lab_registry_view"
+
+
+def get_registry() -> QueryRegistry:
+    """The server's registry as this browser session's owner sees it (:meth:`QueryRegistry.for_owner`, :mod:`dashboard.owner`):
+    it starts runs as theirs and shows only theirs and the server's own. The same object on every call of a session, until Spark
+    is lost and a new registry made."""
+    shared, owner = _shared_registry(), session_owner()
+    view = st.session_state.get(VIEW_KEY)
+    if not isinstance(view, QueryRegistry) or not view.shares(shared) or view.owner != owner:
+        view = st.session_state[VIEW_KEY] = shared.for_owner(owner)
+    return view
 
 
 def session_status(starter: SessionStarter) -> bool:

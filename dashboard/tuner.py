@@ -299,8 +299,10 @@ def _method(result: TuneResult, inputs: TuneInputs) -> None:
         delay = st.selectbox("Delay", delays, key="tune_confirm_delay")
 
         def start() -> None:
+            registry = get_registry()  # here: the job's thread has no browser session to ask whose it is
+
             def work(job: Job) -> Confirmation:
-                return confirm(get_registry(), result, str(delay), cancel=job.cancel, report=job.report)
+                return confirm(registry, result, str(delay), cancel=job.cancel, report=job.report)
 
             start_job(CONFIRM_JOB, f"Spark run at {delay}", inputs, work, ("confirm", inputs.recall, delay))
 

@@ -164,7 +164,7 @@ def held(subject: object, registry: QueryRegistry) -> Any:
     """This session's walkthroughs of ``subject`` (a scenario, a SQL query) while they run on ``registry``; others held are closed (another
     scenario, query or settings, a lost session, the idle limit)."""
     walks: HeldWalks | None = st.session_state.get(HELD)
-    if walks is not None and walks.subject == subject and all(walk.active and walk.registry is registry for walk in walks.walks):
+    if walks is not None and walks.subject == subject and all(walk.active and walk.registry.shares(registry) for walk in walks.walks):
         return walks
     if walks is not None:
         leave()

@@ -81,10 +81,11 @@ def registry(spark):
 
 @pytest.fixture(scope="module")
 def app_registry() -> Iterator:
-    """The app's cached registry (the one AppTest pages use); any run a test of the module left behind is removed."""
+    """The app's cached registry (the one AppTest pages use), as the server sees it: every user's runs, and it starts the server's
+    own, which every page sees; any run a test of the module left behind is removed."""
     from dashboard import shared
 
-    registry = shared.get_registry()
+    registry = shared._shared_registry()
     before = {run.name for run in registry.runs()}
     yield registry
     for run in registry.runs():

@@ -1,4 +1,4 @@
-"""Queries: every query of the shared registry, and other active queries on the Spark session."""
+"""Queries: this user's queries of the shared registry and the server's own, and other active queries on the Spark session."""
 
 import streamlit as st
 
@@ -6,7 +6,10 @@ from dashboard.queries import queries_view
 from dashboard.shared import get_registry, session_starter, session_status, wait_for_session
 
 st.title("Queries")
-st.caption("Every browser tab sees the same queries: they run on one Spark session in the server process.")
+st.caption(
+    "Your queries (this browser's, or your account's when the server has sign-in) and the server's own: another user's are not shown. "
+    "They all run on one Spark session in the server process and share its query slots."
+)
 starter = session_starter()
 if session_status(starter):
     queries_view(get_registry())

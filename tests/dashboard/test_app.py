@@ -1,7 +1,7 @@
 """The dashboard under ``streamlit.testing.v1.AppTest``, on the real local Spark session.
 
 ``st.cache_resource`` outlives an ``AppTest``: every test here shares the app's
-one SparkSession and QueryRegistry (``shared.get_registry()``), and the
+one SparkSession and QueryRegistry (``shared._shared_registry()``), and the
 conftest's ``spark`` fixture gets the same session through ``getOrCreate``.
 The app's registry and the conftest's ``registry`` each have their own
 listener; they never share a query name. Every query a test starts is removed
@@ -487,7 +487,7 @@ def test_a_dead_session_is_replaced_once_and_its_lost_queries_are_recorded(monke
     starter, registry = _Cached(dead, fresh), _Cached(SimpleNamespace(abandon=lambda: lost))
     forgotten, losses = [], shared.SessionLosses()
     monkeypatch.setattr(shared, "_starter", starter)
-    monkeypatch.setattr(shared, "get_registry", registry)
+    monkeypatch.setattr(shared, "_shared_registry", registry)
     monkeypatch.setattr(shared, "session_alive", lambda spark: spark != "dead spark")
     monkeypatch.setattr(shared, "forget_session", lambda: forgotten.append(True))
     monkeypatch.setattr(shared, "session_losses", lambda: losses)

@@ -404,30 +404,27 @@ def _batches_shown(page) -> int:
     return int(text.strip().splitlines()[-1].replace(",", ""))
 
 
-def test_a_stopped_query_resumes_from_the_queries_page_after_a_server_restart(tmp_path, browser):
-    """Start a generator query, see its counts and each record's latency chart, stop it; restart the server on the same data root, press
-    Resume: the query goes on with its earlier batches.
+def test_a_stopped_query_resumes_after_a_server_restart_and_another_browser_never_sees_it(app_url, data_root, tmp_path, browser):
+    """Start a generator query, see its counts and each record's latency chart, stop it; serve the same data root again, press Resume in
+    the same browser: the query goes on with its earlier batches. Another browser's Queries and Live pages show nothing of it (one session
+    stopped and deleted another's query).
 
-    The restarted server's first URL is the Queries page's, not Home: it still gets the app's navigation and frame."""
+    The second server's first URL is the Queries page's, not Home: it still gets the app's navigation and frame."""
     import time
 
-    data, generator = tmp_path / "data", "Generator (out-of-order and late events)"
-    for name in ("first", "second"):
-        (tmp_path / name).mkdir()
-    with served_app(tmp_path / "first", start_timeout=SERVER_START_SECONDS, env={"STREAMING_LAB_DATA": str(data)}) as app:
-        page = browser.new_page(viewport={"width": 1600, "height": 1400})
-        try:
-            page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
-            page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
-            _start_see_chart_and_stop(page, generator, "kept_across", latency=True)
-        finally:
-            page.close()
-    progress = data / ".queries" / "kept_across" / "progress.jsonl"
-    earlier = len(progress.read_text().splitlines())
-    assert earlier >= 1
-    with served_app(tmp_path / "second", start_timeout=SERVER_START_SECONDS, env={"STREAMING_LAB_DATA": str(data)}) as app:
-        page = browser.new_page(viewport={"width": 1600, "height": 1400})
-        try:
+    generator = "Generator (out-of-order and late events)"
+    mine, theirs = browser.new_context(viewport={"width": 1600, "height": 1400}), browser.new_context(viewport={"width": 1600, "height": 1400})
+    try:
+        page = mine.new_page()
+        page.goto(f"{app_url}/Live_query", wait_until="domcontentloaded")
+        page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        _start_see_chart_and_stop(page, generator, "kept_across", latency=True)
+        page.close()
+        progress = data_root / ".queries" / "kept_across" / "progress.jsonl"
+        earlier = len(progress.read_text().splitlines())
+        assert earlier >= 1
+        with served_app(tmp_path, start_timeout=SERVER_START_SECONDS, env={"STREAMING_LAB_DATA": str(data_root)}) as app:
+            page = mine.new_page()
             page.goto(f"{app.url}/Queries", wait_until="domcontentloaded")  # a page's URL, not Home, is the first this server serves
             page.get_by_role("heading", name="Queries").first.wait_for(timeout=120_000)
             links = page.locator('[data-testid="stSidebarNav"] a')
@@ -445,10 +442,21 @@ def test_a_stopped_query_resumes_from_the_queries_page_after_a_server_restart(tm
                 assert time.monotonic() < deadline, f"no batch after the {earlier} kept ones"
                 page.wait_for_timeout(500)
             assert page.locator(".stException").count() == 0
+
+            other = theirs.new_page()
+            other.goto(f"{app.url}/Queries", wait_until="domcontentloaded")
+            other.get_by_text("No query started from this dashboard yet").wait_for(timeout=120_000)
+            other.get_by_text("None: every kept query is listed above").wait_for(timeout=60_000)
+            assert other.get_by_text("kept_across").count() == 0 and other.get_by_role("button", name="Stop").count() == 0
+            other.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
+            other.get_by_text("No query yet").wait_for(timeout=120_000)
+            assert other.get_by_text("kept_across").count() == 0
+
             page.get_by_role("button", name="Stop query").click()
             page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
-        finally:
-            page.close()
+    finally:
+        mine.close()
+        theirs.close()
 
 
 NULL_ROWS_AT = """([batch, name]) => Array.from(document.querySelectorAll('.js-plotly-plot')).some(

@@ -93,7 +93,7 @@ def jobs() -> Iterator[list[AppTest]]:
             if job is not None:
                 assert job.join(WAIT_FOR_RESULT), f"{job.what} still running after {WAIT_FOR_RESULT} s"
     background.recent_jobs.clear()  # a later test with the same inputs starts afresh
-    registry = shared.get_registry()
+    registry = shared._shared_registry()
     if isinstance(registry, QueryRegistry):  # not the stand-in of ``no_spark``
         leftovers = [run.name for run in registry.runs() if run.name.startswith("replay_")]
         assert not leftovers, f"replays left in the registry: {leftovers}"
@@ -552,7 +552,7 @@ def test_the_tuner_profiles_how_late_a_datasets_events_are(orders_root: Path) ->
 def test_the_live_page_lists_a_datasets_dropped_events(orders_root: Path) -> None:
     """A dataset on the Live query page: why each delivery was dropped, event by event, with the dropped ones listed and downloadable."""
     name = "t_live_orders"
-    registry = shared.get_registry()
+    registry = shared._shared_registry()
     at = _page(shared.LIVE_PAGE)
     at.selectbox(key="lab_source").set_value("dataset").run()
     at.selectbox(key="lab_dataset").set_value("orders")

@@ -371,7 +371,7 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
     from dashboard import shared
     from dashboard.live import LATENCY_WINDOW_SECONDS
 
-    registry, name = shared.get_registry(), "t_app_kafka"
+    registry, name = shared._shared_registry(), "t_app_kafka"
     at = app_page(shared.LIVE_PAGE)
     at.selectbox(key="lab_source").set_value("kafka").run()
     at.text_input(key="lab_kafka_bootstrap").set_value("127.0.0.1:1").run()

@@ -189,7 +189,7 @@ def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latenc
     create_topic(kafka_broker.bootstrap, topic_name)
     produce(kafka_broker.bootstrap, topic_name, [int(time.time() * 1000)])  # a message to infer the value's columns from
     kafka._topic_names.clear()  # the page lists a broker's topics as they were up to 10 s ago: another test may have read them
-    registry, name = shared.get_registry(), "t_app_real_time"
+    registry, name = shared._shared_registry(), "t_app_real_time"
     at = app_page(shared.LIVE_PAGE)
     at.selectbox(key="lab_source").set_value("kafka").run()
     at.text_input(key="lab_kafka_bootstrap").set_value(kafka_broker.bootstrap).run()

@@ -329,7 +329,7 @@ def test_show_code_of_two_topics_joins_their_records_as_the_lab_does(spark, kafk
 def started(at: AppTest) -> Iterator[tuple[Run, dict[str, str]]]:
     """Press Start on the page's live mode: the run once it has emitted rows and reported a batch, and the metrics the page then shows; stopped after."""
     at.button(key="live_join_start").click().run()
-    run = shared.get_registry().get(at.session_state["live_join_run"])
+    run = shared._shared_registry().get(at.session_state["live_join_run"])
     assert run is not None
     try:
         assert not at.error, [error.value for error in at.error]
@@ -337,7 +337,7 @@ def started(at: AppTest) -> Iterator[tuple[Run, dict[str, str]]]:
         at.run()
         yield run, {metric.label: metric.value for metric in at.metric}
     finally:
-        shared.get_registry().remove(run.name)
+        shared._shared_registry().remove(run.name)
 
 
 @pytest.mark.spark

@@ -1,0 +1,57 @@
+"""Whose a browser session is (``dashboard/owner.py``) and who sees what an owner owns (``streaming/engine/owners.py``), without Spark."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from streaming.engine.errors import ConfigError
+from streaming.engine.owners import check_owner, visible, workspace_owner
+
+
+def test_a_workspace_is_the_digest_of_a_key_the_lab_would_make_and_each_owner_sees_only_its_own() -> None:
+    key = "k" * 32
+    owner = workspace_owner(key)
+    assert owner.startswith("workspace:") and key not in owner and owner == workspace_owner(key) != workspace_owner("j" * 32)
+    for bad in ("short", "x" * 65, "a" * 30 + ";path=/", "../" * 10, None):
+        with pytest.raises(ConfigError, match="workspace"):
+            workspace_owner(bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="owner"):
+        check_owner("alice")
+    assert visible(owner, owner) and visible(None, owner) and visible(owner, None)
+    assert not visible(owner, "user:bob@example.com") and not visible("user:bob@example.com", owner)
+
+
+def _session() -> None:
+    import streamlit as st
+
+    from dashboard.owner import remember_workspace, session_owner, sign_in_gate
+
+    sign_in_gate()
+    remember_workspace()
+    st.write(session_owner())
+
+
+def test_a_browser_session_keeps_one_workspace_and_asks_its_browser_once_to_keep_the_key() -> None:
+    at = AppTest.from_function(_session).run()
+    assert not at.exception and not at.error, (at.exception, at.error)
+    owner = at.markdown[0].value
+    key = at.session_state["lab_workspace_key"]
+    assert owner == workspace_owner(key)
+    [script] = [element for element in at.main if element.type == "html"]  # the cookie, written by the browser: the key never reaches the URL
+    assert f"streaming_lab_workspace={key}" in script.proto.body and "SameSite=Strict" in script.proto.body
+    at.run()
+    assert at.markdown[0].value == owner and not [element for element in at.main if element.type == "html"]
+    assert AppTest.from_function(_session).run().markdown[0].value != owner  # another browser: another workspace
+
+
+def test_a_server_configured_for_sign_in_asks_for_it_before_any_page() -> None:
+    at = AppTest.from_function(_session)
+    at.secrets["auth"] = {
+        "redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "s" * 32, "client_id": "lab", "client_secret": "secret",
+        "server_metadata_url": "https://issuer.example/.well-known/openid-configuration",
+    }
+    at.run()
+    assert not at.exception, at.exception
+    assert [button.label for button in at.button] == ["Sign in"] and not at.markdown  # nothing of the page, no workspace
+    assert "lab_workspace_key" not in at.session_state
