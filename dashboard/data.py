@@ -81,10 +81,12 @@ def _mapping(store: DatasetStore, name: str) -> ColumnMapping:
 
 
 def _store(root: Path | str) -> DatasetStore:
-    store = DatasetStore(Path(root))
-    if store.root not in (dataset_store().root, DatasetStore(SAMPLE_FEEDS).root):
+    """The store at ``root``: this user's view of the data root, or the samples."""
+    store, samples = dataset_store(), DatasetStore(SAMPLE_FEEDS)
+    chosen = next((known for known in (store, samples) if known.root == Path(root).resolve()), None)
+    if chosen is None:
         raise ConfigError("dataset", str(root), "is neither the data root nor the samples folder")
-    return store
+    return chosen
 
 
 def dataset_source(params: Mapping[str, Any]) -> FeedSource:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,6 +22,8 @@ from streaming.engine.data.preview import TIME_NAMES, Preview, column_profiles, 
 from streaming.engine.data.times import TIME_FORMATS
 from streaming.engine.errors import ConfigError
 from streaming.engine.query.config import FEED_COLUMNS, ColumnMapping, FeedSource
+
+from .owner import session_owner
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,8 +76,9 @@ class DatasetChoice:
 
 
 def dataset_store(environ: Mapping[str, str] = os.environ) -> DatasetStore:
-    """The store of this server's data root (``STREAMING_LAB_DATA``); :class:`ConfigError` for a bad upload limit."""
-    return DatasetStore.from_environment(environ)
+    """The store of this server's data root (``STREAMING_LAB_DATA``) as this browser session's owner sees it (:mod:`dashboard.owner`);
+    :class:`ConfigError` for a bad upload limit."""
+    return replace(DatasetStore.from_environment(environ), owner=session_owner())
 
 
 def dataset_choices(store: DatasetStore, samples_root: Path = SAMPLE_FEEDS) -> list[DatasetChoice]:

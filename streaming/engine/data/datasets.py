@@ -17,6 +17,10 @@ The rules that keep a browser inside its lane:
   a hidden temporary name, read back in its format, and only then renamed into
   place; a file whose name is already in the dataset is refused. Each file of
   an upload is judged on its own, so one bad file does not cost the good ones.
+- A dataset uploaded by an owner (:mod:`streaming.engine.owners`) is that
+  owner's: its folder says whose (``.owner``), and a store that reads as
+  another owner neither lists, reads, renames, deletes nor adds to it. A
+  folder without ``.owner`` is the server's own, seen by everyone.
 
 Errors are :class:`~streaming.engine.errors.ConfigError` naming the file or
 dataset and the reason. The store is not locked: two tabs uploading the same
@@ -39,6 +43,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from ..errors import ConfigError, first_line
+from ..owners import check_owner, visible
 
 __all__ = [
     "DATA_ROOT_VARIABLE",
@@ -71,6 +76,8 @@ DEFAULT_MAX_UPLOAD_MB = 200
 MAX_NAME_LENGTH = 100
 COLUMNS_FILE = ".columns.json"
 """Where a dataset's saved column mapping is kept, in its folder (hidden: never a data file)."""
+OWNER_FILE = ".owner"
+"""Whose dataset it is (:mod:`streaming.engine.owners`), in its folder; none: the server's own."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _DESCRIBED = "CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet)"
@@ -260,13 +267,16 @@ class UploadReport:
 
 @dataclass(frozen=True)
 class DatasetStore:
-    """The datasets under ``root``; uploads larger than ``max_bytes`` are refused."""
+    """The datasets under ``root`` that ``owner`` sees (``None``: every one), uploads becoming ``owner``'s; uploads larger than
+    ``max_bytes`` are refused."""
 
     root: Path
     max_bytes: int = DEFAULT_MAX_UPLOAD_MB * 1024 * 1024
+    owner: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root).resolve())
+        check_owner(self.owner)
         if isinstance(self.max_bytes, bool) or not isinstance(self.max_bytes, int) or self.max_bytes < 1:
             raise ConfigError("max_bytes", self.max_bytes, "must be a whole number of bytes, at least 1")
 
@@ -282,7 +292,15 @@ class DatasetStore:
         return sorted(
             folder.name for folder in self.root.iterdir()
             if folder.is_dir() and not folder.name.startswith(".") and folder.resolve().parent == self.root and self._data_files(folder)
+            and self._sees(folder)
         )
+
+    def _sees(self, folder: Path) -> bool:
+        try:
+            owner = (folder / OWNER_FILE).read_text().strip() or None
+        except OSError:
+            owner = None
+        return visible(owner, self.owner)
 
     def folder(self, name: str) -> Path:
         """The folder of dataset ``name``; :class:`ConfigError` unless it is a listed dataset inside the root."""
@@ -303,6 +321,8 @@ class DatasetStore:
         dataset = safe_name(name, "dataset")
         folder = _inside(self.root / dataset, self.root, "dataset", name)
         report = UploadReport(dataset)
+        if folder.is_dir() and not self._sees(folder):
+            raise ConfigError("dataset", name, "is taken by another user's dataset: choose another name")
         known = self._data_files(folder) if folder.is_dir() else []
         fmt: FileFormat | None = FORMATS[known[0].suffix.lower()] if known else None
         for upload in uploads:
@@ -313,8 +333,8 @@ class DatasetStore:
                 continue
             report.kept[stored.name] = rows
             fmt = fmt or FORMATS[stored.suffix.lower()]
-        if not report.kept and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+        if not report.kept and folder.is_dir() and not self._data_files(folder) and {path.name for path in folder.iterdir()} <= {OWNER_FILE}:
+            shutil.rmtree(folder)
         return report
 
     def _store(self, folder: Path, upload: Upload, fmt: FileFormat | None) -> tuple[Path, int]:
@@ -331,6 +351,8 @@ class DatasetStore:
         if target.exists():
             raise ConfigError("file", upload.name, f"is already in dataset {folder.name!r}; nothing was overwritten")
         folder.mkdir(parents=True, exist_ok=True)
+        if self.owner is not None and not (folder / OWNER_FILE).exists():
+            (folder / OWNER_FILE).write_text(self.owner + "\n")
         part = folder / f".upload-{uuid.uuid4().hex}{target.suffix}"
         try:
             part.write_bytes(upload.data)
