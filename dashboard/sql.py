@@ -21,9 +21,12 @@ from streaming.engine.sources import Source
 from streaming.engine.sql import DEFAULT_VIEW, PlanFacts, SqlError, SqlQuery, SqlView
 from streaming.engine.sql.checker import SqlChecker
 from streaming.engine.sql.form import form_sql
+from streaming.engine.sql.views import TableFiles
 from streaming.export import sql_code
 
 from . import shared
+from .data import choice_of, data_choices, data_source
+from .datasets import dataset_choices, dataset_files, dataset_store, saved_mapping
 from .shared import failure_banner, metrics_row, report_button
 
 if TYPE_CHECKING:
@@ -38,6 +41,9 @@ TEXT_KEY = "lab_sql"
 VIEW_KEY = "lab_sql_view"
 CHECKER_KEY = "lab_sql_checker"
 VERDICT_KEY = "lab_sql_verdict"
+MAX_VIEWS = 4
+"""Views a query of the pages may read: the chosen source's and up to three more (another stream, tables)."""
+READ_AS = ("stream", "table")
 
 
 LIVE_PAUSE_MS = 150
@@ -98,7 +104,8 @@ def sql_editor(source: Source, ready: bool, prefix: str, *, arrival: bool = True
     output_mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index("update"), key=f"{prefix}_sql_output_mode")
     rule = shared.arrival_widget(prefix) if arrival else "quiet"
     try:
-        query = SqlQuery(text, (SqlView(view, source),), output_mode=output_mode, arrival=rule)  # type: ignore[arg-type]
+        views = (SqlView(view, source), *more_views(prefix, float(getattr(source, "seconds_per_file", 0.0) or 0.0)))
+        query = SqlQuery(text, views, output_mode=output_mode, arrival=rule)  # type: ignore[arg-type]
     except ConfigError as err:
         st.error(f"Cannot run this query: {err}")
         return None, None
@@ -114,6 +121,33 @@ def sql_editor(source: Source, ready: bool, prefix: str, *, arrival: bool = True
         except ConfigError as err:
             st.error(f"Cannot read the view: {err}")
     return query, verdict
+
+
+def more_views(prefix: str, seconds_per_file: float) -> tuple[SqlView, ...]:
+    """Views beside the chosen source's, as the CLI's ``--view`` gives them: another stream (a join of two streams, each with its
+    WATERMARK clause; a sample feed or a mapped dataset, micro-batch *i* reading file *i* of each) or any dataset read whole as a
+    table (a stream-static join; no event-time mapping needed)."""
+    with st.expander("More views: join another stream or a table"):
+        count = st.number_input("Other views", min_value=0, max_value=MAX_VIEWS - 1, value=0, step=1, key=f"{prefix}_sql_views")
+        views = []
+        for number in range(2, int(count) + 2):
+            key = f"{prefix}_sql_view{number}"
+            name, how = st.columns([3, 2])
+            view = name.text_input(f"View {number} name", value=f"view{number}", key=f"{key}_name")
+            read = how.radio(f"View {number} read as", READ_AS, horizontal=True, key=f"{key}_read",
+                             help="stream: replayed beside the chosen source, file by file; table: read whole once")
+            if read == "stream":
+                labels = list(data_choices(dataset_store()))
+                label = st.selectbox(f"View {number} data", labels, key=f"{key}_data", help="A sample feed, or a dataset with its column mapping saved")
+                views.append(SqlView(view, data_source(choice_of(label), seconds_per_file=seconds_per_file)))
+            else:
+                store = dataset_store()
+                tables = {choice.label: choice for choice in dataset_choices(store)}
+                label = st.selectbox(f"View {number} table", list(tables), key=f"{key}_table", help="Any dataset, its columns typed as they read")
+                files, fmt = dataset_files(store, tables[label])
+                mapping = None if tables[label].sample else saved_mapping(store, tables[label])  # a sample's CSV layout is no mapping of a table
+                views.append(SqlView(view, TableFiles(files[0].parent, fmt, mapping), static=True))
+        return tuple(views)
 
 
 @st.fragment

@@ -16,10 +16,6 @@ pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120
-GUIDE_SQL = (
-    "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n\n"
-    "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 10 MINUTES\nGROUP BY 1, 2\n"
-)
 
 
 def _live() -> AppTest:
@@ -48,17 +44,30 @@ def test_edit_as_sql_writes_the_forms_query_and_a_broken_query_is_refused_at_its
     assert at.button(key="lab_sql_start").disabled
 
 
-def test_a_sql_query_starts_shows_its_table_operators_and_watermark_and_is_listed(app_registry) -> None:
+JOINED_SQL = (
+    "SELECT window(e.event_time, '10 minutes') AS w, e.key, count(*) AS n\n"
+    "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 10 MINUTES AS e LEFT SEMI JOIN lookup l ON l.key = e.key\nGROUP BY 1, 2\n"
+)
+"""The guide's query, its words kept by a semi join with a table read whole from another sample: a second view, as only the CLI took."""
+
+
+def test_a_sql_query_over_a_stream_and_a_table_starts_shows_its_table_operators_and_watermark_and_is_listed(app_registry) -> None:
     at = _live()
     at.session_state["lab_query_mode"] = "SQL"
-    at.session_state["lab_sql"] = GUIDE_SQL
+    at.session_state["lab_sql"] = JOINED_SQL
     at.run()
     assert not at.exception, at.exception
+    at.number_input(key="lab_sql_views").set_value(1).run()
+    at.text_input(key="lab_sql_view2_name").set_value("lookup").run()
+    at.radio(key="lab_sql_view2_read").set_value("table").run()
+    at.selectbox(key="lab_sql_view2_table").set_value("guide_words (sample)").run()
+    assert not at.exception, at.exception
+    assert any(message.value.startswith("Ready to run.") for message in at.success), [error.value for error in at.error]
     at.button(key="lab_sql_start").click().run()
     assert not at.exception, at.exception
     assert not at.error, [error.value for error in at.error]
     run = app_registry.get(at.session_state["lab_selected"])
-    assert run is not None and run.config.text == GUIDE_SQL
+    assert run is not None and run.config.text == JOINED_SQL and [(view.name, view.static) for view in run.config.views] == [("events", False), ("lookup", True)]
     def read() -> int:
         return sum(int(summary["num_input_rows"]) for summary in run.log.summaries())
 
@@ -71,7 +80,7 @@ def test_a_sql_query_starts_shows_its_table_operators_and_watermark_and_is_liste
     table = next(value for value in frames if "w.start" in value.columns)
     assert {"w.start", "w.end", "key", "n"} <= set(table.columns) and table["n"].sum() >= 7
     operators = next(value for value in frames if "operator" in value.columns)
-    assert list(operators["operator"]) == ["stateStoreSave"]
+    assert list(operators["operator"]) == ["stateStoreSave"]  # a join with a table keeps no state
     assert any("watermark comes from `event_time`" in caption.value for caption in at.caption)
     watermark = next(metric.value for metric in at.metric if metric.label == "Watermark")
     assert watermark != "none yet"
@@ -79,13 +88,13 @@ def test_a_sql_query_starts_shows_its_table_operators_and_watermark_and_is_liste
     assert "GROUP BY" in program and "guide_words" in program
     assert "Download report (HTML)" in {button.label for button in at.get("download_button")}
     report = snapshot(run, stall_batches=1).report()
-    assert "SQL query " + run.name in report and "Views: events: guide_words" in report and "stateStoreSave" in report
-    assert html.escape(GUIDE_SQL) in report and html.escape(program) in report  # the query as written, and the program Show code shows
+    assert "SQL query " + run.name in report and "Views: events: guide_words; lookup: guide_words (static)" in report and "stateStoreSave" in report
+    assert html.escape(JOINED_SQL) in report and html.escape(program) in report  # the query as written, and the program Show code shows
 
     queries = at.switch_page(shared.QUERIES_PAGE).run()
     assert not queries.exception, queries.exception
     assert any(run.name in text.value for text in queries.markdown)
-    assert any("aggregation: sql" in text.value and "SELECT window(event_time" in text.value for text in queries.caption), [text.value for text in queries.caption]
+    assert any("aggregation: sql" in text.value and "SELECT window(e.event_time" in text.value for text in queries.caption), [text.value for text in queries.caption]
 
 
 def _guide_page(path: str, state: dict[str, object]) -> AppTest:
