@@ -51,8 +51,10 @@ def _columns(**changes) -> ColumnMapping:
 
 
 def _query(folder: Path, columns: ColumnMapping | None = None, batching: Batching | None = None, **shape) -> QueryConfig:
+    """The orders' query, replayed busy unless ``shape`` says otherwise: what is measured here does not depend on the rule
+    (``tests/engine/test_arrival.py`` holds the rules), and a busy replay runs no no-data batch between files."""
     source = FeedSource(folder, seconds_per_file=0, file_format="json", columns=columns or _columns(), **({"batching": batching} if batching else {}))
-    return QueryConfig(source, window=WINDOW, **shape)
+    return QueryConfig(source, window=WINDOW, **{"arrival": "busy", **shape})
 
 
 def _plain_exact(spark, folder: Path, key: str | None, dedup: bool) -> dict[tuple[str, str | None], tuple[float, int]]:
@@ -108,7 +110,7 @@ def test_a_sweep_of_a_dataset_sum_loses_late_orders_and_a_long_delay_loses_none(
 )
 def test_the_model_equals_spark_for_every_batching_rule(registry, orders, batching, request) -> None:
     """Duplicate deliveries counted twice, malformed rows, late orders: the model's sweep is Spark's, delay by delay."""
-    query = _query(orders, batching=batching, aggregation="sum", slide="30 seconds")
+    query = _query(orders, batching=batching, aggregation="sum", slide="30 seconds", arrival="busy" if batching else "quiet")  # each rule once
     delays = ["0 seconds", "20 seconds", "2 minutes"]
     spark, model = tune(registry, query, delays=delays, method="spark"), tune(registry, query, delays=delays, target=0.9)
     assert model.method == "model" and model.confirmation.agree, model.confirmation.differences()
@@ -215,7 +217,7 @@ def test_a_cancelled_sweep_stops_its_replay_and_leaves_nothing_behind(registry, 
             cancel.set()  # as a user pressing Cancel while the second delay replays
 
     with pytest.raises(Cancelled):
-        tune(registry, _query(orders), delays=["0 seconds", "1 minute", "10 minutes"], cancel=cancel, report=report, method="spark")
+        tune(registry, _query(orders, arrival="quiet"), delays=["0 seconds", "1 minute", "10 minutes"], cancel=cancel, report=report, method="spark")
     steps = [line for line in lines if not line.startswith("replaying 3 delays on Spark: batch ")]  # each batch of each replay, besides
     assert steps == ["computing the exact answer", "replayed 0 of 3 delays; now 0 seconds", "replayed 1 of 3 delays; now 1 minute"]
     assert "replaying 3 delays on Spark: batch 1 of " in lines[2]
