@@ -109,7 +109,7 @@ def test_the_generated_feeds_have_late_rows_on_both_sides() -> None:
 
 
 @pytest.mark.parametrize(
-    ("join_type", "policy"), [*((join_type, "min") for join_type in JOIN_TYPES), ("inner", "max"), ("full_outer", "max")],
+    ("join_type", "policy"), [*((join_type, "min") for join_type in JOIN_TYPES), ("full_outer", "max")],  # the policy is handed to Spark alike
 )
 def test_every_join_equals_plain_pyspark(spark, joined, ads, tmp_path: Path, join_type: str, policy: str) -> None:
     """Every join type under the default policy; the policy is Spark's setting, handed over the same way for every type, so two types under max
