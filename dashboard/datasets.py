@@ -101,9 +101,9 @@ def dataset_files(store: DatasetStore, choice: DatasetChoice, samples_root: Path
     return owner.files(choice.name), owner.file_format(choice.name)
 
 
-def store_uploads(store: DatasetStore, name: str, files: Sequence[Uploaded]) -> UploadReport:
-    """Keep the uploaded ``files`` in dataset ``name`` (see :meth:`DatasetStore.add`)."""
-    return store.add(name, [Upload(file.name, file.getvalue()) for file in files])
+def store_uploads(store: DatasetStore, name: str, files: Sequence[Uploaded], *, private: bool = False) -> UploadReport:
+    """Keep the uploaded ``files`` in dataset ``name``, with ``private`` for this session's owner alone (see :meth:`DatasetStore.add`)."""
+    return store.add(name, [Upload(file.name, file.getvalue()) for file in files], private=private)
 
 
 def guess_column(columns: Sequence[str], names: Sequence[str], fallback: str | None = None) -> str | None:
@@ -143,6 +143,10 @@ def upload_form(store: DatasetStore, limit_mb: int) -> None:
             "Files", type=sorted({suffix.lstrip(".") for suffix in FORMATS}), accept_multiple_files=True, key="upload_files",
             max_upload_size=limit_mb, help=f"Up to {limit_mb} MB per file (STREAMING_LAB_MAX_UPLOAD_MB)",
         )
+        private = st.checkbox(
+            "Only me", key="upload_private",
+            help="A new dataset is shared with every user of this server (demo data) unless kept to yourself: then only you see, run, rename or delete it",
+        )
         submitted = st.form_submit_button("Upload", icon=":material/upload:")
     if not submitted:
         return
@@ -150,7 +154,7 @@ def upload_form(store: DatasetStore, limit_mb: int) -> None:
         st.warning("Choose at least one file to upload.")
         return
     try:
-        report = store_uploads(store, name or Path(files[0].name).stem, files)
+        report = store_uploads(store, name or Path(files[0].name).stem, files, private=private)
     except ConfigError as err:
         st.error(f"Cannot store this upload: {err}")
         return

@@ -571,6 +571,7 @@ def test_enter_in_the_upload_form_does_not_submit_it_without_its_files(tmp_path:
     assert not at.exception, at.exception
     [form] = [node for node in _blocks(at) if type(getattr(node, "proto", None)).__name__ == "Block" and node.proto.HasField("form")]
     assert form.proto.form.enter_to_submit is False
+    assert at.checkbox(key="upload_private").value is False  # a dataset is shared (demo data) unless its uploader keeps it to themselves
 
 
 def _blocks(at: AppTest) -> list:

@@ -216,14 +216,16 @@ def test_every_file_of_a_dataset_has_the_same_columns(make_store, tmp_path: Path
     assert store.add("lake", [Upload("b.parquet", sink.getvalue())]).refused[0].field == "file"
 
 
-def test_a_users_dataset_is_theirs_alone_and_the_servers_own_is_everyones(make_store, tmp_path: Path) -> None:
-    """Datasets uploaded on a shared server were seen and deleted by every user."""
+def test_a_dataset_kept_private_is_its_uploaders_alone_and_the_others_are_shared(make_store, tmp_path: Path) -> None:
+    """Datasets uploaded on a shared server were seen and deleted by every user: demo data stays shared, a private one is not."""
     from dataclasses import replace
 
     server = make_store()
     alice, bob = replace(server, owner="workspace:" + "a" * 32), replace(server, owner="user:bob@example.com")
-    assert alice.add("orders", [Upload("a.csv", b"ts,key\n1,k\n")]).kept == {"a.csv": 1}
-    server.add("shared", [Upload("s.csv", b"ts,key\n1,k\n")])
+    assert alice.add("orders", [Upload("a.csv", b"ts,key\n1,k\n")], private=True).kept == {"a.csv": 1}
+    bob.add("shared", [Upload("s.csv", b"ts,key\n1,k\n")])
+    with pytest.raises(ConfigError, match="needs an owner"):
+        server.add("nobody", [Upload("n.csv", b"ts,key\n1,k\n")], private=True)
     assert (alice.names(), bob.names(), server.names()) == (["orders", "shared"], ["shared"], ["orders", "shared"])
     for touch in (lambda: bob.files("orders"), lambda: bob.delete("orders"), lambda: bob.rename("orders", "mine"), lambda: bob.saved_columns("orders")):
         with pytest.raises(ConfigError, match="is not one of the datasets"):
@@ -231,4 +233,4 @@ def test_a_users_dataset_is_theirs_alone_and_the_servers_own_is_everyones(make_s
     with pytest.raises(ConfigError, match="taken by another user's dataset"):
         bob.add("orders", [Upload("b.csv", b"ts,key\n2,k\n")])
     assert [path.name for path in alice.files("orders")] == ["a.csv"]
-    assert bob.add("refused", [Upload("empty.csv", b"")]).kept == {} and not (tmp_path / "data" / "refused").exists()  # no folder left holding only its owner
+    assert bob.add("refused", [Upload("empty.csv", b"")], private=True).kept == {} and not (tmp_path / "data" / "refused").exists()  # no folder left holding only its owner

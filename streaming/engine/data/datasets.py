@@ -17,10 +17,10 @@ The rules that keep a browser inside its lane:
   a hidden temporary name, read back in its format, and only then renamed into
   place; a file whose name is already in the dataset is refused. Each file of
   an upload is judged on its own, so one bad file does not cost the good ones.
-- A dataset uploaded by an owner (:mod:`streaming.engine.owners`) is that
-  owner's: its folder says whose (``.owner``), and a store that reads as
-  another owner neither lists, reads, renames, deletes nor adds to it. A
-  folder without ``.owner`` is the server's own, seen by everyone.
+- Datasets are shared by every user of a server (demo data), unless the
+  uploader keeps one to themselves (``private``): its folder then says whose
+  it is (``.owner``, :mod:`streaming.engine.owners`), and a store that reads
+  as another owner neither lists, reads, renames, deletes nor adds to it.
 
 Errors are :class:`~streaming.engine.errors.ConfigError` naming the file or
 dataset and the reason. The store is not locked: two tabs uploading the same
@@ -77,7 +77,7 @@ MAX_NAME_LENGTH = 100
 COLUMNS_FILE = ".columns.json"
 """Where a dataset's saved column mapping is kept, in its folder (hidden: never a data file)."""
 OWNER_FILE = ".owner"
-"""Whose dataset it is (:mod:`streaming.engine.owners`), in its folder; none: the server's own."""
+"""Whose dataset it is (:mod:`streaming.engine.owners`), in its folder, when its uploader kept it to themselves; none: shared."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _DESCRIBED = "CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet)"
@@ -267,7 +267,7 @@ class UploadReport:
 
 @dataclass(frozen=True)
 class DatasetStore:
-    """The datasets under ``root`` that ``owner`` sees (``None``: every one), uploads becoming ``owner``'s; uploads larger than
+    """The datasets under ``root`` that ``owner`` sees (the shared ones and their own; ``None``: every one); uploads larger than
     ``max_bytes`` are refused."""
 
     root: Path
@@ -316,8 +316,11 @@ class DatasetStore:
         """The format of dataset ``name``'s files."""
         return FORMATS[self.files(name)[0].suffix.lower()]
 
-    def add(self, name: str, uploads: Iterable[Upload]) -> UploadReport:
-        """Store ``uploads`` in dataset ``name`` (made when new); see :class:`UploadReport` and the module docstring."""
+    def add(self, name: str, uploads: Iterable[Upload], *, private: bool = False) -> UploadReport:
+        """Store ``uploads`` in dataset ``name`` (made when new; with ``private``, as the store's owner's alone); see :class:`UploadReport`
+        and the module docstring."""
+        if private and self.owner is None:
+            raise ConfigError("private", private, "needs an owner: this store reads as the server")
         dataset = safe_name(name, "dataset")
         folder = _inside(self.root / dataset, self.root, "dataset", name)
         report = UploadReport(dataset)
@@ -327,7 +330,7 @@ class DatasetStore:
         fmt: FileFormat | None = FORMATS[known[0].suffix.lower()] if known else None
         for upload in uploads:
             try:
-                stored, rows = self._store(folder, upload, fmt)
+                stored, rows = self._store(folder, upload, fmt, self.owner if private else None)
             except ConfigError as err:
                 report.refused.append(err)
                 continue
@@ -337,7 +340,7 @@ class DatasetStore:
             shutil.rmtree(folder)
         return report
 
-    def _store(self, folder: Path, upload: Upload, fmt: FileFormat | None) -> tuple[Path, int]:
+    def _store(self, folder: Path, upload: Upload, fmt: FileFormat | None, owner: str | None) -> tuple[Path, int]:
         known_files = self._data_files(folder) if folder.is_dir() else []
         file_name = safe_name(upload.name, "file")
         own = file_format(file_name)
@@ -350,9 +353,10 @@ class DatasetStore:
         target = _inside(folder / file_name, folder, "file", upload.name)
         if target.exists():
             raise ConfigError("file", upload.name, f"is already in dataset {folder.name!r}; nothing was overwritten")
+        new = not folder.exists()
         folder.mkdir(parents=True, exist_ok=True)
-        if self.owner is not None and not (folder / OWNER_FILE).exists():
-            (folder / OWNER_FILE).write_text(self.owner + "\n")
+        if new and owner is not None:
+            (folder / OWNER_FILE).write_text(owner + "\n")
         part = folder / f".upload-{uuid.uuid4().hex}{target.suffix}"
         try:
             part.write_bytes(upload.data)
