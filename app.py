@@ -16,6 +16,7 @@ from dashboard.shared import COMPARE_PAGE, DATASETS_PAGE, JOINS_PAGE, LIVE_PAGE,
 st.set_page_config(page_icon=":material/stream:", layout="wide")
 owner.sign_in_gate()
 owner.remember_workspace()
+owner.operator_note()
 session_starter()
 navigation = st.navigation(
     [

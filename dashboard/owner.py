@@ -8,7 +8,9 @@ browser does not. Nothing else a browser sends names an owner: a key that is not
 
 from __future__ import annotations
 
+import hmac
 import json
+import os
 import secrets
 
 import streamlit as st
@@ -16,7 +18,7 @@ import streamlit as st
 from streaming.engine.errors import ConfigError
 from streaming.engine.owners import workspace_owner
 
-__all__ = ["COOKIE", "KEY", "remember_workspace", "session_owner", "sign_in_gate"]
+__all__ = ["COOKIE", "KEY", "OPERATOR_VARIABLE", "is_operator", "operator_note", "remember_workspace", "session_owner", "sign_in_gate"]
 
 COOKIE = "streaming_lab_workspace"
 """The cookie that keeps a browser's workspace key (a year, this site only, not sent with another site's requests)."""
@@ -24,6 +26,9 @@ KEY = "lab_workspace_key"
 """The session's workspace key in ``st.session_state``: the cookie's, or a new one until the browser sends the cookie back."""
 SENT = "lab_workspace_sent"
 COOKIE_SECONDS = 365 * 24 * 3600
+OPERATOR_VARIABLE = "STREAMING_LAB_OPERATOR_TOKEN"
+"""A secret of whoever runs the server: a browser session that opens a page with ``?operator=<it>`` sees and stops every user's queries."""
+OPERATOR = "lab_operator"
 
 
 def _sign_in_configured() -> bool:
@@ -58,6 +63,25 @@ def session_owner() -> str:
         key = secrets.token_urlsafe(24)
     state[KEY] = key
     return workspace_owner(key)
+
+
+def is_operator() -> bool:
+    """Whether this browser session is the server's operator: it opened a page with ``?operator=`` the :data:`OPERATOR_VARIABLE` secret
+    (compared in constant time; the parameter is then taken off the URL). Without the variable there is no operator."""
+    token = os.environ.get(OPERATOR_VARIABLE, "")
+    if not token:
+        return False
+    given = st.query_params.get("operator")
+    if given is not None:
+        del st.query_params["operator"]
+        st.session_state[OPERATOR] = hmac.compare_digest(given.encode(), token.encode())
+    return bool(st.session_state.get(OPERATOR))
+
+
+def operator_note() -> None:
+    """The sidebar says when this session is the operator's."""
+    if is_operator():
+        st.sidebar.caption(":material/admin_panel_settings: Operator: you see, stop, resume and delete every user's queries")
 
 
 def remember_workspace() -> None:

@@ -41,7 +41,7 @@ from streaming.engine.run.registry import DEFAULT_MAX_QUERIES, LostRun, QueryReg
 from streaming.engine.runtime.session import SessionStarter, forget_session, server_reachable, session_alive
 from streaming.export import join_code, pyspark_code
 
-from .owner import session_owner
+from .owner import is_operator, session_owner
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -224,7 +224,7 @@ def loss_text(at: pd.Timestamp, lost: Sequence[LostRun], *, ready: bool) -> str:
 
 def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:
     """One warning per session lost in the last :data:`LOSS_BANNER_MINUTES` minutes: what happened and which queries were lost."""
-    ready, owner = session_starter().status == "ready", session_owner()
+    ready, owner = session_starter().status == "ready", None if is_operator() else session_owner()
     for at, lost in losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES)):
         st.warning(loss_text(at, [run for run in lost if visible(run.owner, owner)], ready=ready), icon=":material/warning:")
 
@@ -276,10 +276,10 @@ def get_registry() -> QueryRegistry:
     """The server's registry as this browser session's owner sees it (:meth:`QueryRegistry.for_owner`, :mod:`dashboard.owner`):
     it starts runs as theirs and shows only theirs and the server's own. The same object on every call of a session, until Spark
     is lost and a new registry made."""
-    shared, owner = _shared_registry(), session_owner()
+    shared, owner, operator = _shared_registry(), session_owner(), is_operator()
     view = st.session_state.get(VIEW_KEY)
-    if not isinstance(view, QueryRegistry) or not view.shares(shared) or view.owner != owner:
-        view = st.session_state[VIEW_KEY] = shared.for_owner(owner)
+    if not isinstance(view, QueryRegistry) or not view.shares(shared) or (view.owner, view.sees_all) != (owner, operator):
+        view = st.session_state[VIEW_KEY] = shared.for_owner(owner, sees_all=operator)
     return view
 
 

@@ -55,3 +55,23 @@ def test_a_server_configured_for_sign_in_asks_for_it_before_any_page() -> None:
     assert not at.exception, at.exception
     assert [button.label for button in at.button] == ["Sign in"] and not at.markdown  # nothing of the page, no workspace
     assert "lab_workspace_key" not in at.session_state
+
+
+def _operator() -> None:
+    import streamlit as st
+
+    from dashboard.owner import is_operator
+
+    st.write(f"operator: {is_operator()}")
+
+
+@pytest.mark.parametrize(("token", "given", "operator"), [("s3cret-token", "s3cret-token", True), ("s3cret-token", "guess", False), ("", "", False)])
+def test_only_a_session_that_opens_a_page_with_the_servers_operator_token_is_the_operator(monkeypatch, token: str, given: str, operator: bool) -> None:
+    monkeypatch.setenv("STREAMING_LAB_OPERATOR_TOKEN", token)
+    at = AppTest.from_function(_operator)
+    at.query_params["operator"] = given
+    at.run()
+    assert not at.exception, at.exception
+    assert at.markdown[0].value == f"operator: {operator}"
+    at.run()  # the token is not left in the address bar, and the session stays what it was
+    assert at.markdown[0].value == f"operator: {operator}" and ("operator" not in at.query_params) == bool(token)

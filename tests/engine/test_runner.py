@@ -275,6 +275,8 @@ def test_a_replay_that_has_read_every_file_says_so_and_is_finished_when_another_
         assert (run.status, other.status) == ("finished", "active") and len(run.table.frame()) == emitted > 0
         assert [item.name for item in alice.runs()] == ["drained_replay"] and [item.name for item in bob.runs()] == ["next_replay"]
         assert [item.name for item in one_slot.runs()] == ["drained_replay", "next_replay"]  # the server's own view: every run
+        operator = one_slot.for_owner("user:operator@example.com", sees_all=True)
+        assert [item.name for item in operator.runs()] == ["drained_replay", "next_replay"] and operator.get("next_replay") is other
         with pytest.raises(ConfigError, match="not a kept query"):
             bob.resume("drained_replay")
         other.stop_soon()  # in the background, as the pages stop a query; a second stop at once takes its turn

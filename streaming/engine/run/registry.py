@@ -109,13 +109,16 @@ class QueryRegistry:
         self._lock = threading.Lock()
         self.owner: str | None = None
         """Whose runs this registry starts and shows (:meth:`for_owner`); ``None``: the server's, which sees every run."""
+        self.sees_all = False
+        """Whether it shows every owner's runs (the server's own view, and an operator's)."""
 
-    def for_owner(self, owner: str | None) -> QueryRegistry:
+    def for_owner(self, owner: str | None, *, sees_all: bool = False) -> QueryRegistry:
         """This registry as ``owner`` sees it: the same runs, slots, lock and listener (a shallow copy shares them), but it starts
         runs as ``owner``'s and lists, stops, resumes and deletes only ``owner``'s and the server's own; another owner's run is
-        as if it did not exist, apart from its name, which two runs cannot share."""
+        as if it did not exist, apart from its name, which two runs cannot share. With ``sees_all`` (an operator) it starts runs
+        as ``owner``'s and sees every one."""
         view = copy.copy(self)
-        view.owner = check_owner(owner)
+        view.owner, view.sees_all = check_owner(owner), bool(sees_all)
         return view
 
     def shares(self, other: QueryRegistry) -> bool:
@@ -123,7 +126,7 @@ class QueryRegistry:
         return self._runs is other._runs
 
     def _sees(self, owner: str | None) -> bool:
-        return visible(owner, self.owner)
+        return self.sees_all or visible(owner, self.owner)
 
     def _taken(self, name: str) -> ConfigError:
         return DuplicateQueryError("name", name, "is taken by another user's query: choose another name")
