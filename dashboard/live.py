@@ -474,6 +474,32 @@ def query_selector(registry: QueryRegistry, keys: tuple[str, str, str] = (SELECT
     return choice
 
 
+WATCH_PARAM = "watch"
+"""The Live page's URL parameter that carries a run's read token: a presenter's read-only link."""
+
+
+def linked_run(registry: QueryRegistry) -> tuple[bool, Run | None]:
+    """``(linked, run)``: whether the page was opened by a read-only link (``?watch=``), and the run it names, whoever owns it; the page
+    says which, or that the link names no query on this server."""
+    token = st.query_params.get(WATCH_PARAM)
+    if token is None:
+        return False, None
+    run = registry.shared_run(token)
+    if run is None:
+        st.warning("This read-only link names no query on this server: it was removed, or the server restarted since the link was made.")
+    else:
+        st.info(f"Watching **{run.name}** read-only, by a link its owner shared: its numbers and charts as they come, none of its controls.")
+    return True, run
+
+
+def share_link(run: Run) -> None:
+    """The read-only link of ``run``, for its owner to hand to an audience (a demo's presenter)."""
+    with st.popover("Share read-only", icon=":material/share:"):
+        base = (st.context.url or "").split("?", 1)[0]
+        st.code(f"{base}?{WATCH_PARAM}={run.read_token}", language=None)
+        st.caption("Whoever opens this link sees this query's live view, without Stop or any other control, while it is on this server.")
+
+
 def stop_button(run: Run) -> None:
     """A Stop button for ``run``, enabled while it is active."""
     if st.button("Stop query", key="lab_stop", disabled=run.status != "active" or run.stopping):
@@ -777,7 +803,7 @@ def live_view(run: Run) -> None:
     It takes the :class:`Run`, not the registry, so a tick never touches
     state shared with other users.
     """
-    if session_starter().status != "ready" or get_registry().get(run.name) is not run:
+    if session_starter().status != "ready" or not get_registry().holds(run):
         st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
     snap = snapshot(run, stall_batches=int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES)))
     if snap.sql:

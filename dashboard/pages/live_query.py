@@ -22,13 +22,19 @@ starter = session_starter()
 ready = session_status(starter)
 if ready:
     registry = get_registry()
-    watched = live.query_selector(registry)
-    run = None if watched is None else registry.get(watched)
-    if run is None:
-        live.placeholder_chart()
+    linked, shared = live.linked_run(registry)
+    if linked:
+        if shared is not None:
+            live.live_view(shared)
     else:
-        live.stop_button(run)
-        live.live_view(run)
+        watched = live.query_selector(registry)
+        run = None if watched is None else registry.get(watched)
+        if run is None:
+            live.placeholder_chart()
+        else:
+            live.stop_button(run)
+            live.share_link(run)
+            live.live_view(run)
 elif starter.status == "starting":
     st.info("Spark is starting in the background; the form is ready, and Start is enabled as soon as Spark is.")
     live.placeholder_chart()

@@ -404,10 +404,10 @@ def _batches_shown(page) -> int:
     return int(text.strip().splitlines()[-1].replace(",", ""))
 
 
-def test_a_stopped_query_resumes_after_a_server_restart_and_another_browser_never_sees_it(app_url, data_root, tmp_path, browser):
+def test_a_stopped_query_resumes_after_a_server_restart_and_another_browser_sees_it_only_by_its_read_only_link(app_url, data_root, tmp_path, browser):
     """Start a generator query, see its counts and each record's latency chart, stop it; serve the same data root again, press Resume in
     the same browser: the query goes on with its earlier batches. Another browser's Queries and Live pages show nothing of it (one session
-    stopped and deleted another's query).
+    stopped and deleted another's query), until it opens the read-only link its owner shares: then the run's live view, without its controls.
 
     The second server's first URL is the Queries page's, not Home: it still gets the app's navigation and frame."""
     import time
@@ -419,7 +419,17 @@ def test_a_stopped_query_resumes_after_a_server_restart_and_another_browser_neve
         page.goto(f"{app_url}/Live_query", wait_until="domcontentloaded")
         page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
         _start_see_chart_and_stop(page, generator, "kept_across", latency=True)
+        page.get_by_role("button", name="Share read-only").click()  # the presenter's link: the run, none of its controls
+        link = page.locator('[data-testid="stCode"]', has_text="?watch=").first.inner_text().strip()
+        assert link.startswith(f"{app_url}/Live_query?watch=")
         page.close()
+        viewer = theirs.new_page()
+        viewer.goto(link, wait_until="domcontentloaded")
+        viewer.get_by_text("Watching kept_across read-only").wait_for(timeout=120_000)
+        viewer.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+        assert viewer.get_by_role("button", name="Stop query").count() == 0 and viewer.get_by_role("button", name="Share read-only").count() == 0
+        assert viewer.locator(".stException").count() == 0
+        viewer.close()
         progress = data_root / ".queries" / "kept_across" / "progress.jsonl"
         earlier = len(progress.read_text().splitlines())
         assert earlier >= 1
@@ -451,7 +461,6 @@ def test_a_stopped_query_resumes_after_a_server_restart_and_another_browser_neve
             other.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
             other.get_by_text("No query yet").wait_for(timeout=120_000)
             assert other.get_by_text("kept_across").count() == 0
-
             page.get_by_role("button", name="Stop query").click()
             page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
     finally:

@@ -12,6 +12,7 @@ its sink, its feeder and its working folder.
 from __future__ import annotations
 
 import logging
+import secrets
 import shutil
 import tempfile
 import threading
@@ -130,6 +131,8 @@ class Run(StopsInBackground, Generic[C, T]):
     """True when the run was stopped by :meth:`finish`: a replay that had read all its data and run every batch it brings."""
     owner: str | None = field(default=None)
     """Whose run it is (:mod:`streaming.engine.owners`); ``None``: the server's own, seen by every user."""
+    read_token: str = field(default_factory=lambda: secrets.token_urlsafe(18), repr=False)
+    """Whoever holds it may watch the run, read-only, whoever owns it (a presenter's link: :meth:`QueryRegistry.shared_run`)."""
     overrun: str | None = field(default=None)
     """Why the run was stopped by its budget (:meth:`watch`), in plain words; ``None`` for a run within it."""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

@@ -11,6 +11,7 @@ duplicate. All methods are thread-safe.
 from __future__ import annotations
 
 import copy
+import hmac
 import itertools
 import shutil
 import threading
@@ -261,6 +262,19 @@ class QueryRegistry:
         with self._lock:
             run = self._runs.get(name)
         return run if run is not None and self._sees(run.owner) else None
+
+    def holds(self, run: Run) -> bool:
+        """Whether ``run`` is still this registry's (anyone's): not forgotten, not replaced by a run of its name, not lost with a session."""
+        with self._lock:
+            return self._runs.get(run.name) is run
+
+    def shared_run(self, token: str) -> Run | None:
+        """The run whose :attr:`~streaming.engine.run.query.Run.read_token` is ``token``, whoever owns it, to be watched read-only; ``None``
+        for any other text (compared in constant time)."""
+        with self._lock:
+            runs = list(self._runs.values())
+        given = str(token).encode()
+        return next((run for run in runs if hmac.compare_digest(run.read_token.encode(), given)), None)
 
     def runs(self) -> list[Run]:
         """Every run started here that this registry sees, oldest first, including stopped and failed ones."""
