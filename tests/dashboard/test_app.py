@@ -235,13 +235,20 @@ def test_a_bad_query_name_is_refused(app_registry) -> None:
     assert "lab_start" not in _button_keys(at)
 
 
-def test_queries_page_lists_runs_and_other_queries_and_stops_them(app_registry, registry) -> None:
-    """A run of the app's registry and a query started elsewhere on the session (the test registry)."""
+def test_queries_page_lists_runs_and_other_queries_and_stops_them(app_registry, registry, monkeypatch) -> None:
+    """A run of the app's registry and a query started elsewhere on the session (the test registry): the operator stops it, a user does
+    not see it."""
     mine, other = "t_app_listed", "t_app_other"
+    monkeypatch.setenv("STREAMING_LAB_OPERATOR_TOKEN", "operator-secret")
     try:
         app_registry.start(IDLE_CONFIG, mine)
         foreign = registry.start(IDLE_CONFIG, other)
-        at = app_page(QUERIES)
+        user = app_page(QUERIES)
+        assert not user.exception, user.exception
+        assert f"lab_stop_other_{foreign.query.id}" not in _button_keys(user) and not any(other in markdown.value for markdown in user.markdown)
+        at = new_app()
+        at.query_params["operator"] = "operator-secret"
+        at = at.run().switch_page(QUERIES).run()
         assert not at.exception, at.exception
         listed = at.dataframe[0].value
         row = listed[listed["name"] == mine].iloc[0]

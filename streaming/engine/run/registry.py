@@ -282,7 +282,10 @@ class QueryRegistry:
             return sorted((run for run in self._runs.values() if self._sees(run.owner)), key=lambda run: run.started_at)
 
     def others(self) -> list[StreamingQuery]:
-        """Active queries on the session that were not started through this registry."""
+        """Active queries on the session that were not started through this registry (a notebook's): none for a user's view, as they are
+        nobody's to stop but the server's and its operator's."""
+        if self.owner is not None and not self.sees_all:
+            return []
         with self._lock:
             own = {run.query.id for run in self._runs.values()}
         return [query for query in self.spark.streams.active if query.id not in own]
