@@ -17,6 +17,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -289,9 +290,11 @@ def session_status(starter: SessionStarter) -> bool:
     status = starter.status
     with st.sidebar:
         if status == "ready":
-            st.caption(f":material/check_circle: Spark is ready (started in {starter.seconds or 0:.0f} s)")
+            parts = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in starter.phases.items())
+            st.caption(f":material/check_circle: Spark is ready (started in {starter.seconds or 0:.0f} s" + (f": {parts})" if parts else ")"))
         elif status == "starting":
-            st.caption(":material/hourglass_top: Spark is starting… Start is enabled once it is ready.")
+            since = "" if starter.started_at is None else f", {time.monotonic() - starter.started_at:.0f} s so far"
+            st.caption(f":material/hourglass_top: Spark is starting: {starter.phase}{since}… Start is enabled once it is ready.")
         else:
             st.error(f"Spark could not start: {starter.error}")
             if st.button("Try again", key="session_retry"):

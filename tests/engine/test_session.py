@@ -44,12 +44,13 @@ def test_starter_is_starting_until_the_session_and_its_warm_up_are_done():
     starter = SessionStarter(create, warm=warmed.append)
     assert starter.status == "starting" and starter.seconds is None
     starter.start().start()  # idempotent: one thread
-    assert created.wait(10) and starter.status == "starting"
+    assert created.wait(10) and starter.status == "starting" and starter.phase == "launching the JVM and the session"
     with pytest.raises(TimeoutError):
         starter.wait(0.05)
     release.set()
     assert starter.wait(10) == "session"
     assert starter.status == "ready" and warmed == ["session"] and starter.seconds is not None and starter.error is None
+    assert starter.phase == "ready" and list(starter.phases) == ["session", "warm-up"]  # the sidebar says what the start spent
     assert gc.get_freeze_count() > 0, "a ready starter freezes the heap, so full collections skip what the process keeps"
 
 

@@ -282,6 +282,10 @@ class SessionStarter:
         self.error: str | None = None
         self.started_at: float | None = None
         self.seconds: float | None = None
+        self.phase = "waiting to start"
+        """What the start is doing now, in words (the sidebar shows it): the JVM and the session, then the warm-up query."""
+        self.phases: dict[str, float] = {}
+        """Seconds each phase took, once it ended: ``session`` (the JVM and the session), ``warm-up``."""
 
     def start(self) -> SessionStarter:
         """Start the background thread unless it runs already; returns ``self``."""
@@ -293,17 +297,23 @@ class SessionStarter:
         return self
 
     def _run(self) -> None:
+        begun = self._clock()
         try:
+            self.phase = "launching the JVM and the session"
             session = self._create()
         except Exception as err:
             LOG.exception("creating the Spark session failed")
             self.error = f"{type(err).__name__}: {err}"
         else:
+            self.phases["session"] = self._clock() - begun
             if self._warm is not None:
+                self.phase, warming = "session up, warming up the planner with a first query", self._clock()
                 try:
                     self._warm(session)
                 except Exception:
                     LOG.warning("warming up the Spark session failed", exc_info=True)
+                self.phases["warm-up"] = self._clock() - warming
+            self.phase = "ready"
             freeze_heap()
             self._session = session
         finally:
