@@ -25,7 +25,7 @@ from streaming.engine.sql.views import TableFiles
 from streaming.export import sql_code
 
 from . import shared
-from .data import choice_of, data_choices, data_source
+from .data import data_choices, data_source
 from .datasets import dataset_choices, dataset_files, dataset_store, saved_mapping
 from .shared import failure_banner, metrics_row, report_button
 
@@ -129,7 +129,11 @@ def more_views(prefix: str, seconds_per_file: float) -> tuple[SqlView, ...]:
     table (a stream-static join; no event-time mapping needed)."""
     with st.expander("More views: join another stream or a table"):
         count = st.number_input("Other views", min_value=0, max_value=MAX_VIEWS - 1, value=0, step=1, key=f"{prefix}_sql_views")
-        views = []
+        if not count:
+            return ()
+        views: list[SqlView] = []
+        store = dataset_store()  # listed once for every view, and only when there is one: the editor reruns at each pause in typing
+        streams, tables = data_choices(store), {choice.label: choice for choice in dataset_choices(store)}
         for number in range(2, int(count) + 2):
             key = f"{prefix}_sql_view{number}"
             name, how = st.columns([3, 2])
@@ -137,12 +141,9 @@ def more_views(prefix: str, seconds_per_file: float) -> tuple[SqlView, ...]:
             read = how.radio(f"View {number} read as", READ_AS, horizontal=True, key=f"{key}_read",
                              help="stream: replayed beside the chosen source, file by file; table: read whole once")
             if read == "stream":
-                labels = list(data_choices(dataset_store()))
-                label = st.selectbox(f"View {number} data", labels, key=f"{key}_data", help="A sample feed, or a dataset with its column mapping saved")
-                views.append(SqlView(view, data_source(choice_of(label), seconds_per_file=seconds_per_file)))
+                label = st.selectbox(f"View {number} data", list(streams), key=f"{key}_data", help="A sample feed, or a dataset with its column mapping saved")
+                views.append(SqlView(view, data_source(streams[label], seconds_per_file=seconds_per_file)))
             else:
-                store = dataset_store()
-                tables = {choice.label: choice for choice in dataset_choices(store)}
                 label = st.selectbox(f"View {number} table", list(tables), key=f"{key}_table", help="Any dataset, its columns typed as they read")
                 files, fmt = dataset_files(store, tables[label])
                 mapping = None if tables[label].sample else saved_mapping(store, tables[label])  # a sample's CSV layout is no mapping of a table
