@@ -177,7 +177,7 @@ def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAG
 
 def render_others(registry: QueryRegistry) -> None:
     """Active queries on the session not started through the registry, each with a Stop button."""
-    if registry.owner is not None and not registry.sees_all:
+    if not registry.sees_everyone:
         st.caption("Shown to the server's operator only (see the README: A server a team shares).")
         return
     others = registry.others()

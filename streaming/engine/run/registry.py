@@ -126,6 +126,11 @@ class QueryRegistry:
         """Whether ``other`` is this registry or a view of it (:meth:`for_owner`)."""
         return self._runs is other._runs
 
+    @property
+    def sees_everyone(self) -> bool:
+        """Whether it shows every owner's runs and the session's other queries: the server's own view, and an operator's."""
+        return self.sees_all or self.owner is None
+
     def _sees(self, owner: str | None) -> bool:
         return self.sees_all or visible(owner, self.owner)
 
@@ -284,7 +289,7 @@ class QueryRegistry:
     def others(self) -> list[StreamingQuery]:
         """Active queries on the session that were not started through this registry (a notebook's): none for a user's view, as they are
         nobody's to stop but the server's and its operator's."""
-        if self.owner is not None and not self.sees_all:
+        if not self.sees_everyone:
             return []
         with self._lock:
             own = {run.query.id for run in self._runs.values()}
