@@ -8,7 +8,6 @@ tested without a browser.
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,14 +20,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from streaming.analysis.latency import LatencyEnd
-from streaming.analysis.spreadsheet import neutralise_formulas
 from streaming.analysis.watermark import DEFAULT_STALL_BATCHES, WatermarkStall
-from streaming.app.snapshot import STORE_METRIC_BATCHES, LatenessView, RunSnapshot, snapshot, topic_events
-from streaming.charts import lateness as lateness_charts
+from streaming.app.snapshot import STORE_METRIC_BATCHES, RunSnapshot, snapshot
 from streaming.charts.latency import END_WORDS
 from streaming.charts.live import state_store_figure, windowed_counts_figure
 from streaming.engine.data.batching import Batching
-from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_events, feed_names
+from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.durations import human_duration
 from streaming.engine.errors import ConfigError, brief, failure_words, first_line
 from streaming.engine.join.live_join import LiveJoinQuery
@@ -57,7 +54,6 @@ from .data import (
     DataChoice,
     batching_widgets,
     dataset_source,
-    events_of,
     follow_data,
     label_of,
     remember_data,
@@ -66,6 +62,7 @@ from .data import (
 )
 from .datasets import dataset_store
 from .kafka import kafka_source, kafka_widgets, topic_view
+from .lateness import lateness_view
 from .shared import (
     KEPT,
     LIVE_PAGE,
@@ -118,8 +115,6 @@ STATE_STORE_LABELS: Mapping[str, str] = {"hdfs": "Spark's default (HDFS-backed)"
 
 FIRST_BATCH_WAIT_SECONDS = 5.0
 """After Start, the page waits this long at most for the new query's first batch before it draws."""
-DROPPED_ROWS = 2000
-"""The dropped events listed on the page (all of them are downloaded)."""
 
 # Session-state keys: the watched query, and a query to watch after the next rerun.
 SELECTED_KEY = "lab_selected"
@@ -697,95 +692,6 @@ def _details(snap: RunSnapshot) -> None:
         st.json(describe(run.config))
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def _feed_events(folder: str) -> pd.DataFrame:
-    return feed_events(Path(folder))
-
-
-@st.cache_data(max_entries=4, show_spinner="Reading the records the query has read…")
-def _topic_events(name: str, last_batch: int, _run: Run) -> pd.DataFrame:
-    """The records ``_run`` has read up to ``last_batch``, read again only when it has read more."""
-    return topic_events(get_registry().spark, _run)
-
-
-def _events(snap: RunSnapshot) -> pd.DataFrame | None:
-    """Every event the run has read, with the micro-batch that read it; ``None`` with a caption where the arrival of each is not known."""
-    run = snap.run
-    unjudged = snap.events_unjudged()
-    if unjudged is not None:
-        st.caption(unjudged)
-        return None
-    feed = run.config.source.as_feed
-    if feed is not None:
-        return _feed_events(str(feed.path)) if feed.sample_layout else events_of(feed)
-    if not st.toggle("Judge every record the query has read", key="lab_judge_topic",
-                     help="Reads the records of the offsets the query's batches covered again, with a Spark batch query, whenever a batch has read more"):
-        return None
-    try:
-        return _topic_events(run.name, run.log.last_batch_id, run)
-    except Exception as err:  # noqa: BLE001 - the brokers gone, or records deleted since: shown, the next refresh tries again
-        st.info(f"The topic's records cannot be read now: {first_line(err)}")
-        return None
-
-
-def _lateness_view(snap: RunSnapshot) -> None:
-    """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
-    st.subheader("Why was it dropped?")
-    events = _events(snap)
-    if events is None:
-        return
-    run, judged = snap.run, snap.lateness(events)
-    numbers = judged.numbers
-    columns = st.columns(4)
-    columns[0].metric("Events so far", numbers["events_total"])
-    columns[1].metric("Not counted", numbers["not_counted"], help="In none of their windows: every window had closed")
-    columns[2].metric("Partly counted", numbers["partly_counted"], help="Sliding windows: counted in only some of their windows")
-    columns[3].metric("Spark: rows dropped", numbers["rows_dropped_by_watermark"], help="numRowsDroppedByWatermark, summed")
-    st.caption(numbers["explanation"])
-    if judged.behind_arrival is not None:
-        events_behind, (p50, p95, p99), most = judged.behind_arrival
-        where = "their record timestamps" if run.config.source.arrival == "record" else "their arrival column"
-        st.caption(
-            f"Behind their arrival ({where}, arrival − event time) over {events_behind:,} events: p50 {human_duration(p50)}, "
-            f"p95 {human_duration(p95)}, p99 {human_duration(p99)}, max {human_duration(most)}."
-        )
-    if run.config.deduplicate:
-        st.caption("Duplicates are dropped first: the numbers above judge every delivery by its windows; the list below also names "
-                   "the deliveries the deduplication dropped as late (their own event time at or before the watermark).")
-    left, right = st.columns(2)
-    left.plotly_chart(lateness_charts.arrival_figure(judged.classified, judged.batches), key="lab_chart_arrival")
-    right.plotly_chart(lateness_charts.lateness_figure(judged.classified), key="lab_chart_lateness")
-    _dropped_list(run, judged)
-
-
-def _dropped_list(run: Run, judged: LatenessView) -> None:
-    """On demand, the dropped events themselves with the rule that dropped each, filtered by key and window, as CSV or Parquet."""
-    if not st.toggle("List the dropped events", key="lab_dropped_list", help="Every (event, window) pair the watermark dropped, to inspect or download"):
-        return
-    dropped = judged.dropped(deduplicate=run.config.deduplicate, source=run.config.source)
-    left, right = st.columns(2)
-    keys = left.multiselect("Keys", sorted(dropped["key"].astype(str).unique()), key="lab_dropped_keys", placeholder="every key")
-    starts = sorted(dropped["window_start"].dropna().unique())
-    start = right.selectbox("Window", [None, *starts], format_func=lambda value: "every window" if value is None else f"{pd.Timestamp(value)}",
-                            key="lab_dropped_window")
-    shown = dropped[dropped["key"].astype(str).isin(keys)] if keys else dropped
-    if start is not None:
-        shown = shown[shown["window_start"] == start]
-    st.dataframe(shown.head(DROPPED_ROWS), hide_index=True)
-    st.caption(f"{shown['event_id'].nunique()} events, {len(shown)} rows" + (f"; the first {DROPPED_ROWS} shown, all downloaded" if len(shown) > DROPPED_ROWS else ""))
-    buffer = io.BytesIO()
-    shown.to_parquet(buffer, index=False)
-    safe, neutralised = neutralise_formulas(shown)
-    if neutralised:
-        st.caption(
-            f"{neutralised} text cells start like a spreadsheet formula (=, +, -, @): the CSV has them with a leading ' so a spreadsheet "
-            "shows them as text instead of running them; the Parquet file has them as they are."
-        )
-    left, right = st.columns(2)
-    left.download_button("Download CSV", safe.to_csv(index=False), file_name=f"{run.name}-dropped.csv", mime="text/csv", key="lab_dropped_csv")
-    right.download_button("Download Parquet", buffer.getvalue(), file_name=f"{run.name}-dropped.parquet", mime="application/octet-stream", key="lab_dropped_parquet")
-
-
 def placeholder_chart() -> None:
     """The result-table chart before there is a query: says where the counts will show.
 
@@ -820,7 +726,7 @@ def live_view(run: Run) -> None:
     _evicted_note(snap)
     _late_and_state(snap.figures)
     _state_store_view(snap)
-    _lateness_view(snap)
+    lateness_view(snap)
     _latency_view(snap)
     _engine_charts(snap.figures)
     _topic_view(snap)

@@ -27,6 +27,7 @@ from streaming.export import sql_code
 from . import shared
 from .data import data_choices, data_source
 from .datasets import dataset_choices, dataset_files, dataset_store, saved_mapping
+from .lateness import lateness_view
 from .shared import failure_banner, metrics_row, report_button
 
 if TYPE_CHECKING:
@@ -257,16 +258,13 @@ def sql_view(snap: RunSnapshot) -> None:
         st.dataframe(operators.rename(columns=OPERATOR_COLUMNS), hide_index=True, key=f"lab_sql_operators_{run.name}")
     else:
         st.caption("No stateful operator has reported yet (a query without aggregation, join or deduplication keeps no state).")
-    st.caption(
-        "The event-level view (why each row was dropped) and the watermark model cover the form's windowed queries; "
-        "for SQL the numbers here are Spark's own, per operator."
-    )
     figures = snap.figures
     left, right = st.columns(2)
     left.plotly_chart(figures["drops"], key="lab_sql_drops")
     right.plotly_chart(figures["state"], key="lab_sql_state")
     left.plotly_chart(figures["rates"], key="lab_sql_rates")
     right.plotly_chart(figures["gap"], key="lab_sql_gap")
+    lateness_view(snap)
     report_button(snap)
 
 

@@ -30,8 +30,9 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.output.progress import progress_total, state_store_metrics
 from streaming.engine.output.state import state_operators, state_rows
 from streaming.engine.query.config import QueryConfig
+from streaming.engine.sources import StreamSource
 from streaming.engine.sources.kafka import initial_offsets
-from streaming.engine.sql import SqlQuery
+from streaming.engine.sql import PlanFacts, SqlQuery
 from streaming.engine.sql.replay import operators_of
 from streaming.export import sql_code
 from streaming.report import figures_report, settings_text
@@ -41,9 +42,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streaming.engine.run.query import Run, RunStatus
-    from streaming.engine.sources import Source
 
-__all__ = ["LatencyView", "LatenessView", "Metric", "RunSnapshot", "progress_numbers", "readable_dropped", "snapshot", "sql_report", "topic_events"]
+__all__ = ["Judgement", "LatencyView", "LatenessView", "Metric", "RunSnapshot", "progress_numbers", "readable_dropped", "snapshot", "sql_report", "topic_events"]
 
 STORE_METRIC_BATCHES = 300
 """The state store's own metrics are drawn for this many recent batches."""
@@ -82,12 +82,12 @@ class LatenessView:
     behind_arrival: tuple[int, list[float], float] | None
     """``(events, [p50, p95, p99] seconds, max seconds)`` behind their arrival (arrival − event time), where each event's arrival is known."""
 
-    def dropped(self, *, deduplicate: bool, source: Source) -> pd.DataFrame:
+    def dropped(self, *, deduplicate: bool, source: StreamSource) -> pd.DataFrame:
         """The dropped events themselves (:func:`~streaming.analysis.lateness.dropped_events`) as a user reads them (:func:`readable_dropped`)."""
         return readable_dropped(lateness.dropped_events(self.classified, deduplicate=deduplicate), source)
 
 
-def readable_dropped(dropped: pd.DataFrame, source: Source) -> pd.DataFrame:
+def readable_dropped(dropped: pd.DataFrame, source: StreamSource) -> pd.DataFrame:
     """The dropped events as a user reads them: the id under the dataset's own column name, and ``file_index`` only where a file is a micro-batch."""
     feed = source.as_feed
     if feed is None:
@@ -96,6 +96,37 @@ def readable_dropped(dropped: pd.DataFrame, source: Source) -> pd.DataFrame:
     if id_name is not None and "id" in dropped and id_name not in dropped:
         dropped = dropped.rename(columns={"id": id_name})
     return dropped if feed.batching.by == "file" else dropped.drop(columns="file_index")
+
+
+UNJUDGED = "Event-by-event lateness is shown for replayed feeds, datasets and topics over fixed windows, where the arrival of every event is known."
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What judges a run's events one by one: the source they come from, its windows (``slide_ms`` ``None``: tumbling), and whether the
+    query drops duplicates first."""
+
+    source: StreamSource
+    window_ms: int
+    slide_ms: int | None
+    deduplicate: bool = False
+
+
+def sql_judgement(query: SqlQuery, facts: PlanFacts | None) -> Judgement | str:
+    """A SQL query's events are judged as the form's are when it is one streamed view's rows counted in fixed windows of the view's event
+    time, under one WATERMARK clause on that column: then each row's windows and the watermark of its batch say whether it was counted.
+    Its filters and joins are not replayed: a row the query filters out is judged all the same."""
+    streamed = [view for view in query.views if not view.static]
+    if facts is None:
+        return "Event-by-event lateness is shown once the query's plan has been read."
+    if len(streamed) != 1:
+        return "Event-by-event lateness is shown for a query over one streamed view (a stream-stream join has a watermark per side)."
+    column = streamed[0].event_time
+    windows = [window for window in facts.windows if window.column == column]
+    if not facts.aggregates or len(windows) != 1 or [mark.column for mark in facts.watermarks] != [column]:
+        return (f"Event-by-event lateness is shown for a query that aggregates `{streamed[0].name}` in one kind of window( ) of `{column}`, under "
+                f"one WATERMARK clause on `{column}`.")
+    return Judgement(streamed[0].stream, windows[0].window_ms, windows[0].slide_ms)
 
 
 @dataclass(frozen=True)
@@ -198,20 +229,35 @@ class RunSnapshot:
         """At most ``limit`` rows of operator ``operator``'s state at the latest committed batch."""
         return state_rows(spark, self.run.checkpoint, operator, limit=limit)
 
-    def events_unjudged(self) -> str | None:
-        """Why the events of this run are not judged one by one, or ``None`` when they are."""
+    def judgement(self) -> Judgement | str:
+        """What judges this run's events one by one (:class:`Judgement`), or why they are not judged."""
         config = self.run.config
-        feed, topic = config.source.as_feed, config.source.as_topic
-        if self.sql or config.aggregation == "none" or config.session_gap is not None or (feed is None and topic is None):
-            return "Event-by-event lateness is shown for replayed feeds, datasets and topics over fixed windows, where the arrival of every event is known."
+        if isinstance(config, SqlQuery):
+            judged = sql_judgement(config, self.run.table.facts)
+            if isinstance(judged, str):
+                return judged
+        elif config.aggregation == "none" or config.session_gap is not None:
+            return UNJUDGED
+        else:
+            judged = Judgement(config.source, config.window_ms, config.slide_ms, config.deduplicate)
+        feed, topic = judged.source.as_feed, judged.source.as_topic
+        if feed is None and topic is None:
+            return UNJUDGED
         if topic is not None and topic.pattern:
             return "Event-by-event lateness is shown for a query on one topic, not a pattern of topics."
-        return None
+        return judged
+
+    def events_unjudged(self) -> str | None:
+        """Why the events of this run are not judged one by one, or ``None`` when they are."""
+        judged = self.judgement()
+        return judged if isinstance(judged, str) else None
 
     def lateness(self, events: pd.DataFrame) -> LatenessView:
         """``events`` (every event the run has read, with the micro-batch that read it) judged by the watermark each batch run so far had."""
-        config, summaries = self.run.config, self.run.log.summaries()
-        classified, batches = lateness.judge(events, summaries, config.window_ms, config.slide_ms)
+        judged, summaries = self.judgement(), self.run.log.summaries()
+        if isinstance(judged, str):
+            raise ValueError(f"run {self.run.name}: {judged}")
+        classified, batches = lateness.judge(events, summaries, judged.window_ms, judged.slide_ms)
         behind = None
         if "arrival" in events and not events["arrival"].isna().all():
             late = (events["arrival"] - events["event_time"]).dropna().dt.total_seconds()
@@ -260,11 +306,17 @@ def snapshot(run: Run, *, stall_batches: int) -> RunSnapshot:
 
 def topic_events(spark: SparkSession, run: Run) -> pd.DataFrame:
     """The records a run on a topic has read so far (:func:`~streaming.analysis.profile.topic_events_of`), each with the batch that read it."""
-    source = run.config.source.as_topic
+    judged = snapshot_judgement(run)
+    source = None if isinstance(judged, str) else judged.source.as_topic
     if source is None:
-        raise ValueError(f"run {run.name} does not read a topic")
+        raise ValueError(f"run {run.name} does not read a topic whose records are judged")
     batches = topic_batches(run.log.summaries(), initial_offsets(run.checkpoint), source.topic)
     return topic_events_of(spark, source, batches)
+
+
+def snapshot_judgement(run: Run) -> Judgement | str:
+    """:meth:`RunSnapshot.judgement` of ``run`` without reading its table or progress."""
+    return RunSnapshot(run, 0, run.status, pd.DataFrame(), pd.DataFrame(), None, 0, {}, pd.DataFrame()).judgement()
 
 
 def progress_numbers(progress: pd.DataFrame) -> str:

@@ -15,7 +15,7 @@ from streaming.engine.sources import FeedSource
 from streaming.engine.sql import SqlError, SqlQuery, SqlTable, SqlView, replay_sql
 from streaming.engine.sql.guard import _plain as plain_message
 from streaming.engine.sql.guard import position
-from streaming.engine.sql.plan import plan_facts
+from streaming.engine.sql.plan import Window, plan_facts, windows_of
 from streaming.engine.sql.table import json_value
 from streaming.engine.sql.views import TableFiles
 
@@ -178,6 +178,14 @@ def test_a_sql_query_gives_what_plain_spark_sql_gives_over_the_same_micro_batche
         assert dropped > 0, f"{shape}: the data is meant to have rows behind the watermark"
 
 
+def test_the_window_calls_are_read_from_sparks_rendering_of_the_parsed_plan() -> None:
+    rendered = (
+        "'Aggregate ['window('e.event_time, 10 minutes, 5 minutes), 'k], ['window('e.event_time, 10 minutes, 5 minutes) AS w#3, "
+        "'session_window('ts, 5 minutes) AS s#4, 'window('`my col`, 3600000000) AS h#5, 'window('ts, 1 minute, 1 minute, 10 seconds) AS o#6]"
+    )
+    assert windows_of(rendered) == (Window("event_time", 600_000, 300_000), Window("my col", 3_600_000))  # a session or an offset window is left out
+
+
 def test_the_plan_tells_the_watermarks_the_grouping_and_the_stateful_operators(spark, data, tmp_path) -> None:
     sql, _, _ = SHAPES["stream-stream join"]
     views = (SqlView("impressions", _files(data["impressions"], "shown_at")), SqlView("clicks", _files(data["clicks"], "clicked_at")))
@@ -188,6 +196,7 @@ def test_the_plan_tells_the_watermarks_the_grouping_and_the_stateful_operators(s
     renamed = "SELECT w AS period, store AS shop, n FROM (SELECT window(ts, '1 minute') AS w, store, count(*) AS n FROM events GROUP BY 1, 2)"
     facts = SqlQuery(renamed, (SqlView("events", _files(data["orders"], "ts")),)).check(spark)
     assert facts.grouping == ("period", "shop") and facts.watermarks == ()
+    assert facts.windows == (Window("ts", 60_000),)  # the window as written: the analysed plan keeps only its arithmetic
 
     # a start reads the facts from the nodes its check walked: the same facts as a walk of the plan it runs
     query = SqlQuery(sql, views, output_mode="append")

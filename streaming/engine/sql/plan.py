@@ -5,20 +5,28 @@ the plan Spark analysed, never from the text: the WATERMARK clauses (each
 ``EventTimeWatermark``: its column and delay), and the output columns an
 update-mode row is upserted by (those of the last aggregation's grouping,
 followed through the projections above it).
+
+One fact comes from the parsed plan instead: the ``window( )`` calls. The
+analyser turns a window into arithmetic on its column (an ``Expand`` for
+sliding windows), where its length is no longer a field; the parsed plan still
+holds the call as written, and its durations must be literals (Spark refuses
+anything else), so Spark's own rendering of it is read.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..durations import DurationError, parse_duration
 from .guard import _class, _nodes, _seq
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["PlanFacts", "plan_facts"]
+__all__ = ["PlanFacts", "Watermark", "Window", "plan_facts"]
 
 MICROS_PER_DAY = 86_400_000_000
 STATEFUL_NODES = frozenset({"Aggregate", "Join", "Deduplicate", "DeduplicateWithinWatermark", "FlatMapGroupsWithState", "TransformWithState", "Distinct"})
@@ -30,6 +38,15 @@ class Watermark:
 
     column: str
     delay_ms: int
+
+
+@dataclass(frozen=True)
+class Window:
+    """One ``window(column, length[, slide])`` call of the query: its column (unqualified) and durations; ``slide_ms`` ``None``: tumbling."""
+
+    column: str
+    window_ms: int
+    slide_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,8 @@ class PlanFacts:
     """The topmost aggregation groups by nothing (``SELECT count(*) ...``): its result table is one row."""
     counts: tuple[str, ...] = ()
     """The output columns that count the rows of each group (``count(*)``, ``count(1)``) of the topmost aggregation."""
+    windows: tuple[Window, ...] = ()
+    """The distinct ``window( )`` calls of the query as written (see the module docstring); a call with a start offset is left out."""
 
     @property
     def aggregates(self) -> bool:
@@ -74,7 +93,31 @@ def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None
         stateful=stateful,
         global_aggregate=aggregate is not None and not groups,
         counts=counts,
+        windows=windows_of(str(frame._jdf.queryExecution().logical().toString())),
     )
+
+
+_NAME_PART = re.compile(r"`([^`]*)`|([^.`]+)")
+_WINDOW_CALL = re.compile(r"(?<![\w`])'window\(([^()]*)\)")
+
+
+def windows_of(parsed: str) -> tuple[Window, ...]:
+    """The ``window( )`` calls in ``parsed``, Spark's rendering of a parsed plan (``'window('e.ts, 10 minutes, 5 minutes)``): a string
+    duration renders as its text, an integer one as microseconds. A call this cannot read, or one with a start offset, is left out."""
+    found: list[Window] = []
+    for match in _WINDOW_CALL.finditer(parsed):
+        parts = [part.strip() for part in match.group(1).split(",")]
+        if len(parts) not in (2, 3) or not parts[0].startswith("'"):
+            continue
+        column = [quoted or plain for quoted, plain in _NAME_PART.findall(parts[0][1:])][-1]  # the column, its view's alias dropped
+        try:
+            window_ms, *slide = [int(part) // 1000 if part.isdigit() else parse_duration(part, field="window") for part in parts[1:]]
+        except DurationError:
+            continue
+        call = Window(column, window_ms, slide[0] if slide and slide[0] != window_ms else None)
+        if window_ms > 0 and call not in found:
+            found.append(call)
+    return tuple(found)
 
 
 def _interval_ms(interval: Any) -> int:
