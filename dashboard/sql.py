@@ -93,16 +93,16 @@ def sql_editor(source: Source, ready: bool, prefix: str, *, arrival: bool = True
     query follows the quiet rule and the page offers no choice (Step through: a press hands one batch over).
     """
     text_key = TEXT_KEY if prefix == "lab" else f"{prefix}_sql"
-    view = st.text_input("View name", value=DEFAULT_VIEW, key=VIEW_KEY if prefix == "lab" else f"{prefix}_sql_view",
+    view = st.text_input("View name", value=DEFAULT_VIEW, key=VIEW_KEY if prefix == "lab" else f"{prefix}_sql_view", persist_state="session",
                          help="The chosen source is this streaming view in your SQL")
     if text_key not in st.session_state:
         st.session_state[text_key] = form_sql(QueryConfig(source), view) if _fits_form(source) else f"SELECT *\nFROM STREAM({view})\n"
     text = st.text_area(
-        "SQL", key=text_key, height=220,
+        "SQL", key=text_key, height=220, persist_state="session",
         help="One SELECT over the view(s). A watermark: FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 30 SECONDS. Checked as you type (after a pause of 0.15 s)",
     )
     sql_box(text_key)
-    output_mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index("update"), key=f"{prefix}_sql_output_mode")
+    output_mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index("update"), key=f"{prefix}_sql_output_mode", persist_state="session")
     rule = shared.arrival_widget(prefix) if arrival else "quiet"
     try:
         views = (SqlView(view, source), *more_views(prefix, float(getattr(source, "seconds_per_file", 0.0) or 0.0)))
@@ -129,7 +129,7 @@ def more_views(prefix: str, seconds_per_file: float) -> tuple[SqlView, ...]:
     WATERMARK clause; a sample feed or a mapped dataset, micro-batch *i* reading file *i* of each) or any dataset read whole as a
     table (a stream-static join; no event-time mapping needed)."""
     with st.expander("More views: join another stream or a table"):
-        count = st.number_input("Other views", min_value=0, max_value=MAX_VIEWS - 1, value=0, step=1, key=f"{prefix}_sql_views")
+        count = st.number_input("Other views", min_value=0, max_value=MAX_VIEWS - 1, value=0, step=1, key=f"{prefix}_sql_views", persist_state="session")
         if not count:
             return ()
         views: list[SqlView] = []
@@ -138,14 +138,14 @@ def more_views(prefix: str, seconds_per_file: float) -> tuple[SqlView, ...]:
         for number in range(2, int(count) + 2):
             key = f"{prefix}_sql_view{number}"
             name, how = st.columns([3, 2])
-            view = name.text_input(f"View {number} name", value=f"view{number}", key=f"{key}_name")
-            read = how.radio(f"View {number} read as", READ_AS, horizontal=True, key=f"{key}_read",
+            view = name.text_input(f"View {number} name", value=f"view{number}", key=f"{key}_name", persist_state="session")
+            read = how.radio(f"View {number} read as", READ_AS, horizontal=True, key=f"{key}_read", persist_state="session",
                              help="stream: replayed beside the chosen source, file by file; table: read whole once")
             if read == "stream":
-                label = st.selectbox(f"View {number} data", list(streams), key=f"{key}_data", help="A sample feed, or a dataset with its column mapping saved")
+                label = st.selectbox(f"View {number} data", list(streams), key=f"{key}_data", persist_state="session", help="A sample feed, or a dataset with its column mapping saved")
                 views.append(SqlView(view, data_source(streams[label], seconds_per_file=seconds_per_file)))
             else:
-                label = st.selectbox(f"View {number} table", list(tables), key=f"{key}_table", help="Any dataset, its columns typed as they read")
+                label = st.selectbox(f"View {number} table", list(tables), key=f"{key}_table", persist_state="session", help="Any dataset, its columns typed as they read")
                 files, fmt = dataset_files(store, tables[label])
                 mapping = None if tables[label].sample else saved_mapping(store, tables[label])  # a sample's CSV layout is no mapping of a table
                 views.append(SqlView(view, TableFiles(files[0].parent, fmt, mapping), static=True))

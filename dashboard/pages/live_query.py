@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import live, sql
 from dashboard.joins import LIVE_MODE
-from dashboard.shared import JOINS_PAGE, get_registry, session_starter, session_status, wait_for_session
+from dashboard.shared import JOINS_PAGE, KEPT, get_registry, session_starter, session_status, wait_for_session
 from streaming.engine.data.feeds import feed_names
 from streaming.engine.errors import ConfigError
 
@@ -43,7 +43,7 @@ elif starter.status == "starting":
 with st.sidebar:
     st.header("New query")
     mode = st.segmented_control(
-        "Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], required=True, key=sql.MODE_KEY,
+        "Query", sql.QUERY_MODES, default=sql.QUERY_MODES[0], required=True, key=sql.MODE_KEY, **KEPT,
         help="The form writes a windowed aggregate for you; SQL runs your own query over the source's view",
     )
     kind, source_params = live.source_widgets(feed_names())

@@ -470,6 +470,19 @@ def test_the_form_is_kept_when_leaving_the_page_and_read_from_its_link() -> None
     assert linked.selectbox(key="lab_output_mode").value == "update"  # a value the form does not offer is ignored
 
 
+def test_a_sql_query_is_kept_when_leaving_the_live_page() -> None:
+    """Coming back to Live query opened on the form, the SQL written before gone."""
+    at = app_page(LIVE)
+    at.segmented_control(key=sql.MODE_KEY).set_value("SQL").run()
+    at.text_area(key=sql.TEXT_KEY).set_value("SELECT key, count(*) AS n FROM STREAM(events) GROUP BY key").run()
+    at.selectbox(key="lab_sql_output_mode").set_value("complete").run()
+    at.switch_page(QUERIES).run()
+    at.switch_page(LIVE).run()
+    assert not at.exception, at.exception
+    assert at.segmented_control(key=sql.MODE_KEY).value == "SQL"
+    assert at.text_area(key=sql.TEXT_KEY).value.startswith("SELECT key, count(*)") and at.selectbox(key="lab_sql_output_mode").value == "complete"
+
+
 class _Cached:
     """A stand-in for an ``st.cache_resource`` function: returns its values in turn, counts ``clear``."""
 
