@@ -21,7 +21,7 @@ import streamlit as st
 
 from streaming.engine.run.walkthrough import Walkthrough, make_room
 from streaming.engine.sql.replay import tell_batches
-from streaming.report import change_colour, clock
+from streaming.report import change_colour, clock, spans_days
 
 from .sql import OPERATOR_COLUMNS, sql_editor
 from .walkthrough import HeldWalks, draw_table, held, hold, own_source, styled
@@ -89,6 +89,7 @@ def batch_view(walks: SqlWalks, view: int) -> None:
         st.info("Nothing has run yet. Press **Next batch** to hand Spark the first micro-batch's data.")
         return
     step = steps[min(view, len(steps)) - 1]
+    dated = spans_days([pd.Timestamp(each["watermark"]) for each in steps if each["watermark"]])
     st.markdown(f"<div class='scn-caption'>{html.escape(step['caption'])}</div>", unsafe_allow_html=True)
     operators = step["operators"]
     read, state, dropped, watermark = st.columns(4)
@@ -96,7 +97,7 @@ def batch_view(walks: SqlWalks, view: int) -> None:
     state.metric("Rows in state", sum(operator["state_rows"] for operator in operators))
     dropped.metric("Dropped by the watermark", step["rows_dropped_by_watermark"], help="Summed over the stateful operators, as Spark counts them")
     watermark.metric(
-        "Watermark it ran with", clock(pd.Timestamp(step["watermark"])) if step["watermark"] else "none yet",
+        "Watermark it ran with", clock(pd.Timestamp(step["watermark"]), dated=dated) if step["watermark"] else "none yet",
         help="Rows at or behind it are late for the operators that read the event-time column",
     )
     if operators:

@@ -27,7 +27,7 @@ from streaming.engine.errors import ConfigError, brief
 from streaming.engine.output.results import stamp
 from streaming.engine.query.config import OUTPUT_MODES
 from streaming.engine.run.walkthrough import Walkthrough, make_room
-from streaming.report import LATE, ReportRun, change_colour, clock, steps_report
+from streaming.report import LATE, ReportRun, change_colour, clock, spans_days, steps_report
 from streaming.scenarios import Scenario
 
 if TYPE_CHECKING:
@@ -340,7 +340,8 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
         return
     step = steps[min(view, len(steps)) - 1]
     st.markdown(f"<div class='scn-caption'>{html.escape(step.caption)}</div>", unsafe_allow_html=True)
-    before, after = clock(step.watermark_before), clock(step.watermark_after)
+    dated = spans_days([moment for each in steps for moment in (each.watermark_before, each.watermark_after)])
+    before, after = clock(step.watermark_before, dated=dated), clock(step.watermark_after, dated=dated)
     read, state, dropped, watermark = st.columns(4)
     read.metric("Rows read", step.input_rows)
     state.metric("Rows in state", step.state_rows)
@@ -359,7 +360,7 @@ def batch_view(steps: Sequence[Step], view: int, output_mode: str, label: str | 
     draw_table(styled(result, change_colour))
     if len(step.dropped):
         st.caption("Rows the watermark dropped, with the rule")
-        table = step.dropped.assign(windows=[", ".join(f"{clock(start)}–{clock(end)}" for start, end in windows) for windows in step.dropped["windows"]])
+        table = step.dropped.assign(windows=[", ".join(f"{clock(start, dated=dated)}–{clock(end, dated=dated)}" for start, end in windows) for windows in step.dropped["windows"]])
         draw_table(styled(table, lambda row: LATE))
     if len(step.evicted):
         st.caption("Windows the state let go of")

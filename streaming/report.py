@@ -8,7 +8,7 @@ captions) is escaped.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -20,7 +20,7 @@ from .charts.walkthrough import steps_figure
 from .engine.output.results import stamp
 from .engine.query.config import QueryConfig
 
-__all__ = ["CHANGE_COLOURS", "LATE", "ReportRun", "change_colour", "clock", "figures_report", "settings_text", "steps_report"]
+__all__ = ["CHANGE_COLOURS", "LATE", "ReportRun", "change_colour", "clock", "figures_report", "settings_text", "spans_days", "steps_report"]
 
 CHANGE_COLOURS = {"added": "#d8f3dc", "updated": "#fff3bf", "emitted": "#d0ebff"}
 """Row colours by what a batch did to a result row, as the guide's result-table figures highlight the rows a trigger changed."""
@@ -74,11 +74,17 @@ def _cell(value) -> str:
     return str(value)
 
 
-def clock(value: pd.Timestamp) -> str:
-    """``value``'s time of day, ``HH:MM:SS``, with milliseconds when it has some; ``none`` for ``NaT``."""
+def clock(value: pd.Timestamp, *, dated: bool = False) -> str:
+    """``value``'s time of day, ``HH:MM:SS``, with milliseconds when it has some, after its date when ``dated``; ``none`` for ``NaT``."""
     if pd.isna(value):
         return "none"
-    return f"{value:%H:%M:%S}" + (f".{value.microsecond // 1000:03d}" if value.microsecond >= 1000 else "")
+    return f"{value:%Y-%m-%d }" * dated + f"{value:%H:%M:%S}" + (f".{value.microsecond // 1000:03d}" if value.microsecond >= 1000 else "")
+
+
+def spans_days(values: Iterable[pd.Timestamp | None]) -> bool:
+    """Whether ``values`` fall on more than one date: a page then writes each with its date (:func:`clock`), since data may span days and a
+    time of day alone would hide which."""
+    return len({value.date() for value in values if value is not None and not pd.isna(value)}) > 1
 
 
 def settings_text(config: QueryConfig) -> str:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from support.app import page_metric
 
 from dashboard import shared
 from streaming.app.snapshot import snapshot
-from support.app import page_metric
 
 pytestmark = pytest.mark.spark
 
