@@ -68,10 +68,10 @@ def runs_frame(runs: Sequence[Run]) -> pd.DataFrame:
 
 
 def _problem(registry: QueryRegistry, run: Run) -> str | None:
-    """Why a stopped kept run cannot be resumed (see :attr:`~streaming.engine.run.checkpoints.KeptQuery.problem`), or ``None``."""
+    """Why a stopped kept run cannot be resumed, or would only fail again (:meth:`~streaming.engine.run.registry.QueryRegistry.resume_problem`), or ``None``."""
     if not run.kept or run.status == "active":
         return None
-    return next((query.problem for query in registry.kept() if query.folder.name == run.name), "its folder is gone")
+    return registry.resume_problem(run.name)
 
 
 def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key: str = PENDING_KEY, problem: str | None = None) -> None:

@@ -34,6 +34,7 @@ from streaming.engine.query.config import (
     config_to_dict,
 )
 from streaming.engine.run.checkpoints import KeptQuery, differences, kept_queries
+from streaming.engine.run.failure import Failure, failure_of
 from streaming.engine.run.runner import run_to_idle
 from streaming.feedgen import FeedSpec
 from streaming.feedgen import write_feed as write_spec_feed
@@ -84,6 +85,40 @@ def test_a_kept_folder_deleted_under_a_running_query_leaves_a_brief_failure_and_
     finally:
         registry.stop_all()
         spark.streams.removeListener(registry.listener)
+
+
+def test_a_query_that_fails_again_the_same_way_when_resumed_is_not_offered_another_resume(spark, tmp_path: Path) -> None:
+    """Resume was offered on queries that fail the same way every time: Spark runs the failed batch again, with the same data and query."""
+    from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.sql import SqlQuery, SqlView
+
+    registry = QueryRegistry(spark, kept_root=tmp_path / ".queries")
+    words = SqlView("events", FeedSource(ROOT / "sample_feeds" / "guide_words", seconds_per_file=0))
+    query = SqlQuery("SELECT CAST(key AS INT) AS n FROM STREAM(events)", (words,), arrival="busy")  # "dog" is no number
+    try:
+        first = registry.start(query, "casts", keep=True)
+        wait_for(lambda: first.status == "failed", "the cast did not fail", 120)
+        assert first.failure == Failure("CAST_INVALID_INPUT", 0) and registry.resume_problem("casts") is None  # once: it may be passing
+        again = registry.resume("casts")
+        wait_for(lambda: again.status == "failed", "the resumed cast did not fail", 120)
+        problem = registry.resume_problem("casts")
+        assert problem is not None and "failed again with CAST_INVALID_INPUT at batch 0" in problem
+        with pytest.raises(ConfigError, match="is not resumed: resumed, it failed again"):
+            registry.resume("casts")
+    finally:
+        registry.stop_all()
+        spark.streams.removeListener(registry.listener)
+
+
+def test_a_failure_is_its_error_condition_and_batch_not_its_text() -> None:
+    stream_failed = (
+        "[STREAM_FAILED] Query [id = 0c4e6a52-9a0e-4d2e-8a43-1f1f7c3b9e10, runId = 5f1d2a36-7c4b-4b8e-9d7a-2b7a1c9e8f01] terminated with "
+        "exception: [CAST_INVALID_INPUT] The value 'dog' of the type \"STRING\" cannot be cast to \"INT\" because it is malformed. SQLSTATE: 22018"
+    )
+    assert failure_of(stream_failed, 3) == Failure("CAST_INVALID_INPUT", 4)
+    other_run = stream_failed.replace("5f1d2a36", "99999999")
+    assert failure_of(other_run, 3) == failure_of(stream_failed, 3) != failure_of(stream_failed, 4)
+    assert failure_of("java.io.IOException: folder 0c4e6a52-9a0e-4d2e-8a43-1f1f7c3b9e10 is gone\n\tat x", -1) == Failure("java.io.IOException: folder … is gone", 0)
 
 
 LATE_TAIL = FeedSpec(

@@ -14,7 +14,8 @@ server restart:
   folded into it, as a snapshot and a journal of the batches since
   (:meth:`~streaming.engine.output.results.ResultTable.keep`), so a batch Spark runs
   again after a crash is counted once;
-- ``progress.jsonl``: every batch's progress.
+- ``progress.jsonl``: every batch's progress;
+- ``failures.jsonl``: the failures it was resumed from (:mod:`.failure`), so a resume that fails the same way is the last.
 
 A folder is resumed only with the configuration it was made with, apart from
 how fast the input is paced, its arrival rule and the trigger (:data:`UNCHECKED`).
@@ -112,6 +113,11 @@ class KeptQuery:
     @property
     def progress_file(self) -> Path:
         return self.folder / "progress.jsonl"
+
+    @property
+    def failures_file(self) -> Path:
+        """The failures the query was resumed from (:mod:`.failure`)."""
+        return self.folder / "failures.jsonl"
 
     def exists(self) -> bool:
         return self.config_file.is_file()

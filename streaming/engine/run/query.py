@@ -40,6 +40,7 @@ from ..sql.query import SqlQuery
 from ..sql.table import SqlTable
 from .budgets import Budgets
 from .checkpoints import CHECKPOINT, KeptQuery
+from .failure import Failure, failure_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -200,6 +201,11 @@ class Run(StopsInBackground, Generic[C, T]):
             return self.sink.error
         exception = self.query.exception()
         return None if exception is None else str(exception)
+
+    @property
+    def failure(self) -> Failure | None:
+        """What a failed run failed with (:mod:`.failure`); ``None`` for a run that did not fail."""
+        return failure_of(self.error or "", self.log.last_batch_id) if self.status == "failed" else None
 
     def watch(self, seconds: float, reason: str) -> None:
         """Stop the run, with ``reason`` as its error, once one micro-batch has run longer than ``seconds`` (the server's budget:

@@ -30,6 +30,7 @@ from ..owners import check_owner, visible
 from ..runtime.session import is_connect
 from .budgets import Budgets
 from .checkpoints import KeptQuery, kept_queries, stray_folders
+from .failure import last_noted, note
 from .query import Run, start_run
 
 if TYPE_CHECKING:
@@ -239,11 +240,36 @@ class QueryRegistry:
             run.finish()
 
     def resume(self, name: str, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> Run:
-        """Start the kept query ``name`` again with its stored configuration, from where it stopped."""
+        """Start the kept query ``name`` again with its stored configuration, from where it stopped; a failed run's failure is noted
+        first (:mod:`.failure`). :class:`ConfigError` when :meth:`resume_problem` names a reason not to."""
         folder = self._kept_folder(name)
         if not folder.exists() or not self._sees(folder.owner):
             raise ConfigError("name", name, "is not a kept query: nothing to resume")
+        problem = self.resume_problem(name)
+        if problem is not None:
+            raise ConfigError("name", name, f"is not resumed: {problem}")
+        run = self.get(name)
+        failure = None if run is None else run.failure
+        if failure is not None:
+            note(folder.failures_file, failure)
         return self.start(folder.config(), name, max_rows=max_rows, resume=True)
+
+    def resume_problem(self, name: str) -> str | None:
+        """Why the kept query ``name`` cannot be resumed (:attr:`~.checkpoints.KeptQuery.problem`), or would only fail again: its run failed
+        the way it had failed when it was resumed, at the same batch (:mod:`.failure`). ``None`` when it can be resumed."""
+        folder = self._kept_folder(name)
+        if not folder.exists():
+            return "its folder is gone"
+        if folder.problem is not None:
+            return folder.problem
+        run = self.get(name)
+        failure = None if run is None else run.failure
+        if failure is not None and last_noted(folder.failures_file) == failure:
+            return (
+                f"resumed, it failed again with {failure.words()}. A resume runs that batch again with the same data and query, so it would "
+                "fail the same way: change the query or the data first"
+            )
+        return None
 
     def delete(self, name: str) -> int:
         """Stop ``name`` and delete everything it keeps (checkpoint, result, progress, or a stray folder of that name); forget it. The bytes freed on disk."""

@@ -1,0 +1,66 @@
+"""What a failed run failed with, and whether resuming it would only fail again.
+
+Spark resumes a query by running again the micro-batch it had not committed:
+the same offsets, the same data, the same plan. A failure that comes from the
+data or the query (a cast the data breaks, a state schema the query no longer
+matches) therefore comes back at the same batch on every resume; one that comes
+from outside (a broker away, a folder deleted, a lost session) may not. So the
+lab lets a failed query be resumed, notes the failure it is resumed from in its
+kept folder (``failures.jsonl``), and offers no more resumes once a resume has
+failed with the same condition at the same batch: the page says what to change
+instead.
+
+A failure is compared by Spark's error condition (``CAST_INVALID_INPUT``), not
+its text, which names the run's ids and differs every time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import brief
+
+__all__ = ["Failure", "failure_of", "last_noted", "note"]
+
+_CONDITION = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+_IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_WRAPPERS = frozenset({"STREAM_FAILED"})
+"""Conditions that wrap the one a batch failed with."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A run's failure: Spark's error condition (or the error's first line, ids left out, when it names none) and the batch that failed."""
+
+    condition: str
+    batch: int
+
+    def words(self) -> str:
+        return f"{self.condition} at batch {self.batch}"
+
+
+def failure_of(error: str, last_batch_id: int) -> Failure:
+    """The :class:`Failure` of a run that ended with ``error`` after committing batch ``last_batch_id`` (-1: none): the next batch failed."""
+    text = error.split("terminated with exception:", 1)[-1]
+    conditions = [found for found in _CONDITION.findall(text) if found not in _WRAPPERS]
+    condition = conditions[0] if conditions else _IDS.sub("…", brief(text, 200))
+    return Failure(condition, last_batch_id + 1)
+
+
+def note(path: Path, failure: Failure) -> None:
+    """Append ``failure`` to the failures file ``path`` (one JSON object a line)."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(asdict(failure)) + "\n")
+
+
+def last_noted(path: Path) -> Failure | None:
+    """The last failure noted in ``path``; ``None`` when there is none or it cannot be read."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        values = json.loads(lines[-1]) if lines else None
+        return None if values is None else Failure(str(values["condition"]), int(values["batch"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
