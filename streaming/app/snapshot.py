@@ -300,6 +300,7 @@ def snapshot(run: Run, *, stall_batches: int) -> RunSnapshot:
         slide = None if config.session_gap is not None else pd.Timedelta(milliseconds=config.slide_ms)
     figures = live_figures(
         drawn, progress, breakdown, output_mode=config.output_mode, measure=measure, slide=slide, drawn=run.log.drawn, lag=config.source.reports_lag,
+        replayed=config.fixed,
     )
     return RunSnapshot(run, read_at, run.status, progress, table, current_watermark(progress), stall_batches, figures, operators)
 

@@ -397,16 +397,24 @@ def _rows_of_batches(batches: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return starts + np.arange(int(lengths.sum()))
 
 
-def watermark_gap_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
-    """Global watermark gap per batch: how far the watermark is behind the batch's trigger time, in the unit that reads best (:func:`~streaming.charts.common.time_unit`)."""
+def watermark_gap_figure(progress: pd.DataFrame, drawn: Drawn | None = None, *, replayed: bool = False) -> go.Figure:
+    """Global watermark gap per batch, in the unit that reads best (:func:`~streaming.charts.common.time_unit`): how far the watermark is
+    behind the batch's trigger time, or, for a ``replayed`` run (files or a topic's stored records: data that may be years old, whose
+    batch times say nothing about it), behind the latest event time seen so far, which it trails by the delay while it keeps up."""
     title = "Global watermark gap"
     if not has_rows(progress, ("batch_id", "watermark_gap_seconds")):
         return empty_figure(title)
     if progress["watermark_gap_seconds"].isna().all():
         return empty_figure(title, "No watermark yet: the query has none, or no batch has set it")
-    shown, note = _history(progress, ("watermark_gap_seconds",), drawn)
-    unit, size = time_unit(shown["watermark_gap_seconds"])
-    return _batch_figure(title, f"{unit} behind batch time", note, [_line(shown["batch_id"], shown["watermark_gap_seconds"] / size, "gap")])
+    if not replayed:
+        shown, note = _history(progress, ("watermark_gap_seconds",), drawn)
+        unit, size = time_unit(shown["watermark_gap_seconds"])
+        return _batch_figure(title, f"{unit} behind batch time", note, [_line(shown["batch_id"], shown["watermark_gap_seconds"] / size, "gap")])
+    latest = pd.to_datetime(progress["max_event_time"]).cummax().ffill()
+    behind = ((latest - pd.to_datetime(progress["watermark"])) / pd.Timedelta(seconds=1)).to_numpy(dtype="float64")
+    shown, note = _history(progress.assign(behind_latest_seconds=behind), ("watermark_gap_seconds",), drawn, also=("behind_latest_seconds",))
+    unit, size = time_unit(shown["behind_latest_seconds"])
+    return _batch_figure(title, f"{unit} behind the latest event time", note, [_line(shown["batch_id"], shown["behind_latest_seconds"] / size, "gap")])
 
 
 def lag_figure(progress: pd.DataFrame, drawn: Drawn | None = None) -> go.Figure:
@@ -456,13 +464,15 @@ def live_figures(
     measure: str = "count",
     drawn: Drawn | None = None,
     lag: bool = False,
+    replayed: bool = False,
 ) -> dict[str, go.Figure]:
     """Every figure of the live view for one refresh, by name: ``counts``, ``drops``, ``state``, ``rates``, ``input``, ``duration``, ``gap`` (and ``lag``, with ``lag=True``).
 
     ``table`` is the result table, ``progress`` and ``breakdown`` come from
     :func:`streaming.engine.output.progress.progress_frame` and :func:`~streaming.engine.output.progress.breakdown_frame`
     (or a :class:`~streaming.engine.output.progress.ProgressLog`'s ``frames``; pass its ``drawn`` too, so a long
-    history is thinned from what the last refresh found rather than read whole).
+    history is thinned from what the last refresh found rather than read whole); ``replayed`` for a replay of stored data (see
+    :func:`watermark_gap_figure`).
     """
     passed = "event_time" in table.columns
     return {
@@ -479,6 +489,6 @@ def live_figures(
         "rates": rates_figure(progress, drawn),
         "input": input_rows_figure(progress, drawn),
         "duration": batch_duration_figure(breakdown, progress, drawn=drawn),
-        "gap": watermark_gap_figure(progress, drawn),
+        "gap": watermark_gap_figure(progress, drawn, replayed=replayed),
         **({"lag": lag_figure(progress, drawn)} if lag else {}),
     }

@@ -218,6 +218,16 @@ def test_watermark_gap(progress: pd.DataFrame) -> None:
     assert live.watermark_gap_figure(progress).layout.yaxis.title.text == "minutes behind batch time"
 
 
+def test_a_replays_watermark_gap_is_behind_the_latest_event_time_not_the_clock(progress: pd.DataFrame) -> None:
+    """A replay of stored flights read "5,055 days behind": its batches run today, its data is years old."""
+    replayed_at = (pd.Timestamp("2030-01-01") - progress["watermark"]).dt.total_seconds()
+    historical = progress.assign(watermark_gap_seconds=replayed_at)  # the data replayed long after it happened
+    assert _trace(live.watermark_gap_figure(historical), "gap").y[-1] > 1_000  # days behind the clock: says nothing of the query
+    figure = live.watermark_gap_figure(historical, replayed=True)
+    # the newest event seen is 12:20 at each batch; the watermark is 12:04, then 12:11
+    assert list(_trace(figure, "gap").y[1:]) == [16.0, 9.0] and figure.layout.yaxis.title.text == "minutes behind the latest event time"
+
+
 @pytest.mark.parametrize(("seconds", "unit"), [([], "seconds"), ([0.0, 90.0], "seconds"), ([30.0, 7_200.0], "hours"),
                                                ([float("nan"), -200.0], "minutes"), ([438.5e6], "days")])
 def test_an_axis_of_durations_reads_in_the_largest_unit_it_spans_twice(seconds: list[float], unit: str) -> None:
