@@ -336,7 +336,7 @@ def preview_view(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, ma
     st.dataframe(
         pd.DataFrame(
             [
-                {"column": column.name, "type": column.data_type, "role": column.role, "empty": column.nulls,
+                {"column": column.name, "type": column.view_type, "role": column.role, "empty": column.nulls,
                  "unparsable": "" if column.unparsable is None else f"{column.unparsable:,}"}
                 for column in result.columns
             ]

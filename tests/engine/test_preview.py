@@ -153,6 +153,15 @@ def test_preview_of_csv_counts_unparsable_times_and_values(spark, dataset) -> No
     assert result.rows == 3 and result.event_times_unparsable == 1
     assert (by_name["v"].data_type, by_name["v"].unparsable) == ("string", 1)
     assert (result.earliest, result.latest) == (pd.Timestamp("2026-03-02 14:01:01"), pd.Timestamp("2026-03-02 14:02:00"))
+    assert list(result.first_rows["k"]) == ["x", "y", "x"]  # the first file's rows first: Spark reads the largest file first
+
+
+def test_a_csv_preview_types_its_columns_and_first_rows_as_a_sql_view_does(spark, dataset) -> None:
+    """The preview's first rows came from the ninth file, every column typed "string", while the SQL view typed them int and double."""
+    files = dataset([[{"when": "2026-03-02 14:00:00", "n": 1, "x": 0.5}]] + [[{"when": "2026-03-02 14:01:00", "n": 2, "x": 1.5}] * 3], "csv")
+    result = preview(spark, files, "csv", ColumnMapping(event_time="when", key=None))
+    assert {column.name: column.view_type for column in result.columns} == {"when": "timestamp", "n": "int", "x": "double"}
+    assert list(result.first_rows["n"]) == [1, 2, 2, 2] and str(result.first_rows["n"].dtype).startswith("int")
 
 
 def test_preview_of_parquet_with_a_timestamp_column_and_no_key(spark, dataset) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..builders import CORRUPT, read_files
+from ..builders import CORRUPT, read_files, view_batch
 from ..errors import ConfigError, first_line
 from .columns import ColumnMapping
 from .datasets import FileFormat
@@ -208,6 +208,8 @@ class ColumnSummary:
     role: str
     nulls: int
     unparsable: int | None
+    view_type: str = ""
+    """Its type as a user's SQL view reads it (:func:`~streaming.engine.builders.view_batch`: CSV numbers as numbers), which the page shows."""
 
 
 @dataclass(frozen=True)
@@ -262,11 +264,15 @@ def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping
         measures.append(F.count_distinct(key).alias("keys"))
     try:
         totals = frame.agg(*measures).collect()[0].asDict()
-        head = frame.drop(CORRUPT).limit(first).toPandas()
+        typed = view_batch(spark, [str(path) for path in files], fmt, mapping.event_time, mapping.time_format)
+        head = _first_rows(spark, files, fmt, typed.schema, first)
     except Exception as err:  # noqa: BLE001 - a bad pattern or unreadable file surfaces only when Spark runs
         raise ConfigError("dataset", files[0].parent.name, f"cannot be previewed: {first_line(err)}") from None
+    view_types = dataset_schema(typed)
     columns = tuple(
-        ColumnSummary(name, data_type, roles.get(name, ""), int(totals[f"n{index}"]), int(totals[f"u{index}"]) if name in parsed else None)
+        ColumnSummary(
+            name, data_type, roles.get(name, ""), int(totals[f"n{index}"]), int(totals[f"u{index}"]) if name in parsed else None, view_types.get(name, data_type),
+        )
         for index, (name, data_type) in enumerate(schema.items())
     )
     return Preview(
@@ -279,4 +285,16 @@ def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping
         keys=None if mapping.key is None else int(totals["keys"]),
     )
 
+
+def _first_rows(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, schema: StructType, first: int) -> pd.DataFrame:
+    """The first ``first`` rows of ``files`` in their order, typed by ``schema``: one Spark read a file until there are enough. A read of
+    them all at once gives the rows of whichever file Spark packs first (it packs the largest first), not of the first file."""
+    frames: list[pd.DataFrame] = []
+    wanted = first
+    for path in files:
+        if wanted <= 0:
+            break
+        frames.append(read_files(spark, [str(path)], fmt, schema).drop(CORRUPT).limit(wanted).toPandas())
+        wanted -= len(frames[-1])
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
