@@ -95,8 +95,11 @@ def sql_editor(source: Source, ready: bool, prefix: str, *, arrival: bool = True
     text_key = TEXT_KEY if prefix == "lab" else f"{prefix}_sql"
     view = st.text_input("View name", value=DEFAULT_VIEW, key=VIEW_KEY if prefix == "lab" else f"{prefix}_sql_view", persist_state="session",
                          help="The chosen source is this streaming view in your SQL")
-    if text_key not in st.session_state:
-        st.session_state[text_key] = form_sql(QueryConfig(source), view) if _fits_form(source) else f"SELECT *\nFROM STREAM({view})\n"
+    default = form_sql(QueryConfig(source), view) if _fits_form(source) else f"SELECT *\nFROM STREAM({view})\n"
+    written = st.session_state.get(f"{text_key}_default")
+    if text_key not in st.session_state or (st.session_state[text_key] == written and written != default):
+        st.session_state[text_key] = default  # the query written for the data shown, until the user edits it: not another data's columns
+    st.session_state[f"{text_key}_default"] = default
     text = st.text_area(
         "SQL", key=text_key, height=220, persist_state="session",
         help="One SELECT over the view(s). A watermark: FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 30 SECONDS. Checked as you type (after a pause of 0.15 s)",

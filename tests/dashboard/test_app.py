@@ -469,10 +469,7 @@ def test_the_form_is_kept_when_leaving_the_page_and_read_from_its_link() -> None
     assert linked.text_input(key="lab_window").value == "5 minutes" and "lab_watermark" not in {field.key for field in linked.text_input}
     assert linked.selectbox(key="lab_output_mode").value == "update"  # a value the form does not offer is ignored
 
-
-def test_a_sql_query_is_kept_when_leaving_the_live_page() -> None:
-    """Coming back to Live query opened on the form, the SQL written before gone."""
-    at = app_page(LIVE)
+    # the SQL side too: coming back opened on the form, the SQL written before gone
     at.segmented_control(key=sql.MODE_KEY).set_value("SQL").run()
     at.text_area(key=sql.TEXT_KEY).set_value("SELECT key, count(*) AS n FROM STREAM(events) GROUP BY key").run()
     at.selectbox(key="lab_sql_output_mode").set_value("complete").run()
@@ -481,6 +478,25 @@ def test_a_sql_query_is_kept_when_leaving_the_live_page() -> None:
     assert not at.exception, at.exception
     assert at.segmented_control(key=sql.MODE_KEY).value == "SQL"
     assert at.text_area(key=sql.TEXT_KEY).value.startswith("SELECT key, count(*)") and at.selectbox(key="lab_sql_output_mode").value == "complete"
+
+
+@pytest.mark.spark
+def test_the_default_sql_follows_the_data_until_it_is_edited(tmp_path: Path, monkeypatch) -> None:
+    """An error cited a line of a hidden default query: the SQL written for the first data shown stayed when the data changed."""
+    monkeypatch.setenv("STREAMING_LAB_DATA", str(tmp_path / "data"))
+    store = DatasetStore(tmp_path / "data")
+    store.add("clicks", [Upload("topic.jsonl", EVENTS_JSONL)])
+    store.save_columns("clicks", {"event_time": "ts", "time_format": "epoch_ms", "key": "user"})
+    at = app_page(LIVE)
+    at.segmented_control(key=sql.MODE_KEY).set_value("SQL").run()
+    assert "window(`event_time`" in at.text_area(key=sql.TEXT_KEY).value  # a sample feed's columns
+    at.selectbox(key="lab_source").set_value("dataset").run()
+    at.selectbox(key="lab_dataset").set_value("clicks").run()
+    assert not at.exception, at.exception
+    assert "window(`ts`" in at.text_area(key=sql.TEXT_KEY).value and "`user`" in at.text_area(key=sql.TEXT_KEY).value  # written again for clicks
+    at.text_area(key=sql.TEXT_KEY).set_value("SELECT user, count(*) AS n FROM STREAM(events) GROUP BY user").run()
+    at.selectbox(key="lab_source").set_value("feed").run()
+    assert at.text_area(key=sql.TEXT_KEY).value.startswith("SELECT user, count(*)")  # the user's own text is never replaced
 
 
 class _Cached:
