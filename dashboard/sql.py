@@ -157,7 +157,7 @@ def more_views(prefix: str, seconds_per_file: float) -> tuple[SqlView, ...]:
 
 @st.fragment
 def sql_form(source: Source, ready: bool, name: str | None, pending_key: str) -> None:
-    """The SQL side of the Live page's sidebar: the editor (:func:`sql_editor`) and Start, enabled once the query passes its checks.
+    """The SQL side of the Live page: the editor (:func:`sql_editor`, across the page) and Start, enabled once the query passes its checks.
 
     A fragment: the box's commit as the user types reruns the editor and Start only, not the page and its running query's view."""
     query, verdict = sql_editor(source, ready, "lab")

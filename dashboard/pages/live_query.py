@@ -18,6 +18,7 @@ st.page_link(
     JOINS_PAGE, label="Two streams joined live (the generator's impressions and clicks, or two topics): the Joins page", icon=":material/join_inner:",
     query_params={"join_mode": LIVE_MODE},
 )
+editor_area = st.container()  # Query: SQL writes its editor here, the page's width: a sidebar's 300 pixels are too narrow for SQL
 starter = session_starter()
 ready = session_status(starter)
 if ready:
@@ -55,7 +56,10 @@ with st.sidebar:
         except ConfigError as err:
             st.error(f"Cannot read this source: {err}")
             st.stop()
-        sql.sql_form(source, ready, name, live.PENDING_KEY)
+        with editor_area:
+            st.subheader("Your query in SQL")
+            sql.sql_form(source, ready, name, live.PENDING_KEY)
+        st.caption("Write your SQL in the page, under **Your query in SQL**.")
     else:
         query_params = live.query_widgets(with_value=kind in ("dataset", "kafka"), passthrough=kind == "kafka")
         name_text = st.text_input("Query name", value="", key="lab_name", placeholder="empty: query_N")

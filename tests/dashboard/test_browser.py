@@ -607,6 +607,7 @@ def test_a_sql_query_is_refused_at_its_line_then_runs_with_its_operators_and_wat
         editor.wait_for(timeout=60_000)
         sql_mode.click()  # the chosen mode clicked again stays chosen (a deselected control would drop the page back to the form)
         assert sql_mode.get_attribute("aria-checked") == "true"
+        assert editor.bounding_box()["width"] >= 800  # across the page: in the sidebar it was about 200 pixels wide
         editor.fill("SELECT key,\n  count(*) AS n\nFROM events\nGROUP BY nope")  # no Ctrl+Enter, no blur: checked as it is typed
         page.get_by_text("SQL: line 4, column 10:").first.wait_for(timeout=120_000)
         assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "SQL"  # the cursor stays in the box
