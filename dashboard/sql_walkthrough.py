@@ -5,8 +5,7 @@ in the SQL editor (:func:`~dashboard.sql.sql_editor`); the walkthrough itself is
 (:class:`~streaming.engine.run.walkthrough.Walkthrough`, held and moved by the same buttons). Each batch shows
 what Spark reported (rows read, the watermark it ran with, each stateful operator's state and drops), what the sink
 received and the result table after it, folded as the output mode keeps it
-(:meth:`~streaming.engine.sql.table.SqlTable.after`). The event-level *why was this row dropped* is the form's:
-SQL has no model of its own.
+(:meth:`~streaming.engine.sql.table.SqlTable.after`). The event-level *why was this row dropped* is the Live page's.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import streamlit as st
 
 from streaming.engine.run.walkthrough import Walkthrough, make_room
 from streaming.engine.sql.replay import tell_batches
-from streaming.report import change_colour, clock, spans_days
+from streaming.report import change_colour, clock, figures_report, spans_days
 
 from .sql import OPERATOR_COLUMNS, sql_editor
 from .walkthrough import HeldWalks, draw_table, held, hold, own_source, styled
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from streaming.engine.run.registry import QueryRegistry
     from streaming.engine.sql import SqlQuery
 
-__all__ = ["SqlWalks", "batch_view", "opener", "own_query"]
+__all__ = ["SqlWalks", "batch_view", "opener", "own_query", "report_button", "steps_report"]
 
 PREFIX = "scn"
 
@@ -108,4 +107,39 @@ def batch_view(walks: SqlWalks, view: int) -> None:
     draw_table(styled(emitted, change_colour))
     st.caption(f"The result table after this batch, as {walks.query.output_mode} mode keeps it")
     draw_table(styled(result, change_colour))
-    st.caption("For SQL these are Spark's own numbers, per operator; the event-level view (why each row was dropped) covers the form's windowed queries.")
+    st.caption("For SQL these are Spark's own numbers, per operator; run the query on the Live page to see why each row was dropped.")
+
+
+def steps_report(walks: SqlWalks) -> str:
+    """The walkthrough as one HTML file that opens without a server: the views, the query, every batch run so far told, and the result
+    table after the last."""
+    query, steps = walks.query, walks.steps()
+    views = "; ".join(f"{view.name}: {view.source.label}" + (" (static)" if view.static else "") for view in query.views)
+    told = pd.DataFrame([
+        {
+            "batch": step["batch_id"], "rows read": step["input_rows"], "watermark it ran with": step["watermark"] or "none yet",
+            "dropped by the watermark": step["rows_dropped_by_watermark"], "rows in state": sum(operator["state_rows"] for operator in step["operators"]),
+            "what happened": step["caption"],
+        }
+        for step in steps
+    ])
+    result = walks.after(int(steps[-1]["batch_id"]))[1] if steps else pd.DataFrame()
+    walk = walks.walks[0]
+    return figures_report(
+        "Step through in SQL",
+        (f"Views: {views}. {query.output_mode.capitalize()} mode, arrival quiet: each batch's data arrives once Spark has run the one before.",
+         f"{len(steps)} micro-batches run (no-data batches included), {walk.handed} of {walk.steps} {walk.unit} handed to Spark."),
+        [], [("Every batch run so far", told), (f"The result table after the last batch, as {query.output_mode} mode keeps it", result)],
+        [("Your query", query.text)],
+    )
+
+
+def report_button(walks: SqlWalks) -> None:
+    """Download the walkthrough (:func:`steps_report`, made when pressed) once a batch has run."""
+    if not walks.batches:
+        return
+    st.download_button(
+        "Download report (HTML)", lambda: steps_report(walks), file_name="step-through-sql.html", mime="text/html", key="scn_sql_report",
+        on_click="ignore", icon=":material/download:", help=f"Every batch run so far ({walks.batches}), told, with your query and the result table",
+    )
+

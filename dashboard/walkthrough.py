@@ -11,7 +11,7 @@ the page's URL (``scenario``, ``step``), so a link opens the same view.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -269,6 +269,32 @@ def _next(open_walks: Callable[[], HeldWalks]) -> None:
     _guarded(move)
 
 
+def next_file_view(summaries: Sequence[Mapping[str, Any]], view: int) -> int | None:
+    """The view after the next step's batches: the first batch after the one ``view`` shows that read data, and the no-data batches Spark ran
+    after it (where the watermark it moved takes effect); ``None`` when no batch after the view has read data yet."""
+    rows = [int(summary.get("num_input_rows") or 0) for summary in summaries]
+    first = next((index for index in range(view, len(rows)) if rows[index] > 0), None)
+    if first is None:
+        return None
+    last = first
+    while last + 1 < len(rows) and rows[last + 1] == 0:
+        last += 1
+    return last + 1
+
+
+def _next_file(open_walks: Callable[[], HeldWalks]) -> None:
+    def move() -> None:
+        walks = open_walks()
+        view = int(st.session_state.get(VIEW, 0))
+        target = next_file_view(walks.walks[0].summaries(), view)
+        while target is None and not walks.finished:  # no batch after the view read data yet: hand the next step over (and wait for its batches)
+            walks.advance()
+            target = next_file_view(walks.walks[0].summaries(), view)
+        st.session_state[VIEW] = min(target if target is not None else walks.batches, walks.batches)
+
+    _guarded(move)
+
+
 def _back() -> None:
     st.session_state[VIEW] = max(0, int(st.session_state.get(VIEW, 0)) - 1)
 
@@ -285,7 +311,7 @@ def _to_end(open_walks: Callable[[], HeldWalks]) -> None:
 def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> int:
     """Back, Next batch, Run to end and the batch slider; the number of batches to show. Next and Run to end call ``open_walks`` for the
     walkthroughs to move (held, or started when none run: :func:`opener`)."""
-    back, forward, end, status = st.columns([1, 1, 1, 3])
+    back, forward, step, end, status = st.columns([1, 1, 1, 1, 3])
     view = int(st.session_state.get(VIEW, 0))
     batches = walks.batches if walks is not None else 0
     at_end = walks is not None and walks.finished and view >= batches
@@ -295,14 +321,19 @@ def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> in
         "Next batch", key="scn_next", on_click=_next, args=args, disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",
         shortcut="Right",
     )
+    step.button(
+        "Next file", key="scn_next_file", on_click=_next_file, args=args, disabled=at_end, icon=":material/playlist_play:", width="stretch",
+        shortcut="Shift+Right", help="Hand Spark the next file (a topic: the next records) and show the batches it causes: the batch that reads it and "
+        "the no-data batch the watermark's move runs after it, one press instead of two",
+    )
     end.button("Run to end", key="scn_end", on_click=_to_end, args=args, disabled=at_end, icon=":material/fast_forward:", width="stretch", shortcut="End")
     if walks is None:
         status.caption("Next batch starts the replay · arrival quiet: each batch's data arrives once Spark has run the one before · "
-                       "keys: → next, ← back, End to the end")
+                       "keys: → next, Shift+→ next file, ← back, End to the end")
         return 0
     status.caption(
         f"{walks.handed} of {walks.walks[0].steps} {walks.walks[0].unit} handed to Spark · {batches} micro-batches run (no-data batches included) · "
-        "arrival quiet · keys: → next, ← back, End to the end"
+        "arrival quiet · keys: → next, Shift+→ next file, ← back, End to the end"
     )
     if batches > 1:
         st.session_state[SLIDER] = view

@@ -48,6 +48,7 @@ if name == walkthrough.OWN and in_sql:  # your SQL: Spark's numbers per batch, n
         st.info("Press **Next batch** to hand Spark the first micro-batch of your data.")
         st.stop()
     sql_walkthrough.batch_view(sql_walks, view)
+    sql_walkthrough.report_button(sql_walks)
     st.stop()
 walks = walkthrough.held(scenario, registry)
 wanted = st.query_params.get("step", "0")

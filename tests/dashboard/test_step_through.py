@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import shared
+from dashboard import shared, sql_walkthrough
 
 pytestmark = pytest.mark.spark  # every test here runs pages on Spark
 
@@ -157,6 +158,9 @@ def test_your_own_sql_steps_through_its_batches_and_ends_where_the_forms_replay_
         operators, emitted, _ = (table.value for table in at.table)  # what the sink received: the first batch adds every row
         assert list(operators["operator"]) == ["stateful aggregate"] or len(operators) == 1, operators
         assert len(emitted) and set(emitted["change"]) == {"added"} and {"w.start", "w.end", "key", "n"} <= set(emitted.columns)
+        # one press a file: the second file's batch and the no-data batch its watermark's move runs (it took a press each)
+        at.button(key="scn_next_file").click().run()
+        assert at.session_state["scn_view"] == 4 and "Batch 3 read 0 rows" in _captions(at)[0]
         at.button(key="scn_end").click().run()
         walks = at.session_state["scn_walks"]
         view = at.session_state["scn_view"]
@@ -172,6 +176,9 @@ def test_your_own_sql_steps_through_its_batches_and_ends_where_the_forms_replay_
         )
         expected = sorted(zip(map(stamp, form.result["window_start"]), map(stamp, form.result["window_end"]), form.result["key"], form.result["count"], strict=True))
         assert len(rows) == 12 and "donkey" not in set(shown["key"]) and rows == expected, (rows, expected)
+        assert "Download report (HTML)" in {button.label for button in at.get("download_button")}  # SQL mode had none
+        report = sql_walkthrough.steps_report(walks)
+        assert "Every batch run so far" in report and html.escape(GUIDE_SQL) in report and f"{walks.batches} micro-batches run" in report
         at.switch_page(shared.QUERIES_PAGE).run()  # leaving the page stops its query
         assert "scn_walks" not in at.session_state and not walks.walks[0].active
     finally:
