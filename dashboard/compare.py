@@ -13,6 +13,7 @@ from streaming.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, Comparison, com
 from streaming.analysis.triggers import LatencyComparison, compare_latency
 from streaming.charts.compare import MAX_WINDOWS_SHOWN, comparison_counts
 from streaming.charts.latency import latency_cdf_figure
+from streaming.engine.arrival import DEFAULT_ARRIVAL, describe_rule
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.query.config import OUTPUT_MODES, FeedSource, QueryConfig, TriggerKind
 from streaming.engine.run.registry import QueryRegistry
@@ -22,7 +23,7 @@ from .data import choice_of, data_select, data_source, data_widgets
 from .jobs import Job, job_controls, start_job
 from .kafka import kafka_source, topic_shape
 from .live import open_in_live
-from .shared import KEPT, InputErrors, get_registry, readable_seconds, show_code, watermark_widget, windows_widgets
+from .shared import KEPT, InputErrors, arrival_widget, get_registry, readable_seconds, show_code, watermark_widget, windows_widgets
 
 __all__ = [
     "COMPARE_JOB", "LATENCY_JOB", "SLOT_DEFAULTS", "CompareInputs", "LatencyInputs", "compare_inputs", "compare_results", "compare_slot_widgets", "experiment",
@@ -48,11 +49,12 @@ class CompareInputs:
 def compare_inputs(
     feed: str | None, slots: Sequence[Mapping[str, Any]],
     batching: Mapping[str, Any] | None = None, aggregation: str = "count", deduplicate: bool = False, topic: Mapping[str, Any] | None = None,
+    arrival: str = DEFAULT_ARRIVAL,
 ) -> CompareInputs:
     """The comparison's validated configs, one per slot (``window, slide, watermark, output_mode``).
 
     ``feed`` is a label of :func:`dashboard.data.data_choices`; ``batching``,
-    ``aggregation`` and ``deduplicate`` are a dataset's, shared by every slot.
+    ``aggregation`` and ``deduplicate`` are a dataset's, shared by every slot, as the arrival rule is (one comparison, one rule).
     With ``topic`` (:func:`dashboard.kafka.kafka_widgets`' values) every config
     replays that topic, from its earliest offsets to its end when the comparison starts.
     :class:`InputErrors` lists every bad slot as ``Config N: field: 'value' ...``.
@@ -69,7 +71,7 @@ def compare_inputs(
     configs: list[QueryConfig] = []
     for number, slot in enumerate(slots, start=1):
         try:
-            configs.append(QueryConfig(source, trigger="default", aggregation=aggregation, deduplicate=deduplicate, **slot))  # type: ignore[arg-type]
+            configs.append(QueryConfig(source, trigger="default", aggregation=aggregation, deduplicate=deduplicate, arrival=arrival, **slot))  # type: ignore[arg-type]
         except ConfigError as err:
             errors.append(ConfigError(f"Config {number}: {err.field}", err.value, err.reason))
     if errors:
@@ -134,8 +136,10 @@ COMPARE_COLUMNS: Mapping[str, Any] = {
 def compare_results(job: Job) -> None:
     """The finished comparison: one summary row per config, the counts side by side, the code of each config."""
     comparison: Comparison = job.result
+    no_data = ", ".join(str(int((run.progress["num_input_rows"] == 0).sum())) for run in comparison.runs)
     st.caption(f"{job.inputs.feed}: {len(comparison.runs)} configs in {comparison.wall_seconds:.0f} s "
-               f"{'(run concurrently: batch durations are measured while they share the cores)' if comparison.concurrent else ''}")
+               f"{'(run concurrently: batch durations are measured while they share the cores)' if comparison.concurrent else ''}. "
+               f"Every config replayed under {describe_rule(job.inputs.configs[0].arrival)} (no-data batches, config by config: {no_data}).")
     summary = readable_seconds(comparison.summary(), ["output_delay_seconds", "max_output_delay_seconds"])
     st.dataframe(summary[[name for name in COMPARE_COLUMNS if name in summary.columns]], hide_index=True, column_config=dict(COMPARE_COLUMNS))
     every_key = comparison.keys()
@@ -286,9 +290,10 @@ def query_comparison(ready: bool) -> None:
             shape = data_widgets("cmp", feed)
     with count_column:
         count = st.number_input("Configurations", min_value=2, max_value=4, value=2, step=1, key="cmp_count", **KEPT)
+        arrival = arrival_widget("cmp")
     slots = slot_columns(int(count), compare_slot_widgets, SLOT_DEFAULTS)
     experiment(
-        "comparison", lambda: compare_inputs(feed, slots, **shape), COMPARE_JOB, "Run comparison", "cmp_run", ready=ready,
+        "comparison", lambda: compare_inputs(feed, slots, arrival=arrival, **shape), COMPARE_JOB, "Run comparison", "cmp_run", ready=ready,
         start=lambda inputs: start_compare(get_registry(), inputs), render=compare_results,
         idle_text="Set up the configurations and press **Run comparison**.",
     )

@@ -411,6 +411,7 @@ def test_compare_runs_two_configs_on_the_guide_feed(jobs) -> None:
     [chart] = at.get("plotly_chart")
     assert "donkey" not in chart.proto.spec and "owl" in chart.proto.spec  # the donkey is dropped in both runs
     assert len(at.code) == 2 and "append" in at.code[0].value and "update" in at.code[1].value
+    assert any("Every config replayed under arrival quiet" in caption.value for caption in at.caption)  # the rule that ran, said
 
 
 @pytest.mark.spark
