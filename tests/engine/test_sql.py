@@ -309,6 +309,7 @@ def test_spark_refuses_a_streaming_order_by_and_append_without_a_watermark_namin
     with pytest.raises(SqlError) as refused:
         append.check(spark)
     assert "WATERMARK" in str(refused.value) and "append" in str(refused.value)
+    assert (refused.value.line, refused.value.column) == (2, 13)  # its GROUP BY: Spark names no operator for this refusal
     assert append.with_changes(output_mode="update").check(spark).columns == ("store", "n")
     assert not [run for run in registry.runs() if run.name.startswith("sql_")]  # nothing left behind
 

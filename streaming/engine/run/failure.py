@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import brief
+from ..sql.guard import conditions
 
 __all__ = ["Failure", "failure_of", "last_noted", "note"]
 
-_CONDITION = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
 _IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _WRAPPERS = frozenset({"STREAM_FAILED"})
 """Conditions that wrap the one a batch failed with."""
@@ -45,8 +45,8 @@ class Failure:
 def failure_of(error: str, last_batch_id: int) -> Failure:
     """The :class:`Failure` of a run that ended with ``error`` after committing batch ``last_batch_id`` (-1: none): the next batch failed."""
     text = error.split("terminated with exception:", 1)[-1]
-    conditions = [found for found in _CONDITION.findall(text) if found not in _WRAPPERS]
-    condition = conditions[0] if conditions else _IDS.sub("…", brief(text, 200))
+    named = [found for found in conditions(text) if found not in _WRAPPERS]
+    condition = named[0] if named else _IDS.sub("…", brief(text, 200))
     return Failure(condition, last_batch_id + 1)
 
 

@@ -180,7 +180,19 @@ def streaming_checks(frame: DataFrame, output_mode: str, text: str) -> None:
     except KeyError:
         raise SqlError(f"the output mode {output_mode!r} is not one of {', '.join(_OUTPUT_MODES)}") from None
     except Exception as err:  # noqa: BLE001 - Spark's AnalysisException through py4j
-        raise analysis_error(err, text) from None
+        refusal = analysis_error(err, text)
+        if refusal.line is None and "aggregation" in refusal.message.lower():  # Spark names no operator: the aggregation's clause is the one
+            line, column = _aggregation_at(frame._jdf.queryExecution().analyzed(), text)
+            refusal = SqlError(refusal.message, line, column, refusal.condition, refusal.spark_message)
+        raise refusal from None
+
+
+def _aggregation_at(plan: Any, text: str) -> tuple[int | None, int | None]:
+    """Where the first aggregation of ``plan`` (the one closest to the result) starts in ``text``, when the parser recorded it."""
+    for node in _nodes(plan, into_views=False):
+        if _class(node) == "Aggregate":
+            return _origin(node, text)
+    return None, None
 
 
 def _refused_at(err: BaseException, text: str) -> tuple[int | None, int | None]:
