@@ -616,7 +616,20 @@ def test_a_sql_query_is_refused_at_its_line_then_runs_with_its_operators_and_wat
         alerts = page.locator('[data-testid="stAlertContainer"]').all_inner_texts()  # what the page says (a collapsed Show code may name org.apache jars)
         assert any("SQL: line 4, column 10:" in text for text in alerts), alerts
         assert not any("Traceback" in text or "org.apache" in text for text in alerts) and page.locator(".stException").count() == 0, alerts
-        _run_sql(page, "browser_sql")
+        # a second stream (a stream-stream join, a WATERMARK clause a side) and a table (a stream-static join), as More views adds them
+        page.get_by_text("More views: join another stream or a table").click()
+        views = page.get_by_label("Other views", exact=True)
+        views.fill("2")
+        views.press("Enter")
+        page.get_by_label("View 3 name", exact=True).wait_for(timeout=60_000)
+        for label, value in (("View 2 name", "again"), ("View 3 name", "pages")):
+            page.get_by_label(label, exact=True).fill(value)
+            page.get_by_label(label, exact=True).press("Enter")
+        page.get_by_role("radiogroup", name="View 3 read as").get_by_text("table", exact=True).click()
+        _pick(page, "View 2 data", "web_clicks")
+        _pick(page, "View 3 table", "web_clicks (sample)")
+        _pick(page, "Output mode", "append")
+        _run_sql(page, "browser_sql_joins", JOINS_SQL)
     finally:
         page.close()
 
@@ -628,10 +641,20 @@ WINDOWED_SQL = (
 """A windowed count with a WATERMARK clause over the view ``events`` of a source whose columns are ``event_time`` and ``key``."""
 
 
-def _run_sql(page, name: str) -> None:
-    """On the Live page in SQL mode: type :data:`WINDOWED_SQL`, start it as ``name``, see its operators and its watermark, stop it."""
+JOINS_SQL = (
+    "SELECT a.key, a.event_time, b.event_time AS again_at\n"
+    "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL 30 SECONDS AS a\n"
+    "JOIN STREAM(again) WATERMARK event_time DELAY OF INTERVAL 30 SECONDS AS b\n"
+    "  ON a.key = b.key AND b.event_time BETWEEN a.event_time AND a.event_time + INTERVAL 5 SECONDS\n"
+    "LEFT SEMI JOIN pages p ON p.key = a.key"
+)
+"""The clicks joined with the same clicks streamed again (within 5 seconds of each) and kept where their page is in a table of pages."""
+
+
+def _run_sql(page, name: str, sql: str = WINDOWED_SQL) -> None:
+    """On the Live page in SQL mode: type ``sql``, start it as ``name``, see its operators and its watermark, stop it."""
     editor = page.get_by_role("textbox", name="SQL")
-    editor.fill(WINDOWED_SQL)
+    editor.fill(sql)
     editor.press("Control+Enter")
     page.get_by_text("Ready to run.").first.wait_for(timeout=120_000)
     page.get_by_role("textbox", name="Query name").fill(name)
@@ -644,6 +667,13 @@ def _run_sql(page, name: str) -> None:
         timeout=CHART_DATA_SECONDS * 1000,
     )
     page.get_by_text("The global watermark comes from").first.wait_for(timeout=60_000)
+    if sql is JOINS_SQL:  # both clauses read, and joined rows in the result
+        assert page.get_by_text("The global watermark comes from").first.inner_text().count("(delay 30 seconds)") == 2
+        page.wait_for_function(
+            """() => Array.from(document.querySelectorAll('[data-testid="stMetric"]')).some(
+                 m => m.innerText.includes('Result rows') && Number(m.innerText.replace(/[^0-9]/g, '')) > 0)""",
+            timeout=CHART_DATA_SECONDS * 1000,
+        )
     assert page.locator(".stException").count() == 0
     page.get_by_role("button", name="Stop query").click()
     page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
