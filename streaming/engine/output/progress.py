@@ -390,9 +390,13 @@ class ProgressLog:
             return [self._summaries[batch] for batch in sorted(self._summaries)]
 
     def caught_up(self, query: StreamingQuery, deadline: float) -> bool:
-        """Wait until this log holds the progress of the last batch ``query`` reported (the listener delivers it after the batch); ``False`` if not by ``deadline`` (monotonic seconds)."""
+        """Wait until this log holds the progress of the last batch ``query`` reported (the listener delivers it after the batch); ``False`` if not by ``deadline`` (monotonic seconds).
+
+        An idle query (nothing to read, as a resumed query whose data was all read) reports a progress of the batch it would run next,
+        with no ``addBatch`` phase: no batch ran, and none will be delivered."""
         last = query.lastProgress
-        target = -1 if last is None else int(last["batchId"])
+        ran = last is not None and "addBatch" in (last["durationMs"] or {})
+        target = -1 if last is None else int(last["batchId"]) - (0 if ran else 1)
         while self.last_batch_id < target:
             if time.monotonic() > deadline:
                 return False
