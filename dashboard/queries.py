@@ -12,7 +12,9 @@ from streaming.engine.errors import ConfigError, brief
 from streaming.engine.join.live_join import LiveJoinQuery
 from streaming.engine.run.query import Run
 from streaming.engine.run.registry import MAX_QUERIES_VARIABLE, QueryRegistry
+from streaming.engine.sql import SqlQuery
 
+from .change import change_panel
 from .joins import LIVE_MODE
 from .live import PENDING_KEY, begin_run
 from .live_join import RUN as LIVE_JOIN_RUN
@@ -149,8 +151,11 @@ def render_kept(registry: QueryRegistry, live_page: str = LIVE_PAGE) -> None:
                 summary = query.summary()
                 st.markdown(f"**{name}**: stopped, {summary['batches']} batches, {summary['result_rows']} result rows, last change {summary['last_change']}")
                 try:
-                    description = query.config().describe()
+                    config = query.config()
+                    description = config.describe()
                     st.caption(" | ".join([source_summary(description), *(f"{key}: {value}" for key, value in description.items() if not key.startswith("source."))]))
+                    if isinstance(config, SqlQuery) and registry.can_keep:
+                        change_panel(registry, name, config)
                 except ConfigError as err:
                     st.warning(f"Its configuration no longer holds: {err}")
             with actions:
@@ -171,6 +176,8 @@ def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAG
             problem = _problem(registry, run)
             if problem is not None:
                 st.warning(f"Cannot be resumed: {problem}. Delete it to free its name.")
+            if run.kept and run.status != "active" and isinstance(run.config, SqlQuery) and registry.can_keep:
+                change_panel(registry, run.name, run.config)
         with actions:
             _run_actions(registry, run, live_page, problem=problem)
 

@@ -12,6 +12,7 @@ from support.app import page_metric
 
 from dashboard import shared
 from streaming.app.snapshot import snapshot
+from streaming.engine.run.checkpoints import KeptQuery
 
 pytestmark = pytest.mark.spark
 
@@ -102,6 +103,31 @@ def test_a_sql_query_over_a_stream_and_a_table_starts_shows_its_table_operators_
     assert not queries.exception, queries.exception
     assert any(run.name in text.value for text in queries.markdown)
     assert any("aggregation: sql" in text.value and "SELECT window(e.event_time" in text.value for text in queries.caption), [text.value for text in queries.caption]
+
+    # Change and resume, once it is stopped: what Spark will do said as the query is edited, and applied only once that is read
+    app_registry.stop(run.name)
+    deadline = time.monotonic() + 120
+    while run.status == "active":
+        assert time.monotonic() < deadline, "the query did not stop"
+        time.sleep(0.5)
+    queries.run()
+    key = f"chg_{run.name}"
+    queries.text_area(key=f"{key}_sql").set_value(JOINED_SQL.replace("e.key, count(*)", "e.key, e.event_time, count(*)").replace("GROUP BY 1, 2", "GROUP BY 1, 2, 3")).run()
+    assert any("Spark will refuse this change** (STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE)" in error.value for error in queries.error), [e.value for e in queries.error]
+    assert queries.button(key=f"{key}_apply").disabled  # not without the user's tick
+    longer = JOINED_SQL.replace("INTERVAL 10 MINUTES", "INTERVAL 20 MINUTES")
+    queries.text_area(key=f"{key}_sql").set_value(longer).run()
+    assert any("the watermark never moves back" in warning.value for warning in queries.warning), [w.value for w in queries.warning]
+    queries.checkbox(key=f"{key}_read").check().run()
+    queries.button(key=f"{key}_apply").click().run()
+    deadline = time.monotonic() + 240
+    while not any("Resumed with the change" in message.value for message in queries.success):
+        assert not queries.exception and not any("failed after" in error.value for error in queries.error), [e.value for e in queries.error]
+        assert time.monotonic() < deadline, ("the change was not applied", [message.value for message in queries.info])
+        time.sleep(1.0)
+        queries.run()
+    record = KeptQuery(run.workdir).record()
+    assert record["config"]["text"] == longer and [change["config"]["text"] for change in record["changes"]] == [JOINED_SQL]
 
 
 def _guide_page(path: str, state: dict[str, object]) -> AppTest:

@@ -57,13 +57,22 @@ computes; a folder kept before the rule was named has none."""
 
 
 def _flat(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``values`` by dotted name; a list of records (a SQL query's views) by its index: ``views.0.source.seconds_per_file``."""
     flat: dict[str, Any] = {}
     for name, value in values.items():
         if isinstance(value, Mapping):
             flat.update(_flat(value, f"{prefix}{name}."))
+        elif isinstance(value, list) and value and all(isinstance(item, Mapping) for item in value):
+            for index, item in enumerate(value):
+                flat.update(_flat(item, f"{prefix}{name}.{index}."))
         else:
             flat[f"{prefix}{name}"] = value
     return flat
+
+
+def _unchecked(name: str) -> bool:
+    """Whether the setting ``name`` is one a resumed query may change (:data:`UNCHECKED`), a SQL view's source's pacing included."""
+    return name in UNCHECKED or any(name.endswith(f".{setting}") for setting in UNCHECKED if setting.startswith("source."))
 
 
 def differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
@@ -72,7 +81,7 @@ def differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str
     return [
         f"{name} is {there.get(name)!r} there, {here.get(name)!r} here"
         for name in sorted(set(there) | set(here))
-        if name not in UNCHECKED and there.get(name) != here.get(name)
+        if not _unchecked(name) and there.get(name) != here.get(name)
     ]
 
 

@@ -161,6 +161,13 @@ class QueryRegistry:
             raise ConfigError("keep", name, "needs a folder to keep queries in: this registry has no kept_root")
         return KeptQuery(self.kept_root / name)
 
+    def kept_folder(self, name: str) -> KeptQuery:
+        """The kept folder of ``name``, this registry's owner's (or the server's); :class:`ConfigError` for another owner's or none."""
+        folder = self._kept_folder(name)
+        if not folder.exists() or not self._sees(folder.owner):
+            raise ConfigError("name", name, "is not a kept query of yours")
+        return folder
+
     def kept(self) -> list[KeptQuery]:
         """The kept queries on disk, oldest first: those of earlier server runs as well as this one's."""
         return [] if self.kept_root is None else [query for query in kept_queries(self.kept_root) if self._sees(query.owner)]

@@ -1,0 +1,109 @@
+"""Change and resume: a stopped kept SQL query edited, what Spark will do predicted as you type, and the change applied.
+
+The prediction (:func:`~streaming.engine.run.change.predict`) reads both
+queries' analysed plans by the guide's *Recovery Semantics after Changes*:
+refused (another stateful operator, state key or value), resumed with what the
+user is not told (a watermark that never moves back, rows in state computed
+by the old query), or resumed cleanly. *Apply* lets Spark decide
+(:func:`~streaming.engine.run.change.resume_changed`): the folder is copied
+first and put back when Spark refuses, so a refused change leaves the kept
+query as it was; a change that resumes goes on over the rest of the data, and
+the folder records both configurations and the batch it changed at. A change
+predicted refused or ill-defined is applied only once the user has ticked
+that they read what it will do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import streamlit as st
+
+from streaming.engine.errors import ConfigError, brief
+from streaming.engine.query.config import OUTPUT_MODES
+from streaming.engine.run.change import Change, Prediction, predict, resume_changed
+from streaming.engine.sql import SqlError, SqlQuery
+
+from .jobs import Job, job_view, start_job
+
+if TYPE_CHECKING:
+    from streaming.engine.run.registry import QueryRegistry
+
+__all__ = ["change_panel"]
+
+CLEAN = "nothing the state depends on changes"
+"""The one reason a clean prediction gives (:func:`~streaming.engine.run.change.predict`)."""
+
+
+def change_panel(registry: QueryRegistry, name: str, kept: SqlQuery) -> None:
+    """*Change and resume* for the stopped kept SQL query ``name`` (its query ``kept``): the editor prefilled with it, the prediction, Apply."""
+    key = f"chg_{name}"
+    with st.expander("Change and resume", icon=":material/edit_note:"):
+        text = st.text_area("Changed SQL", value=kept.text, key=f"{key}_sql", height=180,
+                            help="The kept query, to change: a watermark delay, a filter, the output mode... It goes on over the same views")
+        mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index(kept.output_mode), key=f"{key}_mode")
+        changed = kept.with_changes(text=text, output_mode=mode)
+        if changed == kept:
+            st.caption("Change the query: the lab says what Spark will do with the kept state before anything runs.")
+            _result(key)
+            return
+        try:
+            prediction = _prediction(registry, key, kept, changed)
+        except (SqlError, ConfigError) as err:
+            st.error(f"The changed query does not run: {err}")
+            return
+        clean = prediction.verdict == "resumed" and prediction.reasons == (CLEAN,)
+        _show(prediction)
+        read = clean or st.checkbox("I have read what Spark will do with the kept state: apply anyway", key=f"{key}_read")
+        if st.button("Apply the change and resume", key=f"{key}_apply", disabled=not read, type="primary",
+                     help="Resumes the kept query with the change over the rest of its data; when Spark refuses, the query stays as it was"):
+            folder = registry.kept_folder(name).folder
+            start_job(f"{key}_job", f"Change and resume of {name}", (name, changed), lambda job: _apply(registry, changed, folder, job))
+        _result(key)
+
+
+def _prediction(registry: QueryRegistry, key: str, kept: SqlQuery, changed: SqlQuery) -> Prediction:
+    """The prediction for ``changed``, made once per text and output mode: it checks both queries' plans on Spark."""
+    held = st.session_state.get(f"{key}_predicted")
+    if held is None or held[0] != changed:
+        held = (changed, predict(registry.spark, kept, changed))
+        st.session_state[f"{key}_predicted"] = held
+    return held[1]
+
+
+def _show(prediction: Prediction) -> None:
+    reasons = "\n".join(f"- {reason}" for reason in prediction.reasons)
+    if prediction.verdict == "refused":
+        st.error(f"**Spark will refuse this change** ({prediction.condition}): nothing would run, and the query stays as it was.\n{reasons}")
+    elif prediction.reasons == (CLEAN,):
+        st.success(f"**Spark will resume it**: {CLEAN}.")
+    else:
+        st.warning(f"**Spark will resume it, and will not tell you:**\n{reasons}")
+
+
+def _apply(registry: QueryRegistry, changed: SqlQuery, folder: object, job: Job) -> Change:
+    job.report("Spark resumes the kept query with the change, over the rest of its data")
+    return resume_changed(registry, changed, folder)  # type: ignore[arg-type]
+
+
+def _result(key: str) -> None:
+    job: Job | None = st.session_state.get(f"{key}_job")
+    if job is not None:
+        job_view(job, _render, "")
+
+
+def _render(job: Job) -> None:
+    change: Change = job.result
+    if change.verdict == "refused":
+        st.error(f"Spark refused the change ({change.error_condition}): {brief(change.error or '')} The kept query is as it was.")
+        return
+    st.success(
+        f"Resumed with the change. Watermark before the restart {change.watermark_before or 'none'}, after the rest of the data "
+        f"{change.watermark_after or 'none'}: it never moves back, so a longer delay starts to matter once event time passes where the old one put it."
+    )
+    if change.differences:
+        st.caption("What changed: " + "; ".join(change.differences))
+    if change.replay is not None:
+        st.dataframe(pd.DataFrame(change.replay.records), hide_index=True, key=f"chg_result_{id(job)}")
+        st.caption(f"The result over both runs, {change.replay.rows_dropped_by_watermark:,} rows dropped by the watermark in all.")
