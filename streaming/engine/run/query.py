@@ -106,6 +106,20 @@ class StopsInBackground:
         return stopper is not None and stopper.is_alive()
 
 
+REMOVE_SECONDS = 5.0
+"""How long a folder's removal tries again while files appear in it."""
+
+
+def remove_folder(folder: Path, within: float = REMOVE_SECONDS) -> None:
+    """Delete ``folder``, trying again for ``within`` seconds while files appear in it: a stopped query's last tasks may still be
+    committing state files (seen on a loaded machine: a state file written after the first delete, the folder left behind)."""
+    deadline = time.monotonic() + within
+    shutil.rmtree(folder, ignore_errors=True)
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @dataclass
 class Run(StopsInBackground, Generic[C, T]):
     """One started query with everything it owns. ``table`` and ``log`` are safe to read from any thread."""
@@ -287,7 +301,7 @@ class Run(StopsInBackground, Generic[C, T]):
         if self.kept:
             self.log.caught_up(self.query, time.monotonic() + 2.0)
         else:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            remove_folder(self.workdir)
         self._unlisten()
 
     def _unlisten(self) -> None:
@@ -299,7 +313,7 @@ class Run(StopsInBackground, Generic[C, T]):
     def delete(self) -> None:
         """Stop, then delete the working folder, kept or not. Idempotent."""
         self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        remove_folder(self.workdir)
         self._unlisten()
 
     def await_first_batch(self, timeout: float) -> bool:
