@@ -111,7 +111,7 @@ def test_a_sweep_of_a_dataset_sum_loses_late_orders_and_a_long_delay_loses_none(
 def test_the_model_equals_spark_for_every_batching_rule(registry, orders, batching, request) -> None:
     """Duplicate deliveries counted twice, malformed rows, late orders: the model's sweep is Spark's, delay by delay."""
     query = _query(orders, batching=batching, aggregation="sum", slide="30 seconds", arrival="busy" if batching else "quiet")  # each rule once
-    delays = ["0 seconds", "20 seconds", "2 minutes"]
+    delays = ["0 seconds", "2 minutes"]  # one that drops late orders and one that keeps them: each replay on Spark costs seconds
     spark, model = tune(registry, query, delays=delays, method="spark"), tune(registry, query, delays=delays, target=0.9)
     assert model.method == "model" and model.confirmation.agree, model.confirmation.differences()
     fields = ("completeness", "counted", "exact", "rows_dropped_by_watermark", "peak_state_rows", "mean_state_rows",
