@@ -134,11 +134,7 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
         assert rows.first.locator('[data-testid="stMetricValue"]').inner_text().strip() == "12"
         page.get_by_role("button", name="Save mapping").click()
         page.get_by_text("This mapping is saved with kafka_dump").wait_for(timeout=60_000)
-        assert page.locator(".stException").count() == 0
-        # run it: the Live query page replays the dataset with the saved mapping
-        page.locator('[data-testid="stSidebarNav"] a', has_text="Live query").first.click()
-        page.get_by_role("button", name="Start query").wait_for(timeout=120_000)
-        _start_see_chart_and_stop(page, "Your dataset (uploaded on the Datasets page)", "browser_dataset")
+        assert page.locator(".stException").count() == 0  # a dataset with its mapping saved is run in the newcomer's walk below
     finally:
         page.close()
 
