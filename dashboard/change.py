@@ -15,6 +15,7 @@ that they read what it will do.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -22,7 +23,7 @@ import streamlit as st
 
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.query.config import OUTPUT_MODES
-from streaming.engine.run.change import Change, Prediction, predict, resume_changed
+from streaming.engine.run.change import CLEAN, Change, Prediction, predict, resume_changed
 from streaming.engine.sql import SqlError, SqlQuery
 
 from .jobs import Job, job_view, start_job
@@ -30,44 +31,58 @@ from .jobs import Job, job_view, start_job
 if TYPE_CHECKING:
     from streaming.engine.run.registry import QueryRegistry
 
-__all__ = ["change_panel"]
+__all__ = ["change_panel", "changing"]
 
-CLEAN = "nothing the state depends on changes"
-"""The one reason a clean prediction gives (:func:`~streaming.engine.run.change.predict`)."""
-
-
-def change_panel(registry: QueryRegistry, name: str, kept: SqlQuery) -> None:
-    """*Change and resume* for the stopped kept SQL query ``name`` (its query ``kept``): the editor prefilled with it, the prediction, Apply."""
+def change_panel(registry: QueryRegistry, name: str) -> None:
+    """*Change and resume* for the stopped kept SQL query ``name``, as its folder holds it now (a change applied before included): the
+    editor prefilled with it, the prediction, Apply. Nothing for a query whose folder keeps no SQL, or is gone."""
+    try:
+        kept = registry.kept_folder(name).config()
+    except ConfigError:
+        return
+    if not isinstance(kept, SqlQuery):
+        return
     key = f"chg_{name}"
-    with st.expander("Change and resume", icon=":material/edit_note:"):
+    job: Job | None = st.session_state.get(f"{key}_job")
+    running = job is not None and not job.done
+    with st.expander("Change and resume", icon=":material/edit_note:", expanded=running):
         text = st.text_area("Changed SQL", value=kept.text, key=f"{key}_sql", height=180,
                             help="The kept query, to change: a watermark delay, a filter, the output mode... It goes on over the same views")
         mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index(kept.output_mode), key=f"{key}_mode")
         changed = kept.with_changes(text=text, output_mode=mode)
         if changed == kept:
             st.caption("Change the query: the lab says what Spark will do with the kept state before anything runs.")
-            _result(key)
+            _result(job)
             return
         try:
             prediction = _prediction(registry, key, kept, changed)
         except (SqlError, ConfigError) as err:
             st.error(f"The changed query does not run: {err}")
             return
-        clean = prediction.verdict == "resumed" and prediction.reasons == (CLEAN,)
         _show(prediction)
-        read = clean or st.checkbox("I have read what Spark will do with the kept state: apply anyway", key=f"{key}_read")
-        if st.button("Apply the change and resume", key=f"{key}_apply", disabled=not read, type="primary",
+        read = prediction.clean or st.checkbox("I have read what Spark will do with the kept state: apply anyway", key=f"{key}_read")
+        if st.button("Apply the change and resume", key=f"{key}_apply", disabled=not read or running, type="primary",
                      help="Resumes the kept query with the change over the rest of its data; when Spark refuses, the query stays as it was"):
-            folder = registry.kept_folder(name).folder
+            try:
+                folder = registry.kept_folder(name).folder
+            except ConfigError as err:
+                st.error(f"Cannot change it: {err}")
+                return
             start_job(f"{key}_job", f"Change and resume of {name}", (name, changed), lambda job: _apply(registry, changed, folder, job))
-        _result(key)
+        _result(job)
+
+
+def changing(name: str) -> bool:
+    """Whether this browser session is applying a change to ``name`` now: its Resume and Delete wait for it."""
+    job: Job | None = st.session_state.get(f"chg_{name}_job")
+    return job is not None and not job.done
 
 
 def _prediction(registry: QueryRegistry, key: str, kept: SqlQuery, changed: SqlQuery) -> Prediction:
     """The prediction for ``changed``, made once per text and output mode: it checks both queries' plans on Spark."""
     held = st.session_state.get(f"{key}_predicted")
-    if held is None or held[0] != changed:
-        held = (changed, predict(registry.spark, kept, changed))
+    if held is None or held[0] != (kept, changed):
+        held = ((kept, changed), predict(registry.spark, kept, changed))
         st.session_state[f"{key}_predicted"] = held
     return held[1]
 
@@ -76,19 +91,18 @@ def _show(prediction: Prediction) -> None:
     reasons = "\n".join(f"- {reason}" for reason in prediction.reasons)
     if prediction.verdict == "refused":
         st.error(f"**Spark will refuse this change** ({prediction.condition}): nothing would run, and the query stays as it was.\n{reasons}")
-    elif prediction.reasons == (CLEAN,):
+    elif prediction.clean:
         st.success(f"**Spark will resume it**: {CLEAN}.")
     else:
         st.warning(f"**Spark will resume it, and will not tell you:**\n{reasons}")
 
 
-def _apply(registry: QueryRegistry, changed: SqlQuery, folder: object, job: Job) -> Change:
+def _apply(registry: QueryRegistry, changed: SqlQuery, folder: Path, job: Job) -> Change:
     job.report("Spark resumes the kept query with the change, over the rest of its data")
-    return resume_changed(registry, changed, folder)  # type: ignore[arg-type]
+    return resume_changed(registry, changed, folder, cancel=job.cancel)
 
 
-def _result(key: str) -> None:
-    job: Job | None = st.session_state.get(f"{key}_job")
+def _result(job: Job | None) -> None:
     if job is not None:
         job_view(job, _render, "")
 

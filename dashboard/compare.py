@@ -139,7 +139,7 @@ def compare_results(job: Job) -> None:
     no_data = ", ".join(str(int((run.progress["num_input_rows"] == 0).sum())) for run in comparison.runs)
     st.caption(f"{job.inputs.feed}: {len(comparison.runs)} configs in {comparison.wall_seconds:.0f} s "
                f"{'(run concurrently: batch durations are measured while they share the cores)' if comparison.concurrent else ''}. "
-               f"Every config replayed under {describe_rule(job.inputs.configs[0].arrival)} (no-data batches, config by config: {no_data}).")
+               f"Every config replayed under {describe_rule(job.inputs.configs[0].ran_arrival())} (no-data batches, config by config: {no_data}).")
     summary = readable_seconds(comparison.summary(), ["output_delay_seconds", "max_output_delay_seconds"])
     st.dataframe(summary[[name for name in COMPARE_COLUMNS if name in summary.columns]], hide_index=True, column_config=dict(COMPARE_COLUMNS))
     every_key = comparison.keys()

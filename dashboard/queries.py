@@ -14,7 +14,7 @@ from streaming.engine.run.query import Run
 from streaming.engine.run.registry import MAX_QUERIES_VARIABLE, QueryRegistry
 from streaming.engine.sql import SqlQuery
 
-from .change import change_panel
+from .change import change_panel, changing
 from .joins import LIVE_MODE
 from .live import PENDING_KEY, begin_run
 from .live_join import RUN as LIVE_JOIN_RUN
@@ -96,6 +96,9 @@ def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key:
 
 def _kept_actions(registry: QueryRegistry, name: str, live_page: str, pending_key: str = PENDING_KEY, problem: str | None = None) -> None:
     """Resume (from the checkpoint, then watch it) and Delete (checkpoint, result and progress) for a stopped kept query; Delete only when it has a ``problem``."""
+    if changing(name):
+        st.caption("A change is being applied: Resume and Delete wait for it.")
+        return
     if problem is not None:
         pass  # nothing to resume from: Delete only
     elif not registry.can_keep:
@@ -155,7 +158,7 @@ def render_kept(registry: QueryRegistry, live_page: str = LIVE_PAGE) -> None:
                     description = config.describe()
                     st.caption(" | ".join([source_summary(description), *(f"{key}: {value}" for key, value in description.items() if not key.startswith("source."))]))
                     if isinstance(config, SqlQuery) and registry.can_keep:
-                        change_panel(registry, name, config)
+                        change_panel(registry, name)
                 except ConfigError as err:
                     st.warning(f"Its configuration no longer holds: {err}")
             with actions:
@@ -177,7 +180,7 @@ def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAG
             if problem is not None:
                 st.warning(f"Cannot be resumed: {problem}. Delete it to free its name.")
             if run.kept and run.status != "active" and isinstance(run.config, SqlQuery) and registry.can_keep:
-                change_panel(registry, run.name, run.config)
+                change_panel(registry, run.name)
         with actions:
             _run_actions(registry, run, live_page, problem=problem)
 

@@ -32,7 +32,7 @@ SQL_COMPARE_JOB = "cmp_sql_job"
 
 @dataclass(frozen=True)
 class SqlCompareInputs:
-    """What a SQL comparison runs: the queries, over the same views, each replayed under its arrival rule."""
+    """What a SQL comparison runs: the queries, over the same views, replayed under query 1's arrival rule (the others take it)."""
 
     queries: tuple[SqlQuery, ...]
 
@@ -85,7 +85,7 @@ def sql_comparison(ready: bool) -> None:
     inputs = None
     if len(queries) == count:
         try:
-            inputs = SqlCompareInputs(tuple(queries))  # each replayed to its end under the arrival rule chosen with it
+            inputs = SqlCompareInputs(tuple(queries))  # each replayed to its end, under the arrival rule chosen with query 1
         except ConfigError as err:
             st.error(f"Cannot compare these queries: {err}")
     job_controls(

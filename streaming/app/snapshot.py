@@ -122,8 +122,8 @@ def sql_judgement(query: SqlQuery, facts: PlanFacts | None) -> Judgement | str:
     if len(streamed) != 1:
         return "Event-by-event lateness is shown for a query over one streamed view (a stream-stream join has a watermark per side)."
     column = streamed[0].event_time
-    windows = [window for window in facts.windows if window.column == column]
-    if not facts.aggregates or len(windows) != 1 or [mark.column for mark in facts.watermarks] != [column]:
+    windows = [window for window in facts.windows if window.column.casefold() == column.casefold()]  # names resolve as Spark resolves them
+    if not facts.aggregates or len(windows) != 1 or [mark.column.casefold() for mark in facts.watermarks] != [column.casefold()]:
         return (f"Event-by-event lateness is shown for a query that aggregates `{streamed[0].name}` in one kind of window( ) of `{column}`, under "
                 f"one WATERMARK clause on `{column}`.")
     return Judgement(streamed[0].stream, windows[0].window_ms, windows[0].slide_ms)

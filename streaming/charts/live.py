@@ -412,7 +412,7 @@ def watermark_gap_figure(progress: pd.DataFrame, drawn: Drawn | None = None, *, 
         return _batch_figure(title, f"{unit} behind batch time", note, [_line(shown["batch_id"], shown["watermark_gap_seconds"] / size, "gap")])
     latest = pd.to_datetime(progress["max_event_time"]).cummax().ffill()
     behind = ((latest - pd.to_datetime(progress["watermark"])) / pd.Timedelta(seconds=1)).to_numpy(dtype="float64")
-    shown, note = _history(progress.assign(behind_latest_seconds=behind), ("watermark_gap_seconds",), drawn, also=("behind_latest_seconds",))
+    shown, note = _history(progress.assign(behind_latest_seconds=behind), ("behind_latest_seconds",), None)  # thinned by what it draws
     unit, size = time_unit(shown["behind_latest_seconds"])
     return _batch_figure(title, f"{unit} behind the latest event time", note, [_line(shown["batch_id"], shown["behind_latest_seconds"] / size, "gap")])
 

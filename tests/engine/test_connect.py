@@ -100,8 +100,8 @@ def test_the_memory_sink_reader_refuses_a_limit_that_is_not_a_count() -> None:
 
 
 def test_the_guide_example_in_complete_mode_over_connect_equals_the_classic_session(connect_server, registry, write_feed, tmp_path) -> None:
-    """Complete mode, whose memory sink Spark replaces each batch; append and update are the sample feeds' below (late and malformed rows,
-    sliding windows), which the guide's would repeat."""
+    """Complete mode, whose memory sink Spark replaces each batch; update is the sample feed's below (late and malformed rows), append the
+    joins' (each joined row once), which the guide's would repeat."""
     folder = write_feed(GUIDE_BATCHES)
     remote = connect_replay(connect_server, folder, tmp_path, output_mode="complete", **GUIDE)
     local = replay(registry, folder, output_mode="complete", timeout=CONNECT_TIMEOUT, **GUIDE).to_json()

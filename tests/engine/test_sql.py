@@ -181,7 +181,7 @@ def test_a_sql_query_gives_what_plain_spark_sql_gives_over_the_same_micro_batche
 def test_the_window_calls_are_read_from_sparks_rendering_of_the_parsed_plan() -> None:
     rendered = (
         "'Aggregate ['window('e.event_time, 10 minutes, 5 minutes), 'k], ['window('e.event_time, 10 minutes, 5 minutes) AS w#3, "
-        "'session_window('ts, 5 minutes) AS s#4, 'window('`my col`, 3600000000) AS h#5, 'window('ts, 1 minute, 1 minute, 10 seconds) AS o#6]"
+        "'session_window('ts, 5 minutes) AS s#4, 'WINDOW('`my col`, 3600000000) AS h#5, 'window('ts, 1 minute, 1 minute, 10 seconds) AS o#6]"
     )
     assert windows_of(rendered) == (Window("event_time", 600_000, 300_000), Window("my col", 3_600_000))  # a session or an offset window is left out
 

@@ -268,7 +268,7 @@ def preview(spark: SparkSession, files: Sequence[Path], fmt: FileFormat, mapping
         head = _first_rows(spark, files, fmt, typed.schema, first)
     except Exception as err:  # noqa: BLE001 - a bad pattern or unreadable file surfaces only when Spark runs
         raise ConfigError("dataset", files[0].parent.name, f"cannot be previewed: {first_line(err)}") from None
-    view_types = dataset_schema(typed)
+    view_types = {**dataset_schema(typed), mapping.event_time: "timestamp"}  # the view reads the mapped event time as a TIMESTAMP
     columns = tuple(
         ColumnSummary(
             name, data_type, roles.get(name, ""), int(totals[f"n{index}"]), int(totals[f"u{index}"]) if name in parsed else None, view_types.get(name, data_type),

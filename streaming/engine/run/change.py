@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 __all__ = ["Change", "Prediction", "checkpoint_facts", "predict", "predict_on_state", "resume_changed"]
 
 Verdict = Literal["resumed", "refused"]
+CLEAN = "nothing the state depends on changes"
+"""The reason of a change Spark resumes with nothing the kept state depends on changed."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,11 @@ class Prediction:
     verdict: Verdict
     condition: str | None
     reasons: tuple[str, ...]
+
+    @property
+    def clean(self) -> bool:
+        """Resumed with nothing the state depends on changed: safe to apply without a word."""
+        return self.verdict == "resumed" and self.reasons == (CLEAN,)
 
     def to_json(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "error_condition": self.condition, "reasons": list(self.reasons)}
@@ -102,7 +110,7 @@ def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
         )
     if old.output_mode != new.output_mode:
         reasons.append(f"the output mode changes ({old.output_mode} to {new.output_mode}): Spark resumes, emitting by the new mode from the next batch")
-    return Prediction("resumed", None, tuple(reasons) or ("nothing the state depends on changes",))
+    return Prediction("resumed", None, tuple(reasons) or (CLEAN,))
 
 
 _DELAY = re.compile(r"DELAY\s+OF\s+INTERVAL\s+('[^']*'|\S+)(\s+[A-Za-z]+)?", re.IGNORECASE)
@@ -153,7 +161,7 @@ def _last_watermark(folder: KeptQuery) -> str | None:
     return stamp(moment.tz_convert(None) if moment.tzinfo is not None else moment)
 
 
-def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, timeout: float = 600.0) -> Change:
+def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, timeout: float = 600.0, cancel: threading.Event | None = None) -> Change:
     """Resume the kept query of ``folder`` with ``query`` (see the module docstring): Spark's verdict, and the folder changed only when it resumed.
 
     :class:`ConfigError` when the folder keeps no SQL query, or the change reads other views (the same data must go on).
@@ -179,7 +187,7 @@ def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, ti
         history = [*record.get("changes", []), {"config": stored, "until_batch": batches, "result": carried}]
         _write_record(kept, {**record, "config": query.to_dict(), "changes": history})
         try:
-            replay = replay_sql(registry, query, keep=kept.folder, timeout=timeout)
+            replay = replay_sql(registry, query, keep=kept.folder, timeout=timeout, cancel=cancel)
         except SqlError as err:
             _restore(kept, backup)
             named = [condition for condition in conditions(err.spark_message or str(err)) if condition != "STREAM_FAILED"]
@@ -189,6 +197,7 @@ def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, ti
             _restore(kept, backup)
         raise
     shutil.rmtree(backup, ignore_errors=True)
+    kept.failures_file.unlink(missing_ok=True)  # another query now: what the old one failed with says nothing of it
     return Change("resumed", predicted, changed, before, _last_watermark(kept), replay=replay)
 
 

@@ -33,21 +33,27 @@ _WRAPPERS = frozenset({"STREAM_FAILED"})
 
 @dataclass(frozen=True)
 class Failure:
-    """A run's failure: Spark's error condition (or the error's first line, ids left out, when it names none) and the batch that failed."""
+    """A run's failure: Spark's error condition (or the error's first line, ids left out, when it names none) and the batch that failed.
+
+    Only a failure with a condition is ``repeatable``: Spark names one for what the data or the query causes (a cast, a state schema);
+    a broker away, a folder deleted or the server's batch budget name none, and may pass."""
 
     condition: str
     batch: int
+    repeatable: bool = True
 
     def words(self) -> str:
         return f"{self.condition} at batch {self.batch}"
 
 
-def failure_of(error: str, last_batch_id: int) -> Failure:
-    """The :class:`Failure` of a run that ended with ``error`` after committing batch ``last_batch_id`` (-1: none): the next batch failed."""
+def failure_of(error: str, last_batch_id: int, *, repeatable: bool = True) -> Failure:
+    """The :class:`Failure` of a run that ended with ``error`` after committing batch ``last_batch_id`` (-1: none): the next batch failed.
+    ``repeatable=False`` for a failure the lab caused (the server's batch budget), which the load decides."""
     text = error.split("terminated with exception:", 1)[-1]
     named = [found for found in conditions(text) if found not in _WRAPPERS]
-    condition = named[0] if named else _IDS.sub("…", brief(text, 200))
-    return Failure(condition, last_batch_id + 1)
+    if named:
+        return Failure(named[0], last_batch_id + 1, repeatable)
+    return Failure(_IDS.sub("…", brief(text, 200)), last_batch_id + 1, False)
 
 
 def note(path: Path, failure: Failure) -> None:
@@ -61,6 +67,6 @@ def last_noted(path: Path) -> Failure | None:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
         values = json.loads(lines[-1]) if lines else None
-        return None if values is None else Failure(str(values["condition"]), int(values["batch"]))
+        return None if values is None else Failure(str(values["condition"]), int(values["batch"]), bool(values.get("repeatable", True)))
     except (OSError, ValueError, KeyError, TypeError):
         return None

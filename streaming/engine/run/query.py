@@ -219,7 +219,7 @@ class Run(StopsInBackground, Generic[C, T]):
     @property
     def failure(self) -> Failure | None:
         """What a failed run failed with (:mod:`.failure`); ``None`` for a run that did not fail."""
-        return failure_of(self.error or "", self.log.last_batch_id) if self.status == "failed" else None
+        return failure_of(self.error or "", self.log.last_batch_id, repeatable=self.overrun is None) if self.status == "failed" else None
 
     def watch(self, seconds: float, reason: str) -> None:
         """Stop the run, with ``reason`` as its error, once one micro-batch has run longer than ``seconds`` (the server's budget:

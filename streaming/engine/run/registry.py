@@ -257,24 +257,25 @@ class QueryRegistry:
             raise ConfigError("name", name, f"is not resumed: {problem}")
         run = self.get(name)
         failure = None if run is None else run.failure
-        if failure is not None:
+        resumed = self.start(folder.config(), name, max_rows=max_rows, resume=True)
+        if failure is not None and failure.repeatable:  # once it has started: a resume refused before it ran proves nothing
             note(folder.failures_file, failure)
-        return self.start(folder.config(), name, max_rows=max_rows, resume=True)
+        return resumed
 
     def resume_problem(self, name: str) -> str | None:
         """Why the kept query ``name`` cannot be resumed (:attr:`~.checkpoints.KeptQuery.problem`), or would only fail again: its run failed
         the way it had failed when it was resumed, at the same batch (:mod:`.failure`). ``None`` when it can be resumed."""
         folder = self._kept_folder(name)
-        if not folder.exists():
+        if not folder.exists() or not self._sees(folder.owner):
             return "its folder is gone"
         if folder.problem is not None:
             return folder.problem
         run = self.get(name)
         failure = None if run is None else run.failure
-        if failure is not None and last_noted(folder.failures_file) == failure:
+        if failure is not None and failure.repeatable and last_noted(folder.failures_file) == failure:
             return (
                 f"resumed, it failed again with {failure.words()}. A resume runs that batch again with the same data and query, so it would "
-                "fail the same way: change the query or the data first"
+                "fail the same way: change the query first (a SQL query's Change and resume)"
             )
         return None
 

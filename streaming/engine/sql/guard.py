@@ -181,7 +181,8 @@ def streaming_checks(frame: DataFrame, output_mode: str, text: str) -> None:
         raise SqlError(f"the output mode {output_mode!r} is not one of {', '.join(_OUTPUT_MODES)}") from None
     except Exception as err:  # noqa: BLE001 - Spark's AnalysisException through py4j
         refusal = analysis_error(err, text)
-        if refusal.line is None and "aggregation" in refusal.message.lower():  # Spark names no operator: the aggregation's clause is the one
+        spark_words = refusal.spark_message or ""
+        if refusal.line is None and "aggregations" in spark_words and "without watermark" in spark_words:  # Spark places this one nowhere
             line, column = _aggregation_at(frame._jdf.queryExecution().analyzed(), text)
             refusal = SqlError(refusal.message, line, column, refusal.condition, refusal.spark_message)
         raise refusal from None

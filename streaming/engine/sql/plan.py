@@ -98,7 +98,7 @@ def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None
 
 
 _NAME_PART = re.compile(r"`([^`]*)`|([^.`]+)")
-_WINDOW_CALL = re.compile(r"(?<![\w`])'window\(([^()]*)\)")
+_WINDOW_CALL = re.compile(r"(?<![\w`])'window\(([^()]*)\)", re.IGNORECASE)  # the name as written: window, WINDOW
 
 
 def windows_of(parsed: str) -> tuple[Window, ...]:
