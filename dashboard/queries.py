@@ -10,6 +10,7 @@ import streamlit as st
 
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.join.live_join import LiveJoinQuery
+from streaming.engine.output.sinks import MAX_SINK_ROWS_VARIABLE
 from streaming.engine.run.query import Run
 from streaming.engine.run.registry import MAX_QUERIES_VARIABLE, QueryRegistry
 from streaming.engine.sql import SqlQuery
@@ -212,7 +213,8 @@ def queries_view(registry: QueryRegistry) -> None:
     if deleted is not None:
         st.success(deleted)
     limit = "no limit" if registry.max_active is None else f"at most {registry.max_active} at once ({MAX_QUERIES_VARIABLE})"
-    st.caption(f"Budgets of this server: queries, {limit}; {registry.budgets.words()}.")
+    st.caption(f"Budgets of this server: queries, {limit}; {registry.budgets.words()}; a micro-batch may hand the page {registry.max_sink_rows:,} rows "
+               f"({MAX_SINK_ROWS_VARIABLE}).")
     runs = registry.runs()
     if runs:
         st.dataframe(runs_frame(runs), hide_index=True)

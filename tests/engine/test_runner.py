@@ -333,3 +333,22 @@ def test_a_micro_batch_over_its_budget_stops_its_run_and_says_why(tmp_path) -> N
         ended.set()
         moving.stop()
     assert moving.status == "stopped"
+
+
+def test_a_batch_beyond_the_row_budget_fails_its_query_before_its_rows_are_collected(spark, write_feed) -> None:
+    """A SQL query that multiplied its rows ran the server's memory out: at most the budget's rows of a batch are collected, one more
+    stops the query with the reason."""
+    from support import wait_for
+
+    from streaming.engine.query.config import FeedSource, QueryConfig
+    from streaming.engine.run.registry import QueryRegistry
+
+    registry = QueryRegistry(spark, max_sink_rows=3)
+    try:
+        run = registry.start(QueryConfig(FeedSource(write_feed(GUIDE_BATCHES), seconds_per_file=0), output_mode="complete", arrival="busy", **GUIDE), "too_many")  # busy: every file at once
+        wait_for(lambda: run.status != "active", "the query was not stopped", 120)
+        assert run.status == "failed" and run.error is not None and "gave more than 3 rows" in run.error and "STREAMING_LAB_MAX_SINK_ROWS" in run.error
+        assert run.table.frame().empty  # nothing of the batch was folded
+    finally:
+        registry.stop_all()
+        spark.streams.removeListener(registry.listener)

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .progress import ProgressLog
 
 __all__ = [
-    "DEFAULT_MAX_SINK_ROWS", "MAX_SINK_ROWS_VARIABLE", "BatchFolder", "FoldSink", "MemorySinkReader", "Sink", "TopicSink", "max_sink_rows", "split_batches",
+    "DEFAULT_MAX_SINK_ROWS", "MAX_SINK_ROWS_VARIABLE", "BatchFolder", "BatchTooLarge", "FoldSink", "MemorySinkReader", "Sink", "TopicSink", "max_sink_rows", "split_batches",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -98,20 +98,36 @@ class Sink(Protocol):
         ...
 
 
-class FoldSink:
-    """``foreachBatch`` in this process: each batch is folded by Spark's own call, before the batch commits (a kept table stores it then too)."""
+class BatchTooLarge(RuntimeError):
+    """A batch's output beyond the row budget: raised in ``foreachBatch``, it fails the query before the batch commits."""
 
-    def __init__(self, table: BatchFolder, latency: LatencyLog | None = None) -> None:
+
+class FoldSink:
+    """``foreachBatch`` in this process: each batch is folded by Spark's own call, before the batch commits (a kept table stores it then too).
+
+    At most ``max_rows`` rows of a batch are collected: one more fails the query with a plain reason instead of collecting the rest into
+    the server's memory (a SQL query that multiplies its rows, or a complete-mode table of millions of groups)."""
+
+    def __init__(self, table: BatchFolder, latency: LatencyLog | None = None, *, max_rows: int = DEFAULT_MAX_SINK_ROWS) -> None:
+        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+            raise ConfigError("max_sink_rows", max_rows, "must be a whole number of at least 1")
         self.table = table
         self.latency = latency
         """Told when each batch's rows were received and folded (:mod:`streaming.engine.output.latency`)."""
+        self.max_rows = max_rows
         self.error: str | None = None
 
     def attach(self, writer: DataStreamWriter) -> DataStreamWriter:
-        table, latency = self.table, self.latency
+        table, latency, budget = self.table, self.latency, self.max_rows
 
         def fold(batch: DataFrame, batch_id: int) -> None:
-            rows = [tuple(row) for row in batch.collect()]
+            rows = [tuple(row) for row in batch.limit(budget + 1).collect()]
+            if len(rows) > budget:
+                self.error = (
+                    f"batch {batch_id} gave more than {budget:,} rows, the most one batch may hand the page ({MAX_SINK_ROWS_VARIABLE}): the query "
+                    "was stopped before they were collected. Aggregate or filter more, or raise the limit"
+                )
+                raise BatchTooLarge(self.error)
             written = time.time_ns() // 1_000_000
             table.apply(batch_id, rows)
             if latency is not None:

@@ -500,7 +500,7 @@ def start_run(
     elif connect:
         sink = MemorySinkReader(spark, name, config.output_mode, table, log, max_sink_rows=max_sink_rows)
     else:
-        sink = FoldSink(table, latencies)
+        sink = FoldSink(table, latencies, max_rows=max_sink_rows)
     try:
         writer = sink.attach(
             frame.writeStream.queryName(name).outputMode(config.output_mode).option("checkpointLocation", str(workdir / CHECKPOINT))
