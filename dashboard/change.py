@@ -31,7 +31,7 @@ from .jobs import Job, job_view, start_job
 if TYPE_CHECKING:
     from streaming.engine.run.registry import QueryRegistry
 
-__all__ = ["change_panel", "changing"]
+__all__ = ["change_panel", "changing", "show_prediction"]
 
 def change_panel(registry: QueryRegistry, name: str) -> None:
     """*Change and resume* for the stopped kept SQL query ``name``, as its folder holds it now (a change applied before included): the
@@ -59,7 +59,7 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
         except (SqlError, ConfigError) as err:
             st.error(f"The changed query does not run: {err}")
             return
-        _show(prediction)
+        show_prediction(prediction)
         read = prediction.clean or st.checkbox("I have read what Spark will do with the kept state: apply anyway", key=f"{key}_read")
         if st.button("Apply the change and resume", key=f"{key}_apply", disabled=not read or running, type="primary",
                      help="Resumes the kept query with the change over the rest of its data; when Spark refuses, the query stays as it was"):
@@ -87,7 +87,8 @@ def _prediction(registry: QueryRegistry, key: str, kept: SqlQuery, changed: SqlQ
     return held[1]
 
 
-def _show(prediction: Prediction) -> None:
+def show_prediction(prediction: Prediction) -> None:
+    """What Spark will do with the kept state, in the page's words: refused, resumed without saying what it changes, or resumed cleanly."""
     reasons = "\n".join(f"- {reason}" for reason in prediction.reasons)
     if prediction.verdict == "refused":
         st.error(f"**Spark will refuse this change** ({prediction.condition}): nothing would run, and the query stays as it was.\n{reasons}")

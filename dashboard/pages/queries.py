@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from dashboard.checkpoint import checkpoint_panel
 from dashboard.queries import queries_view
 from dashboard.shared import get_registry, session_starter, session_status, wait_for_session
 
@@ -13,6 +14,9 @@ st.caption(
 starter = session_starter()
 if session_status(starter):
     queries_view(get_registry())
+    st.subheader("A checkpoint of your own")
+    st.caption("A Structured Streaming job's checkpoint copied under the data root: what it holds, and whether a query would resume from it.")
+    checkpoint_panel(get_registry())
 elif starter.status == "starting":
     st.info("Spark is starting in the background; the queries show once it is ready.")
     wait_for_session(starter)

@@ -658,3 +658,15 @@ def test_a_topics_form_starts_from_the_mapping_of_the_dataset_it_was_published_f
     assert (guessed.value, guessed.arrival) == (None, None)  # a column the values lack, and the arrival: the record's timestamp
     assert published_guess(published, ["air_time", "carrier"]) is None and published_guess(None, names) is None
     assert published_guess({"no such role": "x"}, names) is None
+
+
+def test_checkpoints_are_found_under_the_data_root_only(tmp_path: Path) -> None:
+    from dashboard.checkpoint import checkpoint_folders
+
+    root, outside = tmp_path / "data", tmp_path / "elsewhere"
+    for folder in (root / "jobs" / "orders", root / ".queries" / "q" / "checkpoint", outside / "secret", root / "a" / "b" / "c" / "d" / "deep"):
+        (folder / "offsets").mkdir(parents=True)
+        (folder / "metadata").write_text("{}")
+    (root / "jobs" / "orders" / "state" / "offsets").mkdir(parents=True)  # inside a checkpoint: not another one
+    (root / "link").symlink_to(outside, target_is_directory=True)  # a link out of the root is not followed
+    assert checkpoint_folders(root) == [Path(".queries/q/checkpoint"), Path("jobs/orders")]  # and none deeper than four levels

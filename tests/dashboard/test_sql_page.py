@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from support.app import page_metric
 
 from dashboard import shared
 from streaming.app.snapshot import snapshot
+from streaming.engine.data.datasets import data_root
 from streaming.engine.run.checkpoints import KeptQuery
 
 pytestmark = pytest.mark.spark
@@ -128,6 +130,12 @@ def test_a_sql_query_over_a_stream_and_a_table_starts_shows_its_table_operators_
         queries.run()
     record = KeptQuery(run.workdir).record()
     assert record["config"]["text"] == longer and [change["config"]["text"] for change in record["changes"]] == [JOINED_SQL]
+
+    # the same checkpoint read as one of your own: what it holds, and a query checked against it without running anything
+    queries.selectbox(key="ckpt_folder").set_value(run.workdir.resolve().relative_to(data_root(os.environ)) / "checkpoint").run()
+    assert int(page_metric(queries, "Last committed batch")) >= 3 and page_metric(queries, "Watermark it carries") != "none"
+    queries.text_area(key="ckpt_sql").set_value(longer.replace("e.key, count(*)", "e.key, e.event_time, count(*)").replace("GROUP BY 1, 2", "GROUP BY 1, 2, 3")).run()
+    assert any("Spark will refuse this change** (STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE)" in error.value for error in queries.error)
 
 
 def _guide_page(path: str, state: dict[str, object]) -> AppTest:
