@@ -702,6 +702,13 @@ def test_the_page_recovers_when_spark_dies_under_a_running_query(served, browser
 
         page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
         _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "reborn")
+        # SQL is checked on the new JVM: the check once kept a handle on the dead one and refused every text until a restart
+        page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first.click()
+        editor = page.get_by_role("textbox", name="SQL")
+        editor.wait_for(timeout=60_000)
+        editor.fill(WINDOWED_SQL)
+        editor.press("Control+Enter")
+        page.get_by_text("Ready to run.").first.wait_for(timeout=120_000)
         assert page.locator(".stException").count() == 0
     finally:
         page.close()
