@@ -30,6 +30,7 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.output.progress import progress_total, state_store_metrics
 from streaming.engine.output.state import state_operators, state_rows
 from streaming.engine.query.config import QueryConfig
+from streaming.engine.run.checkpoints import KeptQuery
 from streaming.engine.sources import StreamSource
 from streaming.engine.sources.kafka import initial_offsets
 from streaming.engine.sql import PlanFacts, SqlQuery
@@ -300,7 +301,7 @@ def snapshot(run: Run, *, stall_batches: int) -> RunSnapshot:
         slide = None if config.session_gap is not None else pd.Timedelta(milliseconds=config.slide_ms)
     figures = live_figures(
         drawn, progress, breakdown, output_mode=config.output_mode, measure=measure, slide=slide, drawn=run.log.drawn, lag=config.source.reports_lag,
-        replayed=config.fixed,
+        replayed=config.fixed, changed_at=KeptQuery(run.workdir).changed_at() if run.kept else (),
     )
     return RunSnapshot(run, read_at, run.status, progress, table, current_watermark(progress), stall_batches, figures, operators)
 

@@ -465,6 +465,7 @@ def live_figures(
     drawn: Drawn | None = None,
     lag: bool = False,
     replayed: bool = False,
+    changed_at: Sequence[int] = (),
 ) -> dict[str, go.Figure]:
     """Every figure of the live view for one refresh, by name: ``counts``, ``drops``, ``state``, ``rates``, ``input``, ``duration``, ``gap`` (and ``lag``, with ``lag=True``).
 
@@ -472,10 +473,10 @@ def live_figures(
     :func:`streaming.engine.output.progress.progress_frame` and :func:`~streaming.engine.output.progress.breakdown_frame`
     (or a :class:`~streaming.engine.output.progress.ProgressLog`'s ``frames``; pass its ``drawn`` too, so a long
     history is thinned from what the last refresh found rather than read whole); ``replayed`` for a replay of stored data (see
-    :func:`watermark_gap_figure`).
+    :func:`watermark_gap_figure`); ``changed_at``, the batches from which a changed query ran, each marked on the charts over batches.
     """
     passed = "event_time" in table.columns
-    return {
+    figures = {
         "counts": passed_rows_figure(table) if passed else windowed_counts_figure(
             table,
             watermark=current_watermark(progress),
@@ -492,3 +493,8 @@ def live_figures(
         "gap": watermark_gap_figure(progress, drawn, replayed=replayed),
         **({"lag": lag_figure(progress, drawn)} if lag else {}),
     }
+    for name, figure in figures.items():
+        if name != "counts":
+            for batch in changed_at:
+                figure.add_vline(x=batch - 0.5, line={"dash": "dot", "color": "#7048e8"}, annotation_text="changed", annotation_position="top left")
+    return figures

@@ -218,6 +218,13 @@ def test_watermark_gap(progress: pd.DataFrame) -> None:
     assert live.watermark_gap_figure(progress).layout.yaxis.title.text == "minutes behind batch time"
 
 
+def test_the_batch_a_change_ran_from_is_marked_on_every_chart_over_batches(progress: pd.DataFrame) -> None:
+    figures = live.live_figures(pd.DataFrame(), progress, pd.DataFrame(), output_mode="update", changed_at=(2,))
+    for name in ("drops", "state", "rates", "gap"):
+        assert [(shape.x0, shape.x1) for shape in figures[name].layout.shapes] == [(1.5, 1.5)], name
+    assert not live.live_figures(pd.DataFrame(), progress, pd.DataFrame(), output_mode="update")["drops"].layout.shapes
+
+
 def test_a_replays_watermark_gap_is_behind_the_latest_event_time_not_the_clock(progress: pd.DataFrame) -> None:
     """A replay of stored flights read "5,055 days behind": its batches run today, its data is years old."""
     replayed_at = (pd.Timestamp("2030-01-01") - progress["watermark"]).dt.total_seconds()

@@ -145,6 +145,14 @@ class KeptQuery:
             return "its checkpoint is gone: Spark has nothing to resume it from"
         return None
 
+    def changed_at(self) -> tuple[int, ...]:
+        """The batches from which a change applied to the query ran (:mod:`.change` records each in ``query.json``); empty for none, or an
+        unreadable record."""
+        try:
+            return tuple(int(change["until_batch"]) for change in self.record().get("changes", []))
+        except (ConfigError, KeyError, TypeError, ValueError):
+            return ()
+
     def record(self) -> dict[str, Any]:
         """What ``query.json`` holds: ``name``, ``config``, ``start_ms``; :class:`ConfigError` if it cannot be read."""
         try:
