@@ -20,10 +20,12 @@ import pandas as pd
 import streamlit as st
 
 from streaming.engine.data.columns import ColumnMapping
+from streaming.engine.data.datasets import folder_owner
 from streaming.engine.data.preview import time_named
 from streaming.engine.errors import ConfigError
 from streaming.engine.kafka.broker import BOOTSTRAP_VARIABLE
 from streaming.engine.kafka.kafka_terms import KAFKA_KEY, KAFKA_TIMESTAMP, VALUE_FORMATS, check_bootstrap, check_topic
+from streaming.engine.kafka.topic_owners import TopicOwners
 from streaming.engine.kafka.topics import (
     SAMPLE_MESSAGES,
     TopicInfo,
@@ -43,6 +45,7 @@ from streaming.engine.sources.kafka import KafkaSource
 from .data import aggregate_widgets, batching_widgets
 from .datasets import KEY_NAMES, build_mapping, dataset_store, guess_column, mapping_widgets, preview_view
 from .jobs import Job, job_controls, start_job
+from .owner import is_operator, session_owner
 from .shared import KEPT, asked_twice, get_registry, get_spark, session_starter
 
 __all__ = [
@@ -100,6 +103,15 @@ def kafka_source(params: Mapping[str, Any], root: Path | None = None) -> KafkaSo
 @st.cache_data(ttl=10, show_spinner=False)
 def _topic_names(bootstrap: str) -> list[str]:
     return topic_names(bootstrap)
+
+
+def _topic_owners() -> TopicOwners:
+    return TopicOwners.under(dataset_store().root)
+
+
+def _seen_topics(bootstrap: str) -> list[str]:
+    """The topics on ``bootstrap`` this browser session sees: all but those the lab published from another user's private dataset."""
+    return _topic_owners().visible(bootstrap, _topic_names(bootstrap), None if is_operator() else session_owner())
 
 
 @st.cache_data(ttl=30, show_spinner="Reading a sample of the topic…")
@@ -162,7 +174,7 @@ def kafka_widgets(feeds: Sequence[str], prefix: str = "lab_kafka", *, replayed: 
     )
     params: dict[str, Any] = {"bootstrap": bootstrap}
     try:
-        names = _topic_names(check_bootstrap(bootstrap, "Bootstrap servers"))
+        names = _seen_topics(check_bootstrap(bootstrap, "Bootstrap servers"))
     except ConfigError as err:
         st.warning(str(err))
         return params
@@ -315,17 +327,20 @@ def publish_settings(source: FeedSource, values: Mapping[str, Any]) -> PublishSe
 
 
 def _publish_work(settings: PublishSettings) -> Callable[[Job], Published]:
-    spark = get_spark()
+    spark, owners, owner = get_spark(), _topic_owners(), folder_owner(settings.source.path)
 
     def work(job: Job) -> Published:
         def report(done: int, total: int, messages: int) -> None:
             job.report(f"batch {done:,} of {total:,}, {messages:,} messages sent")
 
         try:
-            return publish(
+            published = publish(
                 spark, settings.source, settings.bootstrap, settings.topic, partitions=settings.partitions, value_format=settings.value_format,  # type: ignore[arg-type]
                 speed=settings.speed, seconds_per_batch=settings.seconds_per_batch, cancel=job.cancel, progress=report,
             )
+            if owner is not None:  # a copy of a private dataset: its owner's topic alone
+                owners.claim(settings.bootstrap, settings.topic, owner)
+            return published
         finally:
             _topic_names.clear()  # a topic made (or deleted, by a cancel): the pickers list the brokers' topics again
 
@@ -404,7 +419,7 @@ def topics_panel(bootstrap: str) -> None:
         if not st.toggle("List them", key="kafka_list_topics", help="Asks the brokers for their topics and each one's records, at every rerun of the page"):
             return
         try:
-            names = _topic_names(check_bootstrap(bootstrap, "Bootstrap servers"))
+            names = _seen_topics(check_bootstrap(bootstrap, "Bootstrap servers"))
         except ConfigError as err:
             st.warning(f"The brokers cannot be read now: {err}")
             return
@@ -445,6 +460,7 @@ def _delete_topic_button(bootstrap: str, name: str) -> None:
     except ConfigError as err:
         st.error(f"Cannot delete {name}: {err}")
         return
+    _topic_owners().claim(bootstrap, name, None)
     _topic_names.clear()
     if st.session_state.get(LAST_TOPIC) == name:
         st.session_state.pop(LAST_TOPIC)

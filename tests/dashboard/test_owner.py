@@ -75,3 +75,21 @@ def test_only_a_session_that_opens_a_page_with_the_servers_operator_token_is_the
     assert at.markdown[0].value == f"operator: {operator}"
     at.run()  # the token is not left in the address bar, and the session stays what it was
     assert at.markdown[0].value == f"operator: {operator}" and ("operator" not in at.query_params) == bool(token)
+
+
+def test_a_topic_published_from_a_private_dataset_is_listed_to_its_owner_alone(tmp_path) -> None:
+    from streaming.engine.kafka.topic_owners import TopicOwners
+
+    owners, alice, bob = TopicOwners.under(tmp_path), "workspace:" + "a" * 32, "user:bob@example.com"
+    owners.claim("127.0.0.1:9092", "alice-flights", alice)
+    listed = ["alice-flights", "team-clicks", "orders"]
+    assert owners.visible("127.0.0.1:9092", listed, alice) == listed
+    assert owners.visible("127.0.0.1:9092", listed, bob) == ["team-clicks", "orders"]  # a team's topics stay everyone's
+    assert owners.visible("127.0.0.1:9092", listed, None) == listed  # the operator
+    assert owners.visible("broker.example:9092", listed, bob) == listed  # a topic of that name on other brokers is not hers
+    owners.claim("127.0.0.1:9092", "alice-flights", None)  # deleted from the lab: forgotten
+    assert owners.visible("127.0.0.1:9092", listed, bob) == listed and owners.owner_of("127.0.0.1:9092", "alice-flights") is None
+    with pytest.raises(ConfigError):
+        owners.claim("127.0.0.1:9092", "t", "root")  # not an owner the lab makes
+    (tmp_path / ".topics.json").write_text("not json")
+    assert owners.visible("127.0.0.1:9092", listed, bob) == listed  # an unreadable file hides nothing, and breaks no page

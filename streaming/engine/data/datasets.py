@@ -83,6 +83,14 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _DESCRIBED = "CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet)"
 
 
+def folder_owner(folder: Path) -> str | None:
+    """Whose the dataset in ``folder`` is (its :data:`OWNER_FILE`), or ``None``: shared."""
+    try:
+        return (Path(folder) / OWNER_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
 def data_root(environ: Mapping[str, str], cwd: Path | None = None) -> Path:
     """The data root named by ``environ[STREAMING_LAB_DATA]``, default ``data`` under ``cwd`` (the working folder)."""
     named = environ.get(DATA_ROOT_VARIABLE, "").strip()
@@ -296,11 +304,7 @@ class DatasetStore:
         )
 
     def _sees(self, folder: Path) -> bool:
-        try:
-            owner = (folder / OWNER_FILE).read_text().strip() or None
-        except OSError:
-            owner = None
-        return visible(owner, self.owner)
+        return visible(folder_owner(folder), self.owner)
 
     def folder(self, name: str) -> Path:
         """The folder of dataset ``name``; :class:`ConfigError` unless it is a listed dataset inside the root."""
