@@ -18,7 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
 from streaming.engine.errors import ConfigError, brief
@@ -45,7 +44,7 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
     key = f"chg_{name}"
     job: Job | None = st.session_state.get(f"{key}_job")
     running = job is not None and not job.done
-    with st.expander("Change and resume", icon=":material/edit_note:", expanded=running):
+    with st.expander("Change and resume", icon=":material/edit_note:", expanded=job is not None):  # open on its job's answer too
         text = st.text_area("Changed SQL", value=kept.text, key=f"{key}_sql", height=180,
                             help="The kept query, to change: a watermark delay, a filter, the output mode... It goes on over the same views")
         mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index(kept.output_mode), key=f"{key}_mode")
@@ -60,7 +59,10 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
             st.error(f"The changed query does not run: {err}")
             return
         show_prediction(prediction)
-        read = prediction.clean or st.checkbox("I have read what Spark will do with the kept state: apply anyway", key=f"{key}_read")
+        read = prediction.clean or st.checkbox(
+            "Try it anyway: Spark decides, and the query stays as it was when it refuses" if prediction.verdict == "refused"
+            else "I have read what Spark will do with the kept state: apply anyway", key=f"{key}_read",
+        )
         if st.button("Apply the change and resume", key=f"{key}_apply", disabled=not read or running, type="primary",
                      help="Resumes the kept query with the change over the rest of its data; when Spark refuses, the query stays as it was"):
             try:
@@ -100,7 +102,11 @@ def show_prediction(prediction: Prediction) -> None:
 
 def _apply(registry: QueryRegistry, changed: SqlQuery, folder: Path, job: Job) -> Change:
     job.report("Spark resumes the kept query with the change, over the rest of its data")
-    return resume_changed(registry, changed, folder, cancel=job.cancel)
+    change = resume_changed(registry, changed, folder, cancel=job.cancel)
+    stale = registry.get(folder.name)
+    if change.verdict == "resumed" and stale is not None and stale.status != "active":
+        registry.remove(folder.name)  # its run ran the old query: the page lists the folder, which holds the new one, and resumes that
+    return change
 
 
 def _result(job: Job | None) -> None:
@@ -118,7 +124,8 @@ def _render(job: Job) -> None:
         f"{change.watermark_after or 'none'}: it never moves back, so a longer delay starts to matter once event time passes where the old one put it."
     )
     if change.differences:
-        st.caption("What changed: " + "; ".join(change.differences))
+        st.caption("What changed")
+        st.code("\n".join(change.differences), language=None, wrap_lines=True)
     if change.replay is not None:
-        st.dataframe(pd.DataFrame(change.replay.records), hide_index=True, key=f"chg_result_{id(job)}")
+        st.dataframe(change.replay.result, hide_index=True, key=f"chg_result_{id(job)}")
         st.caption(f"The result over both runs, {change.replay.rows_dropped_by_watermark:,} rows dropped by the watermark in all.")

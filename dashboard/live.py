@@ -455,7 +455,7 @@ def query_selector(registry: QueryRegistry, keys: tuple[str, str, str] = (SELECT
     selected_key, watched_key, pending_key = keys
     names = [run.name for run in registry.runs() if not isinstance(run.config, LiveJoinQuery)]  # a live join is watched on the Joins page
     if not names:
-        st.info("No query yet: configure one in the sidebar and press **Start query**.")
+        st.info("No query yet: set one up (the sidebar's form, or Query: SQL) and press **Start query**.")
         return None
     state = st.session_state
     pending = state.pop(pending_key, None)

@@ -270,16 +270,11 @@ def _next(open_walks: Callable[[], HeldWalks]) -> None:
 
 
 def next_file_view(summaries: Sequence[Mapping[str, Any]], view: int) -> int | None:
-    """The view after the next step's batches: the first batch after the one ``view`` shows that read data, and the no-data batches Spark ran
-    after it (where the watermark it moved takes effect); ``None`` when no batch after the view has read data yet."""
+    """The view of the next batch after the one ``view`` shows that read data, passing over the no-data batches between (each only moved
+    the watermark, which the batch shown says it left); ``None`` when no batch after the view has read data yet."""
     rows = [int(summary.get("num_input_rows") or 0) for summary in summaries]
     first = next((index for index in range(view, len(rows)) if rows[index] > 0), None)
-    if first is None:
-        return None
-    last = first
-    while last + 1 < len(rows) and rows[last + 1] == 0:
-        last += 1
-    return last + 1
+    return None if first is None else first + 1
 
 
 def _next_file(open_walks: Callable[[], HeldWalks]) -> None:
@@ -311,7 +306,7 @@ def _to_end(open_walks: Callable[[], HeldWalks]) -> None:
 def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> int:
     """Back, Next batch, Run to end and the batch slider; the number of batches to show. Next and Run to end call ``open_walks`` for the
     walkthroughs to move (held, or started when none run: :func:`opener`)."""
-    back, forward, step, end, status = st.columns([1, 1, 1, 1, 3])
+    back, forward, step, end, status = st.columns([1, 1.2, 1.2, 1.2, 2.4])
     view = int(st.session_state.get(VIEW, 0))
     batches = walks.batches if walks is not None else 0
     at_end = walks is not None and walks.finished and view >= batches
@@ -323,8 +318,8 @@ def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> in
     )
     step.button(
         "Next file", key="scn_next_file", on_click=_next_file, args=args, disabled=at_end, icon=":material/playlist_play:", width="stretch",
-        shortcut="Shift+Right", help="Hand Spark the next file (a topic: the next records) and show the batches it causes: the batch that reads it and "
-        "the no-data batch the watermark's move runs after it, one press instead of two",
+        shortcut="Shift+Right", help="Hand Spark the next file (a topic: the next records) and show the batch that read it, passing over the no-data "
+        "batches between (each only moves the watermark, which the batch shown says it leaves): one press a file",
     )
     end.button("Run to end", key="scn_end", on_click=_to_end, args=args, disabled=at_end, icon=":material/fast_forward:", width="stretch", shortcut="End")
     if walks is None:

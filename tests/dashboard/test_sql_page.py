@@ -136,6 +136,8 @@ def test_a_sql_query_over_a_stream_and_a_table_starts_shows_its_table_operators_
     assert int(page_metric(queries, "Last committed batch")) >= 3 and page_metric(queries, "Watermark it carries") != "none"
     queries.text_area(key="ckpt_sql").set_value(longer.replace("e.key, count(*)", "e.key, e.event_time, count(*)").replace("GROUP BY 1, 2", "GROUP BY 1, 2, 3")).run()
     assert any("Spark will refuse this change** (STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE)" in error.value for error in queries.error)
+    assert app_registry.get(run.name) is None  # the run of the old query is forgotten: the page lists the folder, which holds the new one
+    app_registry.delete(run.name)
 
 
 def _guide_page(path: str, state: dict[str, object]) -> AppTest:
