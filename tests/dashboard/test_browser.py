@@ -224,7 +224,7 @@ def test_a_newcomer_walks_an_hour_scale_dataset_through_every_page(app_url, brow
         _until(lambda: page.get_by_role("button", name="Open in Live query").first.click(),
                lambda: page.get_by_role("heading", name="Live query").first.wait_for(timeout=30_000))
         assert _selected(page, "Source") == "Your dataset (uploaded on the Datasets page)" and _selected(page, "Dataset") == "flights"
-        assert page.get_by_role("textbox", name="Watermark delay").input_value() == recommended
+        expect(page.get_by_role("textbox", name="Watermark delay")).to_have_value(recommended, timeout=30_000)  # once the form has drawn its values
         page.get_by_role("textbox", name="Query name").fill("walk_flights")
         page.get_by_role("textbox", name="Query name").press("Enter")
         page.get_by_role("button", name="Start query").click()
