@@ -39,12 +39,12 @@ def checkpoint_folders(root: Path, depth: int = MAX_DEPTH) -> list[Path]:
     file), by their path under ``root``; links are not followed, so nothing outside the root is read."""
     found: list[Path] = []
     for folder, names, files in os.walk(root, followlinks=False):
-        here = Path(folder)
-        if len(here.relative_to(root).parts) >= depth:
-            names[:] = []
-        if "offsets" in names and "metadata" in files:
-            found.append(here.relative_to(root))
-            names[:] = []
+        here = Path(folder).relative_to(root)
+        checkpoint = "offsets" in names and "metadata" in files
+        if checkpoint:
+            found.append(here)
+        if checkpoint or len(here.parts) >= depth:
+            names[:] = []  # nothing below a checkpoint is another, nor below the depth
     return sorted(found)
 
 

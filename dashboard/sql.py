@@ -95,7 +95,7 @@ def sql_editor(source: Source, ready: bool, prefix: str, *, arrival: bool = True
     text_key = TEXT_KEY if prefix == "lab" else f"{prefix}_sql"
     view = st.text_input("View name", value=DEFAULT_VIEW, key=VIEW_KEY if prefix == "lab" else f"{prefix}_sql_view", persist_state="session",
                          help="The chosen source is this streaming view in your SQL")
-    default = form_sql(QueryConfig(source), view) if _fits_form(source) else f"SELECT *\nFROM STREAM({view})\n"
+    default = _default_sql(source, view)
     written = st.session_state.get(f"{text_key}_default")
     if text_key not in st.session_state or (st.session_state[text_key] == written and written != default):
         st.session_state[text_key] = default  # the query written for the data shown, until the user edits it: not another data's columns
@@ -186,12 +186,12 @@ def _verdict(checker: SqlChecker, text: str, key: str = VERDICT_KEY, output_mode
     return kept[2]
 
 
-def _fits_form(source: Source) -> bool:
+def _default_sql(source: Source, view: str) -> str:
+    """The SQL box's first text for ``source`` seen as ``view``: the form's query written as SQL, or every row when the form cannot run on it."""
     try:
-        QueryConfig(source)
+        return form_sql(QueryConfig(source), view)
     except ConfigError:
-        return False
-    return True
+        return f"SELECT *\nFROM STREAM({view})\n"
 
 
 def _views_panel(columns: Mapping[str, list[tuple[str, str]]]) -> None:

@@ -30,7 +30,6 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.output.progress import progress_total, state_store_metrics
 from streaming.engine.output.state import state_operators, state_rows
 from streaming.engine.query.config import QueryConfig
-from streaming.engine.run.checkpoints import KeptQuery
 from streaming.engine.sources import StreamSource
 from streaming.engine.sources.kafka import initial_offsets
 from streaming.engine.sql import PlanFacts, SqlQuery
@@ -128,6 +127,26 @@ def sql_judgement(query: SqlQuery, facts: PlanFacts | None) -> Judgement | str:
         return (f"Event-by-event lateness is shown for a query that aggregates `{streamed[0].name}` in one kind of window( ) of `{column}`, under "
                 f"one WATERMARK clause on `{column}`.")
     return Judgement(streamed[0].stream, windows[0].window_ms, windows[0].slide_ms)
+
+
+def judgement_of(run: Run) -> Judgement | str:
+    """What judges ``run``'s events one by one (:class:`Judgement`), or why they are not judged: read from its configuration (and a SQL
+    query's plan), not from its progress."""
+    config = run.config
+    if isinstance(config, SqlQuery):
+        judged = sql_judgement(config, run.table.facts)
+        if isinstance(judged, str):
+            return judged
+    elif config.aggregation == "none" or config.session_gap is not None:
+        return UNJUDGED
+    else:
+        judged = Judgement(config.source, config.window_ms, config.slide_ms, config.deduplicate)
+    feed, topic = judged.source.as_feed, judged.source.as_topic
+    if feed is None and topic is None:
+        return UNJUDGED
+    if topic is not None and topic.pattern:
+        return "Event-by-event lateness is shown for a query on one topic, not a pattern of topics."
+    return judged
 
 
 @dataclass(frozen=True)
@@ -231,27 +250,8 @@ class RunSnapshot:
         return state_rows(spark, self.run.checkpoint, operator, limit=limit)
 
     def judgement(self) -> Judgement | str:
-        """What judges this run's events one by one (:class:`Judgement`), or why they are not judged."""
-        config = self.run.config
-        if isinstance(config, SqlQuery):
-            judged = sql_judgement(config, self.run.table.facts)
-            if isinstance(judged, str):
-                return judged
-        elif config.aggregation == "none" or config.session_gap is not None:
-            return UNJUDGED
-        else:
-            judged = Judgement(config.source, config.window_ms, config.slide_ms, config.deduplicate)
-        feed, topic = judged.source.as_feed, judged.source.as_topic
-        if feed is None and topic is None:
-            return UNJUDGED
-        if topic is not None and topic.pattern:
-            return "Event-by-event lateness is shown for a query on one topic, not a pattern of topics."
-        return judged
-
-    def events_unjudged(self) -> str | None:
-        """Why the events of this run are not judged one by one, or ``None`` when they are."""
-        judged = self.judgement()
-        return judged if isinstance(judged, str) else None
+        """What judges this run's events one by one (:func:`judgement_of`), or why they are not judged."""
+        return judgement_of(self.run)
 
     def lateness(self, events: pd.DataFrame) -> LatenessView:
         """``events`` (every event the run has read, with the micro-batch that read it) judged by the watermark each batch run so far had."""
@@ -301,24 +301,19 @@ def snapshot(run: Run, *, stall_batches: int) -> RunSnapshot:
         slide = None if config.session_gap is not None else pd.Timedelta(milliseconds=config.slide_ms)
     figures = live_figures(
         drawn, progress, breakdown, output_mode=config.output_mode, measure=measure, slide=slide, drawn=run.log.drawn, lag=config.source.reports_lag,
-        replayed=config.fixed, changed_at=KeptQuery(run.workdir).changed_at() if run.kept else (),
+        replayed=config.fixed, changed_at=run.changed_at,
     )
     return RunSnapshot(run, read_at, run.status, progress, table, current_watermark(progress), stall_batches, figures, operators)
 
 
 def topic_events(spark: SparkSession, run: Run) -> pd.DataFrame:
     """The records a run on a topic has read so far (:func:`~streaming.analysis.profile.topic_events_of`), each with the batch that read it."""
-    judged = snapshot_judgement(run)
+    judged = judgement_of(run)
     source = None if isinstance(judged, str) else judged.source.as_topic
     if source is None:
         raise ValueError(f"run {run.name} does not read a topic whose records are judged")
     batches = topic_batches(run.log.summaries(), initial_offsets(run.checkpoint), source.topic)
     return topic_events_of(spark, source, batches)
-
-
-def snapshot_judgement(run: Run) -> Judgement | str:
-    """:meth:`RunSnapshot.judgement` of ``run`` without reading its table or progress."""
-    return RunSnapshot(run, 0, run.status, pd.DataFrame(), pd.DataFrame(), None, 0, {}, pd.DataFrame()).judgement()
 
 
 def progress_numbers(progress: pd.DataFrame) -> str:

@@ -5,10 +5,10 @@ the same offsets, the same data, the same plan. A failure that comes from the
 data or the query (a cast the data breaks, a state schema the query no longer
 matches) therefore comes back at the same batch on every resume; one that comes
 from outside (a broker away, a folder deleted, a lost session) may not. So the
-lab lets a failed query be resumed, notes the failure it is resumed from in its
-kept folder (``failures.jsonl``), and offers no more resumes once a resume has
-failed with the same condition at the same batch: the page says what to change
-instead.
+lab lets a failed query be resumed, notes the failure it was resumed from in its
+kept folder (``failures.jsonl``) once the resume has started, and offers no more
+resumes once a resume has failed with the same condition at the same batch: the
+page says what to change instead. A change applied to the query clears the notes.
 
 A failure is compared by Spark's error condition (``CAST_INVALID_INPUT``), not
 its text, which names the run's ids and differs every time.
@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import brief
+from ..jsonl import drop_cut_line, read_json_lines
 from ..sql.guard import conditions
 
 __all__ = ["Failure", "failure_of", "last_noted", "note"]
@@ -57,16 +58,17 @@ def failure_of(error: str, last_batch_id: int, *, repeatable: bool = True) -> Fa
 
 
 def note(path: Path, failure: Failure) -> None:
-    """Append ``failure`` to the failures file ``path`` (one JSON object a line)."""
+    """Append ``failure`` to the failures file ``path`` (:mod:`~streaming.engine.jsonl`: a line cut short by a crash removed first)."""
+    drop_cut_line(path)
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(asdict(failure)) + "\n")
 
 
 def last_noted(path: Path) -> Failure | None:
     """The last failure noted in ``path``; ``None`` when there is none or it cannot be read."""
+    noted = read_json_lines(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        values = json.loads(lines[-1]) if lines else None
-        return None if values is None else Failure(str(values["condition"]), int(values["batch"]), bool(values.get("repeatable", True)))
-    except (OSError, ValueError, KeyError, TypeError):
+        values = noted[-1]
+        return Failure(str(values["condition"]), int(values["batch"]), bool(values.get("repeatable", True)))
+    except (IndexError, KeyError, TypeError, ValueError, AttributeError):
         return None

@@ -150,6 +150,8 @@ class Run(StopsInBackground, Generic[C, T]):
     """Whoever holds it may watch the run, read-only, whoever owns it (a presenter's link: :meth:`QueryRegistry.shared_run`)."""
     overrun: str | None = field(default=None)
     """Why the run was stopped by its budget (:meth:`watch`), in plain words; ``None`` for a run within it."""
+    changed_at: tuple[int, ...] = field(default=())
+    """The batches from which a change applied to its kept query ran (:meth:`~.checkpoints.KeptQuery.changed_at`), read once at its start."""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopped: threading.Event = field(default_factory=threading.Event, repr=False)
     _stopper: threading.Thread | None = field(default=None, repr=False)
@@ -548,7 +550,7 @@ def start_run(
         raise
     run = Run(
         name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latencies, kept=kept is not None,
-        listened=None if listened is None else (listened, listener), owner=owner,
+        listened=None if listened is None else (listened, listener), owner=owner, changed_at=() if kept is None else kept.changed_at(),
     )
     if budgets is not None and budgets.batch_seconds is not None:
         run.watch(budgets.batch_seconds, budgets.overtime())
