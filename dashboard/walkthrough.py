@@ -20,6 +20,7 @@ import streamlit as st
 
 from dashboard.data import choice_of, data_select, data_source, data_widgets
 from dashboard.kafka import kafka_source, topic_shape
+from dashboard.presses import counted
 from dashboard.shared import KEPT, InputErrors, refuse, watermark_widget, windows_widgets
 from streaming.analysis.explain import EventsSoFar, Step, explain, result_after
 from streaming.charts.walkthrough import steps_figure
@@ -72,6 +73,10 @@ HELD = "scn_walks"
 VIEW = "scn_view"
 """How many batches are shown: 0 before the first, ``k`` shows the ``k``-th batch Spark ran."""
 SLIDER = "scn_slider"
+PRESSED = {"scn_next": "next", "scn_next_file": "file", "scn_back": "back", "scn_end": "end"}
+"""The buttons whose presses the page counts (widget key → action)."""
+KEYS = {"ArrowRight": "scn_next", "Shift+ArrowRight": "scn_next_file", "ArrowLeft": "scn_back", "End": "scn_end"}
+"""Their keys, counted with them."""
 
 TABLE_ROWS = 40
 """Tables up to this many rows are drawn whole; longer ones scroll."""
@@ -251,24 +256,6 @@ def own_scenario(prefix: str = "scn") -> Scenario:
     return scenario
 
 
-def _guarded(action: Callable[[], None]) -> None:
-    """Run ``action`` (a button's); a failure is kept to be shown in the page, never raised as a traceback."""
-    try:
-        action()
-    except Exception as err:  # noqa: BLE001 - a Spark failure, a lost session, a timeout: a message, never a traceback
-        st.session_state["scn_error"] = brief(str(err))
-
-
-def _next(open_walks: Callable[[], HeldWalks]) -> None:
-    def move() -> None:
-        walks = open_walks()
-        view = int(st.session_state.get(VIEW, 0))
-        walks.reach(view + 1)
-        st.session_state[VIEW] = min(view + 1, walks.batches)
-
-    _guarded(move)
-
-
 def next_file_view(summaries: Sequence[Mapping[str, Any]], view: int) -> int | None:
     """The view of the next batch after the one ``view`` shows that read data, passing over the no-data batches between (each only moved
     the watermark, which the batch shown says it left); ``None`` when no batch after the view has read data yet."""
@@ -277,51 +264,78 @@ def next_file_view(summaries: Sequence[Mapping[str, Any]], view: int) -> int | N
     return None if first is None else first + 1
 
 
-def _next_file(open_walks: Callable[[], HeldWalks]) -> None:
-    def move() -> None:
-        walks = open_walks()
-        view = int(st.session_state.get(VIEW, 0))
+def _next(walks: HeldWalks, view: int) -> int:
+    walks.reach(view + 1)
+    return min(view + 1, walks.batches)
+
+
+def _next_file(walks: HeldWalks, view: int) -> int:
+    target = next_file_view(walks.walks[0].summaries(), view)
+    while target is None and not walks.finished:  # no batch after the view read data yet: hand the next step over (and wait for its batches)
+        walks.advance()
         target = next_file_view(walks.walks[0].summaries(), view)
-        while target is None and not walks.finished:  # no batch after the view read data yet: hand the next step over (and wait for its batches)
-            walks.advance()
-            target = next_file_view(walks.walks[0].summaries(), view)
-        st.session_state[VIEW] = min(target if target is not None else walks.batches, walks.batches)
-
-    _guarded(move)
+    return min(target if target is not None else walks.batches, walks.batches)
 
 
-def _back() -> None:
-    st.session_state[VIEW] = max(0, int(st.session_state.get(VIEW, 0)) - 1)
+def _to_end(walks: HeldWalks, view: int) -> int:
+    walks.to_end()
+    return walks.batches
 
 
-def _to_end(open_walks: Callable[[], HeldWalks]) -> None:
-    def move() -> None:
-        walks = open_walks()
-        walks.to_end()
-        st.session_state[VIEW] = walks.batches
+MOVES: dict[str, Callable[[HeldWalks, int], int]] = {"next": _next, "file": _next_file, "end": _to_end}
+"""What a press of each button does to the view, handing Spark what it needs to reach it. Each move goes to a view named from the one it
+starts at, so a move made again (its rerun was interrupted before the view was kept) hands Spark nothing more."""
 
-    _guarded(move)
+
+def _moved(presses: Sequence[str], view: int, open_walks: Callable[[], HeldWalks]) -> int:
+    """The view after ``presses`` from ``view`` (*Back* only moves the view). A failure stops there: it is kept to be shown in the page,
+    never raised as a traceback."""
+    for press in presses:
+        if press == "back":
+            view = max(0, view - 1)
+            continue
+        try:
+            view = MOVES[press](open_walks(), view)
+        except Exception as err:  # noqa: BLE001 - a Spark failure, a lost session, a timeout: a message, never a traceback
+            st.session_state["scn_error"] = brief(str(err))
+            break
+    return view
+
+
+def _pressed(press: str, open_walks: Callable[[], HeldWalks]) -> None:
+    """A button's callback, where no browser counts its presses (``AppTest``)."""
+    st.session_state[VIEW] = _moved([press], int(st.session_state.get(VIEW, 0)), open_walks)
 
 
 def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> int:
     """Back, Next batch, Run to end and the batch slider; the number of batches to show. Next and Run to end call ``open_walks`` for the
-    walkthroughs to move (held, or started when none run: :func:`opener`)."""
+    walkthroughs to move (held, or started when none run: :func:`opener`).
+
+    The presses the browser counted (``presses.py``) are applied in order. Streamlit may interrupt this run at any touch of the session's
+    state once another press arrives: the view is kept first and the presses marked seen after it with no such touch between, so an
+    interrupted run leaves both as they were, and the next run makes the same moves again.
+    """
+    presses = counted(key="scn_presses", buttons=PRESSED, keys=KEYS)
+    if presses:
+        st.session_state[VIEW] = _moved(presses, int(st.session_state.get(VIEW, 0)), open_walks)
+        presses.seen()
+        walks = st.session_state.get(HELD, walks)
+    if error := st.session_state.pop("scn_error", None):
+        st.error(f"Spark could not run the next batch: {error}")
     back, forward, step, end, status = st.columns([1, 1.2, 1.2, 1.2, 2.4])
     view = int(st.session_state.get(VIEW, 0))
     batches = walks.batches if walks is not None else 0
     at_end = walks is not None and walks.finished and view >= batches
-    args = (open_walks,)
-    back.button("Back", key="scn_back", on_click=_back, disabled=view == 0, icon=":material/skip_previous:", width="stretch", shortcut="Left")
+    back.button("Back", key="scn_back", on_click=_pressed, args=("back", open_walks), disabled=view == 0, icon=":material/skip_previous:", width="stretch")
     forward.button(
-        "Next batch", key="scn_next", on_click=_next, args=args, disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",
-        shortcut="Right",
+        "Next batch", key="scn_next", on_click=_pressed, args=("next", open_walks), disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",
     )
     step.button(
-        "Next file", key="scn_next_file", on_click=_next_file, args=args, disabled=at_end, icon=":material/playlist_play:", width="stretch",
-        shortcut="Shift+Right", help="Hand Spark the next file (a topic: the next records) and show the batch that read it, passing over the no-data "
+        "Next file", key="scn_next_file", on_click=_pressed, args=("file", open_walks), disabled=at_end, icon=":material/playlist_play:", width="stretch",
+        help="Hand Spark the next file (a topic: the next records) and show the batch that read it, passing over the no-data "
         "batches between (each only moves the watermark, which the batch shown says it leaves): one press a file",
     )
-    end.button("Run to end", key="scn_end", on_click=_to_end, args=args, disabled=at_end, icon=":material/fast_forward:", width="stretch", shortcut="End")
+    end.button("Run to end", key="scn_end", on_click=_pressed, args=("end", open_walks), disabled=at_end, icon=":material/fast_forward:", width="stretch")
     if walks is None:
         status.caption("Next batch starts the replay · arrival quiet: each batch's data arrives once Spark has run the one before · "
                        "keys: → next, Shift+→ next file, ← back, End to the end")

@@ -34,8 +34,6 @@ else:
 if not ready:
     st.stop()
 registry, spark = get_registry(), get_spark()
-if error := st.session_state.pop("scn_error", None):
-    st.error(f"Spark could not run the next batch: {error}")
 if name == walkthrough.OWN and in_sql:  # your SQL: Spark's numbers per batch, no scenario notes or event-level view
     if sql_query is None:
         walkthrough.leave()
