@@ -8,7 +8,7 @@ Datasets page. Only names the stores list are ever opened.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -23,6 +23,7 @@ from streaming.engine.errors import ConfigError
 from streaming.engine.query.config import VALUE_AGGREGATIONS, ColumnMapping, FeedSource
 
 from .datasets import dataset_store
+from .owner import session_owner
 from .shared import DEFAULT_FEED, KEPT, feed_source, get_spark
 
 __all__ = [
@@ -135,10 +136,19 @@ CURRENT_DATA = "data_current"
 """Session-state key of the data last chosen on any page (a :class:`DataChoice`): a page whose own choice differs opens on it."""
 
 
+@st.cache_resource
+def _chosen_last() -> dict[str, DataChoice]:
+    """The data each owner chose last, on this server: what a new session of theirs (a reload, another tab, the app opened again)
+    opens on. A dict's single item writes and reads are atomic, which is all the sessions ask of it."""
+    return {}
+
+
 def remember_data(choice: DataChoice | None, picker: str) -> None:
-    """Note ``choice``, shown by the picker ``picker``, as this session's current data, for the pages opened next (:func:`follow_data`)."""
+    """Note ``choice``, shown by the picker ``picker``, as this session's current data and its owner's last, for the pages opened next
+    (:func:`follow_data`)."""
     if choice is not None:
         st.session_state[CURRENT_DATA] = st.session_state[f"{picker}_seen"] = choice
+        _chosen_last()[session_owner()] = choice
 
 
 def unrunnable_data(labels: Mapping[T, DataChoice]) -> DataChoice | None:
@@ -147,13 +157,16 @@ def unrunnable_data(labels: Mapping[T, DataChoice]) -> DataChoice | None:
     return current if isinstance(current, DataChoice) and current.kind == "dataset" and label_of(current, labels) is None else None
 
 
-def follow_data(picker: str, labels: Mapping[T, DataChoice]) -> T | None:
+def follow_data(picker: str, labels: Mapping[T, DataChoice], linked_by: Sequence[str] = ()) -> T | None:
     """The label (among ``labels``) of the data chosen last on another page, when it is not what the picker ``picker`` showed last; else ``None``.
 
     The page then sets its picker to it: the data chosen on one page is what
-    the next opens on. A page's link (its URL) is read first, in a new session.
+    the next opens on. In a new session, a page's link (its URL: ``picker`` or a key of ``linked_by``) is read first; without one, the
+    page opens on what its owner chose last.
     """
     current = st.session_state.get(CURRENT_DATA)
+    if current is None and not any(key in st.query_params for key in (picker, *linked_by)):
+        current = _chosen_last().get(session_owner())
     seen = st.session_state.get(f"{picker}_seen")
     if current is None or (seen is not None and _same(seen, current)):
         return None

@@ -93,3 +93,27 @@ def test_a_topic_published_from_a_private_dataset_is_listed_to_its_owner_alone(t
         owners.claim("127.0.0.1:9092", "t", "root")  # not an owner the lab makes
     (tmp_path / ".topics.json").write_text("not json")
     assert owners.visible("127.0.0.1:9092", listed, bob) == listed  # an unreadable file hides nothing, and breaks no page
+
+
+def _picker() -> None:
+    import streamlit as st
+
+    from dashboard.data import data_select
+
+    st.write(f"chosen: {data_select('tune_feed')}")
+
+
+def test_a_new_session_opens_on_the_data_its_owner_chose_last_and_a_link_still_wins() -> None:
+    """A reload or a second tab (the same workspace key, from its cookie) opens on the data chosen last; another browser does not, and a
+    page's link names its own."""
+    first = AppTest.from_function(_picker).run()
+    first.selectbox(key="tune_feed").set_value("sensor_readings").run()
+    key = first.session_state["lab_workspace_key"]
+    again = AppTest.from_function(_picker)
+    again.session_state["lab_workspace_key"] = key
+    assert again.run().markdown[0].value == "chosen: sensor_readings"
+    assert AppTest.from_function(_picker).run().markdown[0].value == "chosen: web_clicks"  # another browser: its own choice
+    linked = AppTest.from_function(_picker)
+    linked.session_state["lab_workspace_key"] = key
+    linked.query_params["tune_feed"] = "guide_words"
+    assert linked.run().markdown[0].value == "chosen: guide_words"
