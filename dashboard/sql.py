@@ -33,7 +33,7 @@ from .shared import failure_banner, metrics_row, report_button
 if TYPE_CHECKING:
     from streaming.app.snapshot import RunSnapshot
 
-__all__ = ["OPERATOR_COLUMNS", "QUERY_MODES", "checked", "edit_as_sql", "show_error", "sql_box", "sql_editor", "sql_form", "sql_view"]
+__all__ = ["OPERATOR_COLUMNS", "QUERY_MODES", "checked", "edit_as_sql", "show_error", "sql_box", "sql_editor", "sql_form", "sql_view", "written_until_edited"]
 
 LOG = logging.getLogger(__name__)
 QUERY_MODES = ("Form", "SQL")
@@ -95,11 +95,7 @@ def sql_editor(source: Source, ready: bool, prefix: str, *, arrival: bool = True
     text_key = TEXT_KEY if prefix == "lab" else f"{prefix}_sql"
     view = st.text_input("View name", value=DEFAULT_VIEW, key=VIEW_KEY if prefix == "lab" else f"{prefix}_sql_view", persist_state="session",
                          help="The chosen source is this streaming view in your SQL")
-    default = _default_sql(source, view)
-    written = st.session_state.get(f"{text_key}_default")
-    if text_key not in st.session_state or (st.session_state[text_key] == written and written != default):
-        st.session_state[text_key] = default  # the query written for the data shown, until the user edits it: not another data's columns
-    st.session_state[f"{text_key}_default"] = default
+    written_until_edited(text_key, _default_sql(source, view))  # the query written for the data shown: not another data's columns
     text = st.text_area(
         "SQL", key=text_key, height=220, persist_state="session",
         help="One SELECT over the view(s). A watermark: FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 30 SECONDS. Checked as you type (after a pause of 0.15 s)",
@@ -184,6 +180,15 @@ def _verdict(checker: SqlChecker, text: str, key: str = VERDICT_KEY, output_mode
     if isinstance(kept[2], SqlError):
         raise kept[2]
     return kept[2]
+
+
+def written_until_edited(key: str, text: str) -> None:
+    """Write ``text`` in the box of widget key ``key`` until the user edits it: a box that still holds what was last written in it is
+    written again when ``text`` changes (other data, another query to follow); an edited box is the user's."""
+    written = st.session_state.get(f"{key}_default")
+    if key not in st.session_state or (st.session_state[key] == written and written != text):
+        st.session_state[key] = text
+    st.session_state[f"{key}_default"] = text
 
 
 def _default_sql(source: Source, view: str) -> str:

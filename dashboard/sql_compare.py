@@ -23,7 +23,7 @@ from streaming.engine.sql import SqlError, SqlQuery
 from . import live, shared
 from .jobs import Job, job_controls, start_job
 from .shared import KEPT
-from .sql import checked, show_error, sql_box, sql_editor
+from .sql import checked, show_error, sql_box, sql_editor, written_until_edited
 
 __all__ = ["SQL_COMPARE_JOB", "sql_comparison"]
 
@@ -67,8 +67,7 @@ def sql_comparison(ready: bool) -> None:
                 st.caption("Over the views of query 1, once it reads.")
                 continue
             key = f"cmpsql_{number}"
-            if key not in st.session_state:
-                st.session_state[key] = first.text
+            written_until_edited(key, first.text)  # query 1's text, followed (its data changed, it was edited) until this one is edited
             text = st.text_area("SQL", key=key, height=220, help="Over the same views as query 1; checked as you type (after a pause of 0.15 s)")
             sql_box(key)
             if not ready:

@@ -499,6 +499,30 @@ def test_the_default_sql_follows_the_data_until_it_is_edited(tmp_path: Path, mon
     assert at.text_area(key=sql.TEXT_KEY).value.startswith("SELECT user, count(*)")  # the user's own text is never replaced
 
 
+def _two_boxes() -> None:
+    import streamlit as st
+
+    from dashboard.sql import written_until_edited
+
+    data = st.selectbox("Data", ["clicks", "orders"], key="data")
+    written_until_edited("first", f"SELECT * FROM {data}")
+    first = st.text_area("Query 1", key="first")
+    written_until_edited("second", first)
+    st.text_area("Query 2", key="second")
+
+
+def test_compares_second_query_follows_the_first_until_it_is_edited() -> None:
+    """Compare's queries 2-4 kept the text written for query 1's first data when the data changed."""
+    at = AppTest.from_function(_two_boxes).run()
+    at.selectbox(key="data").set_value("orders").run()
+    assert at.text_area(key="second").value == at.text_area(key="first").value == "SELECT * FROM orders"
+    at.text_area(key="first").set_value("SELECT id FROM orders").run()
+    assert at.text_area(key="second").value == "SELECT id FROM orders"  # follows query 1's edit too
+    at.text_area(key="second").set_value("SELECT max(id) FROM orders").run()
+    at.selectbox(key="data").set_value("clicks").run()
+    assert at.text_area(key="second").value == "SELECT max(id) FROM orders"  # the user's own text is never replaced
+
+
 class _Cached:
     """A stand-in for an ``st.cache_resource`` function: returns its values in turn, counts ``clear``."""
 
