@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -200,12 +200,14 @@ def _loss_sequel(ready: bool) -> str:
     return " A new session is starting: Start works again once the sidebar says Spark is ready."
 
 
-def _after_loss(lost: Sequence[LostRun]) -> str:
-    """What to do about the runs ``lost`` with a session: resume the kept ones, start the others again where they were started."""
-    kept = [run.name for run in lost if run.kept]
+def _after_loss(lost: Sequence[LostRun], running: Collection[str] = ()) -> str:
+    """What to do about the runs ``lost`` with a session: resume the kept ones, start the others again where they were started; a kept one
+    ``running`` again was resumed already."""
+    resumed = [run.name for run in lost if run.kept and run.name in running]
+    kept = [run.name for run in lost if run.kept and run.name not in running]
     joins = [run.name for run in lost if not run.kept and run.source_kind == "live_join"]
     others = [run.name for run in lost if not run.kept and run.source_kind != "live_join"]
-    said = []
+    said = [f"{', '.join(resumed)} {'runs' if len(resumed) == 1 else 'run'} again, resumed from {'its' if len(resumed) == 1 else 'their'} checkpoint."] if resumed else []
     if kept:
         said.append(f"{', '.join(kept)} kept {'its' if len(kept) == 1 else 'their'} checkpoint and result: resume on the Queries page where it stopped.")
     if others:
@@ -215,19 +217,24 @@ def _after_loss(lost: Sequence[LostRun]) -> str:
     return " ".join(said)
 
 
-def loss_text(at: pd.Timestamp, lost: Sequence[LostRun], *, ready: bool) -> str:
+def loss_text(at: pd.Timestamp, lost: Sequence[LostRun], *, ready: bool, active: Collection[str] = ()) -> str:
     """What a loss banner says: when and why Spark stopped, the queries that were running (a query stopped before is no loss), and what
-    to do about each."""
+    to do about each (those ``active`` now on the new session were resumed)."""
     running = [run for run in lost if not run.stopped]
     queries = "; ".join(str(run) for run in running) or "no query was running"
-    return f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC ({_loss_cause()}).{_loss_sequel(ready)} Lost with it: {queries}. " + _after_loss(running)
+    return (
+        f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC ({_loss_cause()}).{_loss_sequel(ready)} Lost with it: {queries}. "
+        + _after_loss(running, active)
+    )
 
 
 def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:
     """One warning per session lost in the last :data:`LOSS_BANNER_MINUTES` minutes: what happened and which queries were lost."""
     ready, owner = session_starter().status == "ready", None if is_operator() else session_owner()
-    for at, lost in losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES)):
-        st.warning(loss_text(at, [run for run in lost if visible(run.owner, owner)], ready=ready), icon=":material/warning:")
+    shown = losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES))
+    active = {run.name for run in _shared_registry().runs() if run.status == "active"} if ready and shown else set()
+    for at, lost in shown:
+        st.warning(loss_text(at, [run for run in lost if visible(run.owner, owner)], ready=ready, active=active), icon=":material/warning:")
 
 
 def get_spark() -> SparkSession:

@@ -560,7 +560,8 @@ def test_a_dead_session_is_replaced_once_and_its_lost_queries_are_recorded(monke
 
 
 def test_the_loss_banner_says_where_each_lost_run_goes_on() -> None:
-    """A kept query is resumed on the Queries page; another is started again where it was started: a live join on Joins, not Live query."""
+    """A kept query is resumed on the Queries page (once resumed, the banner says so); another is started again where it was started: a
+    live join on Joins, not Live query."""
     from streaming.engine.run.registry import LostRun
 
     lost = [
@@ -571,6 +572,7 @@ def test_the_loss_banner_says_where_each_lost_run_goes_on() -> None:
         "kept_q kept its checkpoint and result: resume on the Queries page where it stopped. Start gen again from Live query. Start pair again from Joins."
     )
     assert shared._after_loss([]) == ""
+    assert shared._after_loss(lost[:1], running={"kept_q"}) == "kept_q runs again, resumed from its checkpoint."  # not "resume it"
 
 
 

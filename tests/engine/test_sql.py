@@ -670,6 +670,7 @@ def test_a_kept_sql_query_stopped_mid_stream_resumes_with_every_batch_spark_comm
         summaries = resumed.log.summaries()
         assert [summary["batch_id"] for summary in summaries] == list(range(len(summaries)))  # the first run's batches, then the resumed run's
         assert sum(summary["num_input_rows"] for summary in summaries) == sum(len(rows) for rows in ORDERS)  # every row read once
+        wait_for(lambda: resumed.drained, "a SQL replay that read every file never said so: it held its slot", 60)
         after = {batch: rows for batch, rows in (resumed.table.outputs or {}).items() if batch > max(before)}
         assert after and sum(summary["rows_dropped_by_watermark"] for summary in summaries) > 0
         folded = SqlTable("update", resumed.table.schema, ("w", "store"))

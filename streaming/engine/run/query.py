@@ -35,7 +35,7 @@ from ..output.sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Si
 from ..query.config import CHANGELOG_CONF, INTERVAL_TRIGGERS, PROVIDER_CONF, FeedSource, QueryConfig
 from ..query.frame import INPUT_METRICS, build_frame, exact_frame, windowed_counts
 from ..runtime.session import is_connect
-from ..sources import FeedReplayer, Stepper
+from ..sources import Stepper
 from ..sql.query import SqlQuery
 from ..sql.table import SqlTable
 from .budgets import Budgets
@@ -193,16 +193,18 @@ class Run(StopsInBackground, Generic[C, T]):
 
     @property
     def drained(self) -> bool:
-        """True while a replay runs on with nothing left to read: its feeder has handed over every file and a batch has read the last one.
+        """True while a replay runs on with nothing left to read: its feeder has handed over every file and batches have read the last ones
+        (every view's, for a SQL query).
 
-        The file source's offset (``logOffset``) counts the files it has read, one a batch, from 0, also across a resume.
+        A file source's offset (``logOffset``) counts the files it has read, one a batch, from 0, also across a resume.
         """
-        if not isinstance(self.feeder, FeedReplayer) or not self.feeder.done.is_set() or not self.query.isActive:
+        handed = None if self.feeder is None else self.feeder.handed_files
+        if handed is None or self.feeder is None or not self.feeder.done.is_set() or not self.query.isActive:
             return False
-        sources = (self.log.latest or {}).get("sources") or [{}]
-        end = sources[0].get("endOffset")
-        offset = end.get("logOffset") if isinstance(end, dict) else None
-        return isinstance(offset, int) and offset + 1 >= self.feeder.staged
+        sources = (self.log.latest or {}).get("sources") or []
+        offsets = [end.get("logOffset") if isinstance(end := source.get("endOffset"), dict) else None for source in sources]
+        read = [offset + 1 for offset in offsets if isinstance(offset, int)]
+        return bool(read) and len(read) == len(offsets) and sum(read) >= handed
 
     @property
     def error(self) -> str | None:

@@ -59,6 +59,11 @@ class Feeder(Protocol):
 
     done: threading.Event
 
+    @property
+    def handed_files(self) -> int | None:
+        """Files handed to Spark's file source so far, when it replays files (one file a micro-batch); ``None`` when it does not."""
+        ...
+
     def start(self) -> None: ...
 
     def stop(self) -> None: ...

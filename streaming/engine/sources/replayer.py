@@ -107,6 +107,10 @@ class FeedReplayer:
     """Spark waits for the first file a press hands over."""
 
     @property
+    def handed_files(self) -> int:
+        return self.staged
+
+    @property
     def paced(self) -> bool:
         return not self.stepped
 

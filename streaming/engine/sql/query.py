@@ -274,6 +274,12 @@ class ViewFeeders:
         return any(stepper.first_at_start for stepper in self._steppers)
 
     @property
+    def handed_files(self) -> int | None:
+        """Files handed over by every view together, when each view replays files; ``None`` when one does not (a topic)."""
+        counts = [feeder.handed_files for feeder in self.feeders]
+        return None if not counts or None in counts else sum(count for count in counts if count is not None)
+
+    @property
     def paced(self) -> bool:
         """True when every view is a paced replay of files: :meth:`start_quiet` then paces them together."""
         return bool(self.feeders) and all(isinstance(feeder, FeedReplayer) and feeder.paced for feeder in self.feeders)
