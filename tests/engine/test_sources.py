@@ -286,6 +286,7 @@ STOP_NOISE = [
 ]
 
 
+@pytest.mark.spark  # a JVM of its own: not for make test-fast
 def test_the_lines_a_stop_makes_spark_log_are_dropped_and_no_others() -> None:
     """A stop interrupts the running batch; Spark logs these lines for the interrupt and rethrows. The driver's log configuration drops them, only them.
 
