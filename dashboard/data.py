@@ -8,7 +8,7 @@ Datasets page. Only names the stores list are ever opened.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -157,15 +157,15 @@ def unrunnable_data(labels: Mapping[T, DataChoice]) -> DataChoice | None:
     return current if isinstance(current, DataChoice) and current.kind == "dataset" and label_of(current, labels) is None else None
 
 
-def follow_data(picker: str, labels: Mapping[T, DataChoice], linked_by: Sequence[str] = ()) -> T | None:
+def follow_data(picker: str, labels: Mapping[T, DataChoice]) -> T | None:
     """The label (among ``labels``) of the data chosen last on another page, when it is not what the picker ``picker`` showed last; else ``None``.
 
     The page then sets its picker to it: the data chosen on one page is what
-    the next opens on. In a new session, a page's link (its URL: ``picker`` or a key of ``linked_by``) is read first; without one, the
-    page opens on what its owner chose last.
+    the next opens on. In a new session, a page's link is read first (any input in its URL: one made on the default data names none);
+    without one, the page opens on what its owner chose last.
     """
     current = st.session_state.get(CURRENT_DATA)
-    if current is None and not any(key in st.query_params for key in (picker, *linked_by)):
+    if current is None and not any(key != "operator" for key in st.query_params):
         current = _chosen_last().get(session_owner())
     seen = st.session_state.get(f"{picker}_seen")
     if current is None or (seen is not None and _same(seen, current)):

@@ -325,7 +325,7 @@ def source_widgets(feeds: Sequence[str], sources: Mapping[str, SourceChoice] = S
     It follows a sample feed or dataset chosen on another page (:func:`~dashboard.data.follow_data`), and notes the one it replays.
     """
     replayed = replayed_choices(feeds)
-    followed = follow_data("lab_source", replayed, linked_by=list(PICKERS.values()))
+    followed = follow_data("lab_source", replayed)
     if followed is not None:
         st.session_state.update({"lab_source": followed[0], PICKERS[followed[0]]: followed[1]})
     kind: str = st.selectbox("Source", list(sources), format_func=lambda name: sources[name].label, key="lab_source", **KEPT)

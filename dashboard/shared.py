@@ -200,14 +200,16 @@ def _loss_sequel(ready: bool) -> str:
     return " A new session is starting: Start works again once the sidebar says Spark is ready."
 
 
-def _after_loss(lost: Sequence[LostRun], running: Collection[str] = ()) -> str:
+def _after_loss(lost: Sequence[LostRun], *, active: Collection[str] = ()) -> str:
     """What to do about the runs ``lost`` with a session: resume the kept ones, start the others again where they were started; a kept one
-    ``running`` again was resumed already."""
-    resumed = [run.name for run in lost if run.kept and run.name in running]
-    kept = [run.name for run in lost if run.kept and run.name not in running]
+    ``active`` again was resumed already."""
+    resumed = [run.name for run in lost if run.kept and run.name in active]
+    kept = [run.name for run in lost if run.kept and run.name not in active]
     joins = [run.name for run in lost if not run.kept and run.source_kind == "live_join"]
     others = [run.name for run in lost if not run.kept and run.source_kind != "live_join"]
-    said = [f"{', '.join(resumed)} {'runs' if len(resumed) == 1 else 'run'} again, resumed from {'its' if len(resumed) == 1 else 'their'} checkpoint."] if resumed else []
+    said = []
+    if resumed:
+        said.append(f"{', '.join(resumed)} {'runs' if len(resumed) == 1 else 'run'} again, resumed from {'its' if len(resumed) == 1 else 'their'} checkpoint.")
     if kept:
         said.append(f"{', '.join(kept)} kept {'its' if len(kept) == 1 else 'their'} checkpoint and result: resume on the Queries page where it stopped.")
     if others:
@@ -224,7 +226,7 @@ def loss_text(at: pd.Timestamp, lost: Sequence[LostRun], *, ready: bool, active:
     queries = "; ".join(str(run) for run in running) or "no query was running"
     return (
         f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC ({_loss_cause()}).{_loss_sequel(ready)} Lost with it: {queries}. "
-        + _after_loss(running, active)
+        + _after_loss(running, active=active)
     )
 
 
@@ -232,7 +234,8 @@ def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:
     """One warning per session lost in the last :data:`LOSS_BANNER_MINUTES` minutes: what happened and which queries were lost."""
     ready, owner = session_starter().status == "ready", None if is_operator() else session_owner()
     shown = losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES))
-    active = {run.name for run in _shared_registry().runs() if run.status == "active"} if ready and shown else set()
+    kept = {run.name for _, lost in shown for run in lost if run.kept} if ready else set()
+    active = {name for name in kept if (run := _shared_registry().get(name)) is not None and run.status == "active"}
     for at, lost in shown:
         st.warning(loss_text(at, [run for run in lost if visible(run.owner, owner)], ready=ready, active=active), icon=":material/warning:")
 

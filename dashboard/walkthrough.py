@@ -20,7 +20,7 @@ import streamlit as st
 
 from dashboard.data import choice_of, data_select, data_source, data_widgets
 from dashboard.kafka import kafka_source, topic_shape
-from dashboard.presses import counted
+from dashboard.presses import counted, forget
 from dashboard.shared import KEPT, InputErrors, refuse, watermark_widget, windows_widgets
 from streaming.analysis.explain import EventsSoFar, Step, explain, result_after
 from streaming.charts.walkthrough import steps_figure
@@ -73,6 +73,8 @@ HELD = "scn_walks"
 VIEW = "scn_view"
 """How many batches are shown: 0 before the first, ``k`` shows the ``k``-th batch Spark ran."""
 SLIDER = "scn_slider"
+ERROR = "scn_error"
+PRESSES = "scn_presses"
 PRESSED = {"scn_next": "next", "scn_next_file": "file", "scn_back": "back", "scn_end": "end"}
 """The buttons whose presses the page counts (widget key → action)."""
 KEYS = {"ArrowRight": "scn_next", "Shift+ArrowRight": "scn_next_file", "ArrowLeft": "scn_back", "End": "scn_end"}
@@ -172,7 +174,7 @@ def held(subject: object, registry: QueryRegistry) -> Any:
     if walks is not None and walks.subject == subject and all(walk.active and walk.registry.shares(registry) for walk in walks.walks):
         return walks
     if walks is not None:
-        leave()
+        leave(presses=walks.subject != subject)  # walks closed by the idle limit or a lost session: a press still starts a fresh replay
     return None
 
 
@@ -192,8 +194,11 @@ def opener(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> 
     return lambda: held(scenario, registry) or start(scenario, registry, spark)
 
 
-def leave() -> None:
-    """Close this session's walkthroughs: the page was left, or another scenario chosen."""
+def leave(*, presses: bool = True) -> None:
+    """Close this session's walkthroughs: the page was left, or another scenario chosen. With ``presses``, the presses the page counted
+    and did not apply are forgotten (:func:`~dashboard.presses.forget`): they were made for what is closed."""
+    if presses:
+        forget(PRESSES)
     walks: HeldWalks | None = st.session_state.pop(HELD, None)
     if VIEW in st.session_state:  # nothing run to show: the next Next batch hands over the first step, not the step after the old view
         st.session_state[VIEW] = 0
@@ -287,24 +292,29 @@ MOVES: dict[str, Callable[[HeldWalks, int], int]] = {"next": _next, "file": _nex
 starts at, so a move made again (its rerun was interrupted before the view was kept) hands Spark nothing more."""
 
 
-def _moved(presses: Sequence[str], view: int, open_walks: Callable[[], HeldWalks]) -> int:
-    """The view after ``presses`` from ``view`` (*Back* only moves the view). A failure stops there: it is kept to be shown in the page,
-    never raised as a traceback."""
+def _moved(presses: Sequence[str], view: int, open_walks: Callable[[], HeldWalks]) -> tuple[int, str | None]:
+    """The view after ``presses`` from ``view`` (*Back* only moves the view), and what failed: a failure stops there, to be shown in the
+    page, never raised as a traceback. Walkthroughs started afresh (the ones held were closed: the idle limit, a lost session) move from
+    their start, not from the old view."""
     for press in presses:
         if press == "back":
             view = max(0, view - 1)
             continue
         try:
-            view = MOVES[press](open_walks(), view)
+            before = st.session_state.get(HELD)
+            walks = open_walks()
+            view = MOVES[press](walks, view if walks is before else 0)
         except Exception as err:  # noqa: BLE001 - a Spark failure, a lost session, a timeout: a message, never a traceback
-            st.session_state["scn_error"] = brief(str(err))
-            break
-    return view
+            return view, brief(str(err))
+    return view, None
 
 
 def _pressed(press: str, open_walks: Callable[[], HeldWalks]) -> None:
     """A button's callback, where no browser counts its presses (``AppTest``)."""
-    st.session_state[VIEW] = _moved([press], int(st.session_state.get(VIEW, 0)), open_walks)
+    view, error = _moved([press], int(st.session_state.get(VIEW, 0)), open_walks)
+    st.session_state[VIEW] = view
+    if error is not None:
+        st.session_state[ERROR] = error
 
 
 def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> int:
@@ -315,34 +325,37 @@ def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> in
     state once another press arrives: the view is kept first and the presses marked seen after it with no such touch between, so an
     interrupted run leaves both as they were, and the next run makes the same moves again.
     """
-    presses = counted(key="scn_presses", buttons=PRESSED, keys=KEYS)
+    presses = counted(key=PRESSES, buttons=PRESSED, keys=KEYS)
     if presses:
-        st.session_state[VIEW] = _moved(presses, int(st.session_state.get(VIEW, 0)), open_walks)
+        view, error = _moved(presses, int(st.session_state.get(VIEW, 0)), open_walks)
+        st.session_state[VIEW] = view
         presses.seen()
-        walks = st.session_state.get(HELD, walks)
-    if error := st.session_state.pop("scn_error", None):
+        walks = st.session_state.get(HELD)
+        if error is not None:
+            st.session_state[ERROR] = error
+    if error := st.session_state.pop(ERROR, None):
         st.error(f"Spark could not run the next batch: {error}")
     back, forward, step, end, status = st.columns([1, 1.2, 1.2, 1.2, 2.4])
     view = int(st.session_state.get(VIEW, 0))
     batches = walks.batches if walks is not None else 0
     at_end = walks is not None and walks.finished and view >= batches
-    back.button("Back", key="scn_back", on_click=_pressed, args=("back", open_walks), disabled=view == 0, icon=":material/skip_previous:", width="stretch")
+    back.button("Back", key="scn_back", on_click=_pressed, args=(PRESSED["scn_back"], open_walks), disabled=view == 0, icon=":material/skip_previous:", width="stretch")
     forward.button(
-        "Next batch", key="scn_next", on_click=_pressed, args=("next", open_walks), disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",
+        "Next batch", key="scn_next", on_click=_pressed, args=(PRESSED["scn_next"], open_walks), disabled=at_end, type="primary", icon=":material/skip_next:", width="stretch",
     )
     step.button(
-        "Next file", key="scn_next_file", on_click=_pressed, args=("file", open_walks), disabled=at_end, icon=":material/playlist_play:", width="stretch",
+        "Next file", key="scn_next_file", on_click=_pressed, args=(PRESSED["scn_next_file"], open_walks), disabled=at_end, icon=":material/playlist_play:", width="stretch",
         help="Hand Spark the next file (a topic: the next records) and show the batch that read it, passing over the no-data "
         "batches between (each only moves the watermark, which the batch shown says it leaves): one press a file",
     )
-    end.button("Run to end", key="scn_end", on_click=_pressed, args=("end", open_walks), disabled=at_end, icon=":material/fast_forward:", width="stretch")
+    end.button("Run to end", key="scn_end", on_click=_pressed, args=(PRESSED["scn_end"], open_walks), disabled=at_end, icon=":material/fast_forward:", width="stretch")
+    keys = "keys: → next, Shift+→ next file, ← back, End to the end"
     if walks is None:
-        status.caption("Next batch starts the replay · arrival quiet: each batch's data arrives once Spark has run the one before · "
-                       "keys: → next, Shift+→ next file, ← back, End to the end")
+        status.caption(f"Next batch starts the replay · arrival quiet: each batch's data arrives once Spark has run the one before · {keys}")
         return 0
     status.caption(
         f"{walks.handed} of {walks.walks[0].steps} {walks.walks[0].unit} handed to Spark · {batches} micro-batches run (no-data batches included) · "
-        "arrival quiet · keys: → next, Shift+→ next file, ← back, End to the end"
+        f"arrival quiet · {keys}"
     )
     if batches > 1:
         st.session_state[SLIDER] = view

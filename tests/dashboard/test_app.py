@@ -572,7 +572,7 @@ def test_the_loss_banner_says_where_each_lost_run_goes_on() -> None:
         "kept_q kept its checkpoint and result: resume on the Queries page where it stopped. Start gen again from Live query. Start pair again from Joins."
     )
     assert shared._after_loss([]) == ""
-    assert shared._after_loss(lost[:1], running={"kept_q"}) == "kept_q runs again, resumed from its checkpoint."  # not "resume it"
+    assert shared._after_loss(lost[:1], active={"kept_q"}) == "kept_q runs again, resumed from its checkpoint."  # not "resume it"
 
 
 

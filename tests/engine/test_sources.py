@@ -308,3 +308,21 @@ spark.stop()
     for _, line in STOP_NOISE:
         assert f"{line} (not the stop: kept)" in done.stderr
         assert f"{line}\n" not in done.stderr
+
+
+def test_a_replay_has_read_all_its_files_when_every_folder_a_source_reads_is_read_to_its_last_file(tmp_path) -> None:
+    """Views of 10 and 40 files, a view joined with itself, a view the query never reads, a topic beside files, no batch yet."""
+    from streaming.engine.sources.replayer import read_all
+
+    short, long, unused = (str(tmp_path / name) for name in ("short", "long", "unused"))
+
+    def source(folder: str, files: int) -> dict:
+        return {"description": f"FileStreamSource[file:{folder}]", "endOffset": {"logOffset": files - 1}}
+
+    handed = {short: 10, long: 40}
+    assert read_all(handed, [source(short, 10), source(long, 40)])
+    assert not read_all(handed, [source(short, 10), source(long, 39)])  # the longer view has a file to go
+    assert not read_all({long: 40}, [source(long, 40), source(long, 20)])  # joined with itself: the slower source is behind
+    assert read_all({**handed, unused: 5}, [source(short, 10), source(long, 40)])  # no source reads it: passed over
+    topic = {"description": "KafkaV2[Subscribe[clicks]]", "endOffset": {"clicks": {"0": 12}}}
+    assert not read_all(handed, [source(short, 10), topic]) and not read_all(handed, [])

@@ -36,6 +36,7 @@ from ..query.config import CHANGELOG_CONF, INTERVAL_TRIGGERS, PROVIDER_CONF, Fee
 from ..query.frame import INPUT_METRICS, build_frame, exact_frame, windowed_counts
 from ..runtime.session import is_connect
 from ..sources import Stepper
+from ..sources.replayer import read_all
 from ..sql.query import SqlQuery
 from ..sql.table import SqlTable
 from .budgets import Budgets
@@ -194,17 +195,11 @@ class Run(StopsInBackground, Generic[C, T]):
     @property
     def drained(self) -> bool:
         """True while a replay runs on with nothing left to read: its feeder has handed over every file and batches have read the last ones
-        (every view's, for a SQL query).
-
-        A file source's offset (``logOffset``) counts the files it has read, one a batch, from 0, also across a resume.
-        """
-        handed = None if self.feeder is None else self.feeder.handed_files
-        if handed is None or self.feeder is None or not self.feeder.done.is_set() or not self.query.isActive:
+        (every view's, for a SQL query: :func:`~streaming.engine.sources.replayer.read_all`)."""
+        feeder = self.feeder
+        if feeder is None or (handed := feeder.handed_files) is None or not feeder.done.is_set() or not self.query.isActive:
             return False
-        sources = (self.log.latest or {}).get("sources") or []
-        offsets = [end.get("logOffset") if isinstance(end := source.get("endOffset"), dict) else None for source in sources]
-        read = [offset + 1 for offset in offsets if isinstance(offset, int)]
-        return bool(read) and len(read) == len(offsets) and sum(read) >= handed
+        return read_all(handed, (self.log.latest or {}).get("sources") or [])
 
     @property
     def error(self) -> str | None:

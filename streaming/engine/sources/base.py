@@ -60,8 +60,9 @@ class Feeder(Protocol):
     done: threading.Event
 
     @property
-    def handed_files(self) -> int | None:
-        """Files handed to Spark's file source so far, when it replays files (one file a micro-batch); ``None`` when it does not."""
+    def handed_files(self) -> Mapping[str, int] | None:
+        """Files handed to Spark's file sources so far, by the folder each reads (one file a micro-batch), when it replays files; ``None``
+        when it does not."""
         ...
 
     def start(self) -> None: ...

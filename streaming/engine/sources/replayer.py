@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..builders import stage_file
 from ..output.latency import PRODUCED
@@ -16,9 +17,32 @@ from .base import stage_upto
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["FeedReplayer", "handed_over", "pace"]
+__all__ = ["FeedReplayer", "handed_over", "pace", "read_all"]
 
 LOG = logging.getLogger(__name__)
+
+
+def _folder(path: str | Path) -> str:
+    return os.path.realpath(path)
+
+
+def read_all(handed: Mapping[str, int], sources: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the file sources of a batch's progress (``sources``) have read every file ``handed`` to them (folder → files handed).
+
+    A file source's ``logOffset`` counts the files it has read, one a batch, from 0, also across a resume. A folder two sources read (a
+    view joined with itself) is read when the slower has read it; a folder handed files that no source reads (a view the query never
+    uses) is passed over. A source that is not a file source of these folders (a topic) has no files to count: never all read.
+    """
+    read: dict[str, int] = {}
+    for source in sources:
+        description, end = str(source.get("description") or ""), source.get("endOffset")
+        offset = end.get("logOffset") if isinstance(end, dict) else None
+        if not (description.startswith("FileStreamSource[") and description.endswith("]")) or not isinstance(offset, int):
+            return False
+        folder = _folder(description[len("FileStreamSource["):-1].removeprefix("file:"))
+        read[folder] = min(read.get(folder, offset + 1), offset + 1)
+    counted = {_folder(folder): files for folder, files in handed.items()}
+    return any(folder in counted for folder in read) and all(files >= counted[folder] for folder, files in read.items() if folder in counted)
 
 
 class _Steps(Protocol):
@@ -107,8 +131,8 @@ class FeedReplayer:
     """Spark waits for the first file a press hands over."""
 
     @property
-    def handed_files(self) -> int:
-        return self.staged
+    def handed_files(self) -> dict[str, int]:
+        return {str(self.staging): self.staged}
 
     @property
     def paced(self) -> bool:

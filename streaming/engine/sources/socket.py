@@ -33,7 +33,7 @@ class LineServer:
         self.interval = 1.0 / lines_per_second
         self.sent = 0
         self.done = threading.Event()
-        self.handed_files: int | None = None
+        self.handed_files: dict[str, int] | None = None
         """Lines, not files: its source counts no files."""
         self._stop = threading.Event()
         self._server = socket.create_server(("127.0.0.1", 0))

@@ -71,7 +71,7 @@ class TopicStepper:
         self.staged = 0
         """Micro-batches handed to Spark so far."""
         self.done = threading.Event()
-        self.handed_files: int | None = None
+        self.handed_files: dict[str, int] | None = None
         """Records, not files: the topic's offsets say what was read."""
         self._copier: RecordCopier | None = None
         if now_s is not None:

@@ -274,10 +274,15 @@ class ViewFeeders:
         return any(stepper.first_at_start for stepper in self._steppers)
 
     @property
-    def handed_files(self) -> int | None:
-        """Files handed over by every view together, when each view replays files; ``None`` when one does not (a topic)."""
-        counts = [feeder.handed_files for feeder in self.feeders]
-        return None if not counts or None in counts else sum(count for count in counts if count is not None)
+    def handed_files(self) -> dict[str, int] | None:
+        """Files handed over by every view, by folder, when each view replays files; ``None`` when one does not (a topic)."""
+        folders: dict[str, int] = {}
+        for feeder in self.feeders:
+            handed = feeder.handed_files
+            if handed is None:
+                return None
+            folders.update(handed)
+        return folders or None
 
     @property
     def paced(self) -> bool:
