@@ -78,7 +78,7 @@ def own_query(ready: bool) -> SqlQuery | None:
 
 def opener(query: SqlQuery, registry: QueryRegistry) -> Callable[[], SqlWalks]:
     """What *Next batch* and *Run to end* call for ``query``: its walkthrough held, or started."""
-    return lambda: held(query, registry) or hold(SqlWalks.start(query, registry))
+    return lambda: held(query, registry) or hold(lambda: SqlWalks.start(query, registry))
 
 
 def batch_view(walks: SqlWalks, view: int) -> None:

@@ -11,6 +11,7 @@ the page's URL (``scenario``, ``step``), so a link opens the same view.
 from __future__ import annotations
 
 import html
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -70,6 +71,7 @@ h1 {font-size: 2.2rem;}
 W = TypeVar("W", bound="HeldWalks")
 
 HELD = "scn_walks"
+"""Session-state key of a plain dict, :func:`_held`, that holds the walkthroughs and the subject the page's presses are for."""
 VIEW = "scn_view"
 """How many batches are shown: 0 before the first, ``k`` shows the ``k``-th batch Spark ran."""
 SLIDER = "scn_slider"
@@ -170,22 +172,42 @@ class Walks(HeldWalks):
 def held(subject: object, registry: QueryRegistry) -> Any:
     """This session's walkthroughs of ``subject`` (a scenario, a SQL query) while they run on ``registry``; others held are closed (another
     scenario, query or settings, a lost session, the idle limit)."""
-    walks: HeldWalks | None = st.session_state.get(HELD)
+    box = _held()
+    if box.get("subject") != subject:  # presses made for another subject never move this one, held or not yet
+        forget(PRESSES)
+        box["subject"] = subject
+    walks: HeldWalks | None = box.get("walks")
     if walks is not None and walks.subject == subject and all(walk.active and walk.registry.shares(registry) for walk in walks.walks):
         return walks
     if walks is not None:
-        leave(presses=walks.subject != subject)  # walks closed by the idle limit or a lost session: a press still starts a fresh replay
+        leave(presses=False)  # another subject's (its presses forgotten above), or closed by the idle limit or a lost session
     return None
+
+
+def _held() -> dict[str, Any]:
+    """The dict in session state that holds this session's walkthroughs. Streamlit may interrupt a run at any touch of session state
+    once another press or input arrives; a write into this dict is no such touch, so walkthroughs started are always held, never left
+    running unseen."""
+    box: dict[str, Any] = st.session_state.setdefault(HELD, {})
+    return box
+
+
+def now_held() -> HeldWalks | None:
+    """This session's walkthroughs, whatever they run."""
+    walks: HeldWalks | None = _held().get("walks")
+    return walks
 
 
 def start(scenario: Scenario, registry: QueryRegistry, spark: SparkSession) -> Walks:
     """Start the walkthroughs of ``scenario`` for this session (nothing handed over yet, or a topic's first step: see :class:`Walkthrough`)."""
-    return hold(Walks.start(scenario, registry, spark))
+    return hold(lambda: Walks.start(scenario, registry, spark))
 
 
-def hold(walks: W) -> W:
-    """Keep ``walks`` as this session's walkthroughs."""
-    st.session_state[HELD] = walks
+def hold(start: Callable[[], W]) -> W:
+    """Start walkthroughs (``start``) and keep them as this session's: the holder is found first, so no touch of session state comes
+    between starting their queries and holding them."""
+    box = _held()
+    walks = box["walks"] = start()
     return walks
 
 
@@ -199,11 +221,12 @@ def leave(*, presses: bool = True) -> None:
     and did not apply are forgotten (:func:`~dashboard.presses.forget`): they were made for what is closed."""
     if presses:
         forget(PRESSES)
-    walks: HeldWalks | None = st.session_state.pop(HELD, None)
+    box = _held()
+    walks: HeldWalks | None = box.pop("walks", None)
+    if walks is not None:  # closed before the next touch of session state, where a run may be interrupted
+        walks.close()
     if VIEW in st.session_state:  # nothing run to show: the next Next batch hands over the first step, not the step after the old view
         st.session_state[VIEW] = 0
-    if walks is not None:
-        walks.close()
 
 
 OWN = "own"
@@ -301,7 +324,7 @@ def _moved(presses: Sequence[str], view: int, open_walks: Callable[[], HeldWalks
             view = max(0, view - 1)
             continue
         try:
-            before = st.session_state.get(HELD)
+            before = now_held()
             walks = open_walks()
             view = MOVES[press](walks, view if walks is before else 0)
         except Exception as err:  # noqa: BLE001 - a Spark failure, a lost session, a timeout: a message, never a traceback
@@ -321,18 +344,21 @@ def controls(walks: HeldWalks | None, open_walks: Callable[[], HeldWalks]) -> in
     """Back, Next batch, Run to end and the batch slider; the number of batches to show. Next and Run to end call ``open_walks`` for the
     walkthroughs to move (held, or started when none run: :func:`opener`).
 
-    The presses the browser counted (``presses.py``) are applied in order. Streamlit may interrupt this run at any touch of the session's
-    state once another press arrives: the view is kept first and the presses marked seen after it with no such touch between, so an
-    interrupted run leaves both as they were, and the next run makes the same moves again.
+    The presses the browser counted (``presses.py``) are applied in order. Once another press arrives, Streamlit starts a new run of the
+    page at once and stops this one at its next touch of the session's state: the two runs overlap while this one waits for Spark. So one
+    run at a time applies presses (the session's lock: a second run would start the walkthroughs again beside the first's), the view is
+    kept first and the presses marked seen after it with no such touch between, and a run stopped in between leaves both as they were:
+    the next run makes the same moves again, handing Spark nothing more.
     """
-    presses = counted(key=PRESSES, buttons=PRESSED, keys=KEYS)
-    if presses:
-        view, error = _moved(presses, int(st.session_state.get(VIEW, 0)), open_walks)
-        st.session_state[VIEW] = view
-        presses.seen()
-        walks = st.session_state.get(HELD)
-        if error is not None:
-            st.session_state[ERROR] = error
+    with _held().setdefault("lock", threading.Lock()):
+        presses = counted(key=PRESSES, buttons=PRESSED, keys=KEYS)
+        if presses:
+            view, error = _moved(presses, int(st.session_state.get(VIEW, 0)), open_walks)
+            st.session_state[VIEW] = view
+            presses.seen()
+            walks = now_held()
+            if error is not None:
+                st.session_state[ERROR] = error
     if error := st.session_state.pop(ERROR, None):
         st.error(f"Spark could not run the next batch: {error}")
     back, forward, step, end, status = st.columns([1, 1.2, 1.2, 1.2, 2.4])

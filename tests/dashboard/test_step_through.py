@@ -52,11 +52,11 @@ def test_the_late_data_scenario_opens_from_its_link_steps_and_goes_back() -> Non
         assert "The donkey at 12:04 arrived when the watermark was 12:11" in update
         assert "The 12:04 donkey arrives behind the watermark" in " ".join(caption.value for caption in at.caption)
         assert at.button(key="scn_next").disabled
-        walks = at.session_state["scn_walks"]
+        walks = at.session_state["scn_walks"]["walks"]
         at.switch_page(shared.QUERIES_PAGE).run()  # leaving the page stops its queries
-        assert "scn_walks" not in at.session_state and not any(walk.active for walk in walks.walks)
+        assert "walks" not in at.session_state["scn_walks"] and not any(walk.active for walk in walks.walks)
     finally:
-        held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
+        held = (at.session_state["scn_walks"] if "scn_walks" in at.session_state else {}).get("walks")
         if held is not None:
             held.close()
 
@@ -122,9 +122,9 @@ def test_your_own_data_steps_through_and_a_refused_setting_names_its_field() -> 
         at.checkbox(key="scn_use_watermark").uncheck()
         at.selectbox(key="scn_output_mode").set_value("append").run()
         assert any("output_mode: 'append'" in error.value for error in at.error)
-        assert "scn_walks" not in at.session_state  # other settings: the replay of the old ones is closed
+        assert "walks" not in at.session_state["scn_walks"]  # other settings: the replay of the old ones is closed
     finally:
-        held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
+        held = (at.session_state["scn_walks"] if "scn_walks" in at.session_state else {}).get("walks")
         if held is not None:
             held.close()
 
@@ -162,7 +162,7 @@ def test_your_own_sql_steps_through_its_batches_and_ends_where_the_forms_replay_
         at.button(key="scn_next_file").click().run()
         assert at.session_state["scn_view"] == 3 and "Batch 2 read 2 rows" in _captions(at)[0]
         at.button(key="scn_end").click().run()
-        walks = at.session_state["scn_walks"]
+        walks = at.session_state["scn_walks"]["walks"]
         view = at.session_state["scn_view"]
         assert walks.finished and view == walks.batches > 4  # four files, and the no-data batches the watermark's moves ran
         told = walks.steps()
@@ -180,8 +180,8 @@ def test_your_own_sql_steps_through_its_batches_and_ends_where_the_forms_replay_
         report = sql_walkthrough.steps_report(walks)
         assert "Every batch run so far" in report and html.escape(GUIDE_SQL) in report and f"{walks.batches} micro-batches run" in report
         at.switch_page(shared.QUERIES_PAGE).run()  # leaving the page stops its query
-        assert "scn_walks" not in at.session_state and not walks.walks[0].active
+        assert "walks" not in at.session_state["scn_walks"] and not walks.walks[0].active
     finally:
-        held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
+        held = (at.session_state["scn_walks"] if "scn_walks" in at.session_state else {}).get("walks")
         if held is not None:
             held.close()

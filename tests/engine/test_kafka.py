@@ -746,7 +746,7 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
         assert any("Batch 0 read 50 rows" in markdown.value for markdown in at.markdown)
         at.button(key="scn_end").click().run()
         assert not at.exception and not at.error, (at.exception, [error.value for error in at.error])
-        walks = at.session_state["scn_walks"]
+        walks = at.session_state["scn_walks"]["walks"]
         [topic] = walks.walks
         assert topic.unit == "batches of records" and topic.finished and topic.steps == 4
         assert any("4 of 4 batches of records handed to Spark" in caption.value for caption in at.caption)
@@ -758,7 +758,7 @@ def test_stepping_through_a_topic_on_the_page_tells_what_stepping_through_its_fi
         assert not topic.active and staging not in topic_names(kafka_broker.bootstrap)
     finally:
         files.close()
-        held = at.session_state["scn_walks"] if "scn_walks" in at.session_state else None
+        held = (at.session_state["scn_walks"] if "scn_walks" in at.session_state else {}).get("walks")
         if held is not None:
             held.close()
     told = ["batch_id", "input_rows", "watermark_before", "watermark_after", "state_rows", "spark_dropped", "caption"]
