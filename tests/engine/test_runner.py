@@ -266,6 +266,10 @@ def test_a_replay_that_has_read_every_file_says_so_and_is_finished_when_another_
             bob.delete("drained_replay")
         with pytest.raises(ConfigError, match="taken by another user's query"):
             bob.start(config, "drained_replay")
+        with pytest.raises(ConfigError, match="none is yours: try again when another user's query or replay ends"):
+            bob.start(config, "bobs_own")  # the slot is taken by a query the Queries page does not show bob
+        with pytest.raises(ConfigError, match="stop one of yours on the Queries page first"):
+            alice.start(config, "alices_second")
         run.await_idle(300)
         wait_for(lambda: run.drained, "not drained after every file was read")
         assert run.status == "active" and run.feeder.staged == len(GUIDE_BATCHES)

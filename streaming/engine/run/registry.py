@@ -212,11 +212,14 @@ class QueryRegistry:
             if folder is not None and not isinstance(keep, Path) and not folder.exists() and folder.folder.is_dir() and any(folder.folder.iterdir()):
                 raise DuplicateQueryError("name", name, "is taken by a kept query's folder that lost its query.json: delete it on the Queries page, or choose another name")
             if self.max_active is not None:
-                busy = len(self._starting) + sum(run.status == "active" for run in self._runs.values())
+                active = [run for run in self._runs.values() if run.status == "active"]
+                busy = len(self._starting) + len(active)
                 if busy >= self.max_active:
+                    mine = any(self._sees(run.owner) for run in active)
                     raise ConfigError(
                         "queries", busy,
-                        f"are running on this server, its limit ({MAX_QUERIES_VARIABLE}={self.max_active}): stop one on the Queries page first",
+                        f"are running on this server, its limit ({MAX_QUERIES_VARIABLE}={self.max_active}): "
+                        + ("stop one of yours on the Queries page first" if mine else "none is yours: try again when another user's query or replay ends"),
                     )
             self._starting.add(name)
         try:
