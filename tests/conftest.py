@@ -24,12 +24,25 @@ SPARK_FIXTURES = frozenset({"spark", "registry", "cli", "connect_server", "kafka
 """Fixtures that start a JVM (Spark, a Connect server, a Kafka broker): a test that asks for one, directly or through another fixture, is marked ``spark``."""
 
 
+_SESSIONS: list[pytest.Session] = []
+
+
+def pytest_sessionstart(session):
+    _SESSIONS.append(session)
+
+
 def pytest_configure(config):
     """A SIGTERM (a time limit, CI's end) becomes a KeyboardInterrupt: pytest then tears every fixture down, so the brokers, servers and
-    Connect servers the run started (each in a process group of its own) are stopped, and the Spark JVMs end with this process."""
+    Connect servers the run started (each in a process group of its own) are stopped, and the Spark JVMs end with this process.
+
+    The session is also told to stop after the test under way: a SIGTERM sent to the whole process group kills the JVM as well, and py4j,
+    cleaning up the dead connection the interrupt caught it on, can raise an ``OSError`` in the interrupt's place. The test then fails
+    instead, and without the stop the run went on to the next tests."""
     import signal
 
     def interrupted(signum, frame):
+        for session in _SESSIONS:
+            session.shouldstop = f"signal {signum}: stopping what the test run started"
         raise KeyboardInterrupt(f"signal {signum}: stopping what the test run started")
 
     signal.signal(signal.SIGTERM, interrupted)
