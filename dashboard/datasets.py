@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from streaming.engine.data.batching import Batching
-from streaming.engine.data.datasets import FORMATS, DatasetStore, FileFormat, Upload, UploadReport
+from streaming.engine.data.datasets import FORMATS_IN_WORDS, DatasetStore, FileFormat, Upload, UploadReport
 from streaming.engine.data.feeds import SAMPLE_FEEDS
 from streaming.engine.data.preview import TIME_NAMES, Preview, column_profiles, dataset_schema, guess_event_time, preview, read_dataset, time_range_warning
 from streaming.engine.data.times import TIME_FORMATS
@@ -139,9 +139,12 @@ def upload_form(store: DatasetStore, limit_mb: int) -> None:
     with st.form("upload", clear_on_submit=True, enter_to_submit=False):  # Enter in the name field submitted the form without its files
         st.markdown("**Add your data**: CSV, JSON lines or Parquet; files are replayed in file-name order, one file per micro-batch.")
         name = st.text_input("Dataset name", key="upload_name", help="A new name makes a new dataset; an existing one adds files to it")
+        # No ``type=``: Streamlit then checks each name itself before the page runs, and a name with
+        # a NUL byte raised its exception on every run until a reload. The store judges names and
+        # suffixes, each file refused with its reason.
         files = st.file_uploader(
-            "Files", type=sorted({suffix.lstrip(".") for suffix in FORMATS}), accept_multiple_files=True, key="upload_files",
-            max_upload_size=limit_mb, help=f"Up to {limit_mb} MB per file (STREAMING_LAB_MAX_UPLOAD_MB)",
+            "Files", accept_multiple_files=True, key="upload_files", max_upload_size=limit_mb,
+            help=f"{FORMATS_IN_WORDS}, up to {limit_mb} MB per file (STREAMING_LAB_MAX_UPLOAD_MB)",
         )
         private = st.checkbox(
             "Only me", key="upload_private",

@@ -636,6 +636,26 @@ def test_enter_in_the_upload_form_does_not_submit_it_without_its_files(tmp_path:
     assert at.checkbox(key="upload_private").value is False  # a dataset is shared (demo data) unless its uploader keeps it to themselves
 
 
+def test_a_file_name_with_a_nul_byte_is_refused_with_its_reason_and_the_form_stays(tmp_path: Path) -> None:
+    """Streamlit's own check of such a name raised before the page ran, on every run: the form vanished until a reload."""
+
+    def script(root: str) -> None:
+        from dashboard.datasets import upload_form
+        from streaming.engine.data.datasets import DatasetStore
+
+        upload_form(DatasetStore(root), 1)
+
+    at = AppTest.from_function(script, args=(str(tmp_path),)).run()
+    at.text_input(key="upload_name").set_value("nul")
+    row = b"event_time,key\n2024-01-01 00:00:00,a\n"
+    at.file_uploader[0].set_value([("a\0b.csv", row, "text/csv"), ("b.csv", row, "text/csv")])
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert "control character" in at.error[0].value and "Nothing stored was changed" in at.error[0].value
+    assert "kept b.csv" in at.success[0].value  # the good file of the same upload is kept
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["b.csv", "nul"]
+
+
 def _blocks(at: AppTest) -> list:
     """Every block of the page's main area, depth first."""
     found, stack = [], list(at.main.children.values())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -53,6 +54,13 @@ def test_safe_name_refuses_names_with_nothing_left(given: str) -> None:
     with pytest.raises(ConfigError) as caught:
         safe_name(given, "dataset")
     assert caught.value.field == "dataset" and caught.value.value == given
+
+
+@pytest.mark.parametrize(("given", "reason"), [("a\0b.csv", "control character ('\\x00' at 1)"), ("x" * 5000 + ".csv", "5,004 characters long")])
+def test_safe_name_refuses_what_no_file_picker_makes(given: str, reason: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(reason)) as caught:
+        safe_name(given, "file")
+    assert caught.value.field == "file" and len(str(caught.value)) < 200
 
 
 def test_data_root_and_upload_limit_come_from_the_environment(tmp_path: Path) -> None:

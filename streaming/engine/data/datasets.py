@@ -10,7 +10,9 @@ The rules that keep a browser inside its lane:
 - Every name that comes from a user (a dataset, an uploaded file) goes through
   :func:`safe_name`: directories are dropped, anything but letters, digits,
   ``.``, ``_`` and ``-`` becomes ``_``, and no name starts with a dot. A name
-  with nothing left is refused.
+  with nothing left is refused, and so is one holding a control character (a
+  NUL byte) or longer than any file system keeps (:data:`MAX_GIVEN_LENGTH`):
+  no file picker makes those, so they are refused with the reason, not cleaned.
 - Every folder and file the store touches is resolved (symbolic links
   followed) and must lie inside the data root; anything else is refused.
 - Nothing stored is overwritten or lost by an upload: a file is written under
@@ -49,6 +51,7 @@ __all__ = [
     "DATA_ROOT_VARIABLE",
     "DEFAULT_MAX_UPLOAD_MB",
     "FORMATS",
+    "FORMATS_IN_WORDS",
     "MAX_UPLOAD_VARIABLE",
     "DatasetStore",
     "FileFormat",
@@ -74,13 +77,16 @@ DATA_ROOT_VARIABLE = "STREAMING_LAB_DATA"
 MAX_UPLOAD_VARIABLE = "STREAMING_LAB_MAX_UPLOAD_MB"
 DEFAULT_MAX_UPLOAD_MB = 200
 MAX_NAME_LENGTH = 100
+MAX_GIVEN_LENGTH = 255
+"""The longest name a user may give: a file name's limit on Linux, macOS and Windows alike."""
 COLUMNS_FILE = ".columns.json"
 """Where a dataset's saved column mapping is kept, in its folder (hidden: never a data file)."""
 OWNER_FILE = ".owner"
 """Whose dataset it is (:mod:`streaming.engine.owners`), in its folder, when its uploader kept it to themselves; none: shared."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_DESCRIBED = "CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet)"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+FORMATS_IN_WORDS = "CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet)"
 
 
 def folder_owner(folder: Path) -> str | None:
@@ -119,7 +125,12 @@ def safe_name(name: str, field_name: str = "name", fallback: str = "data") -> st
     whose stem has no safe character keeps its suffix under ``fallback``
     (``数据.csv`` → ``data.csv``) instead of becoming a hidden ``.csv``.
     """
-    base = PurePosixPath(unicodedata.normalize("NFKC", str(name)).replace("\\", "/")).name
+    given = str(name)
+    if len(given) > MAX_GIVEN_LENGTH:
+        raise ConfigError(field_name, f"{given[:40]}…", f"is {len(given):,} characters long; a name has at most {MAX_GIVEN_LENGTH}")
+    if (control := _CONTROL.search(given)) is not None:
+        raise ConfigError(field_name, given, f"holds a control character ({control.group()!r} at {control.start()}); a name is printable text")
+    base = PurePosixPath(unicodedata.normalize("NFKC", given).replace("\\", "/")).name
     cleaned = _UNSAFE.sub("_", base)
     stem, _, suffix = cleaned.rpartition(".") if "." in cleaned.lstrip(".") else (cleaned, "", "")
     stem, suffix = stem.strip("._-"), suffix.strip("._-")
@@ -136,7 +147,7 @@ def file_format(name: str) -> FileFormat:
     """The format of a file by its suffix; :class:`ConfigError` for any other suffix."""
     suffix = PurePosixPath(name).suffix.lower()
     if suffix not in FORMATS:
-        raise ConfigError("file", name, f"is not {_DESCRIBED}")
+        raise ConfigError("file", name, f"is not {FORMATS_IN_WORDS}")
     return FORMATS[suffix]
 
 
