@@ -32,6 +32,7 @@ __all__ = [
     "first_chart_after_start",
     "free_port",
     "healthy",
+    "java_under",
     "served_app",
 ]
 
@@ -67,6 +68,29 @@ def healthy(url: str) -> bool:
             return response.read().strip() == b"ok"
     except OSError:
         return False
+
+
+def java_under(pid: int) -> int:
+    """The pid of the Java process (Spark's JVM) among the descendants of ``pid``."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+            parents[int(entry)], names[int(entry)] = int(rest[1]), name
+    descendants: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - descendants
+        descendants |= frontier
+    [java] = [child for child in descendants if names[child] == "java"]
+    return java
+
+
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import pytest
 
-from benchmarks.browser import CHROMIUM, COUNTS_HAVE_POINTS, chromium, served_app
+from benchmarks.browser import CHROMIUM, COUNTS_HAVE_POINTS, chromium, java_under, served_app
 
 SERVER_START_SECONDS = 180
 CHART_DATA_SECONDS = 240
@@ -327,28 +326,6 @@ def _compare_latency(page, topic: str) -> None:
     assert set(medians) == {"micro-batch, default trigger", "real-time mode (10 seconds batches)"}
     assert medians["real-time mode (10 seconds batches)"] < medians["micro-batch, default trigger"], medians
     assert page.locator(".stException").count() == 0
-
-
-def _java_under(pid: int) -> int:
-    """The pid of the Java process (Spark's JVM) among the descendants of ``pid``."""
-    parents: dict[int, int] = {}
-    names: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
-            parents[int(entry)], names[int(entry)] = int(rest[1]), name
-    descendants, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - descendants
-        descendants |= frontier
-    [java] = [child for child in descendants if names[child] == "java"]
-    return java
-
-
 
 
 def test_the_app_runs_on_spark_connect_and_recovers_when_its_server_dies(tmp_path, browser):
@@ -712,7 +689,7 @@ def test_the_page_recovers_when_spark_dies_under_a_running_query(served, data_ro
         page.get_by_role("button", name="Start query").click()
         page.wait_for_function(RESULT_ROWS_SHOWN, timeout=CHART_DATA_SECONDS * 1000)
 
-        os.kill(_java_under(app.process.pid), signal.SIGKILL)
+        os.kill(java_under(app.process.pid), signal.SIGKILL)
         banner = page.get_by_text("Spark stopped unexpectedly")
         banner.wait_for(timeout=60_000)
         told = banner.inner_text()  # the module's earlier kept queries are named too

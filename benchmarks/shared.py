@@ -1,0 +1,195 @@
+"""``python -m benchmarks.shared``: one user's exploding SQL query on a shared server, and what another user's page feels of it.
+
+The app is served (its own Spark, a batch budget of ``--budget`` seconds,
+``STREAMING_LAB_MAX_BATCH_SECONDS``) and opened in two headless Chromium
+contexts: two browsers, two owners.
+
+idle load
+    B opens the Live query page ``--loads`` times, from the address to *Start
+    query* enabled: the page drawn and Spark ready. The median, in seconds.
+refused before Start
+    A writes the issue's exploding text (``explode(sequence(1, 1000000))``):
+    the page must refuse it at its clause, so nothing runs.
+cancelled within its budget
+    A then writes a query the checks let through but that no batch can finish:
+    each click crossed with ``range(1000000)`` and a generator of 100,000 (both
+    at their bounds), counted. A starts it; seconds from Start to the page's
+    reason that its batch ran past the budget.
+load under the exploding query
+    While A's batch runs, B opens the same page ``--loads`` times again: the
+    median, and its ratio to the idle load (goal: at most 2).
+heap
+    Spark's JVM heap (``jstat``: survivor, eden and old spaces used) sampled
+    every half second from A's Start until its query stopped; its peak against
+    the heap's limit (``jcmd``'s ``MaxHeapSize``). Goal: under the limit, the
+    JVM alive.
+
+Progress notes go to stderr, the report to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .browser import CHROMIUM, chromium, java_under, served_app
+
+if TYPE_CHECKING:
+    from playwright.sync_api import BrowserContext, Page
+
+REFUSED_SQL = "SELECT key, explode(sequence(1, 1000000)) AS n\nFROM STREAM(events)"
+"""The issue's first exploding text: shown "Ready to run" once, it held a batch for minutes and ran the JVM out of memory."""
+
+EXPLODING_SQL = (
+    "SELECT key, count(*) AS n\nFROM STREAM(events) CROSS JOIN range(1000000) r\n"
+    "LATERAL VIEW explode(sequence(1, 100000)) g AS x\nGROUP BY key"
+)
+"""Within each check's bound, and 50 clicks × 10⁶ × 10⁵ rows a batch: only the batch budget stops it."""
+
+SPARK_READY_SECONDS = 300
+
+
+def _note(message: str) -> None:
+    print(f"[shared bench] {message}", file=sys.stderr, flush=True)
+
+
+def load_seconds(browser: BrowserContext, url: str, timeout: float = 120.0) -> float:
+    """Seconds from opening the Live query page in a new tab of ``browser`` to *Start query* enabled."""
+    page = browser.new_page()
+    try:
+        began = time.perf_counter()
+        page.goto(f"{url}/Live_query", wait_until="domcontentloaded")
+        start = page.get_by_role("button", name="Start query")
+        start.wait_for(timeout=timeout * 1000)
+        page.wait_for_function(
+            "() => { const b = Array.from(document.querySelectorAll('button')).find(b => b.innerText.includes('Start query'));"
+            " return !!b && !b.disabled; }",
+            polling=20, timeout=timeout * 1000,
+        )
+        return time.perf_counter() - began
+    finally:
+        page.close()
+
+
+def heap_used_bytes(pid: int) -> int | None:
+    """Bytes of the JVM's heap in use (survivor, eden and old spaces), by ``jstat -gc``; ``None`` when the JVM is gone."""
+    try:
+        out = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True, timeout=10, check=True).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    columns = dict(zip(out[0].split(), out[1].split(), strict=False))
+    return int(sum(float(columns[name]) for name in ("S0U", "S1U", "EU", "OU")) * 1024)
+
+
+def heap_limit_bytes(pid: int) -> int:
+    flags = subprocess.run(["jcmd", str(pid), "VM.flags"], capture_output=True, text=True, timeout=30, check=True).stdout
+    found = re.search(r"-XX:MaxHeapSize=(\d+)", flags)
+    if found is None:
+        raise RuntimeError(f"no MaxHeapSize in jcmd's VM.flags of {pid}: {flags[:200]}")
+    return int(found[1])
+
+
+def _sql_page(browser: BrowserContext, url: str, timeout: float) -> Page:
+    page = browser.new_page()
+    page.goto(f"{url}/Live_query", wait_until="domcontentloaded")
+    page.get_by_text("Spark is ready").wait_for(timeout=timeout * 1000)
+    page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first.click()
+    page.get_by_role("textbox", name="SQL").wait_for(timeout=timeout * 1000)
+    return page
+
+
+def _write(page: Page, sql: str) -> None:
+    box = page.get_by_role("textbox", name="SQL")
+    box.fill(sql)
+    box.press("Control+Enter")
+
+
+def run(loads: int, budget: int, timeout: float = 600.0) -> dict[str, float]:
+    """The figures of the module docstring; flags as 0.0 or 1.0."""
+    report: dict[str, float] = {}
+    env = {"STREAMING_LAB_MAX_BATCH_SECONDS": str(budget)}
+    with tempfile.TemporaryDirectory(prefix="streaming-lab-shared-bench-") as logs, served_app(Path(logs), start_timeout=SPARK_READY_SECONDS, env=env) as app, chromium() as browser:
+        a, b = (browser.new_context(viewport={"width": 1600, "height": 1400}) for _ in range(2))
+        a_page = _sql_page(a, app.url, SPARK_READY_SECONDS)  # Spark ready from here on
+        java = java_under(app.process.pid)
+        limit = heap_limit_bytes(java)
+        for _ in range(2):  # warm: B's first pages pay for its session's first run of each module
+            load_seconds(b, app.url)
+        idle = [load_seconds(b, app.url) for _ in range(loads)]
+        report["idle_load_s"] = statistics.median(idle)
+        _note(f"idle loads: {', '.join(f'{s:.2f}' for s in idle)} s")
+
+        _write(a_page, REFUSED_SQL)
+        a_page.get_by_text(re.compile(r"refused beyond 100,000 elements")).first.wait_for(timeout=timeout * 1000)
+        report["refused_before_start"] = float(a_page.get_by_role("button", name="Start query").is_disabled())
+
+        _write(a_page, EXPLODING_SQL)
+        a_page.get_by_text("Ready to run.").first.wait_for(timeout=timeout * 1000)
+        a_page.get_by_role("textbox", name="Query name").fill("exploding")
+        a_page.get_by_role("textbox", name="Query name").press("Enter")
+        peak, stopped = [0], threading.Event()
+
+        def sample() -> None:
+            while not stopped.is_set():
+                used = heap_used_bytes(java)
+                if used is not None:
+                    peak[0] = max(peak[0], used)
+                stopped.wait(0.5)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        a_page.get_by_role("button", name="Start query").click()
+        started = time.perf_counter()
+        try:
+            a_page.get_by_role("button", name="Stop query").wait_for(timeout=timeout * 1000)  # its first batch under way
+            under = [load_seconds(b, app.url) for _ in range(loads)]
+            a_page.get_by_text(re.compile(r"ran longer than \d+ s")).first.wait_for(timeout=timeout * 1000)
+            report["cancelled_after_s"] = time.perf_counter() - started
+        finally:
+            stopped.set()
+            sampler.join()
+        _note(f"loads under the exploding query: {', '.join(f'{s:.2f}' for s in under)} s")
+        report["under_load_s"] = statistics.median(under)
+        report["load_ratio"] = report["under_load_s"] / report["idle_load_s"]
+        report["heap_peak_mb"] = peak[0] / 2**20
+        report["heap_limit_mb"] = limit / 2**20
+        report["jvm_alive"] = float(heap_used_bytes(java) is not None)
+        report["exceptions"] = float(a_page.locator(".stException").count())
+        a_page.close()
+        a.close()
+        b.close()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--loads", type=int, default=5, help="page loads timed idle and again under the exploding query")
+    parser.add_argument("--budget", type=int, default=30, help="the served app's batch budget in seconds (STREAMING_LAB_MAX_BATCH_SECONDS)")
+    args = parser.parse_args(argv)
+    if not CHROMIUM.exists():
+        print(f"shared server: skipped, no Chromium at {CHROMIUM}")
+        return 0
+    got = run(args.loads, args.budget)
+    ok = {True: "ok", False: "missed"}
+    print("shared server: one user's exploding SQL query, another user's page")
+    print(f"  the issue's explode(sequence(1, 1000000)) refused before Start: {ok[bool(got['refused_before_start'])]}")
+    print(f"  a query no batch finishes, stopped after {got['cancelled_after_s']:.1f} s (budget {args.budget} s): "
+          f"{ok[got['cancelled_after_s'] <= args.budget * 1.5 + 10]}")
+    print(f"  the other page's load: idle {got['idle_load_s']:.2f} s, under it {got['under_load_s']:.2f} s, "
+          f"ratio {got['load_ratio']:.2f} (goal ≤ 2: {ok[got['load_ratio'] <= 2]})")
+    print(f"  JVM heap peak {got['heap_peak_mb']:.0f} MB of {got['heap_limit_mb']:.0f} MB, JVM alive: "
+          f"{ok[got['heap_peak_mb'] < got['heap_limit_mb'] and bool(got['jvm_alive'])]}")
+    print(f"  exceptions on the page: {got['exceptions']:.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
