@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from streaming.analysis.result_diff import rows_that_differ
+from streaming.engine.run.change import FROM_SCRATCH, GOING_ON, TRIED, try_change
+from streaming.engine.run.checkpoints import KeptQuery
 from streaming.engine.sql.table import json_value
 
 SCHEMA = "ts TIMESTAMP, store STRING, amount BIGINT"
@@ -78,9 +81,15 @@ def _plain(spark, orders: Path, work: Path, runs: list[tuple[str, int]]) -> tupl
     return sorted(table.values(), key=lambda record: json.dumps(record, sort_keys=True)), dropped, None
 
 
-def test_a_kept_sql_query_is_changed_as_spark_allows_and_a_refused_change_leaves_it_as_it_was(cli, spark, orders: Path, tmp_path: Path) -> None:
+def _sorted(records: list[dict]) -> list[dict]:
+    return sorted(records, key=lambda record: json.dumps(record, sort_keys=True))
+
+
+def test_a_kept_sql_query_is_changed_as_spark_allows_and_a_refused_change_leaves_it_as_it_was(cli, spark, registry, orders: Path, tmp_path: Path) -> None:
     """Kept over 5 of 8 files; a grouping key added is predicted and refused with Spark's condition, the folder unchanged; the watermark
-    delay lengthened resumes, and its result and rows dropped over both runs are plain Spark's, stopping and resuming the same checkpoint."""
+    delay lengthened, tried on copies, gives plain Spark's three answers (the old query going on, the new one resumed, the new one from
+    scratch) and leaves the folder as it was; applied, it resumes, and its result and rows dropped over both runs are plain Spark's,
+    stopping and resuming the same checkpoint."""
     kept, queries = tmp_path / "kept", tmp_path / "queries"
     queries.mkdir()
     texts = {"v1": _sql("1 MINUTE"), "v2": _sql("3 MINUTES"), "keyed": _sql("1 MINUTE", "store, amount", "count(*) AS n")}
@@ -103,6 +112,19 @@ def test_a_kept_sql_query_is_changed_as_spark_allows_and_a_refused_change_leaves
     assert change["predicted"]["verdict"] == "refused" and change["differences"]
     assert {path.relative_to(kept): path.read_bytes() for path in kept.rglob("*") if path.is_file()} == before  # the folder as it was
 
+    # tried on copies first: the changed query resumed, the old one going on, the changed one from scratch; the folder untouched
+    trial = try_change(registry, KeptQuery(kept).config().with_changes(text=texts["v2"]), kept)
+    assert {path.relative_to(kept): path.read_bytes() for path in kept.rglob("*") if path.is_file()} == before
+    assert not [path.name for path in tmp_path.iterdir() if path.name.startswith(".kept.")]  # the copies are gone
+    assert trial.change.verdict == "resumed" and trial.unchanged is not None and trial.fresh is not None
+    going_on, _, _ = _plain(spark, orders, tmp_path / "plain-v1", [(texts["v1"], KEPT_FILES), (texts["v1"], len(ORDERS))])
+    fresh, _, _ = _plain(spark, orders, tmp_path / "plain-v2", [(texts["v2"], len(ORDERS))])
+    assert _sorted(trial.unchanged.records) == going_on  # a copy goes on as its original would, reading no file twice
+    assert _sorted(trial.fresh.records) == fresh
+    differ = rows_that_differ(trial.results())
+    # the watermark never moves back: resumed, the longer delay keeps no row the old query drops, as it does from scratch
+    assert (differ[TRIED] == differ[GOING_ON]).all() and (differ[TRIED] != differ[FROM_SCRATCH]).all() and len(differ) == 2
+
     applied_json = tmp_path / "applied.json"
     applied = cli("replay", str(orders), "--sql-file", str(queries / "v2.sql"), *flags, "--checkpoint", str(kept), "--change", "--json", str(applied_json))
     assert applied.returncode == 0, applied.stderr
@@ -111,7 +133,8 @@ def test_a_kept_sql_query_is_changed_as_spark_allows_and_a_refused_change_leaves
     assert condition is None and report["change"]["verdict"] == "resumed" and report["change"]["predicted"]["verdict"] == "resumed"
     assert "never moves back" in " ".join(report["change"]["predicted"]["reasons"])
     assert report["change"]["watermark_before"] is not None and report["change"]["watermark_after"] > report["change"]["watermark_before"]
-    assert sorted(report["result"], key=lambda record: json.dumps(record, sort_keys=True)) == expected and expected
+    assert _sorted(report["result"]) == expected and expected
+    assert _sorted(trial.change.replay.records) == expected  # the try gave what applying gives
     assert report["rows_dropped_by_watermark"] == dropped
     record = json.loads((kept / "query.json").read_text())
     assert "3 MINUTES" in record["config"]["text"] and "1 MINUTE\n" in record["changes"][0]["config"]["text"]

@@ -11,10 +11,10 @@ length over windows already in state, another aggregate of the same type).
 those it expects, naming what differs; :func:`resume_changed` lets Spark
 decide: it keeps a copy of the folder, resumes the folder with the changed
 query, and puts the copy back when Spark refuses, so a refused change leaves
-the folder as it was. (A copy cannot be resumed elsewhere: Spark's file
-source logs the files it read by path, and would read them again.) An
-applied change is recorded in the folder's ``query.json``: the configuration
-it ran before, and the batch it changed at.
+the folder as it was. An applied change is recorded in the folder's
+``query.json``: the configuration it ran before, and the batch it changed at.
+:func:`try_change` runs the change on copies only (:meth:`KeptQuery.copy_to`),
+beside the old query going on and the changed one from scratch.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ..sql.plan import PlanFacts
     from .registry import QueryRegistry
 
-__all__ = ["Change", "Prediction", "checkpoint_facts", "predict", "predict_on_state", "resume_changed"]
+__all__ = ["FROM_SCRATCH", "GOING_ON", "TRIED", "Change", "Prediction", "Trial", "checkpoint_facts", "predict", "predict_on_state", "resume_changed", "try_change"]
 
 Verdict = Literal["resumed", "refused"]
 CLEAN = "nothing the state depends on changes"
@@ -166,16 +166,9 @@ def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, ti
 
     :class:`ConfigError` when the folder keeps no SQL query, or the change reads other views (the same data must go on).
     """
-    kept = KeptQuery(Path(folder))
-    if not kept.exists():
-        raise ConfigError("--checkpoint", str(folder), "keeps no query to change: keep one first (replay --checkpoint, with --stop-after to stop it part way)")
+    kept, old = _changeable(folder, query)
     record = kept.record()
     stored = record["config"]
-    if stored.get("kind") != "sql":
-        raise ConfigError("--checkpoint", str(folder), "keeps the form's query: --change resumes a SQL query with a changed text (--sql / --sql-file)")
-    old = SqlQuery.from_dict(stored)
-    if old.names != query.names or [view.to_dict() for view in old.views] != [view.to_dict() for view in query.views]:
-        raise ConfigError("--change", ", ".join(query.names), f"reads other views or data than the kept query ({', '.join(old.names)}): a change goes on over the same data")
     changed = tuple(differences(stored, query.to_dict()))
     predicted = predict(registry.spark, old, query)
     before = _last_watermark(kept)
@@ -199,6 +192,58 @@ def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, ti
     shutil.rmtree(backup, ignore_errors=True)
     kept.failures_file.unlink(missing_ok=True)  # another query now: what the old one failed with says nothing of it
     return Change("resumed", predicted, changed, before, _last_watermark(kept), replay=replay)
+
+
+def _changeable(folder: Path, query: SqlQuery) -> tuple[KeptQuery, SqlQuery]:
+    """The kept folder and the SQL query it keeps, which ``query`` may change; :class:`ConfigError` saying why not."""
+    kept = KeptQuery(Path(folder))
+    if not kept.exists():
+        raise ConfigError("--checkpoint", str(folder), "keeps no query to change: keep one first (replay --checkpoint, with --stop-after to stop it part way)")
+    stored = kept.record()["config"]
+    if stored.get("kind") != "sql":
+        raise ConfigError("--checkpoint", str(folder), "keeps the form's query: --change resumes a SQL query with a changed text (--sql / --sql-file)")
+    old = SqlQuery.from_dict(stored)
+    if old.names != query.names or [view.to_dict() for view in old.views] != [view.to_dict() for view in query.views]:
+        raise ConfigError("--change", ", ".join(query.names), f"reads other views or data than the kept query ({', '.join(old.names)}): a change goes on over the same data")
+    return kept, old
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A change tried on copies of a kept folder (:func:`try_change`): Spark's verdict on the changed query resumed from a copy, and when it
+    resumed, the two results to hold it against, each over the same data: the old query going on from another copy, and the changed query
+    run from scratch."""
+
+    change: Change
+    unchanged: SqlReplay | None = field(default=None, repr=False)
+    fresh: SqlReplay | None = field(default=None, repr=False)
+
+    def results(self) -> dict[str, pd.DataFrame]:
+        """The three result tables by what each is (none when Spark refused the change)."""
+        if self.change.replay is None or self.unchanged is None or self.fresh is None:
+            return {}
+        return {TRIED: self.change.replay.result, GOING_ON: self.unchanged.result, FROM_SCRATCH: self.fresh.result}
+
+
+TRIED, GOING_ON, FROM_SCRATCH = "changed, resumed", "old query going on", "changed, from scratch"
+"""The three results of a :class:`Trial`, as the page heads them."""
+
+
+def try_change(registry: QueryRegistry, query: SqlQuery, folder: Path, *, timeout: float = 600.0, cancel: threading.Event | None = None) -> Trial:
+    """Try ``query`` on copies of the kept folder (:meth:`KeptQuery.copy_to`), which is never touched: the changed query resumed from one
+    copy (:func:`resume_changed`), and when Spark resumes it, the old query resumed from another and the changed query run from scratch, each
+    to the end of the data. The copies are deleted after."""
+    kept, old = _changeable(folder, query)
+    trial = kept.folder.with_name(f".{kept.folder.name}.try-{uuid.uuid4().hex[:8]}")
+    trial.mkdir()
+    try:
+        change = resume_changed(registry, query, kept.copy_to(trial / "changed").folder, timeout=timeout, cancel=cancel)
+        if change.verdict == "refused":
+            return Trial(change)
+        going_on = replay_sql(registry, old, keep=kept.copy_to(trial / "unchanged").folder, timeout=timeout, cancel=cancel)
+        return Trial(change, going_on, replay_sql(registry, query, timeout=timeout, cancel=cancel))
+    finally:
+        shutil.rmtree(trial, ignore_errors=True)
 
 
 def _carry_result(spark: SparkSession, kept: KeptQuery, query: SqlQuery, batches: int) -> str:

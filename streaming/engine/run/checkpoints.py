@@ -26,10 +26,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -209,6 +211,32 @@ class KeptQuery:
             "result_rows": len(table),
             "last_change": pd.Timestamp(changed, unit="s").floor("s"),
         }
+
+    def copy_to(self, target: Path) -> KeptQuery:
+        """A copy of the folder at ``target`` (new) that resumes on its own, as the original would, and never touches it.
+
+        Spark's file source logs each file it read by its path (``checkpoint/sources/N/``), and a copy's staged files have
+        other paths: resumed as it is, the copy would read every file again. The copy's logs name its own files instead
+        (their checksum files dropped: Hadoop reads a file with no checksum without checking it), and its checkpoint a
+        query id of its own, so the copy and the original may run at once.
+        """
+        target = Path(target)
+        shutil.copytree(self.folder, target, symlinks=True)
+        names = {str(self.folder.resolve()): str(target.resolve()), str(self.folder.absolute()): str(target.absolute())}
+        pairs = {old: new for before, after in names.items() for old, new in ((before, after), (quote(before), quote(after)))}
+        sources = target / CHECKPOINT / "sources"
+        logs = [path for path in sources.rglob("*") if path.is_file() and not path.name.endswith(".crc")] if sources.is_dir() else []
+        for log in logs:
+            text = log.read_text()
+            for old, new in pairs.items():
+                text = text.replace(f"file://{old}/", f"file://{new}/").replace(f"file:{old}/", f"file:{new}/")
+            log.write_text(text)
+            log.with_name(f".{log.name}.crc").unlink(missing_ok=True)
+        metadata = target / CHECKPOINT / "metadata"
+        if metadata.is_file():
+            metadata.write_text(json.dumps({**json.loads(metadata.read_text()), "id": str(uuid.uuid4())}) + "\n")
+            metadata.with_name(".metadata.crc").unlink(missing_ok=True)
+        return KeptQuery(target)
 
     def size(self) -> int:
         """The bytes the folder's files hold."""
