@@ -10,19 +10,24 @@ first and put back when Spark refuses, so a refused change leaves the kept
 query as it was; a change that resumes goes on over the rest of the data, and
 the folder records both configurations and the batch it changed at. A change
 predicted refused or ill-defined is applied only once the user has ticked
-that they read what it will do.
+that they read what it will do. *Try on a copy*
+(:func:`~streaming.engine.run.change.try_change`) runs it on copies first,
+and shows its result beside the old query going on and the changed query
+from scratch, with the rows that differ; the kept query is not touched.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from streaming.analysis.result_diff import rows_that_differ
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.query.config import OUTPUT_MODES
-from streaming.engine.run.change import CLEAN, Change, Prediction, predict, resume_changed
+from streaming.engine.run.change import CLEAN, GOING_ON, TRIED, Change, Prediction, Trial, predict, resume_changed, try_change
 from streaming.engine.sql import SqlError, SqlQuery
 
 from .jobs import Job, job_view, start_job
@@ -43,15 +48,16 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
         return
     key = f"chg_{name}"
     job: Job | None = st.session_state.get(f"{key}_job")
-    running = job is not None and not job.done
-    with st.expander("Change and resume", icon=":material/edit_note:", expanded=job is not None):  # open on its job's answer too
+    trial: Job | None = st.session_state.get(f"{key}_try")
+    running = any(held is not None and not held.done for held in (job, trial))
+    with st.expander("Change and resume", icon=":material/edit_note:", expanded=job is not None or trial is not None):  # open on an answer too
         text = st.text_area("Changed SQL", value=kept.text, key=f"{key}_sql", height=180,
                             help="The kept query, to change: a watermark delay, a filter, the output mode... It goes on over the same views")
         mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index(kept.output_mode), key=f"{key}_mode")
         changed = kept.with_changes(text=text, output_mode=mode)
         if changed == kept:
             st.caption("Change the query: the lab says what Spark will do with the kept state before anything runs.")
-            _result(job)
+            _result(job, _render)
             return
         try:
             prediction = _prediction(registry, key, kept, changed)
@@ -63,21 +69,34 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
             "Try it anyway: Spark decides, and the query stays as it was when it refuses" if prediction.verdict == "refused"
             else "I have read what Spark will do with the kept state: apply anyway", key=f"{key}_read",
         )
-        if st.button("Apply the change and resume", key=f"{key}_apply", disabled=not read or running, type="primary",
-                     help="Resumes the kept query with the change over the rest of its data; when Spark refuses, the query stays as it was"):
-            try:
-                folder = registry.kept_folder(name).folder
-            except ConfigError as err:
-                st.error(f"Cannot change it: {err}")
-                return
-            start_job(f"{key}_job", f"Change and resume of {name}", (name, changed), lambda job: _apply(registry, changed, folder, job))
-        _result(job)
+        tried, apply = st.columns(2)
+        if tried.button("Try on a copy", key=f"{key}_trial", disabled=running, icon=":material/science:",
+                        help="Resumes the change on a copy of the checkpoint over the rest of the data, beside the old query going on and the "
+                             "changed one from scratch; the kept query is not touched"):
+            _start(registry, name, f"{key}_try", f"Try of the change to {name}", changed, _try)
+        if apply.button("Apply the change and resume", key=f"{key}_apply", disabled=not read or running, type="primary",
+                        help="Resumes the kept query with the change over the rest of its data; when Spark refuses, the query stays as it was"):
+            _start(registry, name, f"{key}_job", f"Change and resume of {name}", changed, _apply)
+        if trial is not None and (job is None or trial.started > job.started):  # the answer of the later of the two
+            _result(trial, _render_trial)
+        else:
+            _result(job, _render)
+
+
+def _start(registry: QueryRegistry, name: str, key: str, what: str, changed: SqlQuery, work: Callable[[QueryRegistry, SqlQuery, Path, Job], Any]) -> None:
+    try:
+        folder = registry.kept_folder(name).folder
+    except ConfigError as err:
+        st.error(f"Cannot change it: {err}")
+        return
+    start_job(key, what, (name, changed), lambda job: work(registry, changed, folder, job))
 
 
 def changing(name: str) -> bool:
-    """Whether this browser session is applying a change to ``name`` now: its Resume and Delete wait for it."""
-    job: Job | None = st.session_state.get(f"chg_{name}_job")
-    return job is not None and not job.done
+    """Whether this browser session is applying or trying a change to ``name`` now: its Resume and Delete wait for it (a try copies the
+    folder as it starts, and resumes copies that Spark must not see change under it)."""
+    jobs: list[Job | None] = [st.session_state.get(f"chg_{name}_{job}") for job in ("job", "try")]
+    return any(job is not None and not job.done for job in jobs)
 
 
 def _prediction(registry: QueryRegistry, key: str, kept: SqlQuery, changed: SqlQuery) -> Prediction:
@@ -109,9 +128,44 @@ def _apply(registry: QueryRegistry, changed: SqlQuery, folder: Path, job: Job) -
     return change
 
 
-def _result(job: Job | None) -> None:
+def _try(registry: QueryRegistry, changed: SqlQuery, folder: Path, job: Job) -> Trial:
+    job.report("Spark resumes the change on a copy, then the old query on another copy and the change from scratch")
+    return try_change(registry, changed, folder, cancel=job.cancel)
+
+
+def _result(job: Job | None, render: Callable[[Job], None]) -> None:
     if job is not None:
-        job_view(job, _render, "")
+        job_view(job, render, "")
+
+
+def _render_trial(job: Job) -> None:
+    trial: Trial = job.result
+    change = trial.change
+    if change.verdict == "refused":
+        st.error(f"Spark refused the change on the copy ({change.error_condition}): {brief(change.error or '')} Applied, it would not run either; "
+                 "the kept query is as it was.")
+        return
+    st.success(f"On a copy, Spark resumed the change. {_watermarks(change)}")
+    results = trial.results()
+    for column, (heading, frame) in zip(st.columns(len(results)), results.items(), strict=True):
+        column.markdown(f"**{heading}**")
+        column.dataframe(frame, hide_index=True, key=f"chg_try_{heading}_{id(job)}")
+    differ = rows_that_differ(results)
+    if differ.empty:
+        st.caption("The three results hold the same rows: over this data the change makes no difference.")
+        return
+    st.markdown(f"**Rows that differ** ({len(differ):,}): how many times each result holds the row")
+    st.dataframe(differ, hide_index=True, key=f"chg_try_differ_{id(job)}")
+    if (differ[TRIED] == differ[GOING_ON]).all():
+        st.caption("Resumed, the change gives what the old query gives going on: from scratch it would not. The state and the watermark carried "
+                   "across the restart decide these rows.")
+
+
+def _watermarks(change: Change) -> str:
+    return (
+        f"Watermark before the restart {change.watermark_before or 'none'}, after the rest of the data {change.watermark_after or 'none'}: it never "
+        "moves back, so a longer delay starts to matter once event time passes where the old one put it."
+    )
 
 
 def _render(job: Job) -> None:
@@ -119,10 +173,7 @@ def _render(job: Job) -> None:
     if change.verdict == "refused":
         st.error(f"Spark refused the change ({change.error_condition}): {brief(change.error or '')} The kept query is as it was.")
         return
-    st.success(
-        f"Resumed with the change. Watermark before the restart {change.watermark_before or 'none'}, after the rest of the data "
-        f"{change.watermark_after or 'none'}: it never moves back, so a longer delay starts to matter once event time passes where the old one put it."
-    )
+    st.success(f"Resumed with the change. {_watermarks(change)}")
     if change.differences:
         st.caption("What changed")
         st.code("\n".join(change.differences), language=None, wrap_lines=True)

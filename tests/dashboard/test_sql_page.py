@@ -14,6 +14,7 @@ from support.app import page_metric
 from dashboard import shared
 from streaming.app.snapshot import snapshot
 from streaming.engine.data.datasets import data_root
+from streaming.engine.run.change import FROM_SCRATCH, GOING_ON, TRIED
 from streaming.engine.run.checkpoints import KeptQuery
 
 pytestmark = pytest.mark.spark
@@ -120,14 +121,14 @@ def test_a_sql_query_over_a_stream_and_a_table_starts_shows_its_table_operators_
     longer = JOINED_SQL.replace("INTERVAL 10 MINUTES", "INTERVAL 20 MINUTES")
     queries.text_area(key=f"{key}_sql").set_value(longer).run()
     assert any("the watermark never moves back" in warning.value for warning in queries.warning), [w.value for w in queries.warning]
+    before = {path.relative_to(run.workdir): path.read_bytes() for path in run.workdir.rglob("*") if path.is_file()}
+    _press_until(queries, f"{key}_trial", _answered("On a copy, Spark resumed the change"))
+    assert [text.value for text in queries.markdown if text.value in {f"**{TRIED}**", f"**{GOING_ON}**", f"**{FROM_SCRATCH}**"}] == [
+        f"**{TRIED}**", f"**{GOING_ON}**", f"**{FROM_SCRATCH}**"]  # side by side, each a result table
+    assert sum("n" in frame.value.columns for frame in queries.dataframe) >= 3
+    assert {path.relative_to(run.workdir): path.read_bytes() for path in run.workdir.rglob("*") if path.is_file()} == before  # untouched
     queries.checkbox(key=f"{key}_read").check().run()
-    queries.button(key=f"{key}_apply").click().run()
-    deadline = time.monotonic() + 240
-    while not any("Resumed with the change" in message.value for message in queries.success):
-        assert not queries.exception and not any("failed after" in error.value for error in queries.error), [e.value for e in queries.error]
-        assert time.monotonic() < deadline, ("the change was not applied", [message.value for message in queries.info])
-        time.sleep(1.0)
-        queries.run()
+    _press_until(queries, f"{key}_apply", _answered("Resumed with the change"))
     record = KeptQuery(run.workdir).record()
     assert record["config"]["text"] == longer and [change["config"]["text"] for change in record["changes"]] == [JOINED_SQL]
 
@@ -150,6 +151,16 @@ def _guide_page(path: str, state: dict[str, object]) -> AppTest:
     at.run()
     assert not at.exception, at.exception
     return at
+
+
+def _answered(words: str):
+    """Whether a page's job says ``words``; fails at once when the job failed."""
+
+    def answered(page: AppTest) -> bool:
+        assert not any("failed after" in error.value for error in page.error), [error.value for error in page.error]
+        return any(words in message.value for message in page.success)
+
+    return answered
 
 
 def _press_until(at: AppTest, button: str, done, timeout: float = 240.0) -> None:
