@@ -605,6 +605,74 @@ def test_a_sql_query_is_refused_at_its_line_then_runs_with_its_operators_and_wat
         page.close()
 
 
+GUIDE_SQL = (
+    "SELECT window(event_time, '10 minutes') AS w, key, count(*) AS n\n"
+    "FROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL {} MINUTES\nGROUP BY 1, 2"
+)
+"""The programming guide's windowed word count over its four files of words, under a WATERMARK clause of a delay in minutes."""
+
+
+def test_a_kept_sql_querys_watermark_is_changed_tried_on_a_copy_and_applied_and_an_added_aggregate_is_refused_before_it_runs(
+    app_url, data_root, browser,
+):
+    """Change and resume on the Queries page: the guide's count, kept and stopped after its first file, has its WATERMARK delay doubled;
+    the lab says what Spark will not say, the change tried on a copy shows its result beside the old query going on and the change from
+    scratch, then is applied; a second change that adds an aggregate is predicted refused, and nothing runs."""
+    import json
+
+    context = browser.new_context(viewport={"width": 1600, "height": 1400})  # a workspace of its own: its Queries page lists this query alone
+    try:
+        page = context.new_page()
+        page.goto(f"{app_url}/Live_query", wait_until="domcontentloaded")
+        page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        _pick(page, "Sample feed", "guide_words")
+        page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first.click()
+        editor = page.get_by_role("textbox", name="SQL")
+        editor.wait_for(timeout=60_000)
+        editor.fill(GUIDE_SQL.format(10))
+        editor.press("Control+Enter")
+        page.get_by_text("Ready to run.").first.wait_for(timeout=120_000)
+        page.get_by_label("Seconds per file", exact=True).fill("5")  # stopped after its first file: three are left for the change
+        page.get_by_label("Seconds per file", exact=True).press("Enter")
+        page.get_by_role("textbox", name="Query name").fill("changed_here")
+        page.get_by_role("textbox", name="Query name").press("Enter")
+        page.get_by_role("button", name="Start query").click()
+        page.wait_for_function(RESULT_ROWS_SHOWN, timeout=CHART_DATA_SECONDS * 1000)
+        page.get_by_role("button", name="Stop query").click()
+        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+        kept = data_root / ".queries" / "changed_here"
+        assert len(list((kept / "staging").iterdir())) < 4, "every file was read before the stop: nothing is left to change over"
+
+        page.goto(f"{app_url}/Queries", wait_until="domcontentloaded")
+        page.get_by_text("Change and resume").first.click(timeout=120_000)
+        changed = page.get_by_role("textbox", name="Changed SQL")
+        changed.fill(GUIDE_SQL.format(20))
+        changed.press("Control+Enter")
+        page.get_by_text("Spark will resume it, and will not tell you").wait_for(timeout=120_000)
+        page.get_by_role("button", name="Try on a copy").click()
+        page.get_by_text("On a copy, Spark resumed the change").wait_for(timeout=CHART_DATA_SECONDS * 1000)
+        for heading in ("changed, resumed", "old query going on", "changed, from scratch"):
+            assert page.get_by_text(heading, exact=True).is_visible(), heading
+        assert page.locator('[data-testid="stDataFrame"]').count() >= 3
+        assert "10 MINUTES" in json.loads((kept / "query.json").read_text())["config"]["text"]  # tried, not applied
+        page.get_by_text("I have read what Spark will do with the kept state").click()
+        page.get_by_role("button", name="Apply the change and resume").click()
+        page.get_by_text("Resumed with the change").wait_for(timeout=CHART_DATA_SECONDS * 1000)
+        record = json.loads((kept / "query.json").read_text())
+        assert "20 MINUTES" in record["config"]["text"] and "10 MINUTES" in record["changes"][0]["config"]["text"]
+
+        counted = GUIDE_SQL.format(20).replace("count(*) AS n", "count(*) AS n, max(event_time) AS latest")
+        changed.fill(counted)
+        changed.press("Control+Enter")
+        page.get_by_text("Spark will refuse this change").wait_for(timeout=120_000)
+        assert page.get_by_role("button", name="Apply the change and resume").is_disabled()  # not without the user's tick
+        assert json.loads((kept / "query.json").read_text()) == record  # nothing ran
+        assert page.locator(".stException").count() == 0
+    finally:
+        context.close()
+
+
 COUNT_SQL = "SELECT key, count(*) AS n\nFROM STREAM(events)\nGROUP BY key"
 """Clicks counted per page, in complete mode: a result whose every row an interrupted replay would get wrong by a batch lost or doubled."""
 

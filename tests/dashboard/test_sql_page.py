@@ -14,7 +14,6 @@ from support.app import page_metric
 from dashboard import shared
 from streaming.app.snapshot import snapshot
 from streaming.engine.data.datasets import data_root
-from streaming.engine.run.change import FROM_SCRATCH, GOING_ON, TRIED
 from streaming.engine.run.checkpoints import KeptQuery
 
 pytestmark = pytest.mark.spark
@@ -121,14 +120,8 @@ def test_a_sql_query_over_a_stream_and_a_table_starts_shows_its_table_operators_
     longer = JOINED_SQL.replace("INTERVAL 10 MINUTES", "INTERVAL 20 MINUTES")
     queries.text_area(key=f"{key}_sql").set_value(longer).run()
     assert any("the watermark never moves back" in warning.value for warning in queries.warning), [w.value for w in queries.warning]
-    before = {path.relative_to(run.workdir): path.read_bytes() for path in run.workdir.rglob("*") if path.is_file()}
-    _press_until(queries, f"{key}_trial", _answered("On a copy, Spark resumed the change"))
-    assert [text.value for text in queries.markdown if text.value in {f"**{TRIED}**", f"**{GOING_ON}**", f"**{FROM_SCRATCH}**"}] == [
-        f"**{TRIED}**", f"**{GOING_ON}**", f"**{FROM_SCRATCH}**"]  # side by side, each a result table
-    assert sum("n" in frame.value.columns for frame in queries.dataframe) >= 3
-    assert {path.relative_to(run.workdir): path.read_bytes() for path in run.workdir.rglob("*") if path.is_file()} == before  # untouched
     queries.checkbox(key=f"{key}_read").check().run()
-    _press_until(queries, f"{key}_apply", _answered("Resumed with the change"))
+    _press_until(queries, f"{key}_apply", _answered("Resumed with the change"))  # Try on a copy: in Chromium (test_browser)
     record = KeptQuery(run.workdir).record()
     assert record["config"]["text"] == longer and [change["config"]["text"] for change in record["changes"]] == [JOINED_SQL]
 
