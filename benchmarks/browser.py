@@ -91,8 +91,6 @@ def java_under(pid: int) -> int:
     return java
 
 
-
-
 @dataclass(frozen=True)
 class ServedApp:
     """A running ``streamlit run app.py``: its URL, its process and the second it answered its health check."""

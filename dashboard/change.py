@@ -57,7 +57,7 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
         changed = kept.with_changes(text=text, output_mode=mode)
         if changed == kept:
             st.caption("Change the query: the lab says what Spark will do with the kept state before anything runs.")
-            _result(job, _render)
+            _latest(job, trial, changed)
             return
         try:
             prediction = _prediction(registry, key, kept, changed)
@@ -77,10 +77,18 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
         if apply.button("Apply the change and resume", key=f"{key}_apply", disabled=not read or running, type="primary",
                         help="Resumes the kept query with the change over the rest of its data; when Spark refuses, the query stays as it was"):
             _start(registry, name, f"{key}_job", f"Change and resume of {name}", changed, _apply)
-        if trial is not None and (job is None or trial.started > job.started):  # the answer of the later of the two
-            _result(trial, _render_trial)
-        else:
-            _result(job, _render)
+        _latest(job, trial, changed)
+
+
+def _latest(job: Job | None, trial: Job | None, changed: SqlQuery) -> None:
+    """The later of the session's change (``job``) and try (``trial``): running, its progress; done, its answer, unless a try was made
+    of another text than ``changed``, the one in the box now."""
+    if trial is None or (job is not None and job.started > trial.started):
+        _result(job, _render)
+    elif trial.done and not trial.cancelled and trial.error is None and trial.inputs[1] != changed:
+        st.caption("The last try was of another text: try this one to see what it does.")
+    else:
+        _result(trial, _render_trial)
 
 
 def _start(registry: QueryRegistry, name: str, key: str, what: str, changed: SqlQuery, work: Callable[[QueryRegistry, SqlQuery, Path, Job], Any]) -> None:
@@ -94,7 +102,7 @@ def _start(registry: QueryRegistry, name: str, key: str, what: str, changed: Sql
 
 def changing(name: str) -> bool:
     """Whether this browser session is applying or trying a change to ``name`` now: its Resume and Delete wait for it (a try copies the
-    folder as it starts, and resumes copies that Spark must not see change under it)."""
+    folder as it starts: a resume or a delete meanwhile would change what it copies)."""
     jobs: list[Job | None] = [st.session_state.get(f"chg_{name}_{job}") for job in ("job", "try")]
     return any(job is not None and not job.done for job in jobs)
 
@@ -146,11 +154,12 @@ def _render_trial(job: Job) -> None:
                  "the kept query is as it was.")
         return
     st.success(f"On a copy, Spark resumed the change. {_watermarks(change)}")
-    results = trial.results()
-    for column, (heading, frame) in zip(st.columns(len(results)), results.items(), strict=True):
+    _set_aside(change)
+    replays = trial.replays()
+    for column, (heading, replay) in zip(st.columns(len(replays)), replays.items(), strict=True):
         column.markdown(f"**{heading}**")
-        column.dataframe(frame, hide_index=True, key=f"chg_try_{heading}_{id(job)}")
-    differ = rows_that_differ(results)
+        column.dataframe(replay.result, hide_index=True, key=f"chg_try_{heading}_{id(job)}")
+    differ = rows_that_differ({heading: replay.records for heading, replay in replays.items()})
     if differ.empty:
         st.caption("The three results hold the same rows: over this data the change makes no difference.")
         return
@@ -159,6 +168,11 @@ def _render_trial(job: Job) -> None:
     if (differ[TRIED] == differ[GOING_ON]).all():
         st.caption("Resumed, the change gives what the old query gives going on: from scratch it would not. The state and the watermark carried "
                    "across the restart decide these rows.")
+
+
+def _set_aside(change: Change) -> None:
+    if change.carried.startswith("set aside"):
+        st.caption(f"The kept result table was {change.carried}: the changed query's result holds only the rows since the change.")
 
 
 def _watermarks(change: Change) -> str:
@@ -174,6 +188,7 @@ def _render(job: Job) -> None:
         st.error(f"Spark refused the change ({change.error_condition}): {brief(change.error or '')} The kept query is as it was.")
         return
     st.success(f"Resumed with the change. {_watermarks(change)}")
+    _set_aside(change)
     if change.differences:
         st.caption("What changed")
         st.code("\n".join(change.differences), language=None, wrap_lines=True)

@@ -98,7 +98,7 @@ def _run_actions(registry: QueryRegistry, run: Run, live_page: str, pending_key:
 def _kept_actions(registry: QueryRegistry, name: str, live_page: str, pending_key: str = PENDING_KEY, problem: str | None = None) -> None:
     """Resume (from the checkpoint, then watch it) and Delete (checkpoint, result and progress) for a stopped kept query; Delete only when it has a ``problem``."""
     if changing(name):
-        st.caption("A change is being applied: Resume and Delete wait for it.")
+        st.caption("A change is being tried or applied: Resume and Delete wait for it.")
         return
     if problem is not None:
         pass  # nothing to resume from: Delete only

@@ -36,6 +36,7 @@ from streaming.engine.output.sinks import DEFAULT_MAX_SINK_ROWS, max_sink_rows
 from streaming.engine.owners import visible
 from streaming.engine.query.config import FeedSource, QueryConfig
 from streaming.engine.run.budgets import Budgets
+from streaming.engine.run.change import sweep_trials
 from streaming.engine.run.checkpoints import QUERIES_FOLDER
 from streaming.engine.run.query import warm_up
 from streaming.engine.run.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
@@ -273,9 +274,9 @@ def _shared_registry() -> QueryRegistry:
     limit = _setting(max_queries, DEFAULT_MAX_QUERIES, f"limit of {DEFAULT_MAX_QUERIES} queries")
     sink_rows = _setting(max_sink_rows, DEFAULT_MAX_SINK_ROWS, f"limit of {DEFAULT_MAX_SINK_ROWS} rows")
     budgets = _setting(Budgets.from_environ, Budgets(), "budgets")
-    registry = QueryRegistry(
-        get_spark(), max_active=limit, kept_root=data_root(os.environ) / QUERIES_FOLDER, max_sink_rows=sink_rows, budgets=budgets,
-    )
+    kept_root = data_root(os.environ) / QUERIES_FOLDER
+    sweep_trials(kept_root)  # copies a try left when the server stopped mid-try (a try runs on this registry's Spark, now gone)
+    registry = QueryRegistry(get_spark(), max_active=limit, kept_root=kept_root, max_sink_rows=sink_rows, budgets=budgets)
     atexit.register(_stop_all_at_exit, registry)
     return registry
 

@@ -432,3 +432,29 @@ def test_nan_survives_a_saved_table(tmp_path: Path) -> None:
     again = ResultTable("complete", "avg")
     again.load(tmp_path / "r.json")
     assert math.isnan(again.frame()["value"].iloc[0])
+
+
+def test_a_copy_of_a_kept_folder_names_its_own_files_in_the_file_source_logs(tmp_path: Path) -> None:
+    """Spark's file source logs each file it read by its URI, as Hadoop quotes it; a copy whose logs still named the original's files
+    read every file again when resumed. A data root with a space, brackets and a letter beyond ASCII, a compacted log and checksums."""
+    old = tmp_path / "my data (é)" / "kept"
+    logs = old / "checkpoint" / "sources" / "0"
+    logs.mkdir(parents=True)
+    (old / "checkpoint" / "metadata").write_text('{"id":"6b3c3a2e-0000-4000-8000-000000000000"}\n')
+    (old / "checkpoint" / ".metadata.crc").write_bytes(b"crc")
+    uri = "file://" + str(old.resolve()).replace(" ", "%20") + "/staging/events/batch-0001.csv"  # as Spark 4.2 logs it: file:///...
+    (logs / "9.compact").write_text("v1\n" + json.dumps({"path": uri, "timestamp": 1700000000000, "batchId": 0}))
+    (logs / ".9.compact.crc").write_bytes(b"crc")
+    (logs / "10").write_text("v1\n" + json.dumps({"path": uri.replace("0001", "0002"), "timestamp": 1700000000001, "batchId": 10}))
+    copy = KeptQuery(old).copy_to(tmp_path / "my data (é)" / ".kept.try" / "changed")
+    new = "file://" + str((tmp_path / "my data (é)" / ".kept.try" / "changed").absolute()).replace(" ", "%20")
+    compacted = json.loads((copy.checkpoint / "sources" / "0" / "9.compact").read_text().splitlines()[1])
+    assert compacted == {"path": f"{new}/staging/events/batch-0001.csv", "timestamp": 1700000000000, "batchId": 0}
+    assert json.loads((copy.checkpoint / "sources" / "0" / "10").read_text().splitlines()[1])["path"] == f"{new}/staging/events/batch-0002.csv"
+    assert not (copy.checkpoint / "sources" / "0" / ".9.compact.crc").exists() and not (copy.checkpoint / ".metadata.crc").exists()
+    assert json.loads((copy.checkpoint / "metadata").read_text())["id"] != "6b3c3a2e-0000-4000-8000-000000000000"
+    assert json.loads((logs / "10").read_text().splitlines()[1])["path"] == uri.replace("0001", "0002")  # the original untouched
+    (logs / "11").write_text('v1\n{"path":"file:/elsewhere/batch-0003.csv","timestamp":1,"batchId":11}')
+    with pytest.raises(ConfigError, match="logs a file outside its folder"):
+        KeptQuery(old).copy_to(tmp_path / "second")
+    assert not (tmp_path / "second").exists()  # nothing half-copied is left

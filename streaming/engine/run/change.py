@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ..sql.plan import PlanFacts
     from .registry import QueryRegistry
 
-__all__ = ["FROM_SCRATCH", "GOING_ON", "TRIED", "Change", "Prediction", "Trial", "checkpoint_facts", "predict", "predict_on_state", "resume_changed", "try_change"]
+__all__ = ["FROM_SCRATCH", "GOING_ON", "TRIED", "Change", "Prediction", "Trial", "checkpoint_facts", "predict", "predict_on_state", "resume_changed", "sweep_trials", "try_change"]
 
 Verdict = Literal["resumed", "refused"]
 CLEAN = "nothing the state depends on changes"
@@ -78,7 +78,8 @@ def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
 
     - another set of stateful operators (a deduplication added, a join...): refused, ``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``;
     - another grouping (a key added or dropped): refused, ``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``;
-    - another number of aggregates: refused, ``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``;
+    - another number of aggregates, or aggregates that keep values of other types in state (``sum`` of an int column keeps a bigint,
+      ``max`` of it an int): refused, ``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``;
     - otherwise resumed, with what the user is not told: a watermark that does not move back, rows in state computed by the old query
       (another filter, window or aggregate of the same type: ill-defined results), another output mode.
     """
@@ -95,6 +96,13 @@ def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
         return Prediction("refused", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", (
             f"the state's value differs: {', '.join(_aggregates(before))} in the checkpoint, {', '.join(_aggregates(after))} now",
         ))
+    if before.aggregates:
+        kept_types, new_types = (_value_types(spark, query) for query in (old, new))
+        if kept_types != new_types:
+            return Prediction("refused", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", (
+                f"the state's value types differ: {', '.join(kept_types)} in the checkpoint, {', '.join(new_types)} now "
+                f"({', '.join(_aggregates(after))}: another aggregate, or the same over a column of another type)",
+            ))
     reasons = []
     delays = {mark.column: mark.delay_ms for mark in before.watermarks}
     for mark in after.watermarks:
@@ -111,6 +119,13 @@ def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
     if old.output_mode != new.output_mode:
         reasons.append(f"the output mode changes ({old.output_mode} to {new.output_mode}): Spark resumes, emitting by the new mode from the next batch")
     return Prediction("resumed", None, tuple(reasons) or (CLEAN,))
+
+
+def _value_types(spark: SparkSession, query: SqlQuery) -> tuple[str, ...]:
+    from ..sql.checker import SqlChecker
+
+    with SqlChecker(spark, query.views) as checker:
+        return checker.state_value_types(query.text)
 
 
 _DELAY = re.compile(r"DELAY\s+OF\s+INTERVAL\s+('[^']*'|\S+)(\s+[A-Za-z]+)?", re.IGNORECASE)
@@ -134,6 +149,8 @@ class Change:
     error_condition: str | None = None
     error: str | None = None
     replay: SqlReplay | None = field(default=None, repr=False)
+    carried: str = "carried"
+    """What became of the kept result table (:func:`_carry_result`): carried on, or set aside when the changed query's columns differ."""
 
     def to_json(self) -> dict[str, Any]:
         """``change`` as the CLI contract names it; with ``result`` and ``rows_dropped_by_watermark`` over both runs when it resumed."""
@@ -191,7 +208,7 @@ def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, ti
         raise
     shutil.rmtree(backup, ignore_errors=True)
     kept.failures_file.unlink(missing_ok=True)  # another query now: what the old one failed with says nothing of it
-    return Change("resumed", predicted, changed, before, _last_watermark(kept), replay=replay)
+    return Change("resumed", predicted, changed, before, _last_watermark(kept), replay=replay, carried=carried)
 
 
 def _changeable(folder: Path, query: SqlQuery) -> tuple[KeptQuery, SqlQuery]:
@@ -218,13 +235,16 @@ class Trial:
     unchanged: SqlReplay | None = field(default=None, repr=False)
     fresh: SqlReplay | None = field(default=None, repr=False)
 
-    def results(self) -> dict[str, pd.DataFrame]:
-        """The three result tables by what each is (none when Spark refused the change)."""
+    def replays(self) -> dict[str, SqlReplay]:
+        """The three replays by what each is (none when Spark refused the change): their ``result`` frames to show, their ``records``
+        (typed by Spark's types) to compare."""
         if self.change.replay is None or self.unchanged is None or self.fresh is None:
             return {}
-        return {TRIED: self.change.replay.result, GOING_ON: self.unchanged.result, FROM_SCRATCH: self.fresh.result}
+        return {TRIED: self.change.replay, GOING_ON: self.unchanged, FROM_SCRATCH: self.fresh}
 
 
+TRIAL_PREFIX = ".try-"
+"""How the folder of a try's copies is named, beside the kept folders (hidden: never listed as a query)."""
 TRIED, GOING_ON, FROM_SCRATCH = "changed, resumed", "old query going on", "changed, from scratch"
 """The three results of a :class:`Trial`, as the page heads them."""
 
@@ -234,16 +254,26 @@ def try_change(registry: QueryRegistry, query: SqlQuery, folder: Path, *, timeou
     copy (:func:`resume_changed`), and when Spark resumes it, the old query resumed from another and the changed query run from scratch, each
     to the end of the data. The copies are deleted after."""
     kept, old = _changeable(folder, query)
-    trial = kept.folder.with_name(f".{kept.folder.name}.try-{uuid.uuid4().hex[:8]}")
+    trial = kept.folder.with_name(f"{TRIAL_PREFIX}{kept.folder.name}.{uuid.uuid4().hex[:8]}")
     trial.mkdir()
     try:
-        change = resume_changed(registry, query, kept.copy_to(trial / "changed").folder, timeout=timeout, cancel=cancel)
+        changed, unchanged = (kept.copy_to(trial / part).folder for part in ("changed", "unchanged"))  # both as the folder is now
+        change = resume_changed(registry, query, changed, timeout=timeout, cancel=cancel)
         if change.verdict == "refused":
             return Trial(change)
-        going_on = replay_sql(registry, old, keep=kept.copy_to(trial / "unchanged").folder, timeout=timeout, cancel=cancel)
+        going_on = replay_sql(registry, old, keep=unchanged, timeout=timeout, cancel=cancel)
         return Trial(change, going_on, replay_sql(registry, query, timeout=timeout, cancel=cancel))
     finally:
         shutil.rmtree(trial, ignore_errors=True)
+
+
+def sweep_trials(queries: Path) -> list[str]:
+    """Delete the copies that tries left under the kept queries' folder ``queries`` when their server stopped mid-try; their names. Call
+    it when no try runs (a server's start)."""
+    left = sorted(path for path in Path(queries).glob(f"{TRIAL_PREFIX}*") if path.is_dir()) if Path(queries).is_dir() else []
+    for path in left:
+        shutil.rmtree(path, ignore_errors=True)
+    return [path.name for path in left]
 
 
 def _carry_result(spark: SparkSession, kept: KeptQuery, query: SqlQuery, batches: int) -> str:

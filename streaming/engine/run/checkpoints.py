@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import unquote, urlparse
 
 import pandas as pd
 
@@ -215,27 +215,27 @@ class KeptQuery:
     def copy_to(self, target: Path) -> KeptQuery:
         """A copy of the folder at ``target`` (new) that resumes on its own, as the original would, and never touches it.
 
-        Spark's file source logs each file it read by its path (``checkpoint/sources/N/``), and a copy's staged files have
-        other paths: resumed as it is, the copy would read every file again. The copy's logs name its own files instead
-        (their checksum files dropped: Hadoop reads a file with no checksum without checking it), and its checkpoint a
-        query id of its own, so the copy and the original may run at once.
+        Spark's file source logs each file it read by its path (``checkpoint/sources/N/``, a JSON line per file), and a copy's staged
+        files have other paths: resumed as it is, the copy would read every file again. The copy's logs name its own files instead
+        (their checksum files dropped: Hadoop reads a file with no checksum without checking it), and its checkpoint a query id of its
+        own, so the copy and the original may run at once. :class:`ConfigError` when a log names a file outside the folder (a folder
+        moved by hand): such a copy cannot be resumed as the original would be.
         """
         target = Path(target)
         shutil.copytree(self.folder, target, symlinks=True)
-        names = {str(self.folder.resolve()): str(target.resolve()), str(self.folder.absolute()): str(target.absolute())}
-        pairs = {old: new for before, after in names.items() for old, new in ((before, after), (quote(before), quote(after)))}
-        sources = target / CHECKPOINT / "sources"
-        logs = [path for path in sources.rglob("*") if path.is_file() and not path.name.endswith(".crc")] if sources.is_dir() else []
-        for log in logs:
-            text = log.read_text()
-            for old, new in pairs.items():
-                text = text.replace(f"file://{old}/", f"file://{new}/").replace(f"file:{old}/", f"file:{new}/")
-            log.write_text(text)
-            log.with_name(f".{log.name}.crc").unlink(missing_ok=True)
-        metadata = target / CHECKPOINT / "metadata"
-        if metadata.is_file():
-            metadata.write_text(json.dumps({**json.loads(metadata.read_text()), "id": str(uuid.uuid4())}) + "\n")
-            metadata.with_name(".metadata.crc").unlink(missing_ok=True)
+        try:
+            sources = target / CHECKPOINT / "sources"
+            for log in sorted(sources.rglob("*")) if sources.is_dir() else []:
+                if log.is_file() and not log.name.startswith("."):
+                    log.write_text(_moved_log(log.read_text(encoding="utf-8"), self.folder, target), encoding="utf-8")
+                    log.with_name(f".{log.name}.crc").unlink(missing_ok=True)
+            metadata = target / CHECKPOINT / "metadata"
+            if metadata.is_file():
+                metadata.write_text(json.dumps({**json.loads(metadata.read_text(encoding="utf-8")), "id": str(uuid.uuid4())}) + "\n", encoding="utf-8")
+                metadata.with_name(".metadata.crc").unlink(missing_ok=True)
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
         return KeptQuery(target)
 
     def size(self) -> int:
@@ -244,6 +244,43 @@ class KeptQuery:
 
     def delete(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_URI_PATH_MARKS = frozenset("/-_.!~*'(),;:$&+=@")
+
+
+def _uri_char(char: str) -> str:
+    """``char`` as Java's ``URI`` writes it in a path: ASCII letters, digits and marks kept, letters beyond ASCII kept unless they are white
+    space or a control, anything else percent-encoded as UTF-8."""
+    if char.isascii():
+        kept = char.isalnum() or char in _URI_PATH_MARKS
+    else:
+        kept = char.isprintable() and not char.isspace()
+    return char if kept else "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
+
+
+def _uri_path(path: str) -> str:
+    """``path`` quoted as Java's ``URI`` quotes a path, as Spark logs a file's (a space as ``%20``, ``(`` kept)."""
+    return "".join(_uri_char(char) for char in path)
+
+
+def _moved_log(text: str, old: Path, new: Path) -> str:
+    """A file-source log (a version line, then a JSON object a file read) whose files under ``old`` are named under ``new``."""
+    homes = {str(old.resolve()), str(old.absolute())}
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if not line.startswith("{"):
+            continue
+        entry = json.loads(line)
+        uri = str(entry["path"])
+        quoted = urlparse(uri).path
+        local = unquote(quoted)
+        home = next((home for home in homes if local.startswith(home + "/")), None)
+        if home is None or not uri.endswith(quoted):
+            raise ConfigError("checkpoint", str(old), f"logs a file outside its folder ({local}): a copy of it would read its files again")
+        entry["path"] = uri[: len(uri) - len(quoted)] + _uri_path(str(new.absolute()) + local[len(home):])  # file:/// or file:/, as logged
+        lines[index] = json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+    return "\n".join(lines)
 
 
 def _stored_table(config: Mapping[str, Any], path: Path) -> ResultTable | SqlTable:

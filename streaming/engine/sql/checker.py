@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .guard import checked, streaming_checks
-from .plan import PlanFacts, plan_facts
+from .plan import PlanFacts, plan_facts, state_value_types
 from .views import SqlView, sql_session
 
 if TYPE_CHECKING:
@@ -53,6 +53,11 @@ class SqlChecker:
         if output_mode is not None:
             streaming_checks(frame, output_mode, text)
         return plan_facts(frame, walked)
+
+    def state_value_types(self, text: str) -> tuple[str, ...]:
+        """The types ``text``'s aggregation keeps in state per group (:func:`~.plan.state_value_types`), once every check passed."""
+        frame, _ = checked(self.session, text, self.names)
+        return state_value_types(frame)
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)

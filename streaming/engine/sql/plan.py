@@ -26,7 +26,7 @@ from .guard import _class, _nodes, _seq
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["PlanFacts", "Watermark", "Window", "plan_facts"]
+__all__ = ["PlanFacts", "Watermark", "Window", "plan_facts", "state_value_types"]
 
 MICROS_PER_DAY = 86_400_000_000
 STATEFUL_NODES = frozenset({"Aggregate", "Join", "Deduplicate", "DeduplicateWithinWatermark", "FlatMapGroupsWithState", "TransformWithState", "Distinct"})
@@ -95,6 +95,25 @@ def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None
         counts=counts,
         windows=windows_of(str(frame._jdf.queryExecution().logical().toString())),
     )
+
+
+def state_value_types(frame: DataFrame) -> tuple[str, ...]:
+    """The types of the value a streaming aggregation keeps in state per group: each aggregate function's buffer of the topmost
+    ``Aggregate`` of ``frame``'s analysed plan, in order (``sum`` of an int column keeps a bigint, ``max`` of it an int). Spark refuses
+    to resume a checkpoint whose stored value schema these do not match (``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``)."""
+    plan = frame._jdf.queryExecution().analyzed()
+    aggregate = next((node for node in _nodes(plan, into_views=False) if _class(node) == "Aggregate"), None)
+    if aggregate is None:
+        return ()
+    types: list[str] = []
+    stack = list(reversed(_seq(aggregate.aggregateExpressions())))
+    while stack:
+        expression = stack.pop()
+        if _class(expression) == "AggregateExpression":
+            types.extend(str(buffer.dataType().simpleString()) for buffer in _seq(expression.aggregateFunction().aggBufferAttributes()))
+        else:
+            stack.extend(reversed(_seq(expression.children())))
+    return tuple(types)
 
 
 _NAME_PART = re.compile(r"`([^`]*)`|([^.`]+)")
