@@ -73,13 +73,18 @@ LATENCY_HAS_POINTS = """() => Array.from(document.querySelectorAll('.js-plotly-p
 def _start_see_chart_and_stop(page, source: str, name: str, *, latency: bool = False) -> None:
     """On the Live query page: start a query of ``source`` named ``name``, wait until its chart (and with ``latency``, its latency chart) has data, then stop it."""
     _pick(page, "Source", source)
+    page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+    _name_start_see_and_stop(page, name, COUNTS_HAVE_POINTS, *([LATENCY_HAS_POINTS] if latency else []))
+
+
+def _name_start_see_and_stop(page, name: str, *shown: str) -> None:
+    """On the Live query page, its query ready: name it ``name``, start it, wait until each page script of ``shown`` (default: the
+    chart has a point) is true, then stop it."""
     page.get_by_role("textbox", name="Query name").fill(name)
     page.get_by_role("textbox", name="Query name").press("Enter")
-    page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
     page.get_by_role("button", name="Start query").click()
-    page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
-    if latency:
-        page.wait_for_function(LATENCY_HAS_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+    for script in shown or (COUNTS_HAVE_POINTS,):
+        page.wait_for_function(script, timeout=CHART_DATA_SECONDS * 1000)
     assert page.locator(".stException").count() == 0
     page.get_by_role("button", name="Stop query").click()
     page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
@@ -224,12 +229,7 @@ def test_a_newcomer_walks_an_hour_scale_dataset_through_every_page(app_url, brow
                lambda: page.get_by_role("heading", name="Live query").first.wait_for(timeout=30_000))
         assert _selected(page, "Source") == "Your dataset (uploaded on the Datasets page)" and _selected(page, "Dataset") == "flights"
         expect(page.get_by_role("textbox", name="Watermark delay")).to_have_value(recommended, timeout=30_000)  # once the form has drawn its values
-        page.get_by_role("textbox", name="Query name").fill("walk_flights")
-        page.get_by_role("textbox", name="Query name").press("Enter")
-        page.get_by_role("button", name="Start query").click()
-        page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
-        page.get_by_role("button", name="Stop query").click()
-        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+        _name_start_see_and_stop(page, "walk_flights")
 
         _open(page, "Compare")
         assert _selected(page, "Data") == "flights"
@@ -635,12 +635,7 @@ def test_a_kept_sql_querys_watermark_is_changed_tried_on_a_copy_and_applied_and_
         page.get_by_text("Ready to run.").first.wait_for(timeout=120_000)
         page.get_by_label("Seconds per file", exact=True).fill("5")  # stopped after its first file: three are left for the change
         page.get_by_label("Seconds per file", exact=True).press("Enter")
-        page.get_by_role("textbox", name="Query name").fill("changed_here")
-        page.get_by_role("textbox", name="Query name").press("Enter")
-        page.get_by_role("button", name="Start query").click()
-        page.wait_for_function(RESULT_ROWS_SHOWN, timeout=CHART_DATA_SECONDS * 1000)
-        page.get_by_role("button", name="Stop query").click()
-        page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
+        _name_start_see_and_stop(page, "changed_here", RESULT_ROWS_SHOWN)
         kept = data_root / ".queries" / "changed_here"
         staged = [path for path in (kept / "staging" / "events").iterdir() if not path.name.startswith(".")]  # a SQL query's, by view
         assert 0 < len(staged) < 4, "every file was read before the stop: nothing is left to change over"
