@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from streaming.analysis.result_diff import rows_that_differ
+from streaming.analysis.result_diff import held, rows_that_differ
 from streaming.engine.errors import ConfigError, brief
 from streaming.engine.query.config import OUTPUT_MODES
 from streaming.engine.run.change import CLEAN, GOING_ON, TRIED, Change, Prediction, Trial, predict, resume_changed, try_change
@@ -57,7 +57,7 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
         changed = kept.with_changes(text=text, output_mode=mode)
         if changed == kept:
             st.caption("Change the query: the lab says what Spark will do with the kept state before anything runs.")
-            _latest(job, trial, changed)
+            _latest(job, trial, changed, offered=False)
             return
         try:
             prediction = _prediction(registry, key, kept, changed)
@@ -80,13 +80,14 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
         _latest(job, trial, changed)
 
 
-def _latest(job: Job | None, trial: Job | None, changed: SqlQuery) -> None:
+def _latest(job: Job | None, trial: Job | None, changed: SqlQuery, *, offered: bool = True) -> None:
     """The later of the session's change (``job``) and try (``trial``): running, its progress; done, its answer, unless a try was made
-    of another text than ``changed``, the one in the box now."""
+    of another text than ``changed``, the one in the box now (then, when a try is ``offered``, a word that this one may be tried)."""
     if trial is None or (job is not None and job.started > trial.started):
         _result(job, _render)
     elif trial.done and not trial.cancelled and trial.error is None and trial.inputs[1] != changed:
-        st.caption("The last try was of another text: try this one to see what it does.")
+        if offered:
+            st.caption("The last try was of another text: try this one to see what it does.")
     else:
         _result(trial, _render_trial)
 
@@ -156,16 +157,16 @@ def _render_trial(job: Job) -> None:
     st.success(f"On a copy, Spark resumed the change. {_watermarks(change)}")
     _set_aside(change)
     replays = trial.replays()
-    for column, (heading, replay) in zip(st.columns(len(replays)), replays.items(), strict=True):
-        column.markdown(f"**{heading}**")
-        column.dataframe(replay.result, hide_index=True, key=f"chg_try_{heading}_{id(job)}")
     differ = rows_that_differ({heading: replay.records for heading, replay in replays.items()})
     if differ.empty:
         st.caption("The three results hold the same rows: over this data the change makes no difference.")
-        return
-    st.markdown(f"**Rows that differ** ({len(differ):,}): how many times each result holds the row")
-    st.dataframe(differ, hide_index=True, key=f"chg_try_differ_{id(job)}")
-    if (differ[TRIED] == differ[GOING_ON]).all():
+    else:
+        st.markdown(f"**Rows that differ** ({len(differ):,}): each row's values, then how many times each result holds it")
+        st.dataframe(differ, hide_index=True, key=f"chg_try_differ_{id(job)}")
+    for heading, replay in replays.items():  # one under another: a third of the page each cut off all but a window's columns
+        st.markdown(f"**{heading}** ({len(replay.result):,} rows)")
+        st.dataframe(replay.result, hide_index=True, key=f"chg_try_{heading}_{id(job)}")
+    if not differ.empty and (differ[held(TRIED)] == differ[held(GOING_ON)]).all():
         st.caption("Resumed, the change gives what the old query gives going on: from scratch it would not. The state and the watermark carried "
                    "across the restart decide these rows.")
 
