@@ -49,7 +49,7 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
     key = f"chg_{name}"
     job: Job | None = st.session_state.get(f"{key}_job")
     trial: Job | None = st.session_state.get(f"{key}_try")
-    running = any(held is not None and not held.done for held in (job, trial))
+    running = changing(name)
     with st.expander("Change and resume", icon=":material/edit_note:", expanded=job is not None or trial is not None):  # open on an answer too
         text = st.text_area("Changed SQL", value=kept.text, key=f"{key}_sql", height=180,
                             help="The kept query, to change: a watermark delay, a filter, the output mode... It goes on over the same views")

@@ -83,7 +83,7 @@ def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
     - otherwise resumed, with what the user is not told: a watermark that does not move back, rows in state computed by the old query
       (another filter, window or aggregate of the same type: ill-defined results), another output mode.
     """
-    before, after = old.check(spark), new.check(spark)
+    (before, kept_types), (after, new_types) = (_judged(spark, query) for query in (old, new))
     if tuple(before.stateful) != tuple(after.stateful):
         return Prediction("refused", "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA", (
             f"the stateful operators differ: {', '.join(before.stateful) or 'none'} in the checkpoint, {', '.join(after.stateful) or 'none'} now",
@@ -96,13 +96,11 @@ def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
         return Prediction("refused", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", (
             f"the state's value differs: {', '.join(_aggregates(before))} in the checkpoint, {', '.join(_aggregates(after))} now",
         ))
-    if before.aggregates:
-        kept_types, new_types = (_value_types(spark, query) for query in (old, new))
-        if kept_types != new_types:
-            return Prediction("refused", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", (
-                f"the state's value types differ: {', '.join(kept_types)} in the checkpoint, {', '.join(new_types)} now "
-                f"({', '.join(_aggregates(after))}: another aggregate, or the same over a column of another type)",
-            ))
+    if before.aggregates and kept_types != new_types:
+        return Prediction("refused", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", (
+            f"the state's value types differ: {', '.join(kept_types)} in the checkpoint, {', '.join(new_types)} now "
+            f"({', '.join(_aggregates(after))}: another aggregate, or the same over a column of another type)",
+        ))
     reasons = []
     delays = {mark.column: mark.delay_ms for mark in before.watermarks}
     for mark in after.watermarks:
@@ -121,11 +119,12 @@ def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
     return Prediction("resumed", None, tuple(reasons) or (CLEAN,))
 
 
-def _value_types(spark: SparkSession, query: SqlQuery) -> tuple[str, ...]:
+def _judged(spark: SparkSession, query: SqlQuery) -> tuple[PlanFacts, tuple[str, ...]]:
+    """``query``'s plan facts (:meth:`SqlQuery.check`) and the types its aggregation keeps in state, from one analysis."""
     from ..sql.checker import SqlChecker
 
     with SqlChecker(spark, query.views) as checker:
-        return checker.state_value_types(query.text)
+        return checker.check_with_state(query.text, query.output_mode)
 
 
 _DELAY = re.compile(r"DELAY\s+OF\s+INTERVAL\s+('[^']*'|\S+)(\s+[A-Za-z]+)?", re.IGNORECASE)

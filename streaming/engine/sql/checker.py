@@ -54,10 +54,12 @@ class SqlChecker:
             streaming_checks(frame, output_mode, text)
         return plan_facts(frame, walked)
 
-    def state_value_types(self, text: str) -> tuple[str, ...]:
-        """The types ``text``'s aggregation keeps in state per group (:func:`~.plan.state_value_types`), once every check passed."""
-        frame, _ = checked(self.session, text, self.names)
-        return state_value_types(frame)
+    def check_with_state(self, text: str, output_mode: str) -> tuple[PlanFacts, tuple[str, ...]]:
+        """:meth:`check`, and the types ``text``'s aggregation keeps in state per group (:func:`~.plan.state_value_types`), from the one
+        analysis: what a change to a kept query is judged by."""
+        frame, walked = checked(self.session, text, self.names)
+        streaming_checks(frame, output_mode, text)
+        return plan_facts(frame, walked), state_value_types(frame, walked)
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)

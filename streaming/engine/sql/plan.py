@@ -97,12 +97,13 @@ def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None
     )
 
 
-def state_value_types(frame: DataFrame) -> tuple[str, ...]:
+def state_value_types(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None) -> tuple[str, ...]:
     """The types of the value a streaming aggregation keeps in state per group: each aggregate function's buffer of the topmost
     ``Aggregate`` of ``frame``'s analysed plan, in order (``sum`` of an int column keeps a bigint, ``max`` of it an int). Spark refuses
-    to resume a checkpoint whose stored value schema these do not match (``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``)."""
-    plan = frame._jdf.queryExecution().analyzed()
-    aggregate = next((node for node in _nodes(plan, into_views=False) if _class(node) == "Aggregate"), None)
+    to resume a checkpoint whose stored value schema these do not match (``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``). ``walked``: as
+    for :func:`plan_facts`."""
+    nodes = list(walked) if walked is not None else [(node, _class(node)) for node in _nodes(frame._jdf.queryExecution().analyzed(), into_views=False)]
+    aggregate = next((node for node, kind in nodes if kind == "Aggregate"), None)
     if aggregate is None:
         return ()
     types: list[str] = []
