@@ -220,6 +220,9 @@ def queries_view(registry: QueryRegistry) -> None:
         st.dataframe(runs_frame(runs), hide_index=True)
         for run in runs:
             render_run_card(registry, run)
+    elif registry.kept():
+        st.info("No query runs on this server now, nor has one run since it started: resume a kept query below to watch it, or start one on the "
+                "Live query page.")
     else:
         st.info("No query started from this dashboard yet: start one on the Live query page.")
     st.subheader("Stopped queries kept on disk")

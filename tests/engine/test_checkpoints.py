@@ -178,6 +178,9 @@ def test_differences_name_each_field_and_ignore_pacing(late_feed: Path) -> None:
     assert differences(stored, given) == ["state_store is 'hdfs' there, 'rocksdb' here", "watermark is '40 seconds' there, '10 seconds' here"]
     paced = config_to_dict(QueryConfig(FeedSource(late_feed, seconds_per_file=3), window="1 minute", slide="30 seconds", watermark="40 seconds"))
     assert differences(stored, paced) == []
+    texts = {"kind": "sql", "text": "SELECT *\nFROM STREAM(t)\nWATERMARK ts DELAY OF INTERVAL 1 MINUTE\n"}
+    longer = {**texts, "text": texts["text"].replace("1 MINUTE", "2 MINUTES")}
+    assert differences(texts, longer) == ["text differs:\n-WATERMARK ts DELAY OF INTERVAL 1 MINUTE\n+WATERMARK ts DELAY OF INTERVAL 2 MINUTES"]
 
 
 def test_a_kept_folder_refuses_another_configuration_a_foreign_folder_and_the_socket_source(late_feed: Path, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ how fast the input is paced, its arrival rule and the trigger (:data:`UNCHECKED`
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shutil
@@ -81,10 +82,18 @@ def differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str
     """What differs between two :func:`config_to_dict` records, apart from :data:`UNCHECKED`: ``"watermark is '10 minutes' there, '5 minutes' here"``."""
     there, here = _flat(stored), _flat(given)
     return [
-        f"{name} is {there.get(name)!r} there, {here.get(name)!r} here"
+        _difference(name, there.get(name), here.get(name))
         for name in sorted(set(there) | set(here))
         if not _unchecked(name) and there.get(name) != here.get(name)
     ]
+
+
+def _difference(name: str, there: Any, here: Any) -> str:
+    """One line of :func:`differences`; a text of several lines (a SQL query's) as the lines that differ, ``-`` there and ``+`` here."""
+    if isinstance(there, str) and isinstance(here, str) and "\n" in there + here:
+        lines = difflib.unified_diff(there.splitlines(), here.splitlines(), lineterm="", n=0)
+        return f"{name} differs:\n" + "\n".join(line for line in lines if not line.startswith(("---", "+++", "@@")))
+    return f"{name} is {there!r} there, {here!r} here"
 
 
 @dataclass(frozen=True)
