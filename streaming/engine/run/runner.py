@@ -85,6 +85,11 @@ class Replay(ProgressTotals, RuleFollowed):
         ]
 
     @property
+    def records(self) -> list[dict[str, Any]]:
+        """The result table as JSON objects (:meth:`json_records`), as a SQL replay's ``records``: what a try's results are compared by."""
+        return self.json_records()
+
+    @property
     def ruled(self) -> QueryConfig:
         return self.config
 
@@ -155,8 +160,13 @@ def run_to_idle(
 
     if stop_after is not None and (isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 1):
         raise ConfigError("stop_after", stop_after, "must be a whole number of at least 1")
+    started_as, hand_over = config, None
+    if stop_after is not None and config.ran_arrival() == "busy":  # available-now would read every file: hand over the first steps only
+        started_as, hand_over = config.with_changes(trigger="default", trigger_interval=None), stop_after
     name = f"replay_{uuid.uuid4().hex[:12]}"
-    run = registry.start(config, name, max_rows=None, keep=False if keep is None else Path(keep), latency=latency, record_outputs=outputs)
+    run = registry.start(
+        started_as, name, max_rows=None, keep=False if keep is None else Path(keep), latency=latency, record_outputs=outputs, hand_over=hand_over,
+    )
     try:
         run.await_idle(timeout, cancel, stop_after, progress)
         summaries = run.log.summaries()
