@@ -1,4 +1,5 @@
-"""Change and resume: a stopped kept SQL query edited, what Spark will do predicted as you type, and the change applied.
+"""Change and resume: a stopped kept query edited (a SQL query's text and output mode, or the form's watermark, window, aggregate and output
+mode), what Spark will do predicted as you type, and the change applied.
 
 The prediction (:func:`~streaming.engine.run.change.predict`) reads both
 queries' analysed plans by the guide's *Recovery Semantics after Changes*:
@@ -26,35 +27,35 @@ import streamlit as st
 
 from streaming.analysis.result_diff import held, rows_that_differ
 from streaming.engine.errors import ConfigError, brief
-from streaming.engine.query.config import OUTPUT_MODES
+from streaming.engine.query.config import AGGREGATIONS, OUTPUT_MODES, QueryConfig
 from streaming.engine.run.change import CLEAN, GOING_ON, TRIED, Change, Prediction, Trial, predict, resume_changed, try_change
 from streaming.engine.sql import SqlError, SqlQuery
 
 from .jobs import Job, job_view, start_job
 
 if TYPE_CHECKING:
+    from streaming.engine.run.checkpoints import KeptConfig
     from streaming.engine.run.registry import QueryRegistry
 
 __all__ = ["change_panel", "changing", "show_prediction"]
 
 def change_panel(registry: QueryRegistry, name: str) -> None:
-    """*Change and resume* for the stopped kept SQL query ``name``, as its folder holds it now (a change applied before included): the
-    editor prefilled with it, the prediction, Apply. Nothing for a query whose folder keeps no SQL, or is gone."""
+    """*Change and resume* for the stopped kept query ``name``, as its folder holds it now (a change applied before included): the
+    editor prefilled with it, the prediction, Apply. Nothing for a query whose folder is gone."""
     try:
         kept = registry.kept_folder(name).config()
     except ConfigError:
-        return
-    if not isinstance(kept, SqlQuery):
         return
     key = f"chg_{name}"
     job: Job | None = st.session_state.get(f"{key}_job")
     trial: Job | None = st.session_state.get(f"{key}_try")
     running = changing(name)
     with st.expander("Change and resume", icon=":material/edit_note:", expanded=job is not None or trial is not None):  # open on an answer too
-        text = st.text_area("Changed SQL", value=kept.text, key=f"{key}_sql", height=180,
-                            help="The kept query, to change: a watermark delay, a filter, the output mode... It goes on over the same views")
-        mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index(kept.output_mode), key=f"{key}_mode")
-        changed = kept.with_changes(text=text, output_mode=mode)
+        try:
+            changed = _edited_sql(kept, key) if isinstance(kept, SqlQuery) else _edited_form(kept, key)
+        except ConfigError as err:
+            st.error(f"The changed query does not run: {err}")
+            return
         if changed == kept:
             st.caption("Change the query: the lab says what Spark will do with the kept state before anything runs.")
             _latest(job, trial, changed, offered=False)
@@ -80,7 +81,27 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
         _latest(job, trial, changed)
 
 
-def _latest(job: Job | None, trial: Job | None, changed: SqlQuery, *, offered: bool = True) -> None:
+def _edited_sql(kept: SqlQuery, key: str) -> SqlQuery:
+    """The kept SQL query as the user changes it: its text and output mode."""
+    text = st.text_area("Changed SQL", value=kept.text, key=f"{key}_sql", height=180,
+                        help="The kept query, to change: a watermark delay, a filter, the output mode... It goes on over the same views")
+    mode = st.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index(kept.output_mode), key=f"{key}_mode")
+    return kept.with_changes(text=text, output_mode=mode)
+
+
+def _edited_form(kept: QueryConfig, key: str) -> QueryConfig:
+    """The form's kept query as the user changes it: the settings a tuned query changes (watermark delay, window, aggregate, output mode);
+    :class:`ConfigError` naming a value the form refuses."""
+    delay, window, aggregate, mode = st.columns(4)
+    watermark = delay.text_input("Watermark delay", value=kept.watermark or "", key=f"{key}_watermark", help="Empty: no watermark")
+    length = window.text_input("Window", value=kept.window, key=f"{key}_window", disabled=kept.session_gap is not None,
+                               help="The window's length (a session window's gap is kept)")
+    aggregation = aggregate.selectbox("Aggregate", AGGREGATIONS, index=AGGREGATIONS.index(kept.aggregation), key=f"{key}_aggregation")
+    output = mode.selectbox("Output mode", OUTPUT_MODES, index=OUTPUT_MODES.index(kept.output_mode), key=f"{key}_mode")
+    return kept.with_changes(watermark=watermark.strip() or None, window=length.strip(), aggregation=aggregation, output_mode=output)
+
+
+def _latest(job: Job | None, trial: Job | None, changed: KeptConfig, *, offered: bool = True) -> None:
     """The later of the session's change (``job``) and try (``trial``): running, its progress; done, its answer, unless a try was made
     of another text than ``changed``, the one in the box now (then, when a try is ``offered``, a word that this one may be tried)."""
     if trial is None or (job is not None and job.started > trial.started):
@@ -92,7 +113,7 @@ def _latest(job: Job | None, trial: Job | None, changed: SqlQuery, *, offered: b
         _result(trial, _render_trial)
 
 
-def _start(registry: QueryRegistry, name: str, key: str, what: str, changed: SqlQuery, work: Callable[[QueryRegistry, SqlQuery, Path, Job], Any]) -> None:
+def _start(registry: QueryRegistry, name: str, key: str, what: str, changed: KeptConfig, work: Callable[[QueryRegistry, KeptConfig, Path, Job], Any]) -> None:
     try:
         folder = registry.kept_folder(name).folder
     except ConfigError as err:
@@ -108,8 +129,8 @@ def changing(name: str) -> bool:
     return any(job is not None and not job.done for job in jobs)
 
 
-def _prediction(registry: QueryRegistry, key: str, kept: SqlQuery, changed: SqlQuery) -> Prediction:
-    """The prediction for ``changed``, made once per text and output mode: it checks both queries' plans on Spark."""
+def _prediction(registry: QueryRegistry, key: str, kept: KeptConfig, changed: KeptConfig) -> Prediction:
+    """The prediction for ``changed``, made once per change: it checks both queries' plans on Spark."""
     held = st.session_state.get(f"{key}_predicted")
     if held is None or held[0] != (kept, changed):
         held = ((kept, changed), predict(registry.spark, kept, changed))
@@ -128,7 +149,7 @@ def show_prediction(prediction: Prediction) -> None:
         st.warning(f"**Spark will resume it, and will not tell you:**\n{reasons}")
 
 
-def _apply(registry: QueryRegistry, changed: SqlQuery, folder: Path, job: Job) -> Change:
+def _apply(registry: QueryRegistry, changed: KeptConfig, folder: Path, job: Job) -> Change:
     job.report("Spark resumes the kept query with the change, over the rest of its data")
     change = resume_changed(registry, changed, folder, cancel=job.cancel)
     stale = registry.get(folder.name)
@@ -137,7 +158,7 @@ def _apply(registry: QueryRegistry, changed: SqlQuery, folder: Path, job: Job) -
     return change
 
 
-def _try(registry: QueryRegistry, changed: SqlQuery, folder: Path, job: Job) -> Trial:
+def _try(registry: QueryRegistry, changed: KeptConfig, folder: Path, job: Job) -> Trial:
     job.report("Spark resumes the change on a copy, then the old query on another copy and the change from scratch")
     return try_change(registry, changed, folder, cancel=job.cancel)
 

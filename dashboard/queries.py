@@ -13,7 +13,6 @@ from streaming.engine.join.live_join import LiveJoinQuery
 from streaming.engine.output.sinks import MAX_SINK_ROWS_VARIABLE
 from streaming.engine.run.query import Run
 from streaming.engine.run.registry import MAX_QUERIES_VARIABLE, QueryRegistry
-from streaming.engine.sql import SqlQuery
 
 from .change import change_panel, changing
 from .joins import LIVE_MODE
@@ -158,7 +157,7 @@ def render_kept(registry: QueryRegistry, live_page: str = LIVE_PAGE) -> None:
                     config = query.config()
                     description = config.describe()
                     st.caption(" | ".join([source_summary(description), *(f"{key}: {value}" for key, value in description.items() if not key.startswith("source."))]))
-                    if isinstance(config, SqlQuery) and registry.can_keep:
+                    if registry.can_keep:
                         change_panel(registry, name)
                 except ConfigError as err:
                     st.warning(f"Its configuration no longer holds: {err}")
@@ -180,7 +179,7 @@ def render_run_card(registry: QueryRegistry, run: Run, live_page: str = LIVE_PAG
             problem = _problem(registry, run)
             if problem is not None:
                 st.warning(f"Cannot be resumed: {problem}. Delete it to free its name.")
-            if run.kept and run.status != "active" and isinstance(run.config, SqlQuery) and registry.can_keep:
+            if run.kept and run.status != "active" and registry.can_keep:
                 change_panel(registry, run.name)
         with actions:
             _run_actions(registry, run, live_page, problem=problem)

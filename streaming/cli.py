@@ -76,8 +76,9 @@ def parser() -> argparse.ArgumentParser:
     )
     replay.add_argument(
         "--change", action="store_true",
-        help="with --checkpoint and --sql/--sql-file: resume the kept query with this changed query; Spark decides, and a refused change leaves "
-        "the folder as it was (--json writes the verdict, the prediction, the watermark across the restart and the result over both runs)",
+        help="with --checkpoint: resume the kept query with this changed one (a SQL query's --sql/--sql-file, or the form's flags: --watermark, "
+        "--window, --output-mode...); Spark decides, and a refused change leaves the folder as it was (--json writes the verdict, the "
+        "prediction, the watermark across the restart and the result over both runs)",
     )
     replay.add_argument(
         "--trigger", type=_trigger_arg, default=("default", None), metavar="realtime[:DURATION]",
@@ -254,6 +255,26 @@ def _print_replay(outcome) -> None:
     )
 
 
+def _kept_checks(args: argparse.Namespace) -> None:
+    """The flags of a kept replay that go together, checked before Spark starts: ``--stop-after`` and ``--change`` need ``--checkpoint``, and
+    a change goes on over the rest of the data."""
+    if args.stop_after is not None and args.checkpoint is None:
+        raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
+    if args.change and args.checkpoint is None:
+        raise ConfigError("--change", True, "needs --checkpoint: the kept query to resume with the changed one")
+    if args.change and args.stop_after is not None:
+        raise ConfigError("--stop-after", args.stop_after, "does not go with --change: a change resumes the kept query over the rest of its data")
+
+
+def _print_change(change, out: Path | None) -> None:
+    """Print a change's verdict, its prediction and the watermark across the restart; with ``out``, write its JSON there."""
+    print(f"change {change.verdict}" + (f": {change.error_condition}" if change.error_condition else "") + (f" ({change.error})" if change.error else ""))
+    print(f"predicted {change.predicted.verdict}" + (f": {change.predicted.condition}" if change.predicted.condition else "") + "; " + "; ".join(change.predicted.reasons))
+    print(f"watermark before the change {change.watermark_before}, after it {change.watermark_after}")
+    if out is not None:
+        out.write_text(json.dumps(change.to_json(), indent=2) + "\n")
+
+
 def _dropped(spark, outcome):
     """The events ``outcome`` dropped (:func:`~streaming.analysis.lateness.dropped_events`), judged by the watermark each of its batches had."""
     from .analysis.explain import judged_events
@@ -390,10 +411,9 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     try:
         if args.stop_after is not None and args.stop_after < 1:
             raise ConfigError("--stop-after", args.stop_after, "must be a whole number of at least 1")
-        if args.stop_after is not None and args.checkpoint is None:
-            raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
-        if args.change:
-            raise ConfigError("--change", True, "resumes a kept SQL query with a changed one (--sql / --sql-file); a kept form query resumes only as it was made")
+        _kept_checks(args)
+        if args.change and (args.dropped is not None or args.latency):
+            raise ConfigError("--dropped" if args.dropped is not None else "--latency", True, "does not go with --change: it reports a replay, not a change")
         if args.dropped is not None and args.session_gap is not None:
             raise ConfigError("--dropped", str(args.dropped), "needs fixed windows: a session's end moves with its events")
         if args.dropped is not None and args.agg == "none":
@@ -403,7 +423,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
         if topic and args.stop_after is not None:
             raise ConfigError("--stop-after", args.stop_after, "applies to files: a topic's replay ends at the offsets latest when it starts")
         config = _early_config(args)
-        if config is not None and args.checkpoint is not None:
+        if config is not None and args.checkpoint is not None and not args.change:
             KeptQuery(args.checkpoint).check(config)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -412,13 +432,23 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
         with _registry(given) as (spark, registry):
             if config is None:
                 config = _replay_config(args, _source(args, spark))
-                if args.checkpoint is not None:
+                if args.checkpoint is not None and not args.change:
                     KeptQuery(args.checkpoint).check(config)
-            outcome = run_to_idle(registry, config, keep=args.checkpoint, stop_after=args.stop_after, latency=args.latency)
-            dropped = _dropped(spark, outcome) if args.dropped is not None else None
+            if args.change:
+                from .engine.run.change import resume_changed
+
+                change = resume_changed(registry, config, args.checkpoint)
+            else:
+                outcome = run_to_idle(registry, config, keep=args.checkpoint, stop_after=args.stop_after, latency=args.latency)
+                dropped = _dropped(spark, outcome) if args.dropped is not None else None
     except ConfigError as err:  # a mapping that does not fit the types Spark reads (JSON, Parquet, a topic's values); a checkpoint of another query
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.change:
+        _print_change(change, args.json)
+        if change.replay is not None:
+            _print_replay(change.replay)
+        return 0
     _print_replay(outcome)
     if dropped is not None:
         if args.dropped.suffix.lower() == ".parquet":
@@ -540,12 +570,7 @@ def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     from .engine.sql import replay_sql
 
     def checks() -> None:
-        if args.stop_after is not None and args.checkpoint is None:
-            raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
-        if args.change and args.checkpoint is None:
-            raise ConfigError("--change", True, "needs --checkpoint: the kept query to resume with the changed one")
-        if args.change and args.stop_after is not None:
-            raise ConfigError("--stop-after", args.stop_after, "does not go with --change: a change resumes the kept query over the rest of its data")
+        _kept_checks(args)
 
     def work(spark, registry, query):
         if args.change:
@@ -556,11 +581,7 @@ def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     if code:
         return code
     if args.change:
-        print(f"change {outcome.verdict}" + (f": {outcome.error_condition}" if outcome.error_condition else "") + (f" ({outcome.error})" if outcome.error else ""))
-        print(f"predicted {outcome.predicted.verdict}" + (f": {outcome.predicted.condition}" if outcome.predicted.condition else "") + "; " + "; ".join(outcome.predicted.reasons))
-        print(f"watermark before the change {outcome.watermark_before}, after it {outcome.watermark_after}")
-        if args.json is not None:
-            args.json.write_text(json.dumps(outcome.to_json(), indent=2) + "\n")
+        _print_change(outcome, args.json)
         if outcome.replay is None:
             return 0
         outcome = outcome.replay

@@ -188,6 +188,12 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         (stray / "checkpoint").mkdir(parents=True)
         at.switch_page(QUERIES).run()
         assert any("t_app_stray" in markdown.value and "broken" in markdown.value for markdown in at.markdown)
+        # the form's kept query changed as a tuned one is: what Spark will do said before anything runs, Apply only once that is read
+        at.text_input(key=f"chg_{name}_watermark").set_value("5 minutes").run()
+        assert any("the watermark never moves back" in warning.value for warning in at.warning), [error.value for error in at.error]
+        assert at.button(key=f"chg_{name}_apply").disabled
+        at.text_input(key=f"chg_{name}_watermark").set_value("soon").run()
+        assert any("does not run" in error.value and "soon" in error.value for error in at.error), [error.value for error in at.error]
         assert not [button for button in at.button if button.key == "lab_resume_t_app_stray"]
         at.button(key="lab_delete_t_app_stray").click().run()
         at.button(key="lab_delete_sure_t_app_stray").click().run()

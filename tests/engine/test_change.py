@@ -237,3 +237,43 @@ def test_each_change_is_resumed_or_refused_as_plain_spark_does_and_as_the_lab_pr
     if condition is None:
         assert 0 < read[0] <= sum(map(len, ORDERS[KEPT_FILES:])), "plain Spark's copy read files its original had read"  # fewer: a filter
         assert _sorted(report["result"]) == expected and report["rows_dropped_by_watermark"] == base.dropped + dropped, change
+
+
+def test_a_kept_form_query_is_changed_as_spark_allows(cli, spark, orders: Path, tmp_path: Path) -> None:
+    """The form's query (sum of amount per store and minute) kept over 5 of 8 files: another aggregate is predicted and refused with Spark's
+    condition, the folder as it was; a longer watermark delay resumes and gives plain PySpark's answer for the same change of its own
+    checkpoint; another output mode resumes, the kept table folded by it."""
+    kept = tmp_path / "kept"
+    flags = ("--event-time", "ts", "--key", "store", "--value", "amount", "--window", "1 minute", "--arrival", "busy", "--checkpoint", str(kept))
+
+    def replay(*more: str) -> dict:
+        out = tmp_path / "out.json"
+        done = cli("replay", str(orders), *flags, *more, "--json", str(out))
+        assert done.returncode == 0, done.stderr
+        return json.loads(out.read_text())
+
+    replay("--agg", "sum", "--watermark", "1 minute", "--output-mode", "update", "--stop-after", str(KEPT_FILES))
+    before = {path.relative_to(kept): path.read_bytes() for path in kept.rglob("*") if path.is_file()}
+    refused = replay("--agg", "count", "--watermark", "1 minute", "--output-mode", "update", "--change")["change"]
+    assert (refused["verdict"], refused["error_condition"]) == ("refused", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE")
+    assert refused["predicted"]["error_condition"] == refused["error_condition"] and refused["differences"] == ["aggregation is 'sum' there, 'count' here"]
+    assert {path.relative_to(kept): path.read_bytes() for path in kept.rglob("*") if path.is_file()} == before
+
+    longer = replay("--agg", "sum", "--watermark", "3 minutes", "--output-mode", "update", "--change")
+    assert (longer["change"]["verdict"], longer["change"]["predicted"]["verdict"]) == ("resumed", "resumed")
+    assert "never moves back" in " ".join(longer["change"]["predicted"]["reasons"])
+    text = "SELECT window(ts, '1 minute') AS w, store, sum(try_cast(amount AS DOUBLE)) AS value, count(*) AS `count`\n" \
+           "FROM STREAM(orders) WATERMARK ts DELAY OF INTERVAL {}\nGROUP BY ALL"
+    plain, dropped, _ = _plain(spark, orders, tmp_path / "plain", [(text.format("1 MINUTE"), KEPT_FILES), (text.format("3 MINUTES"), len(ORDERS))])
+    assert sorted((row["window_start"], row["key"], row["value"], row["count"]) for row in longer["result"]) == sorted(
+        (row["w"]["start"], row["store"], row["value"], row["count"]) for row in plain
+    )
+    assert longer["rows_dropped_by_watermark"] == dropped
+
+    appended = replay("--agg", "sum", "--watermark", "3 minutes", "--output-mode", "append", "--change")
+    assert (appended["change"]["verdict"], appended["change"]["predicted"]["reasons"]) == (
+        "resumed", ["the output mode changes (update to append): Spark resumes, emitting by the new mode from the next batch"],
+    )
+    assert appended["result"] == longer["result"]  # the kept table carried, folded by append from the change on
+    record = json.loads((kept / "query.json").read_text())
+    assert [change["config"]["watermark"] for change in record["changes"]] == ["1 minute", "3 minutes"] and record["config"]["output_mode"] == "append"

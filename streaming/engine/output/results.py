@@ -206,6 +206,16 @@ class ResultTable:
                 "batches_applied": self.batches_applied, "evicted_rows": self.evicted_rows, "rows": rows,
             }
 
+    @property
+    def row_shape(self) -> str:
+        """What a row holds: ``rows`` (a pass-through query's event time and key), or a window's key and ``count`` or ``value``."""
+        return "rows" if self.aggregation == "none" else self.measure
+
+    def rows(self) -> list[tuple]:
+        """The table's rows as :meth:`apply` takes them: ``(window_start_us, window_end_us, key, count)`` (a value aggregation's value before
+        the count), or ``(event_time_us, key)``."""
+        return [tuple(row) for row in self._snapshot()["rows"]]
+
     def load(self, path: Path) -> None:
         """Go on from the table stored at ``path``: the snapshot :meth:`save` wrote, then the batches journalled after it.
 

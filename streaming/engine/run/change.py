@@ -33,17 +33,22 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..jsonl import read_json_lines
-from ..output.results import stamp
+from ..output.results import ResultTable, stamp
+from ..query.config import QueryConfig
 from ..sql.guard import SqlError, conditions
+from ..sql.plan import plan_facts, state_value_types
 from ..sql.query import SqlQuery
 from ..sql.replay import SqlReplay, replay_sql
-from .checkpoints import KeptQuery, differences
+from .checkpoints import KeptConfig, KeptQuery, differences
+from .runner import Replay, run_to_idle
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from ..sql.plan import PlanFacts
     from .registry import QueryRegistry
+
+    Replayed = SqlReplay | Replay
 
 __all__ = ["FROM_SCRATCH", "GOING_ON", "TRIED", "Change", "Prediction", "Trial", "checkpoint_facts", "predict", "predict_on_state", "resume_changed", "sweep_trials", "try_change"]
 
@@ -73,8 +78,8 @@ def _aggregates(facts: PlanFacts) -> tuple[str, ...]:
     return tuple(name for name in facts.columns if name not in facts.grouping)
 
 
-def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
-    """What resuming ``old``'s checkpoint with ``new`` will do, read from both queries' analysed plans (:meth:`SqlQuery.check`).
+def predict(spark: SparkSession, old: KeptConfig, new: KeptConfig) -> Prediction:
+    """What resuming ``old``'s checkpoint with ``new`` (two SQL queries, or two of the form's) will do, read from both queries' analysed plans.
 
     - another set of stateful operators (a deduplication added, a join...): refused, ``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``;
     - another grouping (a key added or dropped): refused, ``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``;
@@ -109,9 +114,10 @@ def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
                 f"the watermark delay of {mark.column} changes ({delays[mark.column] / 1000:g} s to {mark.delay_ms / 1000:g} s): the watermark never "
                 "moves back, so a longer delay saves nothing until event time passes where the old delay put it"
             )
-    if _without_delays(old.text) != _without_delays(new.text):
+    rewritten = _rewritten(old, new)
+    if rewritten:
         reasons.append(
-            "the query's text changes over the same state: rows already in state were computed by the old query (another filter, window "
+            f"{rewritten} over the same state: rows already in state were computed by the old query (another filter, window "
             "or aggregate of the same type gives ill-defined results, without an error)"
         )
     if old.output_mode != new.output_mode:
@@ -119,12 +125,32 @@ def predict(spark: SparkSession, old: SqlQuery, new: SqlQuery) -> Prediction:
     return Prediction("resumed", None, tuple(reasons) or (CLEAN,))
 
 
-def _judged(spark: SparkSession, query: SqlQuery) -> tuple[PlanFacts, tuple[str, ...]]:
-    """``query``'s plan facts (:meth:`SqlQuery.check`) and the types its aggregation keeps in state, from one analysis."""
+def _judged(spark: SparkSession, query: KeptConfig) -> tuple[PlanFacts, tuple[str, ...]]:
+    """``query``'s plan facts and the types its aggregation keeps in state, from one analysis: a SQL query's by its check
+    (:meth:`SqlQuery.check`), the form's from the streaming DataFrame it builds (nothing starts)."""
+    import tempfile
+
     from ..sql.checker import SqlChecker
 
-    with SqlChecker(spark, query.views) as checker:
-        return checker.check_with_state(query.text, query.output_mode)
+    if isinstance(query, SqlQuery):
+        with SqlChecker(spark, query.views) as checker:
+            return checker.check_with_state(query.text, query.output_mode)
+    with tempfile.TemporaryDirectory(prefix="lab-judged-") as staging:
+        frame, feeder = query.build(spark, Path(staging), 0, latency=False)
+        try:
+            return plan_facts(frame), state_value_types(frame)
+        finally:
+            if feeder is not None:
+                feeder.stop()
+
+
+def _rewritten(old: KeptConfig, new: KeptConfig) -> str:
+    """What of the query changes beyond its watermark delays and output mode, in words (empty for nothing): a SQL query's text, or the
+    form's settings that shape the query (the window, the aggregate...); the pacing of the input is no change of the query."""
+    if isinstance(old, SqlQuery) and isinstance(new, SqlQuery):
+        return "the query's text changes" if _without_delays(old.text) != _without_delays(new.text) else ""
+    settings = sorted({line.split(" ", 1)[0] for line in differences(old.to_dict(), new.to_dict())} - {"watermark", "output_mode"})
+    return f"the query's {', '.join(settings)} change{'s' if len(settings) == 1 else ''}" if settings else ""
 
 
 _DELAY = re.compile(r"DELAY\s+OF\s+INTERVAL\s+('[^']*'|\S+)(\s+[A-Za-z]+)?", re.IGNORECASE)
@@ -147,7 +173,7 @@ class Change:
     watermark_after: str | None
     error_condition: str | None = None
     error: str | None = None
-    replay: SqlReplay | None = field(default=None, repr=False)
+    replay: Replayed | None = field(default=None, repr=False)
     carried: str = "carried"
     """What became of the kept result table (:func:`_carry_result`): carried on, or set aside when the changed query's columns differ."""
 
@@ -177,11 +203,14 @@ def _last_watermark(folder: KeptQuery) -> str | None:
     return stamp(moment.tz_convert(None) if moment.tzinfo is not None else moment)
 
 
-def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, timeout: float = 600.0, cancel: threading.Event | None = None) -> Change:
+def resume_changed(registry: QueryRegistry, query: KeptConfig, folder: Path, *, timeout: float = 600.0, cancel: threading.Event | None = None) -> Change:
     """Resume the kept query of ``folder`` with ``query`` (see the module docstring): Spark's verdict, and the folder changed only when it resumed.
 
-    :class:`ConfigError` when the folder keeps no SQL query, or the change reads other views (the same data must go on).
+    :class:`ConfigError` when the folder keeps no query, one of the other kind (SQL for the form's, or the form's for SQL), or the change
+    reads other data (the same data must go on).
     """
+    from pyspark.errors import PySparkException
+
     kept, old = _changeable(folder, query)
     record = kept.record()
     stored = record["config"]
@@ -196,11 +225,11 @@ def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, ti
         history = [*record.get("changes", []), {"config": stored, "until_batch": batches, "result": carried}]
         _write_record(kept, {**record, "config": query.to_dict(), "changes": history})
         try:
-            replay = replay_sql(registry, query, keep=kept.folder, timeout=timeout, cancel=cancel)
-        except SqlError as err:
+            replay = _replay(registry, query, kept.folder, timeout, cancel)
+        except (SqlError, PySparkException) as err:
             _restore(kept, backup)
-            named = [condition for condition in conditions(err.spark_message or str(err)) if condition != "STREAM_FAILED"]
-            return Change("refused", predicted, changed, before, before, named[0] if named else err.condition, err.message)
+            condition, message = _refusal(err)
+            return Change("refused", predicted, changed, before, before, condition, message)
     except BaseException:
         if backup.exists():
             _restore(kept, backup)
@@ -210,17 +239,36 @@ def resume_changed(registry: QueryRegistry, query: SqlQuery, folder: Path, *, ti
     return Change("resumed", predicted, changed, before, _last_watermark(kept), replay=replay, carried=carried)
 
 
-def _changeable(folder: Path, query: SqlQuery) -> tuple[KeptQuery, SqlQuery]:
-    """The kept folder and the SQL query it keeps, which ``query`` may change; :class:`ConfigError` saying why not."""
+def _replay(registry: QueryRegistry, query: KeptConfig, keep: Path | None, timeout: float, cancel: threading.Event | None) -> Replayed:
+    """``query`` replayed to the end of its data, kept in ``keep`` (or going on from it), under its arrival rule."""
+    if isinstance(query, SqlQuery):
+        return replay_sql(registry, query, keep=keep, timeout=timeout, cancel=cancel)
+    return run_to_idle(registry, query.replayed("replayed"), keep=keep, timeout=timeout, cancel=cancel)
+
+
+def _refusal(err: BaseException) -> tuple[str | None, str]:
+    """``(condition, message)`` of Spark's refusal to resume: the innermost condition it names for the cause (not the ``STREAM_FAILED`` that
+    wraps it), and its message in plain words."""
+    if isinstance(err, SqlError):
+        named = [condition for condition in conditions(err.spark_message or str(err)) if condition != "STREAM_FAILED"]
+        return (named[0] if named else err.condition), err.message
+    named = [condition for condition in conditions(str(err)) if condition != "STREAM_FAILED"]
+    return (named[0] if named else None), str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def _changeable(folder: Path, query: KeptConfig) -> tuple[KeptQuery, KeptConfig]:
+    """The kept folder and the query it keeps, which ``query`` may change; :class:`ConfigError` saying why not."""
     kept = KeptQuery(Path(folder))
     if not kept.exists():
         raise ConfigError("--checkpoint", str(folder), "keeps no query to change: keep one first (replay --checkpoint, with --stop-after to stop it part way)")
     stored = kept.record()["config"]
-    if stored.get("kind") != "sql":
-        raise ConfigError("--checkpoint", str(folder), "keeps the form's query: --change resumes a SQL query with a changed text (--sql / --sql-file)")
-    old = SqlQuery.from_dict(stored)
-    if old.names != query.names or [view.to_dict() for view in old.views] != [view.to_dict() for view in query.views]:
-        raise ConfigError("--change", ", ".join(query.names), f"reads other views or data than the kept query ({', '.join(old.names)}): a change goes on over the same data")
+    if (stored.get("kind") == "sql") != isinstance(query, SqlQuery):
+        kinds = ("a SQL query", "the form's query (--window, --watermark...)") if stored.get("kind") == "sql" else ("the form's query", "a SQL query")
+        raise ConfigError("--checkpoint", str(folder), f"keeps {kinds[0]}: --change resumes it with {kinds[1]}, changed")
+    old = kept.config()
+    read = [line for line in differences(stored, query.to_dict()) if line.startswith(("source.", "views."))]
+    if read:
+        raise ConfigError("--change", read[0].split(" ", 1)[0], f"reads other data than the kept query ({'; '.join(read)}): a change goes on over the same data")
     return kept, old
 
 
@@ -231,10 +279,10 @@ class Trial:
     run from scratch."""
 
     change: Change
-    unchanged: SqlReplay | None = field(default=None, repr=False)
-    fresh: SqlReplay | None = field(default=None, repr=False)
+    unchanged: Replayed | None = field(default=None, repr=False)
+    fresh: Replayed | None = field(default=None, repr=False)
 
-    def replays(self) -> dict[str, SqlReplay]:
+    def replays(self) -> dict[str, Replayed]:
         """The three replays by what each is (none when Spark refused the change): their ``result`` frames to show, their ``records``
         (typed by Spark's types) to compare."""
         if self.change.replay is None or self.unchanged is None or self.fresh is None:
@@ -248,7 +296,7 @@ TRIED, GOING_ON, FROM_SCRATCH = "changed, resumed", "old query going on", "chang
 """The three results of a :class:`Trial`, as the page heads them."""
 
 
-def try_change(registry: QueryRegistry, query: SqlQuery, folder: Path, *, timeout: float = 600.0, cancel: threading.Event | None = None) -> Trial:
+def try_change(registry: QueryRegistry, query: KeptConfig, folder: Path, *, timeout: float = 600.0, cancel: threading.Event | None = None) -> Trial:
     """Try ``query`` on copies of the kept folder (:meth:`KeptQuery.copy_to`), which is never touched: the changed query resumed from one
     copy (:func:`resume_changed`), and when Spark resumes it, the old query resumed from another and the changed query run from scratch, each
     to the end of the data. The copies are deleted after."""
@@ -260,8 +308,8 @@ def try_change(registry: QueryRegistry, query: SqlQuery, folder: Path, *, timeou
         change = resume_changed(registry, query, changed, timeout=timeout, cancel=cancel)
         if change.verdict == "refused":
             return Trial(change)
-        going_on = replay_sql(registry, old, keep=unchanged, timeout=timeout, cancel=cancel)
-        return Trial(change, going_on, replay_sql(registry, query, timeout=timeout, cancel=cancel))
+        going_on = _replay(registry, old, unchanged, timeout, cancel)
+        return Trial(change, going_on, _replay(registry, query, None, timeout, cancel))
     finally:
         shutil.rmtree(trial, ignore_errors=True)
 
@@ -275,39 +323,63 @@ def sweep_trials(queries: Path) -> list[str]:
     return [path.name for path in left]
 
 
-def _carry_result(spark: SparkSession, kept: KeptQuery, query: SqlQuery, batches: int) -> str:
+def _carry_result(spark: SparkSession, kept: KeptQuery, query: KeptConfig, batches: int) -> str:
     """Make the kept result table the changed query's, and say how: its rows go on, folded by the new output mode from the change on, when
     its columns are the new query's; else the old table is set aside (``result-before-change-N/``) and the new one starts empty."""
-    from pyspark.sql.types import StructType
-
     from ..output.kept_table import TableFile, journal_path
-    from ..sql.checker import SqlChecker
-    from ..sql.guard import checked
-    from ..sql.plan import plan_facts
-    from ..sql.table import SqlTable
 
     snapshot, journal = TableFile(kept.result_file).read()
     if snapshot is None:
         return "carried" if not journal else "carried (journal only)"
-    with SqlChecker(spark, query.views) as checker:
-        frame, walked = checked(checker.session, query.text, checker.names)
-        schema, grouping = frame.schema, plan_facts(frame, walked).grouping
-    if snapshot.get("schema") == schema.json() and snapshot.get("output_mode") == query.output_mode:
+    tables = _sql_tables(spark, kept, query, snapshot) if isinstance(query, SqlQuery) else _form_tables(kept, query, snapshot)
+    if tables is None:
         return "carried"
-    stored = StructType.fromJson(json.loads(snapshot["schema"]))
-    before = SqlTable(str(snapshot["output_mode"]), stored, snapshot.get("grouping", ()))
-    before.load(kept.result_file)
+    before, after = tables
     aside = kept.folder / f"result-before-change-{batches}"
     aside.mkdir(exist_ok=True)
     for path in (kept.result_file, journal_path(kept.result_file)):
         if path.is_file():
             os.replace(path, aside / path.name)
-    if stored.simpleString() != schema.simpleString():  # the columns' names and types; a WATERMARK delay is kept in their metadata
+    if after is None:
         return f"set aside in {aside.name}: the changed query's columns differ"
-    after = SqlTable(query.output_mode, schema, grouping)
     after.keep(kept.result_file)
     after.apply(before.last_batch_id, before.rows())
     return f"carried, folded by the {query.output_mode} mode from the change on"
+
+
+Tables = tuple[Any, Any]
+"""The kept result table loaded, and the changed query's empty one (``None`` when its columns differ)."""
+
+
+def _sql_tables(spark: SparkSession, kept: KeptQuery, query: SqlQuery, snapshot: dict[str, Any]) -> Tables | None:
+    """For :func:`_carry_result`: ``None`` when the kept table is the changed SQL query's as it is (its schema, with the WATERMARK delays its
+    metadata keeps, and its output mode)."""
+    from pyspark.sql.types import StructType
+
+    from ..sql.checker import SqlChecker
+    from ..sql.guard import checked
+    from ..sql.table import SqlTable
+
+    with SqlChecker(spark, query.views) as checker:
+        frame, walked = checked(checker.session, query.text, checker.names)
+        schema, grouping = frame.schema, plan_facts(frame, walked).grouping
+    if snapshot.get("schema") == schema.json() and snapshot.get("output_mode") == query.output_mode:
+        return None
+    stored = StructType.fromJson(json.loads(snapshot["schema"]))
+    before = SqlTable(str(snapshot["output_mode"]), stored, snapshot.get("grouping", ()))
+    before.load(kept.result_file)
+    same = stored.simpleString() == schema.simpleString()  # the columns' names and types; a WATERMARK delay is kept in their metadata
+    return before, SqlTable(query.output_mode, schema, grouping) if same else None
+
+
+def _form_tables(kept: KeptQuery, query: QueryConfig, snapshot: dict[str, Any]) -> Tables | None:
+    """For :func:`_carry_result`: ``None`` when the kept table is the changed form query's as it is (its output mode and aggregate)."""
+    if snapshot.get("output_mode") == query.output_mode and snapshot.get("aggregation") == query.aggregation:
+        return None
+    before = ResultTable(str(snapshot["output_mode"]), str(snapshot["aggregation"]))
+    before.load(kept.result_file)
+    after = ResultTable(query.output_mode, query.aggregation)
+    return before, after if before.row_shape == after.row_shape else None
 
 
 def _write_record(kept: KeptQuery, record: dict[str, Any]) -> None:
