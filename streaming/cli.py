@@ -257,7 +257,12 @@ def _print_replay(outcome) -> None:
 
 def _kept_checks(args: argparse.Namespace) -> None:
     """The flags of a kept replay that go together, checked before Spark starts: ``--stop-after`` and ``--change`` need ``--checkpoint``, and
-    a change goes on over the rest of the data."""
+    a change goes on over the rest of the data. A change of the kept folder that a killed process left mid-way is settled first
+    (:func:`~streaming.engine.run.change.recover_change`): the folder then holds one query, the changed one or the one before."""
+    if args.checkpoint is not None:
+        from .engine.run.change import recover_change
+
+        recover_change(args.checkpoint)
     if args.stop_after is not None and args.checkpoint is None:
         raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
     if args.change and args.checkpoint is None:

@@ -277,3 +277,31 @@ def test_a_kept_form_query_is_changed_as_spark_allows(cli, spark, orders: Path, 
     assert appended["result"] == longer["result"]  # the kept table carried, folded by append from the change on
     record = json.loads((kept / "query.json").read_text())
     assert [change["config"]["watermark"] for change in record["changes"]] == ["1 minute", "3 minutes"] and record["config"]["output_mode"] == "append"
+
+
+def _folder(path: Path, changes: int, batches: int, mark: str) -> Path:
+    """A kept folder as a change leaves it: ``changes`` recorded in its query.json, ``batches`` lines of progress, and a file saying which it is."""
+    path.mkdir(parents=True)
+    record = {"name": "q", "start_ms": 0, "config": {"kind": "sql", "text": mark}, "changes": [{"config": {}, "until_batch": 2}] * changes}
+    (path / "query.json").write_text(json.dumps(record))
+    (path / "progress.jsonl").write_text("".join(json.dumps({"batchId": index}) + "\n" for index in range(batches)))
+    (path / "which").write_text(mark)
+    return path
+
+
+@pytest.mark.parametrize(("batches", "left"), [(2, "before"), (3, "changed")], ids=["no_batch_after_the_change", "a_batch_after_it"])
+def test_a_change_a_killed_process_left_mid_way_is_settled_one_way_or_the_other(tmp_path: Path, batches: int, left: str) -> None:
+    """Killed after the change was recorded: it stands once the changed query committed a batch (Spark resumed it), else the copy taken
+    before it is put back, as a refusal would have left it; a half-made copy and a refused change's folder are deleted."""
+    from streaming.engine.run.change import recover_change, sweep_trials
+
+    kept = _folder(tmp_path / "q", 1, batches, "changed")
+    _folder(tmp_path / ".q.before-change-0123abcd", 0, 2, "before")
+    _folder(tmp_path / ".q.copying-89abcdef", 0, 1, "half")
+    (tmp_path / ".q.refused-00000000").mkdir()
+    assert sweep_trials(tmp_path)[0].startswith("q: ")
+    assert (kept / "which").read_text() == left and sorted(path.name for path in tmp_path.iterdir()) == ["q"]
+    # killed while a refused change was being put back: the folder gone, its copy beside it
+    os.replace(kept, tmp_path / ".q.before-change-0123abcd")
+    assert recover_change(kept).startswith("put back") and (kept / "which").read_text() == left
+    assert recover_change(kept) == "nothing to settle"

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     Replayed = SqlReplay | Replay
 
-__all__ = ["FROM_SCRATCH", "GOING_ON", "TRIED", "Change", "Prediction", "Trial", "checkpoint_facts", "predict", "predict_on_state", "resume_changed", "sweep_trials", "try_change"]
+__all__ = ["FROM_SCRATCH", "GOING_ON", "TRIED", "Change", "Prediction", "Trial", "checkpoint_facts", "predict", "predict_on_state", "recover_change", "resume_changed", "sweep_trials", "try_change"]
 
 Verdict = Literal["resumed", "refused"]
 CLEAN = "nothing the state depends on changes"
@@ -212,14 +212,14 @@ def resume_changed(registry: QueryRegistry, query: KeptConfig, folder: Path, *, 
     from pyspark.errors import PySparkException
 
     kept, old = _changeable(folder, query)
+    recover_change(kept.folder)  # a change a killed process left mid-way: settled before another starts
     record = kept.record()
     stored = record["config"]
     changed = tuple(differences(stored, query.to_dict()))
     predicted = predict(registry.spark, old, query)
     before = _last_watermark(kept)
     batches = len(read_json_lines(kept.progress_file)) if kept.progress_file.is_file() else 0
-    backup = kept.folder.with_name(f".{kept.folder.name}.before-change-{uuid.uuid4().hex[:8]}")
-    shutil.copytree(kept.folder, backup, symlinks=True)
+    backup = _backed_up(kept)
     try:
         carried = _carry_result(registry.spark, kept, query, batches)
         history = [*record.get("changes", []), {"config": stored, "until_batch": batches, "result": carried}]
@@ -315,12 +315,61 @@ def try_change(registry: QueryRegistry, query: KeptConfig, folder: Path, *, time
 
 
 def sweep_trials(queries: Path) -> list[str]:
-    """Delete the copies that tries left under the kept queries' folder ``queries`` when their server stopped mid-try; their names. Call
-    it when no try runs (a server's start)."""
-    left = sorted(path for path in Path(queries).glob(f"{TRIAL_PREFIX}*") if path.is_dir()) if Path(queries).is_dir() else []
+    """Delete the copies that tries left under the kept queries' folder ``queries`` when their server stopped mid-try, and settle each change
+    a stopped process left mid-way (:func:`recover_change`); the names of what was deleted or settled. Call it when no try or change runs (a
+    server's start)."""
+    root = Path(queries)
+    left = sorted(path for path in root.glob(f"{TRIAL_PREFIX}*") if path.is_dir()) if root.is_dir() else []
     for path in left:
         shutil.rmtree(path, ignore_errors=True)
-    return [path.name for path in left]
+    settled = sorted({match[1] for path in root.glob(".*") if (match := _BACKUP.match(path.name))}) if root.is_dir() else []
+    return [path.name for path in left] + [f"{name}: {recover_change(root / name)}" for name in settled]
+
+
+_BACKUP = re.compile(r"^\.(.+)\.(?:before-change|copying|refused)-[0-9a-f]{8}$")
+"""The folders :func:`resume_changed` keeps beside a kept folder while it changes it: the copy being made, the copy made, and a refused change's
+folder on its way out."""
+
+
+def _backed_up(kept: KeptQuery) -> Path:
+    """A whole copy of the kept folder beside it, taken before a change: made under another name and renamed once complete, so a copy a
+    killed process left half made is never taken for one (:func:`recover_change`)."""
+    token = uuid.uuid4().hex[:8]
+    copying = kept.folder.with_name(f".{kept.folder.name}.copying-{token}")
+    shutil.copytree(kept.folder, copying, symlinks=True)
+    backup = kept.folder.with_name(f".{kept.folder.name}.before-change-{token}")
+    os.replace(copying, backup)
+    return backup
+
+
+def recover_change(folder: Path) -> str:
+    """Settle a change of the kept ``folder`` that a killed process left mid-way (what it did, in words): the change stands when its record is
+    written and the changed query committed a batch (Spark resumed it); otherwise the copy taken before it is put back, as a refusal would
+    have left it. Half-made copies and a refused change's folder are deleted."""
+    kept = KeptQuery(Path(folder))
+    siblings = sorted(kept.folder.parent.glob(f".{kept.folder.name}.*"))
+    backups = [path for path in siblings if _BACKUP.match(path.name) and ".before-change-" in path.name]
+    for path in siblings:
+        if _BACKUP.match(path.name) and path not in backups:
+            shutil.rmtree(path, ignore_errors=True)
+    if not backups:
+        return "nothing to settle"
+    backup, *older = sorted(backups, key=lambda path: path.stat().st_mtime, reverse=True)
+    for path in older:
+        shutil.rmtree(path, ignore_errors=True)
+    if not kept.folder.exists():
+        os.replace(backup, kept.folder)
+        return "put back: the process stopped while it put the copy back"
+    try:
+        written = len(kept.record().get("changes", [])) > len(KeptQuery(backup).record().get("changes", []))
+    except ConfigError:
+        written = False
+    batches = len(read_json_lines(kept.progress_file)) if kept.progress_file.is_file() else 0
+    if written and batches > kept.changed_at()[-1]:
+        shutil.rmtree(backup, ignore_errors=True)
+        return "the change stands: Spark resumed the changed query before the process stopped"
+    _restore(kept, backup)
+    return "put back as it was before the change: the process stopped before Spark ran the changed query"
 
 
 def _carry_result(spark: SparkSession, kept: KeptQuery, query: KeptConfig, batches: int) -> str:
