@@ -66,6 +66,7 @@ from .lateness import lateness_view
 from .shared import (
     KEPT,
     LIVE_PAGE,
+    QUERIES_PAGE,
     REFRESH_SECONDS,
     arrival_widget,
     failure_banner,
@@ -496,10 +497,13 @@ def share_link(run: Run) -> None:
 
 
 def stop_button(run: Run) -> None:
-    """A Stop button for ``run``, enabled while it is active."""
+    """A Stop button for ``run``, enabled while it is active; once a kept run has stopped, the way to change and resume it."""
     if st.button("Stop query", key="lab_stop", disabled=run.status != "active" or run.stopping):
         run.stop_soon()  # Spark's stop waits for the batch it interrupts: the page does not
         st.rerun()
+    if run.kept and run.status == "stopped":
+        st.page_link(QUERIES_PAGE, label="Change and resume", icon=":material/edit_note:",
+                     help="On the Queries page: change its watermark, window or text, see what Spark will do with its state, try it on a copy")
 
 
 STALL_KEY = "lab_stall_batches"

@@ -168,6 +168,8 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         assert wait_until(at, lambda _: len(first.log) >= 2, WAIT_FOR_DATA), "no progress"
         at.button(key="lab_stop").click().run()
         assert wait_until(at, lambda _: first.status == "stopped", 60), first.status
+        at.run()
+        assert [link.proto.page for link in at.get("page_link") if link.proto.label == "Change and resume"], "no way from the stopped run to change it"
         batches, staged = len(first.log), first.feeder.staged
         app_registry.remove(name)  # a server restart forgets the run; its folder stays
         at.switch_page(QUERIES).run()
