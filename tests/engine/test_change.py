@@ -299,8 +299,12 @@ def test_a_change_a_killed_process_left_mid_way_is_settled_one_way_or_the_other(
     _folder(tmp_path / ".q.before-change-0123abcd", 0, 2, "before")
     _folder(tmp_path / ".q.copying-89abcdef", 0, 1, "half")
     (tmp_path / ".q.refused-00000000").mkdir()
-    assert sweep_trials(tmp_path)[0].startswith("q: ")
-    assert (kept / "which").read_text() == left and sorted(path.name for path in tmp_path.iterdir()) == ["q"]
+    other = _folder(tmp_path / ".q.x.before-change-0123abcd", 0, 2, "q.x's")  # another kept folder's (q.x): not q's to put back
+    assert recover_change(kept) != "nothing to settle" and (kept / "which").read_text() == left
+    assert sorted(path.name for path in tmp_path.iterdir()) == [other.name, "q"]
+    assert sweep_trials(tmp_path) == ["q.x: put back: the process stopped while it put the copy back"]  # q.x itself was gone
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["q", "q.x"]
+    shutil.rmtree(tmp_path / "q.x")
     # killed while a refused change was being put back: the folder gone, its copy beside it
     os.replace(kept, tmp_path / ".q.before-change-0123abcd")
     assert recover_change(kept).startswith("put back") and (kept / "which").read_text() == left

@@ -19,6 +19,7 @@ beside the old query going on and the changed one from scratch.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -322,13 +323,19 @@ def sweep_trials(queries: Path) -> list[str]:
     left = sorted(path for path in root.glob(f"{TRIAL_PREFIX}*") if path.is_dir()) if root.is_dir() else []
     for path in left:
         shutil.rmtree(path, ignore_errors=True)
-    settled = sorted({match[1] for path in root.glob(".*") if (match := _BACKUP.match(path.name))}) if root.is_dir() else []
+    settled = sorted({name for path in root.glob(".*") if (name := _owner(path)) is not None}) if root.is_dir() else []
     return [path.name for path in left] + [f"{name}: {recover_change(root / name)}" for name in settled]
 
 
 _BACKUP = re.compile(r"^\.(.+)\.(?:before-change|copying|refused)-[0-9a-f]{8}$")
 """The folders :func:`resume_changed` keeps beside a kept folder while it changes it: the copy being made, the copy made, and a refused change's
 folder on its way out."""
+
+
+def _owner(path: Path) -> str | None:
+    """The kept folder's name that ``path`` is a change's copy of (:data:`_BACKUP`), or ``None``."""
+    match = _BACKUP.match(path.name)
+    return match[1] if match else None
 
 
 def _backed_up(kept: KeptQuery) -> Path:
@@ -347,10 +354,10 @@ def recover_change(folder: Path) -> str:
     written and the changed query committed a batch (Spark resumed it); otherwise the copy taken before it is put back, as a refusal would
     have left it. Half-made copies and a refused change's folder are deleted."""
     kept = KeptQuery(Path(folder))
-    siblings = sorted(kept.folder.parent.glob(f".{kept.folder.name}.*"))
-    backups = [path for path in siblings if _BACKUP.match(path.name) and ".before-change-" in path.name]
+    siblings = [path for path in kept.folder.parent.glob(f".{glob.escape(kept.folder.name)}.*") if _owner(path) == kept.folder.name]  # not q.x's for q
+    backups = [path for path in siblings if ".before-change-" in path.name]
     for path in siblings:
-        if _BACKUP.match(path.name) and path not in backups:
+        if path not in backups:
             shutil.rmtree(path, ignore_errors=True)
     if not backups:
         return "nothing to settle"
