@@ -213,7 +213,6 @@ def resume_changed(registry: QueryRegistry, query: KeptConfig, folder: Path, *, 
     from pyspark.errors import PySparkException
 
     kept, old = _changeable(folder, query)
-    recover_change(kept.folder)  # a change a killed process left mid-way: settled before another starts
     record = kept.record()
     stored = record["config"]
     changed = tuple(differences(stored, query.to_dict()))
@@ -235,7 +234,7 @@ def resume_changed(registry: QueryRegistry, query: KeptConfig, folder: Path, *, 
         if backup.exists():
             _restore(kept, backup)
         raise
-    shutil.rmtree(backup, ignore_errors=True)
+    _discard(backup)
     kept.failures_file.unlink(missing_ok=True)  # another query now: what the old one failed with says nothing of it
     return Change("resumed", predicted, changed, before, _last_watermark(kept), replay=replay, carried=carried)
 
@@ -258,8 +257,10 @@ def _refusal(err: BaseException) -> tuple[str | None, str]:
 
 
 def _changeable(folder: Path, query: KeptConfig) -> tuple[KeptQuery, KeptConfig]:
-    """The kept folder and the query it keeps, which ``query`` may change; :class:`ConfigError` saying why not."""
+    """The kept folder and the query it keeps, which ``query`` may change; :class:`ConfigError` saying why not. A change of it that a killed
+    process left mid-way is settled first (:func:`recover_change`)."""
     kept = KeptQuery(Path(folder))
+    recover_change(kept.folder)
     if not kept.exists():
         raise ConfigError("--checkpoint", str(folder), "keeps no query to change: keep one first (replay --checkpoint, with --stop-after to stop it part way)")
     stored = kept.record()["config"]
@@ -324,7 +325,23 @@ def sweep_trials(queries: Path) -> list[str]:
     for path in left:
         shutil.rmtree(path, ignore_errors=True)
     settled = sorted({name for path in root.glob(".*") if (name := _owner(path)) is not None}) if root.is_dir() else []
-    return [path.name for path in left] + [f"{name}: {recover_change(root / name)}" for name in settled]
+    return [path.name for path in left] + [f"{name}: {_settled(root / name)}" for name in settled]
+
+
+def _settled(folder: Path) -> str:
+    """:func:`recover_change` of ``folder``, or why it could not be settled (a disk error): the server starts all the same."""
+    try:
+        return recover_change(folder)
+    except OSError as err:
+        return f"not settled ({err}): its copies are left beside it"
+
+
+def _discard(path: Path) -> None:
+    """Delete a change's copy: renamed first to a name :func:`recover_change` deletes, so a kill mid-delete never leaves a half copy under the
+    name of one to put back."""
+    doomed = path.with_name(path.name.replace(".before-change-", ".refused-"))
+    os.replace(path, doomed)
+    shutil.rmtree(doomed, ignore_errors=True)
 
 
 _BACKUP = re.compile(r"^\.(.+)\.(?:before-change|copying|refused)-[0-9a-f]{8}$")
@@ -368,12 +385,17 @@ def recover_change(folder: Path) -> str:
         os.replace(backup, kept.folder)
         return "put back: the process stopped while it put the copy back"
     try:
-        written = len(kept.record().get("changes", [])) > len(KeptQuery(backup).record().get("changes", []))
+        before = len(KeptQuery(backup).record().get("changes", []))
+    except ConfigError:  # no whole copy to put back: the folder is what is left
+        _discard(backup)
+        return "the folder as it is: the copy taken before the change could not be read"
+    try:
+        written = len(kept.record().get("changes", [])) > before
     except ConfigError:
         written = False
     batches = len(read_json_lines(kept.progress_file)) if kept.progress_file.is_file() else 0
     if written and batches > kept.changed_at()[-1]:
-        shutil.rmtree(backup, ignore_errors=True)
+        _discard(backup)
         return "the change stands: Spark resumed the changed query before the process stopped"
     _restore(kept, backup)
     return "put back as it was before the change: the process stopped before Spark ran the changed query"

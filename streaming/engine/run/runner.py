@@ -162,7 +162,7 @@ def run_to_idle(
         raise ConfigError("stop_after", stop_after, "must be a whole number of at least 1")
     started_as, hand_over = config, None
     if stop_after is not None and config.ran_arrival() == "busy":  # available-now would read every file: hand over the first steps only
-        started_as, hand_over = config.with_changes(trigger="default", trigger_interval=None), stop_after
+        started_as, hand_over = config.with_changes(trigger="default", trigger_interval=None, arrival="busy"), stop_after
     name = f"replay_{uuid.uuid4().hex[:12]}"
     run = registry.start(
         started_as, name, max_rows=None, keep=False if keep is None else Path(keep), latency=latency, record_outputs=outputs, hand_over=hand_over,
