@@ -3,6 +3,7 @@ change that leaves the folder as it was; held to plain PySpark stopping and resu
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -301,11 +302,14 @@ def test_a_change_a_killed_process_left_mid_way_is_settled_one_way_or_the_other(
     (tmp_path / ".q.refused-00000000").mkdir()
     other = _folder(tmp_path / ".q.x.before-change-0123abcd", 0, 2, "q.x's")  # another kept folder's (q.x): not q's to put back
     assert recover_change(kept) != "nothing to settle" and (kept / "which").read_text() == left
-    assert sorted(path.name for path in tmp_path.iterdir()) == [other.name, "q"]
+    assert sorted(path.name for path in tmp_path.iterdir() if path.is_dir()) == [other.name, "q"]
     assert sweep_trials(tmp_path) == ["q.x: put back: the process stopped while it put the copy back"]  # q.x itself was gone
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["q", "q.x"]
+    assert sorted(path.name for path in tmp_path.iterdir() if path.is_dir()) == ["q", "q.x"]
     shutil.rmtree(tmp_path / "q.x")
     # killed while a refused change was being put back: the folder gone, its copy beside it
     os.replace(kept, tmp_path / ".q.before-change-0123abcd")
+    with open(tmp_path / ".q.lock", "a") as held:  # another page or process changes or tries q now: left to it
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert recover_change(kept).startswith("left as it is") and not kept.exists()
     assert recover_change(kept).startswith("put back") and (kept / "which").read_text() == left
     assert recover_change(kept) == "nothing to settle"

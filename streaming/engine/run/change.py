@@ -26,6 +26,8 @@ import re
 import shutil
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -210,6 +212,11 @@ def resume_changed(registry: QueryRegistry, query: KeptConfig, folder: Path, *, 
     :class:`ConfigError` when the folder keeps no query, one of the other kind (SQL for the form's, or the form's for SQL), or the change
     reads other data (the same data must go on).
     """
+    with _held(Path(folder)):
+        return _resume_changed(registry, query, Path(folder), timeout, cancel)
+
+
+def _resume_changed(registry: QueryRegistry, query: KeptConfig, folder: Path, timeout: float, cancel: threading.Event | None) -> Change:
     from pyspark.errors import PySparkException
 
     kept, old = _changeable(folder, query)
@@ -260,7 +267,7 @@ def _changeable(folder: Path, query: KeptConfig) -> tuple[KeptQuery, KeptConfig]
     """The kept folder and the query it keeps, which ``query`` may change; :class:`ConfigError` saying why not. A change of it that a killed
     process left mid-way is settled first (:func:`recover_change`)."""
     kept = KeptQuery(Path(folder))
-    recover_change(kept.folder)
+    _recover(kept)
     if not kept.exists():
         raise ConfigError("--checkpoint", str(folder), "keeps no query to change: keep one first (replay --checkpoint, with --stop-after to stop it part way)")
     stored = kept.record()["config"]
@@ -302,11 +309,16 @@ def try_change(registry: QueryRegistry, query: KeptConfig, folder: Path, *, time
     """Try ``query`` on copies of the kept folder (:meth:`KeptQuery.copy_to`), which is never touched: the changed query resumed from one
     copy (:func:`resume_changed`), and when Spark resumes it, the old query resumed from another and the changed query run from scratch, each
     to the end of the data. The copies are deleted after."""
-    kept, old = _changeable(folder, query)
-    trial = kept.folder.with_name(f"{TRIAL_PREFIX}{kept.folder.name}.{uuid.uuid4().hex[:8]}")
-    trial.mkdir()
+    with _held(Path(folder)):  # the folder held while it is copied: no change or settling of it meanwhile
+        kept, old = _changeable(folder, query)
+        trial = kept.folder.with_name(f"{TRIAL_PREFIX}{kept.folder.name}.{uuid.uuid4().hex[:8]}")
+        trial.mkdir()
+        try:
+            changed, unchanged = (kept.copy_to(trial / part).folder for part in ("changed", "unchanged"))  # both as the folder is now
+        except BaseException:
+            shutil.rmtree(trial, ignore_errors=True)
+            raise
     try:
-        changed, unchanged = (kept.copy_to(trial / part).folder for part in ("changed", "unchanged"))  # both as the folder is now
         change = resume_changed(registry, query, changed, timeout=timeout, cancel=cancel)
         if change.verdict == "refused":
             return Trial(change)
@@ -349,6 +361,11 @@ _BACKUP = re.compile(r"^\.(.+)\.(?:before-change|copying|refused)-[0-9a-f]{8}$")
 folder on its way out."""
 
 
+def _copies(folder: Path) -> list[Path]:
+    """The copies a change of ``folder`` keeps beside it (:data:`_BACKUP`): its own, not those of a folder its name is a prefix of (q.x's for q)."""
+    return [path for path in folder.parent.glob(f".{glob.escape(folder.name)}.*") if _owner(path) == folder.name]
+
+
 def _owner(path: Path) -> str | None:
     """The kept folder's name that ``path`` is a change's copy of (:data:`_BACKUP`), or ``None``."""
     match = _BACKUP.match(path.name)
@@ -369,9 +386,36 @@ def _backed_up(kept: KeptQuery) -> Path:
 def recover_change(folder: Path) -> str:
     """Settle a change of the kept ``folder`` that a killed process left mid-way (what it did, in words): the change stands when its record is
     written and the changed query committed a batch (Spark resumed it); otherwise the copy taken before it is put back, as a refusal would
-    have left it. Half-made copies and a refused change's folder are deleted."""
-    kept = KeptQuery(Path(folder))
-    siblings = [path for path in kept.folder.parent.glob(f".{glob.escape(kept.folder.name)}.*") if _owner(path) == kept.folder.name]  # not q.x's for q
+    have left it. Half-made copies and a refused change's folder are deleted. A folder a change or a try holds now is left as it is."""
+    if not _copies(Path(folder)):
+        return "nothing to settle"
+    try:
+        with _held(Path(folder)):
+            return _recover(KeptQuery(Path(folder)))
+    except ConfigError:
+        return "left as it is: a change or a try of it runs now"
+
+
+@contextmanager
+def _held(folder: Path) -> Iterator[None]:
+    """Hold the kept ``folder`` for one change, try or settling at a time, across the server's pages and the CLI: an exclusive lock on a
+    file beside it (``.NAME.lock``), released when the holder ends or dies. :class:`ConfigError` when another holds it."""
+    import fcntl
+
+    if not folder.parent.is_dir():  # no folder to change there (its checks say so)
+        yield
+        return
+    with open(folder.with_name(f".{folder.name}.lock"), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError("checkpoint", str(folder), "is being changed or tried by another page or process: try again once it is done") from None
+        yield
+
+
+def _recover(kept: KeptQuery) -> str:
+    """:func:`recover_change` of a folder its caller holds (:func:`_held`)."""
+    siblings = _copies(kept.folder)
     backups = [path for path in siblings if ".before-change-" in path.name]
     for path in siblings:
         if path not in backups:

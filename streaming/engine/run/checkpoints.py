@@ -253,6 +253,7 @@ class KeptQuery:
 
     def delete(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.with_name(f".{self.folder.name}.lock").unlink(missing_ok=True)  # the file a change holds the folder by (:mod:`.change`)
 
 
 _URI_PATH_MARKS = frozenset("/-_.!~*'(),;:$&+=@")
