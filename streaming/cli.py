@@ -257,18 +257,19 @@ def _print_replay(outcome) -> None:
 
 def _kept_checks(args: argparse.Namespace) -> None:
     """The flags of a kept replay that go together, checked before Spark starts: ``--stop-after`` and ``--change`` need ``--checkpoint``, and
-    a change goes on over the rest of the data. A change of the kept folder that a killed process left mid-way is settled first
-    (:func:`~streaming.engine.run.change.recover_change`): the folder then holds one query, the changed one or the one before."""
-    if args.checkpoint is not None:
-        from .engine.run.change import recover_change
-
-        recover_change(args.checkpoint)
+    a change goes on over the rest of the data. Then a change of the kept folder that a killed process left mid-way is settled
+    (:func:`~streaming.engine.run.change.recover_change`; a change settles it itself): the folder holds one query, the changed one or the one
+    before."""
     if args.stop_after is not None and args.checkpoint is None:
         raise ConfigError("--stop-after", args.stop_after, "needs --checkpoint: a stopped replay goes on from its checkpoint")
     if args.change and args.checkpoint is None:
         raise ConfigError("--change", True, "needs --checkpoint: the kept query to resume with the changed one")
     if args.change and args.stop_after is not None:
         raise ConfigError("--stop-after", args.stop_after, "does not go with --change: a change resumes the kept query over the rest of its data")
+    if args.checkpoint is not None and not args.change:  # a change settles its folder itself
+        from .engine.run.change import recover_change
+
+        recover_change(args.checkpoint)
 
 
 def _print_change(change, out: Path | None) -> None:
@@ -574,15 +575,12 @@ def _sql_main(args: argparse.Namespace, given: SparkSession | None) -> int:
     from .engine.run.change import resume_changed
     from .engine.sql import replay_sql
 
-    def checks() -> None:
-        _kept_checks(args)
-
     def work(spark, registry, query):
         if args.change:
             return resume_changed(registry, query, args.checkpoint)
         return replay_sql(registry, query, keep=args.checkpoint, stop_after=args.stop_after)
 
-    code, outcome = _run_sql(args, given, work, checks)
+    code, outcome = _run_sql(args, given, work, lambda: _kept_checks(args))
     if code:
         return code
     if args.change:
