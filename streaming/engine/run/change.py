@@ -39,7 +39,7 @@ from ..jsonl import read_json_lines
 from ..output.results import ResultTable, stamp
 from ..query.config import QueryConfig
 from ..sql.guard import SqlError, conditions
-from ..sql.plan import plan_facts, state_value_types
+from ..sql.plan import plan_facts, state_facts
 from ..sql.query import SqlQuery
 from ..sql.replay import SqlReplay, replay_sql
 from .checkpoints import KeptConfig, KeptQuery, differences
@@ -141,7 +141,7 @@ def _judged(spark: SparkSession, query: KeptConfig) -> tuple[PlanFacts, tuple[st
     with tempfile.TemporaryDirectory(prefix="lab-judged-") as staging:
         frame, feeder = query.build(spark, Path(staging), 0, latency=False)
         try:
-            return plan_facts(frame), state_value_types(frame)
+            return state_facts(frame)
         finally:
             if feeder is not None:
                 feeder.stop()
@@ -405,7 +405,7 @@ def _held(folder: Path) -> Iterator[None]:
     if not folder.parent.is_dir():  # no folder to change there (its checks say so)
         yield
         return
-    with open(folder.with_name(f".{folder.name}.lock"), "a") as handle:
+    with open(KeptQuery(folder).lock_file, "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

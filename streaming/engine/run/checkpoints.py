@@ -135,6 +135,11 @@ class KeptQuery:
         return self.folder / "progress.jsonl"
 
     @property
+    def lock_file(self) -> Path:
+        """The file beside the folder that a change or a try of it holds it by, one at a time (:mod:`.change`)."""
+        return self.folder.with_name(f".{self.folder.name}.lock")
+
+    @property
     def failures_file(self) -> Path:
         """The failures the query was resumed from (:mod:`.failure`)."""
         return self.folder / "failures.jsonl"
@@ -253,7 +258,7 @@ class KeptQuery:
 
     def delete(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
-        self.folder.with_name(f".{self.folder.name}.lock").unlink(missing_ok=True)  # the file a change holds the folder by (:mod:`.change`)
+        self.lock_file.unlink(missing_ok=True)
 
 
 _URI_PATH_MARKS = frozenset("/-_.!~*'(),;:$&+=@")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .guard import checked, streaming_checks
-from .plan import PlanFacts, plan_facts, state_value_types
+from .plan import PlanFacts, plan_facts, state_facts
 from .views import SqlView, sql_session
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class SqlChecker:
         analysis: what a change to a kept query is judged by."""
         frame, walked = checked(self.session, text, self.names)
         streaming_checks(frame, output_mode, text)
-        return plan_facts(frame, walked), state_value_types(frame, walked)
+        return state_facts(frame, walked)
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)

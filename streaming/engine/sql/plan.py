@@ -76,7 +76,7 @@ def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None
     """The :class:`PlanFacts` of ``frame``'s analysed plan (a classic session's DataFrame); ``walked``: its nodes and their class names as the
     check walked them (:func:`~.guard.checked`), so they are not walked again (each py4j call is a round trip: a check's budget is 300 ms)."""
     plan = frame._jdf.queryExecution().analyzed()
-    nodes = list(walked) if walked is not None else [(node, _class(node)) for node in _nodes(plan, into_views=False)]
+    nodes = _walked(frame, walked)
     watermarks = []
     for node, kind in reversed(nodes):
         if kind == "EventTimeWatermark":
@@ -97,13 +97,25 @@ def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None
     )
 
 
+def _walked(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None) -> list[tuple[Any, str]]:
+    """``frame``'s analysed plan's nodes and their class names: ``walked`` when a check walked them already, else walked now."""
+    if walked is not None:
+        return list(walked)
+    return [(node, _class(node)) for node in _nodes(frame._jdf.queryExecution().analyzed(), into_views=False)]
+
+
+def state_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None) -> tuple[PlanFacts, tuple[str, ...]]:
+    """:func:`plan_facts` and :func:`state_value_types` of ``frame`` from one walk of its plan: what a change to a kept query is judged by."""
+    nodes = _walked(frame, walked)
+    return plan_facts(frame, nodes), state_value_types(frame, nodes)
+
+
 def state_value_types(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None) -> tuple[str, ...]:
     """The types of the value a streaming aggregation keeps in state per group: each aggregate function's buffer of the topmost
     ``Aggregate`` of ``frame``'s analysed plan, in order (``sum`` of an int column keeps a bigint, ``max`` of it an int). Spark refuses
     to resume a checkpoint whose stored value schema these do not match (``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``). ``walked``: as
     for :func:`plan_facts`."""
-    nodes = list(walked) if walked is not None else [(node, _class(node)) for node in _nodes(frame._jdf.queryExecution().analyzed(), into_views=False)]
-    aggregate = next((node for node, kind in nodes if kind == "Aggregate"), None)
+    aggregate = next((node for node, kind in _walked(frame, walked) if kind == "Aggregate"), None)
     if aggregate is None:
         return ()
     types: list[str] = []
