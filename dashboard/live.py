@@ -497,13 +497,10 @@ def share_link(run: Run) -> None:
 
 
 def stop_button(run: Run) -> None:
-    """A Stop button for ``run``, enabled while it is active; once a kept run has stopped, the way to change and resume it."""
+    """A Stop button for ``run``, enabled while it is active."""
     if st.button("Stop query", key="lab_stop", disabled=run.status != "active" or run.stopping):
         run.stop_soon()  # Spark's stop waits for the batch it interrupts: the page does not
         st.rerun()
-    if run.kept and run.status == "stopped":
-        st.page_link(QUERIES_PAGE, label="Change and resume", icon=":material/edit_note:",
-                     help="On the Queries page: change its watermark, window or text, see what Spark will do with its state, try it on a copy")
 
 
 STALL_KEY = "lab_stall_batches"
@@ -707,14 +704,18 @@ def placeholder_chart() -> None:
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
-def live_view(run: Run) -> None:
-    """The watched run, redrawn every ``REFRESH_SECONDS`` from one :func:`~streaming.app.snapshot.snapshot` of it.
+def live_view(run: Run, *, owned: bool = True) -> None:
+    """The watched run, redrawn every ``REFRESH_SECONDS`` from one :func:`~streaming.app.snapshot.snapshot` of it; once its ``owned`` kept
+    run has stopped, the way to change and resume it (drawn here, where the stop shows without a rerun of the page).
 
     It takes the :class:`Run`, not the registry, so a tick never touches
     state shared with other users.
     """
     if session_starter().status != "ready" or not get_registry().holds(run):
         st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
+    if owned and run.kept and run.status == "stopped":
+        st.page_link(QUERIES_PAGE, label="Change and resume", icon=":material/edit_note:",
+                     help="On the Queries page: change its watermark, window or text, see what Spark will do with its state, try it on a copy")
     snap = snapshot(run, stall_batches=int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES)))
     if snap.sql:
         sql_view(snap)

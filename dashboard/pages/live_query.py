@@ -26,7 +26,7 @@ if ready:
     linked, shared = live.linked_run(registry)
     if linked:
         if shared is not None:
-            live.live_view(shared)
+            live.live_view(shared, owned=False)
     else:
         watched = live.query_selector(registry)
         run = None if watched is None else registry.get(watched)
