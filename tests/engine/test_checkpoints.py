@@ -64,7 +64,7 @@ def test_a_kept_folder_deleted_under_a_running_query_leaves_a_brief_failure_and_
         wait_for(lambda: run.status == "failed", "the query did not fail", 120)
         run.workdir.unlink()
         shown = brief(run.error or "")
-        assert "Logical Plan" in (run.error or "") and str(tmp_path) in (run.error or "")  # what Spark says, kept for the log
+        assert str(tmp_path) in (run.error or "")  # Spark's error, or the replay's that could not hand its next file over: kept for the log
         assert shown.strip() and str(tmp_path) not in shown and "Logical Plan" not in shown and len(shown) <= 300
         assert registry.kept() == [] and registry.strays() == []
         registry.delete("doomed")

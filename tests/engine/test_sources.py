@@ -133,6 +133,32 @@ def test_feed_replayer_stages_in_order_stamped_with_the_hand_over_time(tmp_path)
     assert len(later_ms) == len(files) and len(set(later_ms)) == len(files) and later_ms[:3] == mtimes_ms
 
 
+def test_a_paced_replay_whose_folder_goes_under_it_tells_why_once_to_each_who_asked(tmp_path) -> None:
+    """Spark's file source lists nothing from a folder that went and waits for ever: the replay is what can tell the run to fail."""
+    import shutil
+    import threading
+
+    staging = tmp_path / "kept" / "staging"
+    replayer = FeedReplayer(feed_files(GUIDE)[:3], staging, seconds_per_file=1.0)
+    told: list[str] = []
+    lost = threading.Event()
+    replayer.on_lost(lambda why: (told.append(why), lost.set()))
+    replayer.start()
+    try:
+        deadline = time.monotonic() + 10
+        while replayer.staged < 1:  # deleted during the pause after the first file, not while it is written
+            assert time.monotonic() < deadline, "the first file was not handed over"
+            time.sleep(0.01)
+        shutil.rmtree(tmp_path / "kept")
+        (tmp_path / "kept").write_text("not a folder")
+        assert lost.wait(10), "the replay did not tell that it lost its folder"
+        replayer.on_lost(told.append)  # asked after the loss: told at once
+    finally:
+        replayer.stop()
+    assert len(told) == 2 and told[0] == told[1] and "was its folder deleted?" in told[0] and str(staging) in told[0]
+    assert not replayer.done.is_set()
+
+
 def test_feed_header_requires_event_time_and_key(tmp_path) -> None:
     assert feed_header(SAMPLE_FEEDS / "sensor_readings") == ["event_time", "key", "temperature"]
     (tmp_path / "a.csv").write_text("time,word\n2016-05-10 12:00:00,dog\n")

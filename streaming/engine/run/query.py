@@ -149,8 +149,9 @@ class Run(StopsInBackground, Generic[C, T]):
     """Whose run it is (:mod:`streaming.engine.owners`); ``None``: the server's own, seen by every user."""
     read_token: str = field(default_factory=lambda: secrets.token_urlsafe(18), repr=False)
     """Whoever holds it may watch the run, read-only, whoever owns it (a presenter's link: :meth:`QueryRegistry.shared_run`)."""
-    overrun: str | None = field(default=None)
-    """Why the run was stopped by its budget (:meth:`watch`), in plain words; ``None`` for a run within it."""
+    failed_because: str | None = field(default=None)
+    """Why the lab stopped the run as failed, in plain words: a batch past its budget (:meth:`watch`), a feed that lost its folder (:meth:`fail`);
+    ``None`` for a run it did not."""
     changed_at: tuple[int, ...] = field(default=())
     """The batches from which a change applied to its kept query ran (:meth:`~.checkpoints.KeptQuery.changed_at`), read once at its start."""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -184,7 +185,7 @@ class Run(StopsInBackground, Generic[C, T]):
             return "active"
         if self.finished_reading:
             return "finished"
-        if self.overrun is not None:
+        if self.failed_because is not None:
             return "failed"
         if self.stopped_by_user:  # a stop interrupts the batch under way, which may end in an error: not a failure
             return "stopped"
@@ -206,8 +207,8 @@ class Run(StopsInBackground, Generic[C, T]):
         """What ended the query: the sink's reason, or the exception as Spark reports it; ``None`` while it runs, when it ended well or was stopped."""
         if self.query.isActive:
             return None
-        if self.overrun is not None:
-            return self.overrun
+        if self.failed_because is not None:
+            return self.failed_because
         if self.stopped_by_user:
             return None
         if self.sink.error is not None:
@@ -218,7 +219,7 @@ class Run(StopsInBackground, Generic[C, T]):
     @property
     def failure(self) -> Failure | None:
         """What a failed run failed with (:mod:`.failure`); ``None`` for a run that did not fail."""
-        return failure_of(self.error or "", self.log.last_batch_id, repeatable=self.overrun is None) if self.status == "failed" else None
+        return failure_of(self.error or "", self.log.last_batch_id, repeatable=self.failed_because is None) if self.status == "failed" else None
 
     def watch(self, seconds: float, reason: str) -> None:
         """Stop the run, with ``reason`` as its error, once one micro-batch has run longer than ``seconds`` (the server's budget:
@@ -237,12 +238,18 @@ class Run(StopsInBackground, Generic[C, T]):
                 if batch != last or not running:
                     last, since = batch, now
                 elif now - since > seconds:
-                    self.overrun = reason
-                    LOG.warning("%s: %s", self.name, reason)
-                    self._stop_logged()
+                    self.fail(reason)
                     return
 
         threading.Thread(target=watching, name=f"budget-{self.name}", daemon=True).start()
+
+    def fail(self, reason: str) -> None:
+        """Stop the run in the background, failed with ``reason`` (the first reason given, when two come); nothing for a run already ended."""
+        if self.failed_because is not None or self._stopped.is_set():  # not under the stop's lock: a stop joins the feeder's thread that may call this
+            return
+        self.failed_because = reason
+        LOG.warning("%s: %s", self.name, reason)
+        self.stop_soon()
 
     def finish(self, timeout: float = 60.0) -> bool:
         """Stop a replay that has read all its data (:attr:`drained`) once Spark has run every batch it brings (the no-data batch that closes
@@ -274,7 +281,7 @@ class Run(StopsInBackground, Generic[C, T]):
             if self._timer is not None:
                 self._timer.cancel()
             self._stopped.set()
-            if self.query.isActive and not self.finished_reading and self.overrun is None:
+            if self.query.isActive and not self.finished_reading and self.failed_because is None:
                 self.stopped_by_user = True
             try:
                 self.query.stop()
@@ -551,6 +558,8 @@ def start_run(
     )
     if budgets is not None and budgets.batch_seconds is not None:
         run.watch(budgets.batch_seconds, budgets.overtime())
+    if feeder is not None:
+        feeder.on_lost(run.fail)
     return run
 
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .feed import FeedSource
     from .kafka import KafkaSource
 
-__all__ = ["Arrival", "Feeder", "Stepper", "StreamSource", "stage_upto"]
+__all__ = ["Arrival", "Feeder", "Loss", "Stepper", "StreamSource", "stage_upto"]
 
 Arrival = Literal["none", "batch", "column", "record"]
 """What a source knows of when each event arrived: nothing (only Spark's metrics), its micro-batch,
@@ -68,6 +68,36 @@ class Feeder(Protocol):
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
+
+    def on_lost(self, tell: Callable[[str], None]) -> None:
+        """Have ``tell(why)`` called once the feeder can hand nothing more over (a replay whose staging folder went under it), at once if it
+        already cannot. Spark does not notice by itself: a file source whose folder is gone lists no file, and the query waits for ever."""
+        ...
+
+
+class Loss:
+    """Why a feeder can hand nothing more over, told once to each who asked (:meth:`Feeder.on_lost`), from the thread that found it."""
+
+    def __init__(self) -> None:
+        self.why: str | None = None
+        self._tell: list[Callable[[str], None]] = []
+        self._lock = threading.Lock()
+
+    def on_lost(self, tell: Callable[[str], None]) -> None:
+        with self._lock:
+            if self.why is None:
+                self._tell.append(tell)
+                return
+        tell(self.why)
+
+    def lose(self, why: str) -> None:
+        with self._lock:
+            if self.why is not None:
+                return
+            self.why, tells = why, self._tell
+            self._tell = []
+        for tell in tells:
+            tell(why)
 
 
 @runtime_checkable

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..builders import stage_file
 from ..output.latency import PRODUCED
-from .base import stage_upto
+from .base import Loss, stage_upto
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["FeedReplayer", "handed_over", "pace", "read_all"]
+__all__ = ["FeedReplayer", "handed_over", "pace", "pace_or_lose", "read_all"]
 
 LOG = logging.getLogger(__name__)
 
@@ -71,6 +71,16 @@ def pace(steps: _Steps, pauses: Sequence[float], stop: threading.Event, idle: Ca
                 return
 
 
+def pace_or_lose(steps: _Steps, pauses: Sequence[float], stop: threading.Event, idle: Callable[[], None] | None, loss: Loss) -> None:
+    """:func:`pace`, on a thread of its own: a step that cannot be handed over (the staging folder went: a kept query's folder deleted under it)
+    ends the pace and is told to ``loss``."""
+    try:
+        pace(steps, pauses, stop, idle)
+    except OSError as err:
+        LOG.warning("paced replay stopped after %d steps: %s", steps.staged, err)
+        loss.lose(f"the replay could not hand its file {steps.staged + 1} over (was its folder deleted?): {err.strerror}: {err.filename}")
+
+
 def handed_over(raw: DataFrame) -> Column:
     """``produced_ms`` of a row read from a replayer's staging folder: when its file was handed over (its modification time, epoch ms).
 
@@ -119,6 +129,7 @@ class FeedReplayer:
         self._stop = threading.Event()
         self._last_ms = max((path.stat().st_mtime_ns // 1_000_000 for path in earlier), default=0)
         self._thread: threading.Thread | None = None
+        self.loss = Loss()
         self.idle: Callable[[], None] | None = None
         """Under the quiet rule: waits until Spark is idle; the paced thread calls it before handing each next file over."""
 
@@ -164,10 +175,10 @@ class FeedReplayer:
         stage_upto(self, upto)
 
     def _run(self) -> None:
-        try:
-            pace(self, self.pauses, self._stop, self.idle)
-        except OSError as err:  # the staging folder went (a kept query's folder deleted under it): the query fails on its own
-            LOG.warning("feed replay into %s stopped after %d files: %s", self.staging.name, self.staged, err)
+        pace_or_lose(self, self.pauses, self._stop, self.idle, self.loss)
+
+    def on_lost(self, tell: Callable[[str], None]) -> None:
+        self.loss.on_lost(tell)
 
     def start(self) -> None:
         if not self.stepped:

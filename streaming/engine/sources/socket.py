@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -77,6 +77,9 @@ class LineServer:
         self._stop.set()
         self._thread.join(timeout=5)
         self._server.close()
+
+    def on_lost(self, tell: Callable[[str], None]) -> None:
+        """Never lost: a closed connection is Spark's socket source's to report."""
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,9 @@ class TopicStepper:
     def start_quiet(self, idle: Callable[[], None]) -> None:
         """Nothing runs by itself, under any rule: the caller steps it."""
 
+    def on_lost(self, tell: Callable[[str], None]) -> None:
+        """Never lost by itself: a step that cannot be copied is refused to the caller that stepped it."""
+
     def stop(self) -> None:
         """Delete the staging topic (a broker that is gone keeps it: nothing to raise to a query being removed)."""
         self.done.set()

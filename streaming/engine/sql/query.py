@@ -21,7 +21,8 @@ from ..arrival import DEFAULT_ARRIVAL, ArrivalRule, check_arrival, replay_trigge
 from ..errors import ConfigError
 from ..query.config import OUTPUT_MODES, STATE_STORES, OutputMode, StateStore, state_store_settings
 from ..sources import Stepper, StreamSource
-from ..sources.replayer import FeedReplayer, pace
+from ..sources.base import Loss
+from ..sources.replayer import FeedReplayer, pace_or_lose
 from .checker import SqlChecker
 from .guard import SqlError, analysis_error, checked
 from .plan import PlanFacts, plan_facts
@@ -248,6 +249,8 @@ class ViewFeeders:
         self.feeders = feeders
         self.done = threading.Event()
         self._stopped = threading.Event()
+        self._loss = Loss()
+        """The views' quiet pace's (:meth:`start_quiet`): each paced view's own is its feeder's."""
         self._steppers = [feeder for feeder in feeders if isinstance(feeder, Stepper)]
         if self.first_at_start:  # a topic's first step is copied before Spark's first batch: the other views' first file goes with it
             for stepper in self._steppers:
@@ -293,7 +296,7 @@ class ViewFeeders:
         """Hand the views over together under the quiet rule: step *i* of each after the first view's pause and after ``idle()``, by one
         thread (each view's own pace would let one view's file run a batch ahead of the others')."""
         pauses = self.feeders[0].pauses if isinstance(self.feeders[0], FeedReplayer) else []
-        threading.Thread(target=pace, args=(self, pauses, self._stopped, idle), name="view-feeders-quiet", daemon=True).start()
+        threading.Thread(target=pace_or_lose, args=(self, pauses, self._stopped, idle, self._loss), name="view-feeders-quiet", daemon=True).start()
         if not self._watch():
             threading.Thread(target=self._await_all, name="view-feeders", daemon=True).start()
 
@@ -328,6 +331,11 @@ class ViewFeeders:
         self._stopped.set()
         for feeder in self.feeders:
             feeder.stop()
+
+    def on_lost(self, tell: Callable[[str], None]) -> None:
+        self._loss.on_lost(tell)
+        for feeder in self.feeders:
+            feeder.on_lost(tell)
 
     def stage_all(self, upto: int | None = None) -> None:
         for stepper in self._steppers:
