@@ -4,16 +4,19 @@
 # `make connect` starts a local Spark Connect server and prints the SPARK_REMOTE to run the app against it.
 # `make kafka` starts a local Apache Kafka broker and prints the KAFKA_BOOTSTRAP to use; `make kafka-stop` stops it.
 # All create .venv from the pinned requirements.txt first (once, and again when it changes), and fetch the
-# JVM parts pinned in jvm/*.pom.xml (Spark's Kafka connector, the Kafka broker) from Maven Central into jvm/lib/.
+# JVM parts pinned in jvm/*.pom.xml (Spark's Kafka connector, the Kafka broker) from Maven Central into jvm/lib/;
+# run, test and bench also make the class archive Spark's driver starts from (jvm/archive/, once: about 40 s; see
+# streaming/engine/runtime/archive.py), and go on without it if it cannot be made.
 
 PYTHON ?= python3
 MVN ?= mvn
 VENV := .venv
 STAMP := $(VENV)/.installed-requirements
 JARS := jvm/lib/.fetched
+ARCHIVE := jvm/archive/.made
 FETCH := $(MVN) -q -B -Dstyle.color=never dependency:copy-dependencies -DincludeScope=runtime
 
-.PHONY: run test test-fast lint bench connect kafka kafka-stop jars java
+.PHONY: run test test-fast lint bench connect kafka kafka-stop jars java archive
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,13 +33,19 @@ $(JARS): jvm/kafka-connector.pom.xml jvm/kafka-broker.pom.xml
 
 jars: $(JARS)
 
+$(ARCHIVE): $(STAMP)
+	-$(VENV)/bin/python -m streaming archive
+	@mkdir -p $(@D) && touch $@
+
+archive: $(ARCHIVE)
+
 java:
 	@command -v java >/dev/null 2>&1 || { echo "Java 17 is required by Spark and was not found on PATH (install e.g. openjdk-17-jre-headless, or set JAVA_HOME)." >&2; exit 1; }
 
-run: $(STAMP) $(JARS) java
+run: java $(STAMP) $(JARS) $(ARCHIVE)
 	$(VENV)/bin/streamlit run app.py
 
-test: $(STAMP) $(JARS) java
+test: java $(STAMP) $(JARS) $(ARCHIVE)
 	$(VENV)/bin/python -m pytest
 
 test-fast: $(STAMP)
@@ -49,7 +58,7 @@ lint: $(STAMP)
 connect: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m streaming.engine.runtime.connect --folder "$${STREAMING_LAB_DATA:-data}/.connect" $(CONNECT_ARGS)
 
-bench: $(STAMP) $(JARS) java
+bench: java $(STAMP) $(JARS) $(ARCHIVE)
 	$(VENV)/bin/python -m benchmarks.bench $(BENCH_ARGS)
 	$(VENV)/bin/python -m benchmarks.sweep $(SWEEP_ARGS)
 	$(VENV)/bin/python -m benchmarks.kafka $(KAFKA_BENCH_ARGS)

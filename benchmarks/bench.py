@@ -8,7 +8,8 @@ cold start
     the session, starts a generator query through a :class:`QueryRegistry` and
     polls ``run.table`` until it holds a row. It prints the seconds since its
     parent launched it (``cold_start_s``) and the seconds ``get_session()``
-    took (``getorcreate_s``). It runs first, before this process starts a JVM.
+    took (``getorcreate_s``). It runs first, before this process starts a JVM;
+    then again without the class archive, and without the Kafka connector's jars.
 overhead
     Processed rows/s of the dashboard's query (``registry.start``: its
     :class:`ResultTable` sink -- ``foreachBatch``, or the memory sink read from the
@@ -215,10 +216,13 @@ def _timing(module: Any, name: str, timings: dict[str, float], key: str) -> None
     setattr(module, name, timed)
 
 
-def cold_start_child(launched_at: float, events_per_second: int, keys: int, window: str, timeout: float, *, connector: bool = True) -> int:
+def cold_start_child(
+    launched_at: float, events_per_second: int, keys: int, window: str, timeout: float, *, connector: bool = True, archive: bool = True,
+) -> int:
     """Run in a fresh process: session, registry, generator query, wait for the first result row, print timings: the imports, the JVM's
     launch (PySpark's gateway), the rest of the session, the query's start (analysis, planning, its thread), its first batch and first
-    row. Without ``connector`` the session leaves out Spark's Kafka connector jars, to measure what they cost."""
+    row. Without ``connector`` the session leaves out Spark's Kafka connector jars, without ``archive`` the class archive
+    (:mod:`streaming.engine.runtime.archive`), to measure what each costs or saves."""
     import pyspark.core.context
 
     from streaming.engine.query.config import GeneratorSource, QueryConfig
@@ -231,6 +235,10 @@ def cold_start_child(launched_at: float, events_per_second: int, keys: int, wind
     _timing(pyspark.core.context, "launch_gateway", timings, "jvm_launch_s")
     if not connector:
         session.connector_jars = list  # type: ignore[assignment]
+    made = session.archive_path()
+    mapped = str(made) if archive and made.is_file() else None
+    if not archive:
+        session.archive_options = lambda path: []
     before = time.perf_counter()
     spark = get_session()
     getorcreate_s = time.perf_counter() - before
@@ -261,6 +269,7 @@ def cold_start_child(launched_at: float, events_per_second: int, keys: int, wind
             "first_batch_s": first_batch - started,
             "first_row_s": done - first_batch,
             "connector": connector,
+            "archive": mapped,
             "rows": len(run.table),
             "batches": run.table.batches_applied,
         }
@@ -273,7 +282,9 @@ def cold_start_child(launched_at: float, events_per_second: int, keys: int, wind
     return 0
 
 
-def measure_cold_start(python: str, cwd: Path, events_per_second: int, keys: int, window: str, timeout: float, *, connector: bool = True) -> dict[str, Any]:
+def measure_cold_start(
+    python: str, cwd: Path, events_per_second: int, keys: int, window: str, timeout: float, *, connector: bool = True, archive: bool = True,
+) -> dict[str, Any]:
     """Launch the cold-start child, return what it printed plus the parent-observed seconds to its line."""
     with tempfile.TemporaryFile(mode="w+") as errors:
         launched_at = time.time()
@@ -286,6 +297,7 @@ def measure_cold_start(python: str, cwd: Path, events_per_second: int, keys: int
                 "--window", window,
                 "--child-timeout", str(timeout),
                 *([] if connector else ["--no-connector"]),
+                *([] if archive else ["--no-archive"]),
             ],
             cwd=cwd,
             stdout=subprocess.PIPE,
@@ -671,13 +683,24 @@ SPARK_READY_GOAL_S = 10.0
 
 
 def cold_start_lines(cold: dict[str, Any]) -> list[str]:
-    """The cold start and where its seconds went, beside its goal; with the run without the Kafka connector's jars when measured."""
+    """The cold start and where its seconds went, beside its goal; with the runs without the class archive and without the Kafka connector's
+    jars when measured."""
     lines = [
         f"cold start: {cold['cold_start_s']:.2f} s launch -> first result row (goal <= {COLD_START_GOAL_S:.0f} s: "
         f"{_verdict(cold['cold_start_s'] <= COLD_START_GOAL_S)}; parent saw the line at {cold['parent_observed_s']:.2f} s)",
         f"  imports {cold['import_s']:.2f} s | JVM launch {cold['jvm_launch_s']:.2f} s | rest of the session {cold['session_rest_s']:.2f} s | "
         f"query start (analysis, planning) {cold['query_start_s']:.2f} s | first batch {cold['first_batch_s']:.2f} s | first row {cold['first_row_s']:.2f} s",
     ]
+    lines.append(
+        f"  class archive: {cold['archive']}" if cold.get("archive") else "  class archive: none (make archive, or python -m streaming archive, makes it)"
+    )
+    unarchived = cold.get("without_archive")
+    if unarchived is not None:
+        lines.append(
+            f"  without the class archive: {unarchived['cold_start_s']:.2f} s (JVM launch {unarchived['jvm_launch_s']:.2f} s, rest of the session "
+            f"{unarchived['session_rest_s']:.2f} s, query start {unarchived['query_start_s']:.2f} s, first batch {unarchived['first_batch_s']:.2f} s): "
+            f"the archive saves {unarchived['cold_start_s'] - cold['cold_start_s']:.2f} s"
+        )
     bare = cold.get("without_connector")
     if bare is not None:
         lines.append(
@@ -852,6 +875,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--short-seconds", type=float, default=60.0, help=hidden)
     top.add_argument("--cold-start-child", action="store_true", help=hidden)
     top.add_argument("--no-connector", action="store_true", help=hidden)
+    top.add_argument("--no-archive", action="store_true", help=hidden)
     top.add_argument("--launched-at", type=float, default=None, help=hidden)
     top.add_argument("--child-timeout", type=float, default=300.0, help=hidden)
     return top
@@ -878,7 +902,7 @@ def main(argv: list[str] | None = None) -> int:
     args = top.parse_args(argv)
     _check(args, top)
     if args.cold_start_child:
-        return cold_start_child(args.launched_at, args.events_per_second, args.keys, args.window, args.child_timeout, connector=not args.no_connector)
+        return cold_start_child(args.launched_at, args.events_per_second, args.keys, args.window, args.child_timeout, connector=not args.no_connector, archive=not args.no_archive)
     if args.cold_start_only:
         print("\n".join(cold_start_lines(_cold_start(args))))
         return 0
@@ -907,11 +931,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cold_start(args) -> dict[str, Any]:
-    """The cold start of a fresh process, and of one more without the Kafka connector's jars (its result under ``without_connector``)."""
+    """The cold start of a fresh process, then of one without the class archive (under ``without_archive``, when there is one) and of one
+    without the Kafka connector's jars (``without_connector``)."""
+    measured = (args.events_per_second, args.keys, args.window, args.child_timeout)
     _note("cold start: launching a fresh process")
-    cold = measure_cold_start(sys.executable, PROJECT_ROOT, args.events_per_second, args.keys, args.window, args.child_timeout)
+    cold = measure_cold_start(sys.executable, PROJECT_ROOT, *measured)
+    if cold.get("archive"):
+        _note(f"cold start: {cold['cold_start_s']:.2f} s; again without the class archive")
+        cold["without_archive"] = measure_cold_start(sys.executable, PROJECT_ROOT, *measured, archive=False)
     _note(f"cold start: {cold['cold_start_s']:.2f} s; again without the Kafka connector's jars")
-    cold["without_connector"] = measure_cold_start(sys.executable, PROJECT_ROOT, args.events_per_second, args.keys, args.window, args.child_timeout, connector=False)
+    cold["without_connector"] = measure_cold_start(sys.executable, PROJECT_ROOT, *measured, connector=False)
     return cold
 
 

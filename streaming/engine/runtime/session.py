@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import ConfigError
+from .archive import archive_options, archive_path
 from .jars import connector_jars
 
 if TYPE_CHECKING:
@@ -106,15 +107,17 @@ def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
     return settings
 
 
-def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = None) -> dict[str, str]:
-    """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration, the thread stack (and any
-    :data:`JAVA_OPTIONS_VARIABLE` options) and the jars.
+def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = None, archive: Path | None = None) -> dict[str, str]:
+    """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration, the thread stack, the class
+    archive (and any :data:`JAVA_OPTIONS_VARIABLE` options) and the jars.
 
     ``jars`` (default: Spark's Kafka connector as set-up fetched it,
     :func:`~streaming.engine.runtime.jars.connector_jars`) are local files handed to the
-    driver as ``spark.jars``; a standalone cluster's executors fetch them from it.
+    driver as ``spark.jars``; a standalone cluster's executors fetch them from it. ``archive`` (default: the one set-up made for this JDK
+    and PySpark, :mod:`~streaming.engine.runtime.archive`) is mapped when it was made.
     """
     jars = connector_jars() if jars is None else jars
+    archive = archive_path(environ) if archive is None else archive
     return {
         **({"spark.jars": ",".join(str(path) for path in jars)} if jars else {}),
         "spark.ui.showConsoleProgress": "false",
@@ -127,7 +130,7 @@ def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = No
         "spark.sql.ui.retainedExecutions": "100",
         "spark.ui.retainedDeadExecutors": "10",
         "spark.driver.extraJavaOptions": " ".join(
-            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", environ.get(JAVA_OPTIONS_VARIABLE, "")]
+            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", *archive_options(archive), environ.get(JAVA_OPTIONS_VARIABLE, "")]
         ).strip(),
     }
 
