@@ -50,6 +50,11 @@ def build_frame(spark: SparkSession, config: QueryConfig, staging: Path, now_ms:
         raise
 
 
+_PERCENTILES = f"percentile(`{PRODUCED}`, array({', '.join(f'{index / QUANTILES!r}D' for index in range(QUANTILES + 1))}))"
+"""The produce times' percentiles as one expression Spark parses: ``F.percentile`` with a list sends each of its 1,001 fractions as a
+literal of its own, about 4,500 py4j round trips, 0.75 s of a 1.0 s Start on a warm server."""
+
+
 def _input_frame(frame: DataFrame, config: QueryConfig, *, latency: bool) -> DataFrame:
     """The source's rows observed (input and malformed counts, produce times), filtered, watermarked and deduplicated as :func:`build_frame` says."""
     from pyspark.sql import functions as F
@@ -59,7 +64,7 @@ def _input_frame(frame: DataFrame, config: QueryConfig, *, latency: bool) -> Dat
         frame = frame.observe(
             LATENCY_METRICS,
             F.count(F.lit(1)).alias("produced_count"),
-            F.percentile(F.col(PRODUCED), [index / QUANTILES for index in range(QUANTILES + 1)]).alias("produced_percentiles"),
+            F.expr(_PERCENTILES).alias("produced_percentiles"),
         )
     if config.watermark_ms is not None:
         frame = frame.withWatermark("event_time", format_duration(config.watermark_ms))
