@@ -339,9 +339,9 @@ def session_ready() -> bool:
     return ready
 
 
-@st.fragment(run_every=1.0)
+@st.fragment(run_every=0.5)
 def wait_for_session(starter: SessionStarter) -> None:
-    """While the session starts, check every second and rerun the page once it is ready (or failed)."""
+    """While the session starts, check every half second (a status read) and rerun the page once it is ready (or failed)."""
     if starter.status != "starting":
         st.rerun()
 

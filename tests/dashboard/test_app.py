@@ -210,6 +210,21 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         app_registry.delete(name)
 
 
+def test_a_run_just_started_is_looked_at_often_until_it_has_rows_or_has_run_a_while() -> None:
+    from types import SimpleNamespace
+
+    now = pd.Timestamp.now(tz="UTC").tz_convert(None)
+
+    def run(rows: int, status: str = "active", age_s: float = 0.5) -> SimpleNamespace:
+        return SimpleNamespace(table=[()] * rows, status=status, started_at=now - pd.Timedelta(seconds=age_s))
+
+    assert live._awaits_first_rows(run(0))  # type: ignore[arg-type]
+    assert not live._awaits_first_rows(run(3))  # type: ignore[arg-type]
+    assert not live._awaits_first_rows(run(0, status="failed"))  # type: ignore[arg-type]
+    assert not live._awaits_first_rows(run(0, age_s=live.FIRST_ROWS_SECONDS + 1))  # type: ignore[arg-type]  # a silent topic: the usual pace
+    assert live.FIRST_ROWS_POLL_SECONDS < shared.REFRESH_SECONDS
+
+
 def test_slide_longer_than_window_is_refused_before_spark(app_registry) -> None:
     at = app_page(LIVE)
     runs = len(app_registry.runs())
