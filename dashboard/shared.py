@@ -300,7 +300,9 @@ def session_status(starter: SessionStarter) -> bool:
     loss_banner(session_losses(), pd.Timestamp.now(tz="UTC").tz_convert(None))
     status = starter.status
     with st.sidebar:
-        if status == "ready":
+        if status == "ready" and starter.warming:
+            st.caption(f":material/check_circle: Spark is ready (started in {starter.seconds or 0:.0f} s), {starter.phase}")
+        elif status == "ready":
             parts = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in starter.phases.items())
             st.caption(f":material/check_circle: Spark is ready (started in {starter.seconds or 0:.0f} s" + (f": {parts})" if parts else ")"))
         elif status == "starting":

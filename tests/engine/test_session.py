@@ -31,27 +31,35 @@ def test_connect_settings_leave_master_and_driver_to_the_server():
     assert not {"spark.master", "spark.driver.host", "spark.driver.extraJavaOptions"} & set(settings)
 
 
-def test_starter_is_starting_until_the_session_and_its_warm_up_are_done():
-    created, release = threading.Event(), threading.Event()
-    warmed: list[object] = []
+def test_starter_is_ready_once_the_session_exists_and_warms_it_up_after():
+    created, release, warming, warmed = threading.Event(), threading.Event(), threading.Event(), threading.Event()
 
     def create() -> str:
         created.set()
         release.wait(10)
         return "session"
 
+    def warm(session: object) -> None:
+        assert session == "session"
+        warming.set()
+        warmed.wait(10)
+
     gc.unfreeze()
-    starter = SessionStarter(create, warm=warmed.append)
+    starter = SessionStarter(create, warm=warm)
     assert starter.status == "starting" and starter.seconds is None
     starter.start().start()  # idempotent: one thread
     assert created.wait(10) and starter.status == "starting" and starter.phase == "launching the JVM and the session"
     with pytest.raises(TimeoutError):
         starter.wait(0.05)
     release.set()
-    assert starter.wait(10) == "session"
-    assert starter.status == "ready" and warmed == ["session"] and starter.seconds is not None and starter.error is None
+    assert starter.wait(10) == "session" and warming.wait(10)  # Start is enabled while the warm-up runs
+    assert starter.status == "ready" and starter.warming and starter.seconds is not None and starter.error is None
+    assert starter.phase == "warming up the planner with a first query" and list(starter.phases) == ["session"]
+    assert not starter.wait_warm(0.05)
+    warmed.set()
+    assert starter.wait_warm(10) and not starter.warming
     assert starter.phase == "ready" and list(starter.phases) == ["session", "warm-up"]  # the sidebar says what the start spent
-    assert gc.get_freeze_count() > 0, "a ready starter freezes the heap, so full collections skip what the process keeps"
+    assert gc.get_freeze_count() > 0, "a warmed-up starter freezes the heap, so full collections skip what the process keeps"
 
 
 def test_a_failed_start_is_reported_with_its_reason_and_a_failed_warm_up_is_not():

@@ -259,12 +259,16 @@ def freeze_heap() -> None:
 
 
 class SessionStarter:
-    """Creates the session (and warms it up) in a background thread; thread-safe.
+    """Creates the session, then warms it up, in a background thread; thread-safe.
 
-    ``status`` is ``"starting"`` until the session exists and the warm-up has
-    ended, then ``"ready"``; ``"failed"`` when creating the session raised, with
-    the reason in ``error``. A failed warm-up only logs: the session still works.
-    Once ready, the process's heap is frozen (:func:`freeze_heap`).
+    ``status`` is ``"starting"`` until the session exists, then ``"ready"``;
+    ``"failed"`` when creating the session raised, with the reason in ``error``.
+    The warm-up runs after that, on the ready session (:attr:`warming` while it
+    does): a first query started meanwhile shares the JVM with it, and still
+    shows its first rows sooner than one waiting for the warm-up would (the
+    served app's Start was enabled 18 s after the server, 8 of them the warm-up's).
+    A failed warm-up only logs: the session still works.
+    Once warmed up, the process's heap is frozen (:func:`freeze_heap`).
     ``create`` and ``warm`` are passed in so a test can drive the starter
     without a JVM.
     """
@@ -279,6 +283,7 @@ class SessionStarter:
         self._warm = warm
         self._clock = clock
         self._ready = threading.Event()
+        self._warmed = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._session: SparkSession | None = None
@@ -286,7 +291,7 @@ class SessionStarter:
         self.started_at: float | None = None
         self.seconds: float | None = None
         self.phase = "waiting to start"
-        """What the start is doing now, in words (the sidebar shows it): the JVM and the session, then the warm-up query."""
+        """What the start is doing now, in words (the sidebar shows it): the JVM and the session, then the warm-up query, then ``ready``."""
         self.phases: dict[str, float] = {}
         """Seconds each phase took, once it ended: ``session`` (the JVM and the session), ``warm-up``."""
 
@@ -307,21 +312,37 @@ class SessionStarter:
         except Exception as err:
             LOG.exception("creating the Spark session failed")
             self.error = f"{type(err).__name__}: {err}"
-        else:
-            self.phases["session"] = self._clock() - begun
+            self.seconds = self._clock() - (self.started_at or 0.0)
+            self._ready.set()
+            self._warmed.set()
+            return
+        self.phases["session"] = self._clock() - begun
+        self.phase = "ready" if self._warm is None else "warming up the planner with a first query"
+        self._session = session
+        self.seconds = self._clock() - (self.started_at or 0.0)
+        self._ready.set()
+        try:
             if self._warm is not None:
-                self.phase, warming = "session up, warming up the planner with a first query", self._clock()
+                warming = self._clock()
                 try:
                     self._warm(session)
                 except Exception:
                     LOG.warning("warming up the Spark session failed", exc_info=True)
                 self.phases["warm-up"] = self._clock() - warming
-            self.phase = "ready"
+                self.phase = "ready"
             freeze_heap()
-            self._session = session
         finally:
-            self.seconds = self._clock() - (self.started_at or 0.0)
-            self._ready.set()
+            self._warmed.set()
+
+    @property
+    def warming(self) -> bool:
+        """True while the warm-up query runs on the ready session."""
+        return self._ready.is_set() and not self._warmed.is_set()
+
+    def wait_warm(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds for the start and the warm-up to end (whether they worked or not); ``False`` when they had not."""
+        self.start()
+        return self._warmed.wait(timeout)
 
     @property
     def status(self) -> StarterStatus:
