@@ -43,7 +43,7 @@ java:
 	@command -v java >/dev/null 2>&1 || { echo "Java 17 is required by Spark and was not found on PATH (install e.g. openjdk-17-jre-headless, or set JAVA_HOME)." >&2; exit 1; }
 
 run: java $(STAMP) $(JARS) $(ARCHIVE)
-	$(VENV)/bin/streamlit run app.py
+	$(VENV)/bin/python -m dashboard.serve
 
 test: java $(STAMP) $(JARS) $(ARCHIVE)
 	$(VENV)/bin/python -m pytest

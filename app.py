@@ -1,4 +1,4 @@
-"""Streaming Lab: ``streamlit run app.py``.
+"""Streaming Lab: ``python -m dashboard.serve`` (``make run``), or ``streamlit run app.py``.
 
 The entry point: the page frame and the routing of the page scripts in
 ``dashboard/pages/`` with ``st.navigation``. Every URL, a deep link opened

@@ -726,11 +726,12 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
     if first is None:
         lines.append("first chart after Start: skipped (--skip-first-chart, or no /usr/bin/chromium)")
     else:
+        ready = None if first["session_ready_s"] is None else first["session_ready_s"] + first["healthy_after_launch_s"]
         lines.append(
             f"first chart after Start (real Chromium, default settings, server up {first['server_up_s']:.0f} s): {first['first_chart_s']:.2f} s "
-            f"(goal <= {FIRST_CHART_GOAL_S:.0f} s: {_verdict(first['first_chart_s'] <= FIRST_CHART_GOAL_S)}); Spark ready "
-            f"{first['session_ready_s'] or math.nan:.1f} s after the server (goal <= {SPARK_READY_GOAL_S:.0f} s: "
-            f"{_verdict(None if first['session_ready_s'] is None else first['session_ready_s'] <= SPARK_READY_GOAL_S)})"
+            f"(goal <= {FIRST_CHART_GOAL_S:.0f} s: {_verdict(first['first_chart_s'] <= FIRST_CHART_GOAL_S)}); Spark ready (Start enabled) "
+            f"{ready or math.nan:.1f} s after the server's launch, {first['session_ready_s'] or math.nan:.1f} s after it answered "
+            f"(goal <= {SPARK_READY_GOAL_S:.0f} s: {_verdict(None if ready is None else ready <= SPARK_READY_GOAL_S)})"
         )
     lines.append(f"this process: get_session {session_s:.2f} s")
     lines.append(

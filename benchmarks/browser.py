@@ -1,4 +1,4 @@
-"""The served app in a real headless Chromium: start ``streamlit run app.py`` on a free port, open pages, time them.
+"""The served app in a real headless Chromium: serve it as ``make run`` does (``python -m dashboard.serve``) on a free port, open pages, time them.
 
 Used by the benchmark (first chart after Start on a warm server) and by the
 browser tests. Chromium is Debian's (``/usr/bin/chromium``), driven by
@@ -93,12 +93,14 @@ def java_under(pid: int) -> int:
 
 @dataclass(frozen=True)
 class ServedApp:
-    """A running ``streamlit run app.py``: its URL, its process and the second it answered its health check."""
+    """A running ``python -m dashboard.serve`` (``make run``'s): its URL, its process and the second it answered its health check."""
 
     url: str
     process: subprocess.Popen[bytes]
     healthy_at: float
     log: Path
+    launched_at: float = 0.0
+    """The second its process was launched (``time.monotonic()``)."""
 
 
 @contextlib.contextmanager
@@ -116,10 +118,10 @@ def served_app(log_dir: Path, *, start_timeout: float = 180.0, env: dict[str, st
     environ = {
         **os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "STREAMING_LAB_DATA": str(Path(log_dir) / "data"), **(env or {}),
     }
-    streamlit = Path(sys.executable).with_name("streamlit")
     log: IO[str] = log_path.open("w")
+    launched_at = time.monotonic()
     server = subprocess.Popen(
-        [str(streamlit), "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
+        [sys.executable, "-m", "dashboard.serve", "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true"],
         cwd=PROJECT_ROOT,
         env=environ,
         stdout=log,
@@ -134,7 +136,7 @@ def served_app(log_dir: Path, *, start_timeout: float = 180.0, env: dict[str, st
             if time.monotonic() > deadline:
                 raise RuntimeError(f"streamlit not healthy after {start_timeout} s; see {log_path}")
             time.sleep(0.2)
-        yield ServedApp(url, server, time.monotonic(), log_path)
+        yield ServedApp(url, server, time.monotonic(), log_path, launched_at)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -192,6 +194,9 @@ def first_chart_after_start(app: ServedApp, browser: Browser, *, up_for: float =
         seconds = time.monotonic() - pressed
         exceptions = page.locator(".stException").count()
         _stop_all(page, timeout * 1000)
-        return {"first_chart_s": seconds, "session_ready_s": ready_after, "server_up_s": pressed - app.healthy_at, "exceptions": exceptions}
+        return {
+            "first_chart_s": seconds, "session_ready_s": ready_after, "server_up_s": pressed - app.healthy_at, "exceptions": exceptions,
+            "healthy_after_launch_s": app.healthy_at - app.launched_at,
+        }
     finally:
         page.close()

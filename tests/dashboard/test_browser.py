@@ -31,7 +31,7 @@ def data_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, data_root, kafka_broker):
-    """The app served by ``streamlit run`` on a free loopback port, in its own process group, with its data root in a temp folder and the run's Kafka broker."""
+    """The app served as ``make run`` serves it on a free loopback port, in its own process group, with its data root in a temp folder and the run's Kafka broker."""
     env = {"STREAMING_LAB_DATA": str(data_root), "STREAMING_LAB_MAX_UPLOAD_MB": "1", "KAFKA_BOOTSTRAP": kafka_broker.bootstrap}
     with served_app(tmp_path_factory.mktemp("server"), start_timeout=SERVER_START_SECONDS, env=env) as app:
         yield app
