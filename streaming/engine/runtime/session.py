@@ -107,17 +107,16 @@ def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
     return settings
 
 
-def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = None, archive: Path | None = None) -> dict[str, str]:
+def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = None) -> dict[str, str]:
     """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration, the thread stack, the class
     archive (and any :data:`JAVA_OPTIONS_VARIABLE` options) and the jars.
 
     ``jars`` (default: Spark's Kafka connector as set-up fetched it,
     :func:`~streaming.engine.runtime.jars.connector_jars`) are local files handed to the
-    driver as ``spark.jars``; a standalone cluster's executors fetch them from it. ``archive`` (default: the one set-up made for this JDK
-    and PySpark, :mod:`~streaming.engine.runtime.archive`) is mapped when it was made.
+    driver as ``spark.jars``; a standalone cluster's executors fetch them from it. The class archive set-up made for this JDK and PySpark
+    (:mod:`~streaming.engine.runtime.archive`) is mapped when it was made.
     """
     jars = connector_jars() if jars is None else jars
-    archive = archive_path(environ) if archive is None else archive
     return {
         **({"spark.jars": ",".join(str(path) for path in jars)} if jars else {}),
         "spark.ui.showConsoleProgress": "false",
@@ -130,7 +129,7 @@ def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = No
         "spark.sql.ui.retainedExecutions": "100",
         "spark.ui.retainedDeadExecutors": "10",
         "spark.driver.extraJavaOptions": " ".join(
-            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", *archive_options(archive), environ.get(JAVA_OPTIONS_VARIABLE, "")]
+            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", *archive_options(archive_path(environ)), environ.get(JAVA_OPTIONS_VARIABLE, "")]
         ).strip(),
     }
 
@@ -306,23 +305,21 @@ class SessionStarter:
 
     def _run(self) -> None:
         begun = self._clock()
+        session = None
         try:
             self.phase = "launching the JVM and the session"
             session = self._create()
         except Exception as err:
             LOG.exception("creating the Spark session failed")
             self.error = f"{type(err).__name__}: {err}"
-            self.seconds = self._clock() - (self.started_at or 0.0)
-            self._ready.set()
-            self._warmed.set()
-            return
-        self.phases["session"] = self._clock() - begun
-        self.phase = "ready" if self._warm is None else "warming up the planner with a first query"
-        self._session = session
+        else:
+            self.phases["session"] = self._clock() - begun
+            self.phase = "ready" if self._warm is None else "warming up the planner with a first query"
+            self._session = session
         self.seconds = self._clock() - (self.started_at or 0.0)
         self._ready.set()
         try:
-            if self._warm is not None:
+            if session is not None and self._warm is not None:
                 warming = self._clock()
                 try:
                     self._warm(session)
@@ -330,7 +327,8 @@ class SessionStarter:
                     LOG.warning("warming up the Spark session failed", exc_info=True)
                 self.phases["warm-up"] = self._clock() - warming
                 self.phase = "ready"
-            freeze_heap()
+            if session is not None:
+                freeze_heap()
         finally:
             self._warmed.set()
 
@@ -338,11 +336,6 @@ class SessionStarter:
     def warming(self) -> bool:
         """True while the warm-up query runs on the ready session."""
         return self._ready.is_set() and not self._warmed.is_set()
-
-    def wait_warm(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` seconds for the start and the warm-up to end (whether they worked or not); ``False`` when they had not."""
-        self.start()
-        return self._warmed.wait(timeout)
 
     @property
     def status(self) -> StarterStatus:

@@ -129,7 +129,7 @@ class FeedReplayer:
         self._stop = threading.Event()
         self._last_ms = max((path.stat().st_mtime_ns // 1_000_000 for path in earlier), default=0)
         self._thread: threading.Thread | None = None
-        self.loss = Loss()
+        self._loss = Loss()
         self.idle: Callable[[], None] | None = None
         """Under the quiet rule: waits until Spark is idle; the paced thread calls it before handing each next file over."""
 
@@ -175,10 +175,10 @@ class FeedReplayer:
         stage_upto(self, upto)
 
     def _run(self) -> None:
-        pace_or_lose(self, self.pauses, self._stop, self.idle, self.loss)
+        pace_or_lose(self, self.pauses, self._stop, self.idle, self._loss)
 
     def on_lost(self, tell: Callable[[str], None]) -> None:
-        self.loss.on_lost(tell)
+        self._loss.on_lost(tell)
 
     def start(self) -> None:
         if not self.stepped:
