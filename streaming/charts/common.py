@@ -1,4 +1,4 @@
-"""What every figure of the product shares: colours per key, the empty figure, and the rows of a long history to draw.
+"""What every figure of the product shares: colours per key, the empty figure, the rows of a long history to draw, and the figure a refresh sends.
 
 Pure functions, no Streamlit and no Spark. Colours: :func:`key_colors` maps a
 list of keys (or phases) to colours by their sorted position, so the same key
@@ -8,17 +8,20 @@ list gives every figure the same colours.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from ..engine.output.extremes import Extremes
 
 __all__ = [
-    "MAX_POINTS", "NO_BATCHES", "PALETTE", "TIME_UNITS", "WATERMARK_COLOR", "current_watermark", "drawn_rows", "empty_figure", "has_rows", "key_colors",
-    "time_unit",
+    "MAX_POINTS", "NO_BATCHES", "PALETTE", "TIME_UNITS", "WATERMARK_COLOR", "RefreshFigure", "current_watermark", "drawn_rows", "empty_figure", "has_rows",
+    "key_colors", "time_unit",
 ]
 
 NO_BATCHES = "No batches yet"
@@ -26,6 +29,39 @@ PALETTE: tuple[str, ...] = tuple(plotly.colors.qualitative.Plotly) + tuple(plotl
 WATERMARK_COLOR = "#d62728"
 MAX_POINTS = 600
 """A history longer than this many rows is drawn thinned, keeping its extremes (:func:`drawn_rows`)."""
+
+class RefreshFigure(go.Figure):
+    """A figure redrawn on every refresh: built in one go from plain dicts, unvalidated, and holding no template of its own.
+
+    Plotly gives each new figure a copy of the default template (Streamlit's,
+    which the page's theme fills in), and ``to_dict``, which ``st.plotly_chart``
+    and ``to_json`` call, copies and walks it again: for the live view's seven
+    small figures that was 30-40 % of a refresh, the data itself the rest. Here
+    ``to_dict`` adds the default template as one dict made once per template;
+    every figure shares it, so callers read what ``to_dict`` returns and do not
+    change it. Validation is left to the tests, which rebuild these figures
+    with it on.
+    """
+
+    def __init__(self, data: Sequence[dict[str, Any]], layout: dict[str, Any]) -> None:
+        super().__init__(data=data, layout=layout, _validate=False)
+
+    def _initialize_layout_template(self) -> None:
+        """No template object: :meth:`to_dict` adds the default one."""
+
+    def to_dict(self) -> dict[str, Any]:
+        figure: dict[str, Any] = super().to_dict()
+        default = pio.templates.default
+        if "template" not in figure["layout"] and default is not None:
+            figure["layout"]["template"] = _template(default) if isinstance(default, str) else default.to_plotly_json()
+        return figure
+
+
+@cache
+def _template(name: str) -> dict[str, Any]:
+    template: dict[str, Any] = pio.templates[name].to_plotly_json()
+    return template
+
 
 def key_colors(keys: Iterable[object], palette: Sequence[str] = PALETTE) -> dict[str, str]:
     """Colour of each distinct key, by its position in the sorted key list (cycling through ``palette``).

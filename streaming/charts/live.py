@@ -9,8 +9,9 @@ Colours come from :func:`streaming.charts.common.key_colors`; pass its result
 as ``colors`` to keep them fixed across figures.
 
 The live view redraws these every two seconds, so each is built in one go from
-numpy arrays and without plotly's property validation (``_validate=False``),
-which costs more than everything else of a refresh together. The tests build
+numpy arrays as a :class:`~streaming.charts.common.RefreshFigure`: without
+plotly's property validation, which cost more than everything else of a refresh
+together, and without a copy of the template per figure. The tests build
 every figure again with validation on, so an invalid property still fails.
 A refresh costs the same after hours of batches as after a minute: a history
 past :data:`~streaming.charts.common.MAX_POINTS` batches is drawn thinned to its
@@ -28,7 +29,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .common import MAX_POINTS, NO_BATCHES, WATERMARK_COLOR, current_watermark, drawn_rows, empty_figure, has_rows, key_colors, time_unit
+from .common import MAX_POINTS, NO_BATCHES, WATERMARK_COLOR, RefreshFigure, current_watermark, drawn_rows, empty_figure, has_rows, key_colors, time_unit
 
 __all__ = [
     "OUTPUT_MODE_SEMANTICS",
@@ -135,7 +136,7 @@ def windowed_counts_figure(
         _key_trace(str(name), starts[first:last], ends[first:last], counts[first:last], labels[first:last], palette.get(str(name)), step, measure)
         for name, first, last in zip(names, firsts, bounds)
     ]
-    return go.Figure(data=traces, layout=layout, _validate=False)
+    return RefreshFigure(traces, layout)
 
 
 def _in_window_order(table: pd.DataFrame) -> bool:
@@ -216,7 +217,7 @@ def _batch_figure(title: str, yaxis_title: str, note: str | None, traces: list[d
     for name, value in layout.items():
         base[name] = {**base[name], **value} if isinstance(value, dict) and isinstance(base.get(name), dict) else value
     _whole_ticks(base, traces)
-    return go.Figure(data=traces, layout=base, _validate=False)
+    return RefreshFigure(traces, base)
 
 
 SMALL_SPAN = 10

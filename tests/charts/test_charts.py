@@ -347,6 +347,24 @@ def test_every_live_figure_passes_plotly_validation(summaries: list[dict], table
         assert len(rebuilt.data) == len(figure.data), name
 
 
+@pytest.mark.parametrize("template", ["plotly", "ggplot2"])
+def test_a_refresh_figure_sends_what_plotly_sends_with_the_default_template(summaries: list[dict], table: pd.DataFrame, template: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A RefreshFigure adds the default template only when it is sent: what to_json sends must be what a plain figure sends."""
+    import json
+
+    import plotly.io as pio
+
+    monkeypatch.setattr(pio.templates, "default", template)
+    figures = live.live_figures(table, progress_frame(summaries), breakdown_frame(summaries), output_mode="update", slide=pd.Timedelta(minutes=5))
+    for name, figure in figures.items():
+        assert isinstance(figure, common.RefreshFigure), name
+        plain = go.Figure(figure.to_plotly_json(), _validate=False)  # given the default template as plotly gives every new figure
+        sent = json.loads(pio.to_json(figure, validate=False))
+        assert sent == json.loads(pio.to_json(plain, validate=False)), name
+        assert sent["layout"]["template"] == pio.templates[template].to_plotly_json(), name
+
+
 def test_a_value_aggregate_is_drawn_and_named() -> None:
     table = ResultTable("update", "sum")
     table.apply(0, [(0, 60_000_000, "a", 12.5, 2), (60_000_000, 120_000_000, "a", None, 1), (0, 60_000_000, "b", 3.0, 1)])
