@@ -2,24 +2,39 @@
 
 ``streamlit run app.py`` runs the app's script only when a browser opens a page, so Spark started at the first view: its launch and
 warm-up began a few seconds after the server, once a browser had loaded the page (on 2 cores the served app's Start was enabled 12-15 s
-after the server answered, ``make bench``). Here the session's background start (:func:`dashboard.shared.session_starter`) begins before
-the server does, in the same process, and the first page finds it started; everything else is ``streamlit run``'s.
+after the server answered, ``make bench``). Here the session's background start begins first, in the same process, before even Streamlit
+and the app's modules are imported (:func:`~streaming.engine.runtime.session.start_early`), and the first page takes it over
+(:func:`dashboard.shared.session_starter`); everything else is ``streamlit run``'s.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from streamlit.web import cli
+from streaming.engine.runtime.session import SessionStarter, start_early
 
-from dashboard.shared import session_starter
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
 
+def _warm_up(spark: SparkSession) -> None:
+    from streaming.engine.run.query import warm_up
+
+    warm_up(spark)
+
+
 def main(argv: list[str]) -> None:
-    session_starter()
+    import pyspark.sql  # noqa: F401 - here, so that the starter's thread imports nothing while this one does
+
+    start_early(SessionStarter(warm=_warm_up))  # then the JVM launches while Streamlit and the app's modules are imported
+    from streamlit.web import cli
+
+    import dashboard.shared  # noqa: F401 - the app's modules and the warm-up's, before the first page or the warm-up asks for them
+
     sys.argv = ["streamlit", "run", str(APP), *argv]
     cli.main()
 

@@ -40,7 +40,7 @@ from streaming.engine.run.change import sweep_trials
 from streaming.engine.run.checkpoints import QUERIES_FOLDER
 from streaming.engine.run.query import warm_up
 from streaming.engine.run.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
-from streaming.engine.runtime.session import SessionStarter, forget_session, server_reachable, session_alive
+from streaming.engine.runtime.session import SessionStarter, forget_session, server_reachable, session_alive, take_early
 from streaming.export import join_code, pyspark_code
 
 from .owner import is_operator, session_owner
@@ -113,7 +113,7 @@ STEP_URL = "Step_through"
 
 @st.cache_resource(show_spinner=False)
 def _starter() -> SessionStarter:
-    return SessionStarter(warm=warm_up).start()
+    return take_early() or SessionStarter(warm=warm_up).start()
 
 
 class SessionLosses:

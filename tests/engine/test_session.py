@@ -78,6 +78,21 @@ def test_a_failed_start_is_reported_with_its_reason_and_a_failed_warm_up_is_not(
     assert started.wait(10) == "session" and started.status == "ready"
 
 
+def test_a_starter_begun_early_is_handed_over_once_and_importing_its_module_leaves_pandas_unloaded():
+    """A server begins its session before it imports the app (start_early); the first page takes it over, a page after a loss makes its own."""
+    import subprocess
+    import sys
+
+    from streaming.engine.runtime.session import start_early, take_early
+
+    created = threading.Event()
+    starter = start_early(SessionStarter(lambda: created.set() or "session", warm=None))
+    wait_for(created.is_set, "the early starter never created its session", timeout=10)  # started at once, nobody asking yet
+    assert take_early() is starter and take_early() is None
+    probe = "import sys, streaming.engine.runtime.session; print(sorted({'pandas', 'plotly', 'streamlit'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
 def test_warm_up_runs_the_default_query_and_leaves_nothing_behind(spark, tmp_path):
     from streaming.engine.run.query import warm_up
 

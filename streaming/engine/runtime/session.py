@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SessionStarter", "StarterStatus", "forget_session", "freeze_heap", "get_session", "is_connect", "remote_address", "server_reachable", "server_settings",
-    "session_alive", "session_settings",
+    "session_alive", "session_settings", "start_early", "take_early",
 ]
 
 APP_NAME = "streaming-lab"
@@ -355,3 +355,24 @@ class SessionStarter:
         if self._session is None:
             raise RuntimeError(f"the Spark session could not be created: {self.error}")
         return self._session
+
+
+_early: list[SessionStarter] = []
+
+
+def start_early(starter: SessionStarter) -> SessionStarter:
+    """Start ``starter`` now, before the code that will use it is imported; :func:`take_early` hands it over, once.
+
+    For a server whose first page would otherwise begin the session: ``python -m dashboard.serve`` calls this first, so the JVM
+    launches while the app's pandas, Plotly and Streamlit are imported (2-3 s on 2 cores). Importing this module imports none of them.
+    """
+    _early.append(starter.start())
+    return starter
+
+
+def take_early() -> SessionStarter | None:
+    """The starter :func:`start_early` began, the first time it is asked for; ``None`` after that, or when none was begun."""
+    try:
+        return _early.pop()
+    except IndexError:
+        return None
