@@ -9,7 +9,9 @@ and the app's modules are imported (:func:`~streaming.engine.runtime.session.sta
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,20 +23,29 @@ if TYPE_CHECKING:
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
 
+_IMPORTED = threading.Event()
+"""Set once the app's modules are imported: the starter's thread imports nothing before (two threads importing at once can meet in a
+cycle and one of them get a half-made module)."""
+
+
 def _warm_up(spark: SparkSession) -> None:
+    _IMPORTED.wait()
     from streaming.engine.run.query import warm_up
 
     warm_up(spark)
 
 
 def main(argv: list[str]) -> None:
-    import pyspark.sql  # noqa: F401 - here, so that the starter's thread imports nothing while this one does
+    import pyspark.sql  # what the starter's thread uses, imported here
+    if os.environ.get("SPARK_REMOTE"):
+        import pyspark.sql.connect.session  # noqa: F401 - a Connect client's, with pandas and pyarrow
 
     start_early(SessionStarter(warm=_warm_up))  # then the JVM launches while Streamlit and the app's modules are imported
     from streamlit.web import cli
 
-    import dashboard.shared  # noqa: F401 - the app's modules and the warm-up's, before the first page or the warm-up asks for them
+    import dashboard.shared  # noqa: F401 - the app's modules and the warm-up's, before the first page asks for them
 
+    _IMPORTED.set()
     sys.argv = ["streamlit", "run", str(APP), *argv]
     cli.main()
 

@@ -140,7 +140,8 @@ def session_losses() -> SessionLosses:
 
 
 def session_starter() -> SessionStarter:
-    """The background start of this server's SparkSession and its warm-up query, begun on the first page view of any page.
+    """The background start of this server's SparkSession and its warm-up query: the one ``python -m dashboard.serve`` began before it
+    imported the app (:func:`~streaming.engine.runtime.session.take_early`), else begun on the first page view of any page.
 
     When the session it made has died (its JVM exited: a crash, the OOM
     killer), the first page view to notice forgets it and its queries

@@ -43,8 +43,9 @@ class RefreshFigure(go.Figure):
     with it on.
     """
 
-    def __init__(self, data: Sequence[dict[str, Any]], layout: dict[str, Any]) -> None:
-        super().__init__(data=data, layout=layout, _validate=False)
+    def __init__(self, data: Sequence[dict[str, Any]] | dict[str, Any] | None = None, layout: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("_validate", False)
+        super().__init__(data, layout, **kwargs)  # the whole figure as one dict in ``data`` too: plotly's copy and pickle make it so
 
     def _initialize_layout_template(self) -> None:
         """No template object: :meth:`to_dict` adds the default one."""

@@ -508,7 +508,7 @@ def test_a_live_join_shows_rows_and_null_rows_as_they_come_is_stopped_on_the_que
         _until(lambda: page.get_by_role("button", name="Start live join").click(), lambda: page.get_by_text("Rows emitted", exact=True).wait_for(timeout=60_000))
         page.wait_for_function(NULL_ROWS_IN, arg=nulls, timeout=120_000)  # the default range ends 20 s after an impression
         assert page.locator(".stException").count() == 0
-        page.get_by_role("link", name="Queries").first.click()
+        _open(page, "Queries")
         card = page.get_by_text(re.compile(r"live_join_[0-9a-f]{12}: active"))
         card.wait_for(timeout=60_000)
         name = re.search(r"live_join_[0-9a-f]{12}", card.inner_text()).group(0)
@@ -583,7 +583,8 @@ def test_a_sql_query_is_refused_at_its_line_then_runs_with_its_operators_and_wat
     page = browser.new_page(viewport={"width": 1600, "height": 1400})
     try:
         page.goto(f"{app_url}/", wait_until="domcontentloaded")
-        page.get_by_role("link", name="Live query").first.click()
+        page.get_by_role("heading", name="Streaming Lab").wait_for(timeout=60_000)
+        _open(page, "Live query")
         page.get_by_role("button", name="Start query").wait_for(timeout=SERVER_START_SECONDS * 1000)
         page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
         sql_mode = page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first
