@@ -185,26 +185,15 @@ def _enter(page, label: str, value: str) -> None:
     field.press("Enter")
 
 
-def _open(page, title: str, timeout: float = 120.0) -> None:
-    """Open the page ``title`` from the sidebar and wait for its heading, clicking again every 15 s at most for ``timeout`` seconds.
+def _open(page, title: str) -> None:
+    """Open the page ``title`` from the sidebar and wait for its heading: :func:`_until`, clicking again every 15 s, 2 minutes at most.
 
     Streamlit 1.67 can lose a page switch: when a fragment's timed rerun is queued behind the page's own run, the stopped run sets the
     session's intended page back as the new run starts, and the new run draws the old page again (seen here while Spark started,
     with the 0.5 s check of :func:`dashboard.shared.wait_for_session`). A user clicks again; so does this.
     """
-    import time
-
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-
-    deadline = time.monotonic() + timeout
-    while True:
-        page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
-        try:
-            page.get_by_role("heading", name=title).first.wait_for(timeout=min(15.0, max(deadline - time.monotonic(), 0.1)) * 1000)
-            return
-        except PlaywrightTimeoutError:
-            if time.monotonic() > deadline:
-                raise
+    _until(lambda: page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click(),
+           lambda: page.get_by_role("heading", name=title).first.wait_for(timeout=15_000), attempts=8)
 
 
 def test_a_newcomer_walks_an_hour_scale_dataset_through_every_page(app_url, browser, data_root):
