@@ -24,6 +24,7 @@ from streaming.engine.run.query import Run
 from streaming.engine.sources import StreamSource
 
 from .data import events_of
+from .live_chart import live_chart
 from .shared import get_registry
 
 __all__ = ["DROPPED_ROWS", "lateness_view"]
@@ -89,8 +90,10 @@ def lateness_view(snap: RunSnapshot) -> None:
         st.caption("Duplicates are dropped first: the numbers above judge every delivery by its windows; the list below also names "
                    "the deliveries the deduplication dropped as late (their own event time at or before the watermark).")
     left, right = st.columns(2)
-    left.plotly_chart(lateness_charts.arrival_figure(judged.classified, judged.batches), key="lab_chart_arrival")
-    right.plotly_chart(lateness_charts.lateness_figure(judged.classified), key="lab_chart_lateness")
+    with left:
+        live_chart(lateness_charts.arrival_figure(judged.classified, judged.batches), key="lab_chart_arrival")
+    with right:
+        live_chart(lateness_charts.lateness_figure(judged.classified), key="lab_chart_lateness")
     if snap.sql:
         st.caption("Every row of the streamed view is judged, before your query's filters and joins: a row they leave out is judged all the same.")
     _dropped_list(run.name, judged, source=source, deduplicate=deduplicate)

@@ -63,6 +63,7 @@ from .data import (
 from .datasets import dataset_store
 from .kafka import kafka_source, kafka_widgets, topic_view
 from .lateness import lateness_view
+from .live_chart import live_chart
 from .shared import (
     KEPT,
     LIVE_PAGE,
@@ -569,7 +570,7 @@ def _state_store_view(snap: RunSnapshot) -> None:
     metrics = snap.store_metrics()
     if metrics is None:
         return
-    st.plotly_chart(state_store_figure(metrics), key="lab_chart_store")
+    live_chart(state_store_figure(metrics), key="lab_chart_store")
     st.caption(
         f"The last {STORE_METRIC_BATCHES} batches at most. SST file size and pinned blocks are what RocksDB holds on disk and in memory; "
         "bytes copied is what a commit uploads to the checkpoint"
@@ -590,7 +591,7 @@ def _evicted_note(snap: RunSnapshot) -> None:
 def _late_and_state(figures: Mapping[str, go.Figure]) -> None:
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(figures["drops"], key="lab_chart_drops")
+        live_chart(figures["drops"], key="lab_chart_drops")
         st.caption(
             "Spark counts rows dropped by the watermark **after** window expansion and partial aggregation: "
             "a dropped row is a partially aggregated (window, key) group of a batch, not a raw event. A late event "
@@ -598,18 +599,21 @@ def _late_and_state(figures: Mapping[str, go.Figure]) -> None:
             "window and key in one batch may count as one."
         )
     with right:
-        st.plotly_chart(figures["state"], key="lab_chart_state")
+        live_chart(figures["state"], key="lab_chart_state")
 
 
 def _engine_charts(figures: Mapping[str, go.Figure]) -> None:
     st.subheader("Engine (the Spark UI's streaming tab)")
     top = st.columns(2)
-    top[0].plotly_chart(figures["rates"], key="lab_chart_rates")
-    top[1].plotly_chart(figures["input"], key="lab_chart_input")
+    with top[0]:
+        live_chart(figures["rates"], key="lab_chart_rates")
+    with top[1]:
+        live_chart(figures["input"], key="lab_chart_input")
     bottom = st.columns(2)
-    bottom[0].plotly_chart(figures["duration"], key="lab_chart_duration")
+    with bottom[0]:
+        live_chart(figures["duration"], key="lab_chart_duration")
     with bottom[1]:
-        st.plotly_chart(figures["gap"], key="lab_chart_gap")
+        live_chart(figures["gap"], key="lab_chart_gap")
         st.caption(
             "Batch time minus the watermark. A replayed feed's event times lie in the past, so its gap is large; "
             "it shrinks while the feed replays event time faster than real time."
@@ -622,7 +626,7 @@ def _topic_view(snap: RunSnapshot) -> None:
     if source is None:
         return
     st.subheader(f"The topic: {source.topic}")
-    st.plotly_chart(figures["lag"], key="lab_chart_lag")
+    live_chart(figures["lag"], key="lab_chart_lag")
     st.caption(
         "Records between the offsets the query has read up to and the topic's latest, after each batch (the source's "
         "avgOffsetsBehindLatest and maxOffsetsBehindLatest). A line that keeps rising: the query reads slower than records arrive."
@@ -660,9 +664,11 @@ def _latency_view(snap: RunSnapshot) -> None:
         st.caption("No figure: every record measured so far was produced well before this query started (see below), so its latency is its age.")
     figures = latency.figures
     left, right = st.columns(2)
-    left.plotly_chart(figures["latency"], key="lab_chart_latency")
-    right.plotly_chart(figures["latency_histogram"], key="lab_chart_latency_histogram")
-    st.plotly_chart(figures["latency_breakdown"], key="lab_chart_latency_breakdown")
+    with left:
+        live_chart(figures["latency"], key="lab_chart_latency")
+    with right:
+        live_chart(figures["latency_histogram"], key="lab_chart_latency_histogram")
+    live_chart(figures["latency_breakdown"], key="lab_chart_latency_breakdown")
     backlog = latency.backlog
     if backlog["records"] > 0:
         st.info(
@@ -700,7 +706,7 @@ def placeholder_chart() -> None:
     user sets up a query, so the first chart after Start is not held up by it.
     """
     figure = windowed_counts_figure(pd.DataFrame(), no_rows="The counts of the watched query show here")
-    st.plotly_chart(figure, key="lab_chart_placeholder")
+    live_chart(figure, key="lab_chart_placeholder")
 
 
 FIRST_ROWS_POLL_SECONDS = 0.2
@@ -756,7 +762,7 @@ def _draw(run: Run, *, owned: bool) -> None:
     _stall_warning(snap.stall)
     if snap.failure is not None:
         failure_banner(f"Query {run.name}", *snap.failure)
-    st.plotly_chart(snap.figures["counts"], key="lab_chart_counts")
+    live_chart(snap.figures["counts"], key="lab_chart_counts")
     if run.latency is not None:
         run.latency.shown(snap.read_at_ms)  # the rows folded before the table was read are the ones this refresh drew
     _evicted_note(snap)

@@ -29,6 +29,7 @@ from streaming.engine.sources.ads import AdStreams
 
 from .joins import config_view, highlight, policy_widget, topic_keys, topic_side_widgets, type_and_range
 from .kafka import kafka_source
+from .live_chart import live_chart
 from .shared import KEPT, REFRESH_SECONDS, failure_banner, get_registry, get_spark, show_code
 
 __all__ = ["LIMIT_SECONDS", "LiveParts", "live_join_config", "live_join_form", "live_join_view", "live_parts", "live_timeline", "run_live_join_form", "run_state", "running_note", "waiting_now", "watched"]
@@ -229,8 +230,10 @@ def live_join_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
     metrics[5].metric("Rows in state", f"{int(timeline['state_rows'].iloc[-1]):,}", help=f"{int(timeline['state_bytes'].iloc[-1]) / 1024:,.0f} KiB")
     st.markdown(parts.caption)
     charts = st.columns(2)
-    charts[0].plotly_chart(parts.figures["watermarks"], key="live_join_watermarks")
-    charts[1].plotly_chart(parts.figures["activity"], key="live_join_activity")
+    with charts[0]:
+        live_chart(parts.figures["watermarks"], key="live_join_watermarks")
+    with charts[1]:
+        live_chart(parts.figures["activity"], key="live_join_activity")
     st.markdown(
         "**The latest rows emitted**, newest first"
         + (" — yellow: a left row without a match in its range, blue: a right one, each emitted once the global watermark passed its range's end."

@@ -28,6 +28,7 @@ from . import shared
 from .data import data_choices, data_source
 from .datasets import dataset_choices, dataset_files, dataset_store, saved_mapping
 from .lateness import lateness_view
+from .live_chart import live_chart
 from .shared import failure_banner, metrics_row, report_button
 
 if TYPE_CHECKING:
@@ -268,10 +269,12 @@ def sql_view(snap: RunSnapshot) -> None:
         st.caption("No stateful operator has reported yet (a query without aggregation, join or deduplication keeps no state).")
     figures = snap.figures
     left, right = st.columns(2)
-    left.plotly_chart(figures["drops"], key="lab_sql_drops")
-    right.plotly_chart(figures["state"], key="lab_sql_state")
-    left.plotly_chart(figures["rates"], key="lab_sql_rates")
-    right.plotly_chart(figures["gap"], key="lab_sql_gap")
+    with left:
+        live_chart(figures["drops"], key="lab_sql_drops")
+        live_chart(figures["rates"], key="lab_sql_rates")
+    with right:
+        live_chart(figures["state"], key="lab_sql_state")
+        live_chart(figures["gap"], key="lab_sql_gap")
     lateness_view(snap)
     report_button(snap)
 

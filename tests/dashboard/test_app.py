@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.app import app_page, new_app, page_errors, page_metric, wait_until
+from support.app import app_page, drawn_figures, new_app, page_errors, page_metric, wait_until
 
 from dashboard import data, datasets, live, queries, shared, sql
 from streaming.engine.data.datasets import DatasetStore, Upload
@@ -133,11 +133,11 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         table = at.dataframe[0].value
         assert list(table.columns) == ["window_start", "window_end", "key", "count"]
         assert page_metric(at, "Status") == "active"
-        charts = at.get("plotly_chart")
+        charts = drawn_figures(at)
         assert len(charts) == 12  # 7 engine charts, event time vs arrival, lateness histogram, 3 of latency (from each file's hand-over)
-        assert {"lab_chart_latency", "lab_chart_latency_histogram", "lab_chart_latency_breakdown"} <= {chart.key for chart in charts}
+        assert {"lab_chart_latency", "lab_chart_latency_histogram", "lab_chart_latency_breakdown"} <= set(charts)
         assert int(page_metric(at, "Events so far")) > 0
-        assert str(table["key"].iloc[0]) in charts[0].proto.spec  # the result-table figure has a line per key
+        assert str(table["key"].iloc[0]) in charts["lab_chart_counts"]  # the result-table figure has a line per key
         at.toggle(key="lab_dropped_list").set_value(True).run()
         assert not at.exception, at.exception
         assert any(list(frame.value.columns)[-1] == "rule" for frame in at.dataframe)
@@ -184,7 +184,7 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         at.switch_page(LIVE)  # AppTest reruns the page it was given, not the one the script switched to
         assert wait_until(at, lambda _: resumed.feeder.staged > staged and len(resumed.log) > batches, WAIT_FOR_DATA), "the resumed query ran no batch"
         assert resumed.log.summaries()[0]["batch_id"] == 0
-        assert any("RocksDB: memory" in chart.proto.spec for chart in at.get("plotly_chart"))
+        assert "RocksDB: memory" in drawn_figures(at)["lab_chart_store"]
         app_registry.stop(name)
         stray = app_registry.kept_root / "t_app_stray"  # a kept folder that lost its query.json: broken, Delete only
         (stray / "checkpoint").mkdir(parents=True)

@@ -366,7 +366,7 @@ def wait_for_offset(run, topic: str, offset: int, timeout: float = 120.0) -> Non
 
 
 def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_records(kafka_broker, clicks_topic) -> None:
-    from support.app import app_page, page_errors, page_metric, wait_until
+    from support.app import app_page, drawn_figures, page_errors, page_metric, wait_until
 
     from dashboard import shared
     from dashboard.live import LATENCY_WINDOW_SECONDS
@@ -390,9 +390,9 @@ def test_the_live_page_runs_a_topic_with_its_sample_mapping_lag_and_dropped_reco
         at.button(key="lab_start").click().run()
         assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
         assert wait_until(at, lambda page: int(page_metric(page, "Batches")) >= CLICK_FILES, 180.0), "the topic was not read to its end"
-        lag = next(chart for chart in at.get("plotly_chart") if "Behind the topic" in chart.proto.spec)
-        assert "most behind" in lag.proto.spec
-        assert any("End-to-end latency over time" in chart.proto.spec for chart in at.get("plotly_chart"))
+        charts = drawn_figures(at)
+        assert "Behind the topic" in charts["lab_chart_lag"] and "most behind" in charts["lab_chart_lag"]
+        assert "End-to-end latency over time" in charts["lab_chart_latency"]
         run = registry.get(name)
         measured = run.latency.frame()
         backlog = bool((measured["produced_ms"] < run.started_at.value / 1e6 - LATENCY_WINDOW_SECONDS * 1000).all())  # published long before the start

@@ -182,7 +182,7 @@ def produce(bootstrap: str, topic: str, stamps: list[int]) -> None:
 
 
 def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latency(kafka_broker, topic_name) -> None:
-    from support.app import app_page, page_errors, page_metric, wait_until
+    from support.app import app_page, drawn_figures, page_errors, page_metric, wait_until
 
     from dashboard import kafka, shared
 
@@ -210,7 +210,7 @@ def test_the_live_page_runs_real_time_mode_on_a_topic_and_draws_each_rows_latenc
         produce(kafka_broker.bootstrap, topic_name, stamps)
         assert wait_until(at, lambda page: int(page_metric(page, "Result rows")) == 21, 120.0), "the rows did not reach the page"
         assert wait_until(at, lambda page: page_metric(page, "Latency max") != "–", 30.0)
-        charts = [chart.proto.spec for chart in at.get("plotly_chart")]
+        charts = drawn_figures(at).values()
         assert any("End-to-end latency over time" in spec for spec in charts) and any("rows passed through" in spec for spec in charts)
         assert any("Real-time mode: each row's latency" in caption.value for caption in at.caption)
         assert set(stamps) <= set(run.table.frame()["event_time"].astype("int64") // 1_000_000)  # event time: the record timestamp

@@ -44,6 +44,13 @@ def page_errors(at: AppTest) -> list[str]:
     return [error.value for error in at.error]
 
 
+def drawn_figures(at: AppTest) -> dict[str, str]:
+    """Every chart of the page by its key: its figure's JSON, whether ``st.plotly_chart`` drew it or :func:`~dashboard.live_chart.live_chart`."""
+    figures = {chart.key: chart.proto.spec for chart in at.get("plotly_chart")}
+    figures.update({chart.key: chart.proto.bytes.decode() for chart in at.get("bidi_component")})
+    return figures
+
+
 def page_metric(at: AppTest, label: str) -> str:
     return next(metric.value for metric in at.metric if metric.label == label)
 
