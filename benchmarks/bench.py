@@ -28,8 +28,8 @@ poll cost
     Milliseconds of one refresh of the live view, as the live page's fragment
     does it per tick (``table.frame()``, ``log.frames()``, and the figures of
     ``streaming.charts.live.live_figures``) after 1 minute and after
-    ``--minutes`` of an update-mode generator query; p50 and p95. The plotly
-    JSON serialization ``st.plotly_chart`` adds is timed apart, and the verdicts
+    ``--minutes`` of an update-mode generator query; p50 and p95. The JSON a
+    live chart sends (``dashboard.live_chart.sent``) is timed apart, and the verdicts
     judge the tick with it (goal :data:`POLL_GOAL_MS`), as the page pays it.
 memory
     RSS of the driver JVM (the ``java`` child of this process, or the Connect
@@ -123,7 +123,7 @@ class Throughput:
 
 
 POLL_GOAL_MS = 30
-"""The goal for one refresh of the live view, st.plotly_chart's conversion of the figures included."""
+"""The goal for one refresh of the live view, the figures' conversion to what the live charts send included."""
 
 
 def _epoch_seconds(stamp: str) -> float:
@@ -381,7 +381,7 @@ def live_heap_mib(spark) -> float:
 
 @dataclass(frozen=True)
 class Poll:
-    """One refresh: building the frames, the figures, and serializing them as ``st.plotly_chart`` does (ms)."""
+    """One refresh: building the frames, the figures, and serializing them as the live charts do (ms)."""
 
     frames_ms: float
     figures_ms: float
@@ -397,10 +397,10 @@ class Poll:
 def poll_once(run, serialize: bool) -> Poll:
     """One refresh of the live view's data for ``run``: the frames and the live page's figures.
 
-    With ``serialize``, each figure then goes through what ``st.plotly_chart``
-    does with it (``return_figure_from_figure_or_data`` and ``plotly.io.to_json``),
-    timed apart as ``json_ms``. Streamlit is imported first, so the figures
-    carry the ``streamlit`` default template, as on the page.
+    With ``serialize``, each figure then goes through what a live chart sends of
+    it (:func:`dashboard.live_chart.sent`), timed apart as ``json_ms``. Streamlit
+    is imported first, so the figures carry the ``streamlit`` default template,
+    as on the page.
     """
     import pandas as pd
     import streamlit.elements.plotly_chart  # noqa: F401 - sets plotly's default template as the app has it
@@ -416,11 +416,10 @@ def poll_once(run, serialize: bool) -> Poll:
     ).values()
     built, cpu = time.perf_counter(), time.thread_time() - cpu
     if serialize:
-        import plotly.io
-        import plotly.tools
+        from dashboard.live_chart import sent
 
         for figure in figures:
-            plotly.io.to_json(plotly.tools.return_figure_from_figure_or_data(figure, validate_figure=True), validate=False)
+            sent(figure)
     done = time.perf_counter()
     return Poll((framed - started) * 1000, (built - framed) * 1000, (done - built) * 1000, cpu * 1000)
 
@@ -761,7 +760,7 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         )
         lines.append(
             f"        p95 parts: frames {mark.part_p95('frames_ms'):.1f} ms, figures {mark.part_p95('figures_ms'):.1f} ms; "
-            f"st.plotly_chart's own conversion (to_dict and to_json) {mark.part_p95('json_ms'):.1f} ms; p95 with it, what a tick costs the page, {mark.tick_p95:.1f} ms"
+            f"the live charts' conversion (to_json) {mark.part_p95('json_ms'):.1f} ms; p95 with it, what a tick costs the page, {mark.tick_p95:.1f} ms"
         )
         lines.append(
             f"        CPU time of the polling thread (frames + figures; less sensitive to a busy machine): "
@@ -769,7 +768,7 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
         )
     p95_ok = None if math.isnan(long.tick_p95) else (max(short.tick_p95, long.tick_p95) <= POLL_GOAL_MS)
     lines.append(
-        f"  judged with st.plotly_chart's conversion: ratio long/short p95 {_format(poll_ratio)} "
+        f"  judged with the live charts' conversion: ratio long/short p95 {_format(poll_ratio)} "
         f"(goal <= 1.5: {_verdict(None if math.isnan(poll_ratio) else poll_ratio <= 1.5)}); p95 <= {POLL_GOAL_MS} ms: {_verdict(p95_ok)}"
     )
     lines.append("memory:")

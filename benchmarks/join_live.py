@@ -11,7 +11,7 @@ dashboard
     the progress listener; and, every ``REFRESH_SECONDS``, one refresh of the
     live view's data (:func:`dashboard.live_join.live_parts`: the timeline,
     the caption, both figures, the latest rows) with the figures serialized as
-    ``st.plotly_chart`` does, timed.
+    the live charts send them (:func:`dashboard.live_chart.sent`), timed.
 bare
     The same streams and join written with PySpark alone, to Spark's ``noop``
     sink, without the listener.
@@ -103,10 +103,9 @@ def _bare(spark, config, workdir: Path, seconds: float) -> list[dict[str, Any]]:
 
 def _dashboard(registry, config, root: Path, seconds: float) -> tuple[list[dict[str, Any]], list[float]]:
     """Each batch's progress of the live join as the page runs it over ``seconds``, and each refresh's milliseconds."""
-    import plotly.io
-    import plotly.tools
     import streamlit.elements.plotly_chart  # noqa: F401 - sets plotly's default template as the app has it
 
+    from dashboard.live_chart import sent
     from dashboard.live_join import live_parts
     from dashboard.shared import REFRESH_SECONDS
     from streaming.engine.join.live_join import start_live_join
@@ -120,7 +119,7 @@ def _dashboard(registry, config, root: Path, seconds: float) -> tuple[list[dict[
             started = time.perf_counter()
             parts = live_parts(run)
             for figure in parts.figures.values():
-                plotly.io.to_json(plotly.tools.return_figure_from_figure_or_data(figure, validate_figure=True), validate=False)
+                sent(figure)
             polls.append((time.perf_counter() - started) * 1000)
             progress.update({int(item["batchId"]): item for item in run.query.recentProgress})
             time.sleep(max(0.0, REFRESH_SECONDS - (time.perf_counter() - started)))  # the page's refresh period
