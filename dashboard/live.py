@@ -719,15 +719,28 @@ FIRST_ROWS_SECONDS = 15.0
 def live_view(run: Run, *, owned: bool = True) -> None:
     """The watched run, redrawn every ``REFRESH_SECONDS`` from one :func:`~streaming.app.snapshot.snapshot` of it (every
     ``FIRST_ROWS_POLL_SECONDS`` until a run just started has rows); once its ``owned`` kept run has stopped, the way to change and resume
-    it (drawn here, where the stop shows without a rerun of the page).
+    it.
+
+    A run that has ended is drawn once, with the page: nothing of it changes any more, and redrawing it every refresh kept Chromium
+    busy (0.26 cores) for as long as the page stayed open. The refresh that sees a run end reruns the page, buttons included.
 
     It takes the :class:`Run`, not the registry, so a tick never touches
     state shared with other users.
     """
-    if _awaits_first_rows(run):
+    every = _refresh_seconds(run)
+    if every is None:
+        _draw(run, owned=owned)
+    elif every == FIRST_ROWS_POLL_SECONDS:
         _first_rows_view(run, owned=owned)
     else:
         _live_view(run, owned=owned)
+
+
+def _refresh_seconds(run: Run) -> float | None:
+    """How often the view of ``run`` is redrawn now: ``None`` once it has ended."""
+    if run.status != "active":
+        return None
+    return FIRST_ROWS_POLL_SECONDS if _awaits_first_rows(run) else REFRESH_SECONDS
 
 
 def _awaits_first_rows(run: Run) -> bool:
@@ -737,6 +750,7 @@ def _awaits_first_rows(run: Run) -> bool:
 @st.fragment(run_every=FIRST_ROWS_POLL_SECONDS)
 def _first_rows_view(run: Run, *, owned: bool) -> None:
     """:func:`_draw` often, until the run has rows (or has run ``FIRST_ROWS_SECONDS``): then the page again, which refreshes it at the usual pace."""
+    _refreshed(run)
     _draw(run, owned=owned)
     if not _awaits_first_rows(run):
         st.rerun(scope="app")
@@ -744,12 +758,19 @@ def _first_rows_view(run: Run, *, owned: bool) -> None:
 
 @st.fragment(run_every=REFRESH_SECONDS)
 def _live_view(run: Run, *, owned: bool) -> None:
+    _refreshed(run)
     _draw(run, owned=owned)
+    if run.status != "active":
+        st.rerun(scope="app")  # ended: the page draws it once more, and no longer refreshes it
+
+
+def _refreshed(run: Run) -> None:
+    """Before a refresh draws ``run``: if Spark died under it, the page again, which shows what was lost and the new session."""
+    if session_starter().status != "ready" or not get_registry().holds(run):
+        st.rerun(scope="app")
 
 
 def _draw(run: Run, *, owned: bool) -> None:
-    if session_starter().status != "ready" or not get_registry().holds(run):
-        st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
     if owned and run.kept and run.status == "stopped":
         st.page_link(QUERIES_PAGE, label="Change and resume", icon=":material/edit_note:",
                      help="On the Queries page: change its watermark, window or text, see what Spark will do with its state, try it on a copy")

@@ -201,15 +201,29 @@ def run_state(run: LiveJoin) -> tuple[str, bool]:
     return run.status, run.stopping
 
 
-@st.fragment(run_every=REFRESH_SECONDS)
 def live_join_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
-    """The run's state, its last batch in words, the watermarks and state of the latest batches, and its latest rows.
+    """The run's state, its last batch in words, the watermarks and state of the latest batches, and its latest rows: redrawn every
+    ``REFRESH_SECONDS`` while it runs, drawn once with the page when it has ended (as the Live page's view, :func:`dashboard.live.live_view`).
 
     ``drawn``: the :func:`run_state` the page around it was drawn for; once that changes, the whole page reruns (its buttons with it).
     """
-    config = run.config.join
     if run_state(run) != drawn:
         st.rerun(scope="app")
+    if run.status == "active" or run.stopping:
+        _refreshed_view(run, drawn)
+    else:
+        _view(run)
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def _refreshed_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
+    if run_state(run) != drawn:
+        st.rerun(scope="app")
+    _view(run)
+
+
+def _view(run: LiveJoin) -> None:
+    config = run.config.join
     parts = live_parts(run)
     timeline = parts.timeline
     if run.stopping:

@@ -210,7 +210,7 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         app_registry.delete(name)
 
 
-def test_a_run_just_started_is_looked_at_often_until_it_has_rows_or_has_run_a_while() -> None:
+def test_a_run_just_started_is_looked_at_often_until_it_has_rows_or_has_run_a_while_and_an_ended_one_not_again() -> None:
     from types import SimpleNamespace
 
     now = pd.Timestamp.now(tz="UTC").tz_convert(None)
@@ -223,6 +223,10 @@ def test_a_run_just_started_is_looked_at_often_until_it_has_rows_or_has_run_a_wh
     assert not live._awaits_first_rows(run(0, status="failed"))  # type: ignore[arg-type]
     assert not live._awaits_first_rows(run(0, age_s=live.FIRST_ROWS_SECONDS + 1))  # type: ignore[arg-type]  # a silent topic: the usual pace
     assert live.FIRST_ROWS_POLL_SECONDS < shared.REFRESH_SECONDS
+    assert live._refresh_seconds(run(0)) == live.FIRST_ROWS_POLL_SECONDS  # type: ignore[arg-type]
+    assert live._refresh_seconds(run(3)) == shared.REFRESH_SECONDS  # type: ignore[arg-type]
+    for ended in ("stopped", "failed", "finished"):
+        assert live._refresh_seconds(run(3, status=ended)) is None  # type: ignore[arg-type]  # drawn once, with the page
 
 
 def test_slide_longer_than_window_is_refused_before_spark(app_registry) -> None:
