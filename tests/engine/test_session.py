@@ -20,6 +20,7 @@ def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history()
     assert f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}" in options and LOG4J2_CONFIG.is_file()
     assert int(settings["spark.sql.ui.retainedExecutions"]) <= 100 and int(settings["spark.ui.retainedJobs"]) <= 200
     assert settings["spark.sql.streaming.stateStore.commitValidation.enabled"] == "false"  # the fold reads every partition
+    assert int(settings["spark.sql.limit.initialNumPartitions"]) >= 1024  # ... in one job: a batch's limit reads all its partitions at once
 
 
 def test_further_java_options_come_after_the_labs_own():
