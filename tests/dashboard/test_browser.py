@@ -48,21 +48,11 @@ def browser():
         yield browser
 
 
-def _pick(page, label: str, option: str, timeout: float = 60.0) -> None:
-    """Choose ``option`` of the select ``label``; a click that a rerun swallowed (the list never opened) is tried again, for ``timeout`` seconds at most."""
-    import time
-
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-
-    deadline = time.monotonic() + timeout
-    while True:
-        page.get_by_label(label, exact=True).first.click()
-        try:
-            page.get_by_role("option", name=option).click(timeout=5_000)
-            return
-        except PlaywrightTimeoutError:
-            if time.monotonic() > deadline:
-                raise
+def _pick(page, label: str, option: str) -> None:
+    """Choose ``option`` of the select ``label``: :func:`_until`, opening the list again when a rerun swallowed the click (it never
+    opened), 5 s a try, a minute at most."""
+    _until(lambda: page.get_by_label(label, exact=True).first.click(), lambda: page.get_by_role("option", name=option).click(timeout=5_000),
+           attempts=12)
 
 
 LATENCY_HAS_POINTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
