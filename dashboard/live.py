@@ -750,23 +750,21 @@ def _awaits_first_rows(run: Run) -> bool:
 @st.fragment(run_every=FIRST_ROWS_POLL_SECONDS)
 def _first_rows_view(run: Run, *, owned: bool) -> None:
     """:func:`_draw` often, until the run has rows (or has run ``FIRST_ROWS_SECONDS``): then the page again, which refreshes it at the usual pace."""
-    _refreshed(run)
-    _draw(run, owned=owned)
-    if not _awaits_first_rows(run):
-        st.rerun(scope="app")
+    _refresh(run, owned=owned, every=FIRST_ROWS_POLL_SECONDS)
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
 def _live_view(run: Run, *, owned: bool) -> None:
-    _refreshed(run)
-    _draw(run, owned=owned)
-    if run.status != "active":
-        st.rerun(scope="app")  # ended: the page draws it once more, and no longer refreshes it
+    _refresh(run, owned=owned, every=REFRESH_SECONDS)
 
 
-def _refreshed(run: Run) -> None:
-    """Before a refresh draws ``run``: if Spark died under it, the page again, which shows what was lost and the new session."""
+def _refresh(run: Run, *, owned: bool, every: float) -> None:
+    """One refresh of the view of ``run``, drawn every ``every`` seconds; then the page again once :func:`_refresh_seconds` is no longer
+    ``every`` (the run has rows, has run a while, or has ended), which draws it at its new pace or once."""
     if session_starter().status != "ready" or not get_registry().holds(run):
+        st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
+    _draw(run, owned=owned)
+    if _refresh_seconds(run) != every:
         st.rerun(scope="app")
 
 

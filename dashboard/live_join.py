@@ -207,22 +207,20 @@ def live_join_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
 
     ``drawn``: the :func:`run_state` the page around it was drawn for; once that changes, the whole page reruns (its buttons with it).
     """
-    if run_state(run) != drawn:
-        st.rerun(scope="app")
     if run.status == "active" or run.stopping:
         _refreshed_view(run, drawn)
     else:
-        _view(run)
+        _view(run, drawn)
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
 def _refreshed_view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
+    _view(run, drawn)
+
+
+def _view(run: LiveJoin, drawn: tuple[str, bool]) -> None:
     if run_state(run) != drawn:
         st.rerun(scope="app")
-    _view(run)
-
-
-def _view(run: LiveJoin) -> None:
     config = run.config.join
     parts = live_parts(run)
     timeline = parts.timeline
