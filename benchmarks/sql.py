@@ -81,6 +81,8 @@ def verdict_latency(edits: int, timeout: float = 180.0) -> tuple[float, float] |
     """p50 and p95 milliseconds from a new text in the Live page's SQL box to its verdict shown (see the module docstring); ``None`` without Chromium."""
     import re
 
+    from streaming.engine.durations import format_duration
+
     from .browser import CHROMIUM, chromium, served_app
 
     if not CHROMIUM.exists():
@@ -100,7 +102,7 @@ def verdict_latency(edits: int, timeout: float = 180.0) -> tuple[float, float] |
             box.fill(text.format(seconds))
             began = time.perf_counter()
             page.wait_for_function(  # polled every 10 ms: a locator's wait polls at 100 ms to 1 s and would round the time up to those
-                "(words) => document.body.innerText.includes(words)", arg=f"delay 0 days 00:00:{seconds}", polling=10, timeout=timeout * 1000,
+                "(words) => document.body.innerText.includes(words)", arg=f"delay {format_duration(seconds * 1000)}", polling=10, timeout=timeout * 1000,
             )
             if edit >= 3:
                 spent.append((time.perf_counter() - began) * 1000)
