@@ -324,7 +324,8 @@ def _compare_latency(page, topic: str) -> None:
 
 
 def test_the_app_runs_on_spark_connect_and_recovers_when_its_server_dies(tmp_path, browser):
-    """With ``SPARK_REMOTE``: Start charts a query read from the memory sink; the server killed, the page says so; the server back, Start charts again.
+    """With ``SPARK_REMOTE``: Start charts a query read from the memory sink, watched again after the Queries page; the server killed under
+    it, the page says so; the server back, Start charts again and Stop stops.
 
     The server's first URL is the Live page's, not Home: it still gets the app's navigation and frame."""
     import signal
@@ -342,16 +343,17 @@ def test_the_app_runs_on_spark_connect_and_recovers_when_its_server_dies(tmp_pat
                 titles = {links.nth(index).inner_text().strip().splitlines()[-1] for index in range(links.count())}
                 assert {"Home", "Live query", "Queries", "Watermark tuner", "Compare"} <= titles  # the app's navigation and frame all the same
                 assert page.title().startswith("Live query"), page.title()
-                _start_see_chart_and_stop(page, "Generator (out-of-order and late events)", "remote")
-                for title in ("Queries", "Live query"):  # every page opens on a classic session (test_every_page_opens...); here the run's list
-                    _open(page, title)
-                    assert page.locator(".stException").count() == 0, f"page {title!r} shows an exception on Connect"
-                page.get_by_role("button", name="Start query").wait_for(timeout=60_000)
+                _pick(page, "Source", "Generator (out-of-order and late events)")
+                page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
                 page.get_by_role("textbox", name="Query name").fill("doomed")
                 page.get_by_role("textbox", name="Query name").press("Enter")
                 page.get_by_role("button", name="Start query").click()  # left running when the server dies
                 page.locator('[data-testid="stMetric"]', has_text="Status").filter(has_text="active").first.wait_for(timeout=CHART_DATA_SECONDS * 1000)
                 page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+                for title in ("Queries", "Live query"):  # every page opens on a classic session (test_every_page_opens...); here the run's list
+                    _open(page, title)
+                    assert page.locator(".stException").count() == 0, f"page {title!r} shows an exception on Connect"
+                page.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)  # the running query, watched again
 
                 os.kill(server.pid, signal.SIGKILL)
                 banner = page.get_by_text("Spark stopped unexpectedly")
@@ -431,46 +433,6 @@ def test_a_stopped_query_resumes_from_the_queries_page_and_another_browser_sees_
     finally:
         mine.close()
         theirs.close()
-
-
-NULL_ROWS_AT = """([batch, name]) => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
-  p => (p._fullData || []).some(t => t.name === name && t.x && Array.from(t.x).some((x, i) => x === batch && t.y[i] > 0)))"""
-"""True once the activity chart's trace ``name`` has a bar above 0 at ``batch``."""
-
-
-def test_a_left_outer_join_emits_a_null_row_once_the_watermark_passes_its_bound(app_url, browser, spark):
-    """The page's join, stepped to the batch where the first impression without a click gets its NULL row: the batch the join model
-    names (the model is held to Spark's own replay in ``tests/engine/test_join.py``)."""
-    from streaming.analysis.join_model import model_join
-    from streaming.engine.data.feeds import SAMPLE_FEEDS
-    from streaming.engine.join.join import JoinConfig, JoinSide, side_rows
-
-    config = JoinConfig(  # the page's preset: the guide's impressions and clicks
-        JoinSide(SAMPLE_FEEDS / "ad_impressions", "impression_time", "1 minute", side="left"),
-        JoinSide(SAMPLE_FEEDS / "ad_clicks", "click_time", "30 seconds", side="right"),
-        on=("impression_id",), within=("0 seconds", "2 minutes"), join_type="left_outer",
-    )
-    left, right = (side_rows(spark, side) for side in config.sides)
-    model = model_join(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, config.join_type,
-                       tuple(side.watermark_ms for side in config.sides), config.policy)
-    first = min(model.nulls["left"].values())
-    page = browser.new_page(viewport={"width": 1600, "height": 1400})
-    try:
-        page.goto(f"{app_url}/Joins", wait_until="domcontentloaded")
-        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
-        page.get_by_text(config.describe()).wait_for(timeout=60_000)
-        _until(lambda: page.get_by_role("button", name="Run join").click(), lambda: page.get_by_text("micro-batches").first.wait_for(timeout=120_000))
-        assert page.get_by_role("heading", name=f"rows over {model.batches} micro-batches").count() == 1
-        nulls = "ad_impressions rows with NULLs for ad_clicks"
-        for batch in (first - 1, first):
-            _until(lambda b=batch: _enter(page, "Micro-batch", str(b)), lambda b=batch: page.get_by_text(f"Batch {b} read").wait_for(timeout=15_000))
-        caption = page.get_by_text(f"Batch {first} read").inner_text()
-        assert " without a match, with NULLs for ad_clicks: the global watermark passed the end of their time range" in caption
-        page.wait_for_function(NULL_ROWS_AT, arg=[first, nulls], timeout=30_000)
-        assert not page.evaluate(NULL_ROWS_AT, [first - 1, nulls])  # none before the watermark passed their bound
-        assert page.locator(".stException").count() == 0
-    finally:
-        page.close()
 
 
 def test_a_live_join_shows_rows_and_null_rows_as_they_come_is_stopped_on_the_queries_page_and_watched_again(app_url, browser):

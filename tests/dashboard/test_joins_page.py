@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.app import spark_confirms_the_model
+from support.app import drawn_figures, spark_confirms_the_model
 
 from dashboard import shared
 from streaming.analysis.join import batch_caption, join_timeline
-from streaming.engine.join.join import join_state
+from streaming.analysis.join_model import model_join
+from streaming.engine.join.join import join_state, side_rows
 
 pytestmark = pytest.mark.spark  # every test here runs pages on Spark
 
@@ -26,7 +30,17 @@ def _joins_page() -> AppTest:
     return at.switch_page(shared.JOINS_PAGE).run()
 
 
+def _values(values) -> list:
+    """A trace's ``x`` or ``y`` as the figure's JSON holds it: a list, or Plotly's typed array (``dtype`` and base64 ``bdata``)."""
+    if isinstance(values, dict):
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
+    return list(values)
+
+
 def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
+    """Run join on the page's preset, then step to the batch where the first impression without a click gets its NULL row: the batch the
+    join model names (the model is held to Spark's own replay in ``tests/engine/test_join.py``), its caption, rows, state, activity chart
+    and the story of that key."""
     at = _joins_page()
     assert at.title[0].value == "Joins"
     assert not at.error, [error.value for error in at.error]
@@ -39,6 +53,11 @@ def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
     timeline = join_timeline(outcome)
     assert at.subheader[0].value == f"{len(outcome.result):,} rows over {len(timeline)} micro-batches"
     first = int(timeline.loc[timeline["left_unmatched"] > 0, "batch_id"].iloc[0])
+    config = outcome.config
+    left, right = (side_rows(shared.get_spark(), side) for side in config.sides)
+    model = model_join(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, config.join_type,
+                       tuple(side.watermark_ms for side in config.sides), config.policy)
+    assert first == min(model.nulls["left"].values())
     step = timeline[timeline["batch_id"] == first].iloc[0]
     emitted = outcome.emitted_by(first)
     unmatched = emitted[emitted["click_time"].isna()]
@@ -47,6 +66,10 @@ def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
     caption = batch_caption(outcome.config, timeline, first)
     assert caption in [markdown.value for markdown in at.markdown]
     assert f"{step.left_unmatched} ad_impressions row{'' if step.left_unmatched == 1 else 's'} without a match, with NULLs for ad_clicks" in caption
+    # the activity chart: a bar of NULL rows at that batch, none at the batch before (the watermark had not passed their bound)
+    [nulls] = [trace for trace in json.loads(drawn_figures(at)["join_activity"])["data"] if trace.get("name") == "ad_impressions rows with NULLs for ad_clicks"]
+    bars = dict(zip(_values(nulls["x"]), _values(nulls["y"])))
+    assert bars[first] > 0 and not bars.get(first - 1)
     shown = at.dataframe[0].value  # the rows that batch emitted
     assert shown["click_time"].isna().sum() == step.left_unmatched > 0
     # the rows still waiting after that batch, as the State Data Source reads them
