@@ -1,4 +1,5 @@
-"""The Joins page (AppTest): the sample ad feeds joined left outer, stepped to the batch that emits NULL rows; a refusal named before Spark."""
+"""The Joins page (AppTest): the sample ad feeds joined left outer, stepped to the batch that emits NULL rows, then both delays tuned on the
+same replay and confirmed on Spark; a refusal named before Spark; a stream-static join."""
 
 from __future__ import annotations
 
@@ -37,10 +38,10 @@ def _values(values) -> list:
     return list(values)
 
 
-def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
+def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows_then_its_delays_are_tuned_and_confirmed_on_spark() -> None:
     """Run join on the page's preset, then step to the batch where the first impression without a click gets its NULL row: the batch the
     join model names (the model is held to Spark's own replay in ``tests/engine/test_join.py``), its caption, rows, state, activity chart
-    and the story of that key."""
+    and the story of that key; then the tuner sweeps both delays over the same replay and Spark confirms the model."""
     at = _joins_page()
     assert at.title[0].value == "Joins"
     assert not at.error, [error.value for error in at.error]
@@ -83,21 +84,7 @@ def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows() -> None:
     story = at.dataframe[3].value
     assert key == outcome.result.loc[outcome.result["click_time"].isna(), "impression_id"].iloc[0]
     assert list(story.loc[story["side"] == "left", "status"]) == ["emitted with NULLs"]
-
-
-def test_a_left_outer_join_without_the_right_watermark_is_refused_naming_it() -> None:
-    at = _joins_page()
-    at.checkbox(key="join_right_use_watermark").uncheck().run()
-    assert [error.value for error in at.error] == [
-        "Cannot run this join: right.watermark: None is required by a left outer join: Spark refuses it without that watermark and the time range"
-    ]
-    assert not [button for button in at.button if button.key == "join_run"]
-
-
-def test_the_tuner_sweeps_both_delays_and_spark_confirms_the_model(tmp_path) -> None:
-
-    at = _joins_page()
-    at.button(key="join_run").click().run()
+    # the tuner, on the same replay: both delays swept by the model, then Spark confirms the recommended pair
     at.text_input(key="join_tune_left").set_value("0 seconds, 30 seconds, 1 minute, 2 minutes").run()
     at.text_input(key="join_tune_right").set_value("0 seconds, 30 seconds, 1 minute").run()
     at.button(key="join_tune_run").click().run()
@@ -110,6 +97,13 @@ def test_the_tuner_sweeps_both_delays_and_spark_confirms_the_model(tmp_path) -> 
     assert f"{model_share}% of the exact join's" in recommended
 
 
+def test_a_left_outer_join_without_the_right_watermark_is_refused_naming_it() -> None:
+    at = _joins_page()
+    at.checkbox(key="join_right_use_watermark").uncheck().run()
+    assert [error.value for error in at.error] == [
+        "Cannot run this join: right.watermark: None is required by a left outer join: Spark refuses it without that watermark and the time range"
+    ]
+    assert not [button for button in at.button if button.key == "join_run"]
 
 
 def test_a_stream_static_join_enriches_each_batch_from_the_table() -> None:
