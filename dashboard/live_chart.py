@@ -99,8 +99,11 @@ function themed(text, look) {
   const layout = figure.layout = figure.layout || {};
   const template = layout.template = layout.template || {};
   const font = {family: look.font, size: 12, color: look.muted};
+  // ticklabeloverflow 'allow': Plotly's default for these axes ('hide past div') measures every tick label against the page, each
+  // measure forcing the page's layout; the first chart after Start spent 1.4 s in Plotly (0.35 s of it in those measures), 0.4 s without.
+  // The margins automargin pushes keep the labels inside the chart all the same.
   const axis = {zerolinecolor: look.grid, gridcolor: look.grid, tickcolor: look.grid, minor: {gridcolor: look.grid},
-                tickfont: {color: look.muted, size: 12}, automargin: true};
+                tickfont: {color: look.muted, size: 12}, automargin: true, ticklabeloverflow: 'allow'};
   template.layout = merged(template.layout || {}, {
     font, paper_bgcolor: look.background, plot_bgcolor: look.background, margin: {pad: 8, r: 0, l: 0},
     title: {font: {family: look.font, size: 16, color: look.text}, pad: {l: 2}, xanchor: 'left', x: 0},
