@@ -98,7 +98,7 @@ def test_warm_up_runs_the_default_query_and_leaves_nothing_behind(spark, tmp_pat
     from streaming.engine.run.query import warm_up
 
     before = {query.id for query in spark.streams.active}
-    warm_up(spark, root=tmp_path, rounds=2)  # each round's query stopped before the next starts
+    warm_up(spark, root=tmp_path)
     assert {query.id for query in spark.streams.active} == before
     assert not any(tmp_path.iterdir())
     assert spark.conf.get("spark.sql.streaming.checkpointFileManagerClass") == CHECKPOINT_FILES  # the class exists: the query above wrote through it
