@@ -30,9 +30,9 @@ cycle and one of them get a half-made module)."""
 
 def _warm_up(spark: SparkSession) -> None:
     _IMPORTED.wait()
-    from streaming.engine.run.query import WARM_UP_ROUNDS, warm_up
+    from streaming.engine.run.query import warm_up
 
-    warm_up(spark, rounds=WARM_UP_ROUNDS)
+    warm_up(spark)
 
 
 def main(argv: list[str]) -> None:

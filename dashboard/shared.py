@@ -19,7 +19,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -39,7 +38,7 @@ from streaming.engine.query.config import FeedSource, QueryConfig
 from streaming.engine.run.budgets import Budgets
 from streaming.engine.run.change import sweep_trials
 from streaming.engine.run.checkpoints import QUERIES_FOLDER
-from streaming.engine.run.query import WARM_UP_ROUNDS, warm_up
+from streaming.engine.run.query import warm_up
 from streaming.engine.run.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
 from streaming.engine.runtime.session import SessionStarter, forget_session, server_reachable, session_alive, take_early
 from streaming.export import join_code, pyspark_code
@@ -114,7 +113,7 @@ STEP_URL = "Step_through"
 
 @st.cache_resource(show_spinner=False)
 def _starter() -> SessionStarter:
-    return take_early() or SessionStarter(warm=partial(warm_up, rounds=WARM_UP_ROUNDS)).start()
+    return take_early() or SessionStarter(warm=warm_up).start()
 
 
 class SessionLosses:

@@ -594,15 +594,8 @@ WARM_UP_ROWS = (
 )
 
 
-WARM_UP_ROUNDS = 3
-"""How many times the served app's warm-up runs the default query. The first run loads the classes and generates the plan's code; the
-next ones give the JVM's compilers the planner's and a batch's hot paths. Measured on 2 cores, the first query after the warm-up, from
-its start to its first row (a sample feed, a file every 2 s, two queries after each of two fresh sessions per setting): one round
-1.69-1.83 s, three rounds 1.01-1.58 s. The two more rounds take about 6 s, after Start is enabled."""
-
-
-def warm_up(spark: SparkSession, root: Path | None = None, timeout: int = 120, rounds: int = 1) -> None:
-    """Run the default query ``rounds`` times over a two-file feed, as the dashboard runs queries, stopping and deleting each.
+def warm_up(spark: SparkSession, root: Path | None = None, timeout: int = 120) -> None:
+    """Run the default query once over a two-file feed, as the dashboard runs queries, then stop and delete it.
 
     The same builder, sink and configuration a user starts with the default
     settings (with the available-now trigger, so it ends by itself; it is
@@ -619,11 +612,10 @@ def warm_up(spark: SparkSession, root: Path | None = None, timeout: int = 120, r
         for index, text in enumerate(WARM_UP_ROWS):
             (feed / f"batch-{index:04d}.csv").write_text(text)
         config = QueryConfig(FeedSource(feed, seconds_per_file=0), trigger="available_now")
-        for round_ in range(rounds):
-            run = start_run(spark, config, f"warm_up_{folder.name.replace('-', '_')}_{round_}", ProgressListener(), root=folder)
-            try:
-                run.query.awaitTermination(int(timeout))
-            finally:
-                run.close()
+        run = start_run(spark, config, f"warm_up_{folder.name.replace('-', '_')}", ProgressListener(), root=folder)
+        try:
+            run.query.awaitTermination(int(timeout))
+        finally:
+            run.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
