@@ -308,9 +308,14 @@ class DatasetStore:
         """The datasets: folders under the root holding at least one file of a known format, sorted."""
         if not self.root.is_dir():
             return []
-        return sorted(
-            folder.name for folder in self.root.iterdir()
-            if folder.is_dir() and not folder.name.startswith(".") and folder.resolve().parent == self.root and self._holds_data(folder)
+        return sorted(folder.name for folder in self.root.iterdir() if self._listed(folder))
+
+    def _listed(self, folder: Path) -> bool:
+        """Whether ``folder``, a path directly under the root, is a dataset :meth:`names` lists: a visible folder of the root, not hidden,
+        holding a data file. :meth:`folder` asks it of the one folder it is given rather than listing them all (it runs once for each
+        dataset a page shows)."""
+        return (
+            folder.is_dir() and not folder.name.startswith(".") and folder.resolve().parent == self.root and self._holds_data(folder)
             and self._sees(folder)
         )
 
@@ -319,7 +324,7 @@ class DatasetStore:
 
     def folder(self, name: str) -> Path:
         """The folder of dataset ``name``; :class:`ConfigError` unless it is a listed dataset inside the root."""
-        if name != safe_name(name, "dataset") or name not in self.names():
+        if name != safe_name(name, "dataset") or not self._listed(self.root / name):
             raise ConfigError("dataset", name, f"is not one of the datasets {self.names()}")
         return _inside(self.root / name, self.root, "dataset", name)
 
@@ -423,8 +428,8 @@ class DatasetStore:
     @staticmethod
     def _holds_data(folder: Path) -> bool:
         """Whether ``folder`` holds a data file: the first one found answers. :meth:`names` asks it of every folder on each rerun of a page
-        with a dataset picker (and :meth:`folder` asks :meth:`names`): listing every file instead, the Live page's sidebar took 0.35 s
-        a rerun over the sample datasets alone, and more with every file a user uploads."""
+        with a dataset picker: listing every file instead, the Live page's sidebar took 0.35 s a rerun over the sample datasets alone, and
+        more with every file a user uploads."""
         inside = folder.resolve()
         return any(_data_file(path, inside) for path in folder.iterdir())
 
