@@ -56,8 +56,8 @@ def test_a_left_outer_join_steps_to_the_batch_that_emits_null_rows_then_its_dela
     first = int(timeline.loc[timeline["left_unmatched"] > 0, "batch_id"].iloc[0])
     config = outcome.config
     left, right = (side_rows(shared.get_spark(), side) for side in config.sides)
-    model = model_join(left, right, "impression_time", "click_time", ("impression_id",), config.bounds_ms, config.join_type,
-                       tuple(side.watermark_ms for side in config.sides), config.policy)
+    model = model_join(left, right, config.left.event_time, config.right.event_time, config.on, config.bounds_ms, config.join_type,
+                       (config.left.watermark_ms, config.right.watermark_ms), config.policy)
     assert first == min(model.nulls["left"].values())
     step = timeline[timeline["batch_id"] == first].iloc[0]
     emitted = outcome.emitted_by(first)
