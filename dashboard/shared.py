@@ -40,7 +40,7 @@ from streaming.engine.run.change import sweep_trials
 from streaming.engine.run.checkpoints import QUERIES_FOLDER
 from streaming.engine.run.query import warm_up
 from streaming.engine.run.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
-from streaming.engine.runtime.session import SessionStarter, forget_session, server_reachable, session_alive, take_early
+from streaming.engine.runtime.session import SessionStarter, StarterStatus, forget_session, server_reachable, session_alive, take_early
 from streaming.export import join_code, pyspark_code
 
 from .owner import is_operator, session_owner
@@ -296,8 +296,12 @@ def get_registry() -> QueryRegistry:
     return view
 
 
-def session_status(starter: SessionStarter) -> bool:
-    """The session's state in the sidebar (starting, ready, failed with the reason); ``True`` once it is ready."""
+def session_status(starter: SessionStarter) -> StarterStatus:
+    """The session's state in the sidebar (starting, ready, failed with the reason), read once: what it shows is what it returns.
+
+    While it is ``"starting"``, the page reruns once it is ready or failed (:func:`wait_for_session`). A page that read the status again
+    after showing it could see the start fail in between and wait for nothing: the sidebar would say "starting" for good.
+    """
     loss_banner(session_losses(), pd.Timestamp.now(tz="UTC").tz_convert(None))
     status = starter.status
     with st.sidebar:
@@ -318,7 +322,9 @@ def session_status(starter: SessionStarter) -> bool:
             if remote is not None and _unreachable(starter):
                 st.caption(f"Waiting for the Spark Connect server at {remote}: the page connects again as soon as it answers.")
                 wait_for_server(remote)
-    return status == "ready"
+    if status == "starting":
+        wait_for_session(starter)
+    return status
 
 
 def _unreachable(starter: SessionStarter) -> bool:
@@ -335,11 +341,7 @@ def wait_for_server(url: str) -> None:
 
 def session_ready() -> bool:
     """The session's state in the sidebar; ``True`` once it is ready. While it starts, the page reruns once it is ready (or failed)."""
-    starter = session_starter()
-    ready = session_status(starter)
-    if starter.status == "starting":
-        wait_for_session(starter)
-    return ready
+    return session_status(session_starter()) == "ready"
 
 
 @st.fragment(run_every=0.5)

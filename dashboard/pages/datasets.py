@@ -3,7 +3,7 @@
 import streamlit as st
 
 from dashboard import data, datasets, kafka
-from dashboard.shared import KEPT, get_spark, session_starter, session_status, wait_for_session
+from dashboard.shared import KEPT, get_spark, session_starter, session_status
 from streaming.engine.errors import ConfigError
 
 st.title("Datasets")
@@ -30,10 +30,8 @@ choice = choices[label]
 data.remember_data(replayed[label], "dataset_choice")
 datasets.manage_dataset(store, choice)
 starter = session_starter()
-if not session_status(starter):
+if session_status(starter) != "ready":
     st.info("Spark is starting in the background; the preview shows once it is ready.")
-    if starter.status == "starting":
-        wait_for_session(starter)
     st.stop()
 try:
     files, fmt = datasets.dataset_files(store, choice)

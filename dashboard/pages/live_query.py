@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard import live, sql
 from dashboard.joins import LIVE_MODE
-from dashboard.shared import JOINS_PAGE, KEPT, get_registry, session_starter, session_status, wait_for_session
+from dashboard.shared import JOINS_PAGE, KEPT, get_registry, session_starter, session_status
 from streaming.engine.data.feeds import feed_names
 from streaming.engine.errors import ConfigError
 
@@ -20,7 +20,8 @@ st.page_link(
 )
 editor_area = st.container()  # Query: SQL writes its editor here, the page's width: a sidebar's 300 pixels are too narrow for SQL
 starter = session_starter()
-ready = session_status(starter)
+status = session_status(starter)
+ready = status == "ready"
 if ready:
     registry = get_registry()
     linked, shared = live.linked_run(registry)
@@ -36,10 +37,9 @@ if ready:
             live.stop_button(run)
             live.share_link(run)
             live.live_view(run)
-elif starter.status == "starting":
+elif status == "starting":
     st.info("Spark is starting in the background; the form is ready, and Start is enabled as soon as Spark is.")
     live.placeholder_chart()
-    wait_for_session(starter)
 
 with st.sidebar:
     st.header("New query")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from dashboard.checkpoint import checkpoint_panel
 from dashboard.queries import queries_view
-from dashboard.shared import get_registry, session_starter, session_status, wait_for_session
+from dashboard.shared import get_registry, session_starter, session_status
 
 st.title("Queries")
 st.caption(
@@ -12,11 +12,11 @@ st.caption(
     "They all run on one Spark session in the server process and share its query slots."
 )
 starter = session_starter()
-if session_status(starter):
+status = session_status(starter)
+if status == "ready":
     queries_view(get_registry())
     st.subheader("A checkpoint of your own")
     st.caption("A Structured Streaming job's checkpoint copied under the data root: what it holds, and whether a query would resume from it.")
     checkpoint_panel(get_registry())
-elif starter.status == "starting":
+elif status == "starting":
     st.info("Spark is starting in the background; the queries show once it is ready.")
-    wait_for_session(starter)

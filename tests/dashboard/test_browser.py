@@ -10,6 +10,7 @@ import os
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from benchmarks.browser import CHROMIUM, COUNTS_HAVE_POINTS, chromium, java_under, served_app
 
@@ -157,7 +158,6 @@ def _selected(page, label: str) -> str:
 
 def _until(act, done, attempts: int = 4) -> None:
     """``act()`` until ``done()`` (a Playwright wait) succeeds: a rerun in flight can swallow a click or keystrokes."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     for attempt in range(attempts):
         act()
@@ -359,7 +359,11 @@ def test_the_app_runs_on_spark_connect_and_recovers_when_its_server_dies(tmp_pat
                 banner = page.get_by_text("Spark stopped unexpectedly")
                 banner.wait_for(timeout=60_000)
                 assert "Spark Connect server stopped answering" in banner.inner_text() and "doomed (running" in banner.inner_text()
-                page.get_by_text("Waiting for the Spark Connect server").wait_for(timeout=120_000)
+                try:
+                    page.get_by_text("Waiting for the Spark Connect server").wait_for(timeout=120_000)
+                except PlaywrightTimeoutError:
+                    sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
+                    raise AssertionError(f"no wait for the server; the sidebar says {sidebar!r}; the app's log ends {app.log.read_text()[-3000:]!r}") from None
                 assert page.locator(".stException").count() == 0
                 assert app.process.poll() is None
 
@@ -476,7 +480,6 @@ ROWS_COLOURED = """(colour) => Array.from(document.querySelectorAll('[data-testi
 def test_a_scenario_opens_from_its_link_steps_with_highlighted_rows_goes_back_and_exports_a_report(app_url, browser, tmp_path):
     """The guide's late-data scenario from its link: three quick presses of Next (one by its key), the caption and the result rows the batch
     added and updated highlighted, Back; the report downloaded opens from its file with its figure and captions."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import expect
 
     page = browser.new_page(viewport={"width": 1600, "height": 1400}, accept_downloads=True)
