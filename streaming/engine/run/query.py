@@ -111,6 +111,32 @@ REMOVE_SECONDS = 5.0
 """How long a folder's removal tries again while files appear in it."""
 
 
+def await_tasks(query: StreamingQuery, within: float = REMOVE_SECONDS) -> None:
+    """Wait up to ``within`` seconds until no task of ``query``'s last jobs runs (at once on Spark Connect, whose tasks run on its server).
+
+    A stop cancels the batch under way and returns before its cancelled tasks
+    have ended; one of them still writing state files recreated the working
+    folder after it was deleted (seen on CI: the folder of a stopped run back
+    after :func:`remove_folder`). Spark runs a query's jobs in the job group
+    of its run id; a job's stages count their running tasks until the last ends.
+    """
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None or is_connect(query):
+        return
+    tracker = context.statusTracker()
+    jobs = (tracker.getJobInfo(job) for job in sorted(tracker.getJobIdsForGroup(str(query.runId)))[-4:])
+    stages = [stage for job in jobs if job is not None for stage in job.stageIds]
+    deadline = time.monotonic() + within
+
+    def running() -> bool:
+        return any((info := tracker.getStageInfo(stage)) is not None and info.numActiveTasks > 0 for stage in stages)
+
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def remove_folder(folder: Path, within: float = REMOVE_SECONDS) -> None:
     """Delete ``folder``, trying again for ``within`` seconds while files appear in it: a stopped query's last tasks may still be
     committing state files (seen on a loaded machine: a state file written after the first delete, the folder left behind)."""
@@ -307,6 +333,7 @@ class Run(StopsInBackground, Generic[C, T]):
         if self.kept:
             self.log.caught_up(self.query, time.monotonic() + 2.0)
         else:
+            await_tasks(self.query)
             remove_folder(self.workdir)
         self._unlisten()
 
@@ -319,6 +346,7 @@ class Run(StopsInBackground, Generic[C, T]):
     def delete(self) -> None:
         """Stop, then delete the working folder, kept or not. Idempotent."""
         self.stop()
+        await_tasks(self.query)
         remove_folder(self.workdir)
         self._unlisten()
 

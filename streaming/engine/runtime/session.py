@@ -31,6 +31,7 @@ from .jars import connector_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
 
 __all__ = [
     "SessionStarter", "StarterStatus", "forget_session", "freeze_heap", "get_session", "is_connect", "remote_address", "server_reachable", "server_settings",
@@ -173,8 +174,8 @@ def get_session(environ: Mapping[str, str] | None = None) -> SparkSession:
     return spark
 
 
-def is_connect(spark: SparkSession) -> bool:
-    """True when ``spark`` is a Spark Connect session (no JVM in this process)."""
+def is_connect(spark: SparkSession | StreamingQuery) -> bool:
+    """True when ``spark``, a session or a query it started, is Spark Connect's (no JVM in this process)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
