@@ -39,6 +39,7 @@ from ..sources import Stepper
 from ..sources.replayer import read_all
 from ..sql.query import SqlQuery
 from ..sql.table import SqlTable
+from ..sql.walk import warm as compile_plan_walk
 from .budgets import Budgets
 from .checkpoints import CHECKPOINT, KeptQuery
 from .failure import Failure, failure_of
@@ -630,9 +631,11 @@ def warm_up(spark: SparkSession, root: Path | None = None, timeout: int = 120) -
     stopped after ``timeout`` seconds in any case): it loads the streaming classes, generates (and caches) the code of
     that plan and, on a classic session, starts the Python callback server, so the user's first query
     does not pay for them. Its feed and working folder are made under ``root``
-    (the system temp folder by default) and deleted.
+    (the system temp folder by default) and deleted. First, on a classic
+    session, it compiles the plan walk of SQL checks (:mod:`~streaming.engine.sql.walk`), so that a user's first check does not.
     """
-
+    if not is_connect(spark):
+        compile_plan_walk(spark)
     folder = Path(tempfile.mkdtemp(prefix="streaming-lab-warm-up-", dir=root))
     try:
         feed = folder / "feed"

@@ -16,12 +16,11 @@ anything else), so Spark's own rendering of it is read.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..durations import DurationError, parse_duration
-from .guard import _class, _nodes, _seq
+from .walk import NOT_INTO_VIEWS, Node, Walk, walk
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -72,61 +71,48 @@ class PlanFacts:
         return "Aggregate" in self.stateful
 
 
-def plan_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None) -> PlanFacts:
-    """The :class:`PlanFacts` of ``frame``'s analysed plan (a classic session's DataFrame); ``walked``: its nodes and their class names as the
-    check walked them (:func:`~.guard.checked`), so they are not walked again (each py4j call is a round trip: a check's budget is 300 ms)."""
-    plan = frame._jdf.queryExecution().analyzed()
-    nodes = _walked(frame, walked)
-    watermarks = []
-    for node, kind in reversed(nodes):
-        if kind == "EventTimeWatermark":
-            watermarks.append(Watermark(str(node.eventTime().name()), _interval_ms(node.delay())))
-    stateful = tuple(kind for _, kind in nodes if kind in STATEFUL_NODES)
-    aggregate = next((node for node, kind in nodes if kind == "Aggregate"), None)
-    groups = _seq(aggregate.groupingExpressions()) if aggregate is not None else []
-    grouping, counts = _keys_and_counts(plan, nodes, aggregate, groups)
+def plan_facts(frame: DataFrame, walked: Walk | None = None) -> PlanFacts:
+    """The :class:`PlanFacts` of ``frame``'s analysed plan (a classic session's DataFrame); ``walked``: that plan as the check walked it
+    (:func:`~.guard.checked`), so it is not walked again."""
+    found = _walked(frame, walked)
+    watermarks = [
+        Watermark(str(node.fields["column"]), _interval_ms(*node.fields["delay"])) for node in reversed(found.nodes) if node.kind == "EventTimeWatermark"
+    ]
+    stateful = tuple(node.kind for node in found.nodes if node.kind in STATEFUL_NODES)
+    aggregate = next((node for node in found.nodes if node.kind == "Aggregate"), None)
+    grouping, counts = _keys_and_counts(found, aggregate)
     return PlanFacts(
         streaming=bool(frame.isStreaming),
         columns=tuple(frame.columns),
         grouping=grouping,
         watermarks=tuple(watermarks),
         stateful=stateful,
-        global_aggregate=aggregate is not None and not groups,
+        global_aggregate=aggregate is not None and not aggregate.fields["grouping"],
         counts=counts,
         windows=windows_of(str(frame._jdf.queryExecution().logical().toString())),
     )
 
 
-def _walked(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None) -> list[tuple[Any, str]]:
-    """``frame``'s analysed plan's nodes and their class names: ``walked`` when a check walked them already, else walked now."""
+def _walked(frame: DataFrame, walked: Walk | None) -> Walk:
+    """``frame``'s analysed plan as a check walked it: ``walked`` when one did, else walked now (not below any view)."""
     if walked is not None:
-        return list(walked)
-    return [(node, _class(node)) for node in _nodes(frame._jdf.queryExecution().analyzed(), into_views=False)]
+        return walked
+    return walk(frame.sparkSession, frame._jdf.queryExecution().analyzed(), NOT_INTO_VIEWS)
 
 
-def state_facts(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None) -> tuple[PlanFacts, tuple[str, ...]]:
+def state_facts(frame: DataFrame, walked: Walk | None = None) -> tuple[PlanFacts, tuple[str, ...]]:
     """:func:`plan_facts` and :func:`state_value_types` of ``frame`` from one walk of its plan: what a change to a kept query is judged by."""
-    nodes = _walked(frame, walked)
-    return plan_facts(frame, nodes), state_value_types(frame, nodes)
+    found = _walked(frame, walked)
+    return plan_facts(frame, found), state_value_types(frame, found)
 
 
-def state_value_types(frame: DataFrame, walked: Sequence[tuple[Any, str]] | None = None) -> tuple[str, ...]:
+def state_value_types(frame: DataFrame, walked: Walk | None = None) -> tuple[str, ...]:
     """The types of the value a streaming aggregation keeps in state per group: each aggregate function's buffer of the topmost
     ``Aggregate`` of ``frame``'s analysed plan, in order (``sum`` of an int column keeps a bigint, ``max`` of it an int). Spark refuses
     to resume a checkpoint whose stored value schema these do not match (``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``). ``walked``: as
     for :func:`plan_facts`."""
-    aggregate = next((node for node, kind in _walked(frame, walked) if kind == "Aggregate"), None)
-    if aggregate is None:
-        return ()
-    types: list[str] = []
-    stack = list(reversed(_seq(aggregate.aggregateExpressions())))
-    while stack:
-        expression = stack.pop()
-        if _class(expression) == "AggregateExpression":
-            types.extend(str(buffer.dataType().simpleString()) for buffer in _seq(expression.aggregateFunction().aggBufferAttributes()))
-        else:
-            stack.extend(reversed(_seq(expression.children())))
-    return tuple(types)
+    aggregate = next((node for node in _walked(frame, walked).nodes if node.kind == "Aggregate"), None)
+    return () if aggregate is None else tuple(aggregate.fields["buffers"])
 
 
 _NAME_PART = re.compile(r"`([^`]*)`|([^.`]+)")
@@ -152,41 +138,32 @@ def windows_of(parsed: str) -> tuple[Window, ...]:
     return tuple(found)
 
 
-def _interval_ms(interval: Any) -> int:
-    """A JVM ``CalendarInterval`` (public fields, not methods) in milliseconds, a month as 30 days."""
-    from py4j.java_gateway import get_field
-
-    days = int(get_field(interval, "months")) * 30 + int(get_field(interval, "days"))
-    return (days * MICROS_PER_DAY + int(get_field(interval, "microseconds"))) // 1000
+def _interval_ms(months: int, days: int, microseconds: int) -> int:
+    """A ``CalendarInterval``'s fields in milliseconds, a month as 30 days."""
+    return ((months * 30 + days) * MICROS_PER_DAY + microseconds) // 1000
 
 
-def _keys_and_counts(plan: Any, nodes: list[tuple[Any, str]], aggregate: Any, groups: list[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(grouping, counts)``: the output columns of ``plan`` that carry the grouping (``groups``) of its topmost aggregation, ``aggregate``, and
-    those that are a row count of it (``count(*)``, ``count(1)``, not DISTINCT). One walk of its expressions and of the projections above it
-    serves both: each py4j call is a round trip, and a check runs as the user types."""
+def _keys_and_counts(walked: Walk, aggregate: Node | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(grouping, counts)``: the output columns of the ``walked`` plan that carry the grouping of its topmost aggregation, ``aggregate``, and
+    those that are a row count of it (``count(*)``, ``count(1)``, not DISTINCT), followed through the projections above it."""
     if aggregate is None:
         return (), ()
     keys: set[int] = set()
     counts: set[int] = set()
-    for named in _seq(aggregate.aggregateExpressions()):
-        alias = _class(named) == "Alias"
-        inner = named.child() if alias else named
-        if any(inner.semanticEquals(group) for group in groups):
-            keys.add(int(named.exprId().id()))
-        elif alias and _class(inner) == "AggregateExpression" and not inner.isDistinct():
-            function = inner.aggregateFunction()
-            if _class(function) == "Count" and all(_class(child) == "Literal" for child in _seq(function.children())):
-                counts.add(int(named.exprId().id()))
-    for node, kind in reversed(nodes):  # projections above the aggregation that rename a key or a count, lowest first
-        if kind != "Project":
+    for named in aggregate.fields["named"]:
+        if named["key"]:
+            keys.add(named["id"])
+        elif (
+            named["alias"] and named["inner"] == "AggregateExpression" and not named["distinct"]
+            and named["function"] == "Count" and all(kind == "Literal" for kind in named["arguments"])
+        ):
+            counts.add(named["id"])
+    for node in reversed(walked.nodes):  # projections above the aggregation that rename a key or a count, lowest first
+        if node.kind != "Project":
             continue
-        for named in _seq(node.projectList()):
-            if _class(named) == "Alias" and _class(named.child()) == "AttributeReference":
-                child = int(named.child().exprId().id())
+        for named in node.fields["project"]:
+            if named["alias"] and named["attribute"] is not None:
                 for carried in (keys, counts):
-                    if child in carried:
-                        carried.add(int(named.exprId().id()))
-    output = [(int(attribute.exprId().id()), str(attribute.name())) for attribute in _seq(plan.output())]
-    return tuple(name for ident, name in output if ident in keys), tuple(name for ident, name in output if ident in counts)
-
-
+                    if named["attribute"] in carried:
+                        carried.add(named["id"])
+    return tuple(name for ident, name in walked.output if ident in keys), tuple(name for ident, name in walked.output if ident in counts)

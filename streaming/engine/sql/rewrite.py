@@ -54,6 +54,13 @@ def _span(node: Any) -> tuple[int, int] | None:
     return (int(start.get()), int(stop.get())) if start.isDefined() and stop.isDefined() else None
 
 
+def _delay_ms(interval: Any) -> int:
+    """A JVM ``CalendarInterval`` (public fields, not methods) in milliseconds."""
+    from py4j.java_gateway import get_field
+
+    return _interval_ms(*(int(get_field(interval, name)) for name in ("months", "days", "microseconds")))
+
+
 def watermark_clauses(spark: SparkSession, text: str) -> list[WatermarkClause]:
     """The WATERMARK clauses of ``text``, in the order they are written."""
     clauses = []
@@ -62,7 +69,7 @@ def watermark_clauses(spark: SparkSession, text: str) -> list[WatermarkClause]:
             span = _span(node)
             if span is None:
                 raise ConfigError("sql", text.strip()[:80], "has a WATERMARK clause the parser did not place in the text")
-            clauses.append(WatermarkClause(span[0], span[1], str(node.eventTimeColExpr().sql()), _interval_ms(node.delay())))
+            clauses.append(WatermarkClause(span[0], span[1], str(node.eventTimeColExpr().sql()), _delay_ms(node.delay())))
     return sorted(clauses, key=lambda clause: clause.start)
 
 
