@@ -19,6 +19,7 @@ from scratch, with the rows that differ; the kept query is not touched.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,9 +67,9 @@ def change_panel(registry: QueryRegistry, name: str) -> None:
             st.error(f"The changed query does not run: {err}")
             return
         show_prediction(prediction)
-        read = prediction.clean or st.checkbox(
+        read = prediction.clean or st.checkbox(  # a tick is for this change's prediction only: another text is a new box, unticked
             "Try it anyway: Spark decides, and the query stays as it was when it refuses" if prediction.verdict == "refused"
-            else "I have read what Spark will do with the kept state: apply anyway", key=f"{key}_read",
+            else "I have read what Spark will do with the kept state: apply anyway", key=f"{key}_read_{hashlib.sha256(repr(changed).encode()).hexdigest()[:16]}",
         )
         tried, apply = st.columns(2)
         if tried.button("Try on a copy", key=f"{key}_trial", disabled=running, icon=":material/science:",
