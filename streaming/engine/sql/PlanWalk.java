@@ -33,7 +33,19 @@ public class PlanWalk {
     /** {@link #json}, deflated and in Base64 (a plan's JSON is mostly repeated keys: a tenth of its size or less), cut in parts of at most
      * {@link #PART} characters. */
     public String[] walk(Object plan, int mode, String views) throws Exception {
-        byte[] text = json(plan, mode, views).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        return packed(json(plan, mode, views, null));
+    }
+
+    /** {@link #walk} of a query's analysed plan, not below the run's views, with what else a check reads of it: whether it streams, and
+     * Spark's rendering of its parsed plan ("logical"), whose window( ) calls plan.py reads. One call instead of six. */
+    public String[] analysed(Object execution, String views) throws Exception {
+        LogicalPlan analysed = (LogicalPlan) call(execution, "analyzed");
+        String extra = "\"streaming\": " + analysed.isStreaming() + ", \"logical\": " + quote(String.valueOf(call(execution, "logical")));
+        return packed(json(analysed, NOT_INTO_RUN_VIEWS, views, extra));
+    }
+
+    private static String[] packed(String json) throws Exception {
+        byte[] text = json.getBytes(java.nio.charset.StandardCharsets.UTF_8);
         java.io.ByteArrayOutputStream packed = new java.io.ByteArrayOutputStream();
         java.util.zip.DeflaterOutputStream deflater = new java.util.zip.DeflaterOutputStream(packed);
         deflater.write(text, 0, text.length);
@@ -48,9 +60,11 @@ public class PlanWalk {
      * {"nodes": [...], "output": [[exprId, name], ...]}: every node of plan, its subqueries' and its CTE definitions' (inner children) too,
      * in guard.py's order: a node, its children's subtrees (the last child's first), then its CTE definitions, then its subqueries.
      */
-    public String json(Object plan, int mode, String views) throws Exception {
+    public String json(Object plan, int mode, String views, String extra) throws Exception {
         List runViews = Arrays.asList(views.split(","));
-        StringBuilder out = new StringBuilder("{\"nodes\": [");
+        StringBuilder out = new StringBuilder("{");
+        if (extra != null) out.append(extra).append(", ");
+        out.append("\"nodes\": [");
         ArrayList stack = new ArrayList();
         stack.add(plan);
         boolean first = true;

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import brief, first_line
-from .walk import ALL, NOT_INTO_RUN_VIEWS, Expr, Node, Walk, walk
+from .walk import ALL, Expr, Node, Walk, analysed, walk
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -158,14 +158,12 @@ def checked(spark: SparkSession, text: str, views: Collection[str]) -> tuple[Dat
     plan = parse_checked(spark, text, views)
     try:
         with _quiet():
-            jvm = spark._jvm
-            assert jvm is not None
-            frame = DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
+            frame = DataFrame(_static("org.apache.spark.sql.classic.Dataset").ofRows(spark._jsparkSession, plan), spark)
     except Exception as err:  # noqa: BLE001 - Spark's analysis errors have no common public base across versions
         raise analysis_error(err, text) from None
     names = {name.lower() for name in views}
     walked: list[Walk] = []
-    _checking(lambda: walked.append(_check_analysed(walk(spark, frame._jdf.queryExecution().analyzed(), NOT_INTO_RUN_VIEWS, names), names, text)))
+    _checking(lambda: walked.append(_check_analysed(analysed(spark, frame._jdf.queryExecution(), names), names, text)))
     return frame, walked[0]
 
 
@@ -176,13 +174,10 @@ def streaming_checks(frame: DataFrame, output_mode: str, text: str) -> None:
     """Spark's own checks of a streaming plan for ``output_mode`` (``UnsupportedOperationChecker.checkForStreaming``, what starting the
     query runs), run before Start: an aggregation without a watermark in append mode, an ``ORDER BY`` outside complete mode, a join
     Spark cannot stream... :class:`SqlError` in Spark's words, at the clause it names. A check that says ready is one Spark will not refuse."""
-    jvm = frame.sparkSession._jvm
-    assert jvm is not None
     try:
         with _quiet():
-            mode = getattr(jvm.org.apache.spark.sql.streaming.OutputMode, _OUTPUT_MODES[output_mode])()
-            checker = jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
-            checker.checkForStreaming(frame._jdf.queryExecution().analyzed(), mode)
+            mode = getattr(_static("org.apache.spark.sql.streaming.OutputMode"), _OUTPUT_MODES[output_mode])()
+            _static("org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker").checkForStreaming(frame._jdf.queryExecution().analyzed(), mode)
     except KeyError:
         raise SqlError(f"the output mode {output_mode!r} is not one of {', '.join(_OUTPUT_MODES)}") from None
     except Exception as err:  # noqa: BLE001 - Spark's AnalysisException through py4j
@@ -421,6 +416,27 @@ def _jvm_class(name: str) -> Any:
         return kept[1]
     found = context._jvm.java.lang.Class.forName(name)
     _CLASSES[name] = (context, found)
+    return found
+
+
+_STATICS: dict[str, tuple[Any, Any]] = {}
+"""Each JVM class whose static methods a check calls, with the SparkContext it was looked up in: ``name -> (context, class)``."""
+
+
+def _static(name: str) -> Any:
+    """The JVM class ``name`` of the running SparkContext, to call its static methods: looked up once per context (each package of the
+    name is a py4j round trip; a check calls three such classes), never used beyond it (as :func:`_jvm_class`)."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    assert context is not None and context._jvm is not None
+    kept = _STATICS.get(name)
+    if kept is not None and kept[0] is context:
+        return kept[1]
+    found = context._jvm
+    for part in name.split("."):
+        found = getattr(found, part)
+    _STATICS[name] = (context, found)
     return found
 
 

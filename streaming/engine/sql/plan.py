@@ -82,14 +82,14 @@ def plan_facts(frame: DataFrame, walked: Walk | None = None) -> PlanFacts:
     aggregate = next((node for node in found.nodes if node.kind == "Aggregate"), None)
     grouping, counts = _keys_and_counts(found, aggregate)
     return PlanFacts(
-        streaming=bool(frame.isStreaming),
-        columns=tuple(frame.columns),
+        streaming=bool(frame.isStreaming) if found.streaming is None else found.streaming,
+        columns=tuple(name for _, name in found.output),
         grouping=grouping,
         watermarks=tuple(watermarks),
         stateful=stateful,
         global_aggregate=aggregate is not None and not aggregate.fields["grouping"],
         counts=counts,
-        windows=windows_of(str(frame._jdf.queryExecution().logical().toString())),
+        windows=windows_of(str(frame._jdf.queryExecution().logical().toString()) if found.logical is None else found.logical),
     )
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["ALL", "NOT_INTO_RUN_VIEWS", "NOT_INTO_VIEWS", "Expr", "Node", "Walk", "walk"]
+__all__ = ["ALL", "NOT_INTO_RUN_VIEWS", "NOT_INTO_VIEWS", "Expr", "Node", "Walk", "analysed", "walk"]
 
 SOURCE = Path(__file__).with_name("PlanWalk.java")
 ALL, NOT_INTO_VIEWS, NOT_INTO_RUN_VIEWS = 0, 1, 2
@@ -68,6 +68,10 @@ class Walk:
 
     nodes: tuple[Node, ...]
     output: tuple[tuple[int, str], ...] = ()
+    streaming: bool | None = None
+    """Whether the plan streams (``None``: not read)."""
+    logical: str | None = None
+    """Spark's rendering of the query's parsed plan (``None``: not read; see :func:`analysed`)."""
 
 
 _NODE_KEYS = frozenset({"kind", "command", "children", "line", "start", "expressions"})
@@ -79,9 +83,21 @@ _COMPILING = threading.Lock()
 def walk(spark: SparkSession, plan: Any, mode: int, views: Collection[str] = ()) -> Walk:
     """Walk the JVM ``plan`` of ``spark``'s JVM as far as ``mode`` says (:data:`NOT_INTO_RUN_VIEWS`: not below the temporary views named in
     ``views``, lower case)."""
-    parts = _walker(spark).walk(plan, mode, ",".join(sorted(views)))  # a run's view names are letters, digits and underscores
+    return _unpacked(_walker(spark).walk(plan, mode, ",".join(sorted(views))))  # a run's view names are letters, digits and underscores
+
+
+def analysed(spark: SparkSession, execution: Any, views: Collection[str]) -> Walk:
+    """:func:`walk` of the analysed plan of ``execution`` (a JVM ``QueryExecution``) in :data:`NOT_INTO_RUN_VIEWS` mode, with whether it
+    streams and Spark's rendering of its parsed plan: what a check reads of a query, in one call."""
+    return _unpacked(_walker(spark).analysed(execution, ",".join(sorted(views))))
+
+
+def _unpacked(parts: Any) -> Walk:
     found = json.loads(zlib.decompress(base64.b64decode("".join(parts[index] for index in range(len(parts))))))
-    return Walk(tuple(_node(item) for item in found["nodes"]), tuple((int(ident), str(name)) for ident, name in found["output"]))
+    return Walk(
+        tuple(_node(item) for item in found["nodes"]), tuple((int(ident), str(name)) for ident, name in found["output"]),
+        found.get("streaming"), found.get("logical"),
+    )
 
 
 def warm(spark: SparkSession) -> None:
