@@ -12,7 +12,9 @@ verdict latency in the browser
     new text (its watermark delay changed), each as one input, as a paste or
     the last keystroke gives it; from then to the verdict naming the new delay
     on the page: the pause the box waits for more typing, the check, and the
-    page's rerun. p50 and p95 in milliseconds. Skipped without Chromium.
+    page's rerun. p50 and p95 in milliseconds, against the 300 ms goal: first
+    as soon as the page says Spark is ready (the server's warm-up still runs
+    beside the checks), then again once the warm-up has ended. Skipped without Chromium.
 overhead
     The same windowed count (``--files`` CSV files of ``--rows`` rows, 1-minute
     windows per key, a 30-second watermark, update mode) replayed to its end
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 
 def _note(message: str) -> None:
@@ -77,36 +80,58 @@ def check_latency(spark, feed: Path, checks: int) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-def verdict_latency(edits: int, timeout: float = 180.0) -> tuple[float, float] | None:
-    """p50 and p95 milliseconds from a new text in the Live page's SQL box to its verdict shown (see the module docstring); ``None`` without Chromium."""
-    import re
+VERDICT_GOAL_MS = 300
 
-    from streaming.engine.durations import format_duration
+
+def verdict_latency(edits: int, timeout: float = 180.0) -> dict[str, tuple[float, float]] | None:
+    """p50 and p95 milliseconds from a new text in the Live page's SQL box to its verdict shown (see the module docstring), measured twice:
+    ``"during warm-up"``, edits begun as soon as the page says Spark is ready (while the server's warm-up runs), and ``"warm"``, once the
+    sidebar names the warm-up's seconds (the page opened again until it does); ``None`` without Chromium."""
+    import re
 
     from .browser import CHROMIUM, chromium, served_app
 
     if not CHROMIUM.exists():
         return None
-    text = "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n\nFROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL {} SECONDS\nGROUP BY 1, 2"
-    spent = []
+    measured = {}
     with tempfile.TemporaryDirectory(prefix="streaming-lab-sql-bench-") as logs, served_app(Path(logs)) as app, chromium() as browser:
         page = browser.new_page(viewport={"width": 1600, "height": 1400})
         page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
         page.get_by_text("Spark is ready").wait_for(timeout=timeout * 1000)
-        page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first.click()
-        box = page.get_by_role("textbox", name="SQL")
-        box.wait_for(timeout=timeout * 1000)
-        page.locator(".lab-sql-highlight").wait_for(timeout=timeout * 1000)  # the box's page script is in place
-        for edit in range(edits + 3):  # the first three warm the page and the checker
-            seconds = 11 + edit
-            box.fill(text.format(seconds))
-            began = time.perf_counter()
-            page.wait_for_function(  # polled every 10 ms: a locator's wait polls at 100 ms to 1 s and would round the time up to those
-                "(words) => document.body.innerText.includes(words)", arg=f"delay {format_duration(seconds * 1000)}", polling=10, timeout=timeout * 1000,
-            )
-            if edit >= 3:
-                spent.append((time.perf_counter() - began) * 1000)
+        measured["during warm-up"] = _edits(page, edits, timeout)
+        deadline = time.monotonic() + timeout
+        while not page.get_by_text(re.compile(r"warm-up \d+ s")).count():  # the sidebar says so on the first page view after the warm-up
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the served app's warm-up did not end in {timeout:.0f} s")
+            page.wait_for_timeout(1000)
+            page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
+            page.get_by_text("Spark is ready").wait_for(timeout=timeout * 1000)
+        measured["warm"] = _edits(page, edits, timeout)
         page.close()
+    return measured
+
+
+def _edits(page: Any, edits: int, timeout: float) -> tuple[float, float]:
+    """p50 and p95 milliseconds of ``edits`` new texts in the SQL box of the Live page open in ``page`` (put in SQL mode) to their verdicts."""
+    import re
+
+    from streaming.engine.durations import format_duration
+
+    text = "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n\nFROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL {} SECONDS\nGROUP BY 1, 2"
+    page.locator('[data-testid="stSidebar"] button').filter(has_text=re.compile(r"^\s*SQL\s*$")).first.click()
+    box = page.get_by_role("textbox", name="SQL")
+    box.wait_for(timeout=timeout * 1000)
+    page.locator(".lab-sql-highlight").wait_for(timeout=timeout * 1000)  # the box's page script is in place
+    spent = []
+    for edit in range(edits + 3):  # the first three warm the page and the checker
+        seconds = 11 + edit
+        box.fill(text.format(seconds))
+        began = time.perf_counter()
+        page.wait_for_function(  # polled every 10 ms: a locator's wait polls at 100 ms to 1 s and would round the time up to those
+            "(words) => document.body.innerText.includes(words)", arg=f"delay {format_duration(seconds * 1000)}", polling=10, timeout=timeout * 1000,
+        )
+        if edit >= 3:
+            spent.append((time.perf_counter() - began) * 1000)
     ordered = sorted(spent)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
@@ -171,8 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         measured = verdict_latency(args.edits)
         if measured is None:
             print("SQL verdict latency in the browser: skipped (no /usr/bin/chromium)")
-        else:
-            print(f"SQL verdict latency in the browser over {args.edits} edits (new text -> verdict shown): p50 {measured[0]:.0f} ms, p95 {measured[1]:.0f} ms")
+        for when, (p50, p95) in (measured or {}).items():
+            verdict = "ok" if p50 <= VERDICT_GOAL_MS and p95 <= VERDICT_GOAL_MS else "missed"
+            print(f"SQL verdict latency in the browser, {when}, over {args.edits} edits (new text -> verdict shown): p50 {p50:.0f} ms, p95 {p95:.0f} ms "
+                  f"(goal {VERDICT_GOAL_MS} ms: {verdict})")
     return 0 if same else 1
 
 

@@ -68,7 +68,7 @@ def sql_comparison(ready: bool) -> None:
                 continue
             key = f"cmpsql_{number}"
             written_until_edited(key, first.text)  # query 1's text, followed (its data changed, it was edited) until this one is edited
-            text = st.text_area("SQL", key=key, height=220, help="Over the same views as query 1; checked as you type (after a pause of 0.15 s)")
+            text = st.text_area("SQL", key=key, height=220, help="Over the same views as query 1; checked as you type (after a pause of 0.1 s)")
             sql_box(key)
             if not ready:
                 continue
