@@ -353,7 +353,7 @@ def test_a_jvm_class_the_checks_looked_up_is_never_used_past_its_sparkcontext(mo
 
     from pyspark import SparkContext
 
-    from streaming.engine.sql import guard
+    from streaming.engine.sql import guard, walk
 
     def context(tag: str) -> SimpleNamespace:
         lookups: list[str] = []
@@ -361,7 +361,7 @@ def test_a_jvm_class_the_checks_looked_up_is_never_used_past_its_sparkcontext(mo
         return SimpleNamespace(_jvm=jvm, lookups=lookups)
 
     old, new = context("old"), context("new")
-    monkeypatch.setattr(guard, "_CLASSES", {})
+    monkeypatch.setattr(walk, "_KEPT", {})
     monkeypatch.setattr(SparkContext, "_active_spark_context", old)
     assert guard._jvm_class("a.B") == ("old", "a.B") and guard._jvm_class("a.B") == ("old", "a.B") and old.lookups == ["a.B"]  # once a context
     monkeypatch.setattr(SparkContext, "_active_spark_context", new)

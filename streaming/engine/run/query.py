@@ -664,7 +664,7 @@ query); a user typing SQL right after Spark is ready saw each verdict wait for t
 def warm_sql_checks(spark: SparkSession, config: QueryConfig, checks: int = SQL_WARM_UP_CHECKS) -> None:
     """Compile the plan walk of SQL checks (:mod:`~streaming.engine.sql.walk`), then check ``config``'s query written in SQL ``checks``
     times over its source as the default view, as the SQL editor does while a user types."""
-    compile_plan_walk(spark)
+    compile_plan_walk()
     with SqlChecker(spark, (SqlView(DEFAULT_VIEW, config.source),)) as checker:
         text = form_sql(config)
         for _ in range(checks):

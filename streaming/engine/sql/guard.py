@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import brief, first_line
-from .walk import ALL, Expr, Node, Walk, analysed, walk
+from .walk import ALL, Expr, Node, Walk, analysed, per_context, walk
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -137,7 +137,7 @@ def parse_checked(spark: SparkSession, text: str, views: Collection[str]) -> Any
         plan = parser.parseQuery(_without_final_semicolons(text))
     except Exception as err:  # noqa: BLE001 - py4j raises Spark's ParseException as PySpark's, or a Py4JJavaError
         raise _not_a_query(parser, text) or parse_error(err, text) from None
-    _checking(lambda: _check_parsed(walk(spark, plan, ALL).nodes, {name.lower() for name in views}, text))
+    _checking(lambda: _check_parsed(walk(plan, ALL).nodes, {name.lower() for name in views}, text))
     return plan
 
 
@@ -163,7 +163,7 @@ def checked(spark: SparkSession, text: str, views: Collection[str]) -> tuple[Dat
         raise analysis_error(err, text) from None
     names = {name.lower() for name in views}
     walked: list[Walk] = []
-    _checking(lambda: walked.append(_check_analysed(analysed(spark, frame._jdf.queryExecution(), names), names, text)))
+    _checking(lambda: walked.append(_check_analysed(analysed(frame._jdf.queryExecution(), names), names, text)))
     return frame, walked[0]
 
 
@@ -398,46 +398,22 @@ def _expressions(node: Any) -> Iterator[Any]:
         stack.extend(_seq(expression.children()))
 
 
-_CLASSES: dict[str, tuple[Any, Any]] = {}
-"""Each JVM class looked up, with the SparkContext it was looked up in: ``name -> (context, class)``."""
-
-
 def _jvm_class(name: str) -> Any:
-    """The JVM class ``name`` of the running SparkContext (looked up once per context: each py4j call costs a round trip).
-
-    Kept with its context, never beyond it: after Spark's JVM dies and a new session replaces it, a handle of the old gateway would refuse
-    every check (``Connection refused``) until the server restarted."""
-    from pyspark import SparkContext
-
-    context = SparkContext._active_spark_context
-    assert context is not None and context._jvm is not None
-    kept = _CLASSES.get(name)
-    if kept is not None and kept[0] is context:
-        return kept[1]
-    found = context._jvm.java.lang.Class.forName(name)
-    _CLASSES[name] = (context, found)
-    return found
-
-
-_STATICS: dict[str, tuple[Any, Any]] = {}
-"""Each JVM class whose static methods a check calls, with the SparkContext it was looked up in: ``name -> (context, class)``."""
+    """The JVM class ``name`` (a ``java.lang.Class``) of the running SparkContext, looked up once per context (:func:`~.walk.per_context`)."""
+    return per_context(f"class {name}", lambda context: context._jvm.java.lang.Class.forName(name))
 
 
 def _static(name: str) -> Any:
     """The JVM class ``name`` of the running SparkContext, to call its static methods: looked up once per context (each package of the
-    name is a py4j round trip; a check calls three such classes), never used beyond it (as :func:`_jvm_class`)."""
-    from pyspark import SparkContext
+    name is a py4j round trip; a check calls three such classes)."""
 
-    context = SparkContext._active_spark_context
-    assert context is not None and context._jvm is not None
-    kept = _STATICS.get(name)
-    if kept is not None and kept[0] is context:
-        return kept[1]
-    found = context._jvm
-    for part in name.split("."):
-        found = getattr(found, part)
-    _STATICS[name] = (context, found)
-    return found
+    def look_up(context: Any) -> Any:
+        found = context._jvm
+        for part in name.split("."):
+            found = getattr(found, part)
+        return found
+
+    return per_context(f"static {name}", look_up)
 
 
 def _seq(scala_seq: Any) -> list[Any]:

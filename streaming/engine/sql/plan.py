@@ -97,7 +97,7 @@ def _walked(frame: DataFrame, walked: Walk | None) -> Walk:
     """``frame``'s analysed plan as a check walked it: ``walked`` when one did, else walked now (not below any view)."""
     if walked is not None:
         return walked
-    return walk(frame.sparkSession, frame._jdf.queryExecution().analyzed(), NOT_INTO_VIEWS)
+    return walk(frame._jdf.queryExecution().analyzed(), NOT_INTO_VIEWS)
 
 
 def state_facts(frame: DataFrame, walked: Walk | None = None) -> tuple[PlanFacts, tuple[str, ...]]:

@@ -16,15 +16,12 @@ import base64
 import json
 import threading
 import zlib
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-__all__ = ["ALL", "NOT_INTO_RUN_VIEWS", "NOT_INTO_VIEWS", "Expr", "Node", "Walk", "analysed", "walk"]
+__all__ = ["ALL", "NOT_INTO_RUN_VIEWS", "NOT_INTO_VIEWS", "Expr", "Node", "Walk", "analysed", "per_context", "walk", "warm"]
 
 SOURCE = Path(__file__).with_name("PlanWalk.java")
 ALL, NOT_INTO_VIEWS, NOT_INTO_RUN_VIEWS = 0, 1, 2
@@ -75,21 +72,39 @@ class Walk:
 
 
 _NODE_KEYS = frozenset({"kind", "command", "children", "line", "start", "expressions"})
-_WALKERS: dict[int, tuple[Any, Any]] = {}
-"""The compiled walker of each SparkContext's JVM: ``id(context) -> (context, walker)``; a new JVM (after a lost one) compiles its own."""
-_COMPILING = threading.Lock()
+_KEPT: dict[str, tuple[Any, Any]] = {}
+"""What :func:`per_context` made, by name, with the SparkContext it was made for: ``name -> (context, made)``."""
+_MAKING = threading.Lock()
 
 
-def walk(spark: SparkSession, plan: Any, mode: int, views: Collection[str] = ()) -> Walk:
-    """Walk the JVM ``plan`` of ``spark``'s JVM as far as ``mode`` says (:data:`NOT_INTO_RUN_VIEWS`: not below the temporary views named in
+def per_context(name: str, make: Callable[[Any], Any]) -> Any:
+    """What ``make(context)`` gives for the running SparkContext, made once per context under ``name`` (each py4j call is a round trip;
+    compiling the walker takes 0.4 s) and never used beyond it: after Spark's JVM dies and a new session replaces it, a handle of the old
+    gateway would refuse every check (``Connection refused``) until the server restarted."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    assert context is not None and context._jvm is not None
+    kept = _KEPT.get(name)
+    if kept is not None and kept[0] is context:
+        return kept[1]
+    with _MAKING:
+        kept = _KEPT.get(name)
+        if kept is None or kept[0] is not context:
+            kept = _KEPT[name] = (context, make(context))
+    return kept[1]
+
+
+def walk(plan: Any, mode: int, views: Collection[str] = ()) -> Walk:
+    """Walk the JVM ``plan`` (of the running SparkContext's JVM) as far as ``mode`` says (:data:`NOT_INTO_RUN_VIEWS`: not below the temporary views named in
     ``views``, lower case)."""
-    return _unpacked(_walker(spark).walk(plan, mode, ",".join(sorted(views))))  # a run's view names are letters, digits and underscores
+    return _unpacked(_walker().walk(plan, mode, ",".join(sorted(views))))  # a run's view names are letters, digits and underscores
 
 
-def analysed(spark: SparkSession, execution: Any, views: Collection[str]) -> Walk:
+def analysed(execution: Any, views: Collection[str]) -> Walk:
     """:func:`walk` of the analysed plan of ``execution`` (a JVM ``QueryExecution``) in :data:`NOT_INTO_RUN_VIEWS` mode, with whether it
     streams and Spark's rendering of its parsed plan: what a check reads of a query, in one call."""
-    return _unpacked(_walker(spark).analysed(execution, ",".join(sorted(views))))
+    return _unpacked(_walker().analysed(execution, ",".join(sorted(views))))
 
 
 def _unpacked(parts: Any) -> Walk:
@@ -100,9 +115,9 @@ def _unpacked(parts: Any) -> Walk:
     )
 
 
-def warm(spark: SparkSession) -> None:
-    """Compile the walker now (about 0.4 s in a fresh JVM), so that a user's first check does not."""
-    _walker(spark)
+def warm() -> None:
+    """Compile the walker for the running SparkContext now (about 0.4 s in a fresh JVM), so that a user's first check does not."""
+    _walker()
 
 
 def _node(item: dict[str, Any]) -> Node:
@@ -120,22 +135,15 @@ def _expr(item: dict[str, Any]) -> Expr:
     )
 
 
-def _walker(spark: SparkSession) -> Any:
-    context = spark.sparkContext
-    kept = _WALKERS.get(id(context))
-    if kept is not None and kept[0] is context:
-        return kept[1]
-    with _COMPILING:
-        kept = _WALKERS.get(id(context))
-        if kept is not None and kept[0] is context:
-            return kept[1]
-        jvm = context._jvm
-        gateway = context._gateway
-        assert jvm is not None and gateway is not None
-        compiler = jvm.org.codehaus.janino.SimpleCompiler()
-        compiler.setParentClassLoader(jvm.java.lang.Thread.currentThread().getContextClassLoader())
-        compiler.cook(SOURCE.read_text())
-        found = compiler.getClassLoader().loadClass("PlanWalk")
-        walker = found.getDeclaredConstructor(gateway.new_array(jvm.java.lang.Class, 0)).newInstance(gateway.new_array(jvm.java.lang.Object, 0))
-        _WALKERS[id(context)] = (context, walker)
-        return walker
+def _walker() -> Any:
+    return per_context("plan walker", _compiled)
+
+
+def _compiled(context: Any) -> Any:
+    """A ``PlanWalk`` of ``context``'s JVM, compiled from :data:`SOURCE` by Janino."""
+    jvm, gateway = context._jvm, context._gateway
+    compiler = jvm.org.codehaus.janino.SimpleCompiler()
+    compiler.setParentClassLoader(jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    compiler.cook(SOURCE.read_text())
+    found = compiler.getClassLoader().loadClass("PlanWalk")
+    return found.getDeclaredConstructor(gateway.new_array(jvm.java.lang.Class, 0)).newInstance(gateway.new_array(jvm.java.lang.Object, 0))
