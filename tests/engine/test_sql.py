@@ -237,6 +237,11 @@ HOSTILE = {
     "SELECT store, explode(sequence(1, 1000000)) AS n FROM events": "sequence(...) and array_repeat(...) are refused beyond 100,000 elements",
     "SELECT * FROM events LATERAL VIEW explode(sequence(1, 1000)) a AS x LATERAL VIEW explode(array_repeat(x, 1000)) b AS y": "beyond 100,000",
     "SELECT explode(sequence(1, amount)) FROM events": "sequence(...) is refused unless its bounds",
+    "SELECT explode(sequence(100000000, 1)) FROM events": "beyond 100,000 elements",  # without a step, Spark counts down
+    "SELECT array_repeat(0, 0) AS z, x FROM events LATERAL VIEW explode(sequence(1, 100000000)) t AS x": "beyond 100,000 elements",
+    "SELECT explode(sequence(DATE'0001-01-01', DATE'9999-12-31', INTERVAL '1' DAY)) FROM events": "sequence(...) is refused unless its bounds",
+    "SELECT repeat(repeat('x', 100000), 20000) FROM events": "beyond 100,000 characters",
+    "SELECT array_join(array_repeat(repeat('x', 100000), 100000), '') FROM events": "beyond 10,000,000 characters a row",
     "SELECT repeat('x', 100000000) FROM events": "repeat(...) is refused unless its length",
     "SELECT lpad(store, amount * 1000000, 'x') FROM events": "lpad(...) is refused unless its length",
     "SELECT a.store FROM events a CROSS JOIN events b": "a join of two streams without a condition is refused",

@@ -239,9 +239,12 @@ public class PlanWalk {
         out.append(", \"start\": ").append(known ? String.valueOf(start.get()) : "null");
     }
 
-    /** A literal expression's whole number (of a byte, short, int or long column), as JSON; null for anything else. */
+    /** A literal expression's whole number, as JSON, when its type is one (byte, short, int or long: a date is a count of days and an
+     * ANSI interval one of microseconds, which are whole numbers of other units); null for anything else. */
     private static String literal(Object expression) throws Exception {
         if (!expression.getClass().getSimpleName().equals("Literal")) return "null";
+        String type = ((org.apache.spark.sql.types.DataType) call(expression, "dataType")).typeName();
+        if (!(type.equals("byte") || type.equals("short") || type.equals("integer") || type.equals("long"))) return "null";
         Object value = call(expression, "value");
         boolean whole = value instanceof Byte || value instanceof Short || value instanceof Integer || value instanceof Long;
         return whole ? String.valueOf(value) : "null";

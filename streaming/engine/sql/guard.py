@@ -80,7 +80,11 @@ MAX_GENERATED_ELEMENTS = 100_000
 """The most elements the ``sequence``/``array_repeat`` calls of one query may make together for one row (their sizes multiplied:
 ``explode(sequence(1, 1000000))`` held a micro-batch for minutes, grew the JVM by a gigabyte and ran it out of memory)."""
 MAX_BUILT_CHARACTERS = 100_000
-"""The longest string ``repeat``, ``lpad``, ``rpad`` and ``space`` may build (``repeat('x', 100000000)`` ran the JVM out of memory in 25 s)."""
+"""The longest string the ``repeat``, ``lpad``, ``rpad`` and ``space`` calls of one query may build together (their lengths multiplied:
+``repeat('x', 100000000)`` ran the JVM out of memory in 25 s, and ``repeat(repeat('x', 100000), 20000)`` asks for 2 GB)."""
+MAX_ROW_CHARACTERS = 10_000_000
+"""The most characters the generated elements and built strings of one query may make together for one row (the elements multiplied by
+the characters: ``array_join(array_repeat(repeat('x', 100000), 100000), '')`` keeps each budget alone and asks for 10 GB)."""
 BUILDERS = {"StringRepeat": ("repeat", 1), "StringLPad": ("lpad", 1), "StringRPad": ("rpad", 1), "StringSpace": ("space", 0)}
 """The analysed expressions that build a string as long as one of their arguments says: the function's name and that argument's position."""
 LITERAL_LEAVES = frozenset({"LocalRelation", "OneRowRelation", "Range", "CTERelationRef", "UnresolvedInlineTable"})
@@ -463,9 +467,11 @@ def _check_parsed(nodes: Sequence[Node], views: set[str], text: str) -> None:
                     raise SqlError(f"the function {parts[0]} is refused: it reaches outside the query (Java, the server's files or user)", *_at(expression, text))
 
 
-def _bounded(expression: Expr, text: str | None) -> int:
-    """How many elements ``expression`` generates for one row when it is ``sequence`` or ``array_repeat`` (1 for any other);
-    :class:`SqlError` when its size is not a whole-number literal, or a string builder's length is not one at most :data:`MAX_BUILT_CHARACTERS`."""
+def _bounded(expression: Expr, text: str | None) -> tuple[int, int]:
+    """``(elements, characters)``: how many elements ``expression`` generates for one row when it is ``sequence`` or ``array_repeat``, how
+    long a string it builds when it is a builder (:data:`BUILDERS`); 1 for what it is not, and at least 1, so that an empty one does not
+    cancel the others in a product. :class:`SqlError` when a size is not a whole-number literal (of a whole-number type: a date's day count
+    against an interval's microseconds would not say its size), or a string builder's length is more than :data:`MAX_BUILT_CHARACTERS`."""
     name = expression.kind
     if name in BUILDERS:
         function, position = BUILDERS[name]
@@ -475,22 +481,22 @@ def _bounded(expression: Expr, text: str | None) -> int:
                 f"{function}(...) is refused unless its length is a whole number of at most {MAX_BUILT_CHARACTERS:,}: a string built that long "
                 "holds the server's memory", *_at(expression, text),
             )
-        return 1
+        return 1, max(1, length)
     if name == "Sequence":
         start, stop, *step = expression.literals
-        stride = step[0] if step else 1
+        stride = step[0] if step else (1 if stop is None or start is None or stop >= start else -1)  # Spark counts down without a step
         if start is None or stop is None or stride is None or stride == 0:
             raise SqlError(
                 "sequence(...) is refused unless its bounds (and step) are whole-number literals: its size must be known before the query runs",
                 *_at(expression, text),
             )
-        return max(0, (stop - start) // stride + 1)
+        return max(1, (stop - start) // stride + 1), 1
     if name == "ArrayRepeat":
         count = expression.literals[1]
         if count is None:
             raise SqlError("array_repeat(...) is refused unless its count is a whole-number literal", *_at(expression, text))
-        return max(0, count)
-    return 1
+        return max(1, count), 1
+    return 1, 1
 
 
 def _at(item: Node | Expr, text: str | None) -> tuple[int | None, int | None]:
@@ -502,8 +508,8 @@ def _at(item: Node | Expr, text: str | None) -> tuple[int | None, int | None]:
 
 def _check_analysed(walked: Walk, views: set[str], text: str | None = None) -> Walk:
     """Check the ``walked`` analysed plan of ``text`` (step 3 of the module docstring, and the budgets: :data:`MAX_GENERATED_ELEMENTS`,
-    :data:`MAX_BUILT_CHARACTERS`, no join of two streams without a condition); ``walked`` itself once it passes (see :func:`checked`)."""
-    ranged = generated = 1
+    :data:`MAX_BUILT_CHARACTERS`, :data:`MAX_ROW_CHARACTERS`, no join of two streams without a condition); ``walked`` itself once it passes (see :func:`checked`)."""
+    ranged = generated = built = 1
     for node in walked.nodes:
         kind = node.kind
         if kind == "Range":
@@ -529,11 +535,22 @@ def _check_analysed(walked: Walk, views: set[str], text: str | None = None) -> W
                 raise SqlError(f"{_words(name)} is refused: it reaches outside the query (Java, a UDF, the server's files or user)")
             if name in ("XmlToStructs", "SchemaOfXml") and any(key.lower() in FILE_OPTIONS for key in expression.options):
                 raise SqlError("the XML option rowValidationXSDPath is refused: it reads a file on the server")
-            generated *= _bounded(expression, text)
+            elements, characters = _bounded(expression, text)
+            generated, built = generated * elements, built * characters
             if generated > MAX_GENERATED_ELEMENTS:
                 raise SqlError(
                     f"sequence(...) and array_repeat(...) are refused beyond {MAX_GENERATED_ELEMENTS:,} elements a row (their sizes multiplied): "
                     "a generated array that large holds a micro-batch for minutes and the server's memory with it", *_at(expression, text),
+                )
+            if built > MAX_BUILT_CHARACTERS:
+                raise SqlError(
+                    f"repeat(...), lpad(...), rpad(...) and space(...) are refused beyond {MAX_BUILT_CHARACTERS:,} characters (their lengths "
+                    "multiplied): a string built that long holds the server's memory", *_at(expression, text),
+                )
+            if generated * built > MAX_ROW_CHARACTERS:
+                raise SqlError(
+                    f"generated arrays of built strings are refused beyond {MAX_ROW_CHARACTERS:,} characters a row (elements times characters): "
+                    "a row that large holds the server's memory", *_at(expression, text),
                 )
     return walked
 

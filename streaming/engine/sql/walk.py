@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import zlib
 from collections.abc import Callable, Collection, Mapping
@@ -98,13 +99,25 @@ def per_context(name: str, make: Callable[[Any], Any]) -> Any:
 def walk(plan: Any, mode: int, views: Collection[str] = ()) -> Walk:
     """Walk the JVM ``plan`` (of the running SparkContext's JVM) as far as ``mode`` says (:data:`NOT_INTO_RUN_VIEWS`: not below the temporary views named in
     ``views``, lower case)."""
-    return _unpacked(_walker().walk(plan, mode, ",".join(sorted(views))))  # a run's view names are letters, digits and underscores
+    return _unpacked(_walker().walk(plan, mode, _joined(views)))
 
 
 def analysed(execution: Any, views: Collection[str]) -> Walk:
     """:func:`walk` of the analysed plan of ``execution`` (a JVM ``QueryExecution``) in :data:`NOT_INTO_RUN_VIEWS` mode, with whether it
     streams and Spark's rendering of its parsed plan: what a check reads of a query, in one call."""
-    return _unpacked(_walker().analysed(execution, ",".join(sorted(views))))
+    return _unpacked(_walker().analysed(execution, _joined(views)))
+
+
+_VIEW_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def _joined(views: Collection[str]) -> str:
+    """``views`` as ``PlanWalk`` takes them, joined by commas; ``ValueError`` for a name that is not lower-case letters, digits and
+    underscores (a comma in one would make the walk stop below a view the guard does not skip, and leave it unchecked)."""
+    for name in views:
+        if not _VIEW_NAME.fullmatch(name):
+            raise ValueError(f"a view name the plan walk cannot take: {name!r}")
+    return ",".join(sorted(views))
 
 
 def _unpacked(parts: Any) -> Walk:
