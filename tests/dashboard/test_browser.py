@@ -108,6 +108,7 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
     try:
         page.goto(f"{app_url}/Datasets", wait_until="domcontentloaded")
         page.get_by_role("heading", name="Datasets").first.wait_for(timeout=120_000)
+        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)  # not mid-upload: the page reruns whole once it is
         page.get_by_role("textbox", name="Dataset name").fill("kafka dump")
         page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files([
             {"name": "topic.jsonl", "mimeType": "application/json", "buffer": EVENTS_JSONL.encode()},
@@ -118,7 +119,6 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
         page.get_by_text("kafka_dump: kept topic.jsonl (12 rows)").wait_for(timeout=60_000)
         page.get_by_text("refused 'broken.jsonl'").wait_for(timeout=10_000)
         assert sorted(path.name for path in (data_root / "kafka_dump").iterdir()) == ["topic.jsonl"]
-        page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
         page.get_by_text("2026-03-02 14:02:18").first.wait_for(timeout=120_000)  # guessed from the values: ts in epoch ms, not the delay before it
         _pick(page, "Event-time column", "arr_delay")
         page.get_by_text("Is arr_delay the event time?").wait_for(timeout=120_000)  # a delay read as a time lands in 1970, and the page says so
