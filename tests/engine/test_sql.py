@@ -351,9 +351,9 @@ def test_replay_sql_from_the_command_line_writes_the_contract(cli, data, tmp_pat
 # --------------------------------------------------------------------------- without Spark
 
 
-def test_a_jvm_class_the_checks_looked_up_is_never_used_past_its_sparkcontext(monkeypatch) -> None:
-    """After Spark's JVM dies, a new session has a new SparkContext: a class kept from the old one pointed at a dead gateway, and every
-    SQL check was refused with "Connection refused" until the server restarted."""
+def test_a_jvm_handle_the_checks_keep_is_never_used_past_its_sparkcontext(monkeypatch) -> None:
+    """After Spark's JVM dies, a new session has a new SparkContext: a class (or the compiled plan walk) kept from the old one pointed at a
+    dead gateway, and every SQL check was refused with "Connection refused" until the server restarted."""
     from types import SimpleNamespace
 
     from pyspark import SparkContext
@@ -361,16 +361,21 @@ def test_a_jvm_class_the_checks_looked_up_is_never_used_past_its_sparkcontext(mo
     from streaming.engine.sql import guard, walk
 
     def context(tag: str) -> SimpleNamespace:
-        lookups: list[str] = []
-        jvm = SimpleNamespace(java=SimpleNamespace(lang=SimpleNamespace(Class=SimpleNamespace(forName=lambda name: lookups.append(name) or (tag, name)))))
-        return SimpleNamespace(_jvm=jvm, lookups=lookups)
+        return SimpleNamespace(_jvm=SimpleNamespace(a=SimpleNamespace(B=tag)), lookups=[])
+
+    def looked_up(context: SimpleNamespace) -> tuple[str, str]:
+        context.lookups.append("a.B")
+        return (context._jvm.a.B, "a.B")
 
     old, new = context("old"), context("new")
     monkeypatch.setattr(walk, "_KEPT", {})
     monkeypatch.setattr(SparkContext, "_active_spark_context", old)
-    assert guard._jvm_class("a.B") == ("old", "a.B") and guard._jvm_class("a.B") == ("old", "a.B") and old.lookups == ["a.B"]  # once a context
+    assert walk.per_context("a.B", looked_up) == ("old", "a.B") and walk.per_context("a.B", looked_up) == ("old", "a.B")
+    assert old.lookups == ["a.B"]  # once a context
+    assert guard._static("a.B") == "old"  # the guard's classes are kept the same way
     monkeypatch.setattr(SparkContext, "_active_spark_context", new)
-    assert guard._jvm_class("a.B") == ("new", "a.B") and new.lookups == ["a.B"]
+    assert walk.per_context("a.B", looked_up) == ("new", "a.B") and new.lookups == ["a.B"]
+    assert guard._static("a.B") == "new"
 
 
 def test_the_sql_table_folds_by_output_mode() -> None:

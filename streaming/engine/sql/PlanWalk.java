@@ -80,7 +80,7 @@ public class PlanWalk {
                 below = mode == NOT_INTO_RUN_VIEWS && !(temp && runViews.contains(name));
             }
             ArrayList subqueries = new ArrayList();
-            node(out, node, kind, mode != ALL, subqueries);
+            node(out, node, kind, mode != ALL, !below, subqueries);
             if (!below) continue;
             for (int i = subqueries.size() - 1; i >= 0; i--) stack.add(subqueries.get(i));
             List inner = items(node.innerChildren());
@@ -99,10 +99,12 @@ public class PlanWalk {
         return out.append("]}").toString();
     }
 
-    /** One node; with ``analysed``, the fields only an analysed plan has (a resolved name, an expression's id). */
-    private void node(StringBuilder out, QueryPlan node, String kind, boolean analysed, List subqueries) throws Exception {
+    /** One node; with ``analysed``, the fields only an analysed plan has (a resolved name, an expression's id); ``stopped``: a view the
+     * walk does not go below (one of the run's, or any view when the mode says so). */
+    private void node(StringBuilder out, QueryPlan node, String kind, boolean analysed, boolean stopped, List subqueries) throws Exception {
         List children = items(node.children());
         out.append("{\"kind\": ").append(quote(kind));
+        out.append(", \"stopped\": ").append(stopped);
         out.append(", \"command\": ").append(node instanceof Command);
         out.append(", \"children\": ").append(children.size());
         origin(out, node.origin());
@@ -115,23 +117,21 @@ public class PlanWalk {
             ArrayList names = new ArrayList();
             for (int i = 0; i < pairs.size(); i++) names.add(((scala.Product) pairs.get(i)).productElement(0));  // (name, definition, ...)
             out.append(", \"ctes\": ").append(strings(names));
+        } else if (kind.equals("UnresolvedEventTimeWatermark")) {
+            out.append(", \"column\": ").append(quote(String.valueOf(call(call(node, "eventTimeColExpr"), "sql"))));
+            delay(out, call(node, "delay"));
         } else if (!analysed) {
             // nothing more of a parsed node is read
         } else if (kind.equals("Range")) {
             out.append(", \"elements\": ").append(quote(String.valueOf(call(node, "numElements"))));
-        } else if (kind.equals("View")) {
-            out.append(", \"temp\": ").append(call(node, "isTempView"));
-            out.append(", \"view\": ").append(quote(String.valueOf(call(call(call(node, "desc"), "identifier"), "table")).toLowerCase(Locale.ROOT)));
         } else if (kind.equals("Join")) {
             boolean streams = true;
             for (int i = 0; i < children.size(); i++) streams = streams && ((LogicalPlan) children.get(i)).isStreaming();
             out.append(", \"condition\": ").append(((scala.Option) call(node, "condition")).isDefined());
             out.append(", \"streams\": ").append(streams);
         } else if (kind.equals("EventTimeWatermark")) {
-            Object delay = call(node, "delay");
             out.append(", \"column\": ").append(quote(String.valueOf(call(call(node, "eventTime"), "name"))));
-            out.append(", \"delay\": [").append(field(delay, "months")).append(", ").append(field(delay, "days")).append(", ")
-                .append(field(delay, "microseconds")).append(']');
+            delay(out, call(node, "delay"));
         } else if (kind.equals("Aggregate")) {
             aggregate(out, node);
         } else if (kind.equals("Project")) {
@@ -231,12 +231,25 @@ public class PlanWalk {
         out.append(']');
     }
 
+    /** Where the parser saw it: its line and column ("line", "start"), and its first and last characters' offsets in the text
+     * ("index", "stop"); nulls when it did not record them. */
     private static void origin(StringBuilder out, Origin origin) {
         scala.Option line = origin.line();
         scala.Option start = origin.startPosition();
         boolean known = line.isDefined() && start.isDefined();
         out.append(", \"line\": ").append(known ? String.valueOf(line.get()) : "null");
         out.append(", \"start\": ").append(known ? String.valueOf(start.get()) : "null");
+        scala.Option index = origin.startIndex();
+        scala.Option stop = origin.stopIndex();
+        boolean placed = index.isDefined() && stop.isDefined();
+        out.append(", \"index\": ").append(placed ? String.valueOf(index.get()) : "null");
+        out.append(", \"stop\": ").append(placed ? String.valueOf(stop.get()) : "null");
+    }
+
+    /** A watermark's delay, a CalendarInterval: its public fields months, days and microseconds. */
+    private static void delay(StringBuilder out, Object interval) throws Exception {
+        out.append(", \"delay\": [").append(field(interval, "months")).append(", ").append(field(interval, "days")).append(", ")
+            .append(field(interval, "microseconds")).append(']');
     }
 
     /** A literal expression's whole number, as JSON, when its type is one (byte, short, int or long: a date is a count of days and an

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import brief, first_line
-from .walk import ALL, Expr, Node, Walk, analysed, per_context, walk
+from .walk import ALL, NOT_INTO_VIEWS, Expr, Node, Walk, analysed, per_context, walk
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -156,7 +156,7 @@ def checked_frame(spark: SparkSession, text: str, views: Collection[str]) -> Dat
 
 def checked(spark: SparkSession, text: str, views: Collection[str]) -> tuple[DataFrame, Walk]:
     """:func:`checked_frame`, and the walk of its analysed plan the check read: every node but those of the run's views, top first (depth
-    first, as :func:`_nodes` gives them), so that :func:`~.plan.plan_facts` reads them without walking the plan again."""
+    first, as :func:`~.walk.walk` gives them), so that :func:`~.plan.plan_facts` reads them without walking the plan again."""
     from pyspark.sql import DataFrame
 
     plan = parse_checked(spark, text, views)
@@ -195,10 +195,7 @@ def streaming_checks(frame: DataFrame, output_mode: str, text: str) -> None:
 
 def _aggregation_at(plan: Any, text: str) -> tuple[int | None, int | None]:
     """Where the first aggregation of ``plan`` (the one closest to the result) starts in ``text``, when the parser recorded it."""
-    for node in _nodes(plan, into_views=False):
-        if _class(node) == "Aggregate":
-            return _origin(node, text)
-    return None, None
+    return next((_at(node, text) for node in walk(plan, NOT_INTO_VIEWS).nodes if node.kind == "Aggregate"), (None, None))
 
 
 def _refused_at(err: BaseException, text: str) -> tuple[int | None, int | None]:
@@ -371,42 +368,6 @@ def _plain(message: str) -> str:
 # --------------------------------------------------------------------------- plans
 
 
-def _nodes(plan: Any, *, into_views: bool = True) -> Iterator[Any]:
-    """Every node of a JVM plan, its subqueries' and its CTE definitions' too (``innerChildren``), depth first: a node, its children's
-    subtrees, then its CTE definitions and subqueries (the order :func:`_check_analysed` walks in); without ``into_views``, not the plans of
-    the views it reads (the lab's own: each py4j call costs a round trip)."""
-    holds_plan = _jvm_class("org.apache.spark.sql.catalyst.expressions.PlanExpression")
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        yield node
-        if not into_views and _class(node) == "View":
-            continue
-        _push(stack, node, _seq(node.children()), [expression.plan() for expression in _expressions(node) if holds_plan.isInstance(expression)])
-
-
-def _push(stack: list[Any], node: Any, children: list[Any], subqueries: list[Any]) -> None:
-    """Push what a walk visits below ``node`` so that its children's subtrees come first (the last child's first), then its CTE definitions,
-    then its subqueries: a plan's own operators before those of a subquery in one of its expressions."""
-    stack.extend(reversed(subqueries))
-    stack.extend(reversed([item for item in _seq(node.innerChildren()) if _is_plan(item)]))
-    stack.extend(children)
-
-
-def _expressions(node: Any) -> Iterator[Any]:
-    """Every expression of one plan node, nested ones included."""
-    stack = list(_seq(node.expressions()))
-    while stack:
-        expression = stack.pop()
-        yield expression
-        stack.extend(_seq(expression.children()))
-
-
-def _jvm_class(name: str) -> Any:
-    """The JVM class ``name`` (a ``java.lang.Class``) of the running SparkContext, looked up once per context (:func:`~.walk.per_context`)."""
-    return per_context(f"class {name}", lambda context: context._jvm.java.lang.Class.forName(name))
-
-
 def _static(name: str) -> Any:
     """The JVM class ``name`` of the running SparkContext, to call its static methods: looked up once per context (each package of the
     name is a py4j round trip; a check calls three such classes)."""
@@ -420,21 +381,8 @@ def _static(name: str) -> Any:
     return per_context(f"static {name}", look_up)
 
 
-def _seq(scala_seq: Any) -> list[Any]:
-    """The items of a Scala ``Seq``: its size, then each by index (1 + n round trips; an iterator takes 2 + 2n, and most of a plan's
-    sequences hold 0 to 2 items). Never a ``Set`` (its ``apply`` tests membership) or a ``Map``: their ``toSeq()`` first."""
-    return [scala_seq.apply(index) for index in range(int(scala_seq.size()))]
-
-
 def _class(node: Any) -> str:
     return str(node.getClass().getSimpleName())
-
-
-def _is_plan(node: Any) -> bool:
-    try:
-        return bool(node.getClass().getName().startswith("org.apache.spark.sql.catalyst.plans.logical.")) or "Relation" in _class(node)
-    except Exception:  # noqa: BLE001 - a py4j object that is not a JVM object
-        return False
 
 
 def _check_parsed(nodes: Sequence[Node], views: set[str], text: str) -> None:
@@ -516,7 +464,7 @@ def _check_analysed(walked: Walk, views: set[str], text: str | None = None) -> W
             ranged *= max(1, int(node.fields["elements"]))
             if ranged > MAX_RANGE_ROWS:
                 raise SqlError(f"range(...) is refused beyond {MAX_RANGE_ROWS:,} rows in all (its calls multiplied): it would keep the server busy, not read data")
-        if kind == "View" and node.fields["temp"] and node.fields["view"] in views:
+        if node.stopped:
             continue  # the run's own view: its source is the lab's, not the user's (the walk did not go below it)
         if node.command:
             raise SqlError(f"{_words(kind)} is a command: only a SELECT runs here")

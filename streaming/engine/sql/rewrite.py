@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .form import interval_sql
-from .guard import _class, _nodes, parse_error
+from .guard import parse_error
 from .plan import _interval_ms
+from .walk import ALL, walk
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -48,28 +49,14 @@ def _parsed(spark: SparkSession, text: str) -> Any:
         raise parse_error(err, text) from None
 
 
-def _span(node: Any) -> tuple[int, int] | None:
-    origin = node.origin()
-    start, stop = origin.startIndex(), origin.stopIndex()
-    return (int(start.get()), int(stop.get())) if start.isDefined() and stop.isDefined() else None
-
-
-def _delay_ms(interval: Any) -> int:
-    """A JVM ``CalendarInterval`` (public fields, not methods) in milliseconds."""
-    from py4j.java_gateway import get_field
-
-    return _interval_ms(*(int(get_field(interval, name)) for name in ("months", "days", "microseconds")))
-
-
 def watermark_clauses(spark: SparkSession, text: str) -> list[WatermarkClause]:
     """The WATERMARK clauses of ``text``, in the order they are written."""
     clauses = []
-    for node in _nodes(_parsed(spark, text)):
-        if _class(node) == "UnresolvedEventTimeWatermark":
-            span = _span(node)
-            if span is None:
+    for node in walk(_parsed(spark, text), ALL).nodes:
+        if node.kind == "UnresolvedEventTimeWatermark":
+            if node.span is None:
                 raise ConfigError("sql", text.strip()[:80], "has a WATERMARK clause the parser did not place in the text")
-            clauses.append(WatermarkClause(span[0], span[1], str(node.eventTimeColExpr().sql()), _delay_ms(node.delay())))
+            clauses.append(WatermarkClause(*node.span, str(node.fields["column"]), _interval_ms(*node.fields["delay"])))
     return sorted(clauses, key=lambda clause: clause.start)
 
 
@@ -85,12 +72,11 @@ def with_delays(text: str, clauses: Sequence[WatermarkClause], delays_ms: Sequen
 def batch_text(spark: SparkSession, text: str) -> str:
     """``text`` as the batch query of its exact answer: every ``STREAM(view)`` read as ``view``, every WATERMARK clause left out."""
     cuts: list[tuple[int, int, str]] = []
-    for node in _nodes(_parsed(spark, text)):
-        kind = _class(node)
-        span = _span(node) if kind in ("UnresolvedEventTimeWatermark", "NamedStreamingRelation") else None
+    for node in walk(_parsed(spark, text), ALL).nodes:
+        span = node.span if node.kind in ("UnresolvedEventTimeWatermark", "NamedStreamingRelation") else None
         if span is None:
             continue
-        if kind == "UnresolvedEventTimeWatermark":
+        if node.kind == "UnresolvedEventTimeWatermark":
             cuts.append((span[0], span[1], ""))
         else:
             found = _STREAM.match(text, span[0], span[1] + 1)

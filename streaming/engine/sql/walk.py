@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ALL", "NOT_INTO_RUN_VIEWS", "NOT_INTO_VIEWS", "Expr", "Node", "Walk", "analysed", "per_context", "walk", "warm"]
+__all__ = ["ALL", "NOT_INTO_RUN_VIEWS", "NOT_INTO_VIEWS", "Expr", "Node", "Walk", "analysed", "per_context", "walk"]
 
 SOURCE = Path(__file__).with_name("PlanWalk.java")
 ALL, NOT_INTO_VIEWS, NOT_INTO_RUN_VIEWS = 0, 1, 2
@@ -58,6 +58,10 @@ class Node:
     start: int | None
     expressions: tuple[Expr, ...]
     fields: Mapping[str, Any] = field(default_factory=dict)
+    stopped: bool = False
+    """A view the walk did not go below (one of the run's, or any view: see the modes)."""
+    span: tuple[int, int] | None = None
+    """The offsets in the text of its first and last characters, when the parser recorded them."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class Walk:
     """Spark's rendering of the query's parsed plan (``None``: not read; see :func:`analysed`)."""
 
 
-_NODE_KEYS = frozenset({"kind", "command", "children", "line", "start", "expressions"})
+_NODE_KEYS = frozenset({"kind", "stopped", "command", "children", "line", "start", "index", "stop", "expressions"})
 _KEPT: dict[str, tuple[Any, Any]] = {}
 """What :func:`per_context` made, by name, with the SparkContext it was made for: ``name -> (context, made)``."""
 _MAKING = threading.Lock()
@@ -128,16 +132,12 @@ def _unpacked(parts: Any) -> Walk:
     )
 
 
-def warm() -> None:
-    """Compile the walker for the running SparkContext now (about 0.4 s in a fresh JVM), so that a user's first check does not."""
-    _walker()
-
-
 def _node(item: dict[str, Any]) -> Node:
     return Node(
         item["kind"], item["command"], item["children"], item["line"], item["start"],
         tuple(_expr(expression) for expression in item["expressions"]),
         {key: value for key, value in item.items() if key not in _NODE_KEYS},
+        item["stopped"], None if item["index"] is None else (item["index"], item["stop"]),
     )
 
 
