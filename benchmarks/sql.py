@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -87,8 +88,6 @@ def verdict_latency(edits: int, timeout: float = 180.0) -> dict[str, tuple[float
     """p50 and p95 milliseconds from a new text in the Live page's SQL box to its verdict shown (see the module docstring), measured twice:
     ``"during warm-up"``, edits begun as soon as the page says Spark is ready (while the server's warm-up runs), and ``"warm"``, once the
     sidebar names the warm-up's seconds (the page opened again until it does); ``None`` without Chromium."""
-    import re
-
     from .browser import CHROMIUM, chromium, served_app
 
     if not CHROMIUM.exists():
@@ -113,8 +112,6 @@ def verdict_latency(edits: int, timeout: float = 180.0) -> dict[str, tuple[float
 
 def _edits(page: Any, edits: int, timeout: float) -> tuple[float, float]:
     """p50 and p95 milliseconds of ``edits`` new texts in the SQL box of the Live page open in ``page`` (put in SQL mode) to their verdicts."""
-    import re
-
     from streaming.engine.durations import format_duration
 
     text = "SELECT window(event_time, '1 minute') AS w, key, count(*) AS n\nFROM STREAM(events) WATERMARK event_time DELAY OF INTERVAL {} SECONDS\nGROUP BY 1, 2"

@@ -158,7 +158,6 @@ def _selected(page, label: str) -> str:
 
 def _until(act, done, attempts: int = 4) -> None:
     """``act()`` until ``done()`` (a Playwright wait) succeeds: a rerun in flight can swallow a click or keystrokes."""
-
     for attempt in range(attempts):
         act()
         try:

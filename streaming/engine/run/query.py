@@ -42,7 +42,6 @@ from ..sql.form import form_sql
 from ..sql.query import SqlQuery
 from ..sql.table import SqlTable
 from ..sql.views import DEFAULT_VIEW, SqlView
-from ..sql.walk import warm as compile_plan_walk
 from .budgets import Budgets
 from .checkpoints import CHECKPOINT, KeptQuery
 from .failure import Failure, failure_of
@@ -337,9 +336,13 @@ class Run(StopsInBackground, Generic[C, T]):
         if self.kept:
             self.log.caught_up(self.query, time.monotonic() + 2.0)
         else:
-            await_tasks(self.query)
-            remove_folder(self.workdir)
+            self._remove_workdir()
         self._unlisten()
+
+    def _remove_workdir(self) -> None:
+        """Delete the working folder once the stopped query's last tasks have ended (:func:`await_tasks`)."""
+        await_tasks(self.query)
+        remove_folder(self.workdir)
 
     def _unlisten(self) -> None:
         if self.listened is not None:
@@ -350,8 +353,7 @@ class Run(StopsInBackground, Generic[C, T]):
     def delete(self) -> None:
         """Stop, then delete the working folder, kept or not. Idempotent."""
         self.stop()
-        await_tasks(self.query)
-        remove_folder(self.workdir)
+        self._remove_workdir()
         self._unlisten()
 
     def await_first_batch(self, timeout: float) -> bool:
@@ -662,9 +664,8 @@ query); a user typing SQL right after Spark is ready saw each verdict wait for t
 
 
 def warm_sql_checks(spark: SparkSession, config: QueryConfig, checks: int = SQL_WARM_UP_CHECKS) -> None:
-    """Compile the plan walk of SQL checks (:mod:`~streaming.engine.sql.walk`), then check ``config``'s query written in SQL ``checks``
-    times over its source as the default view, as the SQL editor does while a user types."""
-    compile_plan_walk()
+    """Check ``config``'s query written in SQL ``checks`` times over its source as the default view, as the SQL editor does while a user
+    types (the first check compiles the plan walk, :mod:`~streaming.engine.sql.walk`)."""
     with SqlChecker(spark, (SqlView(DEFAULT_VIEW, config.source),)) as checker:
         text = form_sql(config)
         for _ in range(checks):
