@@ -7,7 +7,9 @@ list gives every figure the same colours.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Sequence
+from copy import deepcopy
 from functools import cache
 from typing import Any
 
@@ -16,6 +18,7 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 import plotly.io as pio
+from _plotly_utils.utils import is_homogeneous_array, is_skipped_key, to_typed_array_spec
 
 from ..engine.output.extremes import Extremes
 
@@ -41,6 +44,12 @@ class RefreshFigure(go.Figure):
     every figure shares it, so callers read what ``to_dict`` returns and do not
     change it. Validation is left to the tests, which rebuild these figures
     with it on.
+
+    Plotly 6 writes a numeric array as a typed array (base64 of its bytes), and
+    finds each array's type through narwhals, about 0.1 ms an array: three
+    quarters of the conversion of the live view's seven figures to JSON. These
+    figures hold numpy arrays, which :func:`typed_array` writes by Plotly's rule
+    without the detour (the tests hold it to Plotly's): p50 5.3 → 2.6 ms a refresh.
     """
 
     def __init__(self, data: Sequence[dict[str, Any]] | dict[str, Any] | None = None, layout: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -51,11 +60,55 @@ class RefreshFigure(go.Figure):
         """No template object: :meth:`to_dict` adds the default one."""
 
     def to_dict(self) -> dict[str, Any]:
-        figure: dict[str, Any] = super().to_dict()
+        figure: dict[str, Any] = {"data": deepcopy(self._data), "layout": deepcopy(self._layout)}
+        frames = deepcopy([frame._props for frame in self._frame_objs])
+        if frames:
+            figure["frames"] = frames
+        _typed_arrays(figure)
         default = pio.templates.default
         if "template" not in figure["layout"] and default is not None:
             figure["layout"]["template"] = _template(default) if isinstance(default, str) else default.to_plotly_json()
         return figure
+
+
+_SHORT_TYPES = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4", "float32": "f4", "float64": "f8"}
+"""Plotly.js's names of the numeric types a typed array may hold."""
+_NARROWER = {"int64": ("int8", "int16", "int32"), "uint64": ("uint8", "uint16", "uint32")}
+"""Plotly.js reads no 64-bit integers: such an array is written in the narrowest of these that holds it, or as plain numbers."""
+
+
+def typed_array(array: np.ndarray) -> np.ndarray | dict[str, str]:
+    """A numpy array as Plotly 6's ``to_dict`` writes it: a numeric one as a typed array (``{"dtype", "bdata"}``), any other as it is."""
+    dtype = str(array.dtype)
+    if array.size == 0 or (dtype not in _SHORT_TYPES and dtype not in _NARROWER):
+        return array
+    if dtype in _NARROWER:
+        low, high = array.min(), array.max()
+        fitting = next((narrower for narrower in _NARROWER[dtype] if np.iinfo(narrower).min <= low and high <= np.iinfo(narrower).max), None)
+        if fitting is None:
+            return array
+        array = array.astype(fitting)
+    spec = {"dtype": _SHORT_TYPES[str(array.dtype)], "bdata": base64.b64encode(array.tobytes()).decode("ascii")}
+    if array.ndim > 1:
+        spec["shape"] = str(array.shape)[1:-1]
+    return spec
+
+
+def _typed_arrays(value: object) -> None:
+    """Plotly's ``convert_to_base64`` with the numpy arrays written by :func:`typed_array`, in place."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if is_skipped_key(key):
+                continue
+            if isinstance(item, np.ndarray):
+                value[key] = typed_array(item)
+            elif is_homogeneous_array(item):
+                value[key] = to_typed_array_spec(item)
+            else:
+                _typed_arrays(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _typed_arrays(item)
 
 
 @cache

@@ -404,3 +404,20 @@ def test_a_percent_axis_has_the_decimals_its_span_needs() -> None:
     figure = sql_sweep_figure(SqlTuning((WatermarkClause(0, 10, "ts", 0),), points, 0.99, 1.0))
     assert figure.layout.yaxis.tickformat == ".1%"
     assert common.percent_tickformat([0.5, 1.0, None]) == ".0%" and common.percent_tickformat([0.999, 1.0]) == ".2%"
+
+
+@pytest.mark.parametrize("array", [
+    np.array([1.5, np.nan, -2.0]), np.array([1, -2, 3], dtype="int64"), np.array([300, -2], dtype="int64"), np.array([70_000, 1], dtype="int64"),
+    np.array([2**40, 1], dtype="int64"), np.array([7, 300], dtype="uint64"), np.array([2**33], dtype="uint64"), np.array([1.5], dtype="float32"),
+    np.array([3], dtype="int32"), np.array([True, False]), np.array(["a", "bb"]), np.array([], dtype="int64"), np.arange(6.0).reshape(2, 3),
+    np.arange(10)[::2], pd.date_range("2024-01-01", periods=2, freq="s").to_numpy(),
+], ids=lambda array: f"{array.dtype}{array.shape}")
+def test_a_refresh_figure_writes_an_array_as_plotly_does(array: np.ndarray) -> None:
+    """Its own typed arrays: what Plotly's to_typed_array_spec makes of the same array, or the array itself where Plotly keeps it."""
+    from _plotly_utils.utils import to_typed_array_spec
+
+    ours, theirs = common.typed_array(array), to_typed_array_spec(array)
+    if isinstance(theirs, dict):
+        assert ours == theirs
+    else:
+        assert isinstance(ours, np.ndarray) and ours.tolist() == theirs.tolist()
