@@ -82,6 +82,7 @@ from .shared import (
     watermark_widget,
     windows_widgets,
 )
+from .sql import START_KEY as SQL_START_KEY
 from .sql import sql_view
 
 __all__ = [
@@ -122,6 +123,8 @@ FIRST_BATCH_WAIT_SECONDS = 5.0
 SELECTED_KEY = "lab_selected"
 WATCHED_KEY = "lab_watched"
 PENDING_KEY = "lab_pending"
+START_KEY = "lab_start"
+"""The key of the form's Start button."""
 
 
 # --- sources: one entry per kind ---------------------------------------------
@@ -395,6 +398,11 @@ def query_widgets(
         "changelog_checkpointing": changelog,
         "arrival": arrival,
     }
+
+
+def start_pressed() -> bool:
+    """True in the rerun a press of the Live page's Start (the form's or SQL's) began: read before the buttons are drawn."""
+    return any(st.session_state.get(key) is True for key in (START_KEY, SQL_START_KEY))
 
 
 def begin_run(begin: Callable[[], Run], doing: str, first_batch_wait: float = FIRST_BATCH_WAIT_SECONDS) -> Run | None:

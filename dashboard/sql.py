@@ -40,6 +40,7 @@ LOG = logging.getLogger(__name__)
 QUERY_MODES = ("Form", "SQL")
 MODE_KEY = "lab_query_mode"
 TEXT_KEY = "lab_sql"
+START_KEY = "lab_sql_start"
 VIEW_KEY = "lab_sql_view"
 CHECKER_KEY = "lab_sql_checker"
 VERDICT_KEY = "lab_sql_verdict"
@@ -159,7 +160,7 @@ def sql_form(source: Source, ready: bool, name: str | None, pending_key: str) ->
 
     A fragment: the box's commit as the user types reruns the editor and Start only, not the page and its running query's view."""
     query, verdict = sql_editor(source, ready, "lab")
-    if st.button("Start query", key="lab_sql_start", type="primary", disabled=not ready or verdict is None) and query is not None:
+    if st.button("Start query", key=START_KEY, type="primary", disabled=not ready or verdict is None) and query is not None:
         _start(shared.get_registry(), query, name, pending_key)
 
 
