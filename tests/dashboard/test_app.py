@@ -307,15 +307,18 @@ def test_queries_page_lists_runs_and_other_queries_and_stops_them(app_registry, 
 
 
 def test_live_page_refuses_a_name_already_running(app_registry) -> None:
+    """And the run watched before the refused Start is still drawn: a press starts the query before the watched run is drawn."""
     name = "t_app_duplicate"
     try:
         app_registry.start(IDLE_CONFIG, name)
         at = app_page(LIVE)
         at.selectbox(key="lab_source").set_value("rate")
         at.text_input(key="lab_name").set_value(name)
+        watched = "lab_stop" in _button_keys(at)
         at.button(key="lab_start").click().run()
         assert not at.exception, at.exception
         assert any("already running" in message and name in message for message in page_errors(at))
+        assert watched and "lab_stop" in _button_keys(at)
         assert len([run for run in app_registry.runs() if run.name == name]) == 1
     finally:
         app_registry.delete(name)
