@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 import plotly.io as pio
-from _plotly_utils.utils import is_homogeneous_array, is_skipped_key, to_typed_array_spec
+from _plotly_utils.utils import is_homogeneous_array, is_skipped_key, plotlyjsShortTypes, to_typed_array_spec
 
 from ..engine.output.extremes import Extremes
 
@@ -71,8 +71,6 @@ class RefreshFigure(go.Figure):
         return figure
 
 
-_SHORT_TYPES = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4", "float32": "f4", "float64": "f8"}
-"""Plotly.js's names of the numeric types a typed array may hold."""
 _NARROWER = {"int64": ("int8", "int16", "int32"), "uint64": ("uint8", "uint16", "uint32")}
 """Plotly.js reads no 64-bit integers: such an array is written in the narrowest of these that holds it, or as plain numbers."""
 
@@ -80,7 +78,7 @@ _NARROWER = {"int64": ("int8", "int16", "int32"), "uint64": ("uint8", "uint16", 
 def typed_array(array: np.ndarray) -> np.ndarray | dict[str, str]:
     """A numpy array as Plotly 6's ``to_dict`` writes it: a numeric one as a typed array (``{"dtype", "bdata"}``), any other as it is."""
     dtype = str(array.dtype)
-    if array.size == 0 or (dtype not in _SHORT_TYPES and dtype not in _NARROWER):
+    if array.size == 0 or (dtype not in plotlyjsShortTypes and dtype not in _NARROWER):
         return array
     if dtype in _NARROWER:
         low, high = array.min(), array.max()
@@ -88,7 +86,7 @@ def typed_array(array: np.ndarray) -> np.ndarray | dict[str, str]:
         if fitting is None:
             return array
         array = array.astype(fitting)
-    spec = {"dtype": _SHORT_TYPES[str(array.dtype)], "bdata": base64.b64encode(array.tobytes()).decode("ascii")}
+    spec = {"dtype": plotlyjsShortTypes[str(array.dtype)], "bdata": base64.b64encode(array.tobytes()).decode("ascii")}
     if array.ndim > 1:
         spec["shape"] = str(array.shape)[1:-1]
     return spec
