@@ -5,8 +5,8 @@
 # `make kafka` starts a local Apache Kafka broker and prints the KAFKA_BOOTSTRAP to use; `make kafka-stop` stops it.
 # All create .venv from the pinned requirements.txt first (once, and again when it changes), and fetch the
 # JVM parts pinned in jvm/*.pom.xml (Spark's Kafka connector, the Kafka broker) from Maven Central into jvm/lib/;
-# run, test and bench also make the class archive Spark's driver starts from (jvm/archive/, once: about 40 s; see
-# streaming/engine/runtime/archive.py), and go on without it if it cannot be made.
+# run, test and bench also make the class archive Spark's driver starts from (jvm/archive/, about 40 s, once and again after the
+# jars or streaming/engine/runtime/archive.py change), and go on without it if it cannot be made.
 
 PYTHON ?= python3
 MVN ?= mvn
@@ -33,7 +33,7 @@ $(JARS): jvm/kafka-connector.pom.xml jvm/kafka-broker.pom.xml
 
 jars: $(JARS)
 
-$(ARCHIVE): $(STAMP)
+$(ARCHIVE): $(STAMP) $(JARS) streaming/engine/runtime/archive.py
 	-$(VENV)/bin/python -m streaming archive
 	@mkdir -p $(@D) && touch $@
 

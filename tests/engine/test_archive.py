@@ -20,13 +20,16 @@ def _jars(folder: Path, *names: str) -> Path:
     return folder
 
 
-def test_an_archive_is_named_by_the_jdk_and_pysparks_jars(tmp_path: Path) -> None:
+def test_an_archive_is_named_by_the_jdk_pysparks_jars_and_the_class_path(tmp_path: Path) -> None:
     jars = _jars(tmp_path / "jars", "spark-core_2.13-4.2.0.jar", "scala-library-2.13.16.jar")
-    here = archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars)
-    assert here == archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars) and here.parent == tmp_path and here.suffix == ".jsa"
-    assert archive_path({"JAVA_HOME": "/opt/jdk-21"}, folder=tmp_path, jars=jars) != here
+    connector = sorted(_jars(tmp_path / "connector", "kafka-clients-3.9.2.jar").glob("*.jar"))
+    here = archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars, classpath=connector)
+    assert here == archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars, classpath=connector)
+    assert here.parent == tmp_path and here.suffix == ".jsa"
+    assert archive_path({"JAVA_HOME": "/opt/jdk-21"}, folder=tmp_path, jars=jars, classpath=connector) != here
+    assert archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars, classpath=[]) != here
     _jars(jars, "spark-connect_2.13-4.2.0.jar")
-    assert archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars) != here
+    assert archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars, classpath=connector) != here
 
 
 def test_a_driver_maps_the_archive_only_once_it_is_made(tmp_path: Path) -> None:

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
 import threading
+from pathlib import Path
 
 import pytest
 from support import wait_for
 
-from streaming.engine.runtime.session import CHECKPOINT_FILES, DRIVER_JAVA_OPTIONS, JAVA_OPTIONS_VARIABLE, LOG4J2_CONFIG, SessionStarter, session_settings
+from streaming.engine.runtime.session import (
+    CHECKPOINT_FILES,
+    DRIVER_JAVA_OPTIONS,
+    JAVA_OPTIONS_VARIABLE,
+    LOG4J2_CONFIG,
+    SessionStarter,
+    server_settings,
+    session_settings,
+)
 
 
 def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history():
@@ -26,6 +36,15 @@ def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history()
 def test_further_java_options_come_after_the_labs_own():
     options = session_settings({JAVA_OPTIONS_VARIABLE: "-XX:TieredStopAtLevel=1 '-Dname=a b'"}, cores=2)["spark.driver.extraJavaOptions"]
     assert options.startswith(" ".join(DRIVER_JAVA_OPTIONS)) and options.endswith(" -XX:TieredStopAtLevel=1 '-Dname=a b'")
+
+
+def test_the_connector_is_on_a_local_drivers_class_path_and_handed_to_a_clusters_executors():
+    jars = [Path("/lab/jvm/kafka-clients.jar"), Path("/lab/jvm/spark-sql-kafka.jar")]
+    local = server_settings({}, jars)
+    assert local["spark.driver.extraClassPath"] == os.pathsep.join(map(str, jars)) and "spark.jars" not in local
+    for cluster in (server_settings({"SPARK_MASTER": "spark://127.0.0.1:7077"}, jars), server_settings({}, jars, master="spark://127.0.0.1:7077")):
+        assert cluster["spark.jars"] == ",".join(map(str, jars)) and "spark.driver.extraClassPath" not in cluster
+    assert not {"spark.jars", "spark.driver.extraClassPath"} & set(server_settings({}, []))
 
 
 def test_connect_settings_leave_master_and_driver_to_the_server():

@@ -7,7 +7,8 @@ The JDK's Class Data Sharing maps them from an archive instead: JDK 17's dynamic
 4.0 → 2.2 s, the query's start 2.1 → 1.6 s); under the test suite's options 11.5 → 8.1 s.
 
 It is made at set-up (``make`` runs ``python -m streaming archive``) by a session that runs the lab's first queries, and named by what
-it was made with: the JDK and PySpark's jars. A JVM of another JDK or class path refuses an archive and starts without it, as it
+it was made with: the JDK, PySpark's jars and the jars on the driver's class path (the Kafka connector's). A JVM of another JDK or
+class path refuses an archive and starts without it, as it
 does when there is none: the lab never depends on it, it is only faster with it.
 """
 
@@ -17,11 +18,11 @@ import hashlib
 import importlib.util
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .jars import JVM_DIR
+from .jars import JVM_DIR, connector_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,11 +46,16 @@ def _pyspark_jars() -> Path:
     return Path(spec.origin).parent / "jars"
 
 
-def archive_path(environ: Mapping[str, str] | None = None, *, folder: Path = ARCHIVE_DIR, jars: Path | None = None) -> Path:
-    """The archive for this JDK and PySpark's jars (whether made or not): another JDK, another PySpark, another name."""
+def archive_path(
+    environ: Mapping[str, str] | None = None, *, folder: Path = ARCHIVE_DIR, jars: Path | None = None, classpath: Sequence[Path] | None = None,
+) -> Path:
+    """The archive for this JDK, PySpark's jars (the folder ``jars``) and the driver's ``classpath`` (default: the connector's jars), whether
+    made or not: another JDK, another PySpark, other jars on the class path, another name."""
     env = os.environ if environ is None else environ
     jars = _pyspark_jars() if jars is None else jars
+    classpath = connector_jars() if classpath is None else classpath
     made_of = [_java(env), *sorted(f"{path.name}:{path.stat().st_size}" for path in jars.glob("*.jar"))]
+    made_of += [f"classpath {path.name}:{path.stat().st_size}" for path in classpath]
     return folder / f"spark-{hashlib.sha256(chr(10).join(made_of).encode()).hexdigest()[:16]}.jsa"
 
 

@@ -118,7 +118,7 @@ class ConnectServer:
 
     def command(self) -> list[str]:
         settings = {
-            **server_settings(os.environ),
+            **server_settings(os.environ, master=self.master),
             "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(self.port),
             "spark.driver.host": "127.0.0.1",

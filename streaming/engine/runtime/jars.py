@@ -3,7 +3,8 @@
 Both are pinned in the POMs under ``jvm/`` and fetched once by ``make`` (the
 set-up of ``make run`` and ``make test``) into ``jvm/lib/``, which git ignores;
 nothing is resolved at run time. :func:`connector_jars` is what every Spark
-driver the lab starts gets as ``spark.jars``; :func:`broker_classpath` is
+driver the lab starts gets on its class path (as ``spark.jars`` on a standalone
+cluster); :func:`broker_classpath` is
 what :mod:`streaming.engine.kafka.broker` runs the broker with.
 """
 
