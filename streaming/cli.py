@@ -621,14 +621,14 @@ def _archive_main() -> int:
     from .engine.run.registry import QueryRegistry
     from .engine.run.runner import run_to_idle
     from .engine.runtime.archive import archive_path, build_archive
-    from .engine.runtime.session import JAVA_OPTIONS_VARIABLE, get_session
+    from .engine.runtime.session import JAVA_OPTIONS_VARIABLE, get_session, java_options
     from .engine.sql.form import form_sql
     from .engine.sql.query import SqlQuery
     from .engine.sql.replay import replay_sql
     from .engine.sql.views import SqlView
 
     def create(options: list[str]) -> SparkSession:
-        return get_session({**os.environ, JAVA_OPTIONS_VARIABLE: " ".join([os.environ.get(JAVA_OPTIONS_VARIABLE, ""), *options]).strip()})
+        return get_session({**os.environ, JAVA_OPTIONS_VARIABLE: " ".join([java_options(os.environ), *options]).strip()})
 
     def workload(spark: SparkSession) -> None:
         warm_up(spark)

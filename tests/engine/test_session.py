@@ -13,6 +13,7 @@ from support import wait_for
 
 from streaming.engine.runtime.session import (
     CHECKPOINT_FILES,
+    DEFAULT_JAVA_OPTIONS,
     DRIVER_JAVA_OPTIONS,
     JAVA_OPTIONS_VARIABLE,
     LOG4J2_CONFIG,
@@ -33,9 +34,11 @@ def test_local_settings_bind_to_loopback_quiet_the_stop_and_cap_the_ui_history()
     assert int(settings["spark.sql.limit.initialNumPartitions"]) >= 1024  # ... in one job: a batch's limit reads all its partitions at once
 
 
-def test_further_java_options_come_after_the_labs_own():
+def test_further_java_options_come_after_the_labs_own_and_replace_its_default_ones():
     options = session_settings({JAVA_OPTIONS_VARIABLE: "-XX:TieredStopAtLevel=1 '-Dname=a b'"}, cores=2)["spark.driver.extraJavaOptions"]
     assert options.startswith(" ".join(DRIVER_JAVA_OPTIONS)) and options.endswith(" -XX:TieredStopAtLevel=1 '-Dname=a b'")
+    assert DEFAULT_JAVA_OPTIONS not in options
+    assert session_settings({}, cores=2)["spark.driver.extraJavaOptions"].endswith(f" {DEFAULT_JAVA_OPTIONS}")
 
 
 def test_the_connector_is_on_a_local_drivers_class_path_and_handed_to_a_clusters_executors():
