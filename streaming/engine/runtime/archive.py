@@ -8,8 +8,8 @@ The JDK's Class Data Sharing maps them from an archive instead: JDK 17's dynamic
 
 It is made at set-up (``make`` runs ``python -m streaming archive``) by a session that runs the lab's first queries, and named by what
 it was made with: the JDK, PySpark's jars and the jars on the driver's class path (the Kafka connector's). A JVM of another JDK or
-class path refuses an archive and starts without it, as it
-does when there is none: the lab never depends on it, it is only faster with it.
+class path refuses an archive and starts without it, as it does when there is none: the lab never depends on it, it is only faster
+with it.
 """
 
 from __future__ import annotations
