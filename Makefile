@@ -33,7 +33,7 @@ $(JARS): jvm/kafka-connector.pom.xml jvm/kafka-broker.pom.xml
 
 jars: $(JARS)
 
-$(ARCHIVE): $(STAMP) $(JARS) streaming/engine/runtime/archive.py
+$(ARCHIVE): $(STAMP) $(JARS) streaming/engine/runtime/archive.py | java
 	-$(VENV)/bin/python -m streaming archive
 	@mkdir -p $(@D) && touch $@
 

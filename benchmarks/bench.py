@@ -9,7 +9,7 @@ cold start
     polls ``run.table`` until it holds a row. It prints the seconds since its
     parent launched it (``cold_start_s``) and the seconds ``get_session()``
     took (``getorcreate_s``). It runs first, before this process starts a JVM;
-    then again without the class archive, and without the Kafka connector's jars.
+    then again without the class archive, and without the Kafka connector's jars (and so without the archive, made with them).
 overhead
     Processed rows/s of the dashboard's query (``registry.start``: its
     :class:`ResultTable` sink -- ``foreachBatch``, or the memory sink read from the
@@ -235,7 +235,7 @@ def cold_start_child(
     _timing(pyspark.core.context, "launch_gateway", timings, "jvm_launch_s")
     if not connector:
         session.connector_jars = list  # type: ignore[assignment]
-    made = session.archive_path()
+    made = session.archive_path(classpath=session.driver_classpath(os.environ))
     mapped = str(made) if archive and made.is_file() else None
     if not archive:
         session.archive_options = lambda path: []
@@ -859,7 +859,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--minutes", type=float, default=3.0, help="length of the long live run in minutes (default 3)")
     top.add_argument("--connect", action="store_true", help="run everything on a local Spark Connect server started for the run (make connect's)")
     top.add_argument("--skip-cold-start", action="store_true", help="do not measure the cold start")
-    top.add_argument("--cold-start-only", action="store_true", help="measure the cold start, with and without the Kafka connector's jars, and stop")
+    top.add_argument("--cold-start-only", action="store_true", help="measure the cold start, with and without the class archive and the Kafka connector's jars, and stop")
     top.add_argument("--skip-first-chart", action="store_true", help="do not measure the first chart after Start in Chromium")
     top.add_argument("--server-up-seconds", type=float, default=45.0, help="uptime of the served app when Start is pressed (default 45)")
     top.add_argument("--events-per-second", type=int, default=2000, help="generator rate of the live query (default 2000)")
@@ -942,7 +942,7 @@ def _cold_start(args) -> dict[str, Any]:
     if cold.get("archive"):
         _note(f"cold start: {cold['cold_start_s']:.2f} s; again without the class archive")
         cold["without_archive"] = measure_cold_start(sys.executable, PROJECT_ROOT, *measured, archive=False)
-    _note(f"cold start: {cold['cold_start_s']:.2f} s; again without the Kafka connector's jars (and so without the archive, made with them)")
+    _note(f"cold start: {cold['cold_start_s']:.2f} s; again without the Kafka connector's jars and the class archive")
     cold["without_connector"] = measure_cold_start(sys.executable, PROJECT_ROOT, *measured, connector=False, archive=False)
     return cold
 

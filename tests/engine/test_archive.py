@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from streaming.engine.runtime.archive import archive_options, archive_path, build_archive
-from streaming.engine.runtime.session import session_settings
+from streaming.engine.runtime.session import driver_classpath, session_settings
 
 
 def _jars(folder: Path, *names: str) -> Path:
@@ -20,16 +21,22 @@ def _jars(folder: Path, *names: str) -> Path:
     return folder
 
 
-def test_an_archive_is_named_by_the_jdk_pysparks_jars_and_the_class_path(tmp_path: Path) -> None:
+def test_an_archive_is_named_by_the_jdk_pysparks_jars_and_the_class_path_as_the_jvm_checks_them(tmp_path: Path) -> None:
     jars = _jars(tmp_path / "jars", "spark-core_2.13-4.2.0.jar", "scala-library-2.13.16.jar")
     connector = sorted(_jars(tmp_path / "connector", "kafka-clients-3.9.2.jar").glob("*.jar"))
-    here = archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars, classpath=connector)
-    assert here == archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars, classpath=connector)
-    assert here.parent == tmp_path and here.suffix == ".jsa"
-    assert archive_path({"JAVA_HOME": "/opt/jdk-21"}, folder=tmp_path, jars=jars, classpath=connector) != here
-    assert archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars, classpath=[]) != here
+
+    def named(java_home: str = "/opt/jdk-17", classpath: list[Path] = connector) -> Path:
+        return archive_path({"JAVA_HOME": java_home}, classpath=classpath, folder=tmp_path, jars=jars)
+
+    here = named()
+    assert here == named() and here.parent == tmp_path and here.suffix == ".jsa"
+    assert named("/opt/jdk-21") != here
+    assert named(classpath=[]) != here
+    os.utime(connector[0], (1_700_000_000, 1_700_000_000))  # the same jar written again: the JVM refuses an archive made before
+    assert named() != here
+    here = named()
     _jars(jars, "spark-connect_2.13-4.2.0.jar")
-    assert archive_path({"JAVA_HOME": "/opt/jdk-17"}, folder=tmp_path, jars=jars, classpath=connector) != here
+    assert named() != here
 
 
 def test_a_driver_maps_the_archive_only_once_it_is_made(tmp_path: Path) -> None:
@@ -39,7 +46,7 @@ def test_a_driver_maps_the_archive_only_once_it_is_made(tmp_path: Path) -> None:
     made.write_bytes(b"archive")
     assert archive_options(made) == [f"'-XX:SharedArchiveFile={made}'", "-Xlog:cds*=off"]  # one option, as Spark splits extraJavaOptions
     options = session_settings({}, cores=2)["spark.driver.extraJavaOptions"]
-    assert ("-XX:SharedArchiveFile=" in options) == archive_path().is_file()
+    assert ("-XX:SharedArchiveFile=" in options) == archive_path(classpath=driver_classpath({})).is_file()
 
 
 def test_an_archive_is_renamed_into_place_once_the_jvm_has_written_it_and_old_ones_go(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from streaming.engine.runtime.session import (
     JAVA_OPTIONS_VARIABLE,
     LOG4J2_CONFIG,
     SessionStarter,
+    driver_classpath,
     server_settings,
     session_settings,
 )
@@ -39,15 +40,20 @@ def test_further_java_options_come_after_the_labs_own_and_replace_its_default_on
     assert options.startswith(" ".join(DRIVER_JAVA_OPTIONS)) and options.endswith(" -XX:TieredStopAtLevel=1 '-Dname=a b'")
     assert DEFAULT_JAVA_OPTIONS not in options
     assert session_settings({}, cores=2)["spark.driver.extraJavaOptions"].endswith(f" {DEFAULT_JAVA_OPTIONS}")
+    assert DEFAULT_JAVA_OPTIONS not in session_settings({JAVA_OPTIONS_VARIABLE: ""}, cores=2)["spark.driver.extraJavaOptions"]
 
 
-def test_the_connector_is_on_a_local_drivers_class_path_and_handed_to_a_clusters_executors():
-    jars = [Path("/lab/jvm/kafka-clients.jar"), Path("/lab/jvm/spark-sql-kafka.jar")]
-    local = server_settings({}, jars)
-    assert local["spark.driver.extraClassPath"] == os.pathsep.join(map(str, jars)) and "spark.jars" not in local
-    for cluster in (server_settings({"SPARK_MASTER": "spark://127.0.0.1:7077"}, jars), server_settings({}, jars, master="spark://127.0.0.1:7077")):
-        assert cluster["spark.jars"] == ",".join(map(str, jars)) and "spark.driver.extraClassPath" not in cluster
+def test_the_connector_is_on_a_local_drivers_class_path_and_handed_to_a_clusters_executors(tmp_path: Path):
+    jars = [tmp_path / "kafka-clients.jar", tmp_path / "spark-sql-kafka.jar"]
+    for jar in jars:
+        jar.write_bytes(b"jar")
+    cluster = "spark://127.0.0.1:7077"
+    for local in (server_settings({}, jars), server_settings({"SPARK_MASTER": "local[2]"}, jars), server_settings({"SPARK_MASTER": cluster}, jars, master="local")):
+        assert local["spark.driver.extraClassPath"] == os.pathsep.join(map(str, jars)) and "spark.jars" not in local
+    for other in (server_settings({"SPARK_MASTER": cluster}, jars), server_settings({}, jars, master=cluster), server_settings({}, jars, master="local-cluster[2,1,1024]")):
+        assert other["spark.jars"] == ",".join(map(str, jars)) and "spark.driver.extraClassPath" not in other
     assert not {"spark.jars", "spark.driver.extraClassPath"} & set(server_settings({}, []))
+    assert driver_classpath({}, jars) == jars and driver_classpath({"SPARK_MASTER": cluster}, jars) == []
 
 
 def test_connect_settings_leave_master_and_driver_to_the_server():

@@ -7,7 +7,7 @@ The JDK's Class Data Sharing maps them from an archive instead: JDK 17's dynamic
 4.0 → 2.2 s, the query's start 2.1 → 1.6 s); under the test suite's options 11.5 → 8.1 s.
 
 It is made at set-up (``make`` runs ``python -m streaming archive``) by a session that runs the lab's first queries, and named by what
-it was made with: the JDK, PySpark's jars and the jars on the driver's class path (the Kafka connector's). A JVM of another JDK or
+it was made with: the JDK, PySpark's jars and the jars on a local driver's class path (the Kafka connector's). A JVM of another JDK or
 class path refuses an archive and starts without it, as it does when there is none: the lab never depends on it, it is only faster
 with it.
 """
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .jars import JVM_DIR, connector_jars
+from .jars import JVM_DIR
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,17 +46,20 @@ def _pyspark_jars() -> Path:
     return Path(spec.origin).parent / "jars"
 
 
-def archive_path(
-    environ: Mapping[str, str] | None = None, *, folder: Path = ARCHIVE_DIR, jars: Path | None = None, classpath: Sequence[Path] | None = None,
-) -> Path:
-    """The archive for this JDK, PySpark's jars (the folder ``jars``) and the driver's ``classpath`` (default: the connector's jars), whether
-    made or not: another JDK, another PySpark, other jars on the class path, another name."""
+def archive_path(environ: Mapping[str, str] | None = None, *, classpath: Sequence[Path], folder: Path = ARCHIVE_DIR, jars: Path | None = None) -> Path:
+    """The archive for this JDK, PySpark's jars (the folder ``jars``) and the jars on the driver's ``classpath`` before them, whether made or
+    not: another JDK, another PySpark, other jars on the class path, another name. A jar is named by its size and modification time, as
+    the JVM checks it: a jar written again (PySpark installed again, the connector fetched again) makes the JVM refuse the archive, and
+    gives another name, which set-up then makes."""
     env = os.environ if environ is None else environ
     jars = _pyspark_jars() if jars is None else jars
-    classpath = connector_jars() if classpath is None else classpath
-    made_of = [_java(env), *sorted(f"{path.name}:{path.stat().st_size}" for path in jars.glob("*.jar"))]
-    made_of += [f"classpath {path.name}:{path.stat().st_size}" for path in classpath]
+    made_of = [_java(env), *sorted(_jar(path) for path in jars.glob("*.jar")), *(f"classpath {_jar(path)}" for path in classpath)]
     return folder / f"spark-{hashlib.sha256(chr(10).join(made_of).encode()).hexdigest()[:16]}.jsa"
+
+
+def _jar(path: Path) -> str:
+    stat = path.stat()
+    return f"{path.name}:{stat.st_size}:{int(stat.st_mtime)}"
 
 
 def _option(name: str, path: Path) -> str:
@@ -76,7 +79,7 @@ def build_archive(create: Callable[[list[str]], SparkSession], workload: Callabl
 
     ``create(options)`` starts a session whose driver takes the JVM ``options``, ``workload(session)`` runs what the lab runs first; the
     session is then stopped and its JVM exits, writing the classes it loaded. The file is written under a hidden name and renamed once
-    whole; archives made for another JDK or PySpark are deleted.
+    whole; archives made for another JDK, PySpark or class path are deleted.
     """
     if path.is_file():
         return False

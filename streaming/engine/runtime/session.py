@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 __all__ = [
-    "DEFAULT_JAVA_OPTIONS", "SessionStarter", "StarterStatus", "forget_session", "freeze_heap", "get_session", "is_connect", "java_options", "remote_address", "server_reachable", "server_settings",
-    "session_alive", "session_settings", "start_early", "take_early",
+    "DEFAULT_JAVA_OPTIONS", "SessionStarter", "StarterStatus", "driver_classpath", "forget_session", "freeze_heap", "get_session", "is_connect", "java_options",
+    "remote_address", "server_reachable", "server_settings", "session_alive", "session_settings", "start_early", "take_early",
 ]
 
 APP_NAME = "streaming-lab"
@@ -130,17 +130,18 @@ def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = No
     archive (and any :data:`JAVA_OPTIONS_VARIABLE` options) and the jars.
 
     ``jars`` (default: Spark's Kafka connector as set-up fetched it, :func:`~streaming.engine.runtime.jars.connector_jars`) are local
-    files: on the driver's class path when its ``master`` (default ``SPARK_MASTER``, else local) is local, as ``spark.jars`` when a
-    standalone cluster's executors must fetch them from it. A local driver given them as ``spark.jars`` also serves them to its own
-    executor, and a new process reached the generator's first row, a query that reads no topic, later (cold-start benchmark, 2
-    cores, 4 runs of each interleaved: 8.37-8.76 s with the jars as ``spark.jars``, 7.94-8.98 s, mean 0.2 s less, with them on the
-    class path; the JVM's launch 1.22-1.33 s against 1.02-1.13 s). The
-    class archive set-up made for this JDK, PySpark and class path (:mod:`~streaming.engine.runtime.archive`) is mapped when it was made.
+    files: on the class path of a local driver (:func:`driver_classpath`; ``master`` defaults to ``SPARK_MASTER``), as ``spark.jars``
+    when a cluster's executors must fetch them from it. A local driver given them as ``spark.jars`` also serves them to its own executor,
+    and a new process reached the generator's first row, a query that reads no topic, later (cold-start benchmark, 2 cores, 4 runs of
+    each interleaved: 8.37-8.76 s with the jars as ``spark.jars``, 7.94-8.98 s, mean 0.2 s less, with them on the class path; the JVM's
+    launch 1.22-1.33 s against 1.02-1.13 s). The class archive set-up made for this JDK, PySpark and class path
+    (:mod:`~streaming.engine.runtime.archive`) is mapped when it was made.
     """
     jars = connector_jars() if jars is None else jars
-    local = (environ.get("SPARK_MASTER", "local[*]") if master is None else master).startswith("local")
+    classpath = driver_classpath(environ, jars, master=master)
     return {
-        **({"spark.driver.extraClassPath" if local else "spark.jars": (os.pathsep if local else ",").join(str(path) for path in jars)} if jars else {}),
+        **({"spark.driver.extraClassPath": os.pathsep.join(map(str, classpath))} if classpath else {}),
+        **({"spark.jars": ",".join(map(str, jars))} if jars and not classpath else {}),
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": environ.get("SPARK_DRIVER_MEMORY", "2g"),
         # The Spark UI keeps every job, stage and SQL execution up to these caps; a
@@ -151,13 +152,22 @@ def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = No
         "spark.sql.ui.retainedExecutions": "100",
         "spark.ui.retainedDeadExecutors": "10",
         "spark.driver.extraJavaOptions": " ".join(
-            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", *archive_options(archive_path(environ)), java_options(environ)]
+            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", *archive_options(archive_path(environ, classpath=classpath)), java_options(environ)]
         ).strip(),
     }
 
 
+def driver_classpath(environ: Mapping[str, str], jars: Sequence[Path] | None = None, *, master: str | None = None) -> list[Path]:
+    """The jars a driver of ``master`` (default ``SPARK_MASTER``, else ``local[*]``) takes on its class path: ``jars`` (default the
+    connector's) when it is ``local`` or ``local[...]``, whose executors run in its JVM; none otherwise (a standalone cluster's or a
+    ``local-cluster``'s executors are other JVMs, which fetch them as ``spark.jars``)."""
+    master = environ.get("SPARK_MASTER", "local[*]") if master is None else master
+    return list(connector_jars() if jars is None else jars) if master == "local" or master.startswith("local[") else []
+
+
 def java_options(environ: Mapping[str, str]) -> str:
-    """The options :data:`JAVA_OPTIONS_VARIABLE` gives the driver's JVM after the lab's own: its value, or :data:`DEFAULT_JAVA_OPTIONS`."""
+    """The options :data:`JAVA_OPTIONS_VARIABLE` gives the driver's JVM after the lab's own: its value (empty: none), or
+    :data:`DEFAULT_JAVA_OPTIONS` when it is unset."""
     return environ.get(JAVA_OPTIONS_VARIABLE, DEFAULT_JAVA_OPTIONS)
 
 
