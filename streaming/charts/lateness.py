@@ -125,7 +125,7 @@ def arrival_figure(
         title=title + subtitle,
         xaxis_title=x_title,
         yaxis_title="event time (UTC)",
-        legend={"orientation": "h", "y": -0.2},
+        legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0},
     )
     return figure
 
