@@ -119,7 +119,7 @@ def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
         return settings
     host = environ.get("SPARK_LOCAL_IP", "127.0.0.1")
     settings.update({"spark.driver.host": host, "spark.driver.bindAddress": host})
-    settings["spark.master"] = environ.get("SPARK_MASTER", "local[*]")
+    settings["spark.master"] = _master(environ)
     settings.update(FOLD_SETTINGS)
     settings.update(server_settings(environ))
     return settings
@@ -161,8 +161,13 @@ def driver_classpath(environ: Mapping[str, str], jars: Sequence[Path] | None = N
     """The jars a driver of ``master`` (default ``SPARK_MASTER``, else ``local[*]``) takes on its class path: ``jars`` (default the
     connector's) when it is ``local`` or ``local[...]``, whose executors run in its JVM; none otherwise (a standalone cluster's or a
     ``local-cluster``'s executors are other JVMs, which fetch them as ``spark.jars``)."""
-    master = environ.get("SPARK_MASTER", "local[*]") if master is None else master
+    master = _master(environ) if master is None else master
     return list(connector_jars() if jars is None else jars) if master == "local" or master.startswith("local[") else []
+
+
+def _master(environ: Mapping[str, str]) -> str:
+    """The master a session started in ``environ`` runs on: ``SPARK_MASTER``, else ``local[*]``."""
+    return environ.get("SPARK_MASTER", "local[*]")
 
 
 def java_options(environ: Mapping[str, str]) -> str:
