@@ -245,8 +245,9 @@ def _start(registry: QueryRegistry, query: SqlQuery, name: str | None, pending_k
     st.rerun()
 
 
-def sql_view(snap: RunSnapshot) -> None:
-    """A SQL run as it stands: status, the result table as its output mode keeps it, each stateful operator, the watermark, the progress charts."""
+def sql_view(snap: RunSnapshot, *, headline: bool = False) -> None:
+    """A SQL run as it stands: status, the result table as its output mode keeps it, each stateful operator, the watermark, the progress
+    charts; with ``headline``, no further than the result table."""
     run = snap.run
     metrics_row(snap.numbers())
     st.caption(snap.arrival_text)
@@ -263,6 +264,8 @@ def sql_view(snap: RunSnapshot) -> None:
             _show_code(run.config, facts.grouping)
     st.subheader("Result table")
     st.dataframe(snap.table, hide_index=True, key=f"lab_sql_table_{run.name}")
+    if headline:
+        return
     st.subheader("Stateful operators")
     operators = snap.operators
     if len(operators):

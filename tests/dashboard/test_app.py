@@ -128,6 +128,7 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         assert not at.exception and not page_errors(at), (at.exception, page_errors(at))
         assert at.selectbox(key="lab_selected").value == name
         assert app_registry.get(name) is not None
+        assert set(drawn_figures(at)) == {"lab_chart_counts"} and not at.dataframe  # the first view is its headline alone, the rest a refresh later
         # The table is folded inside the batch; its progress event arrives a little later: wait for both.
         assert wait_until(at, _has_results_and_progress, WAIT_FOR_DATA), "no result rows or no progress"
         table = at.dataframe[0].value
@@ -210,7 +211,7 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         app_registry.delete(name)
 
 
-def test_a_run_just_started_is_looked_at_often_until_it_has_rows_or_has_run_a_while_and_an_ended_one_not_again() -> None:
+def test_a_run_just_started_is_looked_at_often_until_it_has_rows_or_has_run_a_while_and_its_view_is_whole_and_an_ended_one_not_again() -> None:
     from types import SimpleNamespace
 
     now = pd.Timestamp.now(tz="UTC").tz_convert(None)
@@ -225,8 +226,10 @@ def test_a_run_just_started_is_looked_at_often_until_it_has_rows_or_has_run_a_wh
     assert live.FIRST_ROWS_POLL_SECONDS < shared.REFRESH_SECONDS
     assert live._refresh_seconds(run(0)) == live.FIRST_ROWS_POLL_SECONDS  # type: ignore[arg-type]
     assert live._refresh_seconds(run(3)) == shared.REFRESH_SECONDS  # type: ignore[arg-type]
+    assert live._refresh_seconds(run(3), opened=False) == live.FIRST_ROWS_POLL_SECONDS  # type: ignore[arg-type]  # its headline drawn alone: the rest soon
     for ended in ("stopped", "failed", "finished"):
         assert live._refresh_seconds(run(3, status=ended)) is None  # type: ignore[arg-type]  # drawn once, with the page
+        assert live._refresh_seconds(run(3, status=ended), opened=False) is None  # type: ignore[arg-type]  # whole at once
 
 
 def test_slide_longer_than_window_is_refused_before_spark(app_registry) -> None:
