@@ -49,6 +49,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -664,19 +665,25 @@ def measure_overhead(
 # ---------------------------------------------------------------- report
 
 
-def measure_first_chart(up_for: float, timeout: float) -> dict[str, Any] | None:
-    """Serve the app, open the Live query page, and time Start to first chart at ``up_for`` seconds of uptime; ``None`` without Chromium."""
+def measure_first_chart(up_for: float, timeout: float, starts: int = 5) -> dict[str, Any] | None:
+    """Serve the app, open the Live query page, and time Start to first chart at ``up_for`` seconds of uptime, then ``starts - 1`` more
+    Starts on that server, each in a page opened afresh once the last query stopped; ``None`` without Chromium.
+
+    ``first_chart_s`` is the median of the Starts: one Start on 2 cores ranged 0.8-2.1 s, and the goal is the time a user usually waits.
+    """
     from .browser import CHROMIUM, chromium, first_chart_after_start, served_app
 
     if not CHROMIUM.exists():
         return None
     with tempfile.TemporaryDirectory(prefix="streaming-lab-bench-") as logs, served_app(Path(logs)) as app, chromium() as browser:
-        return first_chart_after_start(app, browser, up_for=up_for, timeout=timeout)
+        first = first_chart_after_start(app, browser, up_for=up_for, timeout=timeout)
+        seconds = [first["first_chart_s"]] + [first_chart_after_start(app, browser, up_for=0, timeout=timeout)["first_chart_s"] for _ in range(starts - 1)]
+    return {**first, "first_start_s": first["first_chart_s"], "first_chart_s": statistics.median(seconds), "starts_s": seconds}
 
 
 COLD_START_GOAL_S = 8.0
 FIRST_CHART_GOAL_S = 1.0
-"""The first chart after Start on a warm server, in Chromium."""
+"""The first chart after Start on a warm server, in Chromium: the median of five Starts (:func:`measure_first_chart`)."""
 SPARK_READY_GOAL_S = 10.0
 """Spark ready (Start enabled) after the served app's process starts."""
 
@@ -729,7 +736,8 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
     else:
         ready = None if first["session_ready_s"] is None else first["session_ready_s"] + first["healthy_after_launch_s"]
         lines.append(
-            f"first chart after Start (real Chromium, default settings, server up {first['server_up_s']:.0f} s): {first['first_chart_s']:.2f} s "
+            f"first chart after Start (real Chromium, default settings): median {first['first_chart_s']:.2f} s of {len(first['starts_s'])} Starts "
+            f"({', '.join(f'{seconds:.2f}' for seconds in first['starts_s'])}; the first at {first['server_up_s']:.0f} s of uptime) "
             f"(goal <= {FIRST_CHART_GOAL_S:.0f} s: {_verdict(first['first_chart_s'] <= FIRST_CHART_GOAL_S)}); Spark ready (Start enabled) "
             f"{ready or math.nan:.1f} s after the server's launch, {first['session_ready_s'] or math.nan:.1f} s after it answered "
             f"(goal <= {SPARK_READY_GOAL_S:.0f} s: {_verdict(None if ready is None else ready <= SPARK_READY_GOAL_S)})"
@@ -953,7 +961,7 @@ def _measure(args, live_config, overhead_config, begun: float, server) -> int:
     if not args.skip_first_chart:
         _note(f"first chart: serving the app, pressing Start at {args.server_up_seconds:.0f} s of uptime")
         first = measure_first_chart(args.server_up_seconds, args.child_timeout)
-        _note("first chart: " + ("skipped, no Chromium" if first is None else f"{first['first_chart_s']:.2f} s"))
+        _note("first chart: " + ("skipped, no Chromium" if first is None else f"median {first['first_chart_s']:.2f} s ({first['starts_s']})"))
 
     from streaming.engine.run.registry import QueryRegistry
     from streaming.engine.runtime.session import freeze_heap, get_session
