@@ -179,6 +179,7 @@ def first_chart_after_start(app: ServedApp, browser: Browser, *, up_for: float =
         page.goto(f"{app.url}/Live_query", wait_until="domcontentloaded")
         start = page.get_by_role("button", name="Start query")
         start.wait_for(timeout=timeout * 1000)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=timeout * 1000)  # the placeholder chart: the page has loaded Plotly, as a user's has
         ready_after = None
         while time.monotonic() < app.healthy_at + up_for:
             if ready_after is None and start.is_enabled():

@@ -718,21 +718,22 @@ def placeholder_chart() -> None:
 
 
 FIRST_ROWS_POLL_SECONDS = 0.2
-"""How often the view of a run just started looks for its first rows: the refresh's 2 s came on top of the first batch, and the first
-chart showed 2.4 s after Start on a warm server (``make bench``)."""
+"""How often the view of a run just started looks for its first rows (the refresh's 2 s came on top of the first batch, and the first
+chart showed 2.4 s after Start on a warm server, ``make bench``), and how soon the rest of a view follows its headline."""
 FIRST_ROWS_SECONDS = 15.0
 """How long after its start a run without rows is looked at that often (a topic may stay silent for ever)."""
 
 
 def live_view(run: Run, *, owned: bool = True) -> None:
     """The watched run, redrawn every ``REFRESH_SECONDS`` from one :func:`~streaming.app.snapshot.snapshot` of it (every
-    ``FIRST_ROWS_POLL_SECONDS`` until a run just started has rows, or until its first view here is whole); once its ``owned`` kept run has
+    ``FIRST_ROWS_POLL_SECONDS`` until a run just started has rows and its first view here is whole); once its ``owned`` kept run has
     stopped, the way to change and resume it.
 
     A run that has ended is drawn once, with the page: nothing of it changes any more, and redrawing it every refresh kept Chromium
     busy (0.26 cores) for as long as the page stayed open. The refresh that sees a run end reruns the page, buttons included.
 
-    An active run's first view in a browser session is its headline alone (:func:`_draw`), the rest of its view a refresh later.
+    An active run's first view in a page's session (a browser tab; a reload starts another) is its headline alone (:func:`_draw`), the rest
+    of its view a refresh later.
 
     It takes the :class:`Run`, not the registry, so a tick never touches
     state shared with other users.
@@ -747,7 +748,7 @@ def live_view(run: Run, *, owned: bool = True) -> None:
 
 
 OPENED_KEY = "lab_opened"
-"""Session-state key: the read tokens of the active runs whose headline this browser session has drawn (:func:`_draw`)."""
+"""Session-state key: the read tokens of the active runs whose headline this page's session has drawn (:func:`_draw`)."""
 
 
 def _opened(run: Run) -> bool:
@@ -755,8 +756,8 @@ def _opened(run: Run) -> bool:
 
 
 def _refresh_seconds(run: Run, *, opened: bool = True) -> float | None:
-    """How often the view of ``run`` is redrawn now: ``None`` once it has ended; often while it awaits its first rows, or while its
-    headline alone has been drawn (not ``opened``)."""
+    """How often the view of ``run`` is redrawn now: ``None`` once it has ended; often while it awaits its first rows, or until its
+    headline has been drawn here (``opened``), so the rest follows soon."""
     if run.status != "active":
         return None
     return FIRST_ROWS_POLL_SECONDS if not opened or _awaits_first_rows(run) else REFRESH_SECONDS
@@ -779,20 +780,23 @@ def _live_view(run: Run, *, owned: bool) -> None:
 
 
 def _refresh(run: Run, *, owned: bool, every: float) -> None:
-    """One refresh of the view of ``run``, drawn every ``every`` seconds; the page again instead once :func:`_refresh_seconds` is no longer
-    ``every`` (the run has rows, has run a while, has ended, or its headline was drawn a refresh ago), which draws it at its new pace or once."""
+    """One refresh of the view of ``run``, drawn every ``every`` seconds; then the page again once :func:`_refresh_seconds` is no longer
+    ``every`` (the run has rows, has run a while, has ended, or its headline was drawn a refresh ago), which draws it at its new pace or once.
+
+    The pace is judged as the view stood before this refresh: the refresh that draws the headline leaves the rest to the next one."""
     if session_starter().status != "ready" or not get_registry().holds(run):
         st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
     opened = _opened(run)
-    if _refresh_seconds(run, opened=opened) != every:
-        st.rerun(scope="app")
     _draw(run, owned=owned, headline=not opened)
     if not opened:
         st.session_state.setdefault(OPENED_KEY, set()).add(run.read_token)
+    if _refresh_seconds(run, opened=opened) != every:
+        st.rerun(scope="app")
 
 
 def _draw(run: Run, *, owned: bool, headline: bool = False) -> None:
-    """The view of ``run``; with ``headline``, only its numbers and its first chart (the counts, or a SQL run's result table).
+    """The view of ``run``; with ``headline``, no further than its first chart: its numbers, captions and warnings, then the counts chart
+    (a SQL run: :func:`~dashboard.sql.sql_view` to its result table).
 
     The first view after Start came whole: a dozen charts, the tables and the code reached Chromium at once, and the counts chart waited
     behind them, 0.17-0.62 s from the server's sending it. Drawn first alone, Start to that chart on one warm server (Chromium, 2 cores,
