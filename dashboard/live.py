@@ -76,6 +76,7 @@ from .shared import (
     get_registry,
     go_to,
     metrics_row,
+    open_panel,
     report_button,
     session_starter,
     show_code,
@@ -698,13 +699,18 @@ def _latency_view(snap: RunSnapshot) -> None:
 
 
 def _details(snap: RunSnapshot) -> None:
+    """The result table, the latest progress and the configuration, each in a panel drawn only while it is open (:func:`open_panel`)."""
     run, table = snap.run, snap.table
-    with st.expander(f"Result table ({len(table)} rows)"):
-        st.dataframe(table, hide_index=True)
-    with st.expander("Latest progress (JSON)"):
-        st.json(run.log.latest or {}, expanded=False)
-    with st.expander("Configuration"):
-        st.json(describe(run.config))
+    with open_panel("Result table", key="lab_details_table") as panel:
+        if panel.open:
+            st.caption(f"{len(table):,} rows")
+            st.dataframe(table, hide_index=True)
+    with open_panel("Latest progress (JSON)", key="lab_details_progress") as panel:
+        if panel.open:
+            st.json(run.log.latest or {}, expanded=False)
+    with open_panel("Configuration", key="lab_details_configuration") as panel:
+        if panel.open:
+            st.json(describe(run.config))
 
 
 def placeholder_chart() -> None:

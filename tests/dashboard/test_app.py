@@ -129,6 +129,7 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         assert at.selectbox(key="lab_selected").value == name
         assert app_registry.get(name) is not None
         assert set(drawn_figures(at)) == {"lab_chart_counts"} and not at.dataframe  # the first view is its headline alone, the rest a refresh later
+        at.session_state["lab_details_table"] = True  # the result table's panel, opened: drawn only then
         # The table is folded inside the batch; its progress event arrives a little later: wait for both.
         assert wait_until(at, _has_results_and_progress, WAIT_FOR_DATA), "no result rows or no progress"
         table = at.dataframe[0].value

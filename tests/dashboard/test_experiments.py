@@ -36,6 +36,12 @@ WAIT_FOR_RESULT = 300.0  # cap of the polling loops; the guide feed takes well u
 JOB_KEYS = (tuner.TUNE_JOB, tuner.CONFIRM_JOB, compare.COMPARE_JOB, join_compare.JOIN_COMPARE_JOB)
 
 
+def _open_code(at: AppTest, *keys: str) -> None:
+    """Open the Show code panels of these download keys at the page's next run: their code is written only then."""
+    for key in keys:
+        at.session_state[f"{key}_open"] = True
+
+
 def _page(path: str) -> AppTest:
     """``path`` opened through the app, once the shared session is ready (so the Run buttons are enabled)."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
@@ -340,6 +346,7 @@ COMPARE_TABLE = {"label", "completeness", "rows_dropped_by_watermark", "mean_bat
 def test_tuner_sweeps_the_guide_feed(jobs) -> None:
     at = _page(TUNER)
     jobs.append(at)
+    _open_code(at, "tune_code", "tune_grid_code")
     at.selectbox(key="tune_feed").set_value("guide_words")
     at.text_input(key="tune_window").set_value("10 minutes")
     at.radio(key="tune_window_kind").set_value("sliding").run()
@@ -389,6 +396,7 @@ def test_tuner_sweeps_the_guide_feed(jobs) -> None:
 def test_compare_runs_two_configs_on_the_guide_feed(jobs) -> None:
     at = _page(COMPARE)
     jobs.append(at)
+    _open_code(at, "cmp_code_1", "cmp_code_2")
     at.selectbox(key="cmp_feed").set_value("guide_words")
     for number in (1, 2):
         at.text_input(key=f"cmp_{number}_window").set_value("10 minutes")
@@ -425,6 +433,7 @@ def test_compare_runs_two_joins_of_ad_datasets_after_refusing_one_spark_would_re
     monkeypatch.setenv("STREAMING_LAB_DATA", str(tmp_path / "data"))
     at = _page(COMPARE)
     jobs.append(at)
+    _open_code(at, "cmpj_code_1", "cmpj_code_2")
     at.radio(key="cmp_kind").set_value("Joins").run()
     at.selectbox(key="cmpj_left").set_value("imps (dataset)")
     at.selectbox(key="cmpj_right").set_value("clicks (dataset)").run()
@@ -501,6 +510,7 @@ def test_tune_inputs_of_a_dataset_take_its_aggregate_and_dedup(orders_root: Path
 def test_tuner_sweeps_a_dataset_sum_with_duplicates_dropped(jobs, orders_root: Path) -> None:
     at = _page(TUNER)
     jobs.append(at)
+    _open_code(at, "tune_code", "tune_grid_code")
     at.selectbox(key="tune_feed").set_value("orders").run()
     at.selectbox(key="tune_aggregation").set_value("sum")
     at.checkbox(key="tune_deduplicate").check()

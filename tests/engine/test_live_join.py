@@ -344,6 +344,7 @@ def started(at: AppTest) -> Iterator[tuple[Run, dict[str, str]]]:
 def test_the_joins_page_starts_a_live_join_shows_its_rows_and_stops_it() -> None:
     at = AppTest.from_file(str(APP), default_timeout=180).run()
     shared.session_starter().wait(180)
+    at.session_state["live_join_code_download_open"] = True  # Show code, opened: written only then
     at = at.switch_page(shared.JOINS_PAGE).run()
     at.radio(key="join_mode").set_value("Live: generated or Kafka streams").run()
     assert not at.exception, at.exception
@@ -392,6 +393,7 @@ def test_the_joins_page_replays_two_topic_ranges_and_tunes_their_delays(kafka_br
 
     at = AppTest.from_file(str(APP), default_timeout=180).run()
     shared.session_starter().wait(180)
+    at.session_state["join_code_download_open"] = True  # Show code, opened: written only then
     at = at.switch_page(shared.JOINS_PAGE).run()
     at.toggle(key="join_from_topics").set_value(True).run()
     for side, _, time, _ in AD_SIDES:
