@@ -74,11 +74,17 @@ def spark_refused_when_fast(request):
 
 @pytest.fixture(scope="session")
 def spark():
+    from py4j.protocol import Py4JError
+
     from streaming.engine.runtime.session import get_session
 
     session = get_session()
     yield session
-    for query in session.streams.active:
+    try:
+        active = session.streams.active
+    except (TypeError, OSError, Py4JError):  # a SIGTERM to the whole process group ended the JVM too: no query is left to stop
+        return
+    for query in active:
         query.stop()
 
 
