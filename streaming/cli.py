@@ -620,8 +620,8 @@ def _archive_main() -> int:
     from .engine.run.query import warm_up
     from .engine.run.registry import QueryRegistry
     from .engine.run.runner import run_to_idle
-    from .engine.runtime.archive import archive_path, build_archive
-    from .engine.runtime.session import JAVA_OPTIONS_VARIABLE, driver_classpath, get_session, java_options
+    from .engine.runtime.archive import build_archive
+    from .engine.runtime.session import JAVA_OPTIONS_VARIABLE, driver_archive, get_session, java_options
     from .engine.sql.form import form_sql
     from .engine.sql.query import SqlQuery
     from .engine.sql.replay import replay_sql
@@ -644,7 +644,7 @@ def _archive_main() -> int:
         finally:
             registry.stop_all()
 
-    path, begun = archive_path(classpath=driver_classpath(os.environ)), time.monotonic()
+    path, begun = driver_archive(os.environ), time.monotonic()
     try:
         made = build_archive(create, workload, path)
     except Exception as err:  # noqa: BLE001 - the lab runs without it, only slower: say so and go on

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from streaming.engine.runtime.archive import archive_options, archive_path, build_archive
-from streaming.engine.runtime.session import driver_classpath, session_settings
+from streaming.engine.runtime.session import driver_archive, session_settings
 
 
 def _jars(folder: Path, *names: str) -> Path:
@@ -46,7 +46,7 @@ def test_a_driver_maps_the_archive_only_once_it_is_made(tmp_path: Path) -> None:
     made.write_bytes(b"archive")
     assert archive_options(made) == [f"'-XX:SharedArchiveFile={made}'", "-Xlog:cds*=off"]  # one option, as Spark splits extraJavaOptions
     options = session_settings({}, cores=2)["spark.driver.extraJavaOptions"]
-    assert ("-XX:SharedArchiveFile=" in options) == archive_path(classpath=driver_classpath({})).is_file()
+    assert ("-XX:SharedArchiveFile=" in options) == driver_archive({}).is_file()
 
 
 def test_an_archive_is_renamed_into_place_once_the_jvm_has_written_it_and_old_ones_go(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 __all__ = [
-    "DEFAULT_JAVA_OPTIONS", "SessionStarter", "StarterStatus", "driver_classpath", "forget_session", "freeze_heap", "get_session", "is_connect", "java_options",
+    "DEFAULT_JAVA_OPTIONS", "SessionStarter", "StarterStatus", "driver_archive", "driver_classpath", "forget_session", "freeze_heap", "get_session", "is_connect", "java_options",
     "remote_address", "server_reachable", "server_settings", "session_alive", "session_settings", "start_early", "take_early",
 ]
 
@@ -152,7 +152,7 @@ def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = No
         "spark.sql.ui.retainedExecutions": "100",
         "spark.ui.retainedDeadExecutors": "10",
         "spark.driver.extraJavaOptions": " ".join(
-            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", *archive_options(archive_path(environ, classpath=classpath)), java_options(environ)]
+            [*DRIVER_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}", *archive_options(driver_archive(environ, jars, master=master)), java_options(environ)]
         ).strip(),
     }
 
@@ -163,6 +163,12 @@ def driver_classpath(environ: Mapping[str, str], jars: Sequence[Path] | None = N
     ``local-cluster``'s executors are other JVMs, which fetch them as ``spark.jars``)."""
     master = _master(environ) if master is None else master
     return list(connector_jars() if jars is None else jars) if master == "local" or master.startswith("local[") else []
+
+
+def driver_archive(environ: Mapping[str, str], jars: Sequence[Path] | None = None, *, master: str | None = None) -> Path:
+    """The class archive a driver of ``master`` started in ``environ`` maps once it is made: the one for its JDK, PySpark and
+    :func:`driver_classpath`. Set-up makes it by this name (``python -m streaming archive``), so the two cannot name different files."""
+    return archive_path(environ, classpath=driver_classpath(environ, jars, master=master))
 
 
 def _master(environ: Mapping[str, str]) -> str:
