@@ -192,6 +192,11 @@ def final_block(metrics: Mapping[str, object], keys: Sequence[str] = FINAL_KEYS)
     return "\n".join(f"{name}: {_format(metrics.get(name))}" for name in names)
 
 
+def _starts(first: dict[str, Any]) -> str:
+    """The first chart's median and each Start's seconds, as the report and the progress notes give them."""
+    return f"median {first['first_chart_s']:.2f} s of {len(first['starts_s'])} Starts ({', '.join(f'{seconds:.2f}' for seconds in first['starts_s'])})"
+
+
 def _verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("ok" if ok else "MISSED")
 
@@ -236,7 +241,7 @@ def cold_start_child(
     _timing(pyspark.core.context, "launch_gateway", timings, "jvm_launch_s")
     if not connector:
         session.connector_jars = list  # type: ignore[assignment]
-    made = session.archive_path(classpath=session.driver_classpath(os.environ))
+    made = session.driver_archive(os.environ)
     mapped = str(made) if archive and made.is_file() else None
     if not archive:
         session.archive_options = lambda path: []
@@ -736,8 +741,7 @@ def report(args, cold: dict[str, Any] | None, first: dict[str, Any] | None, sess
     else:
         ready = None if first["session_ready_s"] is None else first["session_ready_s"] + first["healthy_after_launch_s"]
         lines.append(
-            f"first chart after Start (real Chromium, default settings): median {first['first_chart_s']:.2f} s of {len(first['starts_s'])} Starts "
-            f"({', '.join(f'{seconds:.2f}' for seconds in first['starts_s'])}; the first at {first['server_up_s']:.0f} s of uptime) "
+            f"first chart after Start (real Chromium, default settings): {_starts(first)}, the first at {first['server_up_s']:.0f} s of uptime "
             f"(goal <= {FIRST_CHART_GOAL_S:.0f} s: {_verdict(first['first_chart_s'] <= FIRST_CHART_GOAL_S)}); Spark ready (Start enabled) "
             f"{ready or math.nan:.1f} s after the server's launch, {first['session_ready_s'] or math.nan:.1f} s after it answered "
             f"(goal <= {SPARK_READY_GOAL_S:.0f} s: {_verdict(None if ready is None else ready <= SPARK_READY_GOAL_S)})"
@@ -961,7 +965,7 @@ def _measure(args, live_config, overhead_config, begun: float, server) -> int:
     if not args.skip_first_chart:
         _note(f"first chart: serving the app, pressing Start at {args.server_up_seconds:.0f} s of uptime")
         first = measure_first_chart(args.server_up_seconds, args.child_timeout)
-        _note("first chart: " + ("skipped, no Chromium" if first is None else f"median {first['first_chart_s']:.2f} s ({', '.join(f'{seconds:.2f}' for seconds in first['starts_s'])})"))
+        _note("first chart: " + ("skipped, no Chromium" if first is None else _starts(first)))
 
     from streaming.engine.run.registry import QueryRegistry
     from streaming.engine.runtime.session import freeze_heap, get_session
