@@ -1,7 +1,7 @@
 """Parts of the Datasets page: upload, list, rename and delete a user's datasets, and the schema step's preview.
 
 The pure helpers (:func:`dataset_choices`, :func:`guess_column`, :func:`build_mapping`,
-:func:`store_uploads`) are tested without a browser; the rest draws.
+:func:`store_uploads`, :func:`upload_dataset_name`) are tested without a browser; the rest draws.
 """
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 import streamlit as st
 
 from streaming.engine.data.batching import Batching
-from streaming.engine.data.datasets import FORMATS_IN_WORDS, DatasetStore, FileFormat, Upload, UploadReport
+from streaming.engine.data.datasets import FORMATS_IN_WORDS, DatasetStore, FileFormat, Upload, UploadReport, plain_name
 from streaming.engine.data.feeds import SAMPLE_FEEDS
 from streaming.engine.data.preview import TIME_NAMES, Preview, column_profiles, dataset_schema, guess_event_time, preview, read_dataset, time_range_warning
 from streaming.engine.data.times import TIME_FORMATS
@@ -46,6 +46,7 @@ __all__ = [
     "schema_of",
     "store_root",
     "store_uploads",
+    "upload_dataset_name",
     "upload_form",
 ]
 
@@ -106,6 +107,20 @@ def store_uploads(store: DatasetStore, name: str, files: Sequence[Uploaded], *, 
     return store.add(name, [Upload(file.name, file.getvalue()) for file in files], private=private)
 
 
+def upload_dataset_name(typed: str, files: Sequence[Uploaded]) -> str:
+    """The dataset an upload goes to: the name typed, else the first file's name without its suffix when that name is kept as typed
+    (:func:`plain_name`); :class:`ConfigError` otherwise. Its last part alone would name a dataset the user never typed
+    (``../../etc/passwd.csv`` made ``passwd``), so a first name that is refused asks for a dataset name instead."""
+    if typed or not files:
+        return typed
+    try:
+        return PurePosixPath(plain_name(files[0].name, "file")).stem
+    except ConfigError as err:
+        raise ConfigError(
+            "dataset name", typed, f"is empty, and the first file's name {err.value!r} {err.reason}: type a dataset name"
+        ) from None
+
+
 def guess_column(columns: Sequence[str], names: Sequence[str], fallback: str | None = None) -> str | None:
     """The first of ``names`` found in ``columns`` (case-insensitive), else ``fallback``."""
     lowered = {column.lower(): column for column in columns}
@@ -157,7 +172,7 @@ def upload_form(store: DatasetStore, limit_mb: int) -> None:
         st.warning("Choose at least one file to upload.")
         return
     try:
-        report = store_uploads(store, name or Path(files[0].name).stem, files, private=private)
+        report = store_uploads(store, upload_dataset_name(name, files), files, private=private)
     except ConfigError as err:
         st.error(f"Cannot store this upload: {err}")
         return

@@ -348,7 +348,7 @@ class _Uploaded:
 
 def test_dataset_helpers(tmp_path: Path) -> None:
     store = datasets.dataset_store({"STREAMING_LAB_DATA": str(tmp_path / "root")})
-    report = datasets.store_uploads(store, "kafka dump", [_Uploaded("topic.jsonl", EVENTS_JSONL), _Uploaded("x.exe", b"MZ")])
+    report = datasets.store_uploads(store, "kafka_dump", [_Uploaded("topic.jsonl", EVENTS_JSONL), _Uploaded("x.exe", b"MZ")])
     assert report.kept == {"topic.jsonl": 12} and [error.value for error in report.refused] == ["x.exe"]
     choices = datasets.dataset_choices(store)
     assert [choice.label for choice in choices] == [
@@ -396,6 +396,10 @@ def test_datasets_page_previews_renames_and_deletes(tmp_path: Path, monkeypatch)
     assert (page_metric(at, "Rows"), page_metric(at, "Keys"), page_metric(at, "Event times empty or unparsable")) == ("12", "3", "0")
     assert any("2026-03-02 14:01:01" in caption.value and "2026-03-02 14:02:18" in caption.value for caption in at.caption)
     at.text_input(key="rename_to_clicks").set_value("my clicks").run()
+    at.button(key="rename").click().run()
+    assert any("Cannot rename: new name: 'my clicks' holds ' ' at 2" in error.value for error in at.error)  # refused, not renamed my_clicks
+    assert at.selectbox(key="dataset_choice").value == "clicks" and DatasetStore(root).names() == ["clicks"]
+    at.text_input(key="rename_to_clicks").set_value("my_clicks").run()
     at.button(key="rename").click().run()
     assert at.selectbox(key="dataset_choice").value == "my_clicks"
     assert DatasetStore(root).names() == ["my_clicks"]

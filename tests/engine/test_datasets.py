@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet
 import pytest
 
-from streaming.engine.data.datasets import DatasetStore, Upload, data_root, file_format, max_upload_mb, safe_name
+from streaming.engine.data.datasets import DatasetStore, Upload, data_root, file_format, max_upload_mb, plain_name
 from streaming.engine.errors import ConfigError
 
 CSV = b"event_time,key\n2026-03-02 14:01:01,a\n2026-03-02 14:01:05,b\n"
@@ -31,35 +31,37 @@ def make_store(tmp_path: Path):
     return make
 
 
+@pytest.mark.parametrize("given", ["clicks.csv", "part-0001.jsonl", "2026_03_orders.parquet", "v1.2", "a..b.csv", "x" * 96 + ".csv"])
+def test_a_plain_name_is_kept_as_typed(given: str) -> None:
+    assert plain_name(given, "file") == given
+
+
 @pytest.mark.parametrize(
-    ("given", "expected"),
+    ("given", "reason"),
     [
-        ("clicks.csv", "clicks.csv"),
-        ("my events (1).csv", "my_events_1.csv"),
-        ("../../etc/passwd", "passwd"),
-        ("C:\\Users\\me\\export.parquet", "export.parquet"),
-        (".hidden.csv", "hidden.csv"),
-        ("café.jsonl", "caf.jsonl"),
-        ("数据.csv", "data.csv"),
-        ("数据.2024", "data.2024"),
-        ("x" * 150 + ".csv", "x" * 96 + ".csv"),
+        ("", "is empty"),
+        ("../../etc/passwd.csv", "names a parent folder ('..')"),
+        ("..", "names a parent folder ('..')"),
+        ("C:\\Users\\me\\export.parquet", "holds a path separator ('\\\\' at 2)"),
+        ("/etc", "holds a path separator ('/' at 0)"),
+        ("bad\udc80name.csv", "holds a lone surrogate (U+DC80 at 3)"),
+        ("a\0b.csv", "holds a control character ('\\x00' at 1)"),
+        ("evil\u202egnp.csv", "holds a character that does not print (U+202E at 4)"),
+        (".hidden.csv", "starts with a dot"),
+        ("_SUCCESS.csv", "starts with '_'"),
+        ("-rf.csv", "starts with '-'"),
+        ("clicks.", "ends with a dot"),
+        ("my events (1).csv", "holds ' ' at 2"),
+        ("café.jsonl", "holds 'é' at 3"),
+        ("数据.csv", "holds '数' at 0"),
+        ("x" * 150 + ".csv", "is 154 characters long; a name has at most 100"),
+        ("x" * 5000 + ".csv", "is 5,004 characters long"),
     ],
 )
-def test_safe_name_keeps_plain_names_and_cleans_the_rest(given: str, expected: str) -> None:
-    assert safe_name(given) == expected
-
-
-@pytest.mark.parametrize("given", ["", "..", "/", "...", "___", "***"])
-def test_safe_name_refuses_names_with_nothing_left(given: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        safe_name(given, "dataset")
-    assert caught.value.field == "dataset" and caught.value.value == given
-
-
-@pytest.mark.parametrize(("given", "reason"), [("a\0b.csv", "control character ('\\x00' at 1)"), ("x" * 5000 + ".csv", "5,004 characters long")])
-def test_safe_name_refuses_what_no_file_picker_makes(given: str, reason: str) -> None:
+def test_a_name_not_kept_as_typed_is_refused_with_its_reason(given: str, reason: str) -> None:
+    """A name was rewritten without a word: ``../../etc/passwd.csv`` kept as ``passwd.csv``, a lone surrogate as ``_``."""
     with pytest.raises(ConfigError, match=re.escape(reason)) as caught:
-        safe_name(given, "file")
+        plain_name(given, "file")
     assert caught.value.field == "file" and len(str(caught.value)) < 200
 
 
@@ -85,7 +87,7 @@ def test_each_format_is_stored_with_its_row_count(make_store) -> None:
     assert store.names() == []
     reports = [
         store.add("clicks", [Upload("part-1.csv", CSV), Upload("part-0.csv", CSV)]),
-        store.add("kafka dump", [Upload("topic.jsonl", JSON_LINES)]),
+        store.add("kafka_dump", [Upload("topic.jsonl", JSON_LINES)]),
         store.add("lake", [Upload("x.parquet", parquet_bytes(4))]),
     ]
     assert [(report.dataset, report.kept, report.refused) for report in reports] == [
@@ -153,19 +155,16 @@ def test_a_refused_first_upload_leaves_no_dataset(make_store) -> None:
 
 def test_paths_are_confined_to_the_data_root(make_store, tmp_path: Path) -> None:
     store = make_store()
-    report = store.add("../outside", [Upload("../../escape.csv", CSV)])
-    assert report.kept == {"escape.csv": 2}
-    assert (store.root / "outside" / "escape.csv").exists()
-    assert not (tmp_path / "escape.csv").exists() and not (tmp_path / "outside").exists()
     for name in ("../outside", "/etc", "missing"):
         with pytest.raises(ConfigError) as caught:
             store.folder(name)
         assert caught.value.field == "dataset"
+    store.add("inside", [Upload("a.csv", CSV)])
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "secret.csv").write_bytes(CSV)
     (store.root / "linked").symlink_to(elsewhere, target_is_directory=True)
-    assert store.names() == ["outside"]
+    assert store.names() == ["inside"]
     with pytest.raises(ConfigError):
         store.files("linked")
     with pytest.raises(ConfigError):
@@ -173,11 +172,33 @@ def test_paths_are_confined_to_the_data_root(make_store, tmp_path: Path) -> None
     assert sorted(path.name for path in elsewhere.iterdir()) == ["secret.csv"]
 
 
+def test_the_probes_names_are_refused_and_nothing_is_written(make_store, tmp_path: Path) -> None:
+    """``../../etc/passwd.csv`` was kept as ``passwd.csv``, a dataset ``../../tmp/x/evil`` stored as ``evil``, and a lone surrogate
+    became ``_``, none of it said: each is refused naming why, and the upload's other files are judged on their own."""
+    store = make_store()
+    for name, reason in (("../../tmp/x/evil", "names a parent folder ('..')"), ("bad\udc80name", "holds a lone surrogate (U+DC80 at 3)")):
+        with pytest.raises(ConfigError, match=re.escape(reason)) as caught:
+            store.add(name, [Upload("a.csv", CSV)])
+        assert (caught.value.field, caught.value.value) == ("dataset", name)
+    report = store.add("clicks", [Upload("../../etc/passwd.csv", CSV), Upload("bad\udc80name.csv", CSV), Upload("good.csv", CSV)])
+    assert report.kept == {"good.csv": 2}
+    assert [(error.field, error.value, error.reason.split(";")[0]) for error in report.refused] == [
+        ("file", "../../etc/passwd.csv", "names a parent folder ('..')"),
+        ("file", "bad\udc80name.csv", "holds a lone surrogate (U+DC80 at 3)"),
+    ]
+    assert sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*")) == ["data", "data/clicks", "data/clicks/good.csv"]
+
+
 def test_rename_and_delete(make_store) -> None:
     store = make_store()
     store.add("a", [Upload("x.csv", CSV)])
     store.add("b", [Upload("y.csv", CSV)])
-    assert store.rename("a", "my clicks") == "my_clicks"
+    with pytest.raises(ConfigError, match=re.escape("holds ' ' at 2")) as caught:
+        store.rename("a", "my clicks")  # was renamed my_clicks without a word
+    assert (caught.value.field, caught.value.value) == ("new name", "my clicks")
+    with pytest.raises(ConfigError, match=re.escape("names a parent folder ('..')")):
+        store.rename("a", "../a")
+    assert store.rename("a", "my_clicks") == "my_clicks"
     assert store.names() == ["b", "my_clicks"]
     with pytest.raises(ConfigError, match="already taken"):
         store.rename("b", "my_clicks")

@@ -7,12 +7,14 @@ file-name order.
 
 The rules that keep a browser inside its lane:
 
-- Every name that comes from a user (a dataset, an uploaded file) goes through
-  :func:`safe_name`: directories are dropped, anything but letters, digits,
-  ``.``, ``_`` and ``-`` becomes ``_``, and no name starts with a dot. A name
-  with nothing left is refused, and so is one holding a control character (a
-  NUL byte) or longer than any file system keeps (:data:`MAX_GIVEN_LENGTH`):
-  no file picker makes those, so they are refused with the reason, not cleaned.
+- Every name that comes from a user (a dataset, an uploaded file, a new name)
+  goes through :func:`plain_name`: it is kept exactly as typed or refused with
+  the reason (a path separator, ``..``, a lone surrogate, a character that
+  does not print or is not an ASCII letter, digit, ``.``, ``_`` or ``-``, a
+  leading dot, ``_`` or ``-``, more than :data:`MAX_NAME_LENGTH` characters).
+  Never rewritten: a name stored otherwise than typed (``../../etc/passwd.csv``
+  as ``passwd.csv``) leaves its user believing the file went where they asked,
+  and makes two names they typed differently one file.
 - Every folder and file the store touches is resolved (symbolic links
   followed) and must lie inside the data root; anything else is refused.
 - Nothing stored is overwritten or lost by an upload: a file is written under
@@ -37,7 +39,6 @@ import json
 import os
 import re
 import shutil
-import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,8 +65,8 @@ __all__ = [
     "detect_format",
     "file_format",
     "max_upload_mb",
+    "plain_name",
     "require_same_columns",
-    "safe_name",
 ]
 
 FileFormat = Literal["csv", "json", "parquet"]
@@ -77,15 +78,22 @@ DATA_ROOT_VARIABLE = "STREAMING_LAB_DATA"
 MAX_UPLOAD_VARIABLE = "STREAMING_LAB_MAX_UPLOAD_MB"
 DEFAULT_MAX_UPLOAD_MB = 200
 MAX_NAME_LENGTH = 100
-MAX_GIVEN_LENGTH = 255
-"""The longest name a user may give: a file name's limit on Linux, macOS and Windows alike."""
+"""The longest name a user may give: well inside a file name's limit on Linux, macOS and Windows (255), so that a name with a prefix
+or a suffix the lab adds (a hidden upload's, a copy's) still fits."""
 COLUMNS_FILE = ".columns.json"
 """Where a dataset's saved column mapping is kept, in its folder (hidden: never a data file)."""
 OWNER_FILE = ".owner"
 """Whose dataset it is (:mod:`streaming.engine.owners`), in its folder, when its uploader kept it to themselves; none: shared."""
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_PLAIN = re.compile(r"[A-Za-z0-9._-]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SEPARATOR = re.compile(r"[/\\]")
+_LEADING = {
+    ".": "starts with a dot: a hidden name, which the lab keeps for its own files",
+    "_": "starts with '_', which Spark's file source skips as a hidden file",
+    "-": "starts with '-', which a command-line tool reads as an option",
+}
 FORMATS_IN_WORDS = "CSV (.csv), JSON lines (.json, .jsonl, .ndjson) or Parquet (.parquet)"
 
 
@@ -118,29 +126,42 @@ def max_upload_mb(environ: Mapping[str, str]) -> int:
     return limit
 
 
-def safe_name(name: str, field_name: str = "name", fallback: str = "data") -> str:
-    """``name`` as a plain file or folder name (see the module docstring); :class:`ConfigError` when nothing is left.
+def plain_name(name: object, field_name: str = "name") -> str:
+    """``name`` itself when it can name a file or folder exactly as typed; :class:`ConfigError` naming ``field_name`` and why otherwise.
 
-    The part before the last dot and the suffix are cleaned apart, so a name
-    whose stem has no safe character keeps its suffix under ``fallback``
-    (``数据.csv`` → ``data.csv``) instead of becoming a hidden ``.csv``.
+    The first reason found is given (see the module docstring). A name too long
+    to show is shown by its first 40 characters, so the message stays a line.
     """
-    given = str(name)
-    if len(given) > MAX_GIVEN_LENGTH:
-        raise ConfigError(field_name, f"{given[:40]}…", f"is {len(given):,} characters long; a name has at most {MAX_GIVEN_LENGTH}")
-    if (control := _CONTROL.search(given)) is not None:
-        raise ConfigError(field_name, given, f"holds a control character ({control.group()!r} at {control.start()}); a name is printable text")
-    base = PurePosixPath(unicodedata.normalize("NFKC", given).replace("\\", "/")).name
-    cleaned = _UNSAFE.sub("_", base)
-    stem, _, suffix = cleaned.rpartition(".") if "." in cleaned.lstrip(".") else (cleaned, "", "")
-    stem, suffix = stem.strip("._-"), suffix.strip("._-")
-    if not stem and not suffix:
-        raise ConfigError(field_name, name, "has no ASCII letter or digit to name a file by (letters, digits, '.', '_' and '-' are kept)")
-    stem = stem or fallback
-    keep = f".{suffix}" if suffix and len(suffix) <= 10 else ""
-    if len(stem) + len(keep) > MAX_NAME_LENGTH:
-        stem = stem[: MAX_NAME_LENGTH - len(keep)]
-    return f"{stem}{keep}" if keep or not suffix else f"{stem}.{suffix}"[:MAX_NAME_LENGTH]
+    if not isinstance(name, str):
+        raise ConfigError(field_name, name, "must be text")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(field_name, f"{name[:40]}…", f"is {len(name):,} characters long; a name has at most {MAX_NAME_LENGTH}")
+    if reason := _name_problem(name):
+        raise ConfigError(field_name, name, reason)
+    return name
+
+
+def _name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be kept as typed, or ``None``: the text, then a path, then how it starts and ends, then each character."""
+    if not name:
+        return "is empty; a name needs at least one letter or digit"
+    if (surrogate := _SURROGATE.search(name)) is not None:
+        return f"holds a lone surrogate (U+{ord(surrogate.group()):04X} at {surrogate.start()}); a name is valid Unicode text"
+    if (control := _CONTROL.search(name)) is not None:
+        return f"holds a control character ({control.group()!r} at {control.start()}); a name is printable text"
+    if (hidden := next((index for index, char in enumerate(name) if not char.isprintable()), None)) is not None:
+        return f"holds a character that does not print (U+{ord(name[hidden]):04X} at {hidden}); a name is printable text"
+    if ".." in _SEPARATOR.split(name):
+        return "names a parent folder ('..'); a name is one file or folder, not a path"
+    if (separator := _SEPARATOR.search(name)) is not None:
+        return f"holds a path separator ({separator.group()!r} at {separator.start()}); a name is one file or folder, not a path"
+    if name[0] in _LEADING:
+        return _LEADING[name[0]]
+    if name.endswith("."):
+        return "ends with a dot, which Windows drops from a name"
+    if (other := next((index for index, char in enumerate(name) if not _PLAIN.fullmatch(char)), None)) is not None:
+        return f"holds {name[other]!r} at {other}; a name is ASCII letters, digits, '.', '_' and '-'"
+    return None
 
 
 def file_format(name: str) -> FileFormat:
@@ -324,7 +345,7 @@ class DatasetStore:
 
     def folder(self, name: str) -> Path:
         """The folder of dataset ``name``; :class:`ConfigError` unless it is a listed dataset inside the root."""
-        if name != safe_name(name, "dataset") or not self._listed(self.root / name):
+        if not self._listed(self.root / plain_name(name, "dataset")):
             raise ConfigError("dataset", name, f"is not one of the datasets {self.names()}")
         return _inside(self.root / name, self.root, "dataset", name)
 
@@ -341,9 +362,8 @@ class DatasetStore:
         and the module docstring."""
         if private and self.owner is None:
             raise ConfigError("private", private, "needs an owner: this store reads as the server")
-        dataset = safe_name(name, "dataset")
-        folder = _inside(self.root / dataset, self.root, "dataset", name)
-        report = UploadReport(dataset)
+        folder = _inside(self.root / plain_name(name, "dataset"), self.root, "dataset", name)
+        report = UploadReport(name)
         if folder.is_dir() and not self._sees(folder):
             raise ConfigError("dataset", name, "is taken by another user's dataset: choose another name")
         known = self._data_files(folder) if folder.is_dir() else []
@@ -362,7 +382,7 @@ class DatasetStore:
 
     def _store(self, folder: Path, upload: Upload, fmt: FileFormat | None, owner: str | None) -> tuple[Path, int]:
         known_files = self._data_files(folder) if folder.is_dir() else []
-        file_name = safe_name(upload.name, "file")
+        file_name = plain_name(upload.name, "file")
         own = file_format(file_name)
         if fmt is not None and own != fmt:
             raise ConfigError("file", upload.name, f"is {own}, but this dataset holds {fmt} files; a dataset holds one format")
@@ -407,14 +427,13 @@ class DatasetStore:
         return saved if isinstance(saved, dict) else None
 
     def rename(self, old: str, new: str) -> str:
-        """Rename dataset ``old`` to ``new`` (sanitised); returns the new name. Refused when ``new`` is taken."""
+        """Rename dataset ``old`` to ``new`` (kept as typed, :func:`plain_name`); returns the new name. Refused when ``new`` is taken."""
         source = self.folder(old)
-        renamed = safe_name(new, "new name")
-        target = _inside(self.root / renamed, self.root, "new name", new)
+        target = _inside(self.root / plain_name(new, "new name"), self.root, "new name", new)
         if target.exists():
             raise ConfigError("new name", new, "is already taken by a dataset or a file in the data root")
         source.rename(target)
-        return renamed
+        return new
 
     def delete(self, name: str) -> None:
         """Delete dataset ``name`` and its files."""
