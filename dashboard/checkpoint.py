@@ -5,7 +5,11 @@ last committed batch, the watermark it carries, each source's offsets, each
 stateful operator with its state's key and value schemas) and checks a SQL
 query against it (:func:`~streaming.engine.run.change.predict_on_state`):
 production's "will my job resume with the new watermark?", answered before a
-restart. Only folders under the data root are read.
+restart. Only folders under the data root are read, and of those only the
+viewer's (:func:`checkpoint_folders`): a kept query's checkpoint holds its
+owner's offsets, watermark and state schemas, and a query checked against it
+answers with its grouping, so on a shared server another owner's is never
+offered, nor read when a session's state names it.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from streaming.engine.data.datasets import data_root
+from streaming.engine.data.datasets import data_root, folder_owner
 from streaming.engine.errors import ConfigError
+from streaming.engine.owners import visible
 from streaming.engine.run.change import checkpoint_facts, predict_on_state
+from streaming.engine.run.checkpoints import QUERIES_FOLDER, KeptQuery
 from streaming.engine.sql import SqlError, SqlQuery, SqlView
 
 from .change import show_prediction
@@ -28,15 +34,16 @@ from .data import choice_of, data_select, data_source
 if TYPE_CHECKING:
     from streaming.engine.run.registry import QueryRegistry
 
-__all__ = ["MAX_DEPTH", "checkpoint_folders", "checkpoint_panel"]
+__all__ = ["MAX_DEPTH", "checkpoint_folders", "checkpoint_panel", "yours"]
 
 MAX_DEPTH = 4
 """How deep under the data root a checkpoint folder is looked for."""
 
 
-def checkpoint_folders(root: Path, depth: int = MAX_DEPTH) -> list[Path]:
+def checkpoint_folders(root: Path, viewer: str | None = None, depth: int = MAX_DEPTH) -> list[Path]:
     """The folders under ``root`` (at most ``depth`` levels down) that are a query's checkpoint (an ``offsets`` folder and a ``metadata``
-    file), by their path under ``root``; links are not followed, so nothing outside the root is read."""
+    file) and ``viewer``'s to read (:func:`yours`), by their path under ``root``; ``viewer=None`` (the operator, the server's own view):
+    every one. Links are not followed, so nothing outside the root is read."""
     found: list[Path] = []
     for folder, names, files in os.walk(root, followlinks=False):
         here = Path(folder).relative_to(root)
@@ -45,18 +52,41 @@ def checkpoint_folders(root: Path, depth: int = MAX_DEPTH) -> list[Path]:
             found.append(here)
         if checkpoint or len(here.parts) >= depth:
             names[:] = []  # nothing below a checkpoint is another, nor below the depth
-    return sorted(found)
+    return sorted(folder for folder in found if viewer is None or yours(root, folder, viewer))
+
+
+def yours(root: Path, folder: Path, viewer: str) -> bool:
+    """Whether the checkpoint ``folder`` (a path under ``root``) is ``viewer``'s to read: a kept query's checkpoint when the query is
+    theirs or the server's (its ``query.json``, as the Queries page lists it); else a folder brought to the data root, in no hidden
+    folder (the kept queries', a Connect server's: the server's own) and in none another owner keeps to themselves (a private dataset's
+    ``.owner``, :func:`~streaming.engine.data.datasets.folder_owner`)."""
+    parts = folder.parts
+    if len(parts) == 3 and parts[0] == QUERIES_FOLDER:
+        kept = KeptQuery(root / parts[0] / parts[1])
+        if kept.exists() and kept.checkpoint == root / folder:
+            return visible(kept.owner, viewer)
+    if any(part.startswith(".") for part in parts):
+        return False
+    return all(visible(folder_owner(root.joinpath(*parts[:end])), viewer) for end in range(1, len(parts) + 1))
+
+
+def _viewer(registry: QueryRegistry) -> str | None:
+    """Whose checkpoints the registry's browser session reads: its owner's, or every one (``None``) for the operator and the server."""
+    return None if registry.sees_everyone else registry.owner
 
 
 def checkpoint_panel(registry: QueryRegistry) -> None:
     """Pick a checkpoint under the data root, see what it holds, and check a SQL query against it."""
     root = data_root(os.environ)
-    folders = checkpoint_folders(root) if root.is_dir() else []
+    folders = checkpoint_folders(root, _viewer(registry)) if root.is_dir() else []
     if not folders:
-        st.caption(f"No checkpoint under the data root ({root.name}/): copy a job's checkpoint folder there to read it here.")
+        st.caption(f"No checkpoint of yours under the data root ({root.name}/): copy a job's checkpoint folder there to read it here.")
         return
     chosen = st.selectbox("Checkpoint", folders, format_func=str, key="ckpt_folder", help="A folder with offsets/ and metadata, under the data root")
     if chosen is None:
+        return
+    if chosen not in folders:  # the widget keeps a value set in the session's state even when it is not one of the options
+        st.error(f"Cannot read it: {ConfigError('checkpoint', str(chosen), 'is not one of your checkpoint folders')}")
         return
     try:
         facts = _facts(registry, root / chosen)
