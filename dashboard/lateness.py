@@ -39,8 +39,8 @@ def _feed_events(folder: str) -> pd.DataFrame:
 
 
 @st.cache_data(max_entries=4, show_spinner="Reading the records the query has read…")
-def _topic_events(token: str, last_batch: int, _run: Run) -> pd.DataFrame:
-    """The records ``_run`` has read up to ``last_batch``, read again only when it has read more; cached by the run's own random token,
+def _topic_events(run_key: str, last_batch: int, _run: Run) -> pd.DataFrame:
+    """The records ``_run`` has read up to ``last_batch``, read again only when it has read more; cached by the run's own random key,
     not its name, which another owner may take once it is deleted."""
     return topic_events(get_registry().spark, _run)
 
@@ -54,7 +54,7 @@ def _events(run: Run, source: StreamSource) -> pd.DataFrame | None:
                      help="Reads the records of the offsets the query's batches covered again, with a Spark batch query, whenever a batch has read more"):
         return None
     try:
-        return _topic_events(run.read_token, run.log.last_batch_id, run)
+        return _topic_events(run.key, run.log.last_batch_id, run)
     except Exception as err:  # noqa: BLE001 - the brokers gone, or records deleted since: shown, the next refresh tries again
         st.info(f"The topic's records cannot be read now: {first_line(err)}")
         return None

@@ -481,29 +481,42 @@ def query_selector(registry: QueryRegistry, keys: tuple[str, str, str] = (SELECT
 
 
 WATCH_PARAM = "watch"
-"""The Live page's URL parameter that carries a run's read token: a presenter's read-only link."""
+"""The Live page's URL parameter that carries a query's read-only link (:mod:`~streaming.engine.run.sharing`): a presenter's."""
 
 
-def linked_run(registry: QueryRegistry) -> tuple[bool, Run | None]:
-    """``(linked, run)``: whether the page was opened by a read-only link (``?watch=``), and the run it names, whoever owns it; the page
-    says which, or that the link names no query on this server."""
+def linked_run(registry: QueryRegistry) -> tuple[str | None, Run | None]:
+    """``(link, run)``: the token of the read-only link the page was opened by (``?watch=``; ``None``: it was not), and the run it names,
+    whoever owns it; the page says which, and what the owner shares, or that the link names no query on this server."""
     token = st.query_params.get(WATCH_PARAM)
     if token is None:
-        return False, None
+        return None, None
     run = registry.shared_run(token)
     if run is None:
-        st.warning("This read-only link names no query on this server: it was removed, or the server restarted since the link was made.")
+        st.warning(
+            "This read-only link names no query on this server: its owner revoked it or deleted the query, or the query has not run since "
+            "the server restarted."
+        )
     else:
         st.info(f"Watching **{run.name}** read-only, by a link its owner shared: its numbers and charts as they come, none of its controls.")
-    return True, run
+    return token, run
 
 
 def share_link(run: Run) -> None:
-    """The read-only link of ``run``, for its owner to hand to an audience (a demo's presenter)."""
+    """The read-only link of ``run``, for its owner to hand to an audience (a demo's presenter), and Revoke, which ends the link for
+    whoever holds it. A kept query's link names the query, so its next run answers it too."""
     with st.popover("Share read-only", icon=":material/share:"):
         base = (st.context.url or "").split("?", 1)[0]
-        st.code(f"{base}?{WATCH_PARAM}={run.read_token}", language=None)
-        st.caption("Whoever opens this link sees this query's live view, without Stop or any other control, while it is on this server.")
+        st.code(f"{base}?{WATCH_PARAM}={run.share.token}", language=None)
+        st.caption(
+            "Whoever opens this link sees this query's live view, without Stop or any other control, "
+            + ("across its resumes, until you revoke the link or delete the query." if run.kept else "while it is on this server.")
+        )
+        st.button("Revoke this link", key=f"lab_share_revoke_{run.name}", on_click=_revoke, args=(run,), icon=":material/link_off:",
+                  help="A new link replaces it: whoever holds the old one sees the query no more")
+
+
+def _revoke(run: Run) -> None:
+    run.reshare(run.share.revoked())
 
 
 def stop_button(run: Run) -> None:
@@ -730,10 +743,10 @@ FIRST_ROWS_SECONDS = 15.0
 """How long after its start a run without rows is looked at that often (a topic may stay silent for ever)."""
 
 
-def live_view(run: Run, *, owned: bool = True) -> None:
+def live_view(run: Run, *, link: str | None = None) -> None:
     """The watched run, redrawn every ``REFRESH_SECONDS`` from one :func:`~streaming.app.snapshot.snapshot` of it (every
-    ``FIRST_ROWS_POLL_SECONDS`` until a run just started has rows and its first view here is whole); once its ``owned`` kept run has
-    stopped, the way to change and resume it.
+    ``FIRST_ROWS_POLL_SECONDS`` until a run just started has rows and its first view here is whole); on a page opened by the read-only
+    ``link``, none of its controls, else, once a kept run has stopped, the way to change and resume it.
 
     A run that has ended is drawn once, with the page: nothing of it changes any more, and redrawing it every refresh kept Chromium
     busy (0.26 cores) for as long as the page stayed open. The refresh that sees a run end reruns the page, buttons included.
@@ -746,19 +759,27 @@ def live_view(run: Run, *, owned: bool = True) -> None:
     """
     every = _refresh_seconds(run, opened=_opened(run))
     if every is None:
-        _draw(run, owned=owned)
+        _draw(run, owned=_owned(run, link))
     elif every == FIRST_ROWS_POLL_SECONDS:
-        _first_rows_view(run, owned=owned)
+        _first_rows_view(run, link=link)
     else:
-        _live_view(run, owned=owned)
+        _live_view(run, link=link)
+
+
+def _owned(run: Run, link: str | None) -> bool:
+    """Whether this page is the owner's (opened by no ``link``); once the link it was opened by is revoked, the page again, which says the
+    link names no query."""
+    if link is not None and not run.share.names(link):
+        st.rerun(scope="app")
+    return link is None
 
 
 OPENED_KEY = "lab_opened"
-"""Session-state key: the read tokens of the active runs whose headline this page's session has drawn (:func:`_draw`)."""
+"""Session-state key: the keys of the active runs whose headline this page's session has drawn (:func:`_draw`)."""
 
 
 def _opened(run: Run) -> bool:
-    return run.read_token in st.session_state.get(OPENED_KEY, ())
+    return run.key in st.session_state.get(OPENED_KEY, ())
 
 
 def _refresh_seconds(run: Run, *, opened: bool = True) -> float | None:
@@ -774,28 +795,29 @@ def _awaits_first_rows(run: Run) -> bool:
 
 
 @st.fragment(run_every=FIRST_ROWS_POLL_SECONDS)
-def _first_rows_view(run: Run, *, owned: bool) -> None:
+def _first_rows_view(run: Run, *, link: str | None) -> None:
     """:func:`_draw` often, until the run has rows (or has run ``FIRST_ROWS_SECONDS``) and its view here is whole: then the page again,
     which refreshes it at the usual pace."""
-    _refresh(run, owned=owned, every=FIRST_ROWS_POLL_SECONDS)
+    _refresh(run, link=link, every=FIRST_ROWS_POLL_SECONDS)
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
-def _live_view(run: Run, *, owned: bool) -> None:
-    _refresh(run, owned=owned, every=REFRESH_SECONDS)
+def _live_view(run: Run, *, link: str | None) -> None:
+    _refresh(run, link=link, every=REFRESH_SECONDS)
 
 
-def _refresh(run: Run, *, owned: bool, every: float) -> None:
+def _refresh(run: Run, *, link: str | None, every: float) -> None:
     """One refresh of the view of ``run``, drawn every ``every`` seconds; then the page again once :func:`_refresh_seconds` is no longer
     ``every`` (the run has rows, has run a while, has ended, or its headline was drawn a refresh ago), which draws it at its new pace or once.
 
-    The pace is judged as the view stood before this refresh: the refresh that draws the headline leaves the rest to the next one."""
+    The pace is judged as the view stood before this refresh: the refresh that draws the headline leaves the rest to the next one. A run
+    replaced by a resume of its kept query is left for the page, which draws the new run (a read-only link names the query, not the run)."""
     if session_starter().status != "ready" or not get_registry().holds(run):
-        st.rerun(scope="app")  # Spark died under the query: the page shows what was lost and the new session
-    opened = _opened(run)
+        st.rerun(scope="app")  # Spark died under the query, or a resume replaced it: the page shows what was lost, or the new run
+    owned, opened = _owned(run, link), _opened(run)
     _draw(run, owned=owned, headline=not opened)
     if not opened:
-        st.session_state.setdefault(OPENED_KEY, set()).add(run.read_token)
+        st.session_state.setdefault(OPENED_KEY, set()).add(run.key)
     if _refresh_seconds(run, opened=opened) != every:
         st.rerun(scope="app")
 

@@ -30,10 +30,10 @@ def watched_view() -> None:
     with main_area:
         if ready:
             registry = get_registry()
-            linked, shared = live.linked_run(registry)
-            if linked:
+            link, shared = live.linked_run(registry)
+            if link is not None:
                 if shared is not None:
-                    live.live_view(shared, owned=False)
+                    live.live_view(shared, link=link)
                 return
             watched = live.query_selector(registry)
             run = None if watched is None else registry.get(watched)

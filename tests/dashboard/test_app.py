@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.app import app_page, drawn_figures, new_app, page_errors, page_metric, wait_until
+from support.app import app_page, drawn_figures, linked_page, new_app, page_errors, page_metric, shared_link, wait_until
 
 from dashboard import data, datasets, live, queries, shared, sql
 from streaming.engine.data.datasets import DatasetStore, Upload
@@ -154,7 +154,8 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
 
 
 def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_restart(app_registry) -> None:
-    """Start on RocksDB, stop, forget the run as a server restart would, then Resume on the Queries page and Delete."""
+    """Start on RocksDB, stop, forget the run as a server restart would, then Resume on the Queries page and Delete. Its read-only link,
+    made before, shows the resumed run, until the owner revokes it; the new link ends with the query's Delete."""
     name = "t_app_kept"
     at = app_page(LIVE)
     at.selectbox(key="lab_source").set_value("feed")
@@ -168,6 +169,7 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         first = app_registry.get(name)
         assert first.kept and first.config.state_store == "rocksdb"
         assert wait_until(at, lambda _: len(first.log) >= 2, WAIT_FOR_DATA), "no progress"
+        link = shared_link(at)
         at.button(key="lab_stop").click().run()
         assert wait_until(at, lambda _: first.status == "stopped", 60), first.status
         at.run()
@@ -187,6 +189,15 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         assert wait_until(at, lambda _: resumed.feeder.staged > staged and len(resumed.log) > batches, WAIT_FOR_DATA), "the resumed query ran no batch"
         assert resumed.log.summaries()[0]["batch_id"] == 0
         assert "RocksDB: memory" in drawn_figures(at)["lab_chart_store"]
+        viewer = linked_page(link)  # the link made before the stop names the kept query: its resumed run
+        assert any(f"Watching **{name}** read-only" in info.value for info in viewer.info), [warning.value for warning in viewer.warning]
+        assert int(page_metric(viewer, "Batches")) > batches
+        at.button(key=f"lab_share_revoke_{name}").click().run()
+        assert shared_link(at) != link
+        viewer.run()
+        assert any("names no query" in warning.value for warning in viewer.warning) and not viewer.metric
+        again = linked_page(shared_link(at))
+        assert any(f"Watching **{name}** read-only" in info.value for info in again.info)
         app_registry.stop(name)
         stray = app_registry.kept_root / "t_app_stray"  # a kept folder that lost its query.json: broken, Delete only
         (stray / "checkpoint").mkdir(parents=True)
@@ -208,6 +219,8 @@ def test_a_query_keeps_its_state_and_resumes_from_the_queries_page_after_a_resta
         assert not at.exception, at.exception
         assert app_registry.get(name) is None and name not in {query.folder.name for query in app_registry.kept()}
         assert any(f"Deleted {name}: its checkpoint, result and progress" in message.value for message in at.success)
+        again.run()
+        assert any("names no query" in warning.value for warning in again.warning)  # the query deleted, its link ends with it
     finally:
         app_registry.delete(name)
 

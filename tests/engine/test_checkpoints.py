@@ -36,6 +36,7 @@ from streaming.engine.query.config import (
 from streaming.engine.run.checkpoints import KeptQuery, differences, kept_queries
 from streaming.engine.run.failure import Failure, failure_of
 from streaming.engine.run.runner import run_to_idle
+from streaming.engine.run.sharing import Grants, Share
 from streaming.feedgen import FeedSpec
 from streaming.feedgen import write_feed as write_spec_feed
 
@@ -197,6 +198,31 @@ def test_a_kept_folder_refuses_another_configuration_a_foreign_folder_and_the_so
     with pytest.raises(ConfigError, match="socket source"):
         KeptQuery(tmp_path / "socket").check(QueryConfig(SocketSource(late_feed), watermark=None))
     assert [query.folder for query in kept_queries(tmp_path)] == [kept.folder]
+
+
+def test_a_kept_querys_read_only_link_is_the_same_for_each_of_its_runs_until_revoked(late_feed: Path, tmp_path: Path) -> None:
+    """The link is kept in the folder, so a resumed run and a restarted server answer it; a grant keeps the token, a revocation does not;
+    a record the lab would not have written is refused, and an unreadable one is replaced rather than left unrevocable."""
+    kept = KeptQuery(tmp_path / "kept")
+    kept.open(_config(late_feed), "q", 1)
+    link = kept.share()
+    assert KeptQuery(kept.folder).share() == link and link.grants == Grants()  # nothing beyond the view unless the owner ticks it
+    assert link.names(link.token) and not link.names(link.token[:-1] + "x") and not link.names("")
+    granted = link.granting(Grants(code=False, report=True))
+    kept.keep_share(granted)
+    assert kept.share() == granted and granted.names(link.token)
+    revoked = granted.revoked()
+    kept.keep_share(revoked)
+    assert kept.share().grants == granted.grants and not kept.share().names(link.token)
+    assert [path.name for path in kept.folder.iterdir() if "share" in path.name] == ["share.json"]  # written whole, nothing left beside it
+    with pytest.raises(ConfigError, match=r"grants\.code: 'yes'"):
+        Share.from_dict({"token": link.token, "grants": {"code": "yes"}})
+    with pytest.raises(ConfigError, match="grants: 'paths'"):
+        Grants.from_dict({"paths": True})
+    with pytest.raises(ConfigError, match=r"share\.token: '\.\./x'"):
+        Share.from_dict({"token": "../x"})
+    kept.share_file.write_text('{"token": "short"}')
+    assert not kept.share().names(revoked.token) and kept.share() == kept.share()
 
 
 def test_changelog_checkpointing_needs_rocksdb(late_feed: Path) -> None:
@@ -449,7 +475,9 @@ def test_a_copy_of_a_kept_folder_names_its_own_files_in_the_file_source_logs(tmp
     (logs / "9.compact").write_text("v1\n" + json.dumps({"path": uri, "timestamp": 1700000000000, "batchId": 0}))
     (logs / ".9.compact.crc").write_bytes(b"crc")
     (logs / "10").write_text("v1\n" + json.dumps({"path": uri.replace("0001", "0002"), "timestamp": 1700000000001, "batchId": 10}))
+    link = KeptQuery(old).share()
     copy = KeptQuery(old).copy_to(tmp_path / "my data (é)" / ".kept.try" / "changed")
+    assert not copy.share_file.exists() and KeptQuery(old).share() == link  # the link names the query: a run of a copy does not answer it
     new = "file://" + str((tmp_path / "my data (é)" / ".kept.try" / "changed").absolute()).replace(" ", "%20")
     compacted = json.loads((copy.checkpoint / "sources" / "0" / "9.compact").read_text().splitlines()[1])
     assert compacted == {"path": f"{new}/staging/events/batch-0001.csv", "timestamp": 1700000000000, "batchId": 0}

@@ -28,6 +28,22 @@ def app_page(path: str) -> AppTest:
     return at.switch_page(path).run()
 
 
+def shared_link(at: AppTest) -> str:
+    """The token of the read-only link the owner's Live page offers (*Share read-only*) for the run it watches."""
+    return next(code.value for code in at.code if "?watch=" in code.value).rsplit("?watch=", 1)[1]
+
+
+def linked_page(token: str) -> AppTest:
+    """The Live page as a read-only link opens it (``?watch=token``), in a browser session of its own: another owner's, once the shared
+    session is ready."""
+    at = new_app()
+    at.query_params["watch"] = token
+    at.run()
+    assert not at.exception, at.exception
+    shared.session_starter().wait(TIMEOUT)
+    return at.switch_page(shared.LIVE_PAGE).run()
+
+
 def wait_until(at: AppTest, condition: Callable[[AppTest], bool], timeout: float) -> bool:
     """Rerun the page until ``condition(at)`` holds; ``False`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -15,7 +15,8 @@ server restart:
   (:meth:`~streaming.engine.output.results.ResultTable.keep`), so a batch Spark runs
   again after a crash is counted once;
 - ``progress.jsonl``: every batch's progress;
-- ``failures.jsonl``: the failures it was resumed from (:mod:`.failure`), so a resume that fails the same way is the last.
+- ``failures.jsonl``: the failures it was resumed from (:mod:`.failure`), so a resume that fails the same way is the last;
+- ``share.json``: its read-only link and what the owner grants its viewers (:mod:`.sharing`), so the link names the query, not one run of it.
 
 A folder is resumed only with the configuration it was made with, apart from
 how fast the input is paced, its arrival rule and the trigger (:data:`UNCHECKED`).
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import shutil
 import uuid
@@ -43,11 +45,14 @@ from ..owners import check_owner
 from ..query.config import QueryConfig, config_from_dict
 from ..sql.query import SqlQuery
 from ..sql.table import SqlTable
+from .sharing import Share
 
 KeptConfig = QueryConfig | SqlQuery
 """What a kept folder runs: the form's query or a user's SQL."""
 
 __all__ = ["QUERIES_FOLDER", "UNCHECKED", "KeptQuery", "differences", "kept_queries", "stray_folders"]
+
+LOG = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint"
 """The folder under a run's working folder (kept or not) that Spark writes the query's checkpoint to."""
@@ -144,6 +149,34 @@ class KeptQuery:
         """The failures the query was resumed from (:mod:`.failure`)."""
         return self.folder / "failures.jsonl"
 
+    @property
+    def share_file(self) -> Path:
+        """The query's read-only link (:meth:`share`): a file of its own, not a field of ``query.json``, whose time orders the kept queries
+        and says when the query last changed; a link granted or revoked changes neither."""
+        return self.folder / "share.json"
+
+    def share(self) -> Share:
+        """The query's read-only link, made and kept the first time it is asked for, so every run of the query answers it; one that cannot
+        be read is made again (the link it held stops working: better than a link no one can revoke)."""
+        try:
+            return Share.from_dict(json.loads(self.share_file.read_text()))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, ConfigError):
+            LOG.warning("%s: its read-only link cannot be read: a new one is made", self.folder.name)
+        share = Share.new()
+        self.keep_share(share)
+        return share
+
+    def keep_share(self, share: Share) -> None:
+        """Keep ``share`` as the query's read-only link, written whole or not at all: a reader never sees half a token."""
+        partial = self.folder / f".share.json.{uuid.uuid4().hex[:8]}.partial"
+        try:
+            partial.write_text(json.dumps(share.to_dict()) + "\n")
+            os.replace(partial, self.share_file)
+        finally:
+            partial.unlink(missing_ok=True)
+
     def exists(self) -> bool:
         return self.config_file.is_file()
 
@@ -232,12 +265,14 @@ class KeptQuery:
         Spark's file source logs each file it read by its path (``checkpoint/sources/N/``, a JSON line per file), and a copy's staged
         files have other paths: resumed as it is, the copy would read every file again. The copy's logs name its own files instead
         (their checksum files dropped: Hadoop reads a file with no checksum without checking it), and its checkpoint a query id of its
-        own, so the copy and the original may run at once. :class:`ConfigError` when a log names a file outside the folder (a folder
-        moved by hand): such a copy cannot be resumed as the original would be.
+        own, so the copy and the original may run at once; it has no read-only link, as the original's names the original alone.
+        :class:`ConfigError` when a log names a file outside the folder (a folder moved by hand): such a copy cannot be resumed as the
+        original would be.
         """
         target = Path(target)
         shutil.copytree(self.folder, target, symlinks=True)
         try:
+            KeptQuery(target).share_file.unlink(missing_ok=True)
             sources = target / CHECKPOINT / "sources"
             for log in sorted(sources.rglob("*")) if sources.is_dir() else []:
                 if log.is_file() and not log.name.startswith("."):

@@ -12,7 +12,6 @@ its sink, its feeder and its working folder.
 from __future__ import annotations
 
 import logging
-import secrets
 import shutil
 import tempfile
 import threading
@@ -45,6 +44,7 @@ from ..sql.views import DEFAULT_VIEW, SqlView
 from .budgets import Budgets
 from .checkpoints import CHECKPOINT, KeptQuery
 from .failure import Failure, failure_of
+from .sharing import Share
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -176,8 +176,12 @@ class Run(StopsInBackground, Generic[C, T]):
     """True when the run was stopped by :meth:`finish`: a replay that had read all its data and run every batch it brings."""
     owner: str | None = field(default=None)
     """Whose run it is (:mod:`streaming.engine.owners`); ``None``: the server's own, seen by every user."""
-    read_token: str = field(default_factory=lambda: secrets.token_urlsafe(18), repr=False)
-    """Whoever holds it may watch the run, read-only, whoever owns it (a presenter's link: :meth:`QueryRegistry.shared_run`)."""
+    share: Share = field(default_factory=Share.new, repr=False)
+    """Its read-only link (:mod:`.sharing`): whoever holds the token may watch the run, whoever owns it (:meth:`QueryRegistry.shared_run`).
+    A kept run's is its kept query's, which every run of the query answers; change it with :meth:`reshare`."""
+    key: str = field(default_factory=lambda: uuid.uuid4().hex, repr=False)
+    """This run's own, unlike its name and its share's token, which a later run of its kept query takes again: what a page keys what it
+    has drawn or read of the run by."""
     failed_because: str | None = field(default=None)
     """Why the lab stopped the run as failed, in plain words: a batch past its budget (:meth:`watch`), a feed that lost its folder (:meth:`fail`);
     ``None`` for a run it did not."""
@@ -192,6 +196,13 @@ class Run(StopsInBackground, Generic[C, T]):
     def checkpoint(self) -> Path:
         """The query's checkpoint folder (what a state reader or a topic's first offsets read)."""
         return self.workdir / CHECKPOINT
+
+    def reshare(self, share: Share) -> None:
+        """Share the run by ``share`` from now on (its owner granted more or less, or revoked the link); a kept run's kept query keeps it,
+        so its next run and a restarted server answer the same link and the old one stays revoked."""
+        if self.kept:
+            KeptQuery(self.workdir).keep_share(share)
+        self.share = share
 
     def stop_after(self, seconds: float) -> None:
         """Stop by itself after ``seconds`` (a page closed without Stop then leaves nothing running for ever)."""
@@ -494,8 +505,10 @@ def start_run(
         now_ms = kept.open(config, name, now_ms, owner)
         owner = kept.owner  # a resumed query stays whose it was
         workdir = kept.folder
+        share = kept.share()  # the link its earlier runs answered
     else:
         workdir = Path(tempfile.mkdtemp(prefix=f"streaming-lab-{name}-", dir=root))
+        share = Share.new()
 
     feeder: Feeder | None = None
 
@@ -589,6 +602,7 @@ def start_run(
     run = Run(
         name, config, query, table, log, feeder, workdir, pd.Timestamp.now(tz="UTC").tz_convert(None), sink, latency=latencies, kept=kept is not None,
         listened=None if listened is None else (listened, listener), owner=owner, changed_at=() if kept is None else kept.changed_at(),
+        share=share,
     )
     if budgets is not None and budgets.batch_seconds is not None:
         run.watch(budgets.batch_seconds, budgets.overtime())

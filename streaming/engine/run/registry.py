@@ -11,7 +11,6 @@ duplicate. All methods are thread-safe.
 from __future__ import annotations
 
 import copy
-import hmac
 import itertools
 import shutil
 import threading
@@ -311,12 +310,12 @@ class QueryRegistry:
             return self._runs.get(run.name) is run
 
     def shared_run(self, token: str) -> Run | None:
-        """The run whose :attr:`~streaming.engine.run.query.Run.read_token` is ``token``, whoever owns it, to be watched read-only; ``None``
-        for any other text (compared in constant time)."""
+        """The run whose read-only link (:attr:`~streaming.engine.run.query.Run.share`) carries ``token``, whoever owns it, to be watched
+        read-only: a kept query's latest run, as its runs share one link; ``None`` for any other text, a revoked link's among them
+        (compared in constant time)."""
         with self._lock:
             runs = list(self._runs.values())
-        given = str(token).encode()
-        return next((run for run in runs if hmac.compare_digest(run.read_token.encode(), given)), None)
+        return next((run for run in runs if run.share.names(token)), None)
 
     def runs(self) -> list[Run]:
         """Every run started here that this registry sees, oldest first, including stopped and failed ones."""
