@@ -79,6 +79,14 @@ def test_slide_longer_than_window() -> None:
     assert "'5 minutes'" in str(err)
 
 
+def test_a_slide_putting_a_row_in_more_windows_than_the_server_plans_is_refused_naming_its_variable(monkeypatch) -> None:
+    err = refused("slide", "1 second", window="10 days", slide="1 second")
+    assert "864,000 windows" in str(err) and "1,000 a row, STREAMING_LAB_MAX_WINDOWS_PER_ROW" in str(err)
+    assert QueryConfig(feed(), window="1000 seconds", slide="1 second").slide_ms == 1000  # the bound itself is planned
+    monkeypatch.setenv("STREAMING_LAB_MAX_WINDOWS_PER_ROW", "1000000")
+    assert QueryConfig(feed(), window="10 days", slide="1 second").slide_ms == 1000  # a server that trusts its users raises it
+
+
 def test_negative_watermark() -> None:
     err = refused("watermark", "-1 minute", watermark="-1 minute")
     assert "negative" in str(err)

@@ -252,6 +252,12 @@ HOSTILE = {
     "SELECT from_xml(store, 'a INT', map('rowValidationXSDPath', '{secret}')) FROM events": "rowValidationXSDPath is refused",
     "SELECT id FROM range(100000000000)": "range(...) is refused beyond 1,000,000 rows",
     "SELECT a.id FROM range(2000) a CROSS JOIN range(2000) b": "range(...) is refused beyond 1,000,000 rows",
+    "SELECT window(ts, '10 days', '1 second') AS w, store, count(*) AS c FROM events GROUP BY 1, 2": "puts each row in 864,000 windows",
+    "SELECT window(ts, INTERVAL 10 DAYS, INTERVAL 1 SECOND) AS w FROM events": "864,000 windows",
+    "SELECT window(ts, '1 day', 1000000) AS w FROM events": "86,400 windows",  # a slide in microseconds
+    "SELECT * FROM events WHERE ts IN (SELECT window(ts, '10 days', '1 second').start FROM events)": "864,000 windows",
+    "SELECT window(ts, concat('10 ', 'days'), '1 second') AS w FROM events": "unless its length and slide are literal durations",
+    "SELECT * FROM events WHERE store IN (" + ", ".join(["'a store'"] * 2000) + ")": "characters, more than this server checks (20,000",
     "": "empty",
 }
 
@@ -279,6 +285,24 @@ def test_hostile_sql_is_refused_naming_why_and_reads_nothing_outside_the_views(s
     stores = SqlView("stores", TableFiles(data["stores"]), static=True)
     legitimate = SqlQuery("SELECT * FROM events WHERE store IN (SELECT store FROM stores WHERE region = 'north')", (*query.views, stores))
     assert legitimate.check(spark).streaming  # a subquery over a view of the run is a query like any other
+
+
+PROBE_WINDOWS = (
+    "SELECT window(event_time, '10 days', '1 second') AS w, key, count(*) AS c FROM STREAM(events) "
+    "WATERMARK event_time DELAY OF INTERVAL 30 SECONDS GROUP BY 1, 2"
+)
+"""A sliding window of 864,000 windows a row: its analysis filled a shared server's heap while the text was only being checked."""
+
+
+def test_a_window_of_too_many_windows_a_row_is_refused_at_its_call_before_spark_analyses_it(spark) -> None:
+    from streaming.engine.sql.guard import parse_checked
+
+    used = spark._jvm.java.lang.Runtime.getRuntime()
+    with pytest.raises(SqlError) as refused:
+        parse_checked(spark, PROBE_WINDOWS, ("events",))  # the parsed plan's check: nothing is analysed yet
+    assert (refused.value.line, refused.value.column) == (1, 8)  # at the window( ) call
+    assert "864,000 windows" in refused.value.message and "STREAMING_LAB_MAX_WINDOWS_PER_ROW" in refused.value.message
+    assert used.totalMemory() - used.freeMemory() < used.maxMemory() * 0.9
 
 
 def test_a_broken_query_says_what_is_wrong_at_its_line_and_column(spark, data) -> None:

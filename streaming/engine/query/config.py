@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ..arrival import DEFAULT_ARRIVAL, ArrivalRule, check_arrival, replay_trigger
+from ..bounds import too_many_windows
 from ..checks import duration_ms
 from ..data.batching import Batching
 from ..data.columns import ColumnMapping
@@ -160,6 +161,9 @@ class QueryConfig:
                 raise ConfigError("slide", self.slide, "must be longer than 0")
             if slide_ms > window_ms:
                 raise ConfigError("slide", self.slide, f"is longer than window {self.window!r}; the slide must be at most the window")
+            refusal = too_many_windows(window_ms, slide_ms)
+            if refusal is not None:
+                raise ConfigError("slide", self.slide, f"with window {self.window!r} {refusal}")
         if self.session_gap is not None:
             if duration_ms("session_gap", self.session_gap) <= 0:
                 raise ConfigError("session_gap", self.session_gap, "must be longer than 0")

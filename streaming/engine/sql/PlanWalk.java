@@ -176,7 +176,15 @@ public class PlanWalk {
         }
         out.append(']');
         if (kind.equals("Literal")) out.append(", \"value\": ").append(literal(expression));
-        if (kind.equals("UnresolvedFunction")) out.append(", \"parts\": ").append(strings(items(call(expression, "nameParts"))));
+        if (kind.equals("UnresolvedFunction")) {
+            List parts = items(call(expression, "nameParts"));
+            out.append(", \"parts\": ").append(strings(parts));
+            if (parts.size() == 1 && String.valueOf(parts.get(0)).toLowerCase(Locale.ROOT).equals("window")) {
+                out.append(", \"durations\": [");
+                for (int i = 0; i < arguments.size(); i++) out.append(i > 0 ? ", " : "").append(duration(arguments.get(i)));
+                out.append(']');
+            }
+        }
         if (kind.equals("XmlToStructs") || kind.equals("SchemaOfXml")) {
             out.append(", \"options\": ").append(strings(items(((scala.collection.Map) call(expression, "options")).keys().toSeq())));
         }
@@ -261,6 +269,31 @@ public class PlanWalk {
         Object value = call(expression, "value");
         boolean whole = value instanceof Byte || value instanceof Short || value instanceof Integer || value instanceof Long;
         return whole ? String.valueOf(value) : "null";
+    }
+
+    /** A window( ) argument's length in microseconds, as JSON, read as Spark's TimeWindow reads it before it plans the window: a string
+     * (by Spark's own interval parser, months refused), a whole number of microseconds, a day-time or calendar interval; null for
+     * anything else, which Spark refuses itself. Read on the parsed plan, because analysing a sliding window already builds one
+     * projection for each window a row falls in. */
+    private static String duration(Object expression) {
+        try {
+            if (!expression.getClass().getSimpleName().equals("Literal")) return "null";
+            Object value = call(expression, "value");
+            if (value == null) return "null";
+            if (value instanceof org.apache.spark.unsafe.types.UTF8String) {
+                value = org.apache.spark.sql.catalyst.util.IntervalUtils.stringToInterval((org.apache.spark.unsafe.types.UTF8String) value);
+            }
+            if (value instanceof org.apache.spark.unsafe.types.CalendarInterval) {
+                org.apache.spark.unsafe.types.CalendarInterval interval = (org.apache.spark.unsafe.types.CalendarInterval) value;
+                if (interval.months != 0) return "null";
+                return String.valueOf(Math.addExact(Math.multiplyExact((long) interval.days, 86400000000L), interval.microseconds));
+            }
+            String type = ((org.apache.spark.sql.types.DataType) call(expression, "dataType")).typeName();
+            boolean micros = type.equals("integer") || type.equals("long") || (type.startsWith("interval") && !type.contains("year") && !type.contains("month"));
+            return micros && (value instanceof Integer || value instanceof Long) ? String.valueOf(((Number) value).longValue()) : "null";
+        } catch (Exception err) {
+            return "null";
+        }
     }
 
     private static long exprId(Object named) throws Exception {

@@ -40,6 +40,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ..bounds import SQL_CHARACTERS_VARIABLE, max_sql_characters, too_many_windows
 from ..errors import brief, first_line
 from .walk import ALL, NOT_INTO_VIEWS, Expr, Node, Walk, analysed, per_context, walk
 
@@ -133,6 +134,12 @@ def parse_checked(spark: SparkSession, text: str, views: Collection[str]) -> Any
     """
     if not isinstance(text, str) or not text.strip():
         raise SqlError("the query is empty: write a SELECT over " + _named(views))
+    bound = max_sql_characters()
+    if len(text) > bound:
+        raise SqlError(
+            f"the query is {len(text):,} characters, more than this server checks ({bound:,}, {SQL_CHARACTERS_VARIABLE}): what parsing and "
+            "planning a text cost grows with it"
+        )
     if "${" in text:
         line, column = position(text, text.index("${"))
         raise SqlError("${...} is refused: Spark would replace it with a server setting or environment variable", line, column)
@@ -413,6 +420,24 @@ def _check_parsed(nodes: Sequence[Node], views: set[str], text: str) -> None:
                     raise SqlError(f"the function {'.'.join(parts)} is refused: only Spark's built-in functions run here", *_at(expression, text))
                 if parts[0].lower() in REFUSED_FUNCTIONS:
                     raise SqlError(f"the function {parts[0]} is refused: it reaches outside the query (Java, the server's files or user)", *_at(expression, text))
+                if parts[0].lower() == "window":
+                    _check_window(expression, text)
+
+
+def _check_window(call: Expr, text: str) -> None:
+    """Refuse a ``window( )`` call whose rows would each fall in more windows than :func:`~streaming.engine.bounds.max_windows_per_row`,
+    or whose length or slide is not a literal duration (Spark refuses that too, but only once it plans: its size must be known first)."""
+    arguments = call.durations[1:3]
+    if not arguments:
+        return  # window(column) alone: Spark says what is missing
+    length, slide = arguments[0], arguments[-1]
+    if length is None or slide is None:
+        raise SqlError(
+            "window(...) is refused unless its length and slide are literal durations of days or less (such as '10 minutes')", *_at(call, text)
+        )
+    refusal = too_many_windows(length, slide)
+    if refusal is not None:
+        raise SqlError(f"window(...) {refusal}", *_at(call, text))
 
 
 def _bounded(expression: Expr, text: str | None) -> tuple[int, int]:

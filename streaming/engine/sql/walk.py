@@ -33,7 +33,8 @@ run's own temporary views (the analysed check)."""
 @dataclass(frozen=True)
 class Expr:
     """One expression of a node: its class's simple name, whether it holds a plan (a subquery), where the parser saw it, the whole-number
-    literals among its arguments (``None`` for the others), and what some kinds carry (``parts`` of a function's name, ``options`` keys)."""
+    literals among its arguments (``None`` for the others), and what some kinds carry (``parts`` of a function's name, ``options`` keys,
+    the arguments of a ``window( )`` call as durations in microseconds: ``None`` for one that is not a literal duration)."""
 
     kind: str
     plan: bool = False
@@ -43,6 +44,7 @@ class Expr:
     value: int | None = None
     parts: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
+    durations: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def _node(item: dict[str, Any]) -> Node:
 def _expr(item: dict[str, Any]) -> Expr:
     return Expr(
         item["kind"], item["plan"], item["line"], item["start"], tuple(item["literals"]), item.get("value"),
-        tuple(item.get("parts", ())), tuple(item.get("options", ())),
+        tuple(item.get("parts", ())), tuple(item.get("options", ())), tuple(item.get("durations", ())),
     )
 
 
