@@ -305,6 +305,22 @@ def test_a_window_of_too_many_windows_a_row_is_refused_at_its_call_before_spark_
     assert used.totalMemory() - used.freeMemory() < used.maxMemory() * 0.9
 
 
+def test_a_check_past_the_servers_time_limit_is_abandoned_with_a_plain_message_and_the_next_one_runs(monkeypatch) -> None:
+    import threading
+
+    from streaming.engine.sql.checker import within_check_limit
+
+    monkeypatch.setenv("STREAMING_LAB_MAX_CHECK_SECONDS", "1")
+    release = threading.Event()
+    try:
+        with pytest.raises(SqlError) as abandoned:
+            within_check_limit(lambda: release.wait(120))  # an analysis that does not end: it holds one of the check threads
+        assert "longer than 1 s" in abandoned.value.message and "STREAMING_LAB_MAX_CHECK_SECONDS" in abandoned.value.message
+        assert within_check_limit(lambda: 42) == 42  # another page's check still runs
+    finally:
+        release.set()
+
+
 def test_a_broken_query_says_what_is_wrong_at_its_line_and_column(spark, data) -> None:
     query = SqlQuery("SELECT *\nFROM events\nWHERE nope = 1", (SqlView("events", _files(data["orders"], "ts")),))
     with pytest.raises(SqlError) as unresolved:

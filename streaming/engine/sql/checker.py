@@ -8,19 +8,73 @@ analyser only, with nothing read: ``make bench`` measures it against the
 
 from __future__ import annotations
 
+import queue
 import shutil
 import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as CheckTimeout
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .guard import checked, streaming_checks
+from ..bounds import CHECK_SECONDS_VARIABLE, max_check_seconds
+from .guard import SqlError, checked, streaming_checks
 from .plan import PlanFacts, plan_facts, state_facts
 from .views import SqlView, sql_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SqlChecker"]
+__all__ = ["SqlChecker", "within_check_limit"]
+
+T = TypeVar("T")
+CHECK_THREADS = 2
+"""Threads checks run on, so a page waits for one no longer than :func:`~streaming.engine.bounds.max_check_seconds`: a check abandoned
+still runs in Spark's JVM until its analysis ends, and at most this many such checks run at once however many pages type."""
+
+
+class _CheckThreads:
+    """:data:`CHECK_THREADS` daemon threads taking checks in turn. Not a ``ThreadPoolExecutor``: the interpreter joins its threads at
+    exit, and one held by an abandoned check would hold the server's exit until Spark's analysis ended."""
+
+    def __init__(self, count: int) -> None:
+        self._waiting: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        for index in range(count):
+            threading.Thread(target=self._take, name=f"sql-check-{index}", daemon=True).start()
+
+    def submit(self, check: Callable[[], T]) -> Future[T]:
+        done: Future[T] = Future()
+        self._waiting.put((check, done))
+        return done
+
+    def _take(self) -> None:
+        while True:
+            check, done = self._waiting.get()
+            if not done.set_running_or_notify_cancel():
+                continue  # abandoned before it started
+            try:
+                done.set_result(check())
+            except BaseException as err:  # noqa: BLE001 - handed to the page that waits for it
+                done.set_exception(err)
+
+
+CHECKS = _CheckThreads(CHECK_THREADS)
+
+
+def within_check_limit(check: Callable[[], T]) -> T:
+    """What ``check`` returns, or :class:`~.guard.SqlError` once it has run longer than the server's limit: Spark's analysis cannot be
+    interrupted, so the check is abandoned (it ends in a thread of its own) and the page says why instead of waiting on it."""
+    seconds = max_check_seconds()
+    running = CHECKS.submit(check)
+    try:
+        return running.result(timeout=seconds)
+    except CheckTimeout:
+        running.cancel()  # a check still waiting for a thread never starts
+        raise SqlError(
+            f"checking this query took longer than {seconds:,} s, this server's limit ({CHECK_SECONDS_VARIABLE}), so it was abandoned: "
+            "something in it grows the plan without bound (a long list, a deep nesting, many windows): write it smaller"
+        ) from None
 
 
 class SqlChecker:
@@ -47,19 +101,25 @@ class SqlChecker:
             raise
 
     def check(self, text: str, output_mode: str | None = None) -> PlanFacts:
-        """The facts of ``text``'s analysed plan once every check passed (:func:`~.guard.checked`) and, with ``output_mode``, Spark's own
+        """The facts of ``text``'s analysed plan once every check passed (:func:`~.guard.checked`, within :func:`within_check_limit`) and, with ``output_mode``, Spark's own
         streaming checks for that mode (:func:`~.guard.streaming_checks`); :class:`~.guard.SqlError` otherwise."""
-        frame, walked = checked(self.session, text, self.names)
-        if output_mode is not None:
-            streaming_checks(frame, output_mode, text)
-        return plan_facts(frame, walked)
+        def check() -> PlanFacts:
+            frame, walked = checked(self.session, text, self.names)
+            if output_mode is not None:
+                streaming_checks(frame, output_mode, text)
+            return plan_facts(frame, walked)
+
+        return within_check_limit(check)
 
     def check_with_state(self, text: str, output_mode: str) -> tuple[PlanFacts, tuple[str, ...]]:
         """:meth:`check`, and the types ``text``'s aggregation keeps in state per group (:func:`~.plan.state_value_types`), from the one
         analysis: what a change to a kept query is judged by."""
-        frame, walked = checked(self.session, text, self.names)
-        streaming_checks(frame, output_mode, text)
-        return state_facts(frame, walked)
+        def check() -> tuple[PlanFacts, tuple[str, ...]]:
+            frame, walked = checked(self.session, text, self.names)
+            streaming_checks(frame, output_mode, text)
+            return state_facts(frame, walked)
+
+        return within_check_limit(check)
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
