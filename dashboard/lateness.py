@@ -26,6 +26,7 @@ from streaming.engine.sources import StreamSource
 from .data import events_of
 from .live_chart import live_chart
 from .shared import get_registry
+from .shown import Shown
 
 __all__ = ["DROPPED_ROWS", "lateness_view"]
 
@@ -45,11 +46,15 @@ def _topic_events(run_key: str, last_batch: int, _run: Run) -> pd.DataFrame:
     return topic_events(get_registry().spark, _run)
 
 
-def _events(run: Run, source: StreamSource) -> pd.DataFrame | None:
-    """Every event ``run`` has read from ``source``, with the micro-batch that read it; ``None`` until a topic's records are asked for."""
+def _events(run: Run, source: StreamSource, shown: Shown) -> pd.DataFrame | None:
+    """Every event ``run`` has read from ``source``, with the micro-batch that read it; ``None`` until a topic's records are asked for,
+    which only its owner's page asks (a Spark job whenever a batch has read more)."""
     feed = source.as_feed
     if feed is not None:
         return _feed_events(str(feed.path)) if feed.sample_layout else events_of(feed)
+    if not shown.owned:
+        st.caption("Each record is judged on its owner's page, which reads the topic again.")
+        return None
     if not st.toggle("Judge every record the query has read", key="lab_judge_topic",
                      help="Reads the records of the offsets the query's batches covered again, with a Spark batch query, whenever a batch has read more"):
         return None
@@ -60,15 +65,16 @@ def _events(run: Run, source: StreamSource) -> pd.DataFrame | None:
         return None
 
 
-def lateness_view(snap: RunSnapshot) -> None:
-    """Why was it dropped: every event of the replayed feed against the watermark that judged it."""
+def lateness_view(snap: RunSnapshot, shown: Shown) -> None:
+    """Why was it dropped: every event of the replayed feed against the watermark that judged it, in numbers and charts; on the owner's
+    page (``shown``) also the dropped events themselves, listed and downloaded."""
     st.subheader("Why was it dropped?")
     judgement = snap.judgement()
     if isinstance(judgement, str):
         st.caption(judgement)
         return
     run, source, deduplicate = snap.run, judgement.source, judgement.deduplicate
-    events = _events(run, source)
+    events = _events(run, source, shown)
     if events is None:
         return
     judged = snap.lateness(events)
@@ -96,7 +102,8 @@ def lateness_view(snap: RunSnapshot) -> None:
         live_chart(lateness_charts.lateness_figure(judged.classified), key="lab_chart_lateness")
     if snap.sql:
         st.caption("Every row of the streamed view is judged, before your query's filters and joins: a row they leave out is judged all the same.")
-    _dropped_list(run.name, judged, source=source, deduplicate=deduplicate)
+    if shown.owned:
+        _dropped_list(run.name, judged, source=source, deduplicate=deduplicate)
 
 
 def _dropped_list(name: str, judged: LatenessView, *, source: StreamSource, deduplicate: bool) -> None:

@@ -47,6 +47,7 @@ from streaming.engine.query.config import (
 )
 from streaming.engine.run.query import Run
 from streaming.engine.run.registry import DuplicateQueryError, QueryRegistry, check_query_name
+from streaming.engine.run.sharing import Grants
 from streaming.engine.run.walkthrough import PREFIX as WALKTHROUGH_PREFIX
 
 from .data import (
@@ -83,6 +84,7 @@ from .shared import (
     watermark_widget,
     windows_widgets,
 )
+from .shown import Shown, shown_by
 from .sql import START_KEY as SQL_START_KEY
 from .sql import sql_view
 
@@ -497,22 +499,49 @@ def linked_run(registry: QueryRegistry) -> tuple[str | None, Run | None]:
             "the server restarted."
         )
     else:
-        st.info(f"Watching **{run.name}** read-only, by a link its owner shared: its numbers and charts as they come, none of its controls.")
+        st.info(f"Watching **{run.name}** read-only, by a link its owner shared: {_granted(run.share.grants)}, none of its controls.")
     return token, run
 
 
+def _granted(grants: Grants) -> str:
+    """What a viewer sees of a shared run, in words."""
+    extras = [what for what, given in (("its SQL and code", grants.code), ("its report", grants.report)) if given]
+    return "its numbers and charts as they come" + "".join(f", {extra}" for extra in extras)
+
+
+SHARE_GRANTS = {"code": "Share the SQL and the code", "report": "Share the report"}
+"""What an owner may grant a read-only link's viewers (:class:`~streaming.engine.run.sharing.Grants`), by the checkbox that grants it."""
+SHARE_HELP = {
+    "code": "Show code, and a SQL query's text: they hold your SQL and the server's paths of the files it reads",
+    "report": "Download report (HTML): the view as one file; with the SQL and the code only when they are shared too",
+}
+
+
 def share_link(run: Run) -> None:
-    """The read-only link of ``run``, for its owner to hand to an audience (a demo's presenter), and Revoke, which ends the link for
-    whoever holds it. A kept query's link names the query, so its next run answers it too."""
+    """The read-only link of ``run``, for its owner to hand to an audience (a demo's presenter): what it shares beyond the view, ticked,
+    and Revoke, which ends the link for whoever holds it. A kept query's link names the query, so its next run answers it too.
+
+    Each box shows what the run's share holds at every run of the page and writes only when ticked (``on_change``), so a second tab
+    of the owner's never undoes what the first granted."""
     with st.popover("Share read-only", icon=":material/share:"):
+        keys = {grant: f"lab_share_{grant}_{run.name}" for grant in SHARE_GRANTS}
+        granted = run.share.grants.to_dict()
+        for grant, label in SHARE_GRANTS.items():
+            st.session_state[keys[grant]] = granted[grant]
+            st.checkbox(label, key=keys[grant], help=SHARE_HELP[grant], on_change=_grant, args=(run, keys))
         base = (st.context.url or "").split("?", 1)[0]
         st.code(f"{base}?{WATCH_PARAM}={run.share.token}", language=None)
         st.caption(
-            "Whoever opens this link sees this query's live view, without Stop or any other control, "
+            "Whoever opens this link sees this query's numbers and charts, and what is ticked above, without Stop or any other control, "
             + ("across its resumes, until you revoke the link or delete the query." if run.kept else "while it is on this server.")
         )
         st.button("Revoke this link", key=f"lab_share_revoke_{run.name}", on_click=_revoke, args=(run,), icon=":material/link_off:",
                   help="A new link replaces it: whoever holds the old one sees the query no more")
+
+
+def _grant(run: Run, keys: Mapping[str, str]) -> None:
+    """Share ``run`` with what its owner's boxes (``keys``, by grant) now tick."""
+    run.reshare(run.share.granting(Grants.from_dict({grant: bool(st.session_state[key]) for grant, key in keys.items()})))
 
 
 def _revoke(run: Run) -> None:
@@ -642,8 +671,8 @@ def _engine_charts(figures: Mapping[str, go.Figure]) -> None:
         )
 
 
-def _topic_view(snap: RunSnapshot) -> None:
-    """For a query on a topic: how far behind the topic it is after each batch, and on demand the topic itself."""
+def _topic_view(snap: RunSnapshot, shown: Shown) -> None:
+    """For a query on a topic: how far behind the topic it is after each batch, and on the owner's page, on demand, the topic itself."""
     run, figures, source = snap.run, snap.figures, snap.run.config.source.as_topic
     if source is None:
         return
@@ -653,6 +682,8 @@ def _topic_view(snap: RunSnapshot) -> None:
         "Records between the offsets the query has read up to and the topic's latest, after each batch (the source's "
         "avgOffsetsBehindLatest and maxOffsetsBehindLatest). A line that keeps rising: the query reads slower than records arrive."
     )
+    if not shown.owned:
+        return
     with st.expander("Partitions, offsets and the latest messages"):
         if st.toggle("Read the topic at every refresh", key="lab_read_topic", help="Asks the brokers with a Kafka client, not through Spark"):
             topic_view(source, key=f"lab_topic_{run.name}")
@@ -711,13 +742,16 @@ def _latency_view(snap: RunSnapshot) -> None:
         )
 
 
-def _details(snap: RunSnapshot) -> None:
-    """The result table, the latest progress and the configuration, each in a panel drawn only while it is open (:func:`open_panel`)."""
+def _details(snap: RunSnapshot, shown: Shown) -> None:
+    """The result table and, on the owner's page, the latest progress and the configuration (both name the server's paths), each in a
+    panel drawn only while it is open (:func:`open_panel`)."""
     run, table = snap.run, snap.table
     with open_panel("Result table", key="lab_details_table") as panel:
         if panel.open:
             st.caption(f"{len(table):,} rows")
             st.dataframe(table, hide_index=True)
+    if not shown.owned:
+        return
     with open_panel("Latest progress (JSON)", key="lab_details_progress") as panel:
         if panel.open:
             st.json(run.log.latest or {}, expanded=False)
@@ -746,7 +780,8 @@ FIRST_ROWS_SECONDS = 15.0
 def live_view(run: Run, *, link: str | None = None) -> None:
     """The watched run, redrawn every ``REFRESH_SECONDS`` from one :func:`~streaming.app.snapshot.snapshot` of it (every
     ``FIRST_ROWS_POLL_SECONDS`` until a run just started has rows and its first view here is whole); on a page opened by the read-only
-    ``link``, none of its controls, else, once a kept run has stopped, the way to change and resume it.
+    ``link``, what its owner shares (:func:`~dashboard.shown.shown_by`), else everything and, once a kept run has stopped, the way to
+    change and resume it.
 
     A run that has ended is drawn once, with the page: nothing of it changes any more, and redrawing it every refresh kept Chromium
     busy (0.26 cores) for as long as the page stayed open. The refresh that sees a run end reruns the page, buttons included.
@@ -759,19 +794,20 @@ def live_view(run: Run, *, link: str | None = None) -> None:
     """
     every = _refresh_seconds(run, opened=_opened(run))
     if every is None:
-        _draw(run, owned=_owned(run, link))
+        _draw(run, shown=_shown(run, link))
     elif every == FIRST_ROWS_POLL_SECONDS:
         _first_rows_view(run, link=link)
     else:
         _live_view(run, link=link)
 
 
-def _owned(run: Run, link: str | None) -> bool:
-    """Whether this page is the owner's (opened by no ``link``); once the link it was opened by is revoked, the page again, which says the
-    link names no query."""
-    if link is not None and not run.share.names(link):
+def _shown(run: Run, link: str | None) -> Shown:
+    """What this page shows of ``run`` (:func:`~dashboard.shown.shown_by`); once the link it was opened by is revoked, the page again,
+    which says the link names no query."""
+    shown = shown_by(run, link)
+    if shown is None:
         st.rerun(scope="app")
-    return link is None
+    return shown
 
 
 OPENED_KEY = "lab_opened"
@@ -814,35 +850,35 @@ def _refresh(run: Run, *, link: str | None, every: float) -> None:
     replaced by a resume of its kept query is left for the page, which draws the new run (a read-only link names the query, not the run)."""
     if session_starter().status != "ready" or not get_registry().holds(run):
         st.rerun(scope="app")  # Spark died under the query, or a resume replaced it: the page shows what was lost, or the new run
-    owned, opened = _owned(run, link), _opened(run)
-    _draw(run, owned=owned, headline=not opened)
+    shown, opened = _shown(run, link), _opened(run)
+    _draw(run, shown=shown, headline=not opened)
     if not opened:
         st.session_state.setdefault(OPENED_KEY, set()).add(run.key)
     if _refresh_seconds(run, opened=opened) != every:
         st.rerun(scope="app")
 
 
-def _draw(run: Run, *, owned: bool, headline: bool = False) -> None:
-    """The view of ``run``; with ``headline``, no further than its first chart: its numbers, captions and warnings, then the counts chart
-    (a SQL run: :func:`~dashboard.sql.sql_view` to its result table).
+def _draw(run: Run, *, shown: Shown, headline: bool = False) -> None:
+    """The view of ``run`` with what the page ``shown`` may show beyond numbers and charts; with ``headline``, no further than its first
+    chart: its numbers, captions and warnings, then the counts chart (a SQL run: :func:`~dashboard.sql.sql_view` to its result table).
 
     The first view after Start came whole: a dozen charts, the tables and the code reached Chromium at once, and the counts chart waited
     behind them, 0.17-0.62 s from the server's sending it. Drawn first alone, Start to that chart on one warm server (Chromium, 2 cores,
     7 Starts each, interleaved): 0.85-1.31 s, median 0.97 → 0.76-0.95 s, median 0.84; the rest of the view follows a refresh later
     (the server has drawn it 1.27 s after Start instead of 0.75-0.87 s).
     """
-    if owned and run.kept and run.status == "stopped":
+    if shown.owned and run.kept and run.status == "stopped":
         st.page_link(QUERIES_PAGE, label="Change and resume", icon=":material/edit_note:",
                      help="On the Queries page: change its watermark, window or text, see what Spark will do with its state, try it on a copy")
     snap = snapshot(run, stall_batches=int(st.session_state.get(STALL_KEY, DEFAULT_STALL_BATCHES)))
     if snap.sql:
-        sql_view(snap, headline=headline)
+        sql_view(snap, shown, headline=headline)
         return
     metrics_row(snap.numbers())
     st.caption(snap.arrival_text)
     _stall_warning(snap.stall)
     if snap.failure is not None:
-        failure_banner(f"Query {run.name}", *snap.failure)
+        failure_banner(f"Query {run.name}", *snap.failure, details=shown.owned)
     live_chart(snap.figures["counts"], key="lab_chart_counts")
     if run.latency is not None:
         run.latency.shown(snap.read_at_ms)  # the rows folded before the table was read are the ones this refresh drew
@@ -851,11 +887,14 @@ def _draw(run: Run, *, owned: bool, headline: bool = False) -> None:
     _evicted_note(snap)
     _late_and_state(snap.figures)
     _state_store_view(snap)
-    lateness_view(snap)
+    lateness_view(snap, shown)
     _latency_view(snap)
     _engine_charts(snap.figures)
-    _topic_view(snap)
-    _details(snap)
-    _state_view(snap)
-    report_button(snap)
-    show_code(run.config, key=f"lab_code_{run.name}")
+    _topic_view(snap, shown)
+    _details(snap, shown)
+    if shown.owned:
+        _state_view(snap)
+    if shown.report:
+        report_button(snap, code=shown.code)
+    if shown.code:
+        show_code(run.config, key=f"lab_code_{run.name}")

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -362,27 +363,31 @@ def metrics_row(metrics: Sequence[Metric]) -> None:
         column.metric(metric.label, metric.value, help=metric.help)
 
 
-def report_button(snap: RunSnapshot) -> None:
-    """Download a run as it stands at this refresh (:meth:`~streaming.app.snapshot.RunSnapshot.report`): one HTML file that opens without a server."""
+def report_button(snap: RunSnapshot, *, code: bool = True) -> None:
+    """Download a run as it stands at this refresh (:meth:`~streaming.app.snapshot.RunSnapshot.report`): one HTML file that opens without a
+    server; a SQL run's text and program only with ``code``."""
     name = snap.run.name
     st.download_button(
-        "Download report (HTML)", snap.report, file_name=f"{name}.html", mime="text/html", key=f"lab_{'sql_' if snap.sql else ''}report_{name}",
-        on_click="ignore", icon=":material/download:",
-        help="This refresh's query, its program, numbers, charts, operators and result table as one HTML file that opens without a server" if snap.sql
-        else "This refresh's settings, numbers, charts and result table as one HTML file that opens without a server",
+        "Download report (HTML)", partial(snap.report, code=code), file_name=f"{name}.html", mime="text/html",
+        key=f"lab_{'sql_' if snap.sql else ''}report_{name}", on_click="ignore", icon=":material/download:",
+        help=f"This refresh's {'query, its program, ' if code else ''}numbers, charts, operators and result table as one HTML file that opens without a server"
+        if snap.sql else "This refresh's settings, numbers, charts and result table as one HTML file that opens without a server",
     )
 
 
-def failure_banner(what: str, error: str | None, hint: str | None = None, *, kept: str = "Its result table so far is kept.") -> None:
+def failure_banner(
+    what: str, error: str | None, hint: str | None = None, *, kept: str = "Its result table so far is kept.", details: bool = True,
+) -> None:
     """A failure in plain words: what happened (the deepest cause, no bridge preamble, frames or server paths), what was kept, what to do
-    (``hint``); Spark's own text only behind an expander, server paths cut."""
+    (``hint``); with ``details``, Spark's own text behind an expander, server paths cut (not for a read-only link's viewer: it may quote
+    the query's SQL)."""
     st.error(f"{what} failed: {failure_words(error or '')}. {kept}".replace("..", "."))
     if hint is not None:
         st.info(hint)
-    details = failure_details(error or "")
-    if details:
+    words = failure_details(error or "") if details else ""
+    if words:
         with st.expander("Spark's own words"):
-            st.code(details, language=None)
+            st.code(words, language=None)
 
 
 def refuse(errors: InputErrors, what: str) -> None:

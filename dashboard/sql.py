@@ -30,6 +30,7 @@ from .datasets import dataset_choices, dataset_files, dataset_store, saved_mappi
 from .lateness import lateness_view
 from .live_chart import live_chart
 from .shared import failure_banner, metrics_row, report_button
+from .shown import Shown
 
 if TYPE_CHECKING:
     from streaming.app.snapshot import RunSnapshot
@@ -245,14 +246,15 @@ def _start(registry: QueryRegistry, query: SqlQuery, name: str | None, pending_k
     st.rerun()
 
 
-def sql_view(snap: RunSnapshot, *, headline: bool = False) -> None:
+def sql_view(snap: RunSnapshot, shown: Shown, *, headline: bool = False) -> None:
     """A SQL run as it stands: status, the result table as its output mode keeps it, each stateful operator, the watermark, the progress
-    charts; with ``headline``, no further than the result table."""
+    charts, and what the page ``shown`` may show beyond them (the program, which holds the query's text; the report); with ``headline``,
+    no further than the result table."""
     run = snap.run
     metrics_row(snap.numbers())
     st.caption(snap.arrival_text)
     if snap.failure is not None:
-        failure_banner(f"Query {run.name}", *snap.failure)
+        failure_banner(f"Query {run.name}", *snap.failure, details=shown.owned)
     facts = run.table.facts
     if facts is not None:
         marks = ", ".join(f"`{mark.column}` (delay {format_duration(mark.delay_ms)})" for mark in facts.watermarks)
@@ -260,8 +262,9 @@ def sql_view(snap: RunSnapshot, *, headline: bool = False) -> None:
             f"{run.config.output_mode.capitalize()} mode" + (f", rows upserted by {', '.join(facts.grouping)}" if facts.grouping and run.config.output_mode == "update" else "")
             + (f". The global watermark comes from {marks}." if marks else ". No WATERMARK clause: nothing is dropped, and state only grows.")
         )
-        with st.expander("Show code"):
-            _show_code(run.config, facts.grouping)
+        if shown.code:
+            with st.expander("Show code"):
+                _show_code(run.config, facts.grouping)
     st.subheader("Result table")
     st.dataframe(snap.table, hide_index=True, key=f"lab_sql_table_{run.name}")
     if headline:
@@ -280,8 +283,9 @@ def sql_view(snap: RunSnapshot, *, headline: bool = False) -> None:
     with right:
         live_chart(figures["state"], key="lab_sql_state")
         live_chart(figures["gap"], key="lab_sql_gap")
-    lateness_view(snap)
-    report_button(snap)
+    lateness_view(snap, shown)
+    if shown.report:
+        report_button(snap, code=shown.code)
 
 
 OPERATOR_COLUMNS = {

@@ -275,13 +275,14 @@ class RunSnapshot:
         headline = latency_headline(entries, end, now_ms=now_ms, window_ms=window_seconds * 1000, started_ms=started_ms)
         return LatencyView(headline, latency_figures(entries, end), produced_before(entries, started_ms), log.records)
 
-    def report(self) -> str:
-        """This refresh as one HTML file that opens without a server: the run's settings, numbers, charts and result table."""
+    def report(self, *, code: bool = True) -> str:
+        """This refresh as one HTML file that opens without a server: the run's settings, numbers, charts and result table; a SQL run's
+        text and program only with ``code`` (a read-only link's viewer gets them only when its owner grants them)."""
         run, progress = self.run, progress_numbers(self.progress)
         numbers = f"{progress}, status {self.status}." if self.sql else f"{progress}, watermark {self.watermark_text}, status {self.status}."
         numbers += " " + self.arrival_text
         if self.sql:
-            return sql_report(run, numbers, self.table, self.operators, [self.figures[name] for name in SQL_REPORTED])
+            return sql_report(run, numbers, self.table, self.operators, [self.figures[name] for name in SQL_REPORTED], code=code)
         shown = [self.figures[name] for name in REPORTED if name in self.figures]
         return figures_report(f"Query {run.name}", (f"{run.config.source.label}: {settings_text(run.config)}.", numbers), shown, [("Result table", self.table)])
 
@@ -322,15 +323,19 @@ def progress_numbers(progress: pd.DataFrame) -> str:
     return f"{len(progress)} micro-batches, {rows:,} rows read, {dropped:,} rows dropped by the watermark"
 
 
-def sql_report(run: Run, numbers: str, table: pd.DataFrame, operators: pd.DataFrame, figures: Sequence[go.Figure]) -> str:
-    """A SQL run as one HTML file that opens without a server: its views, its query, the program that runs it (Show code), its numbers,
-    charts, operators and result table."""
+def sql_report(run: Run, numbers: str, table: pd.DataFrame, operators: pd.DataFrame, figures: Sequence[go.Figure], *, code: bool = True) -> str:
+    """A SQL run as one HTML file that opens without a server: its views, with ``code`` its query and the program that runs it (Show code),
+    its numbers, charts, operators and result table."""
     query, facts = run.config, run.table.facts
     views = "; ".join(f"{view.name}: {view.source.label}" + (" (static)" if view.static else "") for view in query.views)
-    texts = [("Your query", query.text)]
-    try:
-        texts.append(("A PySpark program that runs it (Show code)", sql_code(query, facts.grouping if facts is not None else ())))
-    except ConfigError as err:
-        texts.append(("No program yet", str(err)))
+    texts = [("Your query", query.text), _program(query, facts)] if code else []
     tables = [("Stateful operators", operators), ("Result table", table)]
     return figures_report(f"SQL query {run.name}", (f"Views: {views}. {query.output_mode.capitalize()} mode.", numbers), figures, tables, texts)
+
+
+def _program(query: SqlQuery, facts: PlanFacts | None) -> tuple[str, str]:
+    """``(caption, text)`` of the program that runs a SQL query (Show code), or why there is none yet, for its report."""
+    try:
+        return "A PySpark program that runs it (Show code)", sql_code(query, facts.grouping if facts is not None else ())
+    except ConfigError as err:
+        return "No program yet", str(err)

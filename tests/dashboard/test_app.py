@@ -11,19 +11,21 @@ data calls ``at.run()`` in a polling loop with a deadline.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.app import app_page, drawn_figures, linked_page, new_app, page_errors, page_metric, shared_link, wait_until
+from support.app import app_page, drawn_figures, linked_page, new_app, page_errors, page_metric, page_text, shared_link, wait_until
 
 from dashboard import data, datasets, live, queries, shared, sql
-from streaming.engine.data.datasets import DatasetStore, Upload
+from streaming.engine.data.datasets import DatasetStore, Upload, data_root
 from streaming.engine.data.feeds import SAMPLE_FEEDS, feed_names
 from streaming.engine.errors import ConfigError
 from streaming.engine.query.config import FEED_COLUMNS, FeedSource, GeneratorSource, QueryConfig, RateSource, SocketSource
 
+ROOT = Path(__file__).resolve().parents[2]
 LIVE = shared.LIVE_PAGE
 QUERIES = shared.QUERIES_PAGE
 WAIT_FOR_DATA = 180.0  # generous: the machine is shared, a first batch can take a minute under load
@@ -144,6 +146,26 @@ def test_live_page_starts_watches_and_stops_a_feed_query(app_registry) -> None:
         assert not at.exception, at.exception
         assert any(list(frame.value.columns)[-1] == "rule" for frame in at.dataframe)
         assert {button.label for button in at.get("download_button")} >= {"Download CSV", "Download Parquet", "Download report (HTML)"}
+
+        # its read-only link: the view, and nothing that names the owner's query or the server's paths until the owner ticks it
+        viewer = linked_page(shared_link(at))
+        for panel in ("lab_details_progress", "lab_details_configuration", f"lab_code_{name}_open"):
+            viewer.session_state[panel] = True  # a viewer who opened every panel there was
+        viewer.run()  # the whole view: a run's first view in a session is its headline alone
+        assert not viewer.exception, viewer.exception
+        assert any(f"Watching **{name}** read-only" in info.value for info in viewer.info), [info.value for info in viewer.info]
+        assert int(page_metric(viewer, "Events so far")) > 0 and "lab_chart_counts" in drawn_figures(viewer)
+        seen = page_text(viewer)
+        for hidden in ("Show code", "Download report", "List the dropped events", "Configuration", "Latest progress", "sample_feeds/web_clicks", str(ROOT), str(data_root(os.environ))):
+            assert hidden not in seen, hidden
+        assert not {"lab_stop", f"lab_share_revoke_{name}"} & _button_keys(viewer)
+        at.checkbox(key=f"lab_share_code_{name}").check().run()
+        at.checkbox(key=f"lab_share_report_{name}").check().run()
+        viewer.run()
+        assert "Download report (HTML)" in {button.label for button in viewer.get("download_button")}
+        assert any("sample_feeds/web_clicks" in code.value for code in viewer.code)  # Show code, granted: the program reads the feed's files
+        assert "List the dropped events" not in page_text(viewer)  # never granted
+
         at.button(key="lab_stop").click().run()  # the page does not wait for Spark's stop
         assert not at.exception, at.exception
         assert wait_until(at, lambda _: app_registry.get(name).status == "stopped", 60), app_registry.get(name).status

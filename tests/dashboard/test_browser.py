@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from benchmarks.browser import CHROMIUM, COUNTS_HAVE_POINTS, chromium, java_under, served_app
 
+ROOT = Path(__file__).resolve().parents[2]
 SERVER_START_SECONDS = 180
 CHART_DATA_SECONDS = 240
 
@@ -376,6 +378,15 @@ def test_the_app_runs_on_spark_connect_and_recovers_when_its_server_dies(tmp_pat
         server.stop()
 
 
+def _only_the_view(page, data_root: Path) -> None:
+    """A read-only page shows the view: nothing of the owner's query, its code or report, and no server path, in its text or its files."""
+    page.get_by_text("Engine (the Spark UI's streaming tab)").wait_for(timeout=60_000)  # the whole view, not only its headline
+    text = page.locator("body").inner_text()
+    for hidden in ("Show code", "Download report", "List the dropped events", "Configuration", "SELECT", str(ROOT), str(data_root)):
+        assert hidden not in text, hidden
+    assert page.locator('[data-testid="stDownloadButton"]').count() == 0
+
+
 def _batches_shown(page) -> int:
     text = page.locator('[data-testid="stMetric"]', has_text="Batches").first.inner_text()
     return int(text.strip().splitlines()[-1].replace(",", ""))
@@ -384,7 +395,8 @@ def _batches_shown(page) -> int:
 def test_a_stopped_query_resumes_from_the_queries_page_and_another_browser_sees_it_only_by_its_read_only_link(app_url, data_root, browser):
     """Start a generator query, see its counts and each record's latency chart, stop it; press Resume on the Queries page: the query goes on
     with its earlier batches. Another browser's Queries and Live pages show nothing of it (one session stopped and deleted another's
-    query), until it opens the read-only link its owner shares: then the run's live view, without its controls.
+    query), until it opens the read-only link its owner shares: then the run's live view, without its controls, its code, its report or a
+    server path; the same link opened after the resume shows the resumed run.
 
     A server's restart (the registry forgets its runs, the kept folder is listed from disk) is ``test_app``'s, and a resume on a new Spark
     session is ``test_the_page_recovers_when_spark_dies_under_a_running_query``'s: a second server here cost a start for nothing more."""
@@ -406,6 +418,7 @@ def test_a_stopped_query_resumes_from_the_queries_page_and_another_browser_sees_
         viewer.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
         assert viewer.get_by_role("button", name="Stop query").count() == 0 and viewer.get_by_role("button", name="Share read-only").count() == 0
         assert viewer.locator(".stException").count() == 0
+        _only_the_view(viewer, data_root)
         viewer.close()
         progress = data_root / ".queries" / "kept_across" / "progress.jsonl"
         earlier = len(progress.read_text().splitlines())
@@ -422,6 +435,15 @@ def test_a_stopped_query_resumes_from_the_queries_page_and_another_browser_sees_
             assert time.monotonic() < deadline, f"no batch after the {earlier} kept ones"
             page.wait_for_timeout(500)
         assert page.locator(".stException").count() == 0
+        viewer = theirs.new_page()  # the link made before the resume names the kept query: the resumed run
+        viewer.goto(link, wait_until="domcontentloaded")
+        viewer.get_by_text("Watching kept_across read-only").wait_for(timeout=120_000)
+        viewer.wait_for_function(COUNTS_HAVE_POINTS, timeout=CHART_DATA_SECONDS * 1000)
+        deadline = time.monotonic() + CHART_DATA_SECONDS
+        while _batches_shown(viewer) <= earlier:
+            assert time.monotonic() < deadline, f"the link shows no batch after the {earlier} kept ones"
+            viewer.wait_for_timeout(500)
+        viewer.close()
 
         other = theirs.new_page()
         other.goto(f"{app_url}/Queries", wait_until="domcontentloaded")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.app import page_metric
+from support.app import linked_page, page_metric, page_text, shared_link
 
 from dashboard import shared
 from streaming.app.snapshot import snapshot
@@ -100,6 +100,21 @@ def test_a_sql_query_over_a_stream_and_a_table_starts_shows_its_table_operators_
     report = snapshot(run, stall_batches=1).report()
     assert "SQL query " + run.name in report and "Views: events: guide_words; lookup: guide_words (static)" in report and "stateStoreSave" in report
     assert html.escape(JOINED_SQL) in report and html.escape(program) in report  # the query as written, and the program Show code shows
+
+    # its read-only link: the numbers and charts, not the query, its program, its report or the dropped events, until the owner ticks them
+    viewer = linked_page(shared_link(at)).run()  # the whole view: a run's first view in a session is its headline alone
+    assert not viewer.exception, viewer.exception
+    assert int(page_metric(viewer, "Not counted")) == 1 and any("w.start" in frame.value.columns for frame in viewer.dataframe)
+    seen = page_text(viewer)
+    for hidden in ("SELECT", "Show code", "Download report", "List the dropped events", "sample_feeds/guide_words", str(ROOT)):
+        assert hidden not in seen, hidden
+    at.checkbox(key=f"lab_share_code_{run.name}").check().run()
+    assert [code.value for code in viewer.run().code if "result = spark.sql(SQL)" in code.value] == [program]
+    at.checkbox(key=f"lab_share_code_{run.name}").uncheck().run()
+    at.checkbox(key=f"lab_share_report_{run.name}").check().run()
+    assert "Download report (HTML)" in {button.label for button in viewer.run().get("download_button")} and "SELECT" not in page_text(viewer)
+    viewed = snapshot(run, stall_batches=1).report(code=False)  # what that button downloads: the view, without the query or its program
+    assert "stateStoreSave" in viewed and html.escape(JOINED_SQL) not in viewed and "spark.sql(SQL)" not in viewed and "sample_feeds" not in viewed
 
     queries = at.switch_page(shared.QUERIES_PAGE).run()
     assert not queries.exception, queries.exception

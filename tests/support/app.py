@@ -44,6 +44,11 @@ def linked_page(token: str) -> AppTest:
     return at.switch_page(shared.LIVE_PAGE).run()
 
 
+def page_text(at: AppTest) -> str:
+    """Every element of the page, main area and sidebar, as text: each one's own fields (labels, values, captions, code, help) included."""
+    return "\n".join(str(node.proto) for area in (at.main, at.sidebar) for node in area if node.proto is not None)
+
+
 def wait_until(at: AppTest, condition: Callable[[AppTest], bool], timeout: float) -> bool:
     """Rerun the page until ``condition(at)`` holds; ``False`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
