@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from streaming.analysis.latency import LatencyEnd
@@ -639,10 +638,10 @@ def _evicted_note(snap: RunSnapshot) -> None:
         st.caption(f"The dashboard keeps at most {max_rows} windows of the result table in memory; none evicted so far.")
 
 
-def _late_and_state(figures: Mapping[str, go.Figure]) -> None:
+def _late_and_state(snap: RunSnapshot) -> None:
     left, right = st.columns(2)
     with left:
-        live_chart(figures["drops"], key="lab_chart_drops")
+        live_chart(snap.sent("drops"), key="lab_chart_drops")
         st.caption(
             "Spark counts rows dropped by the watermark **after** window expansion and partial aggregation: "
             "a dropped row is a partially aggregated (window, key) group of a batch, not a raw event. A late event "
@@ -650,21 +649,21 @@ def _late_and_state(figures: Mapping[str, go.Figure]) -> None:
             "window and key in one batch may count as one."
         )
     with right:
-        live_chart(figures["state"], key="lab_chart_state")
+        live_chart(snap.sent("state"), key="lab_chart_state")
 
 
-def _engine_charts(figures: Mapping[str, go.Figure]) -> None:
+def _engine_charts(snap: RunSnapshot) -> None:
     st.subheader("Engine (the Spark UI's streaming tab)")
     top = st.columns(2)
     with top[0]:
-        live_chart(figures["rates"], key="lab_chart_rates")
+        live_chart(snap.sent("rates"), key="lab_chart_rates")
     with top[1]:
-        live_chart(figures["input"], key="lab_chart_input")
+        live_chart(snap.sent("input"), key="lab_chart_input")
     bottom = st.columns(2)
     with bottom[0]:
-        live_chart(figures["duration"], key="lab_chart_duration")
+        live_chart(snap.sent("duration"), key="lab_chart_duration")
     with bottom[1]:
-        live_chart(figures["gap"], key="lab_chart_gap")
+        live_chart(snap.sent("gap"), key="lab_chart_gap")
         st.caption(
             "Batch time minus the watermark. A replayed feed's event times lie in the past, so its gap is large; "
             "it shrinks while the feed replays event time faster than real time."
@@ -673,11 +672,11 @@ def _engine_charts(figures: Mapping[str, go.Figure]) -> None:
 
 def _topic_view(snap: RunSnapshot, shown: Shown) -> None:
     """For a query on a topic: how far behind the topic it is after each batch, and on the owner's page, on demand, the topic itself."""
-    run, figures, source = snap.run, snap.figures, snap.run.config.source.as_topic
+    run, source = snap.run, snap.run.config.source.as_topic
     if source is None:
         return
     st.subheader(f"The topic: {source.topic}")
-    live_chart(figures["lag"], key="lab_chart_lag")
+    live_chart(snap.sent("lag"), key="lab_chart_lag")
     st.caption(
         "Records between the offsets the query has read up to and the topic's latest, after each batch (the source's "
         "avgOffsetsBehindLatest and maxOffsetsBehindLatest). A line that keeps rising: the query reads slower than records arrive."
@@ -715,13 +714,12 @@ def _latency_view(snap: RunSnapshot) -> None:
         )
     elif headline.backlog_only:
         st.caption("No figure: every record measured so far was produced well before this query started (see below), so its latency is its age.")
-    figures = latency.figures
     left, right = st.columns(2)
     with left:
-        live_chart(figures["latency"], key="lab_chart_latency")
+        live_chart(latency.sent("latency"), key="lab_chart_latency")
     with right:
-        live_chart(figures["latency_histogram"], key="lab_chart_latency_histogram")
-    live_chart(figures["latency_breakdown"], key="lab_chart_latency_breakdown")
+        live_chart(latency.sent("latency_histogram"), key="lab_chart_latency_histogram")
+    live_chart(latency.sent("latency_breakdown"), key="lab_chart_latency_breakdown")
     backlog = latency.backlog
     if backlog["records"] > 0:
         st.info(
@@ -879,17 +877,17 @@ def _draw(run: Run, *, shown: Shown, headline: bool = False) -> None:
     _stall_warning(snap.stall)
     if snap.failure is not None:
         failure_banner(f"Query {run.name}", *snap.failure, details=shown.owned)
-    live_chart(snap.figures["counts"], key="lab_chart_counts")
+    live_chart(snap.sent("counts"), key="lab_chart_counts")
     if run.latency is not None:
         run.latency.shown(snap.read_at_ms)  # the rows folded before the table was read are the ones this refresh drew
     if headline:
         return
     _evicted_note(snap)
-    _late_and_state(snap.figures)
+    _late_and_state(snap)
     _state_store_view(snap)
     lateness_view(snap, shown)
     _latency_view(snap)
-    _engine_charts(snap.figures)
+    _engine_charts(snap)
     _topic_view(snap, shown)
     _details(snap, shown)
     if shown.owned:

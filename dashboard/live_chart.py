@@ -169,7 +169,8 @@ def sent(figure: go.Figure) -> bytes:
     return figure.to_json().encode()
 
 
-def live_chart(figure: go.Figure, *, key: str) -> None:
-    """Draw ``figure`` where the page is, as the chart under ``key`` (a refresh redraws that chart in place)."""
+def live_chart(figure: go.Figure | bytes, *, key: str) -> None:
+    """Draw ``figure`` where the page is, as the chart under ``key`` (a refresh redraws that chart in place): a figure, or the JSON
+    :func:`sent` makes of one, which a run's pages share (:meth:`~streaming.app.snapshot.RunSnapshot.sent`) instead of each making it."""
     serve_plotly_js()
-    _COMPONENT(data=sent(figure), key=key)
+    _COMPONENT(data=figure if isinstance(figure, bytes) else sent(figure), key=key)

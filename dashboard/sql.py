@@ -275,14 +275,13 @@ def sql_view(snap: RunSnapshot, shown: Shown, *, headline: bool = False) -> None
         st.dataframe(operators.rename(columns=OPERATOR_COLUMNS), hide_index=True, key=f"lab_sql_operators_{run.name}")
     else:
         st.caption("No stateful operator has reported yet (a query without aggregation, join or deduplication keeps no state).")
-    figures = snap.figures
     left, right = st.columns(2)
     with left:
-        live_chart(figures["drops"], key="lab_sql_drops")
-        live_chart(figures["rates"], key="lab_sql_rates")
+        live_chart(snap.sent("drops"), key="lab_sql_drops")
+        live_chart(snap.sent("rates"), key="lab_sql_rates")
     with right:
-        live_chart(figures["state"], key="lab_sql_state")
-        live_chart(figures["gap"], key="lab_sql_gap")
+        live_chart(snap.sent("state"), key="lab_sql_state")
+        live_chart(snap.sent("gap"), key="lab_sql_gap")
     lateness_view(snap, shown)
     if shown.report:
         report_button(snap, code=shown.code)

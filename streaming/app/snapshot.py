@@ -6,15 +6,22 @@ them, draw them and read the checkpoint itself, panel by panel. It now asks
 read on demand (the state a checkpoint holds, the events a run judged, each
 record's latency) are the snapshot's methods, so the page never builds a path
 under a run's folder or calls the analysis itself.
+
+Every page that watches one run (its owner's, a read-only link's audience) is
+shown the same :class:`RunFrames`, drawn once per change of the run
+(:class:`SharedFrames`): a refresh of a page whose run has not moved draws, and
+sends, what another page's refresh already built.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pandas as pd
 
@@ -43,7 +50,22 @@ if TYPE_CHECKING:
 
     from streaming.engine.run.query import Run, RunStatus
 
-__all__ = ["Judgement", "LatencyView", "LatenessView", "Metric", "RunSnapshot", "progress_numbers", "readable_dropped", "snapshot", "sql_report", "topic_events"]
+__all__ = [
+    "SHARED_FRAMES",
+    "Judgement",
+    "LatencyView",
+    "LatenessView",
+    "Metric",
+    "RunFrames",
+    "RunSnapshot",
+    "SharedFrames",
+    "draw_frames",
+    "progress_numbers",
+    "readable_dropped",
+    "snapshot",
+    "sql_report",
+    "topic_events",
+]
 
 STORE_METRIC_BATCHES = 300
 """The state store's own metrics are drawn for this many recent batches."""
@@ -62,6 +84,29 @@ class Metric:
     help: str | None = None
 
 
+T = TypeVar("T")
+
+
+class Memo:
+    """Values made once each by key, whichever thread asks first; the others get the very same value. Its keys are its owner's few
+    names (a figure's, a latency end's), so it holds no more than those; reentrant, so a value may be made of other memoised ones."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._made: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, make: Callable[[], T]) -> T:
+        with self._lock:
+            if key not in self._made:
+                self._made[key] = make()
+            return cast("T", self._made[key])
+
+
+def figure_json(figure: go.Figure) -> bytes:
+    """What a page sends a browser for ``figure``: its JSON, without the figure rebuilt and validated."""
+    return figure.to_json().encode()
+
+
 @dataclass(frozen=True)
 class LatencyView:
     """Each record's end-to-end latency to one end, as a refresh shows it: the headline, its figures, and the records produced before the run started."""
@@ -70,6 +115,11 @@ class LatencyView:
     figures: Mapping[str, go.Figure]
     backlog: Mapping[str, float]
     records: int
+    _sent: Memo = field(default_factory=Memo, repr=False, compare=False)
+
+    def sent(self, name: str) -> bytes:
+        """The JSON of figure ``name`` (:func:`figure_json`), made once for every page shown this view."""
+        return self._sent.get(name, lambda: figure_json(self.figures[name]))
 
 
 @dataclass(frozen=True)
@@ -150,20 +200,73 @@ def judgement_of(run: Run) -> Judgement | str:
 
 
 @dataclass(frozen=True)
-class RunSnapshot:
-    """One refresh of ``run``: its progress and result table read once, and what every panel draws from them."""
+class RunFrames:
+    """A run's progress and result table as read once, and the figures drawn from them: what every page watching the run shows until
+    the run changes (:class:`SharedFrames`). It holds no reference to the run, so a cache of it never keeps a run alive, and nothing of
+    one page's own (its settings, what a link grants): those are :class:`RunSnapshot`'s."""
 
-    run: Run
     read_at_ms: int
     status: RunStatus
-    """The run's status as this refresh read it (each read asks Spark whether the query is active)."""
+    """The run's status as it was read (each read asks Spark whether the query is active)."""
     progress: pd.DataFrame
     table: pd.DataFrame
     watermark: pd.Timestamp | None
-    stall_batches: int
     figures: Mapping[str, go.Figure] = field(repr=False)
     operators: pd.DataFrame = field(repr=False)
-    """Each stateful operator's numbers at this refresh (:func:`~streaming.engine.sql.replay.operators_of`): what a SQL run's view lists."""
+    """Each stateful operator's numbers (:func:`~streaming.engine.sql.replay.operators_of`): what a SQL run's view lists."""
+    memo: Memo = field(default_factory=Memo, repr=False, compare=False)
+    """What pages make of these frames once for all of them: the figures' JSON, a latency view."""
+
+    def drawn_from(self, progress: pd.DataFrame, table: pd.DataFrame, status: RunStatus) -> bool:
+        """True when these frames were drawn from ``progress`` and ``table`` themselves, the run then as ``status`` says: a progress log
+        and a result table make a new frame only when a batch changed them, so the frames' identity is the run's version."""
+        return self.progress is progress and self.table is table and self.status == status
+
+    def sent(self, name: str) -> bytes:
+        """The JSON of figure ``name`` (:func:`figure_json`), made once for every page."""
+        return self.memo.get(("sent", name), lambda: figure_json(self.figures[name]))
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """One refresh of ``run`` on one page: the run's shared :class:`RunFrames` and that page's own settings (how many batches of a
+    stalled watermark it warns after)."""
+
+    run: Run
+    frames: RunFrames = field(repr=False)
+    stall_batches: int
+
+    @property
+    def read_at_ms(self) -> int:
+        return self.frames.read_at_ms
+
+    @property
+    def status(self) -> RunStatus:
+        return self.frames.status
+
+    @property
+    def progress(self) -> pd.DataFrame:
+        return self.frames.progress
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return self.frames.table
+
+    @property
+    def watermark(self) -> pd.Timestamp | None:
+        return self.frames.watermark
+
+    @property
+    def figures(self) -> Mapping[str, go.Figure]:
+        return self.frames.figures
+
+    @property
+    def operators(self) -> pd.DataFrame:
+        return self.frames.operators
+
+    def sent(self, name: str) -> bytes:
+        """The JSON of figure ``name``, made once for every page watching the run."""
+        return self.frames.sent(name)
 
     @property
     def sql(self) -> bool:
@@ -266,12 +369,18 @@ class RunSnapshot:
         return LatenessView(classified, batches, lateness.drop_summary(classified, summaries), behind)
 
     def latency(self, end: LatencyEnd, *, window_seconds: int, now_ms: int | None = None) -> LatencyView | None:
-        """Each record's latency to ``end`` (``None`` for a run whose records carry no produce time); headlined over the last ``window_seconds``."""
+        """Each record's latency to ``end`` (``None`` for a run whose records carry no produce time); headlined over the last ``window_seconds``
+        before ``now_ms``. Without ``now_ms``, as the frames were read: made once for every page that asks for the same end, so each shows
+        the same numbers."""
+        if now_ms is not None:
+            return self._latency(end, window_seconds, now_ms)
+        return self.frames.memo.get(("latency", end, window_seconds), lambda: self._latency(end, window_seconds, self.read_at_ms))
+
+    def _latency(self, end: LatencyEnd, window_seconds: int, now_ms: int) -> LatencyView | None:
         log = self.run.latency
         if log is None:
             return None
         entries, started_ms = log.frame(), self.run.started_at.value / 1e6
-        now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         headline = latency_headline(entries, end, now_ms=now_ms, window_ms=window_seconds * 1000, started_ms=started_ms)
         return LatencyView(headline, latency_figures(entries, end), produced_before(entries, started_ms), log.records)
 
@@ -288,13 +397,16 @@ class RunSnapshot:
 
 
 def snapshot(run: Run, *, stall_batches: int) -> RunSnapshot:
-    """``run`` (a form's query or a user's SQL) as it stands: its progress and table read once, the live figures drawn from them; a page that
-    draws it then marks the records of the table as shown (their latency to the page ends here)."""
+    """``run`` (a form's query or a user's SQL) as it stands, for a page that warns of a watermark stalled for ``stall_batches``: the
+    frames every page watching it shares (:data:`SHARED_FRAMES`), drawn again only when the run has changed; a page that draws it then
+    marks the records of the table as shown (their latency to the page ends here)."""
+    return RunSnapshot(run, SHARED_FRAMES.frames(run), stall_batches)
+
+
+def draw_frames(run: Run, progress: pd.DataFrame, breakdown: pd.DataFrame, table: pd.DataFrame, status: RunStatus) -> RunFrames:
+    """``run``'s frames as read (its progress log's ``progress`` and ``breakdown``, its result ``table``, its ``status``) and the live
+    figures drawn from them."""
     config = run.config
-    if not isinstance(config, (QueryConfig, SqlQuery)):
-        raise ValueError(f"run {run.name} is not a query of the Live page (a live join is watched on the Joins page)")
-    read_at = time.time_ns() // 1_000_000
-    (progress, breakdown), table = run.log.frames(), run.table.frame()
     if isinstance(config, SqlQuery):  # no windows of the form's: the figures of its progress, and its operators listed
         drawn, measure, slide, operators = pd.DataFrame(), "count", None, pd.DataFrame(operators_of(run.log.summaries()))
     else:
@@ -304,7 +416,81 @@ def snapshot(run: Run, *, stall_batches: int) -> RunSnapshot:
         drawn, progress, breakdown, output_mode=config.output_mode, measure=measure, slide=slide, drawn=run.log.drawn, lag=config.source.reports_lag,
         replayed=config.fixed, changed_at=run.changed_at,
     )
-    return RunSnapshot(run, read_at, run.status, progress, table, current_watermark(progress), stall_batches, figures, operators)
+    return RunFrames(time.time_ns() // 1_000_000, status, progress, table, current_watermark(progress), figures, operators)
+
+
+Draw = Callable[["Run", pd.DataFrame, pd.DataFrame, pd.DataFrame, "RunStatus"], RunFrames]
+"""``(run, progress, breakdown, table, status) -> frames``: how :class:`SharedFrames` draws a run (:func:`draw_frames`)."""
+
+
+@dataclass
+class _Held:
+    """One run's place in :class:`SharedFrames`: the lock its pages take to read and draw it, and its latest frames."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    frames: RunFrames | None = None
+
+
+class SharedFrames:
+    """The latest :class:`RunFrames` of each run, shared by every page that watches it.
+
+    A read-only link's audience watches one run from many browser sessions, and
+    each refresh of each drew the same figures from the same batches again:
+    viewers cost the server in proportion to their number, and took the cores
+    Spark and the presenter's page needed. Here a run is drawn once per change
+    (a new batch folded into its table or logged, its status changed), by
+    whichever page refreshes first; the pages refreshing meanwhile wait on the
+    run's lock and are handed the same frames, and the figures' JSON is made
+    once with them (:meth:`RunFrames.sent`).
+
+    Not ``st.cache_data``: a run is not a value Streamlit can hash, its
+    version is its frames' identity (no argument to key by), its cached
+    value must not be copied for each session (``st.cache_data`` pickles
+    its values, and copies them back on every hit), and ``streaming/`` knows
+    nothing of Streamlit; ``st.cache_resource`` would keep every run drawn
+    until its ``max_entries`` or ``ttl``. This holds one entry per run and
+    drops it when the run itself is let go (a weak reference's callback:
+    the frames hold no reference to their run), so it grows neither with
+    the sessions nor with time.
+    """
+
+    def __init__(self, draw: Draw = draw_frames) -> None:
+        self._draw = draw
+        self._lock = threading.Lock()
+        self._held: dict[str, _Held] = {}
+
+    def frames(self, run: Run) -> RunFrames:
+        """``run``'s frames as it stands now: those already drawn while it has not changed, else drawn now (once, whoever asks)."""
+        config = run.config
+        if not isinstance(config, (QueryConfig, SqlQuery)):
+            raise ValueError(f"run {run.name} is not a query of the Live page (a live join is watched on the Joins page)")
+        held = self._place(run)
+        with held.lock:
+            (progress, breakdown), table, status = run.log.frames(), run.table.frame(), run.status
+            if held.frames is None or not held.frames.drawn_from(progress, table, status):
+                held.frames = self._draw(run, progress, breakdown, table, status)
+            return held.frames
+
+    def _place(self, run: Run) -> _Held:
+        with self._lock:
+            held = self._held.get(run.key)
+            if held is None:
+                held = self._held[run.key] = _Held()
+                weakref.finalize(run, self._forget, run.key)
+            return held
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            self._held.pop(key, None)
+
+    def __len__(self) -> int:
+        """The runs held: at most those not yet let go."""
+        with self._lock:
+            return len(self._held)
+
+
+SHARED_FRAMES = SharedFrames()
+"""The server's one :class:`SharedFrames`: every browser session of the app asks it."""
 
 
 def topic_events(spark: SparkSession, run: Run) -> pd.DataFrame:
