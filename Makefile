@@ -1,6 +1,6 @@
 # Two entry points: `make run` serves the dashboard, `make test` runs the suite.
 # `make test-fast` runs the tests that need neither Spark, Kafka nor a browser (a minute or two: run it often).
-# `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmarks (dashboard, tuner, Kafka, latency, stepped replay, then joins, replayed and live, a press of Next on Step through, SQL: a check's latency and a SQL query against the form's, and a shared server: another user's page under one user's exploding query);
+# `make lint` runs ruff and mypy (CI runs it before the tests); `make bench` the benchmarks (dashboard, tuner, Kafka, latency, stepped replay, then joins, replayed and live, a press of Next on Step through, SQL: a check's latency and a SQL query against the form's, a shared server: another user's page under one user's exploding query, and a read-only link's audience: the app's CPU per viewer and the presenter's refresh rate);
 # `make connect` starts a local Spark Connect server and prints the SPARK_REMOTE to run the app against it.
 # `make kafka` starts a local Apache Kafka broker and prints the KAFKA_BOOTSTRAP to use; `make kafka-stop` stops it.
 # All create .venv from the pinned requirements.txt first (once, and again when it changes), and fetch the
@@ -69,6 +69,7 @@ bench: java $(STAMP) $(JARS) $(ARCHIVE)
 	$(VENV)/bin/python -m benchmarks.walkthrough
 	$(VENV)/bin/python -m benchmarks.sql $(SQL_BENCH_ARGS)
 	$(VENV)/bin/python -m benchmarks.shared $(SHARED_BENCH_ARGS)
+	$(VENV)/bin/python -m benchmarks.viewers $(VIEWERS_BENCH_ARGS)
 
 kafka: $(STAMP) $(JARS) java
 	$(VENV)/bin/python -m streaming.engine.kafka.broker $(KAFKA_ARGS)
