@@ -241,15 +241,25 @@ def test_stamps_keep_a_fraction_of_a_second_only_when_there_is_one() -> None:
     assert _stamp(pd.NaT) is None
 
 
+def scheduler_pools(spark, run) -> set[str]:
+    """The pools Spark's scheduler ran ``run``'s stages in, as its status store recorded them (a skipped stage was never submitted)."""
+    tracker, store = spark.sparkContext.statusTracker(), spark.sparkContext._jsc.sc().statusStore()
+    stages = {stage for job in tracker.getJobIdsForGroup(str(run.query.runId)) if (info := tracker.getJobInfo(job)) is not None for stage in info.stageIds}
+    attempts = [store.lastStageAttempt(stage) for stage in stages]
+    return {attempt.schedulingPool() for attempt in attempts if attempt.status().toString() not in ("SKIPPED", "PENDING")}
+
+
 def test_a_replay_that_has_read_every_file_says_so_and_is_finished_when_another_users_query_needs_its_slot(registry, write_feed, tmp_path) -> None:
     """Two users on one server: each sees, stops, resumes and deletes only their own queries (another session stopped and deleted a
-    user's kept query), while the slots are the server's: one user's replay idle at its end is finished for the other's."""
+    user's kept query), while the slots are the server's: one user's replay idle at its end is finished for the other's. Each user's
+    query runs its jobs in a pool of Spark's FAIR scheduler of their own, so neither waits behind the other's stages."""
     from support import wait_for
 
     from streaming.engine.errors import ConfigError
     from streaming.engine.query.config import FeedSource, QueryConfig
     from streaming.engine.run.checkpoints import KeptQuery
     from streaming.engine.run.registry import QueryRegistry
+    from streaming.engine.runtime.pools import pool_name
 
     feed = write_feed(GUIDE_BATCHES)
     config = QueryConfig(FeedSource(feed, seconds_per_file=0), window="10 minutes", watermark="10 minutes", output_mode="append")
@@ -278,6 +288,11 @@ def test_a_replay_that_has_read_every_file_says_so_and_is_finished_when_another_
         other = bob.start(config, "next_replay")
         assert (run.status, other.status) == ("finished", "active") and len(run.table.frame()) == emitted > 0
         assert [item.name for item in alice.runs()] == ["drained_replay"] and [item.name for item in bob.runs()] == ["next_replay"]
+        other.await_idle(300)
+        wait_for(lambda: scheduler_pools(registry.spark, run) and scheduler_pools(registry.spark, other), "Spark's status store has no stage of a query")
+        pools = (pool_name(alice.owner), pool_name(bob.owner))
+        assert (scheduler_pools(registry.spark, run), scheduler_pools(registry.spark, other)) == ({pools[0]}, {pools[1]}) and pools[0] != pools[1]
+        assert all(registry.spark.sparkContext._jsc.sc().getPoolForName(pool).isDefined() for pool in pools)  # FAIR: the scheduler made them
         assert [item.name for item in one_slot.runs()] == ["drained_replay", "next_replay"]  # the server's own view: every run
         operator = one_slot.for_owner("user:operator@example.com", sees_all=True)
         assert [item.name for item in operator.runs()] == ["drained_replay", "next_replay"] and operator.get("next_replay") is other

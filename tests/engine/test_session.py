@@ -61,6 +61,43 @@ def test_connect_settings_leave_master_and_driver_to_the_server():
     assert not {"spark.master", "spark.driver.host", "spark.driver.extraJavaOptions"} & set(settings)
 
 
+def test_a_classic_session_schedules_fair_and_each_owner_has_a_pool_of_their_own_named_by_a_digest():
+    from streaming.engine.runtime.pools import POOL_PROPERTY, SERVER_POOL, owner_pool, pool_name
+
+    assert session_settings({}, cores=2)["spark.scheduler.mode"] == "FAIR"
+    assert "spark.scheduler.mode" not in session_settings({"SPARK_REMOTE": "sc://127.0.0.1:15002"}, cores=2)  # not the client's to set
+    owners = ["user:ann@example.com", "user:bob@example.com", "workspace:" + "a" * 32, "user:\ud800"]
+    names = [pool_name(owner) for owner in owners]
+    assert len(set(names)) == len(owners) and pool_name(None) == SERVER_POOL not in names and "default" not in names
+    assert names == [pool_name(owner) for owner in owners] and all(re.fullmatch(r"owner-[0-9a-f]{16}", name) for name in names)
+
+    class Context:  # a SparkContext's local properties of one thread
+        def __init__(self) -> None:
+            self.properties: dict[str, str] = {}
+
+        def getLocalProperty(self, key: str) -> str | None:
+            return self.properties.get(key)
+
+        def setLocalProperty(self, key: str, value: str | None) -> None:
+            if value is None:
+                self.properties.pop(key, None)
+            else:
+                self.properties[key] = value
+
+    class Session:
+        sparkContext = Context()
+
+    spark = Session()
+    with owner_pool(spark, owners[0]):
+        assert spark.sparkContext.properties == {POOL_PROPERTY: names[0]}
+    assert spark.sparkContext.properties == {}  # none before: none after
+    spark.sparkContext.properties[POOL_PROPERTY] = "earlier"
+    with pytest.raises(RuntimeError), owner_pool(spark, None):
+        assert spark.sparkContext.properties == {POOL_PROPERTY: SERVER_POOL}
+        raise RuntimeError("a start that failed")
+    assert spark.sparkContext.properties == {POOL_PROPERTY: "earlier"}
+
+
 def test_starter_is_ready_once_the_session_exists_and_warms_it_up_after():
     created, release, warming, warmed = threading.Event(), threading.Event(), threading.Event(), threading.Event()
 

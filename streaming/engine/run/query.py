@@ -33,6 +33,7 @@ from ..output.results import ResultTable
 from ..output.sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink, TopicSink
 from ..query.config import CHANGELOG_CONF, INTERVAL_TRIGGERS, PROVIDER_CONF, FeedSource, QueryConfig
 from ..query.frame import INPUT_METRICS, build_frame, exact_frame, windowed_counts
+from ..runtime.pools import owner_pool
 from ..runtime.session import is_connect
 from ..sources import Stepper
 from ..sources.replayer import read_all
@@ -581,7 +582,8 @@ def start_run(
         trigger = _trigger(config)
         if trigger:
             writer = writer.trigger(**trigger)
-        query = _start(session, writer, config)
+        with owner_pool(spark, owner):  # its jobs in its owner's pool of the FAIR scheduler, as long as it runs
+            query = _start(session, writer, config)
         log.run_id = str(query.runId)
         if quiet:
             assert stepper is not None

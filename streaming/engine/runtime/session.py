@@ -127,7 +127,8 @@ def session_settings(environ: Mapping[str, str], cores: int) -> dict[str, str]:
 
 def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = None, *, master: str | None = None) -> dict[str, str]:
     """The settings fixed when a Spark driver starts: memory, UI history caps, the log configuration, the thread stack, the class
-    archive (and any :data:`JAVA_OPTIONS_VARIABLE` options) and the jars.
+    archive (and any :data:`JAVA_OPTIONS_VARIABLE` options), the jars, and FAIR scheduling between pools, so that one user's query
+    takes no more than its share of the task slots (:mod:`~streaming.engine.runtime.pools`; a Connect client cannot set a pool).
 
     ``jars`` (default: Spark's Kafka connector as set-up fetched it, :func:`~streaming.engine.runtime.jars.connector_jars`) are local
     files: on the class path of a local driver (:func:`driver_classpath`; ``master`` defaults to ``SPARK_MASTER``), as ``spark.jars``
@@ -143,6 +144,7 @@ def server_settings(environ: Mapping[str, str], jars: Sequence[Path] | None = No
         **({"spark.driver.extraClassPath": os.pathsep.join(map(str, classpath))} if classpath else {}),
         **({"spark.jars": ",".join(map(str, jars))} if jars and not classpath else {}),
         "spark.ui.showConsoleProgress": "false",
+        "spark.scheduler.mode": "FAIR",  # each owner's queries in a pool of their own (streaming.engine.runtime.pools)
         "spark.driver.memory": environ.get("SPARK_DRIVER_MEMORY", "2g"),
         # The Spark UI keeps every job, stage and SQL execution up to these caps; a
         # micro-batch makes several, so a long run would hold thousands of each.
