@@ -308,14 +308,16 @@ def test_a_window_of_too_many_windows_a_row_is_refused_at_its_call_before_spark_
 def test_a_check_past_the_servers_time_limit_is_abandoned_with_a_plain_message_and_the_next_one_runs(monkeypatch) -> None:
     import threading
 
-    from streaming.engine.sql.checker import within_check_limit
+    from streaming.engine.sql.checker import ABANDONED, within_check_limit
 
     monkeypatch.setenv("STREAMING_LAB_MAX_CHECK_SECONDS", "1")
     release = threading.Event()
+    endless = f"SELECT 'an analysis that does not end {uuid.uuid4()}'"
     try:
         with pytest.raises(SqlError) as abandoned:
-            within_check_limit(lambda: release.wait(120))  # an analysis that does not end: it holds one of the check threads
+            within_check_limit(lambda: release.wait(120), endless)  # it holds one of the check threads
         assert "longer than 1 s" in abandoned.value.message and "STREAMING_LAB_MAX_CHECK_SECONDS" in abandoned.value.message
+        assert endless in ABANDONED and endless + " " not in ABANDONED  # not checked again until it is changed
         assert within_check_limit(lambda: 42) == 42  # another page's check still runs
     finally:
         release.set()

@@ -8,6 +8,7 @@ analyser only, with nothing read: ``make bench`` measures it against the
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..bounds import CHECK_SECONDS_VARIABLE, max_check_seconds
+from ..runtime.session import session_alive
 from .guard import SqlError, checked, streaming_checks
 from .plan import PlanFacts, plan_facts, state_facts
 from .views import SqlView, sql_session
@@ -62,15 +64,47 @@ class _CheckThreads:
 CHECKS = _CheckThreads(CHECK_THREADS)
 
 
-def within_check_limit(check: Callable[[], T]) -> T:
-    """What ``check`` returns, or :class:`~.guard.SqlError` once it has run longer than the server's limit: Spark's analysis cannot be
-    interrupted, so the check is abandoned (it ends in a thread of its own) and the page says why instead of waiting on it."""
+class _Abandoned:
+    """The texts whose check was abandoned (past the time limit) or under way when Spark's JVM was lost, by digest; thread-safe, the
+    latest :data:`KEPT` only. A page checks its text again on every new session (its checker is made again), so a text that filled the
+    driver's heap would fill each new one in turn: such a text is refused without a check until it is changed."""
+
+    KEPT = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._digests: dict[str, None] = {}
+
+    @staticmethod
+    def _digest(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def add(self, text: str) -> None:
+        with self._lock:
+            self._digests[self._digest(text)] = None
+            while len(self._digests) > self.KEPT:
+                del self._digests[next(iter(self._digests))]
+
+    def __contains__(self, text: object) -> bool:
+        with self._lock:
+            return isinstance(text, str) and self._digest(text) in self._digests
+
+
+ABANDONED = _Abandoned()
+
+
+def within_check_limit(check: Callable[[], T], text: str | None = None) -> T:
+    """What ``check`` (of ``text``) returns, or :class:`~.guard.SqlError` once it has run longer than the server's limit: Spark's analysis
+    cannot be interrupted, so the check is abandoned (it ends in a thread of its own), ``text`` is not checked again (:data:`ABANDONED`),
+    and the page says why instead of waiting on it."""
     seconds = max_check_seconds()
     running = CHECKS.submit(check)
     try:
         return running.result(timeout=seconds)
     except CheckTimeout:
         running.cancel()  # a check still waiting for a thread never starts
+        if text is not None:
+            ABANDONED.add(text)
         raise SqlError(
             f"checking this query took longer than {seconds:,} s, this server's limit ({CHECK_SECONDS_VARIABLE}), so it was abandoned: "
             "something in it grows the plan without bound (a long list, a deep nesting, many windows): write it smaller"
@@ -109,7 +143,7 @@ class SqlChecker:
                 streaming_checks(frame, output_mode, text)
             return plan_facts(frame, walked)
 
-        return within_check_limit(check)
+        return self._bounded(check, text)
 
     def check_with_state(self, text: str, output_mode: str) -> tuple[PlanFacts, tuple[str, ...]]:
         """:meth:`check`, and the types ``text``'s aggregation keeps in state per group (:func:`~.plan.state_value_types`), from the one
@@ -119,7 +153,23 @@ class SqlChecker:
             streaming_checks(frame, output_mode, text)
             return state_facts(frame, walked)
 
-        return within_check_limit(check)
+        return self._bounded(check, text)
+
+    def _bounded(self, check: Callable[[], T], text: str) -> T:
+        """``check`` of ``text`` within the server's limit (:func:`within_check_limit`); refused at once when ``text`` was abandoned
+        before, and kept from being checked again when Spark's JVM was lost while it was checked."""
+        if text in ABANDONED:
+            raise SqlError(
+                "this text's check was abandoned before (it ran past the server's limit, or Spark's JVM was lost while it was checked), so it "
+                "is not checked again: change it, smaller"
+            )
+        try:
+            return within_check_limit(check, text)
+        except Exception:
+            if session_alive(self.spark):
+                raise
+            ABANDONED.add(text)
+            raise SqlError("Spark's JVM was lost while this text was checked, so it is not checked again: change it, smaller") from None
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
