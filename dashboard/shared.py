@@ -41,6 +41,7 @@ from streaming.engine.run.change import sweep_trials
 from streaming.engine.run.checkpoints import QUERIES_FOLDER
 from streaming.engine.run.query import warm_up
 from streaming.engine.run.registry import DEFAULT_MAX_QUERIES, LostRun, QueryRegistry, max_queries
+from streaming.engine.runtime.heap import exit_cause, exit_code
 from streaming.engine.runtime.session import SessionStarter, StarterStatus, forget_session, server_reachable, session_alive, take_early
 from streaming.export import join_code, pyspark_code
 
@@ -124,14 +125,14 @@ class SessionLosses:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()  # held by session_starter around its recovery, which records
-        self._events: list[tuple[pd.Timestamp, list[LostRun]]] = []
+        self._events: list[tuple[pd.Timestamp, list[LostRun], str]] = []
 
-    def record(self, lost: list[LostRun], at: pd.Timestamp) -> None:
+    def record(self, lost: list[LostRun], at: pd.Timestamp, cause: str) -> None:
         with self.lock:
-            self._events.append((at, lost))
+            self._events.append((at, lost, cause))
 
-    def since(self, moment: pd.Timestamp) -> list[tuple[pd.Timestamp, list[LostRun]]]:
-        """The losses recorded at or after ``moment``, oldest first."""
+    def since(self, moment: pd.Timestamp) -> list[tuple[pd.Timestamp, list[LostRun], str]]:
+        """The losses recorded at or after ``moment``, oldest first: when, the runs lost, and why in words (:func:`_loss_cause`)."""
         with self.lock:
             return [event for event in self._events if event[0] >= moment]
 
@@ -156,11 +157,13 @@ def session_starter() -> SessionStarter:
     if starter.status == "failed" and remote is not None and _unreachable(starter) and server_reachable(remote):
         _starter.clear()  # the Connect server is back: try again
         return _starter()
-    if starter.status != "ready" or session_alive(starter.wait(0)):
+    dead = None if starter.status != "ready" else starter.wait(0)
+    if dead is None or session_alive(dead):
         return starter
     losses = session_losses()
     with losses.lock:
         if _starter() is starter:  # the first to notice; the others find the new starter
+            cause = _loss_cause(dead)  # before the session is forgotten: its JVM's exit code goes with it
             try:
                 lost = _shared_registry().abandon()
             except Exception:  # noqa: BLE001 - no registry was made on the dead session: nothing to abandon
@@ -168,8 +171,8 @@ def session_starter() -> SessionStarter:
             forget_session()
             _shared_registry.clear()
             _starter.clear()
-            LOG.error("the Spark session died (%s); lost queries: %s", _loss_cause(), ", ".join(map(str, lost)) or "none")
-            losses.record(lost, pd.Timestamp.now(tz="UTC").tz_convert(None))
+            LOG.error("the Spark session died (%s); lost queries: %s", cause, ", ".join(map(str, lost)) or "none")
+            losses.record(lost, pd.Timestamp.now(tz="UTC").tz_convert(None), cause)
     return _starter()
 
 
@@ -192,8 +195,16 @@ def run_page(page: StreamlitPage) -> None:
 LOSS_BANNER_MINUTES = 30
 
 
-def _loss_cause() -> str:
-    return "its Spark Connect server stopped answering" if "SPARK_REMOTE" in os.environ else "its JVM exited"
+def _loss_cause(dead: object) -> str:
+    """Why the session ``dead`` was lost: its Connect server stopped answering, or its JVM exited, saying so when the heap's watch ended it
+    (:mod:`~streaming.engine.runtime.heap`)."""
+    if "SPARK_REMOTE" in os.environ:
+        return "its Spark Connect server stopped answering"
+    try:
+        code = exit_code(dead)  # type: ignore[arg-type]
+    except AttributeError:  # not a classic session
+        code = None
+    return exit_cause(code)
 
 
 def _loss_sequel(ready: bool) -> str:
@@ -224,13 +235,13 @@ def _after_loss(lost: Sequence[LostRun], *, active: Collection[str] = ()) -> str
     return " ".join(said)
 
 
-def loss_text(at: pd.Timestamp, lost: Sequence[LostRun], *, ready: bool, active: Collection[str] = ()) -> str:
+def loss_text(at: pd.Timestamp, lost: Sequence[LostRun], *, ready: bool, active: Collection[str] = (), cause: str = "its JVM exited") -> str:
     """What a loss banner says: when and why Spark stopped, the queries that were running (a query stopped before is no loss), and what
     to do about each (those ``active`` now on the new session were resumed)."""
     running = [run for run in lost if not run.stopped]
     queries = "; ".join(str(run) for run in running) or "no query was running"
     return (
-        f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC ({_loss_cause()}).{_loss_sequel(ready)} Lost with it: {queries}. "
+        f"Spark stopped unexpectedly at {at:%H:%M:%S} UTC ({cause}).{_loss_sequel(ready)} Lost with it: {queries}. "
         + _after_loss(running, active=active)
     )
 
@@ -239,10 +250,10 @@ def loss_banner(losses: SessionLosses, now: pd.Timestamp) -> None:
     """One warning per session lost in the last :data:`LOSS_BANNER_MINUTES` minutes: what happened and which queries were lost."""
     ready, owner = session_starter().status == "ready", None if is_operator() else session_owner()
     shown = losses.since(now - pd.Timedelta(minutes=LOSS_BANNER_MINUTES))
-    kept = {run.name for _, lost in shown for run in lost if run.kept} if ready else set()
+    kept = {run.name for _, lost, _ in shown for run in lost if run.kept} if ready else set()
     active = {name for name in kept if (run := _shared_registry().get(name)) is not None and run.status == "active"}
-    for at, lost in shown:
-        st.warning(loss_text(at, [run for run in lost if visible(run.owner, owner)], ready=ready, active=active), icon=":material/warning:")
+    for at, lost, cause in shown:
+        st.warning(loss_text(at, [run for run in lost if visible(run.owner, owner)], ready=ready, active=active, cause=cause), icon=":material/warning:")
 
 
 def get_spark() -> SparkSession:

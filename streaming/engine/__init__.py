@@ -2,7 +2,7 @@
 
 One package per part, from the bottom up; each imports only those before it in this list (and only
 for type checking any other), and the shared vocabulary at this level: ``errors`` (the one error for
-refused input), ``checks`` (single values checked where received), ``arrival`` (the arrival rule every replay follows), ``durations``, ``jsonl`` (files
+refused input), ``checks`` (single values checked where received), ``bounds`` (what a user may ask Spark to plan), ``arrival`` (the arrival rule every replay follows), ``durations``, ``jsonl`` (files
 appended to and read back after a crash) and ``builders`` (the Spark calls every query is made of,
 which Show code copies).
 

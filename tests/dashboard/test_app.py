@@ -627,8 +627,8 @@ def test_a_dead_session_is_replaced_once_and_its_lost_queries_are_recorded(monke
     assert shared.session_starter() is fresh
     assert shared.session_starter() is fresh  # noticed once: the new starter is not replaced again
     assert (starter.cleared, registry.cleared, forgotten) == (1, 1, [True])
-    [(at, recorded)] = losses.since(pd.Timestamp("2000-01-01"))
-    assert recorded == lost and losses.since(at + pd.Timedelta(seconds=1)) == []
+    [(at, recorded, cause)] = losses.since(pd.Timestamp("2000-01-01"))
+    assert recorded == lost and cause == "its JVM exited" and losses.since(at + pd.Timedelta(seconds=1)) == []
     assert str(recorded[0]) == "doomed (running, 12 batches, watermark 2024-01-01 00:00:30, 4 result rows)"
 
 
@@ -650,8 +650,10 @@ def test_the_loss_banner_says_where_each_lost_run_goes_on() -> None:
 
 
 def test_the_loss_banner_lists_only_what_was_running_and_says_ready_only_when_it_is(monkeypatch) -> None:
-    """It listed a query stopped before Spark died, and said a new session was started while the sidebar said Spark was starting."""
+    """It listed a query stopped before Spark died, and said a new session was started while the sidebar said Spark was starting; it
+    says the heap filled when the heap's watch ended the JVM."""
     from streaming.engine.run.registry import LostRun
+    from streaming.engine.runtime.heap import HEAP_EXIT_CODE, exit_cause
 
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     at = pd.Timestamp("2026-11-28 06:00:00")
@@ -661,6 +663,8 @@ def test_the_loss_banner_lists_only_what_was_running_and_says_ready_only_when_it
     assert "Lost with it: doomed (running, 12 batches, 4 result rows)." in starting and "done_before" not in starting
     assert "A new session is ready." in shared.loss_text(at, lost, ready=True)
     assert "Lost with it: no query was running." in shared.loss_text(at, lost[1:], ready=True)
+    filled = shared.loss_text(at, lost, ready=True, cause=exit_cause(HEAP_EXIT_CODE))
+    assert "(its JVM's heap filled, so the JVM was ended; SPARK_DRIVER_MEMORY sets the heap)." in filled
 
 
 @pytest.mark.spark

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from benchmarks.browser import CHROMIUM, COUNTS_HAVE_POINTS, chromium, java_under, served_app
+from benchmarks.browser import CHROMIUM, COUNTS_HAVE_POINTS, chromium, served_app
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_START_SECONDS = 180
@@ -35,7 +35,10 @@ def data_root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, data_root, kafka_broker):
     """The app served as ``make run`` serves it on a free loopback port, in its own process group, with its data root in a temp folder and the run's Kafka broker."""
-    env = {"STREAMING_LAB_DATA": str(data_root), "STREAMING_LAB_MAX_UPLOAD_MB": "1", "KAFKA_BOOTSTRAP": kafka_broker.bootstrap}
+    env = {
+        "STREAMING_LAB_DATA": str(data_root), "STREAMING_LAB_MAX_UPLOAD_MB": "1", "KAFKA_BOOTSTRAP": kafka_broker.bootstrap,
+        "STREAMING_LAB_MAX_WINDOWS_PER_ROW": "100000000",  # a server that trusts its users: a text can fill the heap (the last test)
+    }
     with served_app(tmp_path_factory.mktemp("server"), start_timeout=SERVER_START_SECONDS, env=env) as app:
         yield app
 
@@ -698,14 +701,21 @@ def _run_sql(page, name: str, sql: str = WINDOWED_SQL) -> None:
     page.get_by_text("stopped", exact=True).first.wait_for(timeout=60_000)
 
 
+HEAP_FILLING_SQL = (
+    "SELECT window(event_time, '10 days', '1 second') AS w, key, count(*) AS c FROM STREAM(events) "
+    "WATERMARK event_time DELAY OF INTERVAL 30 SECONDS GROUP BY 1, 2"
+)
+"""864,000 windows a row: its analysis alone fills the driver's heap (refused unless the server lifts STREAMING_LAB_MAX_WINDOWS_PER_ROW)."""
+
+
 def test_the_page_recovers_when_spark_dies_under_a_running_query(served, data_root, browser, spark):
-    """Kill the JVM under the served app (as the OOM killer would) under a kept SQL query mid-replay: the page says what was lost, a new
-    session starts, SQL is checked on it, and the query resumed from the Queries page reads the rest of its files to the answer of an
-    uninterrupted run (plain PySpark's count over the same files): no batch lost, none counted twice.
+    """Fill the driver's heap under the served app by checking a text whose plan grows without bound, under a kept SQL query mid-replay:
+    the heap's watch ends the JVM, the page says the heap filled and what was lost, a new session starts, the text is not checked again
+    on it, other SQL is, and the query resumed from the Queries page reads the rest of its files to the answer of an uninterrupted run
+    (plain PySpark's count over the same files): no batch lost, none counted twice.
 
     The module's last test: the app it leaves runs on its second Spark session (a server of its own would cost a start)."""
     import json
-    import signal
 
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -726,23 +736,26 @@ def test_the_page_recovers_when_spark_dies_under_a_running_query(served, data_ro
         editor.press("Control+Enter")
         page.get_by_text("Ready to run.").first.wait_for(timeout=120_000)
         _pick(page, "Output mode", "complete")
-        page.get_by_label("Seconds per file", exact=True).fill("0.5")  # 40 files: killed after the first few, the rest read once resumed
+        page.get_by_label("Seconds per file", exact=True).fill("1")  # 40 files: lost after the first ones, the rest read once resumed
         page.get_by_label("Seconds per file", exact=True).press("Enter")
         page.get_by_role("textbox", name="Query name").fill("doomed")
         page.get_by_role("textbox", name="Query name").press("Enter")
         page.get_by_role("button", name="Start query").click()
         page.wait_for_function(RESULT_ROWS_SHOWN, timeout=CHART_DATA_SECONDS * 1000)
 
-        os.kill(java_under(app.process.pid), signal.SIGKILL)
+        editor.fill(HEAP_FILLING_SQL)
+        editor.press("Control+Enter")
         banner = page.get_by_text("Spark stopped unexpectedly")
-        banner.wait_for(timeout=60_000)
+        banner.wait_for(timeout=180_000)
         told = banner.inner_text()  # the module's earlier kept queries are named too
+        assert "heap filled" in told, told
         killed_at = re.search(r"doomed \(running, (\d+) batch", told)
         assert killed_at and int(killed_at[1]) < 40 and re.search(r"[\w, ]*\bdoomed\b[\w, ]* kept (its|their) checkpoint and result", told), told
         assert page.locator(".stException").count() == 0
         assert app.process.poll() is None  # the server lives on
 
         page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)
+        page.get_by_text("is not checked again").first.wait_for(timeout=60_000)  # the text that filled the heap does not fill the new one
         # SQL is checked on the new JVM: the check once kept a handle on the dead one and refused every text until a restart
         editor = page.get_by_role("textbox", name="SQL")
         editor.wait_for(timeout=60_000)

@@ -33,6 +33,7 @@ from ..output.results import ResultTable
 from ..output.sinks import DEFAULT_MAX_SINK_ROWS, FoldSink, MemorySinkReader, Sink, TopicSink
 from ..query.config import CHANGELOG_CONF, INTERVAL_TRIGGERS, PROVIDER_CONF, FeedSource, QueryConfig
 from ..query.frame import INPUT_METRICS, build_frame, exact_frame, windowed_counts
+from ..runtime.heap import watch_heap
 from ..runtime.pools import owner_pool
 from ..runtime.session import is_connect
 from ..sources import Stepper
@@ -654,7 +655,11 @@ def warm_up(spark: SparkSession, root: Path | None = None, timeout: int = 120) -
     does not pay for them. Its feed and working folder are made under ``root``
     (the system temp folder by default) and deleted. Then, on a classic
     session, it checks that query written in SQL :data:`SQL_WARM_UP_CHECKS` times (:func:`warm_sql_checks`).
+    First, on a classic session, it starts the heap's watch (:func:`~streaming.engine.runtime.heap.watch_heap`): the session a server
+    warms up is the one its pages must not wait on when its heap fills.
     """
+    if not is_connect(spark):
+        watch_heap(spark)
     folder = Path(tempfile.mkdtemp(prefix="streaming-lab-warm-up-", dir=root))
     try:
         feed = folder / "feed"

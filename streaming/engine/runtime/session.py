@@ -43,8 +43,11 @@ LOG = logging.getLogger(__name__)
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 StarterStatus = Literal["starting", "ready", "failed"]
 
-DRIVER_JAVA_OPTIONS = ["-Xss32m"]
-"""A stop during a ``foreachBatch`` call makes the stream execution thread match the
+DRIVER_JAVA_OPTIONS = ["-Xss32m", "-XX:+ExitOnOutOfMemoryError"]
+"""``-XX:+ExitOnOutOfMemoryError``: a driver that ran out of heap is in no state to go on (any of its threads may have lost its work
+half-done); it ends, and the app starts a new session as after a crash (:mod:`.heap` ends one whose heap stays full without the error).
+
+``-Xss32m``: a stop during a ``foreachBatch`` call makes the stream execution thread match the
 Python error's text against Spark's regex ``...calling((.|\\r\\n|\\r|\\n)*)(java.lang.InterruptedException|...``
 (``StreamExecution.isInterruptionException``, SPARK-39218). That pattern recurses once per
 character, and a text of a few thousand characters overflows the default 1 MiB thread stack:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..runtime.janino import new_compiled
+
 __all__ = ["ALL", "NOT_INTO_RUN_VIEWS", "NOT_INTO_VIEWS", "Expr", "Node", "Walk", "analysed", "per_context", "walk"]
 
 SOURCE = Path(__file__).with_name("PlanWalk.java")
@@ -156,9 +158,4 @@ def _walker() -> Any:
 
 def _compiled(context: Any) -> Any:
     """A ``PlanWalk`` of ``context``'s JVM, compiled from :data:`SOURCE` by Janino."""
-    jvm, gateway = context._jvm, context._gateway
-    compiler = jvm.org.codehaus.janino.SimpleCompiler()
-    compiler.setParentClassLoader(jvm.java.lang.Thread.currentThread().getContextClassLoader())
-    compiler.cook(SOURCE.read_text())
-    found = compiler.getClassLoader().loadClass("PlanWalk")
-    return found.getDeclaredConstructor(gateway.new_array(jvm.java.lang.Class, 0)).newInstance(gateway.new_array(jvm.java.lang.Object, 0))
+    return new_compiled(context, SOURCE, "PlanWalk")
