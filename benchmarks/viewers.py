@@ -1,7 +1,7 @@
 """``python -m benchmarks.viewers``: one run shown to an audience by its read-only link, and what each viewer costs the server.
 
 The app is served (its own Spark) and opened in headless Chromium: a presenter
-starts the Live page's default query, shares it read-only, and ``--steps``
+starts a query of the Live page's generator, shares it read-only, and ``--steps``
 audiences (1, 5, 10 and 20 pages by default, each page a browser context of its
 own: a viewer's own browser session) open the link. For each step, over
 ``--window`` seconds once every viewer's page shows the whole view:
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
 
 SPARK_READY_SECONDS = 300
+GENERATOR = "Generator (out-of-order and late events)"
+"""The presenter's source: a stream that never runs out (the default, a sample feed, is read to its end within minutes)."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 BATCHES_WATCHER = """() => {
@@ -110,11 +112,26 @@ def _browser_pid() -> int:
     return max(mine or roots)
 
 
+def _pick(page: Page, label: str, option: str, tries: int = 12) -> None:
+    """Choose ``option`` of the select ``label``, opening its list again when a rerun swallowed the click."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    for attempt in range(tries):
+        page.get_by_label(label, exact=True).first.click()
+        try:
+            page.get_by_role("option", name=option).click(timeout=5_000)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == tries - 1:
+                raise
+
+
 def _presenter(browser: Browser, url: str) -> tuple[Page, str]:
     """Open the Live page, start its default query, share it: the page and its read-only link."""
     page = browser.new_context(viewport={"width": 1600, "height": 1400}).new_page()
     page.goto(f"{url}/Live_query", wait_until="domcontentloaded")
     page.get_by_text("Spark is ready").wait_for(timeout=SPARK_READY_SECONDS * 1000)
+    _pick(page, "Source", GENERATOR)
     page.get_by_role("textbox", name="Query name").fill("audience")
     page.get_by_role("textbox", name="Query name").press("Enter")
     page.get_by_role("button", name="Start query").click()
@@ -132,7 +149,7 @@ def _viewer(browser: Browser, link: str, *, draw: bool) -> BrowserContext:
     if not draw:
         context.route("**/plotly.min.js", lambda route: route.abort())
     page = context.new_page()
-    page.goto(link, wait_until="domcontentloaded")
+    page.goto(link, wait_until="domcontentloaded", timeout=120_000)
     page.get_by_text("Engine (the Spark UI's streaming tab)").wait_for(timeout=120_000)
     return context
 
