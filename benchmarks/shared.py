@@ -27,7 +27,7 @@ first chart under the exploding query
     Then ``--starts`` Starts again, while A's batch still runs: the median
     and its ratio to the idle first chart. A Start whose first rows came only
     once A's query had been stopped is counted, and the Starts left are not
-    made.
+    made; one with no rows by 30 s after A's budget counts as ``inf``.
 heap
     Spark's JVM heap (``jstat``: survivor, eden and old spaces used) sampled
     every half second, through the idle loads too (so that the sampler's own
@@ -218,7 +218,8 @@ def run(loads: int, starts: int, budget: int, timeout: float = 600.0) -> dict[st
             report["loads_within_budget"] = float(not stop_told.is_visible())  # else some loads came after the query was stopped
             charts: list[float] = []
             while len(charts) < starts and not stop_told.is_visible():
-                charts.append(first_chart_seconds(browser, app.url, timeout))
+                # no longer than until A's query is stopped (and a little): a first chart waiting for it would hold the poll of its stop
+                charts.append(first_chart_seconds(browser, app.url, max(30.0, budget + 30 - (time.perf_counter() - started))))
                 _note(f"first chart under the exploding query: {charts[-1]:.2f} s")
             report["charts_after_stop"] = float(stop_told.is_visible())  # the last Start ended once A's query was stopped: it waited for it
             stop_told.wait_for(timeout=timeout * 1000)  # polled: the time is exact when the loads ended first
