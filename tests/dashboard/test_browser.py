@@ -114,7 +114,7 @@ def test_upload_a_dataset_map_its_time_column_and_preview_it(app_url, browser, d
         page.goto(f"{app_url}/Datasets", wait_until="domcontentloaded")
         page.get_by_role("heading", name="Datasets").first.wait_for(timeout=120_000)
         page.get_by_text("Spark is ready").wait_for(timeout=SERVER_START_SECONDS * 1000)  # not mid-upload: the page reruns whole once it is
-        page.get_by_role("textbox", name="Dataset name").fill("kafka dump")
+        page.get_by_role("textbox", name="Dataset name").fill("kafka_dump")
         page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files([
             {"name": "topic.jsonl", "mimeType": "application/json", "buffer": EVENTS_JSONL.encode()},
             {"name": "broken.jsonl", "mimeType": "application/json", "buffer": b'{"ts": 1\n{"ts": \n'},

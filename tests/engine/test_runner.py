@@ -245,8 +245,18 @@ def scheduler_pools(spark, run) -> set[str]:
     """The pools Spark's scheduler ran ``run``'s stages in, as its status store recorded them (a skipped stage was never submitted)."""
     tracker, store = spark.sparkContext.statusTracker(), spark.sparkContext._jsc.sc().statusStore()
     stages = {stage for job in tracker.getJobIdsForGroup(str(run.query.runId)) if (info := tracker.getJobInfo(job)) is not None for stage in info.stageIds}
-    attempts = [store.lastStageAttempt(stage) for stage in stages]
+    attempts = [attempt for stage in stages if (attempt := _last_attempt(store, stage)) is not None]
     return {attempt.schedulingPool() for attempt in attempts if attempt.status().toString() not in ("SKIPPED", "PENDING")}
+
+
+def _last_attempt(store, stage):
+    """The status store's last attempt of ``stage``; ``None`` once the store let it go (it keeps the latest ``spark.ui.retainedStages``)."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return store.lastStageAttempt(stage)
+    except Py4JJavaError:
+        return None
 
 
 def test_a_replay_that_has_read_every_file_says_so_and_is_finished_when_another_users_query_needs_its_slot(registry, write_feed, tmp_path) -> None:
